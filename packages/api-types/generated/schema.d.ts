@@ -944,7 +944,9 @@ export interface components {
          *     - The same key with the same body returns the first response again (same status and body) with
          *       `Idempotent-Replayed: true`; no second install is created.
          *     - The same key with a different body → `422 idempotency_key_reused`.
-         *     - The same key while the first request is still running → `409 conflict`; retry shortly.
+         *     - Requests with the same key run one at a time: a request that arrives while the first is still running
+         *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
+         *       retry shortly.
          *     A client that retries should always send one; a UUID is a good choice.
          * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
          */
@@ -1503,7 +1505,9 @@ export interface operations {
                  *     - The same key with the same body returns the first response again (same status and body) with
                  *       `Idempotent-Replayed: true`; no second install is created.
                  *     - The same key with a different body → `422 idempotency_key_reused`.
-                 *     - The same key while the first request is still running → `409 conflict`; retry shortly.
+                 *     - Requests with the same key run one at a time: a request that arrives while the first is still running
+                 *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
+                 *       retry shortly.
                  *     A client that retries should always send one; a UUID is a good choice.
                  * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
                  */
@@ -1542,7 +1546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A request with the same `idempotency-key` is still being processed. */
+            /** @description A request with the same `idempotency-key` is still being processed after 10 seconds of waiting for it. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,0 +1,120 @@
+// `pnpm admin`: what the API deliberately cannot do (there is no public sign-up). Uses the same database as
+// the server: DATABASE_URL, or the embedded one under DATA_DIR (started here when the server is not running).
+import { parseArgs } from 'node:util';
+import { systemClock } from './clock.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { type Connection, connect, openDatabase } from './db/connect.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import type { Plan } from './db/schema.ts';
+import { createUser } from './db/seed.ts';
+import { isMetric } from './services/quotas.ts';
+
+const USAGE = `Usage:
+  pnpm admin create-user --email <email> [--plan free|pro]
+  pnpm admin set-plan --user <user id> --plan free|pro
+  pnpm admin set-override (--user <user id> | --workspace <workspace id>) --metric <metric> --limit <n>`;
+
+class UsageError extends Error {}
+
+const PLANS: readonly Plan[] = ['free', 'pro'];
+
+function plan(value: string | undefined, fallback?: Plan): Plan {
+  const chosen = value ?? fallback;
+  if (!chosen || !PLANS.includes(chosen as Plan)) throw new UsageError(`--plan must be free or pro`);
+  return chosen as Plan;
+}
+
+function required(values: Record<string, string | undefined>, name: string): string {
+  const value = values[name];
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+/** The server's embedded PostgreSQL may already be running on its port; then use it instead of starting one. */
+async function open(): Promise<Connection> {
+  const config = loadConfig();
+  if (!config.databaseUrl) {
+    const running = openDatabase('postgres://postgres:postgres@127.0.0.1:54329/postgres', 1);
+    try {
+      await running.db.selectFrom('users').select('id').limit(1).execute();
+      return running;
+    } catch {
+      await running.close();
+    }
+  }
+  const connection = await connect(config.databaseUrl, config.dataDir);
+  await migrateToLatest(connection.db);
+  return connection;
+}
+
+async function run(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: { email: { type: 'string' }, plan: { type: 'string' }, user: { type: 'string' }, workspace: { type: 'string' }, metric: { type: 'string' }, limit: { type: 'string' } },
+    strict: true,
+  });
+  // Check every argument before touching the database.
+  let action: (connection: Connection) => Promise<void>;
+  switch (command) {
+    case 'create-user': {
+      const email = required(values, 'email');
+      if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new UsageError('--email must be an email address');
+      const chosen = plan(values.plan, 'free');
+      action = async ({ db }) => {
+        const exists = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+        if (exists) throw new Error(`a user with email ${email} exists already (${exists.id})`);
+        const user = await createUser(db, systemClock, email, chosen);
+        process.stdout.write(`${JSON.stringify({ user_id: user.userId, token: user.token })}\n`);
+      };
+      break;
+    }
+    case 'set-plan': {
+      const user = required(values, 'user');
+      const chosen = plan(values.plan);
+      action = async ({ db }) => {
+        const result = await db.updateTable('users').set({ plan: chosen }).where('id', '=', user).executeTakeFirst();
+        if (result.numUpdatedRows === 0n) throw new Error(`no user ${user}`);
+        process.stdout.write(`${JSON.stringify({ user_id: user, plan: chosen })}\n`);
+      };
+      break;
+    }
+    case 'set-override': {
+      if ((values.user === undefined) === (values.workspace === undefined)) throw new UsageError('give exactly one of --user and --workspace');
+      const metric = required(values, 'metric');
+      if (!isMetric(metric)) throw new UsageError(`--metric must be one of kaas/clusters, compute/machines, compute/cpu, compute/memory, compute/provisioning`);
+      const limit = Number(required(values, 'limit'));
+      if (!Number.isSafeInteger(limit) || limit < 0) throw new UsageError('--limit must be a whole number, 0 or more');
+      action = async ({ db }) => {
+        const scope = values.user ? { user_id: values.user, workspace_id: null } : { user_id: null, workspace_id: values.workspace! };
+        const table = values.user ? 'users' : 'workspaces';
+        const owner = await db.selectFrom(table).select('id').where('id', '=', (scope.user_id ?? scope.workspace_id)!).executeTakeFirst();
+        if (!owner) throw new Error(`no ${values.user ? 'user' : 'workspace'} ${scope.user_id ?? scope.workspace_id}`);
+        await db.transaction().execute(async (trx) => {
+          const existing = trx.deleteFrom('quota_overrides').where('metric', '=', metric);
+          await (scope.user_id ? existing.where('user_id', '=', scope.user_id) : existing.where('workspace_id', '=', scope.workspace_id!)).execute();
+          await trx.insertInto('quota_overrides').values({ ...scope, metric, limit }).execute();
+        });
+        process.stdout.write(`${JSON.stringify({ ...scope, metric, limit })}\n`);
+      };
+      break;
+    }
+    default:
+      throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
+  }
+  const connection = await open();
+  try {
+    await action(connection);
+  } finally {
+    await connection.close();
+  }
+}
+
+run(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`admin: ${error instanceof ConfigError ? error.message : (error as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,204 @@
+// Builds the Koa application from its parts; main.ts serves it and tests call it in-process.
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import type { OperationId } from '@platform/api-types';
+import definition from '@platform/api-types/openapi.json' with { type: 'json' };
+import Koa from 'koa';
+import type { Kysely } from 'kysely';
+import pino, { type Logger } from 'pino';
+import getRawBody from 'raw-body';
+import { type Clock, systemClock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/schema.ts';
+import { createAuthenticator } from './http/auth.ts';
+import { loadContract, validateRequest } from './http/contract.ts';
+import { ApiError } from './http/errors.ts';
+import { Router } from './http/router.ts';
+import { handlers } from './operations/index.ts';
+import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
+
+export interface AppOptions {
+  db: Kysely<Database>;
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// Connection-level failures and PostgreSQL's "cannot connect now" class: the database is unreachable.
+const DATABASE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+
+function isDatabaseDown(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && DATABASE_DOWN_CODES.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/.test(message);
+}
+
+async function docsHtml(): Promise<string> {
+  const require = createRequire(import.meta.url);
+  return readFile(require.resolve('@platform/docs/dist/index.html'), 'utf8');
+}
+
+export async function createApp(options: AppOptions): Promise<Koa> {
+  const { db, config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
+  const contract = await loadContract();
+  const router = new Router([...contract.operations.values()]);
+  const authenticate = createAuthenticator(db, clock, config);
+  const env: HandlerEnv = { db, clock, config, logger };
+  const openapiJson = JSON.stringify(definition);
+  const docs = await docsHtml().catch(() => undefined);
+
+  const app = new Koa();
+  app.proxy = false;
+  app.silent = true;
+
+  // Request id, one log line per request, and the contract's error body for everything that goes wrong.
+  app.use(async (ctx, next) => {
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    const started = performance.now();
+    try {
+      await next();
+    } catch (thrown) {
+      let error: ApiError;
+      if (thrown instanceof ApiError) {
+        error = thrown;
+      } else if (isDatabaseDown(thrown)) {
+        error = new ApiError(503, 'service_unavailable', 'The service is temporarily unavailable.', {
+          suggestion: 'Retry after the number of seconds in Retry-After.',
+          headers: { 'Retry-After': '5' },
+        });
+      } else {
+        logger.error({ err: thrown, requestId }, 'unhandled error');
+        error = new ApiError(500, 'internal_error', 'Something went wrong on our side.', {
+          suggestion: 'Retry later; if it persists, contact support with the request id.',
+          details: { request_id: requestId },
+        });
+      }
+      ctx.status = error.status;
+      ctx.set(error.headers);
+      ctx.body = error.body();
+    }
+    logger.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+  });
+
+  app.use(async (ctx, next) => {
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'no-store');
+    await next();
+  });
+
+  app.use(async (ctx) => {
+    if (ctx.method === 'GET' && ctx.path === '/openapi.json') {
+      ctx.type = 'application/json';
+      ctx.body = openapiJson;
+      return;
+    }
+    if (ctx.method === 'GET' && (ctx.path === '/docs' || ctx.path === '/docs/') && docs) {
+      ctx.type = 'text/html';
+      ctx.set('Cache-Control', 'public, max-age=300');
+      ctx.body = docs;
+      return;
+    }
+    const rawPath = ctx.url.split('?')[0] ?? '/';
+    const match = router.match(ctx.method, rawPath);
+    if (match.kind === 'not_found') {
+      throw new ApiError(404, 'not_found', `No endpoint ${ctx.method} ${ctx.path}.`, {
+        suggestion: 'See /docs for the endpoints of this API; every path starts with /v1.',
+      });
+    }
+    if (match.kind === 'method_not_allowed') {
+      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`, {
+        suggestion: `Use one of: ${match.allow.join(', ')}.`,
+        headers: { Allow: match.allow.join(', ') },
+      });
+    }
+    const meta = contract.operations.get(match.operation.operationId);
+    if (!meta) throw new Error(`no metadata for ${match.operation.operationId}`);
+
+    const caller: Caller | undefined = meta.authenticated ? await authenticate(ctx.get('Authorization') || undefined) : undefined;
+
+    let body: unknown;
+    if (meta.hasJsonBody) {
+      if (!ctx.is('application/json')) {
+        throw new ApiError(400, 'bad_request', 'The request body must be JSON.', {
+          suggestion: "Send a JSON object with 'Content-Type: application/json'.",
+        });
+      }
+      let text: string;
+      try {
+        text = await getRawBody(ctx.req, { limit: config.bodyLimitBytes, encoding: 'utf8' });
+      } catch (error) {
+        if ((error as { type?: string }).type === 'entity.too.large') {
+          throw new ApiError(413, 'payload_too_large', `The request body is larger than ${config.bodyLimitBytes} bytes.`, {
+            suggestion: 'Send a smaller body.',
+          });
+        }
+        throw new ApiError(400, 'bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
+      }
+      try {
+        body = JSON.parse(text);
+      } catch (error) {
+        throw new ApiError(400, 'bad_request', `The request body is not valid JSON (${(error as Error).message}).`, {
+          suggestion: "Send a JSON object with 'Content-Type: application/json'.",
+        });
+      }
+    }
+
+    const headers: Record<string, string> = {};
+    for (const [lower, name] of meta.headerNames) {
+      const value = ctx.headers[lower];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    const query = validateRequest(contract, meta, { params: match.params, query: ctx.query, headers: ctx.headers, body });
+
+    // Aborted when the client goes away before the response is complete (long-lived streams watch it).
+    const abort = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) abort.abort();
+    });
+    const input: OperationInput<OperationId> = {
+      params: match.params as never,
+      query: query as never,
+      headers: headers as never,
+      body: body as never,
+      caller: caller as Caller,
+      requestId: ctx.state.requestId as string,
+      signal: abort.signal,
+    };
+    const handler = handlers[meta.operationId] as (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<{
+      status: number;
+      body?: unknown;
+      stream?: AsyncIterable<string>;
+      headers?: Record<string, string>;
+    }>;
+    const output = await handler(input, env);
+
+    if (output.headers) ctx.set(output.headers);
+    ctx.status = output.status;
+    if (output.stream) {
+      ctx.type = 'text/event-stream';
+      ctx.set('Cache-Control', 'no-cache');
+      ctx.set('X-Accel-Buffering', 'no');
+      const { Readable } = await import('node:stream');
+      ctx.body = Readable.from(output.stream);
+      return;
+    }
+    if (config.validateResponses && output.status !== 204) {
+      const result = contract.api.validateResponse(output.body, meta.operation, output.status);
+      if (!result.valid) {
+        logger.error({ operationId: meta.operationId, errors: result.errors }, 'response breaks the contract');
+        throw new Error(`Response of ${meta.operationId} breaks the contract: ${JSON.stringify(result.errors)}`);
+      }
+    }
+    if (output.status !== 204) ctx.body = output.body;
+  });
+
+  return app;
+}

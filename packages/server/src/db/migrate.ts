@@ -1,0 +1,26 @@
+// Migrations run through Kysely's migrator, which serialises concurrent runs with an advisory lock, so
+// two processes starting at once are safe.
+import type { Kysely } from 'kysely';
+import { type Migration, Migrator, NO_MIGRATIONS } from 'kysely/migration';
+import * as initial from './migrations/20261122_0001_initial.ts';
+import type { Database } from './schema.ts';
+
+const migrations: Record<string, Migration> = {
+  '20261122_0001_initial': initial,
+};
+
+function migrator(db: Kysely<Database>): Migrator {
+  return new Migrator({ db, provider: { getMigrations: async () => migrations } });
+}
+
+async function check(run: Promise<{ error?: unknown }>): Promise<void> {
+  const { error } = await run;
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+}
+
+export const migrateToLatest = (db: Kysely<Database>): Promise<void> => check(migrator(db).migrateToLatest());
+
+/** Undoes every migration (tests use it to prove `down` works). */
+export const migrateDownToZero = async (db: Kysely<Database>): Promise<void> => {
+  await check(migrator(db).migrateTo(NO_MIGRATIONS));
+};

@@ -1,0 +1,225 @@
+// The database as Kysely sees it. Timestamps are bigint Unix seconds (read back as numbers, see connect.ts).
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+type Json<T> = ColumnType<T, string, string>;
+type Seconds = number;
+
+export type Plan = 'free' | 'pro';
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  plan: Plan;
+  created_at: Seconds;
+}
+
+export interface WorkspacesTable {
+  id: string;
+  name: string;
+  icon: string | null;
+  owner_id: string;
+  created_at: Seconds;
+}
+
+export interface WorkspaceMembersTable {
+  workspace_id: string;
+  user_id: string;
+  role: 'owner' | 'member';
+  created_at: Seconds;
+}
+
+export interface TokensTable {
+  id: string;
+  user_id: string;
+  kind: 'pat' | 'session';
+  name: string;
+  /** SHA-256 of the token; the plaintext is never stored. */
+  digest: Buffer;
+  /** `svc_pat_` + 4 characters, or the first 4 of a session token, for display. */
+  prefix: string;
+  expires_at: Seconds | null;
+  last_used_at: Seconds | null;
+  created_at: Seconds;
+}
+
+export interface RegionsTable {
+  id: string;
+  name: string;
+  country: string;
+  created_at: Seconds;
+}
+
+export interface ClustersTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  region_id: string;
+  kaas_version: string;
+  status: 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETING';
+  status_message: string | null;
+  created_at: Seconds;
+}
+
+export interface ProviderConfig {
+  provider: 'hcloud';
+  region: string;
+  image: string;
+  machine_type_filter: string;
+}
+
+export interface ComputeConfigsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  provider: 'hcloud';
+  provider_config: Json<ProviderConfig>;
+  cloud_credential_id: string | null;
+  created_at: Seconds;
+}
+
+export interface MachinesTable {
+  provider_id: string;
+  cluster_id: string;
+  compute_config_id: string;
+  node_name: string;
+  status: 'queued' | 'provisioning' | 'ready' | 'failed' | 'suspending' | 'suspended' | 'deleting';
+  byom: boolean;
+  server_type: string;
+  cpu: number;
+  memory_bytes: ColumnType<number, number, number>;
+  created_at: Seconds;
+}
+
+export interface SuspensionsTable {
+  id: string;
+  workspace_id: string;
+  cluster_id: string;
+  provider_id: string;
+  node_name: string;
+  reason: 'manual' | 'downgrade';
+  status: 'suspending' | 'suspended' | 'resuming' | 'resumed' | 'failed';
+  snapshot_id: string | null;
+  created_at: Seconds;
+  expires_at: Seconds | null;
+}
+
+export interface RegistryCredentialsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  registry_url: string;
+  is_active: boolean;
+  created_at: Seconds;
+  last_used_at: Seconds | null;
+}
+
+export interface HelmChart {
+  repo_url: string;
+  target_revision: string;
+  chart?: string;
+  path?: string;
+}
+
+export interface ProductSource {
+  id: string;
+  chart: HelmChart;
+  values: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+}
+
+export interface ProductsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  template_id: string;
+  sources: Json<ProductSource[]>;
+  cluster_ids: Json<string[]>;
+  stripe_price_ids: Json<string[]>;
+  settings: Json<Record<string, unknown>>;
+  regeneration_status: 'pending' | 'running' | 'succeeded' | 'failed';
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
+export interface InstallOverride {
+  template_helm_source_id: string;
+  values: Record<string, unknown>;
+}
+
+export interface InstallsTable {
+  id: string;
+  workspace_id: string;
+  product_id: string;
+  region_id: string;
+  cluster_id: string | null;
+  status: 'pending' | 'installing' | 'running' | 'failed' | 'uninstalling';
+  workflow_id: string;
+  overrides: Json<InstallOverride[]>;
+  status_message: string | null;
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
+/** The truth about asynchronous work; the workers (a later stage) advance it. */
+export interface WorkflowsTable {
+  id: string;
+  kind: 'install' | 'resume' | 'regeneration' | 'provision' | 'cluster_create';
+  subject_id: string;
+  status: 'pending' | 'running' | 'succeeded' | 'failed';
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
+export interface IdempotencyKeysTable {
+  user_id: string;
+  key: string;
+  operation: string;
+  request_hash: string;
+  /** Null while the first request is still running. */
+  status_code: number | null;
+  response_body: Json<unknown> | null;
+  created_at: Seconds;
+}
+
+export interface NotificationsTable {
+  id: string;
+  user_id: string;
+  type: string;
+  resource_type: 'cluster' | 'machine' | 'suspension' | 'product' | 'install' | 'token' | 'quota';
+  resource_id: string;
+  title: string;
+  body: string;
+  severity: 'info' | 'warning' | 'critical';
+  read_at: Seconds | null;
+  created_at: Seconds;
+}
+
+export interface QuotaOverridesTable {
+  id: Generated<number>;
+  user_id: string | null;
+  workspace_id: string | null;
+  metric: string;
+  limit: ColumnType<number, number, number>;
+}
+
+export interface Database {
+  users: UsersTable;
+  workspaces: WorkspacesTable;
+  workspace_members: WorkspaceMembersTable;
+  tokens: TokensTable;
+  regions: RegionsTable;
+  clusters: ClustersTable;
+  compute_configs: ComputeConfigsTable;
+  machines: MachinesTable;
+  suspensions: SuspensionsTable;
+  registry_credentials: RegistryCredentialsTable;
+  products: ProductsTable;
+  installs: InstallsTable;
+  workflows: WorkflowsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  notifications: NotificationsTable;
+  quota_overrides: QuotaOverridesTable;
+}
+
+export type Row<T extends keyof Database> = Selectable<Database[T]>;
+export type NewRow<T extends keyof Database> = Insertable<Database[T]>;

@@ -1,0 +1,53 @@
+// Bearer authentication for the three token kinds. Every refusal is the same 401, so a caller learns nothing
+// about which tokens exist.
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/schema.ts';
+import type { Caller } from '../operations/types.ts';
+import { findLiveToken, patChecksumValid, tokenKind } from '../services/tokens.ts';
+import { unauthorized } from './errors.ts';
+
+const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
+
+export type Authenticator = (authorization: string | undefined) => Promise<Caller>;
+
+export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config): Authenticator {
+  const jwt = config.jwt;
+  // The JWKS is cached in memory by jose; staleness is harmless (keys rotate with overlap).
+  const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3000 }) : undefined;
+
+  return async (authorization) => {
+    const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(authorization);
+    if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION);
+    const token = match[1];
+    const kind = tokenKind(token);
+    if (kind === 'jwt') {
+      if (!jwt || !jwks) throw unauthorized('This service accepts no OAuth2 JWTs.', SUGGESTION);
+      try {
+        const { payload } = await jwtVerify(token, jwks, {
+          issuer: jwt.issuer,
+          audience: jwt.audience,
+          algorithms: jwt.algorithms,
+          clockTolerance: 30,
+          currentDate: new Date(clock.now() * 1000),
+        });
+        const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
+        if (!user) throw new Error('unknown subject');
+        return { userId: user.id, kind, tokenId: null };
+      } catch {
+        throw unauthorized('The token is invalid or has expired.', SUGGESTION);
+      }
+    }
+    // A PAT with a wrong checksum, or a session token of the wrong form, costs no database query.
+    if (kind === 'pat' ? !patChecksumValid(token) : !/^[A-Za-z0-9]{32}$/.test(token)) {
+      throw unauthorized('The token is malformed.', SUGGESTION);
+    }
+    const row = await findLiveToken(db, clock, token, kind);
+    if (!row) {
+      throw unauthorized('The token is unknown, has expired or was revoked.', 'Create a new personal access token, or log in again with the command-line client.');
+    }
+    return { userId: row.user_id, kind, tokenId: row.id };
+  };
+}

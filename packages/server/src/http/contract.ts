@@ -1,0 +1,148 @@
+// The contract at run time: the bundled document loaded into openapi-backend, which validates requests and
+// responses with Ajv for JSON Schema 2020-12 (OpenAPI 3.1), plus what the binding needs per operation,
+// read once from the document.
+import type { OperationId } from '@platform/api-types';
+import definition from '@platform/api-types/openapi.json' with { type: 'json' };
+import Ajv2020Module from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
+import { ApiError, validationError } from './errors.ts';
+import type { RouteOperation } from './router.ts';
+
+// CommonJS modules seen from ESM: the class or function is on `.default`.
+const Ajv2020 = Ajv2020Module.default;
+const addFormats = addFormatsModule.default;
+
+interface ParameterObject {
+  name: string;
+  in: 'path' | 'query' | 'header' | 'cookie';
+}
+
+export interface OperationMeta extends RouteOperation {
+  operation: Operation;
+  /** Declared header parameters: lower-case name → name as the contract spells it. */
+  headerNames: Map<string, string>;
+  hasJsonBody: boolean;
+  authenticated: boolean;
+}
+
+export interface Contract {
+  api: OpenAPIBackend;
+  operations: Map<OperationId, OperationMeta>;
+}
+
+export async function loadContract(): Promise<Contract> {
+  const api = new OpenAPIBackend({
+    definition: structuredClone(definition) as unknown as Document,
+    // Its definition check uses the OpenAPI 3.0 meta-schema and rejects 3.1 constructs; Redocly lints instead.
+    quick: true,
+    validate: true,
+    customizeAjv: (_original, ajvOpts) => {
+      const ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: false });
+      addFormats(ajv);
+      return ajv;
+    },
+  });
+  await api.init();
+  const rootSecurity = (definition as { security?: unknown[] }).security ?? [];
+  const operations = new Map<OperationId, OperationMeta>();
+  for (const operation of api.getOperations()) {
+    const parameters = (operation.parameters ?? []) as ParameterObject[];
+    const headerNames = new Map<string, string>();
+    for (const parameter of parameters) {
+      if (parameter.in === 'header') headerNames.set(parameter.name.toLowerCase(), parameter.name);
+    }
+    const security = (operation.security ?? rootSecurity) as unknown[];
+    operations.set(operation.operationId as OperationId, {
+      operationId: operation.operationId as OperationId,
+      method: operation.method,
+      path: operation.path,
+      operation,
+      headerNames,
+      hasJsonBody: Boolean((operation.requestBody as { content?: Record<string, unknown> } | undefined)?.content?.['application/json']),
+      authenticated: security.length > 0,
+    });
+  }
+  return { api, operations };
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+/** `/requestBody/overrides/0/template_helm_source_id` → `overrides[0].template_helm_source_id`. */
+function fieldPath(segments: string[]): string {
+  return segments
+    .map((s) => decodeURIComponent(s.replace(/~1/g, '/').replace(/~0/g, '~')))
+    .reduce((path, s) => (/^\d+$/.test(s) ? `${path}[${s}]` : path ? `${path}.${s}` : s), '');
+}
+
+/** Turns openapi-backend's first validation error into the contract's 422 with the offending `param`. */
+export function requestValidationError(meta: OperationMeta, errors: AjvError[]): ApiError {
+  const error = errors[0];
+  if (!error) return validationError('', 'The request is invalid.');
+  if (error.keyword === 'parse') {
+    return new ApiError(400, 'bad_request', `The request body is not valid JSON (${error.message ?? 'parse error'}).`, {
+      suggestion: "Send a JSON object with 'Content-Type: application/json'.",
+    });
+  }
+  const [location = '', ...rest] = error.instancePath.split('/').slice(1);
+  const extra = (error.params.missingProperty ?? error.params.additionalProperty) as string | undefined;
+  const segments = extra === undefined ? rest : [...rest, extra];
+  let param = fieldPath(segments);
+  if (location === 'header') param = meta.headerNames.get(param.toLowerCase()) ?? param;
+  if (location === 'requestBody' && param === '') param = 'body';
+  const what = location === 'requestBody' ? 'Body field' : location === 'header' ? 'Header' : 'Parameter';
+  let message: string;
+  switch (error.keyword) {
+    case 'required':
+      message = `${what} ${param} is required.`;
+      break;
+    case 'additionalProperties':
+      message = `${what} ${param} is not allowed.`;
+      break;
+    default:
+      message = `${what} ${param} ${error.message ?? 'is invalid'}.`;
+  }
+  const suggestion =
+    error.keyword === 'additionalProperties'
+      ? 'Remove the field; request bodies reject fields the contract does not define.'
+      : `See the ${meta.operationId} operation in the API reference for what ${param} accepts.`;
+  return validationError(param, message, suggestion);
+}
+
+interface CompiledValidator {
+  (data: unknown): boolean;
+  errors?: AjvError[] | null;
+}
+
+export interface RawRequest {
+  params: Record<string, string>;
+  query: Record<string, string | string[] | undefined>;
+  /** Lower-case header names, as Node gives them. */
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+/**
+ * Validates a request with the validators openapi-backend compiled for the operation (JSON Schema 2020-12,
+ * query and path parameters coerced to their declared types) and returns the typed query. The parameter
+ * object is built here directly: openapi-backend's own request parsing costs more than the validation.
+ */
+export function validateRequest(contract: Contract, meta: OperationMeta, request: RawRequest): Record<string, unknown> {
+  const validators = (contract.api.validator.getRequestValidatorsForOperation(meta.operationId) ?? []) as CompiledValidator[];
+  const parameters: Record<string, unknown> = {
+    path: { ...request.params },
+    query: { ...request.query },
+    header: request.headers,
+    cookie: {},
+  };
+  if (meta.hasJsonBody) parameters.requestBody = request.body;
+  for (const validate of validators) {
+    if (!validate(parameters)) throw requestValidationError(meta, validate.errors ?? []);
+  }
+  return parameters.query as Record<string, unknown>;
+}

@@ -1,0 +1,57 @@
+// Handler types, derived from the generated contract types: a handler receives the validated request of its
+// operation and returns one of the success responses the contract documents for it.
+import type { HeaderParams, OperationId, PathParams, QueryParams, RequestBody, ResponseBody, ResponseStatus, operations } from '@platform/api-types';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/schema.ts';
+
+export interface Caller {
+  userId: string;
+  kind: 'pat' | 'session' | 'jwt';
+  /** The token's row, for PATs and session tokens. */
+  tokenId: string | null;
+}
+
+export interface OperationInput<Op extends OperationId> {
+  params: PathParams<Op>;
+  query: QueryParams<Op>;
+  headers: HeaderParams<Op>;
+  body: RequestBody<Op>;
+  caller: Caller;
+  requestId: string;
+  signal: AbortSignal;
+}
+
+export interface HandlerEnv {
+  db: Kysely<Database>;
+  clock: Clock;
+  config: Config;
+  logger: Logger;
+}
+
+type SuccessStatus<Op extends OperationId> = Extract<ResponseStatus<Op>, 200 | 201 | 202 | 204>;
+
+/** Server-Sent Events, written as they are yielded; the iterator ends the stream. */
+export type EventStream = AsyncIterable<string>;
+
+type StreamsEvents<Op extends OperationId> = operations[Op]['responses'] extends { 200: { content: { 'text/event-stream': unknown } } }
+  ? true
+  : false;
+
+export type OperationOutput<Op extends OperationId> =
+  StreamsEvents<Op> extends true
+    ? { status: 200; stream: EventStream; headers?: Record<string, string> }
+    : {
+        [S in SuccessStatus<Op>]: {
+          status: S;
+          body: S extends 204 ? undefined : ResponseBody<Op, S>;
+          headers?: Record<string, string>;
+        };
+      }[SuccessStatus<Op>];
+
+export type Handler<Op extends OperationId> = (input: OperationInput<Op>, env: HandlerEnv) => Promise<OperationOutput<Op>>;
+
+/** One handler per operationId of the contract: an operation without a handler fails the type check. */
+export type Handlers = { [Op in OperationId]: Handler<Op> };

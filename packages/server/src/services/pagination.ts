@@ -1,0 +1,37 @@
+// Keyset pagination over (created_at, id), oldest first. The cursor is opaque base64url JSON that points
+// after the last record returned, so pages never repeat or skip and page n costs what page 1 costs.
+import { validationError } from '../http/errors.ts';
+
+export interface Position {
+  created_at: number;
+  id: string;
+}
+
+export function encodeCursor(position: Position): string {
+  return Buffer.from(JSON.stringify({ t: position.created_at, i: position.id })).toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): Position | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (typeof value === 'object' && value !== null && 't' in value && 'i' in value) {
+      const { t, i } = value as { t: unknown; i: unknown };
+      if (Number.isSafeInteger(t) && typeof i === 'string' && i.length > 0) return { created_at: t as number, id: i };
+    }
+  } catch {
+    // fall through to the 422
+  }
+  throw validationError('cursor', 'cursor is not a cursor this API returned.', 'Pass pagination.cursor from a previous page unchanged, or omit it for the first page.');
+}
+
+/** Builds the envelope from `limit + 1` rows fetched after the cursor. */
+export function page<R extends Position, T>(rows: R[], limit: number, cursor: string | undefined, toRecord: (row: R) => T) {
+  const has_more = rows.length > limit;
+  const records = rows.slice(0, limit);
+  const last = records.at(-1);
+  return {
+    data: records.map(toRecord),
+    pagination: { cursor: last ? encodeCursor(last) : (cursor ?? ''), has_more },
+  };
+}

@@ -1,0 +1,110 @@
+// Personal access tokens and session tokens: only a SHA-256 digest is stored; look-up is by digest (a
+// unique index), so comparing is an equality on a hash and leaks nothing about the secret.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database, Row } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+
+export const PAT_PREFIX = 'svc_pat_';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** Session tokens live one year from their last use. */
+export const SESSION_LIFETIME_SECONDS = 365 * 24 * 3600;
+/** last_used_at (and a session's expiry) is written at most once a minute, so reads do not become writes. */
+export const LAST_USED_RESOLUTION_SECONDS = 60;
+
+function base62(length: number): string {
+  // Rejection sampling keeps every character equally likely.
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** A checksum over the body (6 base62 characters), so a mistyped PAT is refused without a database query. */
+function checksum(body: string): string {
+  const digest = createHash('sha256').update(body).digest();
+  let value = digest.readUIntBE(0, 6);
+  let out = '';
+  for (let i = 0; i < 6; i++) {
+    out += BASE62[value % 62];
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
+
+export function newPatSecret(): string {
+  const body = base62(32);
+  return `${PAT_PREFIX}${body}${checksum(body)}`;
+}
+
+export function patChecksumValid(token: string): boolean {
+  if (!/^svc_pat_[A-Za-z0-9]{38}$/.test(token)) return false;
+  const body = token.slice(PAT_PREFIX.length, -6);
+  return checksum(body) === token.slice(-6);
+}
+
+export function newSessionSecret(): string {
+  return base62(32);
+}
+
+export function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+export type TokenKind = 'pat' | 'session' | 'jwt';
+
+/** The decisions' rule: `svc_pat_` prefix → PAT; three dot-separated base64url parts → JWT; else session. */
+export function tokenKind(token: string): TokenKind {
+  if (token.startsWith(PAT_PREFIX)) return 'pat';
+  if (/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)) return 'jwt';
+  return 'session';
+}
+
+export async function createToken(
+  db: Kysely<Database>,
+  clock: Clock,
+  init: { userId: string; kind: 'pat' | 'session'; name: string; expiresAt: number | null },
+): Promise<{ row: Row<'tokens'>; secret: string }> {
+  const secret = init.kind === 'pat' ? newPatSecret() : newSessionSecret();
+  const now = clock.now();
+  const row = await db
+    .insertInto('tokens')
+    .values({
+      id: newId('tok'),
+      user_id: init.userId,
+      kind: init.kind,
+      name: init.name,
+      digest: digest(secret),
+      prefix: init.kind === 'pat' ? secret.slice(0, PAT_PREFIX.length + 4) : secret.slice(0, 4),
+      expires_at: init.kind === 'session' ? now + SESSION_LIFETIME_SECONDS : init.expiresAt,
+      last_used_at: null,
+      created_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { row, secret };
+}
+
+/** Finds a live PAT or session token; records its use (and refreshes a session) at most once a minute. */
+export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: string, kind: 'pat' | 'session') {
+  const row = await db
+    .selectFrom('tokens')
+    .select(['id', 'user_id', 'expires_at', 'last_used_at'])
+    .where('digest', '=', digest(secret))
+    .where('kind', '=', kind)
+    .executeTakeFirst();
+  const now = clock.now();
+  if (!row || (row.expires_at !== null && row.expires_at <= now)) return undefined;
+  if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_SECONDS) {
+    await db
+      .updateTable('tokens')
+      .set({ last_used_at: now, ...(kind === 'session' ? { expires_at: now + SESSION_LIFETIME_SECONDS } : {}) })
+      .where('id', '=', row.id)
+      .execute();
+  }
+  return row;
+}

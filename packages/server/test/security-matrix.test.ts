@@ -1,0 +1,112 @@
+// The security matrix, generated from the contract: every operation without a token → 401; every operation
+// that names a resource by id, called by a user of another workspace → 404; every operation that takes
+// X-Workspace-Id, called with a workspace the caller is not a member of → 403. A new operation is covered
+// without a new test (a path naming a new kind of resource fails until fixtures.ts knows it).
+import definition from '@platform/api-types/openapi.json' with { type: 'json' };
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildWorld, idFor, type World } from './fixtures.ts';
+import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+
+interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  schema?: { type?: string; minimum?: number };
+}
+interface Operation {
+  operationId: string;
+  parameters?: (Parameter | { $ref: string })[];
+  requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> };
+  security?: unknown[];
+}
+
+const doc = definition as unknown as {
+  paths: Record<string, Record<string, unknown>>;
+  components: { parameters: Record<string, Parameter> };
+};
+
+const resolve = (p: Parameter | { $ref: string }): Parameter => ('$ref' in p ? doc.components.parameters[p.$ref.split('/').pop()!]! : p);
+
+const operations = Object.entries(doc.paths).flatMap(([path, item]) => {
+  const shared = ((item.parameters ?? []) as (Parameter | { $ref: string })[]).map(resolve);
+  return Object.entries(item)
+    .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+    .map(([method, op]) => {
+      const operation = op as Operation;
+      return { path, method: method.toUpperCase(), operation, parameters: [...shared, ...(operation.parameters ?? []).map(resolve)] };
+    });
+});
+
+let database: TestDatabase;
+let server: TestServer;
+let world: World;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, clock);
+  world = await buildWorld(database.db, clock);
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+});
+
+/** A request that passes validation: path ids from the world, required query parameters, the first body example. */
+function request(op: (typeof operations)[number], token: string | undefined, workspaceId?: string) {
+  let url = op.path;
+  for (const p of op.parameters.filter((p) => p.in === 'path')) {
+    const id = idFor(world, op.path, p.name) ?? 'kaas/clusters';
+    url = url.replace(`{${p.name}}`, encodeURIComponent(id));
+  }
+  const query = new URLSearchParams();
+  for (const p of op.parameters.filter((p) => p.in === 'query' && p.required)) {
+    query.set(p.name, p.name === 'cluster_id' ? world.ids.cluster : 'x');
+  }
+  const example = Object.values(op.operation.requestBody?.content['application/json']?.examples ?? {})[0]?.value;
+  const headers: Record<string, string> = { accept: 'application/json, text/event-stream' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (workspaceId) headers['x-workspace-id'] = workspaceId;
+  if (example !== undefined) headers['content-type'] = 'application/json';
+  return fetch(`${server.baseUrl}${url}${query.size ? `?${query}` : ''}`, {
+    method: op.method,
+    headers,
+    ...(example === undefined ? {} : { body: JSON.stringify(example) }),
+  });
+}
+
+describe('every operation without a token is 401', () => {
+  it.each(operations.map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
+    const response = await request(op, undefined);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(await response.json()).toMatchObject({ error: { code: 'unauthorized' } });
+  });
+});
+
+const byId = operations.filter((op) => op.parameters.some((p) => p.in === 'path' && p.name !== 'metric'));
+
+describe('every operation on another workspace’s resource is 404', () => {
+  it('covers every path that names a resource', () => {
+    for (const op of byId) {
+      for (const p of op.parameters.filter((p) => p.in === 'path')) {
+        expect(idFor(world, op.path, p.name), `fixtures.ts has no resource for ${op.path} {${p.name}}`).toBeDefined();
+      }
+    }
+  });
+  it.each(byId.map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
+    const response = await request(op, world.bob.token);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+});
+
+const workspaceScoped = operations.filter((op) => op.parameters.some((p) => p.in === 'header' && p.name === 'X-Workspace-Id'));
+
+describe('every operation with a foreign X-Workspace-Id is 403', () => {
+  it.each(workspaceScoped.map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
+    const response = await request(op, world.alice.token, world.bob.workspaceId);
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject({ error: { code: 'forbidden', param: 'X-Workspace-Id' } });
+  });
+});

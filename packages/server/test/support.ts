@@ -1,0 +1,87 @@
+// What server tests share: a database of their own, migrated, and the app served on a free port with
+// response validation on (a response that breaks the contract fails the test).
+import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import type { Kysely } from 'kysely';
+import pino from 'pino';
+import { inject } from 'vitest';
+import { createApp } from '../src/app.ts';
+import type { Clock } from '../src/clock.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import type { Database, Plan } from '../src/db/schema.ts';
+import { createUser } from '../src/db/seed.ts';
+
+export interface TestDatabase {
+  db: Kysely<Database>;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh database on the test PostgreSQL, migrated unless `migrate: false`. */
+export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const adminUrl = inject('databaseUrl');
+  const name = `platform_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = openDatabase(adminUrl, 1);
+  const { sql } = await import('kysely');
+  await sql.raw(`CREATE DATABASE ${name}`).execute(admin.db);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const connection = openDatabase(url.toString());
+  if (options.migrate !== false) await migrateToLatest(connection.db);
+  return {
+    db: connection.db,
+    url: url.toString(),
+    drop: async () => {
+      await connection.close();
+      await sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).execute(admin.db);
+      await admin.close();
+    },
+  };
+}
+
+/** A clock the test moves by hand. */
+export class TestClock implements Clock {
+  private seconds: number;
+  constructor(seconds = 1_800_000_000) {
+    this.seconds = seconds;
+  }
+  now(): number {
+    return this.seconds;
+  }
+  advance(seconds: number): void {
+    this.seconds += seconds;
+  }
+}
+
+export interface TestServer {
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(db: Kysely<Database>, clock: Clock, env: Record<string, string> = {}): Promise<TestServer> {
+  const config = { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), validateResponses: true };
+  const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }) });
+  const server: Server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface TestUser {
+  userId: string;
+  workspaceId: string;
+  token: string;
+}
+
+export function newUser(db: Kysely<Database>, clock: Clock, plan: Plan = 'free'): Promise<TestUser> {
+  return createUser(db, clock, `user-${Math.random().toString(36).slice(2, 10)}@test.example`, plan);
+}
