@@ -17,6 +17,117 @@ export interface paths {
          */
         get: operations["listWorkspaces"];
         put?: never;
+        /**
+         * Create a workspace
+         * @description Creates a workspace; the caller becomes its owner. Creating a workspace adds no quota capacity: quotas count what the owner holds across all of their workspaces.
+         */
+        post: operations["createWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a workspace
+         * @description Returns a workspace the caller is a member of; any other → 404.
+         */
+        get: operations["getWorkspace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a workspace's members
+         * @description Lists the members of a workspace the caller is a member of, oldest first.
+         */
+        get: operations["listWorkspaceMembers"];
+        put?: never;
+        /**
+         * Add a member
+         * @description Adds an existing user, named by email, to the workspace as a member. Only the owner may add members (another member gets 403; a non-member 404). Adding someone who is already a member is a 409.
+         */
+        post: operations["addWorkspaceMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The member's user id.
+                 * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+                 */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Removes a member from the workspace. Only the owner may remove members (another member gets 403); the owner cannot be removed (409).
+         */
+        delete: operations["removeWorkspaceMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/regions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List regions
+         * @description Lists the regions clusters can run in and products can be installed into.
+         */
+        get: operations["listRegions"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -37,8 +148,42 @@ export interface paths {
          */
         get: operations["listClusters"];
         put?: never;
-        post?: never;
+        /**
+         * Create a cluster
+         * @description Creates a managed cluster in the workspace named by X-Workspace-Id (the default workspace without it) and starts its provisioning workflow: the answer is 202 with kaas.status PROVISIONING, which becomes RUNNING (or ERROR with status_message). Counts toward the kaas/clusters quota of the workspace owner; at the limit → 403 quota_exceeded.
+         */
+        post: operations["createCluster"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{clusterId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a cluster
+         * @description Returns a cluster of a workspace the caller is a member of; any other → 404.
+         */
+        get: operations["getCluster"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a cluster
+         * @description Deletes a cluster that has no machines and no installs (else 409: delete those first). Frees one kaas/clusters quota slot.
+         */
+        delete: operations["deleteCluster"];
         options?: never;
         head?: never;
         patch?: never;
@@ -83,7 +228,11 @@ export interface paths {
          */
         get: operations["listComputeConfigs"];
         put?: never;
-        post?: never;
+        /**
+         * Create a compute config
+         * @description Creates a compute config in the workspace named by X-Workspace-Id (the default workspace without it). With cloud_credential_id (a cloud credential of the same workspace), its machines are provisioned with the caller's own cloud account (BYOM) and count toward no allocation quota.
+         */
+        post: operations["createComputeConfig"];
         delete?: never;
         options?: never;
         head?: never;
@@ -116,6 +265,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/compute/cloud_credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List cloud credentials
+         * @description Lists the cloud credentials (BYOM keys) of the workspace named by X-Workspace-Id (the default workspace without it), oldest first. Secrets are never returned.
+         */
+        get: operations["listCloudCredentials"];
+        put?: never;
+        /**
+         * Create a cloud credential
+         * @description Stores a cloud provider API token for BYOM machines in the workspace named by X-Workspace-Id (the default workspace without it). The secret is write-only: it is encrypted at rest and never returned or logged.
+         */
+        post: operations["createCloudCredential"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/cloud_credentials/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The cloud credential's id.
+                 * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
+                 */
+                id: components["parameters"]["CloudCredentialId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a cloud credential
+         * @description Deletes a cloud credential and its encrypted secret. A credential that compute configs still use → 409.
+         */
+        delete: operations["deleteCloudCredential"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/compute/machines": {
         parameters: {
             query?: never;
@@ -129,8 +328,38 @@ export interface paths {
          */
         get: operations["listMachines"];
         put?: never;
-        post?: never;
+        /**
+         * Request a machine
+         * @description Requests a machine for a cluster from one of its workspace's compute configs and starts its provisioning: 202 with the machine in provisioning, or queued when the cluster is at its concurrent provisioning limit (Free 1, Pro 3); queued requests start as soon as a launching machine becomes ready. Unless the config is BYOM, the machine counts toward the owner's compute/machines, compute/cpu and compute/memory quotas (403 quota_exceeded at the limit).
+         */
+        post: operations["requestMachine"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/machines/{providerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The machine's provider id, `compute://<machine_id>`, URL-encoded in the path (`compute%3A%2F%2Fmch_01jd…`); the server decodes it.
+                 * @example compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v
+                 */
+                providerId: components["parameters"]["ProviderId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a machine
+         * @description Deletes a machine: its server is removed from the cluster and the provider, and its quota is freed. A suspended machine's suspension goes with it.
+         */
+        delete: operations["deleteMachine"];
         options?: never;
         head?: never;
         patch?: never;
@@ -154,6 +383,78 @@ export interface paths {
          * @description Compares the machine as the cloud provider reports it now with its desired compute configuration (server type, image, region) and says whether, and how, it has drifted. It reads from the provider and changes nothing. Unknown machine, or one not visible to the caller → `404`.
          */
         get: operations["checkMachineDrift"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/machines/{providerId}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The machine's provider id, `compute://<machine_id>`, URL-encoded in the path (`compute%3A%2F%2Fmch_01jd…`); the server decodes it.
+                 * @example compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v
+                 */
+                providerId: components["parameters"]["ProviderId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend a machine
+         * @description Starts suspending a ready machine: it is stopped gracefully, snapshotted and its server deleted, keeping its node name for a later resume. 202 with the suspension in suspending; it becomes suspended. A machine that is not ready → 409. No request body.
+         */
+        post: operations["suspendMachine"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/suspensions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List suspensions
+         * @description Lists the suspensions of the workspace named by X-Workspace-Id (the default workspace without it), oldest first.
+         */
+        get: operations["listSuspensions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/compute/suspensions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The suspension's id.
+                 * @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2
+                 */
+                id: components["parameters"]["SuspensionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a suspension
+         * @description Returns a suspension of a workspace the caller is a member of; any other → 404.
+         */
+        get: operations["getSuspension"];
         put?: never;
         post?: never;
         delete?: never;
@@ -201,7 +502,61 @@ export interface paths {
          */
         get: operations["listRegistryCredentials"];
         put?: never;
+        /**
+         * Create a registry credential
+         * @description Stores credentials for a private container registry in the workspace named by X-Workspace-Id (the default workspace without it). The password is write-only: it is encrypted at rest and never returned or logged. registry_url must be a public host name: loopback, private, link-local and metadata addresses are refused (422).
+         */
+        post: operations["createRegistryCredential"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/registry/credentials/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The registry credential's id.
+                 * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
+                 */
+                id: components["parameters"]["RegistryCredentialId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
         post?: never;
+        /**
+         * Delete a registry credential
+         * @description Deletes a registry credential and its encrypted password.
+         */
+        delete: operations["deleteRegistryCredential"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/products": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List products
+         * @description Lists the products of the workspace named by X-Workspace-Id (the default workspace without it), oldest first.
+         */
+        get: operations["listProducts"];
+        put?: never;
+        /**
+         * Create a product
+         * @description Creates a product in the workspace named by X-Workspace-Id (the default workspace without it) from the same configuration an update takes, and starts chart regeneration for its first template. Every cluster in cluster_ids must be visible to the caller (else 422 naming the entry).
+         */
+        post: operations["createProduct"];
         delete?: never;
         options?: never;
         head?: never;
@@ -221,7 +576,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a product
+         * @description Returns a product of a workspace the caller is a member of, with its sources (whose ids install overrides name) and where its chart regeneration stands; any other → 404.
+         */
+        get: operations["getProduct"];
         put?: never;
         post?: never;
         delete?: never;
@@ -241,13 +600,43 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List installs
+         * @description Lists the installs of the workspace named by X-Workspace-Id (the default workspace without it), oldest first.
+         */
+        get: operations["listInstalls"];
         put?: never;
         /**
          * Create an install
          * @description Starts the install workflow for a product in a region of the workspace named by `X-Workspace-Id` (the default workspace without it). The answer is `202` with the install in `status: pending`; the workflow chooses a cluster of the product in the region (`cluster_id`), installs a helm release per source with the overrides (`installing`), and ends `running` or `failed` with `status_message`. Follow it by reading the install or streaming its logs. Send an `idempotency-key` to make retries safe: a retry with the same key and body gets the first answer again and creates nothing. Unknown or invisible product or region → `404` with `param`; an override naming a source the product does not have → `422` with `param: overrides[i].template_helm_source_id`.
          */
         post: operations["createInstall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/installs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an install
+         * @description Returns an install of a workspace the caller is a member of; follow its status to see how the install workflow ends. Any other → 404.
+         */
+        get: operations["getInstall"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -272,6 +661,26 @@ export interface paths {
          * @description Streams the logs of the install's pods as Server-Sent Events (send `Accept: text/event-stream`). Each line is a `log` event with an `id`; reconnect with `Last-Event-ID` to continue after the last line received. With `follow=true` (the default) the stream stays open and sends new lines as they come, with a `: keep-alive` comment every 15 seconds; it ends with an `end` event when the install's pods are gone. With `follow=false` it sends the backlog, then `end`. Errors found before the stream starts (unknown install, bad parameters) are ordinary JSON error responses.
          */
         get: operations["streamInstallLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List notifications
+         * @description Lists the caller's notifications, oldest first; with unread=true only those not yet read.
+         */
+        get: operations["listNotifications"];
         put?: never;
         post?: never;
         delete?: never;
@@ -313,13 +722,63 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List personal access tokens
+         * @description Lists the caller's personal access tokens, oldest first. The secret is never shown again; prefix helps recognise a token.
+         */
+        get: operations["listUserTokens"];
         put?: never;
         /**
          * Create a personal access token
          * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires.
          */
         post: operations["createUserToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token's id.
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["TokenId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a personal access token
+         * @description Revokes one of the caller's personal access tokens: it is deleted at once and cannot be recovered; the next request with it gets 401.
+         */
+        delete: operations["revokeUserToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Log out
+         * @description Revokes the token this request was made with (a session token, or a personal access token): the next request with it gets 401. An OAuth2 JWT cannot be revoked here (422); revoke it at its identity provider. No request body.
+         */
+        post: operations["logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -376,6 +835,30 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A user's own cloud provider key (BYOM). The secret is write-only, encrypted at rest and never returned. */
+        CloudCredential: {
+            /** @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d */
+            id: string;
+            name: string;
+            workspace_id: string;
+            provider: components["schemas"]["ComputeProvider"];
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: int64
+             * @description Unix seconds of the last provider call made with it; `null` when never used.
+             */
+            last_used_at: number | null;
+        };
+        CloudCredentialCreate: {
+            name: string;
+            provider: components["schemas"]["ComputeProvider"];
+            /** @description The provider API token. Write-only; it is encrypted at rest and never appears in a response or log. */
+            secret: string;
+        };
+        CloudCredentialList: {
+            data: components["schemas"]["CloudCredential"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         Cluster: {
             /** @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g */
             id: string;
@@ -395,6 +878,18 @@ export interface components {
                 status_message: string | null;
             };
             created_at: components["schemas"]["Timestamp"];
+        };
+        ClusterCreate: {
+            /** @description A DNS label, unique in the workspace. */
+            name: string;
+            /** @description One of `GET /v1/regions`. */
+            region_id: string;
+            /**
+             * @description The Kubernetes version.
+             * @default v1.31
+             * @enum {string}
+             */
+            kaas_version: "v1.30" | "v1.31" | "v1.32";
         };
         ClusterList: {
             data: components["schemas"]["Cluster"][];
@@ -427,6 +922,19 @@ export interface components {
             /** @description The caller's own cloud credential (BYOM): machines of this config are created with it and count toward no allocation quota. `null` when machines use the platform's cloud account. */
             cloud_credential_id: string | null;
             created_at: components["schemas"]["Timestamp"];
+        };
+        ComputeConfigCreate: {
+            name: string;
+            provider: components["schemas"]["ComputeProvider"];
+            provider_config: {
+                provider: components["schemas"]["ComputeProvider"];
+                region: string;
+                image: string;
+                /** @description A glob over server types (`*` any characters, `?` one), e.g. `cx2*`. */
+                machine_type_filter: string;
+            };
+            /** @description Provision with this cloud credential of the workspace (BYOM): such machines count toward no allocation quota. Omit it to use the platform's cloud account. */
+            cloud_credential_id?: string;
         };
         ComputeConfigList: {
             data: components["schemas"]["ComputeConfig"][];
@@ -549,6 +1057,10 @@ export interface components {
             /** @description Initial value overrides per helm source; each source at most once. */
             overrides?: components["schemas"]["InstallOverride"][];
         };
+        InstallList: {
+            data: components["schemas"]["Install"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** @description Values that replace a product source's values for one install. */
         InstallOverride: {
             /** @description The `id` of one of the product's sources. */
@@ -630,6 +1142,13 @@ export interface components {
             memory_bytes: number;
             created_at: components["schemas"]["Timestamp"];
         };
+        MachineRequest: {
+            cluster_id: string;
+            /** @description A compute config of the cluster's workspace. */
+            compute_config_id: string;
+            /** @description A server type matching the config's `machine_type_filter`; omitted, the smallest matching type is used. */
+            server_type?: string;
+        };
         /**
          * @description - `queued`: waiting for a free provisioning slot of its cluster.
          *     - `provisioning`: the cloud server is being created and joined to the cluster.
@@ -660,12 +1179,40 @@ export interface components {
             read_at: number | null;
             created_at: components["schemas"]["Timestamp"];
         };
+        NotificationList: {
+            data: components["schemas"]["Notification"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** @description Where the page ends and whether more follows. */
         Pagination: {
             /** @description Opaque; pass it as `cursor` to get the next page. It points after the last record returned, so keeping it lets a client later ask for what was added since. An empty page echoes the cursor it was given, or `""`. */
             cursor: string;
             /** @description Whether another page follows this one now. */
             has_more: boolean;
+        };
+        /** @description An application definition built from helm sources. */
+        Product: {
+            /** @example prd_01jd2xb5f7h9k1n3q5s7v9x1z3 */
+            id: string;
+            workspace_id: string;
+            name: string;
+            /** @description The template made from the current configuration; each update makes a new one. */
+            template_id: string;
+            sources: components["schemas"]["ProductSource"][];
+            cluster_ids: string[];
+            stripe_price_ids: string[];
+            settings: components["schemas"]["ProductSettings"];
+            /**
+             * @description Where the chart regeneration for `template_id` stands.
+             * @enum {string}
+             */
+            regeneration_status: "pending" | "running" | "succeeded" | "failed";
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        ProductList: {
+            data: components["schemas"]["Product"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description How the product is presented. */
         ProductSettings: {
@@ -675,6 +1222,21 @@ export interface components {
             custom_description?: string;
             /** @description Whether installers may see the product's helm sources. */
             show_sources?: boolean;
+        };
+        /** @description One helm source of a product. */
+        ProductSource: {
+            /**
+             * @description The `template_helm_source_id` that install overrides name.
+             * @example src_01jd2xg0m2p4r6t8w0y2a4c6e8
+             */
+            id: string;
+            chart: components["schemas"]["HelmChart"];
+            values: {
+                [key: string]: unknown;
+            };
+            metadata: {
+                [key: string]: unknown;
+            };
         };
         /** @description The whole configuration of a product. It replaces the current one: fields left out are cleared, nothing is merged. */
         ProductUpdate: {
@@ -725,6 +1287,20 @@ export interface components {
              */
             remaining: number;
         };
+        /** @description A location where clusters run and products are installed. */
+        Region: {
+            /** @example fsn1 */
+            id: string;
+            /** @description The city or area. */
+            name: string;
+            /** @description ISO 3166-1 alpha-2 country code. */
+            country: string;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        RegionList: {
+            data: components["schemas"]["Region"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** @description Credentials for a private container registry. The secret is write-only and never returned. */
         RegistryCredential: {
             /** @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6 */
@@ -741,6 +1317,16 @@ export interface components {
              * @description Unix seconds of the last image pull with it; `null` when it has never been used.
              */
             last_used_at: number | null;
+        };
+        RegistryCredentialCreate: {
+            name: string;
+            /** @description The registry's host name (and port), e.g. `ghcr.io`. Loopback, private, link-local and metadata addresses are refused. */
+            registry_url: string;
+            username: string;
+            /** @description The password or access token. Write-only; encrypted at rest, never returned or logged. */
+            password: string;
+            /** @default true */
+            is_active: boolean;
         };
         RegistryCredentialList: {
             data: components["schemas"]["RegistryCredential"][];
@@ -779,12 +1365,35 @@ export interface components {
              */
             expires_at: number | null;
         };
+        SuspensionList: {
+            data: components["schemas"]["Suspension"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /**
          * Format: int64
          * @description Unix time in seconds.
          * @example 1732268800
          */
         Timestamp: number;
+        /** @description A personal access token as listed; the secret is never shown again. */
+        Token: {
+            /** @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7 */
+            id: string;
+            name: string;
+            /** @description The token's first characters (`svc_pat_` and 4 more), to recognise it. */
+            prefix: string;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: int64
+             * @description Unix seconds of its last use, to the minute; `null` when never used.
+             */
+            last_used_at: number | null;
+            /**
+             * Format: int64
+             * @description Unix seconds when it stops working; `null` when it never expires.
+             */
+            expires_at: number | null;
+        };
         TokenCreate: {
             /** @description What the token is for, e.g. `github-actions-deploy`. */
             name: string;
@@ -807,6 +1416,10 @@ export interface components {
              */
             expires_at: number | null;
         };
+        TokenList: {
+            data: components["schemas"]["Token"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         Workspace: {
             /**
              * @description The workspace's id.
@@ -818,8 +1431,37 @@ export interface components {
             icon: string | null;
             created_at: components["schemas"]["Timestamp"];
         };
+        WorkspaceCreate: {
+            name: string;
+            /** @description An emoji or image URL; omitted or `null` for none. */
+            icon?: string | null;
+        };
         WorkspaceList: {
             data: components["schemas"]["Workspace"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description A user's membership of a workspace. */
+        WorkspaceMember: {
+            /** @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b */
+            user_id: string;
+            /** Format: email */
+            email: string;
+            /**
+             * @description `owner`: created the workspace and manages its members; `member`: uses its resources.
+             * @enum {string}
+             */
+            role: "owner" | "member";
+            created_at: components["schemas"]["Timestamp"];
+        };
+        WorkspaceMemberCreate: {
+            /**
+             * Format: email
+             * @description The email of an existing user of the platform.
+             */
+            email: string;
+        };
+        WorkspaceMemberList: {
+            data: components["schemas"]["WorkspaceMember"][];
             pagination: components["schemas"]["Pagination"];
         };
     };
@@ -846,6 +1488,16 @@ export interface components {
         };
         /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of. */
         Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of. `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
+        ForbiddenOrQuotaExceeded: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -919,6 +1571,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The cloud credential's id.
+         * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
+         */
+        CloudCredentialId: string;
         /**
          * @description The cluster's id.
          * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
@@ -1017,15 +1674,40 @@ export interface components {
          */
         QuotaMetric: string;
         /**
+         * @description The registry credential's id.
+         * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
+         */
+        RegistryCredentialId: string;
+        /**
          * @description The suspension's id.
          * @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2
          */
         SuspensionId: string;
         /**
+         * @description The token's id.
+         * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+         */
+        TokenId: string;
+        /**
+         * @description `true`: only notifications not yet read. Omitted or `false`: all.
+         * @example true
+         */
+        UnreadOnly: boolean;
+        /**
+         * @description The member's user id.
+         * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+         */
+        UserId: string;
+        /**
          * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
          * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
          */
         WorkspaceId: string;
+        /**
+         * @description The workspace's id.
+         * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+         */
+        WorkspacePathId: string;
     };
     requestBodies: never;
     headers: {
@@ -1091,6 +1773,227 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceCreate"];
+            };
+        };
+        responses: {
+            /** @description The workspace. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWorkspaceMembers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMemberList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    addWorkspaceMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceMemberCreate"];
+            };
+        };
+        responses: {
+            /** @description The new membership. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeWorkspaceMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The member's user id.
+                 * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+                 */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRegions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of regions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listClusters: {
         parameters: {
             query?: {
@@ -1130,6 +2033,123 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCluster: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterCreate"];
+            };
+        };
+        responses: {
+            /** @description Provisioning has started. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenOrQuotaExceeded"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCluster: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteCluster: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1218,6 +2238,44 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createComputeConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ComputeConfigCreate"];
+            };
+        };
+        responses: {
+            /** @description The compute config. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComputeConfig"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     deleteComputeConfig: {
         parameters: {
             query?: never;
@@ -1265,6 +2323,126 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listCloudCredentials: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of cloud credentials. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CloudCredentialList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCloudCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloudCredentialCreate"];
+            };
+        };
+        responses: {
+            /** @description The credential, without its secret. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CloudCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteCloudCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cloud credential's id.
+                 * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
+                 */
+                id: components["parameters"]["CloudCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listMachines: {
         parameters: {
             query: {
@@ -1305,6 +2483,82 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    requestMachine: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MachineRequest"];
+            };
+        };
+        responses: {
+            /** @description Provisioning has started or is queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Machine"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ForbiddenOrQuotaExceeded"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteMachine: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The machine's provider id, `compute://<machine_id>`, URL-encoded in the path (`compute%3A%2F%2Fmch_01jd…`); the server decodes it.
+                 * @example compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v
+                 */
+                providerId: components["parameters"]["ProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     checkMachineDrift: {
         parameters: {
             query?: never;
@@ -1334,6 +2588,129 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DriftResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    suspendMachine: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The machine's provider id, `compute://<machine_id>`, URL-encoded in the path (`compute%3A%2F%2Fmch_01jd…`); the server decodes it.
+                 * @example compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v
+                 */
+                providerId: components["parameters"]["ProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Suspending has started. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suspension"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSuspensions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of suspensions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuspensionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSuspension: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The suspension's id.
+                 * @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2
+                 */
+                id: components["parameters"]["SuspensionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The suspension. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suspension"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -1437,6 +2814,202 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createRegistryCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegistryCredentialCreate"];
+            };
+        };
+        responses: {
+            /** @description The credential, without its password. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteRegistryCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The registry credential's id.
+                 * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
+                 */
+                id: components["parameters"]["RegistryCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listProducts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of products. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProductList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProductUpdate"];
+            };
+        };
+        responses: {
+            /** @description The product; chart regeneration has started. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Product"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The product's id.
+                 * @example prd_01jd2xb5f7h9k1n3q5s7v9x1z3
+                 */
+                id: components["parameters"]["ProductId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The product. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Product"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     updateProduct: {
         parameters: {
             query?: never;
@@ -1486,6 +3059,50 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInstalls: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of installs. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1571,6 +3188,45 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getInstall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The install. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Install"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     streamInstallLogs: {
         parameters: {
             query?: {
@@ -1642,6 +3298,48 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listNotifications: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true`: only notifications not yet read. Omitted or `false`: all.
+                 * @example true
+                 */
+                unread?: components["parameters"]["UnreadOnly"];
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of notifications. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     markNotificationRead: {
         parameters: {
             query?: never;
@@ -1669,6 +3367,43 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserTokens: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tokens. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1709,6 +3444,60 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeUserToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token's id.
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["TokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Logged out. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

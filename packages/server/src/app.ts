@@ -16,6 +16,7 @@ import { loadContract, validateRequest } from './http/contract.ts';
 import { ApiError } from './http/errors.ts';
 import { Router } from './http/router.ts';
 import { handlers } from './operations/index.ts';
+import { secretBox } from './services/secrets.ts';
 import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
 
 export interface AppOptions {
@@ -23,6 +24,8 @@ export interface AppOptions {
   config: Config;
   clock?: Clock;
   logger?: Logger;
+  /** The key that seals write-only secrets (see services/secrets.ts). */
+  secretsKey: Buffer;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -48,7 +51,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const contract = await loadContract();
   const router = new Router([...contract.operations.values()]);
   const authenticate = createAuthenticator(db, clock, config);
-  const env: HandlerEnv = { db, clock, config, logger };
+  const env: HandlerEnv = { db, clock, config, logger, secrets: secretBox(options.secretsKey) };
   const openapiJson = JSON.stringify(definition);
   const docs = await docsHtml().catch(() => undefined);
 

@@ -16,6 +16,8 @@ export interface Config {
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
   jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[] } | undefined;
+  /** Seals write-only secrets; unset: a key generated once and kept in `dataDir` (see secretsKey). */
+  secretsKey: Buffer | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -71,6 +73,14 @@ function jwt(env: Env): Config['jwt'] {
   return { jwksUrl, issuer: env.JWT_ISSUER!, audience: env.JWT_AUDIENCE!, algorithms };
 }
 
+function secretsKey(env: Env): Buffer | undefined {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw === '') return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError('SECRETS_KEY must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
+  return key;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   return {
     host: env.HOST || '127.0.0.1',
@@ -81,5 +91,6 @@ export function loadConfig(env: Env = process.env): Config {
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     jwt: jwt(env),
+    secretsKey: secretsKey(env),
   };
 }

@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
+import { loadSecretsKey } from './services/secrets.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -22,7 +23,8 @@ async function main(): Promise<void> {
     throw new ConfigError(`${variable}: cannot open the database (${(error as Error).message})`);
   }
   const token = await seedDemo(connection.db, systemClock);
-  const app = await createApp({ db: connection.db, config, logger });
+  const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
+  const app = await createApp({ db: connection.db, config, logger, secretsKey });
   const server = createServer(app.callback());
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${error.message})`)));

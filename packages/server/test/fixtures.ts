@@ -18,6 +18,9 @@ export interface World {
     source: string;
     install: string;
     notification: string;
+    cloudCredential: string;
+    registryCredential: string;
+    token: string;
   };
 }
 
@@ -34,6 +37,9 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     source: newId('src'),
     install: newId('ins'),
     notification: newId('ntf'),
+    cloudCredential: newId('ccr'),
+    registryCredential: newId('rc'),
+    token: '',
   };
   const ws = alice.workspaceId;
   await db.insertInto('clusters').values({ id: ids.cluster, workspace_id: ws, name: 'c', region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: now }).execute();
@@ -66,6 +72,9 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     .values({ id: ids.install, workspace_id: ws, product_id: ids.product, region_id: 'fsn1', cluster_id: null, status: 'pending', workflow_id: workflow, overrides: JSON.stringify([]), status_message: null, created_at: now, updated_at: now })
     .execute();
   await db.insertInto('notifications').values({ id: ids.notification, user_id: alice.userId, type: 'cluster.ready', resource_type: 'cluster', resource_id: ids.cluster, title: 't', body: 'b', severity: 'info', read_at: null, created_at: now }).execute();
+  await db.insertInto('cloud_credentials').values({ id: ids.cloudCredential, workspace_id: ws, name: 'cc', provider: 'hcloud', secret_ciphertext: Buffer.from('sealed'), created_at: now, last_used_at: null }).execute();
+  await db.insertInto('registry_credentials').values({ id: ids.registryCredential, workspace_id: ws, name: 'rc', registry_url: 'ghcr.io', username: 'u', password_ciphertext: null, is_active: true, created_at: now, last_used_at: null }).execute();
+  ids.token = (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id;
   return { alice, bob, ids };
 }
 
@@ -74,13 +83,17 @@ export function idFor(world: World, path: string, param: string): string | undef
   const { ids } = world;
   if (param === 'clusterId') return ids.cluster;
   if (param === 'providerId') return ids.machine;
-  if (param === 'metric') return undefined; // not a resource of anyone
+  if (param === 'workspaceId') return world.alice.workspaceId;
+  if (param === 'userId') return world.alice.userId;
   const byCollection: [RegExp, string][] = [
     [/^\/v1\/compute\/configs\/\{id\}/, ids.computeConfig],
     [/^\/v1\/compute\/suspensions\/\{id\}/, ids.suspension],
     [/^\/v1\/products\/\{id\}/, ids.product],
     [/^\/v1\/installs\/\{id\}/, ids.install],
     [/^\/v1\/notifications\/\{id\}/, ids.notification],
+    [/^\/v1\/compute\/cloud_credentials\/\{id\}/, ids.cloudCredential],
+    [/^\/v1\/registry\/credentials\/\{id\}/, ids.registryCredential],
+    [/^\/v1\/user\/tokens\/\{id\}/, ids.token],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
 }

@@ -56,7 +56,8 @@ afterAll(async () => {
 function request(op: (typeof operations)[number], token: string | undefined, workspaceId?: string) {
   let url = op.path;
   for (const p of op.parameters.filter((p) => p.in === 'path')) {
-    const id = idFor(world, op.path, p.name) ?? 'kaas/clusters';
+    const id = p.name === 'metric' ? 'kaas/clusters' : idFor(world, op.path, p.name);
+    if (id === undefined) throw new Error(`fixtures.ts has no resource for ${op.path} {${p.name}}`);
     url = url.replace(`{${p.name}}`, encodeURIComponent(id));
   }
   const query = new URLSearchParams();
@@ -89,7 +90,7 @@ const byId = operations.filter((op) => op.parameters.some((p) => p.in === 'path'
 describe('every operation on another workspace’s resource is 404', () => {
   it('covers every path that names a resource', () => {
     for (const op of byId) {
-      for (const p of op.parameters.filter((p) => p.in === 'path')) {
+      for (const p of op.parameters.filter((p) => p.in === 'path' && p.name !== 'metric')) {
         expect(idFor(world, op.path, p.name), `fixtures.ts has no resource for ${op.path} {${p.name}}`).toBeDefined();
       }
     }

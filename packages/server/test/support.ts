@@ -1,5 +1,6 @@
 // What server tests share: a database of their own, migrated, and the app served on a free port with
 // response validation on (a response that breaks the contract fails the test).
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import type { Kysely } from 'kysely';
@@ -62,7 +63,7 @@ export interface TestServer {
 
 export async function startTestServer(db: Kysely<Database>, clock: Clock, env: Record<string, string> = {}): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), validateResponses: true };
-  const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }) });
+  const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }), secretsKey: randomBytes(32) });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

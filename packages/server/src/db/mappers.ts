@@ -89,3 +89,49 @@ export const toNotification = (row: Row<'notifications'>): Schema<'Notification'
   read_at: row.read_at,
   created_at: row.created_at,
 });
+
+export const toRegion = (row: Row<'regions'>): Schema<'Region'> => ({
+  id: row.id,
+  name: row.name,
+  country: row.country,
+  created_at: row.created_at,
+});
+
+export const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredential'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  provider: row.provider,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+});
+
+export const toProduct = (row: Row<'products'>): Schema<'Product'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  name: row.name,
+  template_id: row.template_id,
+  sources: row.sources,
+  cluster_ids: row.cluster_ids,
+  stripe_price_ids: row.stripe_price_ids,
+  settings: row.settings,
+  regeneration_status: row.regeneration_status,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+export const toToken = (row: Row<'tokens'>): Schema<'Token'> => ({
+  id: row.id,
+  name: row.name,
+  prefix: row.prefix,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+  expires_at: row.expires_at,
+});
+
+export const toWorkspaceMember = (row: Pick<Row<'workspace_members'>, 'user_id' | 'role' | 'created_at'> & { email: string }): Schema<'WorkspaceMember'> => ({
+  user_id: row.user_id,
+  email: row.email,
+  role: row.role,
+  created_at: row.created_at,
+});

@@ -3,10 +3,12 @@
 import type { Kysely } from 'kysely';
 import { type Migration, Migrator, NO_MIGRATIONS } from 'kysely/migration';
 import * as initial from './migrations/20261122_0001_initial.ts';
+import * as credentials from './migrations/20261122_0002_credentials.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
   '20261122_0001_initial': initial,
+  '20261122_0002_credentials': credentials,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

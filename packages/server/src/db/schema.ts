@@ -108,7 +108,21 @@ export interface RegistryCredentialsTable {
   workspace_id: string;
   name: string;
   registry_url: string;
+  username: string;
+  /** AES-256-GCM; see services/secrets.ts. */
+  password_ciphertext: Buffer | null;
   is_active: boolean;
+  created_at: Seconds;
+  last_used_at: Seconds | null;
+}
+
+export interface CloudCredentialsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  provider: 'hcloud';
+  /** AES-256-GCM; see services/secrets.ts. */
+  secret_ciphertext: Buffer;
   created_at: Seconds;
   last_used_at: Seconds | null;
 }
@@ -163,7 +177,7 @@ export interface InstallsTable {
 /** The truth about asynchronous work; the workers (a later stage) advance it. */
 export interface WorkflowsTable {
   id: string;
-  kind: 'install' | 'resume' | 'regeneration' | 'provision' | 'cluster_create';
+  kind: 'install' | 'resume' | 'suspend' | 'regeneration' | 'provision' | 'cluster_create';
   subject_id: string;
   status: 'pending' | 'running' | 'succeeded' | 'failed';
   created_at: Seconds;
@@ -213,6 +227,7 @@ export interface Database {
   machines: MachinesTable;
   suspensions: SuspensionsTable;
   registry_credentials: RegistryCredentialsTable;
+  cloud_credentials: CloudCredentialsTable;
   products: ProductsTable;
   installs: InstallsTable;
   workflows: WorkflowsTable;

@@ -1,15 +1,70 @@
-import { toCluster } from '../db/mappers.ts';
-import { afterCursor } from '../services/lists.ts';
+import { sql } from 'kysely';
+import { toCluster, toRegion } from '../db/mappers.ts';
+import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { afterCursor, workspacePage } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
-import { resolveWorkspace } from '../services/tenancy.ts';
+import { enforceQuota } from '../services/quotas.ts';
+import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { visibleCluster } from '../services/visibility.ts';
 import type { Handler } from './types.ts';
 
-export const listClusters: Handler<'listClusters'> = async ({ query, headers, caller }, { db }) => {
+export const listClusters: Handler<'listClusters'> = async (input, { db }) => ({
+  status: 200,
+  body: await workspacePage(db, input, 'clusters', toCluster),
+});
+
+export const listRegions: Handler<'listRegions'> = async ({ query }, { db }) => {
   const limit = query.limit ?? 50;
-  const after = decodeCursor(query.cursor);
-  const workspaceId = await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
-  if (!workspaceId) return { status: 200, body: page([], limit, query.cursor, toCluster) };
-  const base = db.selectFrom('clusters').selectAll().where('workspace_id', '=', workspaceId);
-  const rows = await afterCursor(base, 'clusters', after, limit).execute();
-  return { status: 200, body: page(rows, limit, query.cursor, toCluster) };
+  const rows = await afterCursor(db.selectFrom('regions').selectAll(), 'regions', decodeCursor(query.cursor), limit).execute();
+  return { status: 200, body: page(rows, limit, query.cursor, toRegion) };
+};
+
+export const createCluster: Handler<'createCluster'> = async ({ body, headers, caller }, { db, clock }) => {
+  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const region = await db.selectFrom('regions').select('id').where('id', '=', body.region_id).executeTakeFirst();
+  if (!region) throw notFound('Region', body.region_id, 'region_id');
+  const now = clock.now();
+  const row = await db.transaction().execute(async (trx) => {
+    await enforceQuota(trx, workspace, { 'kaas/clusters': 1 });
+    const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', body.name).executeTakeFirst();
+    if (taken) throw conflict(`The workspace has a cluster named ${body.name} already.`, 'Choose another name.', undefined, 'name');
+    const id = newId('cl');
+    // The provisioning workflow's row records the intent; the workers move the cluster to RUNNING or ERROR.
+    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'cluster_create', subject_id: id, status: 'pending', created_at: now, updated_at: now }).execute();
+    return trx
+      .insertInto('clusters')
+      .values({ id, workspace_id: workspace.id, name: body.name, region_id: region.id, kaas_version: body.kaas_version ?? 'v1.31', status: 'PROVISIONING', status_message: 'Creating control plane', created_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return { status: 202, body: toCluster(row) };
+};
+
+export const getCluster: Handler<'getCluster'> = async ({ params, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: toCluster(await visibleCluster(db, caller.userId, params.clusterId)) };
+};
+
+export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await db.transaction().execute(async (trx) => {
+    const cluster = await visibleCluster(trx, caller.userId, params.clusterId);
+    await trx.selectFrom('clusters').select('id').where('id', '=', cluster.id).forUpdate().execute();
+    const { machines, installs } = await trx
+      .selectNoFrom([
+        sql<number>`(SELECT count(*) FROM machines WHERE cluster_id = ${cluster.id})::int`.as('machines'),
+        sql<number>`(SELECT count(*) FROM installs WHERE cluster_id = ${cluster.id})::int`.as('installs'),
+      ])
+      .executeTakeFirstOrThrow();
+    if (machines + installs > 0) {
+      throw new ApiError(409, 'conflict', `Cluster ${cluster.id} still has ${machines} machines and ${installs} installs.`, {
+        suggestion: 'Delete its machines and installs first.',
+        details: { machines, installs },
+      });
+    }
+    await trx.deleteFrom('workflows').where('subject_id', '=', cluster.id).execute();
+    await trx.deleteFrom('clusters').where('id', '=', cluster.id).execute();
+  });
+  return { status: 204, body: undefined };
 };

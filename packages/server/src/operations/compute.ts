@@ -1,39 +1,52 @@
 import { sql } from 'kysely';
-import { toComputeConfig, toMachine, toSuspension } from '../db/mappers.ts';
+import { toCloudCredential, toComputeConfig, toMachine, toSuspension } from '../db/mappers.ts';
+import { conflict, notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
-import { conflict, notFound } from '../http/errors.ts';
-import { afterCursor } from '../services/lists.ts';
-import { decodeCursor, page } from '../services/pagination.ts';
-import { limitOf, provisioningUsage } from '../services/quotas.ts';
-import { memberWorkspaces, resolveWorkspace } from '../services/tenancy.ts';
+import { workspacePage } from '../services/lists.ts';
+import { enforceQuota, limitOf, provisioningUsage } from '../services/quotas.ts';
+import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
+import { memberWorkspaces, requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
 import { visibleCluster, visibleComputeConfig, visibleMachine } from '../services/visibility.ts';
 import type { Handler } from './types.ts';
 
-/** Validates X-Workspace-Id when sent (403 for a foreign one); id-addressed look-ups then check membership. */
-const checkWorkspaceHeader = (db: Parameters<typeof resolveWorkspace>[0], userId: string, header: string | undefined) =>
-  header === undefined ? Promise.resolve(undefined) : resolveWorkspace(db, userId, header);
+/** Operations on resources addressed by id check a named X-Workspace-Id (403 when foreign), then membership. */
+const checkNamedWorkspace = (db: Parameters<typeof resolveWorkspace>[0], userId: string, header: string | undefined) =>
+  resolveWorkspace(db, userId, header, { onlyWhenNamed: true });
 
-export const listComputeConfigs: Handler<'listComputeConfigs'> = async ({ query, headers, caller }, { db }) => {
-  const limit = query.limit ?? 50;
-  const after = decodeCursor(query.cursor);
-  const workspaceId = await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
-  if (!workspaceId) return { status: 200, body: page([], limit, query.cursor, toComputeConfig) };
-  const base = db.selectFrom('compute_configs').selectAll().where('workspace_id', '=', workspaceId);
-  const rows = await afterCursor(base, 'compute_configs', after, limit).execute();
-  return { status: 200, body: page(rows, limit, query.cursor, toComputeConfig) };
+export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, { db }) => ({
+  status: 200,
+  body: await workspacePage(db, input, 'compute_configs', toComputeConfig),
+});
+
+export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body, headers, caller }, { db, clock }) => {
+  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  if (body.provider_config.provider !== body.provider) {
+    throw validationError('provider_config.provider', `provider_config.provider must equal provider (${body.provider}).`, 'Send the same provider in both places.');
+  }
+  if (!SERVER_TYPES.some((t) => matchesFilter(body.provider_config.machine_type_filter, t.name))) {
+    throw validationError('provider_config.machine_type_filter', `No server type matches ${body.provider_config.machine_type_filter}.`, `Use a filter matching one of: ${SERVER_TYPES.map((t) => t.name).join(', ')}.`);
+  }
+  if (body.cloud_credential_id !== undefined) {
+    const credential = await db.selectFrom('cloud_credentials').select('id').where('id', '=', body.cloud_credential_id).where('workspace_id', '=', workspace.id).executeTakeFirst();
+    if (!credential) {
+      throw validationError('cloud_credential_id', `Cloud credential ${body.cloud_credential_id} was not found in workspace ${workspace.id}.`, 'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.');
+    }
+  }
+  const row = await db
+    .insertInto('compute_configs')
+    .values({ id: newId('cc'), workspace_id: workspace.id, name: body.name, provider: body.provider, provider_config: JSON.stringify(body.provider_config), cloud_credential_id: body.cloud_credential_id ?? null, created_at: clock.now() })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { status: 201, body: toComputeConfig(row) };
 };
 
 export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ params, headers, caller }, { db }) => {
-  await checkWorkspaceHeader(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   await db.transaction().execute(async (trx) => {
     const config = await visibleComputeConfig(trx, caller.userId, params.id);
     // Lock the config so a machine cannot start using it between the count and the delete.
     await trx.selectFrom('compute_configs').select('id').where('id', '=', config.id).forUpdate().execute();
-    const { machines } = await trx
-      .selectFrom('machines')
-      .select(sql<number>`count(*)::int`.as('machines'))
-      .where('compute_config_id', '=', config.id)
-      .executeTakeFirstOrThrow();
+    const { machines } = await trx.selectFrom('machines').select(sql<number>`count(*)::int`.as('machines')).where('compute_config_id', '=', config.id).executeTakeFirstOrThrow();
     if (machines > 0) {
       throw conflict(`Compute config ${config.id} is used by ${machines} machine${machines === 1 ? '' : 's'}.`, 'Delete the machines that use it first.', { machines });
     }
@@ -42,85 +55,184 @@ export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ para
   return { status: 204, body: undefined };
 };
 
+export const listCloudCredentials: Handler<'listCloudCredentials'> = async (input, { db }) => ({
+  status: 200,
+  body: await workspacePage(db, input, 'cloud_credentials', toCloudCredential),
+});
+
+export const createCloudCredential: Handler<'createCloudCredential'> = async ({ body, headers, caller }, { db, clock, secrets }) => {
+  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const row = await db
+    .insertInto('cloud_credentials')
+    .values({ id: newId('ccr'), workspace_id: workspace.id, name: body.name, provider: body.provider, secret_ciphertext: secrets.seal(body.secret), created_at: clock.now(), last_used_at: null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { status: 201, body: toCloudCredential(row) };
+};
+
+export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await db.transaction().execute(async (trx) => {
+    const credential = await trx
+      .selectFrom('cloud_credentials')
+      .select('id')
+      .where('id', '=', params.id)
+      .where('workspace_id', 'in', memberWorkspaces(trx, caller.userId))
+      .forUpdate()
+      .executeTakeFirst();
+    if (!credential) throw notFound('Cloud credential', params.id);
+    const { configs } = await trx.selectFrom('compute_configs').select(sql<number>`count(*)::int`.as('configs')).where('cloud_credential_id', '=', credential.id).executeTakeFirstOrThrow();
+    if (configs > 0) throw conflict(`Cloud credential ${credential.id} is used by ${configs} compute config${configs === 1 ? '' : 's'}.`, 'Delete those compute configs first.', { compute_configs: configs });
+    await trx.deleteFrom('cloud_credentials').where('id', '=', credential.id).execute();
+  });
+  return { status: 204, body: undefined };
+};
+
 export const listMachines: Handler<'listMachines'> = async ({ query, headers, caller }, { db }) => {
-  await checkWorkspaceHeader(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const cluster = await visibleCluster(db, caller.userId, query.cluster_id, 'cluster_id');
   const rows = await db.selectFrom('machines').selectAll().where('cluster_id', '=', cluster.id).orderBy('created_at').orderBy('provider_id').execute();
   return { status: 200, body: rows.map(toMachine) };
 };
 
-export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async ({ params, headers, caller }, { db }) => {
-  await checkWorkspaceHeader(db, caller.userId, headers['X-Workspace-Id']);
-  const cluster = await visibleCluster(db, caller.userId, params.clusterId);
-  const owner = await db.selectFrom('workspaces').select('owner_id').where('id', '=', cluster.workspace_id).executeTakeFirstOrThrow();
-  const counts = await db
-    .selectFrom('machines')
-    .select([
-      sql<number>`count(*) filter (where status <> 'queued')::int`.as('machines'),
-      sql<number>`count(*) filter (where status = 'queued')::int`.as('queued'),
-    ])
-    .where('cluster_id', '=', cluster.id)
-    .executeTakeFirstOrThrow();
-  const provisioning = await provisioningUsage(db, cluster.id);
-  const maxMachines = await limitOf(db, owner.owner_id, cluster.workspace_id, 'compute/machines');
-  const provisioningLimit = await limitOf(db, owner.owner_id, cluster.workspace_id, 'compute/provisioning');
-  // Provisioning runs only on a running cluster; backoff state arrives with the provisioning workers.
-  const state = cluster.status !== 'RUNNING' ? 'paused' : provisioning + counts.queued > 0 ? 'scaling' : 'idle';
-  return {
-    status: 200,
-    body: {
-      machines: counts.machines,
-      max_machines: maxMachines,
-      autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: null },
-    },
-  };
+export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const cluster = await visibleCluster(db, caller.userId, body.cluster_id, 'cluster_id');
+  const config = await db.selectFrom('compute_configs').selectAll().where('id', '=', body.compute_config_id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
+  if (!config) throw notFound('Compute config', body.compute_config_id, 'compute_config_id');
+  if (config.workspace_id !== cluster.workspace_id) {
+    throw validationError('compute_config_id', `Compute config ${config.id} belongs to another workspace than cluster ${cluster.id}.`, 'Use a compute config of the cluster’s workspace.');
+  }
+  const filter = config.provider_config.machine_type_filter;
+  const candidates = SERVER_TYPES.filter((t) => matchesFilter(filter, t.name));
+  const serverType = body.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === body.server_type);
+  if (!serverType) {
+    throw validationError('server_type', `Server type ${body.server_type} does not match the compute config's filter ${filter}.`, `Choose one of: ${candidates.map((t) => t.name).join(', ')}.`);
+  }
+  const byom = config.cloud_credential_id !== null;
+  const workspace = await db.selectFrom('workspaces').select(['id', 'owner_id']).where('id', '=', cluster.workspace_id).executeTakeFirstOrThrow();
+  const now = clock.now();
+  const row = await db.transaction().execute(async (trx) => {
+    // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
+    if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes });
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`provisioning:${cluster.id}`}, 0))`.execute(trx);
+    const limit = await limitOf(trx, workspace.owner_id, workspace.id, 'compute/provisioning');
+    const inProgress = await provisioningUsage(trx, cluster.id);
+    const status = cluster.status === 'RUNNING' && inProgress < limit ? 'provisioning' : 'queued';
+    const providerId = `compute://${newId('mch')}`;
+    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'provision', subject_id: providerId, status: 'pending', created_at: now, updated_at: now }).execute();
+    return trx
+      .insertInto('machines')
+      .values({
+        provider_id: providerId,
+        cluster_id: cluster.id,
+        compute_config_id: config.id,
+        node_name: `${cluster.name}-worker-${providerId.slice(-6)}`,
+        status,
+        byom,
+        server_type: serverType.name,
+        cpu: serverType.cpu,
+        memory_bytes: serverType.memory_bytes,
+        created_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return { status: 202, body: toMachine(row) };
 };
 
-/** `cx2*` → /^cx2.*$/: the compute config's machine type filter is a glob over server types. */
-function globMatches(glob: string, value: string): boolean {
-  const pattern = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*').replaceAll('?', '.');
-  return new RegExp(`^${pattern}$`).test(value);
-}
-
-export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock }) => {
-  await checkWorkspaceHeader(db, caller.userId, headers['X-Workspace-Id']);
+export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const machine = await visibleMachine(db, caller.userId, params.providerId);
-  // Compares the machine as recorded with its compute config's desired state.
-  const desired = machine.provider_config;
-  const differences: { field: string; desired: string | null; actual: string | null }[] = [];
-  if (!globMatches(desired.machine_type_filter, machine.server_type)) {
-    differences.push({ field: 'server_type', desired: desired.machine_type_filter, actual: machine.server_type });
-  }
-  if (desired.region !== machine.region_id) {
-    differences.push({ field: 'region', desired: desired.region, actual: machine.region_id });
-  }
-  const drifted = differences.length > 0;
-  const reason = drifted
-    ? differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ') + '.'
-    : 'The machine matches its compute config.';
-  return { status: 200, body: { drifted, reason, checked_at: clock.now(), differences } };
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('suspensions').where('provider_id', '=', machine.provider_id).execute();
+    await trx.deleteFrom('workflows').where('subject_id', '=', machine.provider_id).execute();
+    await trx.deleteFrom('machines').where('provider_id', '=', machine.provider_id).execute();
+  });
+  return { status: 204, body: undefined };
+};
+
+export const suspendMachine: Handler<'suspendMachine'> = async ({ params, headers, caller }, { db, clock }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const now = clock.now();
+  const row = await db.transaction().execute(async (trx) => {
+    const machine = await visibleMachine(trx, caller.userId, params.providerId);
+    const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirstOrThrow();
+    if (locked.status !== 'ready') {
+      throw conflict(`Machine ${machine.provider_id} is ${locked.status}; only a ready machine can be suspended.`, 'Wait until the machine is ready.', { status: locked.status });
+    }
+    const cluster = await trx.selectFrom('clusters').select('workspace_id').where('id', '=', machine.cluster_id).executeTakeFirstOrThrow();
+    const id = newId('sus');
+    await trx.updateTable('machines').set({ status: 'suspending' }).where('provider_id', '=', machine.provider_id).execute();
+    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'suspend', subject_id: id, status: 'pending', created_at: now, updated_at: now }).execute();
+    return trx
+      .insertInto('suspensions')
+      .values({ id, workspace_id: cluster.workspace_id, cluster_id: machine.cluster_id, provider_id: machine.provider_id, node_name: machine.node_name, reason: 'manual', status: 'suspending', snapshot_id: null, created_at: now, expires_at: null })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return { status: 202, body: toSuspension(row) };
+};
+
+export const listSuspensions: Handler<'listSuspensions'> = async (input, { db }) => ({
+  status: 200,
+  body: await workspacePage(db, input, 'suspensions', toSuspension),
+});
+
+export const getSuspension: Handler<'getSuspension'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const row = await db.selectFrom('suspensions').selectAll().where('id', '=', params.id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
+  if (!row) throw notFound('Suspension', params.id);
+  return { status: 200, body: toSuspension(row) };
 };
 
 export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, headers, caller }, { db, clock }) => {
-  await checkWorkspaceHeader(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
-    const suspension = await trx
-      .selectFrom('suspensions')
-      .selectAll()
-      .where('id', '=', params.id)
-      .where('workspace_id', 'in', memberWorkspaces(trx, caller.userId))
-      .forUpdate()
-      .executeTakeFirst();
+    const suspension = await trx.selectFrom('suspensions').selectAll().where('id', '=', params.id).where('workspace_id', 'in', memberWorkspaces(trx, caller.userId)).forUpdate().executeTakeFirst();
     if (!suspension) throw notFound('Suspension', params.id);
     if (suspension.status !== 'suspended') {
-      throw conflict(`Suspension ${suspension.id} is ${suspension.status}, not suspended.`, 'Only a suspended machine can be resumed; read the suspension to follow it.', {
-        status: suspension.status,
-      });
+      throw conflict(`Suspension ${suspension.id} is ${suspension.status}, not suspended.`, 'Only a suspended machine can be resumed; read the suspension to follow it.', { status: suspension.status });
     }
     // The resume workflow's row records the intent; the workers carry it out.
     await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'resume', subject_id: suspension.id, status: 'pending', created_at: now, updated_at: now }).execute();
     return trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspension.id).returningAll().executeTakeFirstOrThrow();
   });
   return { status: 202, body: toSuspension(row) };
+};
+
+export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const cluster = await visibleCluster(db, caller.userId, params.clusterId);
+  const workspace = await db.selectFrom('workspaces').select(['id', 'owner_id']).where('id', '=', cluster.workspace_id).executeTakeFirstOrThrow();
+  const counts = await db
+    .selectFrom('machines')
+    .select([sql<number>`count(*) filter (where status <> 'queued')::int`.as('machines'), sql<number>`count(*) filter (where status = 'queued')::int`.as('queued')])
+    .where('cluster_id', '=', cluster.id)
+    .executeTakeFirstOrThrow();
+  const provisioning = await provisioningUsage(db, cluster.id);
+  const maxMachines = await limitOf(db, workspace.owner_id, workspace.id, 'compute/machines');
+  const provisioningLimit = await limitOf(db, workspace.owner_id, workspace.id, 'compute/provisioning');
+  // Provisioning runs only on a running cluster; backoff state arrives with the provisioning workers.
+  const state = cluster.status !== 'RUNNING' ? 'paused' : provisioning + counts.queued > 0 ? 'scaling' : 'idle';
+  return {
+    status: 200,
+    body: { machines: counts.machines, max_machines: maxMachines, autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: null } },
+  };
+};
+
+export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock }) => {
+  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const machine = await visibleMachine(db, caller.userId, params.providerId);
+  // Compares the machine as recorded with its compute config's desired state.
+  const desired = machine.provider_config;
+  const differences: { field: string; desired: string | null; actual: string | null }[] = [];
+  if (!matchesFilter(desired.machine_type_filter, machine.server_type)) {
+    differences.push({ field: 'server_type', desired: desired.machine_type_filter, actual: machine.server_type });
+  }
+  if (desired.region !== machine.region_id) differences.push({ field: 'region', desired: desired.region, actual: machine.region_id });
+  const drifted = differences.length > 0;
+  const reason = drifted ? `${differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ')}.` : 'The machine matches its compute config.';
+  return { status: 200, body: { drifted, reason, checked_at: clock.now(), differences } };
 };

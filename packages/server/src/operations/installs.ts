@@ -1,8 +1,9 @@
 import type { Schema } from '@platform/api-types';
 import { toInstall } from '../db/mappers.ts';
 import { newId } from '../ids.ts';
-import { ApiError, notFound, validationError } from '../http/errors.ts';
+import { notFound, validationError } from '../http/errors.ts';
 import { requestHash, withIdempotencyKey } from '../services/idempotency.ts';
+import { workspacePage } from '../services/lists.ts';
 import { resolveWorkspace } from '../services/tenancy.ts';
 import { visibleInstall } from '../services/visibility.ts';
 import type { Kysely, Transaction } from 'kysely';
@@ -15,9 +16,9 @@ const inTransaction = <T>(db: Kysely<Database>, work: (trx: Transaction<Database
   db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
 
 async function startInstall({ body, headers, caller }: OperationInput<'createInstall'>, db: Kysely<Database>, clock: Clock): Promise<Schema<'Install'>> {
-  const workspaceId = await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
-  const product = workspaceId
-    ? await db.selectFrom('products').selectAll().where('id', '=', body.product_id).where('workspace_id', '=', workspaceId).executeTakeFirst()
+  const workspace = await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const product = workspace
+    ? await db.selectFrom('products').selectAll().where('id', '=', body.product_id).where('workspace_id', '=', workspace.id).executeTakeFirst()
     : undefined;
   if (!product) throw notFound('Product', body.product_id, 'product_id');
   const region = await db.selectFrom('regions').select('id').where('id', '=', body.region_id).executeTakeFirst();
@@ -77,13 +78,8 @@ function sse(event: string, data: unknown, id?: string): string {
 }
 
 export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller }, { db }) => {
-  if (headers['X-Workspace-Id'] !== undefined) await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
-  const install = await visibleInstall(db, caller.userId, params.id);
-  if (install.cluster_id === null && install.status === 'failed') {
-    throw new ApiError(404, 'not_found', `Install ${install.id} has no pods: it failed before it was placed on a cluster.`, {
-      suggestion: 'Read the install for its status_message.',
-    });
-  }
+  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await visibleInstall(db, caller.userId, params.id);
   const follow = query.follow ?? true;
   // The install's pods are run by the cluster driver, which the workflow workers bring; until an install
   // has been placed on a cluster there are no pods and so no lines: the backlog is empty.
@@ -91,4 +87,14 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, 
     yield sse('end', { reason: follow ? 'pods_gone' : 'backlog_sent' });
   }
   return { status: 200, stream: events() };
+};
+
+export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({
+  status: 200,
+  body: await workspacePage(db, input, 'installs', toInstall),
+});
+
+export const getInstall: Handler<'getInstall'> = async ({ params, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: toInstall(await visibleInstall(db, caller.userId, params.id)) };
 };

@@ -1,7 +1,17 @@
 import { sql } from 'kysely';
 import { toNotification } from '../db/mappers.ts';
 import { notFound } from '../http/errors.ts';
+import { afterCursor } from '../services/lists.ts';
+import { decodeCursor, page } from '../services/pagination.ts';
 import type { Handler } from './types.ts';
+
+export const listNotifications: Handler<'listNotifications'> = async ({ query, caller }, { db }) => {
+  const limit = query.limit ?? 50;
+  let base = db.selectFrom('notifications').selectAll().where('user_id', '=', caller.userId);
+  if (query.unread) base = base.where('read_at', 'is', null);
+  const rows = await afterCursor(base, 'notifications', decodeCursor(query.cursor), limit).execute();
+  return { status: 200, body: page(rows, limit, query.cursor, toNotification) };
+};
 
 export const markNotificationRead: Handler<'markNotificationRead'> = async ({ params, caller }, { db, clock }) => {
   // Idempotent: a second call keeps the first read_at.

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import type { SecretBox } from '../services/secrets.ts';
 
 export interface Caller {
   userId: string;
@@ -29,6 +30,7 @@ export interface HandlerEnv {
   clock: Clock;
   config: Config;
   logger: Logger;
+  secrets: SecretBox;
 }
 
 type SuccessStatus<Op extends OperationId> = Extract<ResponseStatus<Op>, 200 | 201 | 202 | 204>;

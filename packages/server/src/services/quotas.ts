@@ -2,6 +2,8 @@
 // wins over a user override, which wins over the plan. BYOM machines count toward no allocation quota.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
+import { ApiError } from '../http/errors.ts';
+import type { WorkspaceRef } from './tenancy.ts';
 import type { Database, Plan } from '../db/schema.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
@@ -33,7 +35,7 @@ export async function limitOf(db: Kysely<Database>, userId: string, workspaceId:
   return workspace?.limit ?? personal?.limit ?? METRICS[metric].plan[user.plan];
 }
 
-/** What a user owns now, across every workspace they own. Suspended machines have no server and count for nothing. */
+/** What a user owns now, across every workspace they own (BYOM machines excluded). */
 export async function allocationUsage(db: Kysely<Database>, userId: string): Promise<Record<Exclude<Metric, 'compute/provisioning'>, number>> {
   const owned = db.selectFrom('workspaces').select('id').where('owner_id', '=', userId);
   const clusters = await db
@@ -51,7 +53,6 @@ export async function allocationUsage(db: Kysely<Database>, userId: string): Pro
     ])
     .where('clusters.workspace_id', 'in', owned)
     .where('machines.byom', '=', false)
-    .where('machines.status', '!=', 'suspended')
     .executeTakeFirstOrThrow();
   return {
     'kaas/clusters': Number(clusters.count),
@@ -75,4 +76,26 @@ export async function provisioningUsage(db: Kysely<Database>, clusterId: string)
 export function entry(metric: Metric, limit: number, usage: number): Entry {
   const { type, displayName, unit } = METRICS[metric];
   return { metric, type, displayName, unit, limit, usage, remaining: Math.max(0, limit - usage) };
+}
+
+const GiBFormat = (bytes: number) => `${(bytes / GiB).toFixed(bytes % GiB === 0 ? 0 : 1)} GiB`;
+
+/**
+ * Checks that the workspace owner can take `requested` more of each metric, inside the transaction that
+ * inserts the resources. A per-owner advisory lock serialises the owner's creations across every server
+ * process, so two racing requests cannot both take the last free slot.
+ */
+export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRef, requested: Partial<Record<Exclude<Metric, 'compute/provisioning'>, number>>): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`quota:${workspace.owner_id}`}, 0))`.execute(trx);
+  const usage = await allocationUsage(trx, workspace.owner_id);
+  for (const [metric, amount] of Object.entries(requested) as [Exclude<Metric, 'compute/provisioning'>, number][]) {
+    const limit = await limitOf(trx, workspace.owner_id, workspace.id, metric);
+    if (usage[metric] + amount > limit) {
+      const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
+      throw new ApiError(403, 'quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
+        suggestion: 'Delete a resource you no longer need, upgrade to the Pro plan, or provision machines with your own cloud credential (BYOM), which count toward no quota.',
+        details: { metric, limit, usage: usage[metric], requested: amount },
+      });
+    }
+  }
 }

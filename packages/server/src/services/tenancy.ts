@@ -4,35 +4,48 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { ApiError } from '../http/errors.ts';
 
+export interface WorkspaceRef {
+  id: string;
+  owner_id: string;
+}
+
+const forbidden = (id: string) =>
+  new ApiError(403, 'forbidden', `You are not a member of workspace ${id}, or it does not exist.`, {
+    param: 'X-Workspace-Id',
+    suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.',
+  });
+
 /**
  * The workspace named by X-Workspace-Id (403 when it does not exist or the caller is not a member), or the
- * caller's default workspace (the oldest one they own), or undefined when they own none.
+ * caller's default workspace (the oldest one they own), or undefined when they own none. With
+ * `onlyWhenNamed`, only a named workspace is checked (operations on resources addressed by id).
  */
-export async function resolveWorkspace(db: Kysely<Database>, userId: string, header: string | undefined): Promise<string | undefined> {
+export async function resolveWorkspace(db: Kysely<Database>, userId: string, header: string | undefined, options: { onlyWhenNamed?: boolean } = {}): Promise<WorkspaceRef | undefined> {
   if (header !== undefined) {
-    const member = await db
+    const named = await db
       .selectFrom('workspace_members')
-      .select('workspace_id')
-      .where('workspace_id', '=', header)
-      .where('user_id', '=', userId)
+      .innerJoin('workspaces', 'workspaces.id', 'workspace_members.workspace_id')
+      .select(['workspaces.id', 'workspaces.owner_id'])
+      .where('workspace_members.workspace_id', '=', header)
+      .where('workspace_members.user_id', '=', userId)
       .executeTakeFirst();
-    if (!member) {
-      throw new ApiError(403, 'forbidden', `You are not a member of workspace ${header}, or it does not exist.`, {
-        param: 'X-Workspace-Id',
-        suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.',
-      });
-    }
-    return header;
+    if (!named) throw forbidden(header);
+    return named;
   }
-  const owned = await db
-    .selectFrom('workspaces')
-    .select('id')
-    .where('owner_id', '=', userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
-  return owned?.id;
+  if (options.onlyWhenNamed) return undefined;
+  return db.selectFrom('workspaces').select(['id', 'owner_id']).where('owner_id', '=', userId).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+}
+
+/** Like resolveWorkspace, for creations: acting without a workspace is a 422 naming the header. */
+export async function requireWorkspace(db: Kysely<Database>, userId: string, header: string | undefined): Promise<WorkspaceRef> {
+  const workspace = await resolveWorkspace(db, userId, header);
+  if (!workspace) {
+    throw new ApiError(422, 'validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
+      param: 'X-Workspace-Id',
+      suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
+    });
+  }
+  return workspace;
 }
 
 /** A subquery of the workspaces the caller is a member of, for `where workspace_id in (…)`. */
