@@ -13,6 +13,8 @@ export interface Config {
   logLevel: string;
   /** Validate every response against the contract (always on in tests). */
   validateResponses: boolean;
+  /** How long SIGTERM waits for in-flight requests before closing their connections. */
+  shutdownGraceMs: number;
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
   jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[] } | undefined;
@@ -90,6 +92,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     jwt: jwt(env),
     secretsKey: secretsKey(env),
   };

@@ -46,8 +46,10 @@ async function main(): Promise<void> {
       await connection.close();
       process.exit(0);
     });
-    // Idle keep-alive connections would hold close() open.
-    server.closeIdleConnections();
+    // Keep-alive connections that finish their request become idle: close them as they do, and give
+    // in-flight requests (log streams included) at most SHUTDOWN_GRACE_MS before cutting them.
+    setInterval(() => server.closeIdleConnections(), 50).unref();
+    setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

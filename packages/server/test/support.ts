@@ -86,3 +86,29 @@ export interface TestUser {
 export function newUser(db: Kysely<Database>, clock: Clock, plan: Plan = 'free'): Promise<TestUser> {
   return createUser(db, clock, `user-${Math.random().toString(36).slice(2, 10)}@test.example`, plan);
 }
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** A plain HTTP call, for tests about the wire (statuses, headers, races) rather than the client. */
+export async function call(baseUrl: string, method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.body !== undefined) headers['content-type'] ??= 'application/json';
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    ...(options.body === undefined ? {} : { body: typeof options.body === 'string' ? options.body : JSON.stringify(options.body) }),
+  });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body };
+}

@@ -1,0 +1,127 @@
+// The processes users run: migrations up and down, `pnpm start` (configuration errors, seeding, SIGTERM
+// draining) and `pnpm admin`.
+import { execFile, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateDownToZero, migrateToLatest } from '../src/db/migrate.ts';
+import { call, createTestDatabase, type TestDatabase } from './support.ts';
+
+const run = promisify(execFile);
+const serverDir = join(import.meta.dirname, '..', 'src');
+
+async function tables(database: TestDatabase): Promise<string[]> {
+  const result = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely_%' ORDER BY tablename`.execute(database.db);
+  return result.rows.map((r) => r.tablename);
+}
+
+describe('migrations', () => {
+  it('go up, down to zero, and up again', async () => {
+    const database = await createTestDatabase({ migrate: false });
+    try {
+      await migrateToLatest(database.db);
+      const all = await tables(database);
+      expect(all).toContain('clusters');
+      expect(all).toContain('cloud_credentials');
+      await migrateDownToZero(database.db);
+      expect(await tables(database)).toEqual([]);
+      await migrateToLatest(database.db);
+      expect(await tables(database)).toEqual(all);
+      // Two processes migrating at once: the migrator's lock makes one wait for the other.
+      await migrateDownToZero(database.db);
+      await Promise.all([migrateToLatest(database.db), migrateToLatest(database.db)]);
+      expect(await tables(database)).toEqual(all);
+    } finally {
+      await database.drop();
+    }
+  });
+});
+
+describe('pnpm start', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase({ migrate: false });
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  it('stops with one clear line naming a malformed variable', async () => {
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: 'eighty' } }).catch((e: { code: number; stderr: string }) => e);
+    expect(failure).toMatchObject({ code: 1 });
+    expect((failure as { stderr: string }).stderr.trim()).toBe('Cannot start: PORT must be an integer from 0 to 65535, got "eighty"');
+  });
+
+  it('stops with one clear line when the database cannot be reached', async () => {
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PORT: '0' } }).catch((e: { code: number; stderr: string }) => e);
+    expect(failure).toMatchObject({ code: 1 });
+    expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATABASE_URL: cannot open the database \(.+\)$/);
+  });
+
+  it('migrates, seeds a demo user, prints a working token, drains on SIGTERM and exits 0', async () => {
+    const child = spawn(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', () => /curl .+\n/.test(out) && resolve());
+      child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+    });
+    const baseUrl = /listening on (http:\/\/[^\s]+)/.exec(out)![1]!;
+    const token = /Token: (svc_pat_\w+)/.exec(out)![1]!;
+    expect(out).toContain(`curl -H 'Authorization: Bearer ${token}' ${baseUrl}/v1/clusters`);
+    const clusters = await call(baseUrl, 'GET', '/v1/clusters', { token });
+    expect(clusters.status).toBe(200);
+    expect(clusters.body.data).toHaveLength(1);
+    expect((await call(baseUrl, 'GET', '/openapi.json')).body.openapi).toBe('3.1.0');
+    const docs = await fetch(`${baseUrl}/docs`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('Platform Management API');
+    // A request in flight when SIGTERM arrives completes; then the process exits 0.
+    const inFlight = call(baseUrl, 'GET', '/v1/quotas', { token });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    child.kill('SIGTERM');
+    expect((await inFlight).status).toBe(200);
+    expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(0);
+  });
+});
+
+describe('pnpm admin', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  const admin = (...args: string[]) => run(process.execPath, [join(serverDir, 'admin.ts'), ...args], { env: { ...process.env, DATABASE_URL: database.url } });
+
+  it('create-user prints exactly one JSON line with a working token', async () => {
+    const { stdout } = await admin('create-user', '--email', 'ops@example.com', '--plan', 'pro');
+    const lines = stdout.split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    const created = JSON.parse(lines[0]!);
+    expect(created).toEqual({ user_id: expect.stringMatching(/^usr_/), token: expect.stringMatching(/^svc_pat_/) });
+    const user = await database.db.selectFrom('users').selectAll().where('id', '=', created.user_id).executeTakeFirstOrThrow();
+    expect(user).toMatchObject({ email: 'ops@example.com', plan: 'pro' });
+  });
+
+  it('set-plan and set-override change what the quotas say', async () => {
+    const { stdout } = await admin('create-user', '--email', 'quota@example.com');
+    const { user_id } = JSON.parse(stdout);
+    await admin('set-plan', '--user', user_id, '--plan', 'pro');
+    expect((await database.db.selectFrom('users').select('plan').where('id', '=', user_id).executeTakeFirstOrThrow()).plan).toBe('pro');
+    await admin('set-override', '--user', user_id, '--metric', 'kaas/clusters', '--limit', '10');
+    await admin('set-override', '--user', user_id, '--metric', 'kaas/clusters', '--limit', '12');
+    const overrides = await database.db.selectFrom('quota_overrides').selectAll().where('user_id', '=', user_id).execute();
+    expect(overrides).toMatchObject([{ metric: 'kaas/clusters', limit: 12 }]);
+  });
+
+  it('wrong arguments print usage on stderr and exit 2', async () => {
+    for (const args of [[], ['create-user'], ['create-user', '--email', 'x@y.z', '--plan', 'gold'], ['set-override', '--user', 'u', '--workspace', 'w', '--metric', 'kaas/clusters', '--limit', '1'], ['frobnicate'], ['create-user', '--bogus']]) {
+      const failure = await admin(...args).catch((e: { code: number; stderr: string; stdout: string }) => e);
+      expect(failure, args.join(' ')).toMatchObject({ code: 2, stdout: '' });
+      expect((failure as { stderr: string }).stderr).toContain('Usage:');
+    }
+  });
+});

@@ -1,0 +1,155 @@
+// Tokens end to end: shown once, never listed, expiry, revocation, session lifetime and refresh, the
+// once-a-minute last_used_at write, JWTs against a JWKS, and no plaintext token anywhere in the database.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createToken, LAST_USED_RESOLUTION_SECONDS, SESSION_LIFETIME_SECONDS } from '../src/services/tokens.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+
+let database: TestDatabase;
+let server: TestServer;
+let alice: TestUser;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, clock);
+  alice = await newUser(database.db, clock, 'free');
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+});
+
+describe('personal access tokens', () => {
+  it('shows the secret once; the list never does; revocation makes it 401', async () => {
+    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'deploy' } });
+    expect(created.status).toBe(201);
+    const secret: string = created.body.token;
+    const list = await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
+    expect(list.status).toBe(200);
+    expect(JSON.stringify(list.body)).not.toContain(secret);
+    expect(list.body.data.find((t: { id: string }) => t.id === created.body.id)).toMatchObject({ name: 'deploy', prefix: secret.slice(0, 12), expires_at: null });
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
+    expect((await call(server.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
+    const after = await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    expect(after.status).toBe(401);
+    expect(after.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(after.body).toMatchObject({ error: { code: 'unauthorized' } });
+  });
+
+  it('refuses a PAT with a bad checksum, and a malformed token, without reading the database', async () => {
+    const flipped = `${alice.token.slice(0, -1)}${alice.token.endsWith('A') ? 'B' : 'A'}`;
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: flipped })).status).toBe(401);
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: 'short' })).status).toBe(401);
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization: 'Basic abc' } })).status).toBe(401);
+  });
+
+  it('writes last_used_at at most once a minute', async () => {
+    const { row, secret } = await createToken(database.db, clock, { userId: alice.userId, kind: 'pat', name: 'clock', expiresAt: null });
+    const lastUsed = async () => (await database.db.selectFrom('tokens').select('last_used_at').where('id', '=', row.id).executeTakeFirstOrThrow()).last_used_at;
+    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    const first = await lastUsed();
+    expect(first).toBe(clock.now());
+    clock.advance(LAST_USED_RESOLUTION_SECONDS - 1);
+    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    expect(await lastUsed()).toBe(first);
+    clock.advance(1);
+    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    expect(await lastUsed()).toBe(clock.now());
+  });
+});
+
+describe('session tokens', () => {
+  it('live one year from last use, are refreshed on use, and logout revokes them', async () => {
+    const { secret } = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    expect(secret).toMatch(/^[A-Za-z0-9]{32}$/);
+    clock.advance(SESSION_LIFETIME_SECONDS - 10);
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
+    // That use refreshed it: another (almost) year later it still works.
+    clock.advance(SESSION_LIFETIME_SECONDS - 10);
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
+    clock.advance(SESSION_LIFETIME_SECONDS + 1);
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(401);
+
+    const { secret: other } = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    expect((await call(server.baseUrl, 'POST', '/v1/auth/logout', { token: other })).status).toBe(204);
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: other })).status).toBe(401);
+  });
+});
+
+describe('OAuth2 JWTs', () => {
+  let jwks: Server;
+  let jwtServer: TestServer;
+  let sign: (claims: Record<string, unknown>, options?: { issuer?: string; audience?: string }) => Promise<string>;
+
+  beforeAll(async () => {
+    const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    jwks = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    const { port } = jwks.address() as AddressInfo;
+    jwtServer = await startTestServer(database.db, clock, { JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' });
+    sign = (claims, options = {}) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuer(options.issuer ?? 'https://id.example')
+        .setAudience(options.audience ?? 'platform-api')
+        .setIssuedAt(clock.now())
+        .setExpirationTime(clock.now() + 300)
+        .sign(privateKey);
+  });
+  afterAll(async () => {
+    await jwtServer?.close();
+    jwks?.close();
+  });
+
+  it('accepts a valid JWT whose sub is a user', async () => {
+    const token = await sign({ sub: alice.userId });
+    expect((await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token })).status).toBe(200);
+  });
+
+  it('refuses an unknown subject, a wrong issuer or audience, an expired token, alg none and HS256', async () => {
+    const refused = async (token: string) => expect((await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token })).status).toBe(401);
+    await refused(await sign({ sub: 'usr_nobody' }));
+    await refused(await sign({ sub: alice.userId }, { issuer: 'https://evil.example' }));
+    await refused(await sign({ sub: alice.userId }, { audience: 'another-api' }));
+    await refused(await new SignJWT({ sub: alice.userId }).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://id.example').setAudience('platform-api').setExpirationTime(clock.now() + 60).sign(new TextEncoder().encode('secret-secret-secret-secret-32by')));
+    const header = Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url');
+    const payload = Buffer.from(JSON.stringify({ sub: alice.userId, iss: 'https://id.example', aud: 'platform-api', exp: clock.now() + 60 })).toString('base64url');
+    await refused(`${header}.${payload}.`);
+    const expiring = await sign({ sub: alice.userId });
+    clock.advance(400);
+    await refused(expiring);
+  });
+
+  it('is refused by a server without a JWKS', async () => {
+    const token = await sign({ sub: alice.userId });
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token })).status).toBe(401);
+  });
+});
+
+describe('the database', () => {
+  it('holds no plaintext token or secret in any text column', async () => {
+    const credential = await call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: alice.token, body: { name: 'r', registry_url: 'ghcr.io', username: 'bot', password: 'registry-password-plaintext' } });
+    expect(credential.status).toBe(201);
+    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token: alice.token, body: { name: 'c', provider: 'hcloud', secret: 'cloud-secret-plaintext' } });
+    expect(cloud.status).toBe(201);
+    expect(JSON.stringify([credential.body, cloud.body])).not.toMatch(/plaintext/);
+    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'search-me' } });
+    const secrets = [alice.token, created.body.token as string, 'registry-password-plaintext', 'cloud-secret-plaintext'];
+    const columns = await sql<{ table_name: string; column_name: string; data_type: string }>`
+      SELECT table_name, column_name, data_type FROM information_schema.columns
+      WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'jsonb', 'bytea')`.execute(database.db);
+    expect(columns.rows.length).toBeGreaterThan(10);
+    for (const { table_name, column_name, data_type } of columns.rows) {
+      const text = data_type === 'bytea' ? sql`encode(${sql.ref(column_name)}, 'escape')` : sql`${sql.ref(column_name)}::text`;
+      for (const secret of secrets) {
+        const hits = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table_name)} WHERE position(${secret} in ${text}) > 0`.execute(database.db);
+        expect(hits.rows[0]!.n, `${secret.slice(0, 12)}… found in ${table_name}.${column_name}`).toBe(0);
+      }
+    }
+  });
+});
