@@ -1,5 +1,5 @@
-// The demo data a first start on an empty database gets: a user with a workspace, a cluster, a compute
-// config, a machine, a suspension, a product and a notification, and a token to try them with.
+// Users, and the demo data a first start on an empty database gets: a user with a workspace, one of each
+// resource, and a token to try them with.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
@@ -19,42 +19,59 @@ export async function createUser(db: Kysely<Database>, clock: Clock, email: stri
   });
 }
 
-/** Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty. */
-export async function seedDemo(db: Kysely<Database>, clock: Clock): Promise<string | undefined> {
-  const any = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (any) return undefined;
-  const { userId, workspaceId, token } = await createUser(db, clock, 'demo@platform.example', 'pro');
+export interface SampleResources {
+  clusterId: string;
+  configId: string;
+  /** A ready machine. */
+  providerId: string;
+  /** A suspended machine, with `suspensionId`. */
+  suspendedId: string;
+  suspensionId: string;
+  productId: string;
+  sourceId: string;
+  notificationId: string;
+}
+
+/**
+ * One of each resource in a workspace: a running cluster with a compute config, a ready machine, a suspended
+ * machine and its suspension, a product with one source, and an unread notification for the user. The demo
+ * seed and the tests share it.
+ */
+export async function seedSampleResources(db: Kysely<Database>, clock: Clock, owner: { userId: string; workspaceId: string }, clusterName = 'demo-eu'): Promise<SampleResources> {
   const now = clock.now();
-  const clusterId = newId('cl');
-  const configId = newId('cc');
+  const ids: SampleResources = {
+    clusterId: newId('cl'),
+    configId: newId('cc'),
+    providerId: `compute://${newId('mch')}`,
+    suspendedId: `compute://${newId('mch')}`,
+    suspensionId: newId('sus'),
+    productId: newId('prd'),
+    sourceId: newId('src'),
+    notificationId: newId('ntf'),
+  };
+  const workspaceId = owner.workspaceId;
+  const machine = (providerId: string, node: string, status: 'ready' | 'suspended', createdAt: number) =>
+    ({ provider_id: providerId, cluster_id: ids.clusterId, compute_config_id: ids.configId, node_name: node, status, byom: false, server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, created_at: createdAt }) as const;
   await db.transaction().execute(async (trx) => {
-    await trx.insertInto('clusters').values({ id: clusterId, workspace_id: workspaceId, name: 'demo-eu', region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: now }).execute();
+    await trx.insertInto('clusters').values({ id: ids.clusterId, workspace_id: workspaceId, name: clusterName, region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: now }).execute();
     await trx
       .insertInto('compute_configs')
-      .values({ id: configId, workspace_id: workspaceId, name: 'general-purpose', provider: 'hcloud', provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }), cloud_credential_id: null, created_at: now })
+      .values({ id: ids.configId, workspace_id: workspaceId, name: 'general-purpose', provider: 'hcloud', provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }), cloud_credential_id: null, created_at: now })
       .execute();
-    await trx
-      .insertInto('machines')
-      .values({ provider_id: `compute://${newId('mch')}`, cluster_id: clusterId, compute_config_id: configId, node_name: 'demo-eu-worker-1', status: 'ready', byom: false, server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, created_at: now })
-      .execute();
-    const suspended = `compute://${newId('mch')}`;
-    await trx
-      .insertInto('machines')
-      .values({ provider_id: suspended, cluster_id: clusterId, compute_config_id: configId, node_name: 'demo-eu-worker-2', status: 'suspended', byom: false, server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, created_at: now })
-      .execute();
+    await trx.insertInto('machines').values([machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now), machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1)]).execute();
     await trx
       .insertInto('suspensions')
-      .values({ id: newId('sus'), workspace_id: workspaceId, cluster_id: clusterId, provider_id: suspended, node_name: 'demo-eu-worker-2', reason: 'manual', status: 'suspended', snapshot_id: `snap_${newId('mch').slice(4)}`, created_at: now, expires_at: now + 30 * 24 * 3600 })
+      .values({ id: ids.suspensionId, workspace_id: workspaceId, cluster_id: ids.clusterId, provider_id: ids.suspendedId, node_name: `${clusterName}-worker-2`, reason: 'manual', status: 'suspended', snapshot_id: `snap_${ids.suspensionId.slice(4)}`, created_at: now, expires_at: now + 30 * 24 * 3600 })
       .execute();
     await trx
       .insertInto('products')
       .values({
-        id: newId('prd'),
+        id: ids.productId,
         workspace_id: workspaceId,
         name: 'Web Shop',
         template_id: newId('tpl'),
-        sources: JSON.stringify([{ id: newId('src'), chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 }, metadata: {} }]),
-        cluster_ids: JSON.stringify([clusterId]),
+        sources: JSON.stringify([{ id: ids.sourceId, chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 }, metadata: {} }]),
+        cluster_ids: JSON.stringify([ids.clusterId]),
         stripe_price_ids: JSON.stringify([]),
         settings: JSON.stringify({}),
         regeneration_status: 'succeeded',
@@ -64,8 +81,17 @@ export async function seedDemo(db: Kysely<Database>, clock: Clock): Promise<stri
       .execute();
     await trx
       .insertInto('notifications')
-      .values({ id: newId('ntf'), user_id: userId, type: 'cluster.ready', resource_type: 'cluster', resource_id: clusterId, title: 'Cluster demo-eu is running', body: 'Your demo cluster is ready for installs.', severity: 'info', read_at: null, created_at: now })
+      .values({ id: ids.notificationId, user_id: owner.userId, type: 'cluster.ready', resource_type: 'cluster', resource_id: ids.clusterId, title: `Cluster ${clusterName} is running`, body: 'Your cluster is ready for installs.', severity: 'info', read_at: null, created_at: now })
       .execute();
   });
-  return token;
+  return ids;
+}
+
+/** Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty. */
+export async function seedDemo(db: Kysely<Database>, clock: Clock): Promise<string | undefined> {
+  const any = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
+  if (any) return undefined;
+  const user = await createUser(db, clock, 'demo@platform.example', 'pro');
+  await seedSampleResources(db, clock, user);
+  return user.token;
 }
