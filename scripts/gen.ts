@@ -36,7 +36,9 @@ export async function generate(root: string): Promise<void> {
   await Promise.all(generatedFiles.map((file) => mkdir(join(root, dirname(file)), { recursive: true })));
   await tool('redocly', ['bundle', 'openapi/openapi.yaml', '--output', bundle], root);
   await Promise.all([
-    tool('openapi-typescript', ['--redocly', 'redocly.yaml'], root),
+    // A field with a default is optional for the caller who sends it (ClusterCreate.kaas_version), so defaults
+    // must not make request properties required.
+    tool('openapi-typescript', ['--redocly', 'redocly.yaml', '--default-non-nullable=false'], root),
     tool('redocly', ['build-docs', bundle, '--output', docs, '--title', 'Platform Management API reference'], root),
   ]);
 }

@@ -889,7 +889,7 @@ export interface components {
              * @default v1.31
              * @enum {string}
              */
-            kaas_version: "v1.30" | "v1.31" | "v1.32";
+            kaas_version?: "v1.30" | "v1.31" | "v1.32";
         };
         ClusterList: {
             data: components["schemas"]["Cluster"][];
@@ -1326,7 +1326,7 @@ export interface components {
             /** @description The password or access token. Write-only; encrypted at rest, never returned or logged. */
             password: string;
             /** @default true */
-            is_active: boolean;
+            is_active?: boolean;
         };
         RegistryCredentialList: {
             data: components["schemas"]["RegistryCredential"][];

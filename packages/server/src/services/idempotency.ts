@@ -34,7 +34,8 @@ export async function withIdempotencyKey<R extends StoredResponse>(
   try {
     return await db.transaction().execute(async (trx) => {
       await sql`SET LOCAL lock_timeout = ${sql.lit(LOCK_TIMEOUT)}`.execute(trx);
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope.userId}\u0000${scope.key}`}, 0))`.execute(trx);
+      // User ids hold no ':', so "<user>:<key>" names one (user, key) pair. (PostgreSQL text cannot hold NUL.)
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope.userId}:${scope.key}`}, 0))`.execute(trx);
       const now = clock.now();
       const existing = await trx
         .selectFrom('idempotency_keys')

@@ -1,0 +1,109 @@
+// streamInstallLogs: the install log stream (Server-Sent Events) as an async iterator of typed events,
+// reconnecting with Last-Event-ID after a drop and ending on the `end` event. eventsource-parser does the parsing.
+import type { HeaderParams, PathParams, QueryParams, Schema } from '@platform/api-types';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { PlatformError, PlatformNetworkError } from './errors.ts';
+import { backoff, type RetryPolicy } from './retry.ts';
+import type { Send } from './transport.ts';
+
+/** One event of the stream: a log line with its resumable id, or the end of the stream. */
+export type LogEvent =
+  | { type: 'log'; id: string; data: Schema<'LogLine'> }
+  | { type: 'end'; data: Schema<'LogStreamEnd'> };
+
+export type InstallId = PathParams<'streamInstallLogs'>['id'];
+
+/** The operation's query parameters, and the call options. */
+export type LogStreamOptions = QueryParams<'streamInstallLogs'> & {
+  /** Ends the iteration: the pending `next()` rejects with the signal's reason and the connection closes. */
+  signal?: AbortSignal;
+  /** Time limit in milliseconds for each connection to answer (not for the stream, which may last). */
+  timeoutMs?: number;
+  /** Sends `X-Workspace-Id`, overriding the client's `workspaceId`. */
+  workspaceId?: string;
+  /** Resume after this event id, as from an earlier stream's last `log` event. */
+  lastEventId?: HeaderParams<'streamInstallLogs'>['Last-Event-ID'];
+};
+
+const path = '/v1/installs/{id}/logs';
+
+export async function* streamLogs(
+  send: Send,
+  policy: RetryPolicy,
+  id: InstallId,
+  options: LogStreamOptions = {},
+): AsyncGenerator<LogEvent, void, undefined> {
+  const { signal, timeoutMs, workspaceId, lastEventId, ...query } = options;
+  let lastId = lastEventId;
+  // Reconnections since the last line received: a stream that keeps dropping without progress gives up.
+  let drops = 0;
+  for (;;) {
+    const header = lastId === undefined ? {} : { 'Last-Event-ID': lastId };
+    const { data, release } = await send(
+      'GET',
+      path,
+      { params: { path: { id }, query, header }, workspaceId, signal, timeoutMs },
+      'stream',
+    );
+    let cause: unknown;
+    try {
+      for await (const message of readEvents(data)) {
+        if (message.id !== undefined) lastId = message.id;
+        if (message.event === 'log') {
+          drops = 0;
+          yield { type: 'log', id: message.id ?? lastId ?? '', data: parseData<Schema<'LogLine'>>(message) };
+        } else if (message.event === 'end') {
+          yield { type: 'end', data: parseData<Schema<'LogStreamEnd'>>(message) };
+          return;
+        }
+        // Any other event type is one this client does not know yet: skipped.
+      }
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (error instanceof PlatformError) throw error;
+      cause = error;
+    } finally {
+      release();
+    }
+    // The connection closed (or broke) before `end`: reconnect after the last id received.
+    if (drops >= policy.maxRetries) {
+      throw new PlatformNetworkError(`The log stream of install ${id} dropped before its end event`, {
+        timedOut: false,
+        cause,
+      });
+    }
+    await policy.sleep(backoff(policy, drops), signal);
+    drops++;
+  }
+}
+
+async function* readEvents(body: unknown): AsyncGenerator<EventSourceMessage, void, undefined> {
+  // No body (an empty 200) is a connection that ended at once.
+  if (!(body instanceof ReadableStream)) return;
+  const reader = (body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const parsed: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (message) => parsed.push(message) });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      parser.feed(decoder.decode(value, { stream: true }));
+      for (const message of parsed.splice(0)) yield message;
+    }
+  } finally {
+    // Closes the connection when the caller stops early or the `end` event came.
+    reader.cancel().catch(() => {});
+  }
+}
+
+function parseData<Data>(message: EventSourceMessage): Data {
+  try {
+    // The contract types each event's data; the stream is trusted as the JSON API's bodies are.
+    return JSON.parse(message.data) as Data;
+  } catch (error) {
+    throw new PlatformError(`The log stream sent a ${message.event ?? 'message'} event whose data is not JSON`, {
+      cause: error,
+    });
+  }
+}

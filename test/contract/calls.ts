@@ -1,0 +1,171 @@
+// One call through the client for every operation of the contract. The table is checked at compile time
+// against the generated types: an operation added to the contract without an entry (or an entry for an
+// operation that does not exist) fails the type check, and each entry must resolve to that operation's
+// generated success body. `operations.test.ts` runs each against the mock and checks at run time that the
+// entry called the operation it is named after; `coverage.test.ts` checks the keys against the document.
+import type { OperationId, RequestBody, Schema, SuccessBody } from '@platform/api-types';
+import type { PlatformClient } from '@platform/client';
+
+/** What `streamInstallLogs` yields, as the contract describes the stream. */
+export type LogStreamEvent =
+  | { type: 'log'; id: string; data: Schema<'LogLine'> }
+  | { type: 'end'; data: Schema<'LogStreamEnd'> };
+
+/** The operation's generated success body; `undefined` for 204; the events, for the log stream. */
+export type Expected<Op extends OperationId> = Op extends 'streamInstallLogs'
+  ? LogStreamEvent[]
+  : [SuccessBody<Op>] extends [never]
+    ? undefined | void
+    : SuccessBody<Op>;
+
+export type CallTable = { [Op in OperationId]: (api: PlatformClient) => Promise<Expected<Op>> };
+
+// Identifiers as the contract's examples spell them.
+export const ids = {
+  workspace: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',
+  user: 'usr_01jd2x7h3k5m7p9r1t3v5x7z9b',
+  cluster: 'cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  computeConfig: 'cc_01jd2x9a2b4c6d8e0f2g4h6j8k',
+  cloudCredential: 'ccr_01jd2y2k7m9p1r3t5v7x9z1b3d',
+  // Holds `:` and `/`: the client must encode them into one path segment.
+  machine: 'compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v',
+  suspension: 'sus_01jd2xa4e6g8j0m2p4r6t8w0y2',
+  registryCredential: 'rc_01jd2xe8j0m2p4r6t8w0y2a4c6',
+  product: 'prd_01jd2xb5f7h9k1n3q5s7v9x1z3',
+  source: 'src_01jd2xg0m2p4r6t8w0y2a4c6e8',
+  install: 'ins_01jd2xc6g8j0m2p4r6t8w0y2a4',
+  notification: 'ntf_01jd2xd7h9k1n3q5s7v9x1z3b5',
+  token: 'tok_01jd2xf9k1n3q5s7v9x1z3b5d7',
+  // Holds `/`: sent as kaas%2Fclusters.
+  metric: 'kaas/clusters',
+} as const;
+
+const workspaceId = ids.workspace;
+
+const chart = { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' };
+const product = {
+  name: 'Web Shop',
+  sources: [{ chart, values: { replicaCount: 2 }, metadata: { component: 'web' } }],
+  cluster_ids: [ids.cluster],
+} satisfies RequestBody<'createProduct'>;
+
+export const calls = {
+  // Workspaces
+  listWorkspaces: (api) => api.GET('/v1/workspaces', { params: { query: { limit: 10 } } }),
+  createWorkspace: (api) => api.POST('/v1/workspaces', { body: { name: 'Acme Production', icon: '🏭' } }),
+  getWorkspace: (api) => api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } }),
+  listWorkspaceMembers: (api) =>
+    api.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId }, query: { limit: 10 } } }),
+  addWorkspaceMember: (api) =>
+    api.POST('/v1/workspaces/{workspaceId}/members', {
+      params: { path: { workspaceId } },
+      body: { email: 'dana@acme.example' },
+    }),
+  removeWorkspaceMember: (api) =>
+    api.DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } } }),
+
+  // Clusters
+  listRegions: (api) => api.GET('/v1/regions', {}),
+  listClusters: (api) => api.GET('/v1/clusters', { params: { query: { limit: 10 } }, workspaceId }),
+  createCluster: (api) =>
+    api.POST('/v1/clusters', { body: { name: 'prod-eu', region_id: 'fsn1', kaas_version: 'v1.31' }, workspaceId }),
+  getCluster: (api) => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
+  deleteCluster: (api) => api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
+
+  // Compute
+  getClusterComputeStatus: (api) =>
+    api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: ids.cluster } } }),
+  listComputeConfigs: (api) => api.GET('/v1/compute/configs', { params: { query: { limit: 10 } } }),
+  createComputeConfig: (api) =>
+    api.POST('/v1/compute/configs', {
+      body: {
+        name: 'general-purpose',
+        provider: 'hcloud',
+        provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      },
+    }),
+  deleteComputeConfig: (api) =>
+    api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
+  listCloudCredentials: (api) => api.GET('/v1/compute/cloud_credentials', {}),
+  createCloudCredential: (api) =>
+    api.POST('/v1/compute/cloud_credentials', {
+      body: { name: 'hetzner-main', provider: 'hcloud', secret: 'hc_7Jq2xV9mK4pL8rT3wN6zB1cY5hF0sGaD2eR4tU6iO8pA1sD3' },
+    }),
+  deleteCloudCredential: (api) =>
+    api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
+  listMachines: (api) => api.GET('/v1/compute/machines', { params: { query: { cluster_id: ids.cluster } } }),
+  requestMachine: (api) =>
+    api.POST('/v1/compute/machines', { body: { cluster_id: ids.cluster, compute_config_id: ids.computeConfig } }),
+  deleteMachine: (api) =>
+    api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
+  checkMachineDrift: (api) =>
+    api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: ids.machine } } }),
+  suspendMachine: (api) =>
+    api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: ids.machine } } }),
+  listSuspensions: (api) => api.GET('/v1/compute/suspensions', {}),
+  getSuspension: (api) => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: ids.suspension } } }),
+  resumeSuspension: (api) =>
+    api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: ids.suspension } } }),
+
+  // Registry
+  listRegistryCredentials: (api) => api.GET('/v1/registry/credentials', {}),
+  createRegistryCredential: (api) =>
+    api.POST('/v1/registry/credentials', {
+      // is_active is optional in the contract (default true), but openapi-typescript makes a property with a
+      // default required when the schema is a component, so the generated type asks for it.
+      body: {
+        name: 'github-packages',
+        registry_url: 'ghcr.io',
+        username: 'acme-bot',
+        password: 'ghp_4fR8kL2mN6pQ0sT4vX8z',
+        is_active: true,
+      },
+    }),
+  deleteRegistryCredential: (api) =>
+    api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
+
+  // Products
+  listProducts: (api) => api.GET('/v1/products', {}),
+  createProduct: (api) => api.POST('/v1/products', { body: product }),
+  getProduct: (api) => api.GET('/v1/products/{id}', { params: { path: { id: ids.product } } }),
+  updateProduct: (api) =>
+    api.PATCH('/v1/products/{id}', {
+      params: { path: { id: ids.product } },
+      body: { ...product, sources: [{ id: ids.source, chart, values: { replicaCount: 3 } }] },
+    }),
+
+  // Installs
+  listInstalls: (api) => api.GET('/v1/installs', {}),
+  createInstall: (api) =>
+    api.POST('/v1/installs', {
+      body: {
+        product_id: ids.product,
+        region_id: 'fsn1',
+        overrides: [{ template_helm_source_id: ids.source, values: { replicaCount: 3 } }],
+      },
+      idempotencyKey: '6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40',
+      workspaceId,
+    }),
+  getInstall: (api) => api.GET('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
+  streamInstallLogs: async (api) => {
+    const events: LogStreamEvent[] = [];
+    for await (const event of api.streamInstallLogs(ids.install, { follow: false, tail: 100 })) events.push(event);
+    return events;
+  },
+
+  // Notifications
+  listNotifications: (api) => api.GET('/v1/notifications', { params: { query: { unread: true } } }),
+  markNotificationRead: (api) =>
+    api.PATCH('/v1/notifications/{id}/read', { params: { path: { id: ids.notification } } }),
+
+  // Tokens
+  listUserTokens: (api) => api.GET('/v1/user/tokens', {}),
+  createUserToken: (api) =>
+    api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800 } }),
+  revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
+  logout: (api) => api.POST('/v1/auth/logout', {}),
+
+  // Quotas
+  listQuotas: (api) => api.GET('/v1/quotas', { params: { query: { cluster_id: ids.cluster } } }),
+  getQuota: (api) => api.GET('/v1/quotas/{metric}', { params: { path: { metric: ids.metric } } }),
+} satisfies CallTable as Record<OperationId, (api: PlatformClient) => Promise<unknown>>;

@@ -1,0 +1,166 @@
+// Every operation of the contract, called through @platform/client against the Prism mock: the request the
+// client sends is one Prism accepts for that operation, and what comes back (on the wire and as the client
+// returns it) validates against the operation's documented response. Then every documented error example,
+// picked with Prism's `Prefer` header, must reach the caller as a PlatformApiError with the body's fields.
+import { PlatformApiError, createPlatformClient } from '@platform/client';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { calls } from './calls.ts';
+import {
+  type Json,
+  SchemaValidator,
+  eventDataSchemas,
+  isSuccess,
+  listOperations,
+  loadDocument,
+  parseSse,
+  pathPattern,
+  responsesOf,
+} from '../support/openapi.ts';
+import { type PrismServer, startPrism } from '../support/prism.ts';
+
+const doc = loadDocument();
+const validator = new SchemaValidator(doc);
+const operations = listOperations(doc);
+const token = 'svc_pat_8fKq2LmN4pR7sT1vW3xY5zA9bC0dE2gH6jK1';
+
+let prism: PrismServer;
+beforeAll(async () => {
+  prism = await startPrism({ mode: 'mock', verbose: 'warn' });
+});
+afterAll(async () => {
+  await prism?.stop();
+});
+
+interface Exchange {
+  method: string;
+  url: URL;
+  requestHeaders: Headers;
+  status: number;
+  headers: Headers;
+  /** The response body as sent, read from a clone so the client's own reading is untouched. */
+  text: Promise<string>;
+}
+
+/** A fetch that records every exchange the client makes (and adds `prefer`, to pick Prism's answer). */
+function recordingFetch(exchanges: Exchange[], prefer?: string): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    if (prefer) request.headers.set('prefer', prefer);
+    const response = await fetch(request.clone());
+    exchanges.push({
+      method: request.method,
+      url: new URL(request.url),
+      requestHeaders: request.headers,
+      status: response.status,
+      headers: response.headers,
+      text: response.clone().text(),
+    });
+    return response;
+  };
+}
+
+test('the call table has an entry for every operation of the document', () => {
+  expect(Object.keys(calls).sort()).toEqual(operations.map((operation) => operation.operationId).sort());
+});
+
+describe('every operation through the client against the mock', () => {
+  test.each(operations.map((operation) => [`${operation.operationId}: ${operation.method.toUpperCase()} ${operation.path}`, operation] as const))(
+    '%s',
+    async (_name, operation) => {
+      const call = calls[operation.operationId as keyof typeof calls];
+      expect(call, `no entry for ${operation.operationId} in test/contract/calls.ts`).toBeDefined();
+      const exchanges: Exchange[] = [];
+      const api = createPlatformClient({ baseUrl: prism.url, token, fetch: recordingFetch(exchanges) });
+
+      const result = await call(api);
+
+      // One request, to this operation, accepted by Prism as valid for it.
+      expect(exchanges, 'one HTTP request per call').toHaveLength(1);
+      const [exchange] = exchanges as [Exchange];
+      expect(exchange.method).toBe(operation.method.toUpperCase());
+      expect(exchange.url.pathname).toMatch(pathPattern(operation.path));
+      expect(exchange.requestHeaders.get('authorization')).toBe(`Bearer ${token}`);
+      const violations = exchange.headers.get('sl-violations');
+      expect(violations, `Prism found the request invalid: ${violations}`).toBeNull();
+
+      // A documented success response, valid against its schema, and returned as such by the client.
+      const response = responsesOf(doc, operation).find((entry) => entry.status === String(exchange.status));
+      expect(response && isSuccess(response.status), `status ${exchange.status} is a documented 2xx`).toBe(true);
+      const text = await exchange.text;
+      const media = response?.content.find((entry) => (exchange.headers.get('content-type') ?? '').includes(entry.mediaType));
+      if (!response?.content.length) {
+        expect(text).toBe('');
+        expect(result).toBeUndefined();
+        return;
+      }
+      expect(media, `content type ${exchange.headers.get('content-type')} is documented`).toBeDefined();
+      const schemaAt = media?.schemaAt as string;
+      if (media?.mediaType === 'text/event-stream') {
+        const schemas = eventDataSchemas(doc, schemaAt);
+        const { events } = parseSse(text);
+        expect(events.length).toBeGreaterThan(0);
+        // What the client yields is what was sent, each event's data valid against its schema.
+        expect(result).toEqual(
+          events.map((event) => ({
+            type: event.event,
+            ...(event.id === undefined ? {} : { id: event.id }),
+            data: JSON.parse(event.data) as Json,
+          })),
+        );
+        for (const event of result as { type: string; data: unknown }[]) {
+          expect(validator.errors(schemas.get(event.type) as string, event.data), `${event.type} event`).toEqual([]);
+        }
+      } else {
+        const body = JSON.parse(text) as Json;
+        expect(validator.errors(schemaAt, body)).toEqual([]);
+        expect(result).toEqual(body);
+      }
+    },
+  );
+});
+
+const errorCases = operations.flatMap((operation) =>
+  responsesOf(doc, operation)
+    .filter((response) => !isSuccess(response.status))
+    .flatMap((response) =>
+      response.content.flatMap((media) =>
+        media.examples.map(
+          (example) => [`${operation.operationId} ${response.status} "${example.name}"`, { operation, response, example }] as const,
+        ),
+      ),
+    ),
+);
+
+type ErrorCase = (typeof errorCases)[number][1];
+async function expectApiError({ operation, response, example }: ErrorCase): Promise<void> {
+  const call = calls[operation.operationId as keyof typeof calls];
+  const exchanges: Exchange[] = [];
+  const api = createPlatformClient({
+    baseUrl: prism.url,
+    token,
+    retry: false,
+    fetch: recordingFetch(exchanges, `code=${response.status}, example=${example.name}`),
+  });
+  const error = await call(api).then(
+    () => expect.fail('the call resolved'),
+    (rejection: unknown) => rejection,
+  );
+  expect(error).toBeInstanceOf(PlatformApiError);
+  const { error: body } = example.value as { error: Record<string, unknown> };
+  const exchange = exchanges[0] as Exchange;
+  expect(exchanges).toHaveLength(1);
+  expect(exchange.headers.get('sl-violations')).toBeNull();
+  expect({ ...(error as PlatformApiError) }).toMatchObject({
+    status: Number(response.status),
+    code: body.code,
+    param: body.param,
+    suggestion: body.suggestion,
+    details: body.details,
+    requestId: exchange.headers.get('x-request-id'),
+  });
+  expect((error as PlatformApiError).message).toBe(body.message);
+}
+
+describe('every documented error through the client: a PlatformApiError with the body\'s fields', () => {
+  test.each(errorCases)('%s', (_name, errorCase) => expectApiError(errorCase));
+});
