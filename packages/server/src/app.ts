@@ -1,5 +1,8 @@
 // Builds the Koa application from its parts; main.ts serves it and tests call it in-process.
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { OperationId } from '@platform/api-types';
@@ -18,6 +21,9 @@ import { Router } from './http/router.ts';
 import { handlers } from './operations/index.ts';
 import { secretBox } from './services/secrets.ts';
 import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
+import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
+import { SimulatedCloud } from './providers/simulated.ts';
+import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
 
 export interface AppOptions {
   db: Kysely<Database>;
@@ -26,6 +32,13 @@ export interface AppOptions {
   logger?: Logger;
   /** The key that seals write-only secrets (see services/secrets.ts). */
   secretsKey: Buffer;
+  /** Starts workflows; default: rows only, for a worker process elsewhere to pick up. */
+  workflows?: WorkflowStarter;
+  /** The cloud provider and cluster driver; default: the simulated cloud on this database. */
+  provider?: ComputeProvider;
+  driver?: ClusterDriver;
+  /** Aborted when the process begins to shut down (long-lived streams end). */
+  shutdown?: AbortSignal;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -44,6 +57,36 @@ async function docsHtml(): Promise<string> {
   return readFile(require.resolve('@platform/docs/dist/index.html'), 'utf8');
 }
 
+/**
+ * Writes a stream's chunks as they come, honouring backpressure; a client that reads nothing for `stallMs`
+ * is dropped, so a stalled connection never buffers more than one chunk.
+ */
+async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, stallMs: number, abort: AbortController): Promise<void> {
+  const iterator = stream[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done || res.destroyed) break;
+      if (!res.write(next.value)) {
+        const timer = new AbortController();
+        const drained = await Promise.race([
+          once(res, 'drain', { signal: timer.signal }).then(() => true, () => false),
+          sleep(stallMs, undefined, { signal: timer.signal }).then(() => false, () => false),
+        ]);
+        timer.abort();
+        if (!drained) {
+          abort.abort();
+          res.destroy();
+          break;
+        }
+      }
+    }
+  } finally {
+    await iterator.return?.();
+    if (!res.destroyed) res.end();
+  }
+}
+
 export async function createApp(options: AppOptions): Promise<Koa> {
   const { db, config } = options;
   const clock = options.clock ?? systemClock;
@@ -51,7 +94,18 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const contract = await loadContract();
   const router = new Router([...contract.operations.values()]);
   const authenticate = createAuthenticator(db, clock, config);
-  const env: HandlerEnv = { db, clock, config, logger, secrets: secretBox(options.secretsKey) };
+  const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);
+  const env: HandlerEnv = {
+    db,
+    clock,
+    config,
+    logger,
+    secrets: secretBox(options.secretsKey),
+    workflows: options.workflows ?? rowOnlyStarter(clock),
+    provider: options.provider ?? (simulated as SimulatedCloud),
+    driver: options.driver ?? (simulated as SimulatedCloud),
+    shutdown: options.shutdown ?? new AbortController().signal,
+  };
   const openapiJson = JSON.stringify(definition);
   const docs = await docsHtml().catch(() => undefined);
 
@@ -189,8 +243,9 @@ export async function createApp(options: AppOptions): Promise<Koa> {
       ctx.type = 'text/event-stream';
       ctx.set('Cache-Control', 'no-cache');
       ctx.set('X-Accel-Buffering', 'no');
-      const { Readable } = await import('node:stream');
-      ctx.body = Readable.from(output.stream);
+      ctx.respond = false;
+      ctx.res.writeHead(ctx.status, ctx.response.headers as Record<string, string>);
+      await writeStream(ctx.res, output.stream, config.streamStallMs, abort);
       return;
     }
     if (config.validateResponses && output.status !== 204) {

@@ -2,6 +2,8 @@
 export interface Clock {
   /** Unix seconds. */
   now(): number;
+  /** Unix milliseconds, for what happens within a second (log lines, rate limits). */
+  nowMs(): number;
 }
 
-export const systemClock: Clock = { now: () => Math.floor(Date.now() / 1000) };
+export const systemClock: Clock = { now: () => Math.floor(Date.now() / 1000), nowMs: () => Date.now() };

@@ -20,6 +20,26 @@ export interface Config {
   jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[] } | undefined;
   /** Seals write-only secrets; unset: a key generated once and kept in `dataDir` (see secretsKey). */
   secretsKey: Buffer | undefined;
+  /**
+   * The service's public base address (no trailing slash), for links it hands out such as the device flow's
+   * verification_uri. Unset: the scheme and Host of the request.
+   */
+  publicUrl: string | undefined;
+  /** The device flow (RFC 8628): how long a device code lives, and the initial seconds between polls. */
+  deviceCodeTtlSeconds: number;
+  devicePollIntervalSeconds: number;
+  /** What this process runs: the API, the workflow workers, or both. */
+  role: Role;
+  /** Workflows one worker process runs at once. */
+  workerConcurrency: number;
+  /** How often (ms) a following log stream looks for new lines. */
+  logPollMs: number;
+  /** A log stream whose client has not read for this long (ms) is dropped, so its buffer stays bounded. */
+  streamStallMs: number;
+  /** Calls per second to the cloud provider's API, shared by every process. */
+  providerRateLimit: number;
+  /** The simulated cloud: seconds a server boots, a control plane comes up; failure rate 0..1. */
+  simulation: { bootSeconds: number; controlPlaneSeconds: number; failureRate: number; latencyMs: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -40,6 +60,23 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`);
+  return value;
+}
+
+/** `--role api|worker|all` on the command line, else ROLE. */
+function role(env: Env): Role {
+  const flag = process.argv.indexOf('--role');
+  const raw = flag >= 0 ? process.argv[flag + 1] : env.ROLE;
+  if (raw === undefined || raw === '') return 'all';
+  if (raw === 'all' || raw === 'api' || raw === 'worker') return raw;
+  throw new ConfigError(`--role (or ROLE) must be api, worker or all, got "${raw}"`);
 }
 
 function databaseUrl(env: Env): string | undefined {
@@ -75,6 +112,21 @@ function jwt(env: Env): Config['jwt'] {
   return { jwksUrl, issuer: env.JWT_ISSUER!, audience: env.JWT_AUDIENCE!, algorithms };
 }
 
+function publicUrl(env: Env): string | undefined {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    throw new ConfigError(`PUBLIC_URL must be an http:// or https:// URL without query or fragment, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
 function secretsKey(env: Env): Buffer | undefined {
   const raw = env.SECRETS_KEY;
   if (raw === undefined || raw === '') return undefined;
@@ -95,5 +147,19 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     jwt: jwt(env),
     secretsKey: secretsKey(env),
+    publicUrl: publicUrl(env),
+    deviceCodeTtlSeconds: integer(env, 'DEVICE_CODE_TTL_SECONDS', 600, 60, 3600),
+    devicePollIntervalSeconds: integer(env, 'DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
+    role: role(env),
+    workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 8, 1, 256),
+    logPollMs: integer(env, 'LOG_POLL_MS', 250, 10, 10_000),
+    streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
+    providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
+    simulation: {
+      bootSeconds: integer(env, 'SIM_BOOT_SECONDS', 20, 0, 3600),
+      controlPlaneSeconds: integer(env, 'SIM_CONTROL_PLANE_SECONDS', 30, 0, 3600),
+      failureRate: fraction(env, 'SIM_FAILURE_RATE', 0),
+      latencyMs: integer(env, 'SIM_LATENCY_MS', 0, 0, 60_000),
+    },
   };
 }

@@ -1,5 +1,7 @@
 // `pnpm start`: configuration, database (DATABASE_URL or embedded), migrations, demo seed on an empty
-// database, then serve; SIGTERM and SIGINT drain in-flight requests and exit 0.
+// database, then serve the API and run the workflow workers (`--role api` or `--role worker` runs one of
+// them; both scale to many processes). SIGTERM and SIGINT drain in-flight requests, end log streams so their
+// clients reconnect elsewhere, let running workflow steps finish, and exit 0.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -10,6 +12,7 @@ import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
 import { loadSecretsKey } from './services/secrets.ts';
+import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -22,9 +25,21 @@ async function main(): Promise<void> {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
     throw new ConfigError(`${variable}: cannot open the database (${(error as Error).message})`);
   }
+  const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config });
+  await runtime.engine.run({ work: config.role !== 'api' });
+  if (config.role === 'worker') {
+    logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
+    console.log('Platform workflow worker running');
+    onSignals(async () => {
+      await runtime.engine.stop();
+      await connection.close();
+    });
+    return;
+  }
   const token = await seedDemo(connection.db, systemClock);
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
-  const app = await createApp({ db: connection.db, config, logger, secretsKey });
+  const shutdown = new AbortController();
+  const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
   const server = createServer(app.callback());
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${error.message})`)));
@@ -37,19 +52,31 @@ async function main(): Promise<void> {
     console.log(`Demo user created. Token: ${token}`);
     console.log(`Try: curl -H 'Authorization: Bearer ${token}' ${url}/v1/clusters`);
   }
+  onSignals(
+    () =>
+      new Promise<void>((resolve) => {
+        shutdown.abort();
+        server.close(async () => {
+          await runtime.engine.stop();
+          await connection.close();
+          resolve();
+        });
+        // Keep-alive connections that finish their request become idle: close them as they do, and give
+        // in-flight requests at most SHUTDOWN_GRACE_MS before cutting them.
+        setInterval(() => server.closeIdleConnections(), 50).unref();
+        setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
+      }),
+  );
+}
+
+/** SIGTERM or SIGINT: run `drain` once, then exit 0. */
+function onSignals(drain: () => Promise<void>): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'draining');
-    server.close(async () => {
-      await connection.close();
-      process.exit(0);
-    });
-    // Keep-alive connections that finish their request become idle: close them as they do, and give
-    // in-flight requests (log streams included) at most SHUTDOWN_GRACE_MS before cutting them.
-    setInterval(() => server.closeIdleConnections(), 50).unref();
-    setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
+    console.error(`${signal}: draining`);
+    void drain().then(() => process.exit(0));
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

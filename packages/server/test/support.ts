@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { inject } from 'vitest';
-import { createApp } from '../src/app.ts';
+import { type AppOptions, createApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
@@ -51,6 +51,9 @@ export class TestClock implements Clock {
   now(): number {
     return this.seconds;
   }
+  nowMs(): number {
+    return this.seconds * 1000;
+  }
   advance(seconds: number): void {
     this.seconds += seconds;
   }
@@ -61,9 +64,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(db: Kysely<Database>, clock: Clock, env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(db: Kysely<Database>, clock: Clock, env: Record<string, string> = {}, parts: Partial<AppOptions> = {}): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), validateResponses: true };
-  const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }), secretsKey: randomBytes(32) });
+  const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }), secretsKey: randomBytes(32), ...parts });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -4,11 +4,15 @@ import type { Kysely } from 'kysely';
 import { type Migration, Migrator, NO_MIGRATIONS } from 'kysely/migration';
 import * as initial from './migrations/20261122_0001_initial.ts';
 import * as credentials from './migrations/20261122_0002_credentials.ts';
+import * as workflows from './migrations/20261122_0003_workflows.ts';
+import * as deviceGrants from './migrations/20261122_0005_device_grants.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
   '20261122_0001_initial': initial,
   '20261122_0002_credentials': credentials,
+  '20261122_0003_workflows': workflows,
+  '20261122_0005_device_grants': deviceGrants,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

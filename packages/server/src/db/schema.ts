@@ -87,6 +87,8 @@ export interface MachinesTable {
   server_type: string;
   cpu: number;
   memory_bytes: ColumnType<number, number, number>;
+  /** The provider's server while there is one (null while queued and while suspended). */
+  server_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
 }
 
@@ -169,19 +171,40 @@ export interface InstallsTable {
   status: 'pending' | 'installing' | 'running' | 'failed' | 'uninstalling';
   workflow_id: string;
   overrides: Json<InstallOverride[]>;
+  /** The product template the install's releases render; null until installed. */
+  template_id: ColumnType<string | null, string | null | undefined, string | null>;
   status_message: string | null;
   created_at: Seconds;
   updated_at: Seconds;
 }
 
-/** The truth about asynchronous work; the workers (a later stage) advance it. */
+export type WorkflowKind = 'install' | 'resume' | 'suspend' | 'regeneration' | 'provision' | 'cluster_create';
+
+/** The truth about asynchronous work (see workflows/engine.ts); pg-boss jobs only trigger its steps. */
 export interface WorkflowsTable {
   id: string;
-  kind: 'install' | 'resume' | 'suspend' | 'regeneration' | 'provision' | 'cluster_create';
+  kind: WorkflowKind;
   subject_id: string;
   status: 'pending' | 'running' | 'succeeded' | 'failed';
+  /** The next step to run; steps are re-entrant, so a re-run after a crash repeats it safely. */
+  step: Generated<string>;
+  /** Checkpoints written by steps (provider ids), so a re-run adopts what an earlier run created. */
+  state: ColumnType<Record<string, unknown>, string | undefined, string>;
+  /** Consecutive failed attempts of the current step. */
+  attempts: Generated<number>;
+  /** Due at this moment (clock seconds); null while a job for it is queued or running, or when finished. */
+  run_after: ColumnType<Seconds | null, Seconds | null | undefined, Seconds | null>;
+  enqueued_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  error: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
   updated_at: Seconds;
+}
+
+export interface ProvisioningBackoffTable {
+  cluster_id: string;
+  failures: number;
+  backoff_until: Seconds;
+  offering: string;
 }
 
 export interface IdempotencyKeysTable {
@@ -216,6 +239,35 @@ export interface QuotaOverridesTable {
   limit: ColumnType<number, number, number>;
 }
 
+/** A device authorization request (RFC 8628); see services/device-grants.ts. */
+export interface DeviceGrantsTable {
+  id: string;
+  /** SHA-256 of the device code; the plaintext is never stored. */
+  device_code_digest: Buffer;
+  /** Normalised: 8 upper-case letters, no dash. */
+  user_code: string;
+  client_id: string | null;
+  scope: string | null;
+  /** `issued` once the approved grant's token was handed out (exactly once). */
+  status: 'pending' | 'approved' | 'denied' | 'issued';
+  /** Who approved or denied it. */
+  user_id: string | null;
+  /** Seconds between polls; every slow_down adds 5. */
+  interval_seconds: number;
+  last_polled_at: Seconds | null;
+  decided_at: Seconds | null;
+  token_id: string | null;
+  created_at: Seconds;
+  expires_at: Seconds;
+}
+
+/** Unknown user codes a user entered in the current window (the approval's brute-force limit). */
+export interface DeviceCodeAttemptsTable {
+  user_id: string;
+  window_started_at: Seconds;
+  attempts: number;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -234,6 +286,10 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   notifications: NotificationsTable;
   quota_overrides: QuotaOverridesTable;
+  device_grants: DeviceGrantsTable;
+  device_code_attempts: DeviceCodeAttemptsTable;
+  provisioning_backoff: ProvisioningBackoffTable;
+  rate_limit_slots: { key: string; next_at_ms: ColumnType<number, number, number> };
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

@@ -20,7 +20,7 @@ export const listRegions: Handler<'listRegions'> = async ({ query }, { db }) => 
   return { status: 200, body: page(rows, limit, query.cursor, toRegion) };
 };
 
-export const createCluster: Handler<'createCluster'> = async ({ body, headers, caller }, { db, clock }) => {
+export const createCluster: Handler<'createCluster'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
   const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const region = await db.selectFrom('regions').select('id').where('id', '=', body.region_id).executeTakeFirst();
   if (!region) throw notFound('Region', body.region_id, 'region_id');
@@ -30,8 +30,8 @@ export const createCluster: Handler<'createCluster'> = async ({ body, headers, c
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', body.name).executeTakeFirst();
     if (taken) throw conflict(`The workspace has a cluster named ${body.name} already.`, 'Choose another name.', undefined, 'name');
     const id = newId('cl');
-    // The provisioning workflow's row records the intent; the workers move the cluster to RUNNING or ERROR.
-    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'cluster_create', subject_id: id, status: 'pending', created_at: now, updated_at: now }).execute();
+    // The workflow brings the control plane up: PROVISIONING → RUNNING (or ERROR).
+    await workflows.start(trx, 'cluster_create', id);
     return trx
       .insertInto('clusters')
       .values({ id, workspace_id: workspace.id, name: body.name, region_id: region.id, kaas_version: body.kaas_version ?? 'v1.31', status: 'PROVISIONING', status_message: 'Creating control plane', created_at: now })

@@ -3,6 +3,7 @@ import { toCloudCredential, toComputeConfig, toMachine, toSuspension } from '../
 import { conflict, notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { workspacePage } from '../services/lists.ts';
+import { backoffOf, lockCluster, offeringOf, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota, limitOf, provisioningUsage } from '../services/quotas.ts';
 import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
 import { memberWorkspaces, requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
@@ -95,7 +96,7 @@ export const listMachines: Handler<'listMachines'> = async ({ query, headers, ca
   return { status: 200, body: rows.map(toMachine) };
 };
 
-export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock }) => {
+export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
   await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const cluster = await visibleCluster(db, caller.userId, body.cluster_id, 'cluster_id');
   const config = await db.selectFrom('compute_configs').selectAll().where('id', '=', body.compute_config_id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
@@ -115,12 +116,11 @@ export const requestMachine: Handler<'requestMachine'> = async ({ body, headers,
   const row = await db.transaction().execute(async (trx) => {
     // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
     if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes });
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`provisioning:${cluster.id}`}, 0))`.execute(trx);
-    const limit = await limitOf(trx, workspace.owner_id, workspace.id, 'compute/provisioning');
-    const inProgress = await provisioningUsage(trx, cluster.id);
-    const status = cluster.status === 'RUNNING' && inProgress < limit ? 'provisioning' : 'queued';
+    // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
+    await lockCluster(trx, cluster.id);
+    const status = (await slotAvailable(trx, cluster, now)) ? 'provisioning' : 'queued';
     const providerId = `compute://${newId('mch')}`;
-    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'provision', subject_id: providerId, status: 'pending', created_at: now, updated_at: now }).execute();
+    await workflows.start(trx, 'provision', providerId);
     return trx
       .insertInto('machines')
       .values({
@@ -152,7 +152,7 @@ export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers,
   return { status: 204, body: undefined };
 };
 
-export const suspendMachine: Handler<'suspendMachine'> = async ({ params, headers, caller }, { db, clock }) => {
+export const suspendMachine: Handler<'suspendMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
   await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
@@ -164,7 +164,7 @@ export const suspendMachine: Handler<'suspendMachine'> = async ({ params, header
     const cluster = await trx.selectFrom('clusters').select('workspace_id').where('id', '=', machine.cluster_id).executeTakeFirstOrThrow();
     const id = newId('sus');
     await trx.updateTable('machines').set({ status: 'suspending' }).where('provider_id', '=', machine.provider_id).execute();
-    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'suspend', subject_id: id, status: 'pending', created_at: now, updated_at: now }).execute();
+    await workflows.start(trx, 'suspend', id);
     return trx
       .insertInto('suspensions')
       .values({ id, workspace_id: cluster.workspace_id, cluster_id: machine.cluster_id, provider_id: machine.provider_id, node_name: machine.node_name, reason: 'manual', status: 'suspending', snapshot_id: null, created_at: now, expires_at: null })
@@ -186,23 +186,21 @@ export const getSuspension: Handler<'getSuspension'> = async ({ params, headers,
   return { status: 200, body: toSuspension(row) };
 };
 
-export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, headers, caller }, { db, clock }) => {
+export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, headers, caller }, { db, workflows }) => {
   await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
-  const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
     const suspension = await trx.selectFrom('suspensions').selectAll().where('id', '=', params.id).where('workspace_id', 'in', memberWorkspaces(trx, caller.userId)).forUpdate().executeTakeFirst();
     if (!suspension) throw notFound('Suspension', params.id);
     if (suspension.status !== 'suspended') {
       throw conflict(`Suspension ${suspension.id} is ${suspension.status}, not suspended.`, 'Only a suspended machine can be resumed; read the suspension to follow it.', { status: suspension.status });
     }
-    // The resume workflow's row records the intent; the workers carry it out.
-    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'resume', subject_id: suspension.id, status: 'pending', created_at: now, updated_at: now }).execute();
+    await workflows.start(trx, 'resume', suspension.id);
     return trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspension.id).returningAll().executeTakeFirstOrThrow();
   });
   return { status: 202, body: toSuspension(row) };
 };
 
-export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async ({ params, headers, caller }, { db }) => {
+export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async ({ params, headers, caller }, { db, clock }) => {
   await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const cluster = await visibleCluster(db, caller.userId, params.clusterId);
   const workspace = await db.selectFrom('workspaces').select(['id', 'owner_id']).where('id', '=', cluster.workspace_id).executeTakeFirstOrThrow();
@@ -213,25 +211,32 @@ export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async
     .executeTakeFirstOrThrow();
   const provisioning = await provisioningUsage(db, cluster.id);
   const maxMachines = await limitOf(db, workspace.owner_id, workspace.id, 'compute/machines');
-  const provisioningLimit = await limitOf(db, workspace.owner_id, workspace.id, 'compute/provisioning');
-  // Provisioning runs only on a running cluster; backoff state arrives with the provisioning workers.
-  const state = cluster.status !== 'RUNNING' ? 'paused' : provisioning + counts.queued > 0 ? 'scaling' : 'idle';
+  const { limit: provisioningLimit, offering } = await offeringOf(db, workspace.id);
+  const backoff = await backoffOf(db, cluster.id, offering, clock.now());
+  // Provisioning runs only on a running cluster, and waits while the cluster backs off after failures.
+  const state = cluster.status !== 'RUNNING' ? 'paused' : backoff ? 'backoff' : provisioning + counts.queued > 0 ? 'scaling' : 'idle';
   return {
     status: 200,
-    body: { machines: counts.machines, max_machines: maxMachines, autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: null } },
+    body: { machines: counts.machines, max_machines: maxMachines, autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: backoff?.until ?? null } },
   };
 };
 
-export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock }) => {
+export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider }) => {
   await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const machine = await visibleMachine(db, caller.userId, params.providerId);
-  // Compares the machine as recorded with its compute config's desired state.
+  // Compares the compute config's desired state (image, server type, region) with what the provider reports
+  // of the machine's server; without a server (queued, suspended) the machine's own record stands in.
   const desired = machine.provider_config;
+  const server = machine.server_id ? await provider.getServer(machine.server_id) : undefined;
+  const actual = { server_type: server?.server_type ?? machine.server_type, region: server?.location ?? desired.region, image: server?.image ?? desired.image };
   const differences: { field: string; desired: string | null; actual: string | null }[] = [];
-  if (!matchesFilter(desired.machine_type_filter, machine.server_type)) {
-    differences.push({ field: 'server_type', desired: desired.machine_type_filter, actual: machine.server_type });
+  if (!matchesFilter(desired.machine_type_filter, actual.server_type)) {
+    differences.push({ field: 'server_type', desired: desired.machine_type_filter, actual: actual.server_type });
   }
-  if (desired.region !== machine.region_id) differences.push({ field: 'region', desired: desired.region, actual: machine.region_id });
+  if (desired.region !== actual.region) differences.push({ field: 'region', desired: desired.region, actual: actual.region });
+  // A server restored from a snapshot runs the snapshot's image, which was made from the desired one.
+  if (server && desired.image !== actual.image && !actual.image.startsWith('snap-')) differences.push({ field: 'image', desired: desired.image, actual: actual.image });
+  if (machine.server_id && !server && machine.status === 'ready') differences.push({ field: 'server', desired: machine.server_id, actual: null });
   const drifted = differences.length > 0;
   const reason = drifted ? `${differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ')}.` : 'The machine matches its compute config.';
   return { status: 200, body: { drifted, reason, checked_at: clock.now(), differences } };

@@ -9,13 +9,14 @@ import { visibleInstall } from '../services/visibility.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
-import type { EventStream, Handler, OperationInput } from './types.ts';
+import { installLogStream, parseEventId } from '../services/logs.ts';
+import type { Handler, HandlerEnv, OperationInput } from './types.ts';
 
 /** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
 const inTransaction = <T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
   db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
 
-async function startInstall({ body, headers, caller }: OperationInput<'createInstall'>, db: Kysely<Database>, clock: Clock): Promise<Schema<'Install'>> {
+async function startInstall({ body, headers, caller }: OperationInput<'createInstall'>, db: Kysely<Database>, { clock, workflows }: Pick<HandlerEnv, 'clock' | 'workflows'>): Promise<Schema<'Install'>> {
   const workspace = await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const product = workspace
     ? await db.selectFrom('products').selectAll().where('id', '=', body.product_id).where('workspace_id', '=', workspace.id).executeTakeFirst()
@@ -38,9 +39,8 @@ async function startInstall({ body, headers, caller }: OperationInput<'createIns
   });
   const now = clock.now();
   const row = await inTransaction(db, async (trx) => {
-    const workflowId = newId('wf');
     const installId = newId('ins');
-    await trx.insertInto('workflows').values({ id: workflowId, kind: 'install', subject_id: installId, status: 'pending', created_at: now, updated_at: now }).execute();
+    const workflowId = await workflows.start(trx, 'install', installId);
     return trx
       .insertInto('installs')
       .values({
@@ -62,31 +62,32 @@ async function startInstall({ body, headers, caller }: OperationInput<'createIns
   return toInstall(row);
 }
 
-export const createInstall: Handler<'createInstall'> = async (input, { db, clock }) => {
+export const createInstall: Handler<'createInstall'> = async (input, { db, clock, workflows }) => {
   const key = input.headers['idempotency-key'];
-  if (key === undefined) return { status: 202, body: await startInstall(input, db, clock) };
+  if (key === undefined) return { status: 202, body: await startInstall(input, db, { clock, workflows }) };
   const hash = requestHash('createInstall', { body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null });
   const { response, replayed } = await withIdempotencyKey(db, clock, { userId: input.caller.userId, key, operation: 'createInstall', hash }, async (trx) => ({
     status: 202 as const,
-    body: await startInstall(input, trx, clock),
+    body: await startInstall(input, trx, { clock, workflows }),
   }));
   return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
 };
 
-function sse(event: string, data: unknown, id?: string): string {
-  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller }, { db }) => {
+export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, config }) => {
   await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  await visibleInstall(db, caller.userId, params.id);
-  const follow = query.follow ?? true;
-  // The install's pods are run by the cluster driver, which the workflow workers bring; until an install
-  // has been placed on a cluster there are no pods and so no lines: the backlog is empty.
-  async function* events(): EventStream {
-    yield sse('end', { reason: follow ? 'pods_gone' : 'backlog_sent' });
-  }
-  return { status: 200, stream: events() };
+  const install = await visibleInstall(db, caller.userId, params.id);
+  const lastEventId = headers['Last-Event-ID'];
+  parseEventId(lastEventId); // a malformed id is a 422 before the stream starts
+  const request = {
+    installId: install.id,
+    pod: query.pod,
+    container: query.container,
+    follow: query.follow ?? true,
+    tail: query.tail,
+    sinceSeconds: query.since_seconds ?? 0,
+    lastEventId,
+  };
+  return { status: 200, stream: installLogStream(request, { db, clock, driver, signal, shutdown, pollMs: config.logPollMs }) };
 };
 
 export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({

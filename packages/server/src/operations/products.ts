@@ -43,14 +43,14 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
   body: await workspacePage(db, input, 'products', toProduct),
 });
 
-export const createProduct: Handler<'createProduct'> = async ({ body, headers, caller }, { db, clock }) => {
+export const createProduct: Handler<'createProduct'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
   const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
     const columns = await configurationColumns(trx, caller.userId, body, new Set());
-    // Chart regeneration is a workflow; its row records the intent for the workers.
-    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'regeneration', subject_id: columns.template_id, status: 'pending', created_at: now, updated_at: now }).execute();
-    return trx.insertInto('products').values({ id: newId('prd'), workspace_id: workspace.id, ...columns, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
+    const id = newId('prd');
+    await workflows.start(trx, 'regeneration', columns.template_id, { product_id: id });
+    return trx.insertInto('products').values({ id, workspace_id: workspace.id, ...columns, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
   });
   return { status: 201, body: toProduct(row) };
 };
@@ -60,7 +60,7 @@ export const getProduct: Handler<'getProduct'> = async ({ params, headers, calle
   return { status: 200, body: toProduct(await visibleProduct(db, caller.userId, params.id)) };
 };
 
-export const updateProduct: Handler<'updateProduct'> = async ({ params, headers, body, caller }, { db, clock }) => {
+export const updateProduct: Handler<'updateProduct'> = async ({ params, headers, body, caller }, { db, clock, workflows }) => {
   await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const now = clock.now();
   const result = await db.transaction().execute(async (trx) => {
@@ -68,7 +68,7 @@ export const updateProduct: Handler<'updateProduct'> = async ({ params, headers,
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const columns = await configurationColumns(trx, caller.userId, body, new Set(product.sources.map((s) => s.id)));
     await trx.updateTable('products').set({ ...columns, updated_at: now }).where('id', '=', product.id).execute();
-    await trx.insertInto('workflows').values({ id: newId('wf'), kind: 'regeneration', subject_id: columns.template_id, status: 'pending', created_at: now, updated_at: now }).execute();
+    await workflows.start(trx, 'regeneration', columns.template_id, { product_id: product.id });
     return { product_id: product.id, template_id: columns.template_id };
   });
   return { status: 200, body: result };

@@ -7,6 +7,8 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import type { SecretBox } from '../services/secrets.ts';
+import type { WorkflowStarter } from '../workflows/engine.ts';
+import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 
 export interface Caller {
   userId: string;
@@ -31,6 +33,13 @@ export interface HandlerEnv {
   config: Config;
   logger: Logger;
   secrets: SecretBox;
+  /** Starts workflows in the transaction that creates their subject. */
+  workflows: WorkflowStarter;
+  /** The cloud provider (drift checks read the actual servers) and the clusters (the log stream). */
+  provider: ComputeProvider;
+  driver: ClusterDriver;
+  /** Aborted when the process begins to shut down: long-lived streams end so clients reconnect elsewhere. */
+  shutdown: AbortSignal;
 }
 
 type SuccessStatus<Op extends OperationId> = Extract<ResponseStatus<Op>, 200 | 201 | 202 | 204>;

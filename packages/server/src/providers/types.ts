@@ -1,0 +1,124 @@
+// The two outside systems the workflows drive. Shaped after Hetzner Cloud's API (servers, images of type
+// snapshot, labels, actions that take time) and after Kubernetes with helm (releases in a namespace, pods,
+// the pod-log API's tailLines/sinceTime/follow), so real implementations fit without changing callers.
+//
+// Every method is safe to call again after a crash: creation takes the caller's idempotency `label`
+// (a workflow id) and a second call with the same label returns what the first created.
+
+export interface ServerOffering {
+  name: string;
+  cpu: number;
+  memory_bytes: number;
+}
+
+export type ServerStatus = 'initializing' | 'starting' | 'running' | 'stopping' | 'off' | 'deleting';
+
+export interface Server {
+  id: string;
+  name: string;
+  status: ServerStatus;
+  server_type: string;
+  image: string;
+  location: string;
+  labels: Record<string, string>;
+}
+
+export type SnapshotStatus = 'creating' | 'available' | 'failed';
+
+export interface Snapshot {
+  id: string;
+  server_id: string;
+  status: SnapshotStatus;
+  labels: Record<string, string>;
+}
+
+export interface CreateServerRequest {
+  name: string;
+  server_type: string;
+  location: string;
+  /** An image name, or a snapshot id for a server restored from a snapshot. */
+  image: string;
+  /** Labels the provider stores with the server; `workflow` makes the call idempotent. */
+  labels: Record<string, string> & { workflow: string };
+  /** A BYOM machine is created with the user's own key (sealed secret opened by the caller). */
+  credential?: string;
+}
+
+/** A cloud provider account (Hetzner Cloud's `/servers`, `/images`, `/server_types`). */
+export interface ComputeProvider {
+  offerings(): Promise<ServerOffering[]>;
+  /** Creates a server, or returns the one already created with the same `labels.workflow`. */
+  createServer(request: CreateServerRequest): Promise<Server>;
+  /** The actual state of a server; undefined when it does not exist (any more). */
+  getServer(id: string): Promise<Server | undefined>;
+  /** Graceful shutdown (ACPI); the server reaches `off`. */
+  shutdownServer(id: string): Promise<void>;
+  /** Deleting a server that is gone already succeeds. */
+  deleteServer(id: string): Promise<void>;
+  /** Snapshots a server, or returns the snapshot already made with the same `labels.workflow`. */
+  createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }): Promise<Snapshot>;
+  getSnapshot(id: string): Promise<Snapshot | undefined>;
+  deleteSnapshot(id: string): Promise<void>;
+}
+
+export interface HelmReleaseRequest {
+  cluster_id: string;
+  /** One namespace per install. */
+  namespace: string;
+  /** One release per product source. */
+  release: string;
+  chart: { repo_url: string; target_revision: string; chart?: string; path?: string };
+  values: Record<string, unknown>;
+  /** The product template the release renders, recorded as a release annotation. */
+  template_id: string;
+}
+
+export type ReleaseStatus = 'pending-install' | 'pending-upgrade' | 'deployed' | 'failed';
+
+export interface HelmRelease {
+  namespace: string;
+  release: string;
+  status: ReleaseStatus;
+  revision: number;
+  template_id: string;
+  /** Why the release failed, from helm's or the pods' events. */
+  message: string | null;
+}
+
+export interface PodContainer {
+  pod: string;
+  container: string;
+}
+
+export interface LogEntry extends PodContainer {
+  /** Unix milliseconds at which the container wrote the line. */
+  timestamp_ms: number;
+  line: string;
+  /** The container's position after this line; `after` resumes from it (kubelet: sinceTime plus a count). */
+  position: number;
+}
+
+export interface ReadLogOptions {
+  /** Only the last `tail` lines of what is there (the pod-log API's tailLines). */
+  tail?: number;
+  /** Only lines written at or after this moment (Unix ms; the pod-log API's sinceTime). */
+  since_ms?: number;
+  /** Only lines after this position, from an earlier LogEntry. */
+  after?: number;
+  /** Keep the stream open and yield lines as they are written. */
+  follow: boolean;
+  signal: AbortSignal;
+}
+
+/** A managed Kubernetes cluster, driven with helm and the Kubernetes API. */
+export interface ClusterDriver {
+  /** `helm upgrade --install`: installs the release or upgrades it to the given chart and values. */
+  upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease>;
+  getRelease(clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined>;
+  /** `helm uninstall`; the release's pods go away. Uninstalling what is gone succeeds. */
+  uninstallRelease(clusterId: string, namespace: string, release: string): Promise<void>;
+  /** Containers of the pods running in the namespace, in a stable order. */
+  listContainers(clusterId: string, namespace: string): Promise<PodContainer[]>;
+  /** One container's log, oldest first. */
+  readLog(clusterId: string, namespace: string, target: PodContainer, options: ReadLogOptions): AsyncIterable<LogEntry>;
+}

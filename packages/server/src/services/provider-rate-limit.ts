@@ -1,0 +1,28 @@
+// Calls to a cloud provider's API are spaced by the service itself, across every process: each call reserves
+// the next free moment of its key in one UPDATE (a queue of reservations, GCRA without burst), then waits
+// until that moment. So N processes together never exceed `perSecond`, and nobody polls or retries.
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/schema.ts';
+
+export interface ProviderRateLimit {
+  /** Resolves when this caller may make one call. */
+  take(key: string): Promise<void>;
+}
+
+export function providerRateLimit(db: Kysely<Database>, perSecond: number): ProviderRateLimit {
+  const spacingMs = 1000 / perSecond;
+  return {
+    async take(key) {
+      // The database's clock, so processes on hosts with skewed clocks agree.
+      const { rows } = await sql<{ slot: number; now: number }>`
+        INSERT INTO rate_limit_slots AS s (key, next_at_ms)
+        VALUES (${key}, floor(extract(epoch FROM clock_timestamp()) * 1000) + ${spacingMs})
+        ON CONFLICT (key) DO UPDATE
+          SET next_at_ms = GREATEST(s.next_at_ms, floor(extract(epoch FROM clock_timestamp()) * 1000)) + ${spacingMs}
+        RETURNING next_at_ms - ${spacingMs} AS slot, floor(extract(epoch FROM clock_timestamp()) * 1000) AS now`.execute(db);
+      const row = rows[0]!;
+      const wait = Number(row.slot) - Number(row.now);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    },
+  };
+}

@@ -1,0 +1,91 @@
+// Machine provisioning under the plan's limits, coordinated in PostgreSQL across every process:
+//   - at most `compute/provisioning` machines of a cluster are `provisioning` at once (Free 1, Pro 3, or an
+//     override); the others wait `queued`, and the slot goes to the oldest queued machine when one is freed;
+//   - after consecutive failed provisions the cluster waits 30 s, 60 s, 120 s, 240 s, then 300 s at most
+//     before the next attempt; a success resets it, and so does a change of what the owner is offered (a
+//     plan change or a new override), which the backoff row records as `offering`.
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { limitOf } from './quotas.ts';
+
+export const BACKOFF_SECONDS = [30, 60, 120, 240, 300] as const;
+
+export interface ClusterRef {
+  id: string;
+  workspace_id: string;
+  status: string;
+}
+
+/** The owner's plan and provisioning limit for the cluster's workspace: what the provider is asked for. */
+export async function offeringOf(db: Kysely<Database>, workspaceId: string): Promise<{ ownerId: string; limit: number; offering: string }> {
+  const owner = await db
+    .selectFrom('workspaces')
+    .innerJoin('users', 'users.id', 'workspaces.owner_id')
+    .select(['users.id', 'users.plan'])
+    .where('workspaces.id', '=', workspaceId)
+    .executeTakeFirstOrThrow();
+  const limit = await limitOf(db, owner.id, workspaceId, 'compute/provisioning');
+  return { ownerId: owner.id, limit, offering: `${owner.plan}:${limit}` };
+}
+
+/** The cluster's backoff now: until when provisions wait, or null. A changed offering voids it. */
+export async function backoffOf(db: Kysely<Database>, clusterId: string, offering: string, now: number): Promise<{ until: number; failures: number } | null> {
+  const row = await db.selectFrom('provisioning_backoff').selectAll().where('cluster_id', '=', clusterId).executeTakeFirst();
+  if (!row || row.offering !== offering || row.backoff_until <= now) return null;
+  return { until: row.backoff_until, failures: row.failures };
+}
+
+/** Serialises slot decisions of one cluster across processes, for the rest of the transaction. */
+export async function lockCluster(trx: Kysely<Database>, clusterId: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`provisioning:${clusterId}`}, 0))`.execute(trx);
+}
+
+/**
+ * In a transaction holding `lockCluster`: whether one more machine of the cluster may start provisioning
+ * now (the cluster runs, is not backing off, and has a free slot).
+ */
+export async function slotAvailable(trx: Kysely<Database>, cluster: ClusterRef, now: number): Promise<boolean> {
+  if (cluster.status !== 'RUNNING') return false;
+  const { limit, offering } = await offeringOf(trx, cluster.workspace_id);
+  if (await backoffOf(trx, cluster.id, offering, now)) return false;
+  const { count } = await trx
+    .selectFrom('machines')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where('cluster_id', '=', cluster.id)
+    .where('status', '=', 'provisioning')
+    .executeTakeFirstOrThrow();
+  return count < limit;
+}
+
+/** A failed provision: the next wait of the cluster's backoff, which is returned. */
+export async function recordFailure(trx: Kysely<Database>, clusterId: string, offering: string, now: number): Promise<{ failures: number; until: number }> {
+  const previous = await trx.selectFrom('provisioning_backoff').selectAll().where('cluster_id', '=', clusterId).forUpdate().executeTakeFirst();
+  const failures = previous && previous.offering === offering ? previous.failures + 1 : 1;
+  const until = now + BACKOFF_SECONDS[Math.min(failures, BACKOFF_SECONDS.length) - 1]!;
+  await trx
+    .insertInto('provisioning_backoff')
+    .values({ cluster_id: clusterId, failures, backoff_until: until, offering })
+    .onConflict((oc) => oc.column('cluster_id').doUpdateSet({ failures, backoff_until: until, offering }))
+    .execute();
+  return { failures, until };
+}
+
+export async function recordSuccess(trx: Kysely<Database>, clusterId: string): Promise<void> {
+  await trx.deleteFrom('provisioning_backoff').where('cluster_id', '=', clusterId).execute();
+}
+
+/** The provision workflow of the cluster's oldest queued machine, which a freed slot should go to. */
+export async function nextQueued(trx: Kysely<Database>, clusterId: string): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('machines')
+    .innerJoin('workflows', (join) => join.onRef('workflows.subject_id', '=', 'machines.provider_id').on('workflows.kind', '=', 'provision'))
+    .select('workflows.id')
+    .where('machines.cluster_id', '=', clusterId)
+    .where('machines.status', '=', 'queued')
+    .where('workflows.status', 'in', ['pending', 'running'])
+    .orderBy('machines.created_at')
+    .orderBy('machines.provider_id')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.id;
+}

@@ -1,0 +1,46 @@
+// Create a cluster: the control plane comes up (PROVISIONING → RUNNING), then machines queued for it may start.
+import { notifyWorkspace } from '../services/notifications.ts';
+import { nextQueued } from '../services/provisioning.ts';
+import type { StepContext, WorkflowDefinition } from './engine.ts';
+
+const clusterOf = (ctx: StepContext) => ctx.db.selectFrom('clusters').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
+
+export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition => ({
+  steps: {
+    async start(ctx) {
+      return { wait: controlPlaneSeconds, next: 'running' };
+    },
+    async running(ctx) {
+      const cluster = await clusterOf(ctx);
+      if (!cluster) return { done: true };
+      await ctx.db.transaction().execute(async (trx) => {
+        await trx.updateTable('clusters').set({ status: 'RUNNING', status_message: null }).where('id', '=', cluster.id).where('status', '=', 'PROVISIONING').execute();
+        // Machines requested while the control plane came up wait queued; the oldest may start now.
+        const next = await nextQueued(trx, cluster.id);
+        if (next) await ctx.wake(trx, next);
+        await notifyWorkspace(trx, cluster.workspace_id, ctx.clock.now(), {
+          type: 'cluster.running',
+          resource_type: 'cluster',
+          resource_id: cluster.id,
+          title: `Cluster ${cluster.name} is running`,
+          body: `Kubernetes ${cluster.kaas_version} in ${cluster.region_id} is ready for machines and installs.`,
+          severity: 'info',
+        });
+      });
+      return { done: true };
+    },
+  },
+  async fail(ctx, message) {
+    const cluster = await clusterOf(ctx);
+    if (!cluster) return;
+    await ctx.db.updateTable('clusters').set({ status: 'ERROR', status_message: message }).where('id', '=', cluster.id).execute();
+    await notifyWorkspace(ctx.db, cluster.workspace_id, ctx.clock.now(), {
+      type: 'cluster.failed',
+      resource_type: 'cluster',
+      resource_id: cluster.id,
+      title: `Cluster ${cluster.name} could not be created`,
+      body: message,
+      severity: 'critical',
+    });
+  },
+});

@@ -1,0 +1,270 @@
+// The workflow engine. A row of `workflows` is the truth: its kind, its current step, the checkpoints its
+// steps wrote, and when it is next due. pg-boss jobs are only triggers ("look at workflow X now"):
+//   - a workflow is started in the transaction that creates its subject, with its first job sent in that same
+//     transaction (so there is never a row without a trigger, nor a trigger without a row);
+//   - a worker runs a workflow's steps while holding a session advisory lock on it, so two deliveries of one
+//     job never run it twice at once, and a crashed worker's lock goes with its connection;
+//   - a step that must wait (a server booting) records `run_after`; each worker's ticker sends a job for every
+//     workflow that is due by the injected clock, and for orphans (unfinished, not locked, not enqueued
+//     lately: what a crashed worker held), so nothing depends on one process staying alive.
+// Steps are re-entrant: a re-run after a crash adopts what an earlier run created (see the kinds).
+import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import { PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { Database, Row, WorkflowKind } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
+
+const QUEUE = 'workflow-step';
+/** The advisory lock namespace of running workflows: (LOCK_NAMESPACE, hashtext(id) & 0x7fffffff). */
+const LOCK_NAMESPACE = 7291;
+/** A workflow runs at most this many steps per job before yielding to others. */
+const STEPS_PER_JOB = 20;
+
+export interface StepContext {
+  db: Kysely<Database>;
+  clock: Clock;
+  logger: Logger;
+  provider: ComputeProvider;
+  driver: ClusterDriver;
+  workflow: Row<'workflows'>;
+  /** Checkpoints written by earlier steps of this workflow. */
+  state: Record<string, unknown>;
+  /** Makes another workflow due now (e.g. the next queued machine when a provisioning slot frees up). */
+  wake(trx: Kysely<Database>, workflowId: string): Promise<void>;
+}
+
+export type StepResult =
+  /** Go on with `next` at once, after saving `state`. */
+  | { next: string; state?: Record<string, unknown> }
+  /** Look again after `seconds` (at `next`, or the same step). */
+  | { wait: number; next?: string; state?: Record<string, unknown>; attempts?: number }
+  | { done: true }
+  | { failed: string };
+
+export interface WorkflowDefinition {
+  steps: Record<string, (ctx: StepContext) => Promise<StepResult>>;
+  /**
+   * A step threw (a provider error, an outage): what now. The default retries with exponential backoff and
+   * gives up after a few attempts through `fail`.
+   */
+  onError?(ctx: StepContext, error: unknown, attempts: number): Promise<StepResult>;
+  /** Marks the subject failed with a message users see (status_message, a notification). */
+  fail(ctx: StepContext, message: string): Promise<void>;
+}
+
+/** What request handlers need: start a workflow inside the transaction that creates its subject. */
+export interface WorkflowStarter {
+  start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state?: Record<string, unknown>): Promise<string>;
+}
+
+/**
+ * A starter without a queue: the row is due at once and the next ticker of any worker sends its job. Used by
+ * processes that run no engine (tests of the API alone).
+ */
+export function rowOnlyStarter(clock: Clock): WorkflowStarter {
+  return {
+    async start(trx, kind, subjectId, state = {}) {
+      const id = newId('wf');
+      const now = clock.now();
+      await trx.insertInto('workflows').values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: now, created_at: now, updated_at: now }).execute();
+      return id;
+    },
+  };
+}
+
+const DEFAULT_MAX_ATTEMPTS = 5;
+
+/** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
+function retryThenFail(error: unknown, attempts: number): StepResult {
+  if (attempts >= DEFAULT_MAX_ATTEMPTS) return { failed: error instanceof Error ? error.message : String(error) };
+  return { wait: 2 ** attempts, attempts };
+}
+
+const goesOn = (result: StepResult): result is { next: string; state?: Record<string, unknown> } => 'next' in result && !('wait' in result);
+
+export interface EngineOptions {
+  db: Kysely<Database>;
+  connectionString: string;
+  clock: Clock;
+  logger: Logger;
+  provider: ComputeProvider;
+  driver: ClusterDriver;
+  definitions: Record<WorkflowKind, WorkflowDefinition>;
+  /** Workflows one process runs at once. */
+  concurrency: number;
+  /** How often (real ms) the ticker looks for due and orphaned workflows. */
+  tickMs: number;
+  /** An unfinished, unlocked workflow whose job was sent longer ago than this (real seconds) is resent. */
+  orphanAfterSeconds: number;
+}
+
+/** pg-boss statements run on the caller's Kysely transaction. */
+function onTransaction(trx: Kysely<Database>) {
+  return {
+    async executeSql(text: string, values: unknown[] = []) {
+      const result = await trx.executeQuery(CompiledQuery.raw(text, values));
+      return { rows: result.rows as Record<string, unknown>[] };
+    },
+  };
+}
+
+export class WorkflowEngine implements WorkflowStarter {
+  private readonly options: EngineOptions;
+  private readonly boss: PgBoss;
+  private readonly lockPool: pg.Pool;
+  private ticker: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private stopped = false;
+
+  constructor(options: EngineOptions) {
+    this.options = options;
+    // LISTEN/NOTIFY wakes workers when a job is sent (on commit of the sending transaction); polling stays as
+    // the fallback.
+    this.boss = new PgBoss({ connectionString: options.connectionString, schema: 'pgboss', max: 4, useListenNotify: true });
+    this.boss.on('error', (error) => options.logger.error({ err: error }, 'pg-boss error'));
+    // One connection per running workflow holds its advisory lock; the steps use the shared pool.
+    this.lockPool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency });
+    this.lockPool.on('error', () => {});
+  }
+
+  /** Starts pg-boss (creating its schema once); with `work`, also runs workflows in this process. */
+  async run({ work }: { work: boolean }): Promise<void> {
+    await this.boss.start();
+    await this.boss.createQueue(QUEUE, { policy: 'standard', retryLimit: 0, expireInSeconds: 300, notify: true });
+    if (!work) return;
+    await this.boss.work<{ workflow_id: string }>(
+      QUEUE,
+      { batchSize: 1, localConcurrency: this.options.concurrency, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 },
+      async ([job]) => {
+        if (job) await this.runWorkflow(job.data.workflow_id);
+      },
+    );
+    this.ticker = setInterval(() => void this.tick(), this.options.tickMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.ticker) clearInterval(this.ticker);
+    await this.boss.stop({ graceful: true, timeout: 10_000 });
+    await this.lockPool.end();
+  }
+
+  async start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state: Record<string, unknown> = {}): Promise<string> {
+    const id = newId('wf');
+    const now = this.options.clock.now();
+    await trx
+      .insertInto('workflows')
+      .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: null, enqueued_at: sql<Date>`now()` as never, created_at: now, updated_at: now })
+      .execute();
+    await this.boss.send(QUEUE, { workflow_id: id }, { db: onTransaction(trx) });
+    return id;
+  }
+
+  /** Sends a job for every due workflow and every orphan, in the transaction that marks them enqueued. */
+  async tick(): Promise<number> {
+    if (this.ticking || this.stopped) return 0;
+    this.ticking = true;
+    try {
+      return await this.options.db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ id: string }>`
+          UPDATE workflows w SET run_after = NULL, enqueued_at = now()
+          FROM (
+            SELECT id FROM workflows
+            WHERE run_after <= ${this.options.clock.now()}
+               OR (status IN ('pending', 'running') AND run_after IS NULL
+                   AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ${this.options.orphanAfterSeconds}))
+                   AND NOT EXISTS (
+                     SELECT 1 FROM pg_locks l
+                     WHERE l.locktype = 'advisory' AND l.classid = ${LOCK_NAMESPACE}::int::oid
+                       AND l.objid = (hashtext(workflows.id) & 2147483647)::int::oid AND l.objsubid = 2))
+            ORDER BY run_after NULLS FIRST
+            LIMIT 500
+            FOR UPDATE SKIP LOCKED
+          ) due
+          WHERE w.id = due.id
+          RETURNING w.id`.execute(trx);
+        if (rows.length > 0) {
+          await this.boss.insert(QUEUE, rows.map((r) => ({ data: { workflow_id: r.id } })), { db: onTransaction(trx) });
+        }
+        return rows.length;
+      });
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'workflow tick failed; retrying on the next tick');
+      return 0;
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Runs a workflow's steps until it waits, ends or has run STEPS_PER_JOB steps. */
+  async runWorkflow(id: string): Promise<void> {
+    const { db, clock, logger } = this.options;
+    const lock = await this.lockPool.connect();
+    const key = [LOCK_NAMESPACE, id];
+    try {
+      const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2) & 2147483647) AS ok', key);
+      if (!rows[0]?.ok) return; // another worker runs it now, and will schedule what comes next
+      try {
+        for (let steps = 0; steps < STEPS_PER_JOB; steps++) {
+          const workflow = await db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
+          if (!workflow || workflow.status === 'succeeded' || workflow.status === 'failed') return;
+          if (workflow.run_after !== null && workflow.run_after > clock.now()) return; // not due: a duplicate trigger
+          const definition = this.options.definitions[workflow.kind];
+          const step = definition.steps[workflow.step];
+          const ctx: StepContext = {
+            db,
+            clock,
+            logger: logger.child({ workflow: id, kind: workflow.kind, step: workflow.step }),
+            provider: this.options.provider,
+            driver: this.options.driver,
+            workflow,
+            state: workflow.state,
+            wake: (trx, other) => trx.updateTable('workflows').set({ run_after: clock.now() }).where('id', '=', other).where('status', 'in', ['pending', 'running']).execute().then(() => {}),
+          };
+          let result: StepResult;
+          try {
+            if (!step) throw new Error(`workflow ${workflow.kind} has no step ${workflow.step}`);
+            result = await step(ctx);
+          } catch (error) {
+            const attempts = workflow.attempts + 1;
+            ctx.logger.warn({ err: error, attempts }, 'workflow step failed');
+            result = definition.onError ? await definition.onError(ctx, error, attempts) : retryThenFail(error, attempts);
+          }
+          if ('failed' in result) await definition.fail(ctx, result.failed);
+          await this.record(workflow, result);
+          if (!goesOn(result)) return;
+        }
+        // Yield to other workflows; the ticker sends this one again at once.
+        await db.updateTable('workflows').set({ run_after: clock.now() }).where('id', '=', id).where('status', 'in', ['pending', 'running']).execute();
+      } finally {
+        await lock.query('SELECT pg_advisory_unlock($1, hashtext($2) & 2147483647)', key);
+      }
+    } catch (error) {
+      // An outage mid-step: the workflow stays unfinished and unlocked, so the orphan scan resends it.
+      logger.warn({ err: error, workflow: id }, 'workflow run interrupted');
+    } finally {
+      lock.release();
+    }
+  }
+
+  private async record(workflow: Row<'workflows'>, result: StepResult): Promise<void> {
+    const now = this.options.clock.now();
+    const state = 'state' in result && result.state ? { ...workflow.state, ...result.state } : workflow.state;
+    const update =
+      'done' in result
+        ? { status: 'succeeded' as const, run_after: null, error: null, attempts: 0 }
+        : 'failed' in result
+          ? { status: 'failed' as const, run_after: null, error: result.failed }
+          : goesOn(result)
+            ? { status: 'running' as const, step: result.next, attempts: 0, run_after: null }
+            : { status: 'running' as const, step: result.next ?? workflow.step, attempts: result.attempts ?? 0, run_after: now + result.wait };
+    await this.options.db
+      .updateTable('workflows')
+      .set({ ...update, state: JSON.stringify(state), updated_at: now })
+      .where('id', '=', workflow.id)
+      .execute();
+  }
+}

@@ -1,0 +1,22 @@
+// Every workflow kind and its definition; the record type makes a kind without a definition a type error.
+import type { WorkflowKind } from '../db/schema.ts';
+import { clusterCreate } from './cluster.ts';
+import type { WorkflowDefinition } from './engine.ts';
+import { installWorkflow } from './install.ts';
+import { provision } from './provision.ts';
+import { regeneration } from './regeneration.ts';
+import { resume, suspend } from './suspension.ts';
+
+export interface WorkflowSettings {
+  /** Seconds a new cluster's control plane takes to come up. */
+  controlPlaneSeconds: number;
+}
+
+export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
+  cluster_create: clusterCreate(settings.controlPlaneSeconds),
+  provision,
+  install: installWorkflow,
+  regeneration,
+  suspend,
+  resume,
+});

@@ -1,0 +1,126 @@
+// Install a product: choose a running cluster of the product in the install's region, install one helm
+// release per product source with the install's overrides, wait for the pods, then `running` (or `failed`
+// with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
+import type { ProductSource } from '../db/schema.ts';
+import type { HelmReleaseRequest } from '../providers/types.ts';
+import { notifyWorkspace } from '../services/notifications.ts';
+import type { StepContext, WorkflowDefinition } from './engine.ts';
+
+/** How long an install waits for a cluster of its region that is still being created. */
+const PLACEMENT_WAIT = 10;
+
+const installOf = (ctx: StepContext) => ctx.db.selectFrom('installs').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
+
+/** Values merged key by key; an override's value replaces the chart's where both are plain objects' leaves. */
+export function mergeValues(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const current = merged[key];
+    const bothObjects = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+    merged[key] = bothObjects(current) && bothObjects(value) ? mergeValues(current, value) : value;
+  }
+  return merged;
+}
+
+/** The release name of a product source in an install's namespace. */
+export const releaseName = (source: ProductSource) => `${(source.chart.chart ?? 'app').replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${source.id.slice(-6)}`;
+
+/** The helm releases of an install at a product template: one per source, with the install's overrides. */
+export function releasesOf(install: { id: string; cluster_id: string; overrides: { template_helm_source_id: string; values: Record<string, unknown> }[] }, sources: ProductSource[], templateId: string): HelmReleaseRequest[] {
+  return sources.map((source) => {
+    const override = install.overrides.find((o) => o.template_helm_source_id === source.id);
+    return {
+      cluster_id: install.cluster_id,
+      namespace: install.id,
+      release: releaseName(source),
+      chart: source.chart,
+      values: mergeValues(source.values, override?.values ?? {}),
+      template_id: templateId,
+    };
+  });
+}
+
+export const installWorkflow: WorkflowDefinition = {
+  steps: {
+    async start(ctx) {
+      const install = await installOf(ctx);
+      if (!install) return { done: true };
+      if (install.cluster_id) return { next: 'release' };
+      const product = await ctx.db.selectFrom('products').select('cluster_ids').where('id', '=', install.product_id).executeTakeFirstOrThrow();
+      const clusters = product.cluster_ids.length === 0 ? [] : await ctx.db
+        .selectFrom('clusters')
+        .select(['id', 'status'])
+        .where('id', 'in', product.cluster_ids)
+        .where('region_id', '=', install.region_id)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      const running = clusters.find((c) => c.status === 'RUNNING');
+      if (!running) {
+        if (clusters.some((c) => c.status === 'PROVISIONING') && ctx.workflow.attempts < 30) {
+          return { wait: PLACEMENT_WAIT, attempts: ctx.workflow.attempts + 1 };
+        }
+        return { failed: `No running cluster of the product in region ${install.region_id}.` };
+      }
+      await ctx.db.updateTable('installs').set({ cluster_id: running.id, status: 'installing', status_message: null, updated_at: ctx.clock.now() }).where('id', '=', install.id).execute();
+      return { next: 'release' };
+    },
+
+    async release(ctx) {
+      const install = await installOf(ctx);
+      if (!install?.cluster_id) return { done: true };
+      const product = await ctx.db.selectFrom('products').select(['sources', 'template_id']).where('id', '=', install.product_id).executeTakeFirstOrThrow();
+      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id)) {
+        await ctx.driver.upsertRelease(release);
+      }
+      await ctx.db.updateTable('installs').set({ template_id: product.template_id }).where('id', '=', install.id).execute();
+      return { next: 'await', state: { releases: product.sources.map(releaseName) } };
+    },
+
+    async await(ctx) {
+      const install = await installOf(ctx);
+      if (!install?.cluster_id) return { done: true };
+      const names = ctx.state.releases as string[];
+      const releases = await Promise.all(names.map((name) => ctx.driver.getRelease(install.cluster_id!, install.id, name)));
+      const failed = releases.find((r) => r?.status === 'failed');
+      if (failed) return { failed: failed.message ?? `Release ${failed.release} failed.` };
+      if (releases.some((r) => r?.status !== 'deployed')) return { wait: 2 };
+      return { next: 'running' };
+    },
+
+    async running(ctx) {
+      const install = await installOf(ctx);
+      if (!install) return { done: true };
+      const now = ctx.clock.now();
+      await ctx.db.transaction().execute(async (trx) => {
+        await trx.updateTable('installs').set({ status: 'running', status_message: null, updated_at: now }).where('id', '=', install.id).execute();
+        await notifyWorkspace(trx, install.workspace_id, now, {
+          type: 'install.running',
+          resource_type: 'install',
+          resource_id: install.id,
+          title: `Install ${install.id} is running`,
+          body: `Its releases are deployed on cluster ${install.cluster_id}.`,
+          severity: 'info',
+        });
+      });
+      return { done: true };
+    },
+  },
+
+  async fail(ctx, message) {
+    const install = await installOf(ctx);
+    if (!install) return;
+    const now = ctx.clock.now();
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx.updateTable('installs').set({ status: 'failed', status_message: message, updated_at: now }).where('id', '=', install.id).execute();
+      await notifyWorkspace(trx, install.workspace_id, now, {
+        type: 'install.failed',
+        resource_type: 'install',
+        resource_id: install.id,
+        title: `Install ${install.id} failed`,
+        body: message,
+        severity: 'critical',
+      });
+    });
+  },
+};

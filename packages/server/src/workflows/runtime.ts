@@ -1,0 +1,48 @@
+// Assembles what a process needs to start and run workflows: the simulated cloud behind the shared provider
+// rate limit, and the engine with every workflow kind. Used by main.ts and by tests.
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/schema.ts';
+import { rateLimited } from '../providers/rate-limited.ts';
+import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
+import { providerRateLimit } from '../services/provider-rate-limit.ts';
+import { WorkflowEngine } from './engine.ts';
+import { workflowDefinitions } from './index.ts';
+
+export interface RuntimeOptions {
+  db: Kysely<Database>;
+  connectionString: string;
+  clock: Clock;
+  logger: Logger;
+  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation'>;
+  /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
+  simulation?: Partial<SimulationOptions>;
+  tickMs?: number;
+  orphanAfterSeconds?: number;
+}
+
+export function createRuntime(options: RuntimeOptions) {
+  const { config } = options;
+  const cloud = new SimulatedCloud(options.db, options.clock, {
+    bootSeconds: config.simulation.bootSeconds,
+    failureRate: config.simulation.failureRate,
+    latencyMs: config.simulation.latencyMs,
+    ...options.simulation,
+  });
+  const provider = rateLimited(cloud, providerRateLimit(options.db, config.providerRateLimit));
+  const engine = new WorkflowEngine({
+    db: options.db,
+    connectionString: options.connectionString,
+    clock: options.clock,
+    logger: options.logger,
+    provider,
+    driver: cloud,
+    definitions: workflowDefinitions({ controlPlaneSeconds: config.simulation.controlPlaneSeconds }),
+    concurrency: config.workerConcurrency,
+    tickMs: options.tickMs ?? 250,
+    orphanAfterSeconds: options.orphanAfterSeconds ?? 15,
+  });
+  return { cloud, provider, driver: cloud, engine };
+}

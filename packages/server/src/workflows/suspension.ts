@@ -1,0 +1,131 @@
+// Suspend: graceful stop, snapshot, delete the server → suspension `suspended`, machine `suspended`.
+// Resume: a new server from the snapshot, wait until it runs, delete the snapshot → machine `ready` with the
+// same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
+// after a crash adopts the snapshot or server the earlier run made.
+import { notifyWorkspace } from '../services/notifications.ts';
+import type { StepContext, WorkflowDefinition } from './engine.ts';
+
+async function subjectOf(ctx: StepContext) {
+  const suspension = await ctx.db.selectFrom('suspensions').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
+  if (!suspension) return undefined;
+  const machine = await ctx.db
+    .selectFrom('machines')
+    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
+    .selectAll('machines')
+    .select('compute_configs.provider_config')
+    .where('provider_id', '=', suspension.provider_id)
+    .executeTakeFirst();
+  return machine ? { suspension, machine } : undefined;
+}
+
+export const suspend: WorkflowDefinition = {
+  steps: {
+    async start(ctx) {
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const serverId = (ctx.state.server_id as string | undefined) ?? subject.machine.server_id;
+      if (!serverId) return { failed: 'The machine has no server to suspend.' };
+      await ctx.provider.shutdownServer(serverId);
+      return { next: 'snapshot', state: { server_id: serverId } };
+    },
+    async snapshot(ctx) {
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id });
+      await ctx.db.updateTable('suspensions').set({ snapshot_id: snapshot.id }).where('id', '=', subject.suspension.id).execute();
+      return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
+    },
+    async await_snapshot(ctx) {
+      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id));
+      if (!snapshot) return { failed: 'The snapshot disappeared before it completed.' };
+      if (snapshot.status !== 'available') return { wait: 3 };
+      return { next: 'delete_server' };
+    },
+    async delete_server(ctx) {
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      await ctx.provider.deleteServer(String(ctx.state.server_id));
+      await ctx.db.transaction().execute(async (trx) => {
+        await trx.updateTable('machines').set({ status: 'suspended', server_id: null }).where('provider_id', '=', subject.machine.provider_id).execute();
+        await trx.updateTable('suspensions').set({ status: 'suspended' }).where('id', '=', subject.suspension.id).execute();
+      });
+      return { done: true };
+    },
+  },
+  async fail(ctx, message) {
+    const subject = await subjectOf(ctx);
+    if (!subject) return;
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx.updateTable('suspensions').set({ status: 'failed' }).where('id', '=', subject.suspension.id).execute();
+      await trx.updateTable('machines').set({ status: subject.machine.server_id ? 'ready' : 'failed' }).where('provider_id', '=', subject.machine.provider_id).execute();
+      await notifyWorkspace(trx, subject.suspension.workspace_id, ctx.clock.now(), {
+        type: 'suspension.failed',
+        resource_type: 'suspension',
+        resource_id: subject.suspension.id,
+        title: `Suspending ${subject.machine.node_name} failed`,
+        body: message,
+        severity: 'warning',
+      });
+    });
+  },
+};
+
+export const resume: WorkflowDefinition = {
+  steps: {
+    async start(ctx) {
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const snapshotId = subject.suspension.snapshot_id;
+      if (!snapshotId) return { failed: 'The suspension has no snapshot to resume from.' };
+      const server = await ctx.provider.createServer({
+        name: subject.machine.node_name,
+        server_type: subject.machine.server_type,
+        location: subject.machine.provider_config.region,
+        image: snapshotId,
+        labels: { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
+      });
+      await ctx.db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', subject.machine.provider_id).execute();
+      return { next: 'boot', state: { server_id: server.id, snapshot_id: snapshotId } };
+    },
+    async boot(ctx) {
+      const server = await ctx.provider.getServer(String(ctx.state.server_id));
+      if (!server) return { next: 'start' };
+      if (server.status !== 'running') return { wait: 2 };
+      return { next: 'delete_snapshot' };
+    },
+    async delete_snapshot(ctx) {
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id));
+      const now = ctx.clock.now();
+      await ctx.db.transaction().execute(async (trx) => {
+        await trx.updateTable('machines').set({ status: 'ready' }).where('provider_id', '=', subject.machine.provider_id).execute();
+        await trx.updateTable('suspensions').set({ status: 'resumed' }).where('id', '=', subject.suspension.id).execute();
+        await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
+          type: 'suspension.resumed',
+          resource_type: 'suspension',
+          resource_id: subject.suspension.id,
+          title: `${subject.machine.node_name} is running again`,
+          body: `Restored from snapshot ${subject.suspension.snapshot_id} on a new server.`,
+          severity: 'info',
+        });
+      });
+      return { done: true };
+    },
+  },
+  async fail(ctx, message) {
+    const subject = await subjectOf(ctx);
+    if (!subject) return;
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx.updateTable('suspensions').set({ status: 'failed' }).where('id', '=', subject.suspension.id).execute();
+      await notifyWorkspace(trx, subject.suspension.workspace_id, ctx.clock.now(), {
+        type: 'suspension.resume_failed',
+        resource_type: 'suspension',
+        resource_id: subject.suspension.id,
+        title: `Resuming ${subject.machine.node_name} failed`,
+        body: message,
+        severity: 'critical',
+      });
+    });
+  },
+};

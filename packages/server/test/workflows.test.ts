@@ -1,0 +1,329 @@
+// The workflows from request to final state, through the generated client, with pg-boss workers on a real
+// PostgreSQL, the simulated cloud, and an injected clock: the test moves time instead of sleeping for it.
+import { createPlatformClient, PlatformApiError } from '@platform/client';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createRuntime } from '../src/workflows/runtime.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+
+let database: TestDatabase;
+let server: TestServer;
+let runtime: ReturnType<typeof createRuntime>;
+const clock = new TestClock();
+
+const config = { ...loadConfig({}), workerConcurrency: 8, providerRateLimit: 1000, simulation: { bootSeconds: 20, controlPlaneSeconds: 30, failureRate: 0, latencyMs: 0 } };
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  runtime = createRuntime({
+    db: database.db,
+    connectionString: database.url,
+    clock,
+    logger: pino({ level: 'silent' }),
+    config,
+    simulation: { followPollMs: 20, logLinesPerSecond: 2, releaseSeconds: 8, snapshotSeconds: 15 },
+    tickMs: 20,
+    orphanAfterSeconds: 1,
+  });
+  await runtime.engine.run({ work: true });
+  server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await runtime?.engine.stop();
+  await database?.drop();
+});
+
+const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+
+/** Polls (real time, briefly) until `check` passes: the workers act within a few ticks. */
+async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Lets the workers settle: every workflow is finished or waits for a moment the clock has not reached. */
+async function settled(): Promise<void> {
+  await eventually(
+    async () =>
+      (await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM workflows
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)).rows[0]!.n,
+    (n) => n === 0,
+    'the workers to settle',
+  );
+}
+
+async function runningCluster(user: TestUser, name: string) {
+  const api = client(user);
+  const created = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
+  expect(created.kaas.status).toBe('PROVISIONING');
+  await settled();
+  clock.advance(30);
+  return eventually(() => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }), (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
+}
+
+async function byomConfig(user: TestUser) {
+  const api = client(user);
+  const credential = await api.POST('/v1/compute/cloud_credentials', { body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' } });
+  return api.POST('/v1/compute/configs', {
+    body: { name: `byom-${Math.random().toString(36).slice(2, 6)}`, provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }, cloud_credential_id: credential.id },
+  });
+}
+
+const machinesOf = (user: TestUser, clusterId: string) => client(user).GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } });
+
+describe('cluster creation', () => {
+  it('goes PROVISIONING → RUNNING and tells the workspace', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'prod-eu');
+    expect(cluster.kaas.status_message).toBeNull();
+    const notifications = await client(user).GET('/v1/notifications');
+    expect(notifications.data.map((n) => n.type)).toContain('cluster.running');
+  });
+});
+
+describe('machine provisioning', () => {
+  for (const [plan, limit] of [['free', 1], ['pro', 3]] as const) {
+    it(`never has more than ${limit} provisioning at once on a ${plan} cluster, and another cluster is not held up`, async () => {
+      const user = await newUser(database.db, clock, plan === 'free' ? 'pro' : 'pro');
+      // The limit is the owner's plan; a free owner gets one cluster, so the second cluster is a pro user's.
+      await database.db.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
+      await database.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
+      const cluster = await runningCluster(user, `c-${plan}`);
+      const other = await runningCluster(user, `o-${plan}`);
+      const config = await byomConfig(user);
+      const api = client(user);
+      for (let i = 0; i < 10; i++) await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      const single = await api.POST('/v1/compute/machines', { body: { cluster_id: other.id, compute_config_id: config.id } });
+      expect(single.status).toBe('provisioning');
+      let most = 0;
+      for (let round = 0; round < 12; round++) {
+        await settled();
+        const machines = await machinesOf(user, cluster.id);
+        const provisioning = machines.filter((m) => m.status === 'provisioning').length;
+        most = Math.max(most, provisioning);
+        expect(provisioning).toBeLessThanOrEqual(limit);
+        const status = await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
+        expect(status.autoscaling.provisioning).toBe(provisioning);
+        expect(status.autoscaling.provisioning_limit).toBe(limit);
+        if (machines.every((m) => m.status === 'ready')) break;
+        clock.advance(20);
+      }
+      expect(most).toBe(limit);
+      expect((await machinesOf(user, cluster.id)).every((m) => m.status === 'ready')).toBe(true);
+      expect((await machinesOf(user, other.id))[0]?.status).toBe('ready');
+      const quota = await api.GET('/v1/quotas', { params: { query: { cluster_id: cluster.id } } });
+      expect(quota.find((q) => q.metric === 'compute/provisioning')).toMatchObject({ type: 'concurrency', limit, usage: 0 });
+    });
+  }
+
+  it('backs off 30, 60, 120, 240, 300, 300 s after consecutive failures; a success resets it', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'flaky');
+    const config = await byomConfig(user);
+    const api = client(user);
+    const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
+    runtime.cloud.options.failureRate = 1;
+    try {
+      await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      const waits: number[] = [];
+      for (let attempt = 0; attempt < 6; attempt++) {
+        const failedAt = clock.now();
+        const backoff = await eventually(status, (s) => s.autoscaling.state === 'backoff' && s.autoscaling.backoff_until !== null && s.autoscaling.backoff_until > failedAt - 1, 'a backoff');
+        waits.push(backoff.autoscaling.backoff_until! - failedAt);
+        await settled();
+        // Just before the wait ends nothing is tried; at its end the next attempt runs.
+        clock.advance(backoff.autoscaling.backoff_until! - clock.now() - 1);
+        await settled();
+        expect((await status()).autoscaling.state).toBe('backoff');
+        clock.advance(1);
+        if (attempt < 5) await eventually(status, (s) => s.autoscaling.backoff_until !== backoff.autoscaling.backoff_until, 'the next attempt');
+      }
+      expect(waits).toEqual([30, 60, 120, 240, 300, 300]);
+      const notifications = await api.GET('/v1/notifications');
+      expect(notifications.data.filter((n) => n.type === 'machine.provision_failed').length).toBeGreaterThanOrEqual(6);
+    } finally {
+      runtime.cloud.options.failureRate = 0;
+    }
+    clock.advance(300);
+    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'provisioning', 'a retry');
+    clock.advance(20);
+    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'the machine to be ready');
+    expect((await status()).autoscaling).toMatchObject({ state: 'idle', backoff_until: null });
+  });
+
+  it('an offering change (plan upgrade) resets the backoff', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const cluster = await runningCluster(user, 'upgrade');
+    const config = await byomConfig(user);
+    const api = client(user);
+    const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
+    runtime.cloud.options.failureRate = 1;
+    try {
+      await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      await eventually(status, (s) => s.autoscaling.state === 'backoff', 'a backoff');
+    } finally {
+      runtime.cloud.options.failureRate = 0;
+    }
+    await database.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
+    expect((await status()).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
+  });
+});
+
+describe('installs', () => {
+  let user: TestUser;
+  let install: Awaited<ReturnType<ReturnType<typeof client>['POST']>> & { id: string };
+
+  beforeAll(async () => {
+    user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'apps');
+    const api = client(user);
+    const product = await api.POST('/v1/products', {
+      body: { name: 'Shop', cluster_ids: [cluster.id], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] } });
+    expect(created.status).toBe('pending');
+    install = created as typeof install;
+  });
+
+  const getInstall = () => client(user).GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
+
+  it('goes pending → installing (placed on the region’s cluster) → running, and tells the workspace', async () => {
+    const installing = await eventually(getInstall, (i) => i.status === 'installing', 'installing');
+    expect(installing.cluster_id).not.toBeNull();
+    await settled();
+    clock.advance(8);
+    await eventually(getInstall, (i) => i.status === 'running', 'running');
+    const notifications = await client(user).GET('/v1/notifications');
+    expect(notifications.data.map((n) => n.type)).toContain('install.running');
+    // One release per source, with the override applied.
+    const { rows } = await sql<{ values: Record<string, unknown> }>`SELECT values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.values).toEqual({ replicaCount: 2 });
+  });
+
+  it('streams the logs: tail gives exactly that many lines, then end', async () => {
+    clock.advance(30);
+    const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=5`, { token: user.token, headers: { accept: 'text/event-stream' } });
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = String(reply.body).split('\n\n').filter(Boolean);
+    expect(events.filter((e) => e.includes('event: log'))).toHaveLength(5);
+    expect(events.at(-1)).toBe('event: end\ndata: {"reason":"backlog_sent"}');
+  });
+
+  it('since_seconds keeps only recent lines; Last-Event-ID resumes after the last line with no gap or repeat', async () => {
+    const read = async (query: string, headers: Record<string, string> = {}) => {
+      const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, { token: user.token, headers: { accept: 'text/event-stream', ...headers } });
+      return String(reply.body)
+        .split('\n\n')
+        .filter((e) => e.includes('event: log'))
+        .map((e) => ({ id: /^id: (.+)$/m.exec(e)![1]!, data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { timestamp: string; line: string } }));
+    };
+    const all = await read('');
+    const recent = await read('&since_seconds=10');
+    expect(recent.length).toBeGreaterThan(0);
+    expect(recent.length).toBeLessThan(all.length);
+    expect(recent.every((e) => Date.parse(e.data.timestamp) >= clock.nowMs() - 10_000)).toBe(true);
+    const resumed = await read('', { 'last-event-id': all[9]!.id });
+    expect(resumed.map((e) => e.data)).toEqual(all.slice(10).map((e) => e.data));
+    const malformed = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, { token: user.token, headers: { 'last-event-id': 'nonsense' } });
+    expect(malformed.status).toBe(422);
+    expect(malformed.body.error.param).toBe('Last-Event-ID');
+  });
+
+  it('follows through the generated client, resuming a dropped stream, and is 404 for another workspace', async () => {
+    const controller = new AbortController();
+    const lines: string[] = [];
+    const stream = client(user).streamInstallLogs(install.id, { signal: controller.signal, tail: 1 });
+    const ticker = setInterval(() => clock.advance(1), 20);
+    try {
+      for await (const event of stream) {
+        if (event.type === 'log') lines.push(event.data.line);
+        if (lines.length >= 6) controller.abort();
+      }
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(lines.length).toBeGreaterThanOrEqual(6);
+    const stranger = await newUser(database.db, clock, 'pro');
+    const denied = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs`, { token: stranger.token });
+    expect(denied.status).toBe(404);
+  });
+
+  it('a product update regenerates the charts and upgrades the running install', async () => {
+    const api = client(user);
+    const before = await getInstall();
+    const product = await api.GET('/v1/products/{id}', { params: { path: { id: before.product_id } } });
+    const updated = await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: product.id } },
+      body: { name: product.name, cluster_ids: product.cluster_ids, sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })) },
+    });
+    expect(updated.template_id).not.toBe(product.template_id);
+    await eventually(() => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } }), (p) => p.regeneration_status === 'succeeded', 'regeneration');
+    const { rows } = await sql<{ revision: number; template_id: string; chart: { target_revision: string } }>`
+      SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
+  });
+
+  it('fails with a status_message when the region has no running cluster of the product', async () => {
+    const api = client(user);
+    const product = await api.GET('/v1/products/{id}', { params: { path: { id: (await getInstall()).product_id } } });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'hel1' } });
+    const failed = await eventually(() => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }), (i) => i.status === 'failed', 'failure');
+    expect(failed.status_message).toMatch(/No running cluster/);
+    expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('install.failed');
+  });
+});
+
+describe('suspend and resume', () => {
+  it('suspends (snapshot, server deleted), resumes from the snapshot on a new server with the same node name; a second resume is 409', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'sleepy');
+    const config = await byomConfig(user);
+    const api = client(user);
+    const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    clock.advance(20);
+    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
+    const drift = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
+    expect(drift).toMatchObject({ drifted: false, differences: [] });
+
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    expect(suspension.status).toBe('suspending');
+    await settled();
+    clock.advance(15);
+    const suspended = await eventually(() => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }), (s) => s.status === 'suspended', 'suspended');
+    expect(suspended.snapshot_id).toMatch(/^snap-/);
+    expect((await machinesOf(user, cluster.id))[0]?.status).toBe('suspended');
+
+    const resuming = await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
+    expect(resuming.status).toBe('resuming');
+    const second = await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } }).catch((e: unknown) => e);
+    expect(second).toBeInstanceOf(PlatformApiError);
+    expect(second).toMatchObject({ status: 409, code: 'conflict' });
+    await settled();
+    clock.advance(20);
+    await eventually(() => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }), (s) => s.status === 'resumed', 'resumed');
+    const [resumed] = await machinesOf(user, cluster.id);
+    expect(resumed).toMatchObject({ status: 'ready', node_name: machine.node_name, provider_id: machine.provider_id });
+    // Exactly one live server for the machine, and the snapshot is gone.
+    const { rows: servers } = await sql<{ image: string }>`
+      SELECT image FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(database.db);
+    expect(servers).toEqual([{ image: suspended.snapshot_id }]);
+    const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE id = ${suspended.snapshot_id} AND deleted_at IS NULL`.execute(database.db);
+    expect(snapshots).toHaveLength(0);
+    expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('suspension.resumed');
+  });
+});
