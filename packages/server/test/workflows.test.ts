@@ -13,7 +13,7 @@ let server: TestServer;
 let runtime: ReturnType<typeof createRuntime>;
 const clock = new TestClock();
 
-const config = { ...loadConfig({}), workerConcurrency: 8, providerRateLimit: 1000, simulation: { bootSeconds: 20, controlPlaneSeconds: 30, failureRate: 0, latencyMs: 0 } };
+const config = { ...loadConfig({ WORKER_CONCURRENCY: '8', PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '20', SIM_CONTROL_PLANE_SECONDS: '30', SIM_RELEASE_SECONDS: '8', SIM_SNAPSHOT_SECONDS: '15' }) };
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -23,7 +23,7 @@ beforeAll(async () => {
     clock,
     logger: pino({ level: 'silent' }),
     config,
-    simulation: { followPollMs: 20, logLinesPerSecond: 2, releaseSeconds: 8, snapshotSeconds: 15 },
+    simulation: { followPollMs: 20, logLinesPerSecond: 2 },
     tickMs: 20,
     orphanAfterSeconds: 1,
   });
@@ -176,6 +176,8 @@ describe('machine provisioning', () => {
     }
     await database.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
     expect((await status()).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
+    // The free user's one cluster took the whole kaas/clusters quota, which they were told.
+    expect((await api.GET('/v1/notifications')).data).toContainEqual(expect.objectContaining({ type: 'quota.reached', resource_id: 'kaas/clusters' }));
   });
 });
 

@@ -26,7 +26,7 @@ export const createCluster: Handler<'createCluster'> = async ({ body, headers, c
   if (!region) throw notFound('Region', body.region_id, 'region_id');
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
-    await enforceQuota(trx, workspace, { 'kaas/clusters': 1 });
+    await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', body.name).executeTakeFirst();
     if (taken) throw conflict(`The workspace has a cluster named ${body.name} already.`, 'Choose another name.', undefined, 'name');
     const id = newId('cl');

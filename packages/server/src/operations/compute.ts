@@ -115,7 +115,7 @@ export const requestMachine: Handler<'requestMachine'> = async ({ body, headers,
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
     // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
-    if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes });
+    if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes }, now);
     // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
     await lockCluster(trx, cluster.id);
     const status = (await slotAvailable(trx, cluster, now)) ? 'provisioning' : 'queued';

@@ -5,6 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import { ApiError } from '../http/errors.ts';
 import type { WorkspaceRef } from './tenancy.ts';
 import type { Database, Plan } from '../db/schema.ts';
+import { notifyUser } from './notifications.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
 type Entry = Schema<'QuotaEntry'>;
@@ -85,7 +86,7 @@ const GiBFormat = (bytes: number) => `${(bytes / GiB).toFixed(bytes % GiB === 0 
  * inserts the resources. A per-owner advisory lock serialises the owner's creations across every server
  * process, so two racing requests cannot both take the last free slot.
  */
-export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRef, requested: Partial<Record<Exclude<Metric, 'compute/provisioning'>, number>>): Promise<void> {
+export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRef, requested: Partial<Record<Exclude<Metric, 'compute/provisioning'>, number>>, now: number): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`quota:${workspace.owner_id}`}, 0))`.execute(trx);
   const usage = await allocationUsage(trx, workspace.owner_id);
   for (const [metric, amount] of Object.entries(requested) as [Exclude<Metric, 'compute/provisioning'>, number][]) {
@@ -95,6 +96,18 @@ export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRe
       throw new ApiError(403, 'quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
         suggestion: 'Delete a resource you no longer need, upgrade to the Pro plan, or provision machines with your own cloud credential (BYOM), which count toward no quota.',
         details: { metric, limit, usage: usage[metric], requested: amount },
+      });
+    }
+    // This creation takes the last of the quota: tell the owner before the next one is refused.
+    if (amount > 0 && usage[metric] + amount === limit) {
+      const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
+      await notifyUser(trx, workspace.owner_id, now, {
+        type: 'quota.reached',
+        resource_type: 'quota',
+        resource_id: metric,
+        title: `${METRICS[metric].displayName}: quota reached`,
+        body: `You now use all ${show(limit)} of ${metric}. Further creations are refused until a resource is deleted or the limit is raised (Pro plan, or BYOM machines, which count toward no quota).`,
+        severity: 'warning',
       });
     }
   }

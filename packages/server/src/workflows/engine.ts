@@ -99,6 +99,8 @@ export interface EngineOptions {
   tickMs: number;
   /** An unfinished, unlocked workflow whose job was sent longer ago than this (real seconds) is resent. */
   orphanAfterSeconds: number;
+  /** A pause (real ms) after each step is recorded: lets crash tests kill a worker at every step boundary. */
+  stepDelayMs?: number;
 }
 
 /** pg-boss statements run on the caller's Kysely transaction. */
@@ -235,6 +237,7 @@ export class WorkflowEngine implements WorkflowStarter {
           }
           if ('failed' in result) await definition.fail(ctx, result.failed);
           await this.record(workflow, result);
+          if (this.options.stepDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.stepDelayMs));
           if (!goesOn(result)) return;
         }
         // Yield to other workflows; the ticker sends this one again at once.

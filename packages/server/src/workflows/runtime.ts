@@ -16,7 +16,7 @@ export interface RuntimeOptions {
   connectionString: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation'>;
+  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
@@ -27,6 +27,8 @@ export function createRuntime(options: RuntimeOptions) {
   const { config } = options;
   const cloud = new SimulatedCloud(options.db, options.clock, {
     bootSeconds: config.simulation.bootSeconds,
+    releaseSeconds: config.simulation.releaseSeconds,
+    snapshotSeconds: config.simulation.snapshotSeconds,
     failureRate: config.simulation.failureRate,
     latencyMs: config.simulation.latencyMs,
     ...options.simulation,
@@ -42,7 +44,8 @@ export function createRuntime(options: RuntimeOptions) {
     definitions: workflowDefinitions({ controlPlaneSeconds: config.simulation.controlPlaneSeconds }),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,
-    orphanAfterSeconds: options.orphanAfterSeconds ?? 15,
+    orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
+    stepDelayMs: config.workflowStepDelayMs,
   });
   return { cloud, provider, driver: cloud, engine };
 }
