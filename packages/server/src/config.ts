@@ -39,7 +39,11 @@ export interface Config {
   /** Calls per second to the cloud provider's API, shared by every process. */
   providerRateLimit: number;
   /** The simulated cloud: seconds a server boots, a control plane comes up; failure rate 0..1. */
-  simulation: { bootSeconds: number; controlPlaneSeconds: number; failureRate: number; latencyMs: number };
+  simulation: { bootSeconds: number; controlPlaneSeconds: number; releaseSeconds: number; snapshotSeconds: number; failureRate: number; latencyMs: number };
+  /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
+  orphanAfterSeconds: number;
+  /** A pause after each workflow step (ms); 0 in production, set by crash tests to kill at step boundaries. */
+  workflowStepDelayMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -151,6 +155,8 @@ export function loadConfig(env: Env = process.env): Config {
     deviceCodeTtlSeconds: integer(env, 'DEVICE_CODE_TTL_SECONDS', 600, 60, 3600),
     devicePollIntervalSeconds: integer(env, 'DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
     role: role(env),
+    orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
+    workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 8, 1, 256),
     logPollMs: integer(env, 'LOG_POLL_MS', 250, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
@@ -158,6 +164,8 @@ export function loadConfig(env: Env = process.env): Config {
     simulation: {
       bootSeconds: integer(env, 'SIM_BOOT_SECONDS', 20, 0, 3600),
       controlPlaneSeconds: integer(env, 'SIM_CONTROL_PLANE_SECONDS', 30, 0, 3600),
+      releaseSeconds: integer(env, 'SIM_RELEASE_SECONDS', 8, 0, 3600),
+      snapshotSeconds: integer(env, 'SIM_SNAPSHOT_SECONDS', 15, 0, 3600),
       failureRate: fraction(env, 'SIM_FAILURE_RATE', 0),
       latencyMs: integer(env, 'SIM_LATENCY_MS', 0, 0, 60_000),
     },
