@@ -112,6 +112,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
 
   /** Creates the simulator's schema once per process (idempotent across processes). */
   private async call(method: string): Promise<Kysely<Database>> {
+    const at = Date.now(); // when the call reaches the "provider", as its own rate limiter would count it
     this.ready ??= (async () => {
       await sql`SELECT pg_advisory_lock(hashtextextended('simulated_cloud schema', 0))`.execute(this.db).catch(() => {});
       try {
@@ -122,7 +123,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
     })();
     await this.ready;
     if (this.options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.latencyMs));
-    await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${Date.now()}, ${method})`.execute(this.db);
+    await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${at}, ${method})`.execute(this.db);
     return this.db;
   }
 

@@ -1,0 +1,63 @@
+// Two workers on one database (two engines, each with its own pg-boss worker and connection pools, as two
+// processes would have): the provisioning limit and the provider rate limit hold across both, because their
+// state lives in PostgreSQL.
+import { createPlatformClient } from '@platform/client';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createRuntime } from '../src/workflows/runtime.ts';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+
+const RATE = 10;
+let database: TestDatabase;
+let server: TestServer;
+let runtimes: ReturnType<typeof createRuntime>[] = [];
+const clock = new TestClock();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const config = loadConfig({ PROVIDER_RATE_LIMIT: String(RATE), SIM_BOOT_SECONDS: '20', SIM_CONTROL_PLANE_SECONDS: '0' });
+  runtimes = [0, 1].map(() =>
+    createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, simulation: { followPollMs: 20 }, tickMs: 20, orphanAfterSeconds: 1 }),
+  );
+  for (const runtime of runtimes) await runtime.engine.run({ work: true });
+  server = await startTestServer(database.db, clock, {}, { workflows: runtimes[0]!.engine, provider: runtimes[0]!.provider, driver: runtimes[0]!.driver });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await Promise.all(runtimes.map((r) => r.engine.stop()));
+  await database?.drop();
+});
+
+it('keep a free cluster at one provision at a time, and provider calls under the shared rate', async () => {
+  const user = await newUser(database.db, clock, 'free');
+  const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+  const cluster = await api.POST('/v1/clusters', { body: { name: 'shared', region_id: 'fsn1' } });
+  const credential = await api.POST('/v1/compute/cloud_credentials', { body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' } });
+  const config = await api.POST('/v1/compute/configs', {
+    body: { name: 'byom', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }, cloud_credential_id: credential.id },
+  });
+  const deadline = Date.now() + 20_000;
+  while ((await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status !== 'RUNNING') {
+    if (Date.now() > deadline) throw new Error('cluster did not run');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  for (let i = 0; i < 6; i++) await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+  const machines = () => api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } });
+  for (;;) {
+    const list = await machines();
+    expect(list.filter((m) => m.status === 'provisioning').length).toBeLessThanOrEqual(1);
+    if (list.every((m) => m.status === 'ready')) break;
+    if (Date.now() > deadline) throw new Error(`machines did not become ready: ${JSON.stringify(list.map((m) => m.status))}`);
+    clock.advance(5);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const { rows: calls } = await sql<{ at_ms: number }>`SELECT at_ms FROM simulated_cloud.calls ORDER BY at_ms`.execute(database.db);
+  const times = calls.map((c) => Number(c.at_ms));
+  expect(times.length).toBeGreaterThan(RATE);
+  // No RATE + 1 calls within one second. The limiter spaces reservations exactly; the calls themselves land a
+  // few ms after their slot (a database round trip, timer lateness), hence the 20 ms allowance.
+  for (let i = 0; i + RATE < times.length; i++) expect(times[i + RATE]! - times[i]!).toBeGreaterThanOrEqual(1000 - 20);
+});
