@@ -19,7 +19,7 @@ export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition =
         const next = await nextQueued(trx, cluster.id);
         if (next) await ctx.wake(trx, next);
         await notifyWorkspace(trx, cluster.workspace_id, ctx.clock.now(), {
-          type: 'cluster.running',
+          type: 'cluster.ready',
           resource_type: 'cluster',
           resource_id: cluster.id,
           title: `Cluster ${cluster.name} is running`,
