@@ -165,6 +165,18 @@ export const calls = {
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   logout: (api) => api.POST('/v1/auth/logout', {}),
 
+  // Authentication (the device flow; the first two need no token, the client sends its own anyway)
+  requestDeviceCode: (api) => api.POST('/v1/auth/device/code', { body: { client_id: 'platform-cli' } }),
+  pollDeviceToken: (api) =>
+    api.POST('/v1/auth/device/token', {
+      body: {
+        grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+        device_code: 'Gm9x2V1kQz8rT4yLw7pN3cHs6bJd0fAeKu5iXo_RqM-',
+      },
+    }),
+  approveDeviceCode: (api) =>
+    api.POST('/v1/auth/device/approve', { body: { user_code: 'WDJB-MJHT', action: 'approve' } }),
+
   // Quotas
   listQuotas: (api) => api.GET('/v1/quotas', { params: { query: { cluster_id: ids.cluster } } }),
   getQuota: (api) => api.GET('/v1/quotas/{metric}', { params: { path: { metric: ids.metric } } }),

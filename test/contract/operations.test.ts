@@ -146,7 +146,10 @@ async function expectApiError({ operation, response, example }: ErrorCase): Prom
     (rejection: unknown) => rejection,
   );
   expect(error).toBeInstanceOf(PlatformApiError);
-  const { error: body } = example.value as { error: Record<string, unknown> };
+  // The shared body is {error: {code, message, …}}; the device token endpoint's OAuth 2.0 body (RFC 6749 §5.2)
+  // is {error: code, error_description}, which the client reads into the same fields.
+  const value = example.value as { error: Record<string, unknown> | string; error_description?: string };
+  const body = typeof value.error === 'string' ? { code: value.error, message: value.error_description } : value.error;
   const exchange = exchanges[0] as Exchange;
   expect(exchanges).toHaveLength(1);
   expect(exchange.headers.get('sl-violations')).toBeNull();

@@ -785,6 +785,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/device/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a device sign-in
+         * @description Starts the OAuth 2.0 Device Authorization Grant (RFC 8628) for a client without a browser, such as the command-line client. Needs no token. Show the user `user_code` and `verification_uri` (or open `verification_uri_complete`); the user signs in there and approves or denies. Meanwhile poll `POST /v1/auth/device/token` with `device_code` every `interval` seconds. Both codes expire after `expires_in` seconds. The body is optional and may be form-encoded or JSON.
+         */
+        post: operations["requestDeviceCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/device/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Poll for the device's token
+         * @description The token endpoint of the Device Authorization Grant (RFC 8628 §3.4). Needs no token. Send `grant_type` `urn:ietf:params:oauth:grant-type:device_code` and the `device_code`, form-encoded (as standard OAuth clients do) or as JSON. Until the user decides, the answer is 400 `authorization_pending`; wait `interval` seconds between polls, since a poll sooner than that gets `slow_down` and makes the interval 5 seconds longer. Once the user approves, one poll receives a session token (a device code is exchanged exactly once, even by polls that race; later polls get `invalid_grant`). After a denial the answer is `access_denied`; after `expires_in`, `expired_token`.
+         *
+         *     Errors of this endpoint use the OAuth 2.0 body `{error, error_description}` (RFC 6749 §5.2) with status 400, not the shared error body: this is the API's one exception, so that standard OAuth clients understand them. A request that cannot be read (wrong content type, malformed JSON, a missing or repeated parameter) is also a 400 `invalid_request` here.
+         */
+        post: operations["pollDeviceToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/device/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or deny a device sign-in
+         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, a code already approved or denied is 409. To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
+         */
+        post: operations["approveDeviceCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/quotas": {
         parameters: {
             query?: never;
@@ -972,6 +1034,88 @@ export interface components {
                  */
                 backoff_until: number | null;
             };
+        };
+        /** @description The signed-in user's decision on a device authorization request. */
+        DeviceApproval: {
+            /** @description The code the device shows, in any case, with or without the dash (`WDJB-MJHT`, `wdjbmjht`). */
+            user_code: string;
+            /**
+             * @description `approve` lets the device's next poll receive a session token for the caller; `deny` makes it receive `access_denied`.
+             * @enum {string}
+             */
+            action: "approve" | "deny";
+        };
+        /** @description The decision recorded for a device authorization request. */
+        DeviceApprovalResult: {
+            /** @description The code, normalised to `XXXX-XXXX`. */
+            user_code: string;
+            /** @enum {string} */
+            status: "approved" | "denied";
+            /**
+             * Format: int64
+             * @description Unix seconds of the decision.
+             */
+            decided_at: number;
+            /**
+             * Format: int64
+             * @description Unix seconds when the device code expires: an approved device that has not polled by then gets `expired_token` and no token.
+             */
+            expires_at: number;
+        };
+        /** @description A device authorization (RFC 8628 §3.2): show `user_code` and `verification_uri` (or open `verification_uri_complete`) to the user, then poll the token endpoint with `device_code` every `interval` seconds until it answers with a token or an error other than `authorization_pending` and `slow_down`. */
+        DeviceAuthorization: {
+            /** @description The secret the client polls with (32 random bytes, base64url). Keep it private: it is not shown to the user. The service stores only its SHA-256 digest. */
+            device_code: string;
+            /** @description What the user confirms in the browser: 8 letters from an alphabet without vowels or look-alike characters, shown as `XXXX-XXXX`. It is matched case-insensitively, with or without the dash. */
+            user_code: string;
+            /**
+             * Format: uri
+             * @description The page where the user approves the request (`<server>/device`). The server is the `PUBLIC_URL` the service is configured with, or else the scheme and host this request was sent to.
+             */
+            verification_uri: string;
+            /**
+             * Format: uri
+             * @description `verification_uri` with `?user_code=XXXX-XXXX`, so the user only has to confirm the code.
+             */
+            verification_uri_complete: string;
+            /** @description Seconds until `device_code` and `user_code` expire (600 by default). */
+            expires_in: number;
+            /** @description Seconds to wait between token polls (5 by default); each `slow_down` adds 5. */
+            interval: number;
+        };
+        /** @description Optional parameters of a device authorization request (RFC 8628 §3.1). Both may be omitted, and so may the whole body. */
+        DeviceCodeRequest: {
+            /**
+             * @description Names the client that asks (e.g. `platform-cli`). Recorded with the request and shown nowhere else; a token poll that sends a different `client_id` is refused with `invalid_grant`.
+             * @example platform-cli
+             */
+            client_id?: string;
+            /**
+             * @description Accepted for compatibility with standard OAuth clients and recorded; session tokens carry the caller's full access, so it does not narrow the token.
+             * @example platform
+             */
+            scope?: string;
+        };
+        /** @description A successful device token response (RFC 6749 §5.1): a session token, issued once per device code. */
+        DeviceToken: {
+            /** @description A session token. Send it as `Authorization: Bearer <token>`; revoke it with `POST /v1/auth/logout`. It is shown only in this response: the service stores only its SHA-256 digest. */
+            access_token: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+            /** @description Seconds the token stays valid if it is not used (one year). Every use moves the expiry to one year after that use. */
+            expires_in: number;
+        };
+        /** @description A device access token request (RFC 8628 §3.4), sent form-encoded as standard OAuth clients do, or as JSON. As RFC 6749 §3.2 asks, parameters the service does not know are ignored; each known one may be sent once. */
+        DeviceTokenRequest: {
+            /**
+             * @description Must be `urn:ietf:params:oauth:grant-type:device_code`; any other value gets `unsupported_grant_type`.
+             * @example urn:ietf:params:oauth:grant-type:device_code
+             */
+            grant_type: string;
+            /** @description The `device_code` of the device authorization response. */
+            device_code: string;
+            /** @description Optional. When both this and the device authorization request name a client, they must match, or the answer is `invalid_grant`. */
+            client_id?: string;
         };
         /** @description Whether a machine differs from its desired compute configuration. */
         DriftResult: {
@@ -1178,6 +1322,25 @@ export interface components {
              */
             read_at: number | null;
             created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description The OAuth 2.0 error body (RFC 6749 §5.2, with the codes of RFC 8628 §3.5). Only the device token endpoint answers with it, because standard OAuth clients read exactly this shape; every other error of the API uses the shared `Error` body. */
+        OAuthError: {
+            /**
+             * @description - `authorization_pending`: the user has not decided yet; poll again after `interval` seconds.
+             *     - `slow_down`: polled sooner than `interval` seconds after the previous poll; the interval of this
+             *       device code is now 5 seconds longer, for this and every later poll.
+             *     - `access_denied`: the user denied the request. Stop polling.
+             *     - `expired_token`: the device code expired before a token was issued. Start over.
+             *     - `invalid_grant`: the device code is unknown, already exchanged for a token, or bound to another
+             *       `client_id`. Start over.
+             *     - `unsupported_grant_type`: `grant_type` is not `urn:ietf:params:oauth:grant-type:device_code`.
+             *     - `invalid_request`: the request is malformed: a missing or repeated parameter, or a body that is
+             *       neither form-encoded nor JSON.
+             * @enum {string}
+             */
+            error: "authorization_pending" | "slow_down" | "access_denied" | "expired_token" | "invalid_grant" | "unsupported_grant_type" | "invalid_request";
+            /** @description Human-readable explanation, for the developer of the client. */
+            error_description: string;
         };
         NotificationList: {
             data: components["schemas"]["Notification"][];
@@ -3499,6 +3662,137 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    requestDeviceCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeviceCodeRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description A device authorization; show the user code and start polling. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorization"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    pollDeviceToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceTokenRequest"];
+                "application/json": components["schemas"]["DeviceTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The user approved; here is the session token (shown only in this response). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceToken"];
+                };
+            };
+            /** @description Not (yet) a token: the OAuth 2.0 error body (RFC 6749 §5.2). Keep polling on `authorization_pending` and `slow_down`; stop on every other code. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approveDeviceCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeviceApproval"];
+            };
+        };
+        responses: {
+            /** @description The decision was recorded. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceApprovalResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No device authorization request with this code is waiting (unknown or expired). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request with this code was already approved or denied. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: components["responses"]["ValidationError"];
+            /** @description Too many unknown codes entered; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -1,10 +1,30 @@
 // The client's errors. Every failure rejects with a PlatformError: PlatformApiError when the service answered
 // with a non-2xx status, PlatformNetworkError when no answer came (network failure or timeout). An abort by
 // the caller's own signal rejects with the signal's reason instead, as fetch does.
-import type { ErrorBody, ErrorCode } from '@platform/api-types';
+import type { ErrorBody, ErrorCode, Schema } from '@platform/api-types';
 
-/** The contract's error codes, plus `unexpected_response` for a non-2xx answer without the contract's error body. */
-export type PlatformErrorCode = ErrorCode | 'unexpected_response';
+/**
+ * The OAuth 2.0 error codes (RFC 6749 §5.2, RFC 8628 §3.5) of the device token endpoint, the one operation that
+ * answers `{error, error_description}` instead of the contract's error body.
+ */
+export type OAuthErrorCode = Schema<'OAuthError'>['error'];
+
+/**
+ * The contract's error codes, the device token endpoint's OAuth 2.0 codes (`authorization_pending`, `slow_down`,
+ * …), plus `unexpected_response` for a non-2xx answer without either body.
+ */
+export type PlatformErrorCode = ErrorCode | OAuthErrorCode | 'unexpected_response';
+
+// `satisfies` ties the list to the contract: a code added to or removed from OAuthError fails the type check.
+const oauthErrorCodes = {
+  authorization_pending: true,
+  slow_down: true,
+  access_denied: true,
+  expired_token: true,
+  invalid_grant: true,
+  unsupported_grant_type: true,
+  invalid_request: true,
+} satisfies Record<OAuthErrorCode, true>;
 
 /** The base class of every error the client raises. Thrown as such for a malformed success body. */
 export class PlatformError extends Error {
@@ -55,6 +75,9 @@ export class PlatformApiError extends PlatformError {
       const { code, message, param, suggestion, details } = body.error;
       return new PlatformApiError({ ...common, code, message, param, suggestion, details });
     }
+    if (isOAuthErrorBody(body)) {
+      return new PlatformApiError({ ...common, code: body.error, message: body.error_description ?? body.error });
+    }
     // A proxy or load balancer may answer without the contract's body: keep what it sent in `details`.
     const statusLine = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
     const details = body === '' ? undefined : body;
@@ -84,6 +107,12 @@ function isErrorBody(body: unknown): body is ErrorBody {
     'message' in error &&
     typeof error.message === 'string'
   );
+}
+
+function isOAuthErrorBody(body: unknown): body is { error: OAuthErrorCode; error_description?: string } {
+  if (typeof body !== 'object' || body === null || !('error' in body) || typeof body.error !== 'string') return false;
+  if (!Object.hasOwn(oauthErrorCodes, body.error)) return false;
+  return !('error_description' in body) || typeof body.error_description === 'string';
 }
 
 /** `Retry-After` in seconds: the contract sends an integer; HTTP also allows a date. */

@@ -1,6 +1,6 @@
 // @platform/client: the typed client of the Platform Management API.
 export { createPlatformClient, type PlatformClient, type PlatformClientOptions } from './client.ts';
-export { PlatformApiError, PlatformError, type PlatformErrorCode, PlatformNetworkError } from './errors.ts';
+export { type OAuthErrorCode, PlatformApiError, PlatformError, type PlatformErrorCode, PlatformNetworkError } from './errors.ts';
 export type { InstallId, LogEvent, LogStreamOptions } from './logs.ts';
 export type { RetryOptions } from './retry.ts';
 export type { BaseCallOptions, CallInit, JsonGetPaths, ListItem, ListPaths, SuccessBody } from './types.ts';

@@ -10,13 +10,15 @@ import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import Koa from 'koa';
 import type { Kysely } from 'kysely';
 import pino, { type Logger } from 'pino';
-import getRawBody from 'raw-body';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/schema.ts';
 import { createAuthenticator } from './http/auth.ts';
+import { readBody } from './http/body.ts';
 import { loadContract, validateRequest } from './http/contract.ts';
+import { devicePage } from './http/device-page.ts';
 import { ApiError } from './http/errors.ts';
+import { OAuthError } from './http/oauth.ts';
 import { Router } from './http/router.ts';
 import { handlers } from './operations/index.ts';
 import { secretBox } from './services/secrets.ts';
@@ -123,8 +125,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     try {
       await next();
     } catch (thrown) {
-      let error: ApiError;
-      if (thrown instanceof ApiError) {
+      let error: ApiError | OAuthError;
+      if (thrown instanceof ApiError || thrown instanceof OAuthError) {
         error = thrown;
       } else if (isDatabaseDown(thrown)) {
         error = new ApiError(503, 'service_unavailable', 'The service is temporarily unavailable.', {
@@ -139,7 +141,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
         });
       }
       ctx.status = error.status;
-      ctx.set(error.headers);
+      if (error instanceof ApiError) ctx.set(error.headers);
       ctx.body = error.body();
     }
     logger.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
@@ -163,6 +165,12 @@ export async function createApp(options: AppOptions): Promise<Koa> {
       ctx.body = docs;
       return;
     }
+    if (ctx.method === 'GET' && ctx.path === '/device') {
+      ctx.type = 'text/html';
+      ctx.set(devicePage.headers);
+      ctx.body = devicePage.html;
+      return;
+    }
     const rawPath = ctx.url.split('?')[0] ?? '/';
     const match = router.match(ctx.method, rawPath);
     if (match.kind === 'not_found') {
@@ -182,30 +190,13 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     const caller: Caller | undefined = meta.authenticated ? await authenticate(ctx.get('Authorization') || undefined) : undefined;
 
     let body: unknown;
-    if (meta.hasJsonBody) {
-      if (!ctx.is('application/json')) {
-        throw new ApiError(400, 'bad_request', 'The request body must be JSON.', {
-          suggestion: "Send a JSON object with 'Content-Type: application/json'.",
-        });
-      }
-      let text: string;
-      try {
-        text = await getRawBody(ctx.req, { limit: config.bodyLimitBytes, encoding: 'utf8' });
-      } catch (error) {
-        if ((error as { type?: string }).type === 'entity.too.large') {
-          throw new ApiError(413, 'payload_too_large', `The request body is larger than ${config.bodyLimitBytes} bytes.`, {
-            suggestion: 'Send a smaller body.',
-          });
-        }
-        throw new ApiError(400, 'bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
-      }
-      try {
-        body = JSON.parse(text);
-      } catch (error) {
-        throw new ApiError(400, 'bad_request', `The request body is not valid JSON (${(error as Error).message}).`, {
-          suggestion: "Send a JSON object with 'Content-Type: application/json'.",
-        });
-      }
+    let query: Record<string, unknown>;
+    try {
+      if (meta.hasJsonBody || meta.hasFormBody) body = await readBody(ctx, meta, config.bodyLimitBytes);
+      query = validateRequest(contract, meta, { params: match.params, query: ctx.query, headers: ctx.headers, body });
+    } catch (error) {
+      // The device token endpoint answers even an unreadable request in the OAuth 2.0 error body.
+      throw meta.oauthErrors ? OAuthError.fromRequestError(error) : error;
     }
 
     const headers: Record<string, string> = {};
@@ -213,7 +204,6 @@ export async function createApp(options: AppOptions): Promise<Koa> {
       const value = ctx.headers[lower];
       if (typeof value === 'string') headers[name] = value;
     }
-    const query = validateRequest(contract, meta, { params: match.params, query: ctx.query, headers: ctx.headers, body });
 
     // Aborted when the client goes away before the response is complete (long-lived streams watch it).
     const abort = new AbortController();
@@ -228,6 +218,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
       caller: caller as Caller,
       requestId: ctx.state.requestId as string,
       signal: abort.signal,
+      // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.
+      origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
     };
     const handler = handlers[meta.operationId] as (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<{
       status: number;

@@ -1,4 +1,5 @@
-// The security matrix, generated from the contract: every operation without a token → 401; every operation
+// The security matrix, generated from the contract: every operation without a token → 401 (except the ones the
+// contract marks `security: []`, which must be exactly the device flow's first two steps); every operation
 // that names a resource by id, called by a user of another workspace → 404; every operation that takes
 // X-Workspace-Id, called with a workspace the caller is not a member of → 403. A new operation is covered
 // without a new test (a path naming a new kind of resource fails until fixtures.ts knows it).
@@ -76,8 +77,25 @@ function request(op: (typeof operations)[number], token: string | undefined, wor
   });
 }
 
+// `security: []` opts an operation out of authentication; the list is pinned, so a new public operation is a
+// deliberate change to this test rather than an accident.
+const isPublic = (op: (typeof operations)[number]) => Array.isArray(op.operation.security) && op.operation.security.length === 0;
+const publicOperations = operations.filter(isPublic);
+
+describe('only the device flow needs no token', () => {
+  it('the public operations are requestDeviceCode and pollDeviceToken', () => {
+    expect(publicOperations.map((op) => op.operation.operationId).sort()).toEqual(['pollDeviceToken', 'requestDeviceCode']);
+  });
+  it.each(publicOperations.map((op) => [op.operation.operationId, op] as const))('%s answers without a token', async (_id, op) => {
+    const response = await request(op, undefined);
+    expect(response.status).not.toBe(401);
+    expect(response.status).toBeLessThan(500);
+    expect(response.headers.get('www-authenticate')).toBeNull();
+  });
+});
+
 describe('every operation without a token is 401', () => {
-  it.each(operations.map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
+  it.each(operations.filter((op) => !isPublic(op)).map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
     const response = await request(op, undefined);
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);

@@ -23,7 +23,12 @@ export interface OperationMeta extends RouteOperation {
   /** Declared header parameters: lower-case name → name as the contract spells it. */
   headerNames: Map<string, string>;
   hasJsonBody: boolean;
+  /** Also accepts application/x-www-form-urlencoded (the OAuth device endpoints). */
+  hasFormBody: boolean;
+  bodyRequired: boolean;
   authenticated: boolean;
+  /** Its 400 is the OAuth 2.0 error body (RFC 6749 §5.2) instead of the shared one: the device token endpoint. */
+  oauthErrors: boolean;
 }
 
 export interface Contract {
@@ -53,14 +58,21 @@ export async function loadContract(): Promise<Contract> {
       if (parameter.in === 'header') headerNames.set(parameter.name.toLowerCase(), parameter.name);
     }
     const security = (operation.security ?? rootSecurity) as unknown[];
+    const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
+    // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
+    const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }).paths[operation.path]?.[operation.method];
+    const badRequest = raw?.responses?.['400'] as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
     operations.set(operation.operationId as OperationId, {
       operationId: operation.operationId as OperationId,
       method: operation.method,
       path: operation.path,
       operation,
       headerNames,
-      hasJsonBody: Boolean((operation.requestBody as { content?: Record<string, unknown> } | undefined)?.content?.['application/json']),
+      hasJsonBody: Boolean(requestBody?.content?.['application/json']),
+      hasFormBody: Boolean(requestBody?.content?.['application/x-www-form-urlencoded']),
+      bodyRequired: requestBody?.required === true,
       authenticated: security.length > 0,
+      oauthErrors: badRequest?.content?.['application/json']?.schema?.$ref === '#/components/schemas/OAuthError',
     });
   }
   return { api, operations };
@@ -140,7 +152,7 @@ export function validateRequest(contract: Contract, meta: OperationMeta, request
     header: request.headers,
     cookie: {},
   };
-  if (meta.hasJsonBody) parameters.requestBody = request.body;
+  if (meta.hasJsonBody || meta.hasFormBody) parameters.requestBody = request.body;
   for (const validate of validators) {
     if (!validate(parameters)) throw requestValidationError(meta, validate.errors ?? []);
   }

@@ -1,5 +1,6 @@
 // The handler map: one handler per operationId. `satisfies Handlers` makes an operation added to the
 // contract without a handler a type error.
+import { approveDeviceCode, pollDeviceToken, requestDeviceCode } from './auth.ts';
 import { createCluster, deleteCluster, getCluster, listClusters, listRegions } from './clusters.ts';
 import {
   checkMachineDrift,
@@ -71,6 +72,9 @@ export const handlers = {
   createUserToken,
   revokeUserToken,
   logout,
+  requestDeviceCode,
+  pollDeviceToken,
+  approveDeviceCode,
   listQuotas,
   getQuota,
 } satisfies Handlers;

@@ -25,6 +25,8 @@ export interface OperationInput<Op extends OperationId> {
   caller: Caller;
   requestId: string;
   signal: AbortSignal;
+  /** The scheme and host the request was sent to (`http://127.0.0.1:8080`), for links in responses. */
+  origin: string;
 }
 
 export interface HandlerEnv {

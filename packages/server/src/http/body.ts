@@ -1,0 +1,59 @@
+// Reads a request body as the operation's contract allows: JSON, or form-encoded
+// (application/x-www-form-urlencoded, what standard OAuth clients send to the device endpoints), or nothing
+// at all when the body is optional. Anything else is 400 bad_request, oversized is 413.
+import type { Context } from 'koa';
+import getRawBody from 'raw-body';
+import type { OperationMeta } from './contract.ts';
+import { ApiError } from './errors.ts';
+
+const JSON_TYPE = 'application/json';
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+function expected(meta: OperationMeta): string {
+  return meta.hasFormBody
+    ? "Send a JSON object with 'Content-Type: application/json', or form fields with 'Content-Type: application/x-www-form-urlencoded'."
+    : "Send a JSON object with 'Content-Type: application/json'.";
+}
+
+async function readText(ctx: Context, limit: number): Promise<string> {
+  try {
+    return await getRawBody(ctx.req, { limit, encoding: 'utf8' });
+  } catch (error) {
+    if ((error as { type?: string }).type === 'entity.too.large') {
+      throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`, { suggestion: 'Send a smaller body.' });
+    }
+    throw new ApiError(400, 'bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
+  }
+}
+
+/** The parsed body, or undefined when an optional body was not sent. */
+export async function readBody(ctx: Context, meta: OperationMeta, limit: number): Promise<unknown> {
+  // No body at all (no length, no chunked encoding): fine when the contract says the body is optional.
+  const sent = ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '';
+  if (!sent && !meta.bodyRequired) return undefined;
+  const type = ctx.is(JSON_TYPE, ...(meta.hasFormBody ? [FORM_TYPE] : []));
+  if (type === FORM_TYPE) return parseForm(await readText(ctx, limit), meta);
+  if (type !== JSON_TYPE) {
+    throw new ApiError(400, 'bad_request', meta.hasFormBody ? 'The request body must be JSON or form-encoded.' : 'The request body must be JSON.', {
+      suggestion: expected(meta),
+    });
+  }
+  const text = await readText(ctx, limit);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ApiError(400, 'bad_request', `The request body is not valid JSON (${(error as Error).message}).`, { suggestion: expected(meta) });
+  }
+}
+
+/** Form fields as an object of strings; a field sent twice is refused (RFC 6749 §3.2 forbids repeats). */
+function parseForm(text: string, meta: OperationMeta): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (Object.hasOwn(fields, name)) {
+      throw new ApiError(400, 'bad_request', `The form field ${name} is sent more than once.`, { param: name, suggestion: expected(meta) });
+    }
+    fields[name] = value;
+  }
+  return fields;
+}

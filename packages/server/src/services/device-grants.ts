@@ -1,0 +1,180 @@
+// The OAuth 2.0 Device Authorization Grant (RFC 8628). Every piece of state is a row: the grant (its device
+// code stored as a SHA-256 digest, its user code normalised, its poll interval and last poll), and the
+// per-user count of unknown user codes entered. So any server process can answer any request, and a device
+// code is exchanged for a token exactly once: the poll locks the grant's row (SELECT … FOR UPDATE), so two
+// racing polls run one after the other and the second sees `issued`.
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import { ulid } from 'ulid';
+import type { Clock } from '../clock.ts';
+import type { Database, Row } from '../db/schema.ts';
+import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
+
+export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
+/** RFC 8628 §6.1's alphabet: no vowels (so no words) and no digits (nothing to confuse with O, I or S). */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+/** RFC 8628 §3.5: each slow_down adds 5 seconds to the interval, for this and every later poll. */
+export const SLOW_DOWN_STEP_SECONDS = 5;
+/** The approval's brute-force limit: unknown user codes one user may enter per window. */
+export const APPROVAL_ATTEMPT_LIMIT = 10;
+export const APPROVAL_WINDOW_SECONDS = 600;
+/** Grants this long past their expiry are deleted when new ones are made. */
+const RETENTION_SECONDS = 24 * 3600;
+
+export function newUserCode(): string {
+  let code = '';
+  for (let i = 0; i < 8; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  return code;
+}
+
+/** `wdjb-mjht`, `WDJBMJHT`, ` WDJB MJHT ` → `WDJBMJHT`; undefined when it cannot be a user code. */
+export function normaliseUserCode(input: string): string | undefined {
+  const code = input.replace(/[\s-]/g, '').toUpperCase();
+  return /^[A-Z]{8}$/.test(code) ? code : undefined;
+}
+
+/** `WDJBMJHT` → `WDJB-MJHT`, as it is shown. */
+export const formatUserCode = (code: string): string => `${code.slice(0, 4)}-${code.slice(4)}`;
+
+const digest = (deviceCode: string): Buffer => createHash('sha256').update(deviceCode).digest();
+
+export interface DeviceSettings {
+  ttlSeconds: number;
+  intervalSeconds: number;
+}
+
+/** Creates a pending grant; returns its device code (shown once) and user code. */
+export async function createDeviceGrant(
+  db: Kysely<Database>,
+  clock: Clock,
+  settings: DeviceSettings,
+  request: { clientId: string | null; scope: string | null },
+): Promise<{ deviceCode: string; userCode: string; row: Row<'device_grants'> }> {
+  const now = clock.now();
+  // Long-expired grants go, so the unique user codes stay free for new grants.
+  await db.deleteFrom('device_grants').where('expires_at', '<', now - RETENTION_SECONDS).execute();
+  for (let attempt = 0; ; attempt++) {
+    const deviceCode = randomBytes(32).toString('base64url');
+    const userCode = newUserCode();
+    // A user code already taken (20^8 codes, so rarely) is drawn again; the unique index decides.
+    const row = await db
+      .insertInto('device_grants')
+      .values({
+        id: `dgr_${ulid().toLowerCase()}`,
+        device_code_digest: digest(deviceCode),
+        user_code: userCode,
+        client_id: request.clientId,
+        scope: request.scope,
+        status: 'pending',
+        user_id: null,
+        interval_seconds: settings.intervalSeconds,
+        last_polled_at: null,
+        decided_at: null,
+        token_id: null,
+        created_at: now,
+        expires_at: now + settings.ttlSeconds,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (row) return { deviceCode, userCode, row };
+    if (attempt >= 5) throw new Error('could not draw a free user code');
+  }
+}
+
+export type PollResult =
+  | { kind: 'token'; accessToken: string; expiresIn: number }
+  | { kind: 'authorization_pending'; interval: number }
+  | { kind: 'slow_down'; interval: number; previousInterval: number }
+  | { kind: 'access_denied' }
+  | { kind: 'expired_token' }
+  | { kind: 'invalid_grant'; reason: 'unknown' | 'used' | 'client_mismatch' };
+
+/**
+ * One poll of the token endpoint. The grant's row is locked for the poll, so the poll-interval bookkeeping
+ * and the one-time token issue are decided one poll at a time, across every process.
+ */
+export async function pollDeviceGrant(db: Kysely<Database>, clock: Clock, deviceCode: string, clientId: string | null): Promise<PollResult> {
+  return db.transaction().execute(async (trx): Promise<PollResult> => {
+    const grant = await trx.selectFrom('device_grants').selectAll().where('device_code_digest', '=', digest(deviceCode)).forUpdate().executeTakeFirst();
+    if (!grant) return { kind: 'invalid_grant', reason: 'unknown' };
+    if (clientId !== null && grant.client_id !== null && clientId !== grant.client_id) return { kind: 'invalid_grant', reason: 'client_mismatch' };
+    if (grant.status === 'issued') return { kind: 'invalid_grant', reason: 'used' };
+    const now = clock.now();
+    if (grant.expires_at <= now) return { kind: 'expired_token' };
+    if (grant.status === 'denied') return { kind: 'access_denied' };
+    if (grant.status === 'approved' && grant.user_id !== null) {
+      const { row, secret } = await createToken(trx, clock, { userId: grant.user_id, kind: 'session', name: grant.client_id ?? 'device-flow', expiresAt: null });
+      await trx.updateTable('device_grants').set({ status: 'issued', token_id: row.id, last_polled_at: now }).where('id', '=', grant.id).execute();
+      return { kind: 'token', accessToken: secret, expiresIn: SESSION_LIFETIME_SECONDS };
+    }
+    // Pending: a poll sooner than the interval after the previous one slows the device down for good.
+    const tooSoon = grant.last_polled_at !== null && now - grant.last_polled_at < grant.interval_seconds;
+    const interval = tooSoon ? grant.interval_seconds + SLOW_DOWN_STEP_SECONDS : grant.interval_seconds;
+    await trx.updateTable('device_grants').set({ last_polled_at: now, interval_seconds: interval }).where('id', '=', grant.id).execute();
+    return tooSoon ? { kind: 'slow_down', interval, previousInterval: grant.interval_seconds } : { kind: 'authorization_pending', interval };
+  });
+}
+
+export type DecisionResult =
+  | { kind: 'decided'; row: Row<'device_grants'> }
+  | { kind: 'not_found' }
+  | { kind: 'already_decided'; status: 'approved' | 'denied' }
+  | { kind: 'rate_limited'; retryAfter: number };
+
+/**
+ * Counts one attempt of the user against the window (fixed, APPROVAL_WINDOW_SECONDS long) before the code is
+ * looked up, in one statement, so concurrent guesses cannot slip past the limit; attempts that name a real
+ * code are given back afterwards. Returns the attempts in the window, this one included, and when it ends.
+ */
+async function countAttempt(db: Kysely<Database>, userId: string, now: number): Promise<{ attempts: number; windowEndsAt: number }> {
+  const windowStart = now - APPROVAL_WINDOW_SECONDS;
+  const row = await db
+    .insertInto('device_code_attempts')
+    .values({ user_id: userId, window_started_at: now, attempts: 1 })
+    .onConflict((oc) =>
+      oc.column('user_id').doUpdateSet({
+        attempts: sql<number>`CASE WHEN device_code_attempts.window_started_at <= ${windowStart} THEN 1 ELSE device_code_attempts.attempts + 1 END`,
+        window_started_at: sql<number>`CASE WHEN device_code_attempts.window_started_at <= ${windowStart} THEN ${now}::bigint ELSE device_code_attempts.window_started_at END`,
+      }),
+    )
+    .returning(['attempts', 'window_started_at'])
+    .executeTakeFirstOrThrow();
+  return { attempts: row.attempts, windowEndsAt: row.window_started_at + APPROVAL_WINDOW_SECONDS };
+}
+
+async function refundAttempt(db: Kysely<Database>, userId: string): Promise<void> {
+  await db.updateTable('device_code_attempts').set({ attempts: sql<number>`greatest(attempts - 1, 0)` }).where('user_id', '=', userId).execute();
+}
+
+/** The signed-in user's approval or denial of the grant showing `userCode` (as typed). */
+export async function decideDeviceGrant(
+  db: Kysely<Database>,
+  clock: Clock,
+  userId: string,
+  userCode: string,
+  action: 'approve' | 'deny',
+): Promise<DecisionResult> {
+  const now = clock.now();
+  const { attempts, windowEndsAt } = await countAttempt(db, userId, now);
+  if (attempts > APPROVAL_ATTEMPT_LIMIT) return { kind: 'rate_limited', retryAfter: Math.max(1, windowEndsAt - now) };
+  const code = normaliseUserCode(userCode);
+  const result = code === undefined ? ({ kind: 'not_found' } as const) : await decide(db, now, userId, code, action);
+  if (result.kind !== 'not_found') await refundAttempt(db, userId);
+  return result;
+}
+
+async function decide(db: Kysely<Database>, now: number, userId: string, code: string, action: 'approve' | 'deny'): Promise<DecisionResult> {
+  return db.transaction().execute(async (trx): Promise<DecisionResult> => {
+    const grant = await trx.selectFrom('device_grants').selectAll().where('user_code', '=', code).forUpdate().executeTakeFirst();
+    if (!grant || grant.expires_at <= now) return { kind: 'not_found' };
+    if (grant.status !== 'pending') return { kind: 'already_decided', status: grant.status === 'denied' ? 'denied' : 'approved' };
+    const row = await trx
+      .updateTable('device_grants')
+      .set({ status: action === 'approve' ? 'approved' : 'denied', user_id: userId, decided_at: now })
+      .where('id', '=', grant.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { kind: 'decided', row };
+  });
+}
