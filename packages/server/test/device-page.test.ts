@@ -1,0 +1,155 @@
+// The device approval page (GET /device) in a real browser: Debian's Chromium driven by playwright-core, as the
+// docs test does, against a server started in-process. A user pastes a token, confirms the prefilled code and
+// approves (the device's poll then receives a token), and another request is denied (its poll gets
+// access_denied). The page loads nothing but itself: its Content-Security-Policy allows only its own inline
+// script and style, and every request is checked to go to the server.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+
+const chromiumPath = '/usr/bin/chromium';
+const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+let database: TestDatabase;
+let server: TestServer;
+let alice: TestUser;
+let context: BrowserContext | undefined;
+let userDataDir: string | undefined;
+const clock = new TestClock();
+const requests: string[] = [];
+const pageErrors: string[] = [];
+const consoleErrors: string[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, clock);
+  alice = await newUser(database.db, clock, 'free');
+  // Without Chromium the tests fail (not skipped), naming the install command.
+  if (!existsSync(chromiumPath)) return;
+  userDataDir = await mkdtemp(join(tmpdir(), 'platform-device-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context.on('request', (request) => requests.push(`${request.method()} ${request.url()}`));
+  context.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text());
+  });
+});
+afterAll(async () => {
+  await context?.close();
+  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await server?.close();
+  await database?.drop();
+});
+
+async function openPage(): Promise<Page> {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} is missing: install it with \`apt-get update && apt-get install -y chromium\`.`);
+  }
+  if (!context) throw new Error('the browser did not start');
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  return page;
+}
+
+async function startDevice(): Promise<{ device_code: string; user_code: string; verification_uri_complete: string }> {
+  const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
+  expect(reply.status).toBe(200);
+  return reply.body;
+}
+
+const poll = (deviceCode: string) =>
+  call(server.baseUrl, 'POST', '/v1/auth/device/token', {
+    body: new URLSearchParams({ grant_type: GRANT, device_code: deviceCode }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+
+describe('GET /device', () => {
+  it('is served with a strict Content-Security-Policy and cannot be framed', async () => {
+    const reply = await fetch(`${server.baseUrl}/device`);
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^text\/html/);
+    const csp = reply.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'(;|$)/);
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(reply.headers.get('x-frame-options')).toBe('DENY');
+    const html = await reply.text();
+    expect(html).not.toMatch(/(src|href)="https?:/);
+  });
+
+  it('approves the code from ?user_code= with a pasted token; the device then receives a session token', { timeout: 60_000 }, async () => {
+    const device = await startDevice();
+    const page = await openPage();
+    await page.goto(device.verification_uri_complete);
+    await expect.poll(() => page.locator('#user_code').inputValue()).toBe(device.user_code);
+    await page.locator('#token').fill(alice.token);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const status = page.locator('#status');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('approved');
+    expect(await status.textContent()).toContain(`Approved ${device.user_code}`);
+
+    clock.advance(5);
+    const issued = await poll(device.device_code);
+    expect(issued.status).toBe(200);
+    expect(issued.body).toMatchObject({ token_type: 'Bearer', access_token: expect.stringMatching(/^[A-Za-z0-9]{32}$/) });
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: issued.body.access_token })).status).toBe(200);
+    // The token was remembered in this browser.
+    expect(await page.evaluate(() => localStorage.getItem('platform.device.token'))).toBe(alice.token);
+    await page.close();
+  });
+
+  it('denies a code typed by hand, with the token remembered from before; the device gets access_denied', { timeout: 60_000 }, async () => {
+    const device = await startDevice();
+    const page = await openPage();
+    await page.goto(`${server.baseUrl}/device`);
+    // The saved token is filled in; the code is typed in lower case, without the dash.
+    await expect.poll(() => page.locator('#token').inputValue()).toBe(alice.token);
+    expect(await page.locator('#user_code').inputValue()).toBe('');
+    await page.locator('#user_code').fill(device.user_code.replace('-', '').toLowerCase());
+    await page.getByRole('button', { name: 'Deny' }).click();
+    const status = page.locator('#status');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('denied');
+    expect(await status.textContent()).toContain(`Denied ${device.user_code}`);
+
+    clock.advance(5);
+    const denied = await poll(device.device_code);
+    expect(denied.status).toBe(400);
+    expect(denied.body).toMatchObject({ error: 'access_denied' });
+
+    // Deciding again shows the service's message (409).
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('conflict');
+    expect(await status.textContent()).toContain('already denied');
+    await page.close();
+  });
+
+  it('says so when the token is not accepted, and forgets it', { timeout: 60_000 }, async () => {
+    const device = await startDevice();
+    const page = await openPage();
+    await page.goto(device.verification_uri_complete);
+    await page.locator('#token').fill('q7Xk2mP9vR4tL8wN3zB6cY1hJ5dF0sGa');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('#status').getAttribute('data-result'), { timeout: 10_000 }).toBe('unauthorized');
+    expect(await page.evaluate(() => localStorage.getItem('platform.device.token'))).toBeNull();
+    clock.advance(5);
+    expect((await poll(device.device_code)).body).toMatchObject({ error: 'authorization_pending' });
+    await page.close();
+  });
+
+  it('loaded nothing but the server, with no errors in the page', () => {
+    expect(requests.length).toBeGreaterThan(0);
+    expect(requests.filter((request) => !request.split(' ')[1]!.startsWith(`${server.baseUrl}/`))).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    // Chromium logs each non-2xx fetch (the refused token's 401, the second decision's 409); anything else,
+    // such as a Content-Security-Policy violation, fails the test.
+    expect(consoleErrors.filter((message) => !/the server responded with a status of (401|409)/.test(message))).toEqual([]);
+  });
+});
