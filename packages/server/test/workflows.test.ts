@@ -156,6 +156,7 @@ describe('machine provisioning', () => {
     }
     clock.advance(300);
     await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'provisioning', 'a retry');
+    await settled();
     clock.advance(20);
     await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'the machine to be ready');
     expect((await status()).autoscaling).toMatchObject({ state: 'idle', backoff_until: null });
@@ -178,6 +179,31 @@ describe('machine provisioning', () => {
     expect((await status()).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
     // The free user's one cluster took the whole kaas/clusters quota, which they were told.
     expect((await api.GET('/v1/notifications')).data).toContainEqual(expect.objectContaining({ type: 'quota.reached', resource_id: 'kaas/clusters' }));
+  });
+});
+
+describe('machine deletion', () => {
+  it('removes the server at the provider, also for a machine deleted while its server boots', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'short-lived');
+    const config = await byomConfig(user);
+    const api = client(user);
+    const ready = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    clock.advance(20);
+    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
+    const booting = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    for (const machine of [ready, booting]) {
+      await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    }
+    // A second delete of a machine being deleted is the same outcome.
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: booting.provider_id } } });
+    await eventually(() => machinesOf(user, cluster.id), (m) => m.length === 0, 'the machines to go');
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM simulated_cloud.servers
+      WHERE labels->>'machine' IN (${ready.provider_id}, ${booting.provider_id}) AND deleted_at IS NULL`.execute(database.db);
+    expect(rows[0]!.n).toBe(0);
   });
 });
 

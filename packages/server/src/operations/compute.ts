@@ -4,6 +4,7 @@ import { conflict, notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { workspacePage } from '../services/lists.ts';
 import { backoffOf, lockCluster, offeringOf, slotAvailable } from '../services/provisioning.ts';
+import { cancelWorkflows } from '../workflows/engine.ts';
 import { enforceQuota, limitOf, provisioningUsage } from '../services/quotas.ts';
 import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
 import { memberWorkspaces, requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
@@ -141,13 +142,17 @@ export const requestMachine: Handler<'requestMachine'> = async ({ body, headers,
   return { status: 202, body: toMachine(row) };
 };
 
-export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db }) => {
+export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
   await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const machine = await visibleMachine(db, caller.userId, params.providerId);
   await db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('suspensions').where('provider_id', '=', machine.provider_id).execute();
-    await trx.deleteFrom('workflows').where('subject_id', '=', machine.provider_id).execute();
-    await trx.deleteFrom('machines').where('provider_id', '=', machine.provider_id).execute();
+    const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirst();
+    if (!locked || locked.status === 'deleting') return; // deleting already: the same outcome
+    // Whatever was under way for the machine stops; the deletion removes its server and snapshot.
+    const suspensions = await trx.selectFrom('suspensions').select('id').where('provider_id', '=', machine.provider_id).execute();
+    const cancelled = await cancelWorkflows(trx, [machine.provider_id, ...suspensions.map((s) => s.id)], 'cancelled: the machine was deleted', clock.now());
+    await trx.updateTable('machines').set({ status: 'deleting' }).where('provider_id', '=', machine.provider_id).execute();
+    await workflows.start(trx, 'deprovision', machine.provider_id, { cancelled });
   });
   return { status: 204, body: undefined };
 };

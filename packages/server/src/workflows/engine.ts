@@ -77,6 +77,29 @@ export function rowOnlyStarter(clock: Clock): WorkflowStarter {
 
 const DEFAULT_MAX_ATTEMPTS = 5;
 
+/** Cancels unfinished workflows (their subject is going away); a step running now ends without effect. */
+export async function cancelWorkflows(trx: Kysely<Database>, subjectIds: string[], reason: string, now: number): Promise<string[]> {
+  if (subjectIds.length === 0) return [];
+  const rows = await trx
+    .updateTable('workflows')
+    .set({ status: 'failed', error: reason, run_after: null, updated_at: now })
+    .where('subject_id', 'in', subjectIds)
+    .where('status', 'in', ['pending', 'running'])
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Whether a worker is running a step of any of these workflows right now (it holds their lock). */
+export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): Promise<boolean> {
+  if (workflowIds.length === 0) return false;
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.classid = ${LOCK_NAMESPACE}::int::oid AND l.objsubid = 2
+      AND l.objid IN (SELECT (hashtext(id) & 2147483647)::int::oid FROM unnest(${workflowIds}::text[]) AS id)`.execute(db);
+  return (rows[0]?.n ?? 0) > 0;
+}
+
 /** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
 function retryThenFail(error: unknown, attempts: number): StepResult {
   if (attempts >= DEFAULT_MAX_ATTEMPTS) return { failed: error instanceof Error ? error.message : String(error) };
@@ -264,10 +287,12 @@ export class WorkflowEngine implements WorkflowStarter {
           : goesOn(result)
             ? { status: 'running' as const, step: result.next, attempts: 0, run_after: null }
             : { status: 'running' as const, step: result.next ?? workflow.step, attempts: result.attempts ?? 0, run_after: now + result.wait };
+    // A workflow cancelled while its step ran (its subject deleted) stays cancelled.
     await this.options.db
       .updateTable('workflows')
       .set({ ...update, state: JSON.stringify(state), updated_at: now })
       .where('id', '=', workflow.id)
+      .where('status', 'in', ['pending', 'running'])
       .execute();
   }
 }

@@ -3,6 +3,7 @@ import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
 import type { WorkflowDefinition } from './engine.ts';
 import { installWorkflow } from './install.ts';
+import { deprovision } from './deprovision.ts';
 import { provision } from './provision.ts';
 import { regeneration } from './regeneration.ts';
 import { resume, suspend } from './suspension.ts';
@@ -15,6 +16,7 @@ export interface WorkflowSettings {
 export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
   cluster_create: clusterCreate(settings.controlPlaneSeconds),
   provision,
+  deprovision,
   install: installWorkflow,
   regeneration,
   suspend,

@@ -1,0 +1,44 @@
+// Delete a machine: wait for any step of its other workflows that is running now (they were cancelled, but a
+// provider call may be in flight), delete its server and, for a suspended machine, its snapshot, then remove
+// the machine and free its provisioning slot. The machine lists as `deleting` until then.
+import { lockCluster, nextQueued } from '../services/provisioning.ts';
+import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
+
+const machineOf = (ctx: StepContext) => ctx.db.selectFrom('machines').selectAll().where('provider_id', '=', ctx.workflow.subject_id).executeTakeFirst();
+
+export const deprovision: WorkflowDefinition = {
+  steps: {
+    async start(ctx) {
+      const cancelled = (ctx.state.cancelled as string[] | undefined) ?? [];
+      if (await anyRunning(ctx.db, cancelled)) return { wait: 1 };
+      return { next: 'delete_server' };
+    },
+    async delete_server(ctx) {
+      const machine = await machineOf(ctx);
+      if (!machine) return { done: true };
+      if (machine.server_id) await ctx.provider.deleteServer(machine.server_id);
+      const suspensions = await ctx.db.selectFrom('suspensions').select('snapshot_id').where('provider_id', '=', machine.provider_id).where('snapshot_id', 'is not', null).execute();
+      for (const { snapshot_id } of suspensions) {
+        if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id))) await ctx.provider.deleteSnapshot(snapshot_id);
+      }
+      return { next: 'remove' };
+    },
+    async remove(ctx) {
+      const machine = await machineOf(ctx);
+      if (!machine) return { done: true };
+      await ctx.db.transaction().execute(async (trx) => {
+        await lockCluster(trx, machine.cluster_id);
+        await trx.deleteFrom('suspensions').where('provider_id', '=', machine.provider_id).execute();
+        await trx.deleteFrom('machines').where('provider_id', '=', machine.provider_id).execute();
+        const next = await nextQueued(trx, machine.cluster_id);
+        if (next) await ctx.wake(trx, next);
+      });
+      return { done: true };
+    },
+  },
+  async fail(ctx, message) {
+    // The provider refused the deletion: the machine stays `deleting` with the reason in the workflow's error,
+    // and deleting it again retries.
+    ctx.logger.error({ message }, 'machine deletion failed');
+  },
+};
