@@ -357,7 +357,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a machine
-         * @description Deletes a machine: its server is removed from the cluster and the provider, and its quota is freed. A suspended machine's suspension goes with it.
+         * @description Deletes a machine. Whatever was under way for it (provisioning, a suspend or resume) stops; a workflow then removes its server (and a suspended machine's snapshot) at the provider and the machine with its suspension, and frees its quota and its provisioning slot. Until that is done the machine lists with status `deleting`; deleting it again changes nothing.
          */
         delete: operations["deleteMachine"];
         options?: never;
@@ -1238,11 +1238,12 @@ export interface components {
          * @description A Server-Sent Events stream (UTF-8, one event per blank-line-terminated block):
          *
          *     ```
-         *     stream     = *( event / comment )
+         *     stream     = *( event / comment ) [ shutdown ]
          *     event      = log-event / end-event
          *     log-event  = "id: " event-id LF "event: log" LF "data: " LogLine-JSON LF LF
          *     end-event  = "event: end" LF "data: " LogStreamEnd-JSON LF LF
          *     comment    = ": keep-alive" LF LF
+         *     shutdown   = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
          *     ```
          *
          *     - `log`: one container log line; `data` is a `LogLine` object. Lines come in the order each container
@@ -1251,6 +1252,11 @@ export interface components {
          *     - `end`: the stream is over; `data` is a `LogStreamEnd` object. Sent after the backlog when `follow=false`,
          *       or when the install's pods are gone. The server then closes the connection. A client that sees the
          *       connection drop without an `end` event reconnects with `Last-Event-ID` set to the last `id` it received.
+         *     - When the serving process shuts down it sends the `shutdown` block and closes the connection: reconnect
+         *       (any server process continues the stream). A client that reads nothing for a long time (30 s by default)
+         *       is disconnected the same way, without the block.
+         *     - An `id` holds the position of every container of the stream, so a resumed stream continues each container
+         *       exactly after its last line sent, with no gap and no repeat.
          */
         LogStream: string;
         /** @description The `data` of the `end` event, the last event of the install log stream. */
@@ -2706,7 +2712,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted. No body. */
+            /** @description The deletion is under way (status `deleting`) or done. No body. */
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
