@@ -139,6 +139,22 @@ describe('errors', () => {
     expect(error).toMatchObject({ status: 403, code: 'quota_exceeded', details, suggestion: 'Upgrade to Pro.' });
   });
 
+  it('reads the device token endpoint’s OAuth 2.0 error body (RFC 6749 §5.2) into code and message', async () => {
+    const { fetch } = fakeFetch(() => json(400, { error: 'slow_down', error_description: 'Wait 10 seconds between polls.' }));
+    const { api } = testClient(fetch);
+    const body = { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'Gm9x2V1kQz8rT4yLw7pN3cHs6bJd0fAeKu5iXo_RqM-' };
+    const error = await rejection(api.POST('/v1/auth/device/token', { body }));
+    expect(error).toBeInstanceOf(PlatformApiError);
+    expect(error).toMatchObject({ status: 400, code: 'slow_down', message: 'Wait 10 seconds between polls.', param: undefined, details: undefined, requestId: 'req_400' });
+  });
+
+  it('does not take an unknown OAuth-looking error code for one', async () => {
+    const { fetch } = fakeFetch(() => json(400, { error: 'server_on_fire' }));
+    const { api } = testClient(fetch);
+    const error = await rejection(api.GET('/v1/regions'));
+    expect(error).toMatchObject({ status: 400, code: 'unexpected_response', details: { error: 'server_on_fire' } });
+  });
+
   it('maps an answer without the contract’s body to unexpected_response, keeping the text', async () => {
     const { fetch } = fakeFetch(() => new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }));
     const { api } = testClient(fetch);
