@@ -90,6 +90,28 @@ describe('requestDeviceCode', () => {
     expect(text.body).toMatchObject({ error: { code: 'bad_request' } });
   });
 
+  it('takes the host from the request, and ignores a Host header that is no host name', async () => {
+    const { request } = await import('node:http');
+    const withHost = (host: string) =>
+      new Promise<{ status: number; body: DeviceAuthorization }>((resolve, reject) => {
+        const url = new URL('/v1/auth/device/code', server.baseUrl);
+        const req = request(url, { method: 'POST', headers: { host } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as DeviceAuthorization }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const named = await withHost('api.platform.example:8443');
+    expect(named.status).toBe(200);
+    expect(named.body.verification_uri).toBe('http://api.platform.example:8443/device');
+    const odd = await withHost('not a host');
+    expect(odd.status).toBe(200);
+    expect(odd.body.verification_uri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/device$/);
+  });
+
   it('uses PUBLIC_URL for the verification URI when it is set', async () => {
     const configured = await startTestServer(database.db, clock, { PUBLIC_URL: 'https://api.platform.example/' });
     try {

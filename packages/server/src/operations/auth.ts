@@ -13,7 +13,18 @@ import {
   normaliseUserCode,
   pollDeviceGrant,
 } from '../services/device-grants.ts';
+import type { Config } from '../config.ts';
 import type { Handler } from './types.ts';
+
+/** PUBLIC_URL, else the scheme and Host the request came to (a Host that is no host name gets the listen address). */
+function publicBase(config: Config, origin: string): string {
+  if (config.publicUrl) return config.publicUrl;
+  try {
+    return new URL(origin).origin;
+  } catch {
+    return `http://${config.host}:${config.port}`;
+  }
+}
 
 export const requestDeviceCode: Handler<'requestDeviceCode'> = async ({ body, origin }, { db, clock, config }) => {
   const { deviceCode, userCode, row } = await createDeviceGrant(
@@ -22,7 +33,7 @@ export const requestDeviceCode: Handler<'requestDeviceCode'> = async ({ body, or
     { ttlSeconds: config.deviceCodeTtlSeconds, intervalSeconds: config.devicePollIntervalSeconds },
     { clientId: body?.client_id ?? null, scope: body?.scope ?? null },
   );
-  const verificationUri = `${config.publicUrl ?? origin}/device`;
+  const verificationUri = `${publicBase(config, origin)}/device`;
   const shown = formatUserCode(userCode);
   return {
     status: 200,
