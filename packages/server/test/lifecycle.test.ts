@@ -59,8 +59,11 @@ describe('pnpm start', () => {
     expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATABASE_URL: cannot open the database \(.+\)$/);
   });
 
-  it('migrates, seeds a demo user, prints a working token, drains on SIGTERM and exits 0', async () => {
-    const child = spawn(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  it('migrates, seeds a demo user, prints a working token, runs workflows, drains on SIGTERM and exits 0', async () => {
+    const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     await new Promise<void>((resolve, reject) => {
@@ -77,11 +80,26 @@ describe('pnpm start', () => {
     const docs = await fetch(`${baseUrl}/docs`);
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('Platform Management API');
+    // The workers of this process run an install of the demo product to the end.
+    const products = await call(baseUrl, 'GET', '/v1/products', { token });
+    const install = await call(baseUrl, 'POST', '/v1/installs', { token, body: { product_id: products.body.data[0].id, region_id: 'fsn1' } });
+    expect(install.status).toBe(202);
+    for (let i = 0; (await call(baseUrl, 'GET', `/v1/installs/${install.body.id}`, { token })).body.status !== 'running'; i++) {
+      if (i > 200) throw new Error('the install did not run');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    // A followed log stream gets the shutdown block and is closed, so its client reconnects elsewhere.
+    const stream = await fetch(`${baseUrl}/v1/installs/${install.body.id}/logs`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let received = (await reader.read()).value ?? '';
+    expect(received).toContain('event: log');
     // A request in flight when SIGTERM arrives completes; then the process exits 0.
     const inFlight = call(baseUrl, 'GET', '/v1/quotas', { token });
     await new Promise((resolve) => setTimeout(resolve, 5));
     child.kill('SIGTERM');
     expect((await inFlight).status).toBe(200);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) received += chunk.value;
+    expect(received).toMatch(/retry: 1000\n: server shutting down; reconnect with Last-Event-ID\n\n$/);
     expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(0);
   });
 });

@@ -1,5 +1,7 @@
 // The workflows from request to final state, through the generated client, with pg-boss workers on a real
 // PostgreSQL, the simulated cloud, and an injected clock: the test moves time instead of sleeping for it.
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { sql } from 'kysely';
 import pino from 'pino';
@@ -28,7 +30,7 @@ beforeAll(async () => {
     orphanAfterSeconds: 1,
   });
   await runtime.engine.run({ work: true });
-  server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+  server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20', STREAM_STALL_MS: '300' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
 });
 
 afterAll(async () => {
@@ -288,6 +290,34 @@ describe('installs', () => {
     const stranger = await newUser(database.db, clock, 'pro');
     const denied = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs`, { token: stranger.token });
     expect(denied.status).toBe(404);
+  });
+
+  it('filters by pod and container', async () => {
+    const events = async (query: string) => {
+      const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=3${query}`, { token: user.token });
+      return String(reply.body).split('\n\n').filter((e) => e.includes('event: log')).map((e) => JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { pod: string; container: string });
+    };
+    const [first] = await events('');
+    expect(first).toBeDefined();
+    expect(await events(`&pod=${first!.pod}&container=${first!.container}`)).toHaveLength(3);
+    expect(await events('&pod=no-such-pod')).toEqual([]);
+    expect(await events(`&pod=${first!.pod}&container=sidecar`)).toEqual([]);
+  });
+
+  it('drops a client that stops reading, instead of buffering for it', async () => {
+    clock.advance(36_000); // ten hours of lines: far more than the socket buffers hold
+    const socket = connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(`GET /v1/installs/${install.id}/logs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${user.token}\r\nAccept: text/event-stream\r\n\r\n`);
+    socket.pause(); // read nothing while the server writes
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // past STREAM_STALL_MS (300 ms), in real time
+    // A followed stream of a running install never ends by itself: if the connection ends, the server dropped it.
+    let received = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
+    socket.resume();
+    await once(socket, 'close');
+    expect(received).toContain('event: log');
+    expect(received).not.toContain('event: end');
   });
 
   it('a product update regenerates the charts and upgrades the running install', async () => {
