@@ -14,7 +14,8 @@ export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition =
       const cluster = await clusterOf(ctx);
       if (!cluster) return { done: true };
       await ctx.db.transaction().execute(async (trx) => {
-        await trx.updateTable('clusters').set({ status: 'RUNNING', status_message: null }).where('id', '=', cluster.id).where('status', '=', 'PROVISIONING').execute();
+        const changed = await trx.updateTable('clusters').set({ status: 'RUNNING', status_message: null }).where('id', '=', cluster.id).where('status', '=', 'PROVISIONING').executeTakeFirst();
+        if (changed.numUpdatedRows === 0n) return; // a re-run after a crash: done already
         // Machines requested while the control plane came up wait queued; the oldest may start now.
         const next = await nextQueued(trx, cluster.id);
         if (next) await ctx.wake(trx, next);

@@ -93,7 +93,9 @@ export const installWorkflow: WorkflowDefinition = {
       if (!install) return { done: true };
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
-        await trx.updateTable('installs').set({ status: 'running', status_message: null, updated_at: now }).where('id', '=', install.id).execute();
+        // Only the run that makes the change tells about it (a re-run after a crash finds it made).
+        const changed = await trx.updateTable('installs').set({ status: 'running', status_message: null, updated_at: now }).where('id', '=', install.id).where('status', '<>', 'running').executeTakeFirst();
+        if (changed.numUpdatedRows === 0n) return;
         await notifyWorkspace(trx, install.workspace_id, now, {
           type: 'install.running',
           resource_type: 'install',
@@ -112,7 +114,8 @@ export const installWorkflow: WorkflowDefinition = {
     if (!install) return;
     const now = ctx.clock.now();
     await ctx.db.transaction().execute(async (trx) => {
-      await trx.updateTable('installs').set({ status: 'failed', status_message: message, updated_at: now }).where('id', '=', install.id).execute();
+      const changed = await trx.updateTable('installs').set({ status: 'failed', status_message: message, updated_at: now }).where('id', '=', install.id).where('status', '<>', 'failed').executeTakeFirst();
+      if (changed.numUpdatedRows === 0n) return;
       await notifyWorkspace(trx, install.workspace_id, now, {
         type: 'install.failed',
         resource_type: 'install',

@@ -2,7 +2,7 @@
 // wait until it runs, then free the slot for the next queued machine. A failed creation puts the machine back
 // in the queue and the cluster into backoff (services/provisioning.ts).
 import { notifyWorkspace } from '../services/notifications.ts';
-import { lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
+import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
@@ -83,11 +83,13 @@ export const provision: WorkflowDefinition = {
     if (!machine) return { done: true };
     const now = ctx.clock.now();
     const message = error instanceof Error ? error.message : String(error);
-    const { until, failures } = await ctx.db.transaction().execute(async (trx) => {
+    const backoff = await ctx.db.transaction().execute(async (trx) => {
       await lockCluster(trx, machine.cluster_id);
+      // Back to the queue, counted once: a re-run of this after a crash finds the machine queued already.
+      const requeued = await trx.updateTable('machines').set({ status: 'queued', server_id: null }).where('provider_id', '=', machine.provider_id).where('status', '=', 'provisioning').executeTakeFirst();
       const { offering } = await offeringOf(trx, machine.workspace_id);
+      if (requeued.numUpdatedRows === 0n) return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
       const backoff = await recordFailure(trx, machine.cluster_id, offering, now);
-      await trx.updateTable('machines').set({ status: 'queued', server_id: null }).where('provider_id', '=', machine.provider_id).execute();
       await notifyWorkspace(trx, machine.workspace_id, now, {
         type: 'machine.provision_failed',
         resource_type: 'machine',
@@ -98,8 +100,8 @@ export const provision: WorkflowDefinition = {
       });
       return backoff;
     });
-    ctx.logger.info({ failures, until }, 'provision failed; cluster backs off');
-    return { wait: until - now, next: 'start', attempts: 0 };
+    ctx.logger.info(backoff, 'provision failed; cluster backs off');
+    return { wait: Math.max(0, backoff.until - now), next: 'start', attempts: 0 };
   },
 
   async fail(ctx, message) {

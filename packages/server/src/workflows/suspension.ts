@@ -99,8 +99,9 @@ export const resume: WorkflowDefinition = {
       await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id));
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
+        const changed = await trx.updateTable('suspensions').set({ status: 'resumed' }).where('id', '=', subject.suspension.id).where('status', '=', 'resuming').executeTakeFirst();
+        if (changed.numUpdatedRows === 0n) return; // a re-run after a crash: done already
         await trx.updateTable('machines').set({ status: 'ready' }).where('provider_id', '=', subject.machine.provider_id).execute();
-        await trx.updateTable('suspensions').set({ status: 'resumed' }).where('id', '=', subject.suspension.id).execute();
         await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
           type: 'suspension.resumed',
           resource_type: 'suspension',
