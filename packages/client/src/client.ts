@@ -18,8 +18,11 @@ import type {
 export interface PlatformClientOptions {
   /** The service's base address, e.g. `http://127.0.0.1:4010` (the mock) or `https://api.platform.example`. */
   baseUrl: string;
-  /** Sent as `Authorization: Bearer <token>`: a PAT (`svc_pat_…`), a session token or an OAuth2 JWT. */
-  token: string;
+  /**
+   * Sent as `Authorization: Bearer <token>`: a PAT (`svc_pat_…`), a session token or an OAuth2 JWT. Omit it
+   * only for the device sign-in calls (`requestDeviceCode`, `pollDeviceToken`), which take none.
+   */
+  token?: string;
   /** Sent as `X-Workspace-Id` on every call; a call's own `workspaceId` overrides it. */
   workspaceId?: string;
   /** The fetch to use (tests inject one). Default: the global fetch, looked up at call time. */

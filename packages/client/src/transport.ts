@@ -24,7 +24,7 @@ export interface LooseInit {
 
 export interface TransportOptions {
   baseUrl: string;
-  token: string;
+  token?: string;
   workspaceId: string | undefined;
   fetch: ((input: Request) => Promise<Response>) | undefined;
   retry: RetryPolicy;
@@ -58,7 +58,7 @@ type RawRequest = (
 const retryStatuses = new Set([429, 503]);
 
 export function createTransport(options: TransportOptions): Send {
-  const raw = createClient<paths>({ baseUrl: options.baseUrl, headers: { Authorization: `Bearer ${options.token}` } });
+  const raw = createClient<paths>({ baseUrl: options.baseUrl, headers: options.token === undefined ? {} : { Authorization: `Bearer ${options.token}` } });
   const request = raw.request as unknown as RawRequest;
   // Looked up at call time, and called unbound: browsers reject fetch called on another object.
   const baseFetch = options.fetch ?? ((input: Request) => globalThis.fetch(input));

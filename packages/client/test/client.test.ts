@@ -26,6 +26,13 @@ describe('requests', () => {
     expect(request?.headers.get('x-workspace-id')).toBeNull();
   });
 
+  it('sends no Authorization header without a token (the device sign-in calls)', async () => {
+    const { fetch, requests } = fakeFetch(() => json(200, { device_code: 'd', user_code: 'WDJB-MJHT', verification_uri: 'http://api.test/device', verification_uri_complete: 'http://api.test/device?user_code=WDJB-MJHT', expires_in: 600, interval: 5 }));
+    const { api } = testClient(fetch, { token: undefined });
+    await api.POST('/v1/auth/device/code', {});
+    expect(requests[0]?.headers.get('authorization')).toBeNull();
+  });
+
   it('encodes a path parameter into one segment', async () => {
     const { fetch, requests } = fakeFetch(() => json(200, { drifted: false, reason: null }));
     const { api } = testClient(fetch);
