@@ -357,6 +357,12 @@ describe('suspend and resume', () => {
     await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
     const drift = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(drift).toMatchObject({ drifted: false, differences: [] });
+    // Someone resizes the server in the provider's console, out of band: the check reports it.
+    await sql`UPDATE simulated_cloud.servers SET server_type = 'cpx31' WHERE labels->>'machine' = ${machine.provider_id}`.execute(database.db);
+    const drifted = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
+    expect(drifted).toMatchObject({ drifted: true, differences: [{ field: 'server_type', desired: 'cx2*', actual: 'cpx31' }] });
+    expect(drifted.reason).toContain('cpx31');
+    await sql`UPDATE simulated_cloud.servers SET server_type = 'cx22' WHERE labels->>'machine' = ${machine.provider_id}`.execute(database.db);
 
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
     expect(suspension.status).toBe('suspending');
