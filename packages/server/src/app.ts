@@ -25,6 +25,7 @@ import { secretBox } from './services/secrets.ts';
 import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
+import { LogTails } from './services/log-tails.ts';
 import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
 
 export interface AppOptions {
@@ -97,6 +98,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const router = new Router([...contract.operations.values()]);
   const authenticate = createAuthenticator(db, clock, config);
   const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);
+  const driver = options.driver ?? (simulated as SimulatedCloud);
   const env: HandlerEnv = {
     db,
     clock,
@@ -105,8 +107,9 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     secrets: secretBox(options.secretsKey),
     workflows: options.workflows ?? rowOnlyStarter(clock),
     provider: options.provider ?? (simulated as SimulatedCloud),
-    driver: options.driver ?? (simulated as SimulatedCloud),
+    driver,
     shutdown: options.shutdown ?? new AbortController().signal,
+    logTails: new LogTails({ db, driver, pollMs: config.logPollMs }),
   };
   const openapiJson = JSON.stringify(definition);
   const docs = await docsHtml().catch(() => undefined);

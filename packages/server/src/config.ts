@@ -32,7 +32,7 @@ export interface Config {
   role: Role;
   /** Workflows one worker process runs at once. */
   workerConcurrency: number;
-  /** How often (ms) a following log stream looks for new lines. */
+  /** How often (ms) a followed install's tail looks for new lines (one poller per install and process). */
   logPollMs: number;
   /** A log stream whose client has not read for this long (ms) is dropped, so its buffer stays bounded. */
   streamStallMs: number;
@@ -158,7 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
     workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 8, 1, 256),
-    logPollMs: integer(env, 'LOG_POLL_MS', 250, 10, 10_000),
+    logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
     simulation: {

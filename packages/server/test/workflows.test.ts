@@ -292,6 +292,40 @@ describe('installs', () => {
     expect(denied.status).toBe(404);
   });
 
+  it('feeds many followers of one install the same lines, with the same ids', async () => {
+    const follow = async (controller: AbortController) => {
+      const response = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?tail=1`, { headers: { authorization: `Bearer ${user.token}` }, signal: controller.signal });
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = '';
+      return {
+        async until(count: number) {
+          while ((text.match(/event: log/g) ?? []).length < count) text += (await reader.read()).value ?? '';
+          return text.split('\n\n').filter((e) => e.includes('event: log')).slice(0, count);
+        },
+      };
+    };
+    const controllers = Array.from({ length: 5 }, () => new AbortController());
+    const followers = await Promise.all(controllers.map(follow));
+    const ticker = setInterval(() => clock.advance(1), 20);
+    try {
+      const seen = await Promise.all(followers.map((f) => f.until(8)));
+      // Every follower got consecutive lines (no gap, no repeat), and an id means the same line for all.
+      const byId = new Map<string, string>();
+      for (const events of seen) {
+        const positions = events.map((e) => Number(/^id: .*:(\d+)$/m.exec(e)![1]));
+        expect(positions).toEqual(positions.map((_, i) => positions[0]! + i));
+        for (const event of events) {
+          const id = /^id: (.+)$/m.exec(event)![1]!;
+          expect(byId.get(id) ?? event).toBe(event);
+          byId.set(id, event);
+        }
+      }
+    } finally {
+      clearInterval(ticker);
+      for (const controller of controllers) controller.abort();
+    }
+  });
+
   it('filters by pod and container', async () => {
     const events = async (query: string) => {
       const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=3${query}`, { token: user.token });

@@ -73,7 +73,7 @@ export const createInstall: Handler<'createInstall'> = async (input, { db, clock
   return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
 };
 
-export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, config }) => {
+export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, logTails }) => {
   await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const install = await visibleInstall(db, caller.userId, params.id);
   const lastEventId = headers['Last-Event-ID'];
@@ -87,7 +87,7 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, 
     sinceSeconds: query.since_seconds ?? 0,
     lastEventId,
   };
-  return { status: 200, stream: installLogStream(request, { db, clock, driver, signal, shutdown, pollMs: config.logPollMs }) };
+  return { status: 200, stream: installLogStream(request, { db, clock, driver, signal, shutdown, tails: logTails }) };
 };
 
 export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({

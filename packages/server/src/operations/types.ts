@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import type { LogTails } from '../services/log-tails.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
@@ -42,6 +43,8 @@ export interface HandlerEnv {
   driver: ClusterDriver;
   /** Aborted when the process begins to shut down: long-lived streams end so clients reconnect elsewhere. */
   shutdown: AbortSignal;
+  /** The tails of the installs followed in this process, shared by their log streams. */
+  logTails: LogTails;
 }
 
 type SuccessStatus<Op extends OperationId> = Extract<ResponseStatus<Op>, 200 | 201 | 202 | 204>;

@@ -3,14 +3,17 @@
 // Every event's id carries the position of every container after that event ("<ms>-<c1>:<n1>.<c2>:<n2>…",
 // where <c> is a short hash of pod/container), so a client that reconnects with Last-Event-ID, to any server
 // process, continues each container exactly after its last line: no gap, no duplicate, no sticky sessions.
-// Following polls each container for lines after its position: lines come from the cluster, not from this
-// process, so every process serves the same stream.
+//
+// A follower first reads its backlog from the cluster. Then it is fed by the install's tail (log-tails.ts):
+// one poller per install and process, shared by all its followers, keeping the recent lines in memory. A
+// follower the tail's memory no longer covers (it fell behind) reads what it misses from the cluster itself.
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
 import { validationError } from '../http/errors.ts';
 import type { ClusterDriver, LogEntry, PodContainer } from '../providers/types.ts';
+import type { LogTails } from './log-tails.ts';
 
 export const KEEP_ALIVE_MS = 15_000;
 
@@ -32,13 +35,13 @@ export interface LogStreamEnv {
   signal: AbortSignal;
   /** Aborted when this process shuts down: the stream tells the client to reconnect elsewhere. */
   shutdown: AbortSignal;
-  /** How often following looks for new lines, in real ms. */
-  pollMs: number;
+  /** The followed installs' shared tails. */
+  tails: LogTails;
 }
 
-type Positions = Map<string, number>;
+export type Positions = Map<string, number>;
 
-const containerKey = (c: PodContainer) => createHash('sha256').update(`${c.pod}/${c.container}`).digest('base64url').slice(0, 6);
+export const containerKey = (c: PodContainer) => createHash('sha256').update(`${c.pod}/${c.container}`).digest('base64url').slice(0, 6);
 
 /** Reads a Last-Event-ID; a malformed one is the caller's error (422 with the header as param). */
 export function parseEventId(id: string | undefined): Positions {
@@ -60,37 +63,19 @@ const eventId = (timestampMs: number, positions: Positions) =>
 
 const sse = (event: string, data: unknown, id?: string) => `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
-const byTime = (a: LogEntry, b: LogEntry) =>
+export const byTime = (a: LogEntry, b: LogEntry) =>
   a.timestamp_ms - b.timestamp_ms || a.pod.localeCompare(b.pod) || a.container.localeCompare(b.container) || a.position - b.position;
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 export async function* installLogStream(request: LogStreamRequest, env: LogStreamEnv): AsyncGenerator<string> {
   const positions = parseEventId(request.lastEventId);
   const stop = AbortSignal.any([env.signal, env.shutdown]);
   const sinceMs = request.sinceSeconds > 0 ? env.clock.nowMs() - request.sinceSeconds * 1000 : undefined;
+  const wanted = (c: PodContainer) => (request.pod === undefined || c.pod === request.pod) && (request.container === undefined || c.container === request.container);
 
-  const containers = async () => {
-    const install = await env.db.selectFrom('installs').select(['cluster_id', 'status']).where('id', '=', request.installId).executeTakeFirst();
-    if (!install?.cluster_id) return { install, list: [] as PodContainer[] };
-    const list = await env.driver.listContainers(install.cluster_id, request.installId);
-    return { install, list: list.filter((c) => (request.pod === undefined || c.pod === request.pod) && (request.container === undefined || c.container === request.container)) };
-  };
-
-  /** Lines after each container's position, merged in time order; `tail` keeps the last lines of the merge. */
+  /** Lines after each container's position, read from the cluster, merged in time order; `tail` keeps the last. */
   const readNew = async (clusterId: string, list: PodContainer[], tail?: number) => {
     const lines: LogEntry[] = [];
-    for (const target of list) {
+    for (const target of list.filter(wanted)) {
       const after = positions.get(containerKey(target));
       for await (const entry of env.driver.readLog(clusterId, request.installId, target, { follow: false, signal: stop, after, tail, since_ms: sinceMs })) {
         lines.push(entry);
@@ -108,35 +93,40 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
     }
   }
 
-  // The backlog: `tail` applies to it once; a resumed stream continues after its positions instead.
-  let { install, list } = await containers();
-  if (install?.cluster_id) yield* emit(await readNew(install.cluster_id, list, positions.size > 0 ? undefined : request.tail));
   if (!request.follow) {
+    const install = await env.db.selectFrom('installs').select('cluster_id').where('id', '=', request.installId).executeTakeFirst();
+    if (install?.cluster_id) {
+      const list = await env.driver.listContainers(install.cluster_id, request.installId);
+      yield* emit(await readNew(install.cluster_id, list, positions.size > 0 ? undefined : request.tail));
+    }
     yield sse('end', { reason: 'backlog_sent' });
     return;
   }
 
-  let quietSince = Date.now();
-  while (!stop.aborted) {
-    await sleep(env.pollMs, stop);
-    if (stop.aborted) break;
-    ({ install, list } = await containers());
-    const finished = !install || install.status === 'failed' || install.status === 'uninstalling';
-    if (install?.cluster_id) {
-      const lines = await readNew(install.cluster_id, list);
-      if (lines.length > 0) {
+  const tail = env.tails.follow(request.installId);
+  try {
+    // The backlog: `tail` applies to it once; a resumed stream continues after its positions instead.
+    let version = await tail.ready();
+    if (tail.clusterId) yield* emit(await readNew(tail.clusterId, tail.containers, positions.size > 0 ? undefined : request.tail));
+    while (!stop.aborted) {
+      const changed = await tail.changed(version, KEEP_ALIVE_MS, stop);
+      if (stop.aborted) break;
+      if (!changed) {
+        yield ': keep-alive\n\n';
+        continue;
+      }
+      version = tail.version;
+      if (tail.clusterId) {
+        const lines = tail.linesAfter(positions, wanted) ?? (await readNew(tail.clusterId, tail.containers));
         yield* emit(lines);
-        quietSince = Date.now();
+      }
+      if (tail.finished && !tail.containers.some(wanted)) {
+        yield sse('end', { reason: 'pods_gone' });
+        return;
       }
     }
-    if (finished && list.length === 0) {
-      yield sse('end', { reason: 'pods_gone' });
-      return;
-    }
-    if (Date.now() - quietSince >= KEEP_ALIVE_MS) {
-      yield ': keep-alive\n\n';
-      quietSince = Date.now();
-    }
+  } finally {
+    env.tails.unfollow(tail);
   }
   // This process is going away: ask the client to come back (to another process) after its last id.
   if (env.shutdown.aborted && !env.signal.aborted) yield 'retry: 1000\n: server shutting down; reconnect with Last-Event-ID\n\n';
