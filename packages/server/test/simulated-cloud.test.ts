@@ -1,0 +1,88 @@
+// The simulated cloud behaves like the real systems where callers can tell: idempotent creation by label,
+// servers that take time to boot, and a pod-log API with tail, since, resume and follow.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimulatedCloud } from '../src/providers/simulated.ts';
+import { createTestDatabase, TestClock, type TestDatabase } from './support.ts';
+
+let database: TestDatabase;
+let cloud: SimulatedCloud;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  cloud = new SimulatedCloud(database.db, clock, { bootSeconds: 10, releaseSeconds: 5, logLinesPerSecond: 2, followPollMs: 10 });
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+describe('ComputeProvider', () => {
+  it('boots servers over time and creates one per workflow label', async () => {
+    const request = { name: 'n1', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_sim_1' } };
+    const first = await cloud.createServer(request);
+    expect(first.status).toBe('initializing');
+    expect(await cloud.createServer(request)).toMatchObject({ id: first.id });
+    clock.advance(10);
+    expect(await cloud.getServer(first.id)).toMatchObject({ status: 'running', server_type: 'cx22', image: 'ubuntu-24.04' });
+    await cloud.deleteServer(first.id);
+    expect(await cloud.getServer(first.id)).toBeUndefined();
+  });
+
+  it('fails creations at the configured rate', async () => {
+    cloud.options.failureRate = 1;
+    try {
+      await expect(cloud.createServer({ name: 'n2', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_sim_2' } })).rejects.toThrow(/resource_unavailable/);
+    } finally {
+      cloud.options.failureRate = 0;
+    }
+  });
+});
+
+describe('ClusterDriver', () => {
+  const release = { cluster_id: 'cl_sim', namespace: 'ins_sim', release: 'web-abc123', chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' }, values: {}, template_id: 'tpl_1' };
+  const read = async (options: { tail?: number; since_ms?: number; after?: number }) => {
+    const [target] = await cloud.listContainers('cl_sim', 'ins_sim');
+    const lines = [];
+    for await (const entry of cloud.readLog('cl_sim', 'ins_sim', target!, { follow: false, signal: new AbortController().signal, ...options })) lines.push(entry);
+    return lines;
+  };
+
+  it('deploys releases over time, and upgrades to a new template as a new revision', async () => {
+    expect(await cloud.upsertRelease(release)).toMatchObject({ status: 'pending-install', revision: 1 });
+    expect(await cloud.upsertRelease(release)).toMatchObject({ revision: 1 }); // the same again: no new revision
+    clock.advance(5);
+    expect(await cloud.getRelease('cl_sim', 'ins_sim', 'web-abc123')).toMatchObject({ status: 'deployed' });
+    expect(await cloud.listContainers('cl_sim', 'ins_sim')).toEqual([{ pod: expect.stringMatching(/^web-abc123-/), container: 'web' }]);
+  });
+
+  it('reads a container log with tail, since and after', async () => {
+    clock.advance(10); // 15 s since the pod started at 2 lines a second: 31 lines
+    const all = await read({});
+    expect(all).toHaveLength(31);
+    expect(all[0]!.line).toMatch(/^Pulling image/);
+    expect(all.map((l) => l.position)).toEqual(all.map((_, i) => i));
+    expect(await read({ tail: 4 })).toEqual(all.slice(-4));
+    expect(await read({ after: 20 })).toEqual(all.slice(21));
+    expect((await read({ since_ms: clock.nowMs() - 2000 })).every((l) => l.timestamp_ms >= clock.nowMs() - 2000)).toBe(true);
+  });
+
+  it('follows a log until the release is uninstalled', async () => {
+    const [target] = await cloud.listContainers('cl_sim', 'ins_sim');
+    const controller = new AbortController();
+    const followed: number[] = [];
+    const ticker = setInterval(() => clock.advance(1), 15);
+    try {
+      for await (const entry of cloud.readLog('cl_sim', 'ins_sim', target!, { follow: true, tail: 1, signal: controller.signal })) {
+        followed.push(entry.position);
+        if (followed.length === 6) await cloud.uninstallRelease('cl_sim', 'ins_sim', 'web-abc123');
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    // Consecutive lines, and the iteration ended by itself once the pod was gone.
+    expect(followed.length).toBeGreaterThanOrEqual(6);
+    expect(followed).toEqual(followed.map((_, i) => followed[0]! + i));
+    expect(await cloud.listContainers('cl_sim', 'ins_sim')).toEqual([]);
+  });
+});
