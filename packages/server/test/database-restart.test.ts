@@ -3,7 +3,6 @@
 // The test starts an embedded PostgreSQL of its own, so it can stop and start it without touching the
 // machine's.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -17,22 +16,12 @@ import { createUser, seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import { rowOnlyStarter } from '../src/workflows/engine.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
+import { freePort } from './global-setup.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const step of cleanup.reverse()) await step().catch(() => {});
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Reads through the outage: a query that fails while PostgreSQL is down is tried again. */
 async function settledCount(connection: Connection): Promise<number> {

@@ -13,7 +13,8 @@ declare module 'vitest' {
   }
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on now (tests that start servers of their own use it too). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -83,6 +83,18 @@ async function byomConfig(user: TestUser) {
 
 const machinesOf = (user: TestUser, clusterId: string) => client(user).GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } });
 
+/** A running cluster with one ready BYOM machine. */
+async function readyMachine(user: TestUser, clusterName: string) {
+  const cluster = await runningCluster(user, clusterName);
+  const config = await byomConfig(user);
+  const api = client(user);
+  const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+  await settled();
+  clock.advance(20);
+  await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
+  return { api, cluster, config, machine };
+}
+
 describe('cluster creation', () => {
   it('goes PROVISIONING → RUNNING and tells the workspace', async () => {
     const user = await newUser(database.db, clock, 'pro');
@@ -187,13 +199,7 @@ describe('machine provisioning', () => {
 describe('machine deletion', () => {
   it('removes the server at the provider, also for a machine deleted while its server boots', async () => {
     const user = await newUser(database.db, clock, 'pro');
-    const cluster = await runningCluster(user, 'short-lived');
-    const config = await byomConfig(user);
-    const api = client(user);
-    const ready = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
-    await settled();
-    clock.advance(20);
-    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
+    const { api, cluster, config, machine: ready } = await readyMachine(user, 'short-lived');
     const booting = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     await settled();
     for (const machine of [ready, booting]) {
@@ -382,13 +388,7 @@ describe('installs', () => {
 describe('suspend and resume', () => {
   it('suspends (snapshot, server deleted), resumes from the snapshot on a new server with the same node name; a second resume is 409', async () => {
     const user = await newUser(database.db, clock, 'pro');
-    const cluster = await runningCluster(user, 'sleepy');
-    const config = await byomConfig(user);
-    const api = client(user);
-    const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
-    await settled();
-    clock.advance(20);
-    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
+    const { api, cluster, machine } = await readyMachine(user, 'sleepy');
     const drift = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(drift).toMatchObject({ drifted: false, differences: [] });
     // Someone resizes the server in the provider's console, out of band: the check reports it.

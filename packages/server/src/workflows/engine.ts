@@ -194,27 +194,31 @@ export class WorkflowEngine implements WorkflowStarter {
     this.ticking = true;
     try {
       return await this.options.db.transaction().execute(async (trx) => {
-        const { rows } = await sql<{ id: string }>`
+        // Due by the clock (the partial index on run_after)…
+        const due = await sql<{ id: string }>`
           UPDATE workflows w SET run_after = NULL, enqueued_at = now()
-          FROM (
-            SELECT id FROM workflows
-            WHERE run_after <= ${this.options.clock.now()}
-               OR (status IN ('pending', 'running') AND run_after IS NULL
-                   AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ${this.options.orphanAfterSeconds}))
-                   AND NOT EXISTS (
-                     SELECT 1 FROM pg_locks l
-                     WHERE l.locktype = 'advisory' AND l.classid = ${LOCK_NAMESPACE}::int::oid
-                       AND l.objid = (hashtext(workflows.id) & 2147483647)::int::oid AND l.objsubid = 2))
-            ORDER BY run_after NULLS FIRST
-            LIMIT 500
-            FOR UPDATE SKIP LOCKED
-          ) due
+          FROM (SELECT id FROM workflows WHERE run_after <= ${this.options.clock.now()} ORDER BY run_after LIMIT 500 FOR UPDATE SKIP LOCKED) due
           WHERE w.id = due.id
           RETURNING w.id`.execute(trx);
-        if (rows.length > 0) {
-          await this.boss.insert(QUEUE, rows.map((r) => ({ data: { workflow_id: r.id } })), { db: onTransaction(trx) });
-        }
-        return rows.length;
+        // …and orphans: unfinished, no job sent lately, and no worker holding them (the partial index on status).
+        const orphans = await sql<{ id: string }>`
+          UPDATE workflows w SET enqueued_at = now()
+          FROM (
+            SELECT id FROM workflows
+            WHERE status IN ('pending', 'running') AND run_after IS NULL
+              AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ${this.options.orphanAfterSeconds}))
+              AND NOT EXISTS (
+                SELECT 1 FROM pg_locks l
+                WHERE l.locktype = 'advisory' AND l.classid = ${LOCK_NAMESPACE}::int::oid
+                  AND l.objid = (hashtext(workflows.id) & 2147483647)::int::oid AND l.objsubid = 2)
+            LIMIT 500
+            FOR UPDATE SKIP LOCKED
+          ) orphan
+          WHERE w.id = orphan.id
+          RETURNING w.id`.execute(trx);
+        const ids = [...due.rows, ...orphans.rows].map((r) => r.id);
+        if (ids.length > 0) await this.boss.insert(QUEUE, ids.map((id) => ({ data: { workflow_id: id } })), { db: onTransaction(trx) });
+        return ids.length;
       });
     } catch (error) {
       this.options.logger.warn({ err: error }, 'workflow tick failed; retrying on the next tick');
