@@ -162,10 +162,11 @@ export function loadConfig(env: Env = process.env): Config {
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
     simulation: {
-      bootSeconds: integer(env, 'SIM_BOOT_SECONDS', 20, 0, 3600),
-      controlPlaneSeconds: integer(env, 'SIM_CONTROL_PLANE_SECONDS', 30, 0, 3600),
-      releaseSeconds: integer(env, 'SIM_RELEASE_SECONDS', 8, 0, 3600),
-      snapshotSeconds: integer(env, 'SIM_SNAPSHOT_SECONDS', 15, 0, 3600),
+      // Short enough to try things by hand, long enough that every intermediate status shows.
+      bootSeconds: integer(env, 'SIM_BOOT_SECONDS', 5, 0, 3600),
+      controlPlaneSeconds: integer(env, 'SIM_CONTROL_PLANE_SECONDS', 10, 0, 3600),
+      releaseSeconds: integer(env, 'SIM_RELEASE_SECONDS', 3, 0, 3600),
+      snapshotSeconds: integer(env, 'SIM_SNAPSHOT_SECONDS', 3, 0, 3600),
       failureRate: fraction(env, 'SIM_FAILURE_RATE', 0),
       latencyMs: integer(env, 'SIM_LATENCY_MS', 0, 0, 60_000),
     },

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  const token = await seedDemo(connection.db, systemClock);
+  const token = await seedDemo(connection.db, systemClock, runtime.provider);
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const shutdown = new AbortController();
   const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });

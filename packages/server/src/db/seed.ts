@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
 import { createToken } from '../services/tokens.ts';
+import type { ComputeProvider } from '../providers/types.ts';
 import type { Database, Plan } from './schema.ts';
 
 export async function createUser(db: Kysely<Database>, clock: Clock, email: string, plan: Plan): Promise<{ userId: string; workspaceId: string; token: string }> {
@@ -87,11 +88,17 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
   return ids;
 }
 
-/** Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty. */
-export async function seedDemo(db: Kysely<Database>, clock: Clock): Promise<string | undefined> {
+/**
+ * Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty.
+ * The demo's ready machine gets its server at the cloud provider, so suspending it works as for any other.
+ */
+export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider): Promise<string | undefined> {
   const any = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
   if (any) return undefined;
   const user = await createUser(db, clock, 'demo@platform.example', 'pro');
-  await seedSampleResources(db, clock, user);
+  const sample = await seedSampleResources(db, clock, user);
+  const machine = await db.selectFrom('machines').select(['node_name', 'server_type']).where('provider_id', '=', sample.providerId).executeTakeFirstOrThrow();
+  const server = await provider.createServer({ name: machine.node_name, server_type: machine.server_type, location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId } });
+  await db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', sample.providerId).execute();
   return user.token;
 }
