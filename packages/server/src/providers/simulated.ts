@@ -43,10 +43,11 @@ export interface SimulationOptions {
   followPollMs: number;
 }
 
+/** The simulation's defaults; the server's configuration (SIM_* variables) sets the timings it runs with. */
 export const defaultSimulation: SimulationOptions = {
-  bootSeconds: 20,
-  snapshotSeconds: 15,
-  releaseSeconds: 8,
+  bootSeconds: 5,
+  snapshotSeconds: 3,
+  releaseSeconds: 3,
   latencyMs: 0,
   failureRate: 0,
   logLinesPerSecond: 2,
