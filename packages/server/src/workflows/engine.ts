@@ -149,7 +149,11 @@ export class WorkflowEngine implements WorkflowStarter {
     // LISTEN/NOTIFY wakes workers when a job is sent (on commit of the sending transaction); polling stays as
     // the fallback.
     this.boss = new PgBoss({ connectionString: options.connectionString, schema: 'pgboss', max: 4, useListenNotify: true });
-    this.boss.on('error', (error) => options.logger.error({ err: error }, 'pg-boss error'));
+    // Connections that the database closes while this process shuts down are expected, not errors.
+    this.boss.on('error', (error) => {
+      // The message and code only: pg's errors carry their whole client object.
+      if (!this.stopped) options.logger.error({ err: { message: error.message, code: (error as { code?: string }).code } }, 'pg-boss error');
+    });
     // One connection per running workflow holds its advisory lock; the steps use the shared pool.
     this.lockPool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency });
     this.lockPool.on('error', () => {});
