@@ -5,8 +5,8 @@ import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.ts';
 
 export interface ProviderRateLimit {
-  /** Resolves when this caller may make one call. */
-  take(key: string): Promise<void>;
+  /** Resolves when this caller may make one call, with the moment reserved for it (database clock, ms). */
+  take(key: string): Promise<number>;
 }
 
 export function providerRateLimit(db: Kysely<Database>, perSecond: number): ProviderRateLimit {
@@ -23,6 +23,7 @@ export function providerRateLimit(db: Kysely<Database>, perSecond: number): Prov
       const row = rows[0]!;
       const wait = Number(row.slot) - Number(row.now);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      return Number(row.slot);
     },
   };
 }

@@ -186,7 +186,7 @@ export class WorkflowEngine implements WorkflowStarter {
     const now = this.options.clock.now();
     await trx
       .insertInto('workflows')
-      .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: null, enqueued_at: sql<Date>`now()` as never, created_at: now, updated_at: now })
+      .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: null, enqueued_at: sql<Date>`now()`, created_at: now, updated_at: now })
       .execute();
     await this.boss.send(QUEUE, { workflow_id: id }, { db: onTransaction(trx) });
     return id;
@@ -235,8 +235,13 @@ export class WorkflowEngine implements WorkflowStarter {
   /** Runs a workflow's steps until it waits, ends or has run STEPS_PER_JOB steps. */
   async runWorkflow(id: string): Promise<void> {
     const { db, clock, logger } = this.options;
-    const lock = await this.lockPool.connect();
+    const lock = await this.lockPool.connect().catch((error: unknown) => {
+      logger.warn({ err: error, workflow: id }, 'workflow run not started: no database connection');
+      return undefined;
+    });
+    if (!lock) return; // the orphan scan sends it again once the database answers
     const key = [LOCK_NAMESPACE, id];
+    let broken = false;
     try {
       const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2) & 2147483647) AS ok', key);
       if (!rows[0]?.ok) return; // another worker runs it now, and will schedule what comes next
@@ -245,6 +250,8 @@ export class WorkflowEngine implements WorkflowStarter {
           const workflow = await db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
           if (!workflow || workflow.status === 'succeeded' || workflow.status === 'failed') return;
           if (workflow.run_after !== null && workflow.run_after > clock.now()) return; // not due: a duplicate trigger
+          // Due and run now: clear run_after, so that a wake during the step shows as a new one.
+          if (workflow.run_after !== null) await db.updateTable('workflows').set({ run_after: null }).where('id', '=', id).execute();
           const definition = this.options.definitions[workflow.kind];
           const step = definition.steps[workflow.step];
           const ctx: StepContext = {
@@ -278,9 +285,11 @@ export class WorkflowEngine implements WorkflowStarter {
       }
     } catch (error) {
       // An outage mid-step: the workflow stays unfinished and unlocked, so the orphan scan resends it.
+      broken = true;
       logger.warn({ err: error, workflow: id }, 'workflow run interrupted');
     } finally {
-      lock.release();
+      // A connection that failed is closed rather than reused (closing it also drops any lock it held).
+      lock.release(broken);
     }
   }
 
@@ -294,7 +303,8 @@ export class WorkflowEngine implements WorkflowStarter {
           ? { status: 'failed' as const, run_after: null, error: result.failed }
           : goesOn(result)
             ? { status: 'running' as const, step: result.next, attempts: 0, run_after: null }
-            : { status: 'running' as const, step: result.next ?? workflow.step, attempts: result.attempts ?? 0, run_after: now + result.wait };
+            : // A wake that arrived while the step ran (run_after set meanwhile) is kept, not overwritten.
+              { status: 'running' as const, step: result.next ?? workflow.step, attempts: result.attempts ?? 0, run_after: sql<number>`coalesce(run_after, ${now + result.wait})` };
     // A workflow cancelled while its step ran (its subject deleted) stays cancelled.
     await this.options.db
       .updateTable('workflows')

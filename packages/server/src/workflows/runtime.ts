@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
-import { providerRateLimit } from '../services/provider-rate-limit.ts';
+import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';
 
@@ -21,6 +21,8 @@ export interface RuntimeOptions {
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
   orphanAfterSeconds?: number;
+  /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
+  rateLimit?: ProviderRateLimit;
 }
 
 export function createRuntime(options: RuntimeOptions) {
@@ -33,7 +35,7 @@ export function createRuntime(options: RuntimeOptions) {
     latencyMs: config.simulation.latencyMs,
     ...options.simulation,
   });
-  const provider = rateLimited(cloud, providerRateLimit(options.db, config.providerRateLimit));
+  const provider = rateLimited(cloud, options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
   const engine = new WorkflowEngine({
     db: options.db,
     connectionString: options.connectionString,
