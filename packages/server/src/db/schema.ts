@@ -195,6 +195,8 @@ export interface WorkflowsTable {
   /** Due at this moment (clock seconds); null while a job for it is queued or running, or when finished. */
   run_after: ColumnType<Seconds | null, Seconds | null | undefined, Seconds | null>;
   enqueued_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The pg-boss job last sent for it: while that job waits in the queue, the workflow is no orphan. */
+  job_id: ColumnType<string | null, string | null | undefined, string | null>;
   error: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
   updated_at: Seconds;

@@ -8,6 +8,7 @@
 //     workflow that is due by the injected clock, and for orphans (unfinished, not locked, not enqueued
 //     lately: what a crashed worker held), so nothing depends on one process staying alive.
 // Steps are re-entrant: a re-run after a crash adopts what an earlier run created (see the kinds).
+import { randomUUID } from 'node:crypto';
 import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
@@ -164,11 +165,14 @@ export class WorkflowEngine implements WorkflowStarter {
     await this.boss.start();
     await this.boss.createQueue(QUEUE, { policy: 'standard', retryLimit: 0, expireInSeconds: 300, notify: true });
     if (!work) return;
+    // Batches keep the worker fetching while there is a backlog (a batch of one would wait a polling interval
+    // after every job); the jobs of a batch run side by side.
+    const batchSize = Math.min(4, this.options.concurrency);
     await this.boss.work<{ workflow_id: string }>(
       QUEUE,
-      { batchSize: 1, localConcurrency: this.options.concurrency, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 },
-      async ([job]) => {
-        if (job) await this.runWorkflow(job.data.workflow_id);
+      { batchSize, burstWhenBatchFull: batchSize > 1, localConcurrency: Math.ceil(this.options.concurrency / batchSize), pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 },
+      async (jobs) => {
+        await Promise.all(jobs.map((job) => this.runWorkflow(job.data.workflow_id)));
       },
     );
     this.ticker = setInterval(() => void this.tick(), this.options.tickMs);
@@ -183,12 +187,13 @@ export class WorkflowEngine implements WorkflowStarter {
 
   async start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state: Record<string, unknown> = {}): Promise<string> {
     const id = newId('wf');
+    const jobId = randomUUID();
     const now = this.options.clock.now();
     await trx
       .insertInto('workflows')
-      .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: null, enqueued_at: sql<Date>`now()`, created_at: now, updated_at: now })
+      .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: null, enqueued_at: sql<Date>`now()`, job_id: jobId, created_at: now, updated_at: now })
       .execute();
-    await this.boss.send(QUEUE, { workflow_id: id }, { db: onTransaction(trx) });
+    await this.boss.send(QUEUE, { workflow_id: id }, { id: jobId, db: onTransaction(trx) });
     return id;
   }
 
@@ -199,14 +204,16 @@ export class WorkflowEngine implements WorkflowStarter {
     try {
       return await this.options.db.transaction().execute(async (trx) => {
         // Due by the clock (the partial index on run_after)…
-        const due = await sql<{ id: string }>`
-          UPDATE workflows w SET run_after = NULL, enqueued_at = now()
+        const due = await sql<{ id: string; job_id: string }>`
+          UPDATE workflows w SET run_after = NULL, enqueued_at = now(), job_id = gen_random_uuid()
           FROM (SELECT id FROM workflows WHERE run_after <= ${this.options.clock.now()} ORDER BY run_after LIMIT 500 FOR UPDATE SKIP LOCKED) due
           WHERE w.id = due.id
-          RETURNING w.id`.execute(trx);
-        // …and orphans: unfinished, no job sent lately, and no worker holding them (the partial index on status).
-        const orphans = await sql<{ id: string }>`
-          UPDATE workflows w SET enqueued_at = now()
+          RETURNING w.id, w.job_id`.execute(trx);
+        // …and orphans (the partial index on status): unfinished, no worker holding them, and their last job no
+        // longer waiting in the queue yet not sent just now. A worker that died leaves its job active, not
+        // waiting, so its workflow is sent again after orphanAfterSeconds.
+        const orphans = await sql<{ id: string; job_id: string }>`
+          UPDATE workflows w SET enqueued_at = now(), job_id = gen_random_uuid()
           FROM (
             SELECT id FROM workflows
             WHERE status IN ('pending', 'running') AND run_after IS NULL
@@ -215,14 +222,17 @@ export class WorkflowEngine implements WorkflowStarter {
                 SELECT 1 FROM pg_locks l
                 WHERE l.locktype = 'advisory' AND l.classid = ${LOCK_NAMESPACE}::int::oid
                   AND l.objid = (hashtext(workflows.id) & 2147483647)::int::oid AND l.objsubid = 2)
+              AND NOT EXISTS (
+                SELECT 1 FROM pgboss.job j
+                WHERE j.name = ${QUEUE} AND j.id = workflows.job_id AND j.state IN ('created', 'retry'))
             LIMIT 500
             FOR UPDATE SKIP LOCKED
           ) orphan
           WHERE w.id = orphan.id
-          RETURNING w.id`.execute(trx);
-        const ids = [...due.rows, ...orphans.rows].map((r) => r.id);
-        if (ids.length > 0) await this.boss.insert(QUEUE, ids.map((id) => ({ data: { workflow_id: id } })), { db: onTransaction(trx) });
-        return ids.length;
+          RETURNING w.id, w.job_id`.execute(trx);
+        const jobs = [...due.rows, ...orphans.rows].map((r) => ({ id: r.job_id, data: { workflow_id: r.id } }));
+        if (jobs.length > 0) await this.boss.insert(QUEUE, jobs, { db: onTransaction(trx) });
+        return jobs.length;
       });
     } catch (error) {
       this.options.logger.warn({ err: error }, 'workflow tick failed; retrying on the next tick');

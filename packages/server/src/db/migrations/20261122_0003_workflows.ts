@@ -11,6 +11,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD COLUMN attempts integer NOT NULL DEFAULT 0,
       ADD COLUMN run_after bigint,
       ADD COLUMN enqueued_at timestamptz,
+      ADD COLUMN job_id uuid,
       ADD COLUMN error text;
     -- Due workflows (the ticker's scan) and unfinished ones (the orphan scan after a worker crash).
     CREATE INDEX workflows_due ON workflows (run_after) WHERE run_after IS NOT NULL;
@@ -44,6 +45,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     DROP INDEX workflows_unfinished;
     DROP INDEX workflows_due;
     ALTER TABLE workflows DROP COLUMN step, DROP COLUMN state, DROP COLUMN attempts, DROP COLUMN run_after,
-      DROP COLUMN enqueued_at, DROP COLUMN error;
+      DROP COLUMN enqueued_at, DROP COLUMN job_id, DROP COLUMN error;
   `.execute(db);
 }
