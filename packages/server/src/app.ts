@@ -22,6 +22,7 @@ import { OAuthError } from './http/oauth.ts';
 import { Router } from './http/router.ts';
 import { handlers } from './operations/index.ts';
 import { secretBox } from './services/secrets.ts';
+import { apiRateLimiter } from './services/api-rate-limit.ts';
 import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
@@ -97,6 +98,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const contract = await loadContract();
   const router = new Router([...contract.operations.values()]);
   const authenticate = createAuthenticator(db, clock, config);
+  const rateLimiter = apiRateLimiter(db, clock);
   const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);
   const driver = options.driver ?? (simulated as SimulatedCloud);
   const env: HandlerEnv = {
@@ -191,6 +193,14 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     if (!meta) throw new Error(`no metadata for ${match.operation.operationId}`);
 
     const caller: Caller | undefined = meta.authenticated ? await authenticate(ctx.get('Authorization') || undefined) : undefined;
+
+    // The rate limit, before the body is read: per token (per user for JWTs), or per client address for the
+    // operations without authentication (the device flow's first two steps). Every answer says where it stands.
+    const limit = caller ? config.rateLimitPerMinute : config.rateLimitDevicePerMinute;
+    if (limit > 0) {
+      const key = caller ? (caller.tokenId ? `token:${caller.tokenId}` : `user:${caller.userId}`) : `ip:${ctx.ip}`;
+      ctx.set(await rateLimiter.hit(key, { name: caller ? 'default' : 'device', limit }));
+    }
 
     let body: unknown;
     let query: Record<string, unknown>;

@@ -17,6 +17,12 @@ export interface Config {
   shutdownGraceMs: number;
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
+  /** Requests a minute per token (per user for OAuth2 JWTs), shared by every process; 0: no limit. */
+  rateLimitPerMinute: number;
+  /** Requests a minute per client address to the unauthenticated device-flow steps; 0: no limit. */
+  rateLimitDevicePerMinute: number;
+  /** Strict-Transport-Security max-age in seconds; 0: the header is not sent (serve behind HTTPS to set it). */
+  hstsMaxAge: number;
   jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[] } | undefined;
   /** Seals write-only secrets; unset: a key generated once and kept in `dataDir` (see secretsKey). */
   secretsKey: Buffer | undefined;
@@ -148,6 +154,9 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
+    rateLimitDevicePerMinute: integer(env, 'RATE_LIMIT_DEVICE_PER_MINUTE', 120, 0, 1_000_000),
+    hstsMaxAge: integer(env, 'HSTS_MAX_AGE', 0, 0, 2 ** 31 - 1),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     jwt: jwt(env),
     secretsKey: secretsKey(env),

@@ -270,6 +270,12 @@ export interface DeviceCodeAttemptsTable {
   attempts: number;
 }
 
+export interface ApiRateLimitsTable {
+  key: string;
+  window_started_at: Seconds;
+  requests: number;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -292,6 +298,7 @@ export interface Database {
   device_code_attempts: DeviceCodeAttemptsTable;
   provisioning_backoff: ProvisioningBackoffTable;
   rate_limit_slots: { key: string; next_at_ms: ColumnType<number, number, number> };
+  api_rate_limits: ApiRateLimitsTable;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

@@ -1,0 +1,114 @@
+// The API's rate limit: per token, in PostgreSQL (so two app instances on one database share the count), with
+// the IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers-09) on every answer and 429 rate_limited with
+// Retry-After beyond the limit; per client address for the unauthenticated device-flow steps.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+
+const LIMIT = 3;
+let database: TestDatabase;
+let first: TestServer;
+let second: TestServer;
+const clock = new TestClock(1_800_000_000 - (1_800_000_000 % 60) + 10);
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const env = { RATE_LIMIT_PER_MINUTE: String(LIMIT), RATE_LIMIT_DEVICE_PER_MINUTE: '2' };
+  first = await startTestServer(database.db, clock, env);
+  second = await startTestServer(database.db, clock, env);
+});
+afterAll(async () => {
+  await first?.close();
+  await second?.close();
+  await database?.drop();
+});
+
+describe('configuration', () => {
+  it('defaults to 600 a minute per token, 120 per address for the device flow; 0 disables', () => {
+    expect(loadConfig({}).rateLimitPerMinute).toBe(600);
+    expect(loadConfig({}).rateLimitDevicePerMinute).toBe(120);
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0' }).rateLimitPerMinute).toBe(0);
+    expect(() => loadConfig({ RATE_LIMIT_PER_MINUTE: '-1' })).toThrow(/RATE_LIMIT_PER_MINUTE/);
+  });
+});
+
+describe('per token', () => {
+  it('answers with RateLimit headers, refuses request N+1 with 429 and Retry-After, across two instances', async () => {
+    const user = await newUser(database.db, clock);
+    const seen: string[] = [];
+    for (let i = 0; i < LIMIT; i++) {
+      // Alternate the instances: the count lives in the database, not in a process.
+      const reply = await call(i % 2 === 0 ? first.baseUrl : second.baseUrl, 'GET', '/v1/workspaces', { token: user.token });
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('ratelimit-policy')).toBe(`"default";q=${LIMIT};w=60`);
+      seen.push(reply.headers.get('ratelimit')!);
+    }
+    expect(seen).toEqual([`"default";r=2;t=50`, `"default";r=1;t=50`, `"default";r=0;t=50`]);
+
+    const refused = await call(second.baseUrl, 'GET', '/v1/workspaces', { token: user.token });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      error: {
+        code: 'rate_limited',
+        message: `Too many requests; this token may make ${LIMIT} requests a minute.`,
+        suggestion: 'Wait for the number of seconds in Retry-After, then retry.',
+        details: { limit: LIMIT, window_seconds: 60 },
+      },
+    });
+    expect(refused.headers.get('retry-after')).toBe('50');
+    expect(refused.headers.get('ratelimit')).toBe('"default";r=0;t=50');
+    expect(refused.headers.get('ratelimit-policy')).toBe(`"default";q=${LIMIT};w=60`);
+    expect(refused.headers.get('x-request-id')).toBeTruthy();
+    expect((await call(first.baseUrl, 'GET', '/v1/workspaces', { token: user.token })).status).toBe(429);
+
+    // Another token of another user is unaffected.
+    const other = await newUser(database.db, clock);
+    const fine = await call(first.baseUrl, 'GET', '/v1/workspaces', { token: other.token });
+    expect(fine.status).toBe(200);
+    expect(fine.headers.get('ratelimit')).toBe('"default";r=2;t=50');
+
+    // The next window starts over.
+    clock.advance(50);
+    const next = await call(first.baseUrl, 'GET', '/v1/workspaces', { token: user.token });
+    expect(next.status).toBe(200);
+    expect(next.headers.get('ratelimit')).toBe('"default";r=2;t=60');
+    clock.advance(10);
+  });
+
+  it('counts errors of a limited operation too, and they carry the headers', async () => {
+    const user = await newUser(database.db, clock);
+    const missing = await call(first.baseUrl, 'GET', '/v1/clusters/cl_missing', { token: user.token });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('ratelimit')).toMatch(/^"default";r=2;t=\d+$/);
+    expect(missing.headers.get('ratelimit-policy')).toBe(`"default";q=${LIMIT};w=60`);
+  });
+
+  it('does not count requests that fail authentication', async () => {
+    const reply = await call(first.baseUrl, 'GET', '/v1/workspaces', { token: 'svc_pat_nope' });
+    expect(reply.status).toBe(401);
+    expect(reply.headers.get('ratelimit')).toBeNull();
+  });
+});
+
+describe('per address, for the device flow', () => {
+  it('limits requestDeviceCode and pollDeviceToken by client address', async () => {
+    const start = clock.now() - (clock.now() % 60);
+    clock.advance(start + 60 - clock.now());
+    const code = await call(first.baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=cli', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(code.status).toBe(200);
+    expect(code.headers.get('ratelimit-policy')).toBe('"device";q=2;w=60');
+    expect(code.headers.get('ratelimit')).toBe('"device";r=1;t=60');
+    const poll = await call(second.baseUrl, 'POST', '/v1/auth/device/token', {
+      body: `grant_type=${encodeURIComponent('urn:ietf:params:oauth:grant-type:device_code')}&device_code=${code.body.device_code}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(poll.status).toBe(400);
+    expect(poll.body.error).toBe('authorization_pending');
+    expect(poll.headers.get('ratelimit')).toBe('"device";r=0;t=60');
+    const refused = await call(first.baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=cli', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('rate_limited');
+    expect(refused.body.error.message).toBe('Too many requests; this address may make 2 requests a minute.');
+    expect(refused.headers.get('retry-after')).toBe('60');
+  });
+});
