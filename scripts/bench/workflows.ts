@@ -92,6 +92,7 @@ export async function benchWorkflows(): Promise<Record<string, number>> {
     SIM_RELEASE_SECONDS: '0',
     SIM_CONTROL_PLANE_SECONDS: '0',
     PROVIDER_RATE_LIMIT: '10000',
+    RATE_LIMIT_PER_MINUTE: '0', // one token at full speed
   });
   const installBody = { product_id: sample.productId, region_id: 'fsn1' };
   try {
