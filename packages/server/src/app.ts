@@ -45,6 +45,7 @@ export interface AppOptions {
   shutdown?: AbortSignal;
 }
 
+const JSON_CSP = "default-src 'none'; frame-ancestors 'none'";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // Connection-level failures and PostgreSQL's "cannot connect now" class: the database is unreachable.
 const DATABASE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
@@ -152,9 +153,18 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     logger.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
   });
 
+  // Security headers on every answer, errors included. The CSP suits JSON and event streams (nothing may load
+  // or frame them); /docs drops it (its page runs inline scripts) and /device sends its own.
+  const securityHeaders: Record<string, string> = {
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': JSON_CSP,
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+    'Cache-Control': 'no-store',
+  };
+  if (config.hstsMaxAge > 0) securityHeaders['Strict-Transport-Security'] = `max-age=${config.hstsMaxAge}`;
   app.use(async (ctx, next) => {
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Cache-Control', 'no-store');
+    ctx.set(securityHeaders);
     await next();
   });
 
@@ -167,6 +177,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     if (ctx.method === 'GET' && (ctx.path === '/docs' || ctx.path === '/docs/') && docs) {
       ctx.type = 'text/html';
       ctx.set('Cache-Control', 'public, max-age=300');
+      ctx.remove('Content-Security-Policy');
       ctx.body = docs;
       return;
     }
