@@ -1,0 +1,96 @@
+// `platform login` (OAuth 2.0 device authorization grant, RFC 8628) and `platform logout`.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import { createPlatformClient, PlatformApiError } from '@platform/client';
+import { configPath, readConfig, updateConfig } from '../config.ts';
+import { action, example } from '../context.ts';
+import { done, json } from '../output.ts';
+import { EXIT_ERROR } from '../wait.ts';
+
+const GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
+
+/** Why a device grant ended without a token, in words a person acts on. */
+const FINAL_ERRORS: Record<string, string> = {
+  access_denied: 'The sign-in was denied in the browser.',
+  expired_token: 'The code expired before it was approved. Run `platform login` again.',
+  invalid_grant: 'The service no longer knows this code (already used or expired). Run `platform login` again.',
+};
+
+export function registerAuth(program: Command): void {
+  example(
+    program
+      .command('login')
+      .description('sign in through the browser (device code) and keep the session token in the config file')
+      .action(
+        action(async ({ settings, out }) => {
+          // The device calls take no token: whatever is configured is about to be replaced.
+          const anonymous = createPlatformClient({ baseUrl: settings.apiUrl });
+          const grant = await anonymous.POST('/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
+          // Instructions on stderr under --json, so stdout stays one JSON document.
+          const say = (text: string) => (out.json ? process.stderr : process.stdout).write(`${text}\n`);
+          say(`To sign in, open ${grant.verification_uri} and enter the code: ${grant.user_code}`);
+          say(`Or open ${grant.verification_uri_complete}`);
+          say('Waiting for approval…');
+          let interval = grant.interval;
+          const deadline = Date.now() + grant.expires_in * 1000;
+          for (;;) {
+            await sleep(interval * 1000);
+            if (Date.now() > deadline) {
+              process.stderr.write(`Error: ${FINAL_ERRORS.expired_token}\n`);
+              return EXIT_ERROR;
+            }
+            try {
+              const token = await anonymous.POST('/v1/auth/device/token', { body: { grant_type: GRANT_TYPE, device_code: grant.device_code } });
+              // Only the session token and where it works are kept; a PLATFORM_TOKEN in the environment never is.
+              updateConfig({ token: token.access_token, api_url: settings.apiUrl });
+              break;
+            } catch (error) {
+              if (!(error instanceof PlatformApiError)) throw error;
+              if (error.code === 'authorization_pending') continue;
+              if (error.code === 'slow_down') {
+                interval += 5; // RFC 8628 §3.5: every slow_down adds 5 seconds for good
+                continue;
+              }
+              const reason = FINAL_ERRORS[error.code];
+              if (reason === undefined) throw error;
+              process.stderr.write(`Error: ${reason}\n`);
+              return EXIT_ERROR;
+            }
+          }
+          // The new token at work: the workspaces it sees.
+          const stored = readConfig();
+          const api = createPlatformClient({ baseUrl: settings.apiUrl, token: stored.token });
+          const workspaces = await api.GET('/v1/workspaces');
+          if (out.json) return json(workspaces);
+          const names = workspaces.data.map((w) => `${w.name} (${w.id})`).join(', ');
+          process.stdout.write(`Logged in to ${settings.apiUrl}. Workspaces: ${names || 'none'}\nSession token saved in ${configPath()}\n`);
+        }),
+      ),
+    'platform login',
+    'platform --api-url https://api.platform.example login',
+  );
+
+  example(
+    program
+      .command('logout')
+      .description('end the session (revoke its token) and forget it')
+      .action(
+        action(async ({ api, out, settings }) => {
+          const stored = readConfig();
+          if (settings.token === undefined) {
+            process.stderr.write('Not logged in.\n');
+            return EXIT_ERROR;
+          }
+          try {
+            await api.POST('/v1/auth/logout');
+          } catch (error) {
+            // A token the service no longer accepts is as good as logged out; forget it all the same.
+            if (!(error instanceof PlatformApiError && error.status === 401)) throw error;
+          }
+          if (stored.token !== undefined && stored.token === settings.token) updateConfig({ token: undefined });
+          done(out, 'Logged out.');
+        }),
+      ),
+    'platform logout',
+  );
+}

@@ -1,0 +1,92 @@
+// `platform clusters`: managed Kubernetes clusters.
+import type { Command } from 'commander';
+import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
+import { type Columns, done, morePages, printList, printRecord, time } from '../output.ts';
+import { waitFor } from '../wait.ts';
+
+interface ClusterRow {
+  id: string;
+  name: string;
+  region_id: string;
+  kaas: { version: string; status: string; status_message: string | null };
+  created_at: number;
+}
+
+const columns: Columns<ClusterRow> = [
+  ['ID', (c) => c.id],
+  ['NAME', (c) => c.name],
+  ['REGION', (c) => c.region_id],
+  ['VERSION', (c) => c.kaas.version],
+  ['STATUS', (c) => c.kaas.status],
+  ['MESSAGE', (c) => c.kaas.status_message],
+  ['CREATED', (c) => time(c.created_at)],
+];
+
+export function registerClusters(program: Command): void {
+  const clusters = program.command('clusters').description('managed Kubernetes clusters');
+  example(clusters, 'platform clusters list', 'platform clusters create --name prod-eu --region fsn1 --wait');
+
+  example(
+    withPage(clusters.command('list').description('list the clusters of the workspace')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/clusters', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(out, page.data, columns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform clusters list --limit 10 --json',
+  );
+
+  example(
+    clusters
+      .command('get <id>')
+      .description('show one cluster')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: id } } }), columns);
+        }),
+      ),
+    'platform clusters get cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+
+  example(
+    withWait(
+      clusters
+        .command('create')
+        .description('create a cluster (provisioning runs in the background)')
+        .requiredOption('--name <name>', 'cluster name')
+        .requiredOption('--region <region>', 'region id, e.g. fsn1')
+        .option('--version <version>', 'Kubernetes version: v1.30, v1.31 or v1.32'),
+    ).action(
+      action(async ({ api, out }, flags: WaitFlags & { name: string; region: string; version?: string }) => {
+        const body = { name: flags.name, region_id: flags.region, kaas_version: flags.version as 'v1.30' | 'v1.31' | 'v1.32' | undefined };
+        const created = await api.POST('/v1/clusters', { body });
+        if (!flags.wait) return printRecord(out, created, columns);
+        if (!out.json) process.stderr.write(`Created ${created.id}; waiting for it to run\n`);
+        const { code, record } = await waitFor({
+          what: `cluster ${created.id}`,
+          read: () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }),
+          outcome: (c) => (c.kaas.status === 'RUNNING' ? 'succeeded' : c.kaas.status === 'ERROR' ? 'failed' : 'pending'),
+          describe: (c) => c.kaas.status + (c.kaas.status_message ? `: ${c.kaas.status_message}` : ''),
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, columns);
+        return code;
+      }),
+    ),
+    'platform clusters create --name prod-eu --region fsn1 --version v1.31 --wait --timeout 900',
+  );
+
+  example(
+    clusters
+      .command('delete <id>')
+      .description('delete a cluster')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: id } } });
+          done(out, `Deleted cluster ${id}`);
+        }),
+      ),
+    'platform clusters delete cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+}

@@ -1,0 +1,48 @@
+// `platform workspaces`: the workspaces the caller belongs to, and the default one for later commands.
+import type { Command } from 'commander';
+import { updateConfig } from '../config.ts';
+import { action, example, type PageFlags, withPage } from '../context.ts';
+import { type Columns, done, morePages, printList, time } from '../output.ts';
+
+interface WorkspaceRow {
+  id: string;
+  name: string;
+  created_at: number;
+}
+
+export function registerWorkspaces(program: Command): void {
+  const workspaces = program.command('workspaces').description('workspaces you belong to');
+  example(workspaces, 'platform workspaces list', 'platform workspaces use ws_01jd2x…');
+
+  example(
+    withPage(workspaces.command('list').description('list your workspaces')).action(
+      action(async ({ api, out, settings }, flags: PageFlags) => {
+        const page = await api.GET('/v1/workspaces', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        const columns: Columns<WorkspaceRow> = [
+          ['', (w) => (w.id === settings.workspace ? '*' : '')],
+          ['ID', (w) => w.id],
+          ['NAME', (w) => w.name],
+          ['CREATED', (w) => time(w.created_at)],
+        ];
+        printList(out, page.data, columns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform workspaces list --json',
+  );
+
+  example(
+    workspaces
+      .command('use <id>')
+      .description('make a workspace the default (sent as X-Workspace-Id)')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          // Checked first, so a typo is not kept.
+          const workspace = await api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: id } } });
+          updateConfig({ workspace: workspace.id });
+          done(out, `Default workspace: ${workspace.name} (${workspace.id})`, workspace);
+        }),
+      ),
+    'platform workspaces use ws_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+}

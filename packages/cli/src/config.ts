@@ -1,0 +1,81 @@
+// Where the CLI's settings come from: flags > environment > the config file. The file holds only what the
+// user chose to keep (`login`'s session token, `workspaces use`, an API URL), never a token from the environment.
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import envPaths from 'env-paths';
+
+export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
+
+/** What the config file may hold. */
+export interface StoredConfig {
+  api_url?: string;
+  token?: string;
+  workspace?: string;
+}
+
+/** The settings in force for this run. */
+export interface Settings {
+  apiUrl: string;
+  token: string | undefined;
+  workspace: string | undefined;
+}
+
+export interface GlobalFlags {
+  apiUrl?: string;
+  token?: string;
+  workspace?: string;
+}
+
+/** `<config dir>/platform`; env-paths follows XDG_CONFIG_HOME on Linux (tests redirect it). */
+export function configDir(): string {
+  return envPaths('platform', { suffix: '' }).config;
+}
+
+export function configPath(): string {
+  return join(configDir(), 'config.json');
+}
+
+export function readConfig(): StoredConfig {
+  let text: string;
+  try {
+    text = readFileSync(configPath(), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw error;
+  }
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== 'object' || parsed === null) return {};
+  const record = parsed as Record<string, unknown>;
+  const stored: StoredConfig = {};
+  for (const key of ['api_url', 'token', 'workspace'] as const) {
+    const value = record[key];
+    if (typeof value === 'string') stored[key] = value;
+  }
+  return stored;
+}
+
+/** Merges `changes` into the file (undefined removes a key). The file holds a secret: 0600 in a 0700 directory. */
+export function updateConfig(changes: Partial<Record<keyof StoredConfig, string | undefined>>): void {
+  const next: StoredConfig = { ...readConfig() };
+  for (const [key, value] of Object.entries(changes) as [keyof StoredConfig, string | undefined][]) {
+    if (value === undefined) delete next[key];
+    else next[key] = value;
+  }
+  const dir = configDir();
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700); // mkdir's mode is masked by the umask and ignored for an existing directory
+  // Written aside and renamed, so a crash never leaves half a file; created 0600 so the token is never readable.
+  const temp = `${configPath()}.${process.pid}.tmp`;
+  writeFileSync(temp, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(temp, 0o600);
+  renameSync(temp, configPath());
+}
+
+export function resolveSettings(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env, stored: StoredConfig = readConfig()): Settings {
+  const pick = (...values: (string | undefined)[]) => values.find((value) => value !== undefined && value !== '');
+  return {
+    apiUrl: pick(flags.apiUrl, env.PLATFORM_API_URL, stored.api_url) ?? DEFAULT_API_URL,
+    token: pick(flags.token, env.PLATFORM_TOKEN, stored.token),
+    workspace: pick(flags.workspace, env.PLATFORM_WORKSPACE, stored.workspace),
+  };
+}

@@ -1,0 +1,64 @@
+// What every command's action gets: the settings in force, the client built from them, and the output mode.
+// Actions return their exit code; errors thrown from them are printed by main.ts.
+import { type Command, InvalidArgumentError } from 'commander';
+import { createPlatformClient, type PlatformClient } from '@platform/client';
+import { type GlobalFlags, resolveSettings, type Settings } from './config.ts';
+import type { OutputOptions } from './output.ts';
+
+export interface Context {
+  settings: Settings;
+  api: PlatformClient;
+  out: OutputOptions;
+}
+
+export function contextOf(command: Command): Context {
+  const flags = command.optsWithGlobals<GlobalFlags & { json?: boolean }>();
+  const settings = resolveSettings(flags);
+  return {
+    settings,
+    api: createPlatformClient({ baseUrl: settings.apiUrl, token: settings.token, workspaceId: settings.workspace }),
+    out: { json: flags.json === true },
+  };
+}
+
+/** Wraps an action: commander passes the arguments, then the options, then the command itself. */
+export function action<A extends unknown[]>(run: (context: Context, ...args: A) => Promise<number | void>) {
+  return async (...args: unknown[]): Promise<void> => {
+    const command = args.at(-1) as Command;
+    const code = await run(contextOf(command), ...(args.slice(0, -1) as A));
+    if (typeof code === 'number') process.exitCode = code;
+  };
+}
+
+/** The options of commands that start a workflow. */
+export interface WaitFlags {
+  wait?: boolean;
+  timeout: number;
+}
+
+export function withWait(command: Command): Command {
+  return command
+    .option('--wait', 'wait until the workflow has finished (exit 3 if it failed, 4 on timeout)')
+    .option('--timeout <seconds>', 'how long --wait waits', positiveInteger, 600);
+}
+
+/** The options of list commands: one page, and where it starts. */
+export interface PageFlags {
+  limit?: number;
+  cursor?: string;
+}
+
+export function withPage(command: Command): Command {
+  return command.option('--limit <n>', 'records per page (1-100)', positiveInteger).option('--cursor <cursor>', 'start after this cursor (from the previous page)');
+}
+
+export function positiveInteger(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError('expected a whole number of 0 or more');
+  return number;
+}
+
+/** `--help` text: one or more examples after the options. */
+export function example(command: Command, ...lines: string[]): Command {
+  return command.addHelpText('after', `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`);
+}

@@ -1,0 +1,42 @@
+// `platform`: the command-line client of the Platform Management API, on the generated client.
+// Exit codes: 0 success, 1 error (the service's message and suggestion on stderr), 2 usage error,
+// 3 a workflow awaited with --wait failed, 4 --wait timed out, 130 interrupted.
+import { Command, CommanderError } from 'commander';
+import { registerAuth } from './commands/auth.ts';
+import { registerClusters } from './commands/clusters.ts';
+import { registerWorkspaces } from './commands/workspaces.ts';
+import { printError } from './output.ts';
+import { EXIT_ERROR, EXIT_USAGE } from './wait.ts';
+
+export function buildProgram(): Command {
+  const program = new Command('platform')
+    .description('Manage clusters, compute, products and installs of the Platform Management API.')
+    .option('--api-url <url>', 'API address (env PLATFORM_API_URL; default http://127.0.0.1:8080)')
+    .option('--token <token>', 'bearer token (env PLATFORM_TOKEN; default: the one `platform login` saved)')
+    .option('--workspace <id>', 'workspace to act in (env PLATFORM_WORKSPACE; default: `platform workspaces use`)')
+    .option('--json', 'print the JSON response instead of a table')
+    .showHelpAfterError()
+    // Usage errors throw instead of exiting, so main() maps them to exit code 2; subcommands inherit this.
+    .exitOverride();
+  program.addHelpText('after', '\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n');
+  registerAuth(program);
+  registerWorkspaces(program);
+  registerClusters(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version also arrive here, with exit code 0; commander already printed the message.
+      process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
+      return;
+    }
+    printError(error);
+    process.exitCode = EXIT_ERROR;
+  }
+}
+
+await main(process.argv);

@@ -1,0 +1,69 @@
+// How results reach the user: `--json` prints the service's JSON exactly; otherwise a table (cli-table3).
+// Errors and hints go to stderr so stdout stays parseable.
+import { PlatformApiError, PlatformError } from '@platform/client';
+import Table from 'cli-table3';
+
+/** A column: its header and how to read it from a row. */
+export type Columns<T> = [header: string, read: (row: T) => unknown][];
+
+export interface OutputOptions {
+  json: boolean;
+}
+
+function cell(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/** Unix seconds as an ISO date, for tables. */
+export function time(seconds: number | null | undefined): string {
+  return seconds === null || seconds === undefined ? '-' : new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+export function json(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Rows as a table, or `body` (the exact response, default the rows) as JSON. */
+export function printList<T>(out: OutputOptions, rows: readonly T[], columns: Columns<T>, body: unknown = rows): void {
+  if (out.json) return json(body);
+  const table = new Table({ head: columns.map(([header]) => header), style: { head: [], border: [] } });
+  for (const row of rows) table.push(columns.map(([, read]) => cell(read(row))));
+  process.stdout.write(`${table.toString()}\n`);
+  if (rows.length === 0) process.stderr.write('(none)\n');
+}
+
+/** One record as a two-column table of fields, or as JSON. */
+export function printRecord<T>(out: OutputOptions, record: T, columns: Columns<T>): void {
+  if (out.json) return json(record);
+  const table = new Table({ style: { head: [], border: [] } });
+  for (const [header, read] of columns) table.push({ [header]: cell(read(record)) });
+  process.stdout.write(`${table.toString()}\n`);
+}
+
+/** A list page's continuation, on stderr so that the table alone stays on stdout. */
+export function morePages(out: OutputOptions, pagination: { has_more: boolean; cursor: string }): void {
+  if (!out.json && pagination.has_more) process.stderr.write(`More results: add --cursor ${pagination.cursor}\n`);
+}
+
+/** A short confirmation for commands whose answer has no body (204). */
+export function done(out: OutputOptions, message: string, body: unknown = null): void {
+  if (out.json) json(body);
+  else process.stdout.write(`${message}\n`);
+}
+
+/** Prints an error for a human: the service's message, what to do about it, and the id to quote. */
+export function printError(error: unknown): void {
+  if (error instanceof PlatformApiError) {
+    process.stderr.write(`Error: ${error.message} (${error.status} ${error.code})\n`);
+    if (error.suggestion) process.stderr.write(`Suggestion: ${error.suggestion}\n`);
+    if (error.requestId) process.stderr.write(`Request id: ${error.requestId}\n`);
+  } else if (error instanceof PlatformError) {
+    // A network error's cause says what failed (refused, DNS…), unless the message already has it.
+    const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : '';
+    process.stderr.write(`Error: ${error.message}${cause}\n`);
+  } else {
+    process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+}
