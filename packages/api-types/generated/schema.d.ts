@@ -1153,7 +1153,7 @@ export interface components {
         HelmChart: {
             /**
              * Format: uri
-             * @description The chart or Git repository, `https://` (or `oci://` for OCI registries).
+             * @description The chart or Git repository, `https://` (or `oci://` for OCI registries; `http://` is accepted). Other schemes, credentials in the URL, and hosts that are or resolve to loopback, private, link-local or metadata addresses are refused (422 with this field as `param`).
              */
             repo_url: string;
             /** @description The chart version, or the Git branch, tag or commit. */

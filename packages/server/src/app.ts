@@ -22,6 +22,7 @@ import { OAuthError } from './http/oauth.ts';
 import { Router } from './http/router.ts';
 import { handlers } from './operations/index.ts';
 import { secretBox } from './services/secrets.ts';
+import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
 import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
@@ -43,6 +44,8 @@ export interface AppOptions {
   driver?: ClusterDriver;
   /** Aborted when the process begins to shut down (long-lived streams end). */
   shutdown?: AbortSignal;
+  /** Resolves host names for the SSRF checks; default DNS (tests inject one, the machines have no public DNS). */
+  resolveHost?: Resolver;
 }
 
 const JSON_CSP = "default-src 'none'; frame-ancestors 'none'";
@@ -113,6 +116,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     driver,
     shutdown: options.shutdown ?? new AbortController().signal,
     logTails: new LogTails({ db, driver, pollMs: config.logPollMs }),
+    resolveHost: options.resolveHost ?? defaultResolve,
   };
   const openapiJson = JSON.stringify(definition);
   const docs = await docsHtml().catch(() => undefined);

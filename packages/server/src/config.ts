@@ -21,6 +21,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Requests a minute per client address to the unauthenticated device-flow steps; 0: no limit. */
   rateLimitDevicePerMinute: number;
+  /** Log streams one token (one user, for OAuth2 JWTs) may hold open at once, over every process; 0: no cap. */
+  logStreamsPerToken: number;
   /** Strict-Transport-Security max-age in seconds; 0: the header is not sent (serve behind HTTPS to set it). */
   hstsMaxAge: number;
   jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[] } | undefined;
@@ -156,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     rateLimitDevicePerMinute: integer(env, 'RATE_LIMIT_DEVICE_PER_MINUTE', 120, 0, 1_000_000),
+    logStreamsPerToken: integer(env, 'LOG_STREAMS_PER_TOKEN', 20, 0, 100_000),
     hstsMaxAge: integer(env, 'HSTS_MAX_AGE', 0, 0, 2 ** 31 - 1),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     jwt: jwt(env),

@@ -2,7 +2,7 @@
 import { ulid } from 'ulid';
 
 export type IdPrefix =
-  | 'usr' | 'ws' | 'cl' | 'cc' | 'ccr' | 'mch' | 'sus' | 'rc' | 'prd' | 'src' | 'tpl' | 'ins' | 'wf' | 'ntf' | 'tok' | 'qo';
+  | 'usr' | 'ws' | 'cl' | 'cc' | 'ccr' | 'mch' | 'sus' | 'rc' | 'prd' | 'src' | 'tpl' | 'ins' | 'wf' | 'ntf' | 'tok' | 'qo' | 'ss';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -7,6 +7,7 @@ import * as credentials from './migrations/20261122_0002_credentials.ts';
 import * as workflows from './migrations/20261122_0003_workflows.ts';
 import * as deviceGrants from './migrations/20261122_0005_device_grants.ts';
 import * as apiRateLimits from './migrations/20261122_0006_api_rate_limits.ts';
+import * as streamSlots from './migrations/20261122_0007_stream_slots.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '20261122_0003_workflows': workflows,
   '20261122_0005_device_grants': deviceGrants,
   '20261122_0006_api_rate_limits': apiRateLimits,
+  '20261122_0007_stream_slots': streamSlots,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

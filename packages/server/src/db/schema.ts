@@ -276,6 +276,13 @@ export interface ApiRateLimitsTable {
   requests: number;
 }
 
+export interface StreamSlotsTable {
+  id: string;
+  key: string;
+  acquired_at: Seconds;
+  expires_at: Seconds;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -299,6 +306,7 @@ export interface Database {
   provisioning_backoff: ProvisioningBackoffTable;
   rate_limit_slots: { key: string; next_at_ms: ColumnType<number, number, number> };
   api_rate_limits: ApiRateLimitsTable;
+  stream_slots: StreamSlotsTable;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

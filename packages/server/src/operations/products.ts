@@ -5,11 +5,22 @@ import type { Database, ProductSource } from '../db/schema.ts';
 import { validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { workspacePage } from '../services/lists.ts';
+import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
 import { memberWorkspaces, requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
 import { visibleProduct } from '../services/visibility.ts';
 import type { Handler } from './types.ts';
 
 type Configuration = Schema<'ProductUpdate'>;
+
+/** Refuses a helm source the service must not fetch from (SSRF): see services/ssrf.ts. Runs before any transaction. */
+async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Promise<void> {
+  for (const [i, source] of body.sources.entries()) {
+    const reason = await forbiddenSourceUrl(source.chart.repo_url, resolveHost);
+    if (reason) {
+      throw validationError(`sources[${i}].chart.repo_url`, `${source.chart.repo_url} ${reason}.`, 'Use the public https:// (or oci://) address of the chart or Git repository.');
+    }
+  }
+}
 
 /** Checks a product configuration (create or full replacement) and returns the columns it sets. */
 async function configurationColumns(db: Kysely<Database>, userId: string, body: Configuration, existingSourceIds: ReadonlySet<string>) {
@@ -43,8 +54,9 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
   body: await workspacePage(db, input, 'products', toProduct),
 });
 
-export const createProduct: Handler<'createProduct'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
+export const createProduct: Handler<'createProduct'> = async ({ body, headers, caller }, { db, clock, workflows, resolveHost }) => {
   const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkSourceUrls(body, resolveHost);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
     const columns = await configurationColumns(trx, caller.userId, body, new Set());
@@ -60,8 +72,10 @@ export const getProduct: Handler<'getProduct'> = async ({ params, headers, calle
   return { status: 200, body: toProduct(await visibleProduct(db, caller.userId, params.id)) };
 };
 
-export const updateProduct: Handler<'updateProduct'> = async ({ params, headers, body, caller }, { db, clock, workflows }) => {
+export const updateProduct: Handler<'updateProduct'> = async ({ params, headers, body, caller }, { db, clock, workflows, resolveHost }) => {
   await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await visibleProduct(db, caller.userId, params.id);
+  await checkSourceUrls(body, resolveHost);
   const now = clock.now();
   const result = await db.transaction().execute(async (trx) => {
     const product = await visibleProduct(trx, caller.userId, params.id);

@@ -11,10 +11,10 @@ export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async
   body: await workspacePage(db, input, 'registry_credentials', toRegistryCredential),
 });
 
-export const createRegistryCredential: Handler<'createRegistryCredential'> = async ({ body, headers, caller }, { db, clock, secrets }) => {
+export const createRegistryCredential: Handler<'createRegistryCredential'> = async ({ body, headers, caller }, { db, clock, secrets, resolveHost }) => {
   const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
   const host = body.registry_url.replace(/:\d+$/, '');
-  if (await isForbiddenHost(host)) {
+  if (await isForbiddenHost(host, resolveHost)) {
     throw validationError('registry_url', `${body.registry_url} is a loopback, private, link-local or metadata address.`, 'Use the public host name of the registry, e.g. ghcr.io.');
   }
   const row = await db

@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import type { LogTails } from '../services/log-tails.ts';
 import type { SecretBox } from '../services/secrets.ts';
+import type { Resolver } from '../services/ssrf.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 
@@ -45,6 +46,8 @@ export interface HandlerEnv {
   shutdown: AbortSignal;
   /** The tails of the installs followed in this process, shared by their log streams. */
   logTails: LogTails;
+  /** Resolves host names for the SSRF checks of registry_url and repo_url (DNS by default; tests inject one). */
+  resolveHost: Resolver;
 }
 
 type SuccessStatus<Op extends OperationId> = Extract<ResponseStatus<Op>, 200 | 201 | 202 | 204>;
