@@ -17,7 +17,7 @@ import { createAuthenticator } from './http/auth.ts';
 import { readBody } from './http/body.ts';
 import { loadContract, validateRequest } from './http/contract.ts';
 import { devicePage } from './http/device-page.ts';
-import { ApiError } from './http/errors.ts';
+import { ApiError, validationError } from './http/errors.ts';
 import { OAuthError } from './http/oauth.ts';
 import { Router } from './http/router.ts';
 import { handlers } from './operations/index.ts';
@@ -58,6 +58,23 @@ function isDatabaseDown(error: unknown): boolean {
   if (typeof code === 'string' && DATABASE_DOWN_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
   return /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/.test(message);
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000: a NUL anywhere in a parameter or body string would fail the query (a 500).
+ * It is the caller's error, so it is a 422 naming the field.
+ */
+function refuseNul(value: unknown, path: string): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw validationError(path || 'body', `${path || 'The body'} contains the NUL character (U+0000).`, 'Remove the NUL character.');
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => refuseNul(item, `${path}[${i}]`));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes('\u0000')) throw validationError(path || 'body', `A property name in ${path || 'the body'} contains the NUL character (U+0000).`, 'Remove the NUL character.');
+      refuseNul(item, path ? `${path}.${key}` : key);
+    }
+  }
 }
 
 async function docsHtml(): Promise<string> {
@@ -222,6 +239,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     try {
       if (meta.hasJsonBody || meta.hasFormBody) body = await readBody(ctx, meta, config.bodyLimitBytes);
       query = validateRequest(contract, meta, { params: match.params, query: ctx.query, headers: ctx.headers, body });
+      refuseNul({ ...match.params, ...query }, '');
+      refuseNul(body, '');
     } catch (error) {
       // The device token endpoint answers even an unreadable request in the OAuth 2.0 error body.
       throw meta.oauthErrors ? OAuthError.fromRequestError(error) : error;
