@@ -22,8 +22,8 @@ for (const [network, prefix] of [
   blocked.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // Unspecified, loopback, and the deprecated IPv4-compatible ::a.b.c.d (::7f00:1 is 127.0.0.1 by another name).
+  ['::', 96],
   ['64:ff9b::', 96],
   ['2002::', 16],
   ['fc00::', 7],
