@@ -1,8 +1,12 @@
 // The API's rate limit: per token, in PostgreSQL (so two app instances on one database share the count), with
 // the IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers-09) on every answer and 429 rate_limited with
 // Retry-After beyond the limit; per client address for the unauthenticated device-flow steps.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
+import { createToken } from '../src/services/tokens.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
 const LIMIT = 3;
@@ -87,6 +91,35 @@ describe('per token', () => {
     const reply = await call(first.baseUrl, 'GET', '/v1/workspaces', { token: 'svc_pat_nope' });
     expect(reply.status).toBe(401);
     expect(reply.headers.get('ratelimit')).toBeNull();
+  });
+});
+
+describe('the key', () => {
+  it('is the token for PATs (each has its own count) and the user for OAuth2 JWTs (all share one)', async () => {
+    const user = await newUser(database.db, clock);
+    const second = await createToken(database.db, clock, { userId: user.userId, kind: 'pat', name: 'second', expiresAt: null });
+    for (let i = 0; i < LIMIT; i++) expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: user.token })).status).toBe(200);
+    expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: user.token })).status).toBe(429);
+    expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: second.secret })).status).toBe(200);
+
+    const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256' };
+    const jwks: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    const env = { RATE_LIMIT_PER_MINUTE: String(LIMIT), JWT_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/`, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' };
+    const jwtServer = await startTestServer(database.db, clock, env);
+    try {
+      const other = await newUser(database.db, clock);
+      const sign = (jti: string) =>
+        new SignJWT({ sub: other.userId, jti }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer('https://id.example').setAudience('platform-api').setExpirationTime(clock.now() + 300).sign(privateKey);
+      for (let i = 0; i < LIMIT; i++) expect((await call(jwtServer.baseUrl, 'GET', '/v1/regions', { token: await sign(`t${i}`) })).status).toBe(200);
+      const refused = await call(jwtServer.baseUrl, 'GET', '/v1/regions', { token: await sign('fresh') });
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe('rate_limited');
+    } finally {
+      await jwtServer.close();
+      jwks.close();
+    }
   });
 });
 
