@@ -48,7 +48,8 @@ async function startProcess(script: string, env: Record<string, string>): Promis
 
 const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
-export async function benchServer(): Promise<Record<string, number>> {
+/** `duration`: seconds of the two main loads (server and baseline); the warm-ups and page loads are fixed. */
+export async function benchServer(duration = DURATION): Promise<Record<string, number>> {
   const admin = await connect(process.env.DATABASE_URL, join(repoRoot, '.data', 'bench'));
   await sql`DROP DATABASE IF EXISTS platform_bench WITH (FORCE)`.execute(admin.db);
   await sql`CREATE DATABASE platform_bench`.execute(admin.db);
@@ -74,8 +75,8 @@ export async function benchServer(): Promise<Record<string, number>> {
     const page = (port: number, query = '') => `http://127.0.0.1:${port}/v1/clusters?limit=50${query}`;
     await load(page(baseline.port), headers, 3);
     await load(page(server.port), headers, 3);
-    const base = await load(page(baseline.port), headers);
-    const ours = await load(page(server.port), headers);
+    const base = await load(page(baseline.port), headers, duration);
+    const ours = await load(page(server.port), headers, duration);
     const first = await load(page(server.port), headers, 5);
     const deepPage = await load(page(server.port, `&cursor=${encodeCursor(deep)}`), headers, 5);
     const figures = {
