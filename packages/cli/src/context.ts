@@ -21,6 +21,9 @@ export function contextOf(command: Command): Context {
   };
 }
 
+/** A usage mistake found after parsing (a missing choice between options): exit 2, like commander's own. */
+export class UsageError extends Error {}
+
 /** Wraps an action: commander passes the arguments, then the options, then the command itself. */
 export function action<A extends unknown[]>(run: (context: Context, ...args: A) => Promise<number | void>) {
   return async (...args: unknown[]): Promise<void> => {

@@ -4,7 +4,15 @@
 import { Command, CommanderError } from 'commander';
 import { registerAuth } from './commands/auth.ts';
 import { registerClusters } from './commands/clusters.ts';
+import { registerCompute } from './commands/compute.ts';
+import { registerInstalls } from './commands/installs.ts';
+import { registerNotifications } from './commands/notifications.ts';
+import { registerProducts } from './commands/products.ts';
+import { registerQuotas } from './commands/quotas.ts';
+import { registerRegistry } from './commands/registry.ts';
+import { registerTokens } from './commands/tokens.ts';
 import { registerWorkspaces } from './commands/workspaces.ts';
+import { UsageError } from './context.ts';
 import { printError } from './output.ts';
 import { EXIT_ERROR, EXIT_USAGE } from './wait.ts';
 
@@ -22,6 +30,13 @@ export function buildProgram(): Command {
   registerAuth(program);
   registerWorkspaces(program);
   registerClusters(program);
+  registerCompute(program);
+  registerRegistry(program);
+  registerProducts(program);
+  registerInstalls(program);
+  registerTokens(program);
+  registerQuotas(program);
+  registerNotifications(program);
   return program;
 }
 
@@ -32,6 +47,11 @@ async function main(argv: string[]): Promise<void> {
     if (error instanceof CommanderError) {
       // --help and --version also arrive here, with exit code 0; commander already printed the message.
       process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
+      return;
+    }
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exitCode = EXIT_USAGE;
       return;
     }
     printError(error);

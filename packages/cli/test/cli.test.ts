@@ -1,9 +1,9 @@
 // The `platform` CLI as a user runs it: a real process (Node 24 running src/main.ts) against an in-process
 // server with its workflow workers on a real PostgreSQL and the simulated cloud at second-scale timings, with
 // its config directory redirected through XDG_CONFIG_HOME.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,8 +58,10 @@ interface RunOptions {
   /** PLATFORM_TOKEN; null for none. Default: the user's PAT. */
   token?: string | null;
   env?: Record<string, string>;
-  /** Called with the process once it has written `waitFor` on stdout. */
-  onOutput?: (stdout: string) => void;
+  /** Called with everything written to stdout so far, after each chunk. */
+  onOutput?: (stdout: string, child: ChildProcess) => void;
+  /** Written to stdin. */
+  input?: string;
 }
 
 /** Runs `platform …` as a separate process, with nothing of the test's environment but PATH. */
@@ -72,14 +74,15 @@ function platform(args: string[], options: RunOptions = {}): Promise<Run> {
     ...(token === null ? {} : { PLATFORM_TOKEN: token }),
     ...options.env,
   };
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (options.input !== undefined) child.stdin?.end(options.input);
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     stdout += chunk;
-    options.onOutput?.(stdout);
+    options.onOutput?.(stdout, child);
   });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
@@ -94,134 +97,306 @@ async function platformJson<T>(args: string[], options: RunOptions = {}): Promis
 
 const api = (token = user.token) => createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
 
-describe('clusters', () => {
-  it('create --wait exits 0 once the cluster runs; list, get and delete in JSON and as tables', async () => {
-    const created = await platform(['clusters', 'create', '--name', 'cli-eu', '--region', 'fsn1', '--version', 'v1.31', '--wait', '--timeout', '30', '--json']);
-    expect(created.code, created.stderr).toBe(0);
-    const cluster = JSON.parse(created.stdout) as { id: string; name: string; kaas: { status: string; version: string } };
-    expect(cluster).toMatchObject({ name: 'cli-eu', kaas: { status: 'RUNNING', version: 'v1.31' } });
+// Each group works as its own user where it counts usage, so the groups run at once.
+describe.concurrent('platform', () => {
+  describe('clusters', () => {
+    it('create --wait exits 0 once the cluster runs; list, get and delete in JSON and as tables', async () => {
+      const created = await platform(['clusters', 'create', '--name', 'cli-eu', '--region', 'fsn1', '--version', 'v1.31', '--wait', '--timeout', '30', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      const cluster = JSON.parse(created.stdout) as { id: string; name: string; kaas: { status: string; version: string } };
+      expect(cluster).toMatchObject({ name: 'cli-eu', kaas: { status: 'RUNNING', version: 'v1.31' } });
 
-    const page = await platformJson<{ data: { id: string }[]; pagination: unknown }>(['clusters', 'list']);
-    expect(page).toEqual(await api().GET('/v1/clusters'));
+      const page = await platformJson<{ data: { id: string }[]; pagination: unknown }>(['clusters', 'list']);
+      expect(page).toEqual(await api().GET('/v1/clusters'));
 
-    const table = await platform(['clusters', 'list']);
-    expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/ID\s+│\s+NAME/);
-    expect(table.stdout).toContain(cluster.id);
-    expect(table.stdout).toContain('RUNNING');
+      const table = await platform(['clusters', 'list']);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/ID\s+│\s+NAME/);
+      expect(table.stdout).toContain(cluster.id);
+      expect(table.stdout).toContain('RUNNING');
 
-    expect(await platformJson(['clusters', 'get', cluster.id])).toEqual(await api().GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }));
-    const record = await platform(['clusters', 'get', cluster.id]);
-    expect(record.stdout).toMatch(/STATUS\s+│\s+RUNNING/);
+      expect(await platformJson(['clusters', 'get', cluster.id])).toEqual(await api().GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }));
+      const record = await platform(['clusters', 'get', cluster.id]);
+      expect(record.stdout).toMatch(/STATUS\s+│\s+RUNNING/);
 
-    const other = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'cli-gone', '--region', 'fsn1']);
-    const deleted = await platform(['clusters', 'delete', other.id]);
-    expect(deleted.code, deleted.stderr).toBe(0);
-    expect(deleted.stdout).toContain(`Deleted cluster ${other.id}`);
-  });
-});
-
-describe('errors and usage', () => {
-  it('prints the service’s message, suggestion and request id on stderr and exits 1', async () => {
-    const run = await platform(['clusters', 'get', 'cl_doesnotexist']);
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^Error: .+\(404 not_found\)$/m);
-    expect(run.stderr).toMatch(/^Suggestion: .+$/m);
-    expect(run.stderr).toMatch(/^Request id: .+$/m);
-  });
-
-  it('exits 1 with the 401 when the token is wrong', async () => {
-    const run = await platform(['clusters', 'list'], { token: 'svc_pat_wrongwrongwrongwrongwrongwrongwrong' });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/401/);
-  });
-
-  it('exits 2 on a usage error: unknown command, unknown option, missing required option', async () => {
-    for (const args of [['clusters', 'bogus'], ['clusters', 'list', '--bogus'], ['clusters', 'create', '--region', 'fsn1'], ['clusters', 'list', '--limit', 'many']]) {
-      const run = await platform(args);
-      expect(run.code, args.join(' ')).toBe(2);
-      expect(run.stderr).toMatch(/error:/);
-    }
-  });
-
-  it('--help shows an example on each command and exits 0', async () => {
-    for (const args of [['--help'], ['clusters', '--help'], ['clusters', 'create', '--help'], ['login', '--help']]) {
-      const run = await platform(args);
-      expect(run.code, args.join(' ')).toBe(0);
-      expect(run.stdout).toMatch(/Examples?:\n\s+\$ platform /);
-    }
-  });
-});
-
-describe('configuration', () => {
-  it('keeps the default workspace in a 0600 file in a 0700 directory, and never a token from PLATFORM_TOKEN', async () => {
-    const home = configHome();
-    const used = await platform(['workspaces', 'use', user.workspaceId], { home });
-    expect(used.code, used.stderr).toBe(0);
-    const file = join(home, 'platform', 'config.json');
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(statSync(join(home, 'platform')).mode & 0o777).toBe(0o700);
-    const text = readFileSync(file, 'utf8');
-    expect(JSON.parse(text)).toEqual({ workspace: user.workspaceId });
-    expect(text).not.toContain(user.token);
-
-    const listed = await platform(['workspaces', 'list'], { home });
-    expect(listed.stdout).toMatch(new RegExp(`\\*\\s+│\\s+${user.workspaceId}`));
-    // A flag beats the environment: a wrong --token fails even with a good PLATFORM_TOKEN.
-    const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
-    expect(flagged.code).toBe(1);
-    // And the environment beats the file: a wrong PLATFORM_API_URL is used even though the file has none.
-    const elsewhere = await platform(['workspaces', 'list', '--json'], { home, env: { PLATFORM_API_URL: `${server.baseUrl}/nowhere` } });
-    expect(elsewhere.code).toBe(1);
-  });
-});
-
-describe('login and logout', () => {
-  it('signs in with the device flow, keeps the session token, and logout revokes it', async () => {
-    const home = configHome();
-    let approving: Promise<unknown> | undefined;
-    const login = await platform(['login'], {
-      home,
-      token: null,
-      onOutput: (stdout) => {
-        const code = /enter the code: ([A-Z]{4}-[A-Z]{4})/.exec(stdout)?.[1];
-        // The user approves on the web page; here, through the generated client with their PAT.
-        if (code && !approving) approving = api().POST('/v1/auth/device/approve', { body: { user_code: code, action: 'approve' } });
-      },
+      const other = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'cli-gone', '--region', 'fsn1']);
+      const deleted = await platform(['clusters', 'delete', other.id]);
+      expect(deleted.code, deleted.stderr).toBe(0);
+      expect(deleted.stdout).toContain(`Deleted cluster ${other.id}`);
     });
-    await approving;
-    expect(login.code, login.stderr).toBe(0);
-    expect(login.stdout).toContain(`${server.baseUrl}/device`);
-    expect(login.stdout).toContain('Logged in');
-    const file = join(home, 'platform', 'config.json');
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    const stored = JSON.parse(readFileSync(file, 'utf8')) as { token: string; api_url: string };
-    expect(stored.token).toMatch(/^[A-Za-z0-9]{32}$/);
-    expect(stored.api_url).toBe(server.baseUrl);
-
-    const listed = await platformJson<{ data: { id: string }[] }>(['workspaces', 'list'], { home, token: null });
-    expect(listed.data.map((w) => w.id)).toContain(user.workspaceId);
-
-    const logout = await platform(['logout'], { home, token: null });
-    expect(logout.code, logout.stderr).toBe(0);
-    expect(JSON.parse(readFileSync(file, 'utf8'))).not.toHaveProperty('token');
-    const after = await platform(['workspaces', 'list'], { home, token: stored.token });
-    expect(after.code).toBe(1);
-    expect(after.stderr).toMatch(/401/);
   });
 
-  it('stops with exit 1 when the sign-in is denied', async () => {
-    let denying: Promise<unknown> | undefined;
-    const login = await platform(['login'], {
-      token: null,
-      onOutput: (stdout) => {
-        const code = /enter the code: ([A-Z]{4}-[A-Z]{4})/.exec(stdout)?.[1];
-        if (code && !denying) denying = api().POST('/v1/auth/device/approve', { body: { user_code: code, action: 'deny' } });
-      },
+  describe('errors and usage', () => {
+    it('prints the service’s message, suggestion and request id on stderr and exits 1', async () => {
+      const run = await platform(['clusters', 'get', 'cl_doesnotexist']);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^Error: .+\(404 not_found\)$/m);
+      expect(run.stderr).toMatch(/^Suggestion: .+$/m);
+      expect(run.stderr).toMatch(/^Request id: .+$/m);
     });
-    await denying;
-    expect(login.code).toBe(1);
-    expect(login.stderr).toContain('denied');
+
+    it('exits 1 with the 401 when the token is wrong', async () => {
+      const run = await platform(['clusters', 'list'], { token: 'svc_pat_wrongwrongwrongwrongwrongwrongwrong' });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/401/);
+    });
+
+    it('exits 2 on a usage error: unknown command, unknown option, missing required option', async () => {
+      for (const args of [['clusters', 'bogus'], ['clusters', 'list', '--bogus'], ['clusters', 'create', '--region', 'fsn1'], ['clusters', 'list', '--limit', 'many']]) {
+        const run = await platform(args);
+        expect(run.code, args.join(' ')).toBe(2);
+        expect(run.stderr).toMatch(/error:/);
+      }
+    });
+
+    it('--help shows an example on each command and exits 0', async () => {
+      for (const args of [['--help'], ['clusters', '--help'], ['clusters', 'create', '--help'], ['login', '--help']]) {
+        const run = await platform(args);
+        expect(run.code, args.join(' ')).toBe(0);
+        expect(run.stdout).toMatch(/Examples?:\n\s+\$ platform /);
+      }
+    });
+  });
+
+  describe('configuration', () => {
+    it('keeps the default workspace in a 0600 file in a 0700 directory, and never a token from PLATFORM_TOKEN', async () => {
+      const home = configHome();
+      const used = await platform(['workspaces', 'use', user.workspaceId], { home });
+      expect(used.code, used.stderr).toBe(0);
+      const file = join(home, 'platform', 'config.json');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(statSync(join(home, 'platform')).mode & 0o777).toBe(0o700);
+      const text = readFileSync(file, 'utf8');
+      expect(JSON.parse(text)).toEqual({ workspace: user.workspaceId });
+      expect(text).not.toContain(user.token);
+
+      const listed = await platform(['workspaces', 'list'], { home });
+      expect(listed.stdout).toMatch(new RegExp(`\\*\\s+│\\s+${user.workspaceId}`));
+      // A flag beats the environment: a wrong --token fails even with a good PLATFORM_TOKEN.
+      const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
+      expect(flagged.code).toBe(1);
+      // And the environment beats the file: a wrong PLATFORM_API_URL is used even though the file has none.
+      const elsewhere = await platform(['workspaces', 'list', '--json'], { home, env: { PLATFORM_API_URL: `${server.baseUrl}/nowhere` } });
+      expect(elsewhere.code).toBe(1);
+    });
+  });
+
+  describe('login and logout', () => {
+    it('signs in with the device flow, keeps the session token, and logout revokes it', async () => {
+      const home = configHome();
+      let approving: Promise<unknown> | undefined;
+      const login = await platform(['login'], {
+        home,
+        token: null,
+        onOutput: (stdout) => {
+          const code = /enter the code: ([A-Z]{4}-[A-Z]{4})/.exec(stdout)?.[1];
+          // The user approves on the web page; here, through the generated client with their PAT.
+          if (code && !approving) approving = api().POST('/v1/auth/device/approve', { body: { user_code: code, action: 'approve' } });
+        },
+      });
+      await approving;
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toContain(`${server.baseUrl}/device`);
+      expect(login.stdout).toContain('Logged in');
+      const file = join(home, 'platform', 'config.json');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const stored = JSON.parse(readFileSync(file, 'utf8')) as { token: string; api_url: string };
+      expect(stored.token).toMatch(/^[A-Za-z0-9]{32}$/);
+      expect(stored.api_url).toBe(server.baseUrl);
+
+      const listed = await platformJson<{ data: { id: string }[] }>(['workspaces', 'list'], { home, token: null });
+      expect(listed.data.map((w) => w.id)).toContain(user.workspaceId);
+
+      const logout = await platform(['logout'], { home, token: null });
+      expect(logout.code, logout.stderr).toBe(0);
+      expect(JSON.parse(readFileSync(file, 'utf8'))).not.toHaveProperty('token');
+      const after = await platform(['workspaces', 'list'], { home, token: stored.token });
+      expect(after.code).toBe(1);
+      expect(after.stderr).toMatch(/401/);
+    });
+
+    it('stops with exit 1 when the sign-in is denied', async () => {
+      let denying: Promise<unknown> | undefined;
+      const login = await platform(['login'], {
+        token: null,
+        onOutput: (stdout) => {
+          const code = /enter the code: ([A-Z]{4}-[A-Z]{4})/.exec(stdout)?.[1];
+          if (code && !denying) denying = api().POST('/v1/auth/device/approve', { body: { user_code: code, action: 'deny' } });
+        },
+      });
+      await denying;
+      expect(login.code).toBe(1);
+      expect(login.stderr).toContain('denied');
+    });
+  });
+
+  describe('compute, products and installs', () => {
+    let owner: TestUser;
+    let clusterId: string;
+    const as = (args: string[], options: RunOptions = {}) => platform(args, { token: owner.token, ...options });
+    const asJson = <T>(args: string[], options: RunOptions = {}) => platformJson<T>(args, { token: owner.token, ...options });
+
+    beforeAll(async () => {
+      owner = await newUser(database.db, systemClock, 'pro');
+      const cluster = await asJson<{ id: string }>(['clusters', 'create', '--name', 'apps', '--region', 'fsn1', '--wait']);
+      clusterId = cluster.id;
+    });
+
+    it('machines request --wait, list, drift, status, suspend, suspensions resume --wait, delete; configs list and delete', async () => {
+      const client = api(owner.token);
+      const credential = await client.POST('/v1/compute/cloud_credentials', { body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' } });
+      const providerConfig = { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } as const;
+      const config = await client.POST('/v1/compute/configs', { body: { name: 'byom', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id } });
+      const spare = await client.POST('/v1/compute/configs', { body: { name: 'spare', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id } });
+
+      const requested = await as(['compute', 'machines', 'request', '--cluster', clusterId, '--config', config.id, '--wait', '--timeout', '30', '--json']);
+      expect(requested.code, requested.stderr).toBe(0);
+      const machine = JSON.parse(requested.stdout) as { provider_id: string; status: string };
+      expect(machine.status).toBe('ready');
+
+      expect(await asJson(['compute', 'machines', 'list', '--cluster', clusterId])).toEqual(await client.GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } }));
+      const table = await as(['compute', 'machines', 'list', '--cluster', clusterId]);
+      expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\s+│.+│\\s+ready\\s+│`));
+
+      expect(await asJson<{ drifted: boolean }>(['compute', 'drift', machine.provider_id])).toMatchObject({ drifted: false });
+      expect((await as(['compute', 'drift', machine.provider_id])).stdout).toMatch(/DRIFTED\s+│\s+false/);
+      expect(await asJson(['compute', 'status', clusterId])).toMatchObject({ machines: 1, autoscaling: { state: 'idle' } });
+      expect((await as(['compute', 'status', clusterId])).stdout).toMatch(/AUTOSCALING\s+│\s+idle/);
+
+      const suspension = await asJson<{ id: string; status: string }>(['compute', 'machines', 'suspend', machine.provider_id]);
+      expect(suspension.status).toBe('suspending');
+      // Resuming needs the snapshot: wait (through the client) until the suspension is done.
+      for (let i = 0; i < 100 && (await client.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } })).status !== 'suspended'; i++) await new Promise((r) => setTimeout(r, 100));
+      expect((await as(['compute', 'suspensions', 'list'])).stdout).toMatch(new RegExp(`${suspension.id}.+suspended`));
+      const resumed = await as(['compute', 'suspensions', 'resume', suspension.id, '--wait', '--timeout', '30']);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toMatch(/STATUS\s+│\s+resumed/);
+      expect((await asJson<{ data: { id: string; status: string }[] }>(['compute', 'suspensions', 'list'])).data).toContainEqual(expect.objectContaining({ id: suspension.id, status: 'resumed' }));
+
+      const configs = await asJson<{ data: { id: string }[] }>(['compute', 'configs', 'list']);
+      expect(configs.data.map((c) => c.id).sort()).toEqual([config.id, spare.id].sort());
+      expect((await as(['compute', 'configs', 'list'])).stdout).toContain('byom');
+      expect((await as(['compute', 'configs', 'delete', spare.id])).code).toBe(0);
+      const gone = await as(['compute', 'machines', 'delete', machine.provider_id]);
+      expect(gone.code, gone.stderr).toBe(0);
+      expect(gone.stdout).toContain(`Deleted machine ${machine.provider_id}`);
+    });
+
+    it('installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products list, get, update --file; a failed install exits 3', async () => {
+      const client = api(owner.token);
+      const product = await client.POST('/v1/products', {
+        body: { name: 'Shop', cluster_ids: [clusterId], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
+      });
+      const overrides = join(configHome(), 'overrides.yaml');
+      writeFileSync(overrides, `- template_helm_source_id: ${product.sources[0]!.id}\n  values:\n    replicaCount: 2\n`);
+      const created = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--override-file', overrides, '--wait', '--timeout', '30']);
+      expect(created.code, created.stderr).toBe(0);
+      const id = /ins_[0-9a-z]+/.exec(created.stdout)?.[0] ?? '';
+      expect(created.stdout).toMatch(/STATUS\s+│\s+running/);
+      const install = await client.GET('/v1/installs/{id}', { params: { path: { id } } });
+      expect(install.overrides).toEqual([{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }]);
+      expect(await asJson(['installs', 'get', id])).toEqual(install);
+      expect((await asJson<{ data: { id: string }[] }>(['installs', 'list'])).data.map((i) => i.id)).toEqual([id]);
+      expect((await as(['installs', 'list'])).stdout).toMatch(new RegExp(`${id}.+running`));
+
+      const logs = await as(['installs', 'logs', id, '--no-follow', '--tail', '3']);
+      expect(logs.code, logs.stderr).toBe(0);
+      const lines = logs.stdout.trimEnd().split('\n');
+      expect(lines).toHaveLength(3);
+      for (const line of lines) expect(line).toMatch(/^\S+\/\S+ .+/);
+      const ndjson = await as(['installs', 'logs', id, '--no-follow', '--tail', '2', '--json']);
+      expect(ndjson.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as unknown)).toEqual([expect.objectContaining({ line: expect.any(String) }), expect.objectContaining({ pod: expect.any(String) })]);
+
+      // Followed: the stream stays open; Ctrl-C (SIGINT) ends it with 130 once lines have come.
+      let interrupted = false;
+      const followed = await as(['installs', 'logs', id, '--tail', '1'], {
+        onOutput: (stdout, child) => {
+          if (!interrupted && stdout.split('\n').length > 3) {
+            interrupted = true;
+            child.kill('SIGINT');
+          }
+        },
+      });
+      expect(followed.code, followed.stderr).toBe(130);
+      expect(interrupted).toBe(true);
+
+      const products = await asJson<{ data: { id: string }[] }>(['products', 'list']);
+      expect(products).toEqual(await client.GET('/v1/products'));
+      expect((await as(['products', 'list'])).stdout).toContain('wordpress@19.6.1');
+      expect(await asJson(['products', 'get', product.id])).toEqual(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } }));
+      const file = join(configHome(), 'product.yaml');
+      writeFileSync(file, `name: Shop 2\ncluster_ids: [${clusterId}]\nsources:\n  - id: ${product.sources[0]!.id}\n    chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.7.0', chart: wordpress }\n`);
+      const updated = await as(['products', 'update', product.id, '--file', file]);
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(updated.stdout).toMatch(/NEW TEMPLATE\s+│\s+\S+/);
+      expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({ name: 'Shop 2', sources: [{ chart: { target_revision: '19.7.0' } }] });
+      const invalid = await as(['products', 'update', product.id, '--file', file.replace('.yaml', '.missing')]);
+      expect(invalid.code).toBe(2);
+
+      // No cluster of the product runs in hel1: the install fails, and --wait says so with exit 3.
+      const failed = await as(['installs', 'create', '--product', product.id, '--region', 'hel1', '--wait', '--timeout', '30', '--json']);
+      expect(failed.code, failed.stderr).toBe(3);
+      expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed' });
+    });
+  });
+
+  describe('tokens, quotas, notifications, registry credentials', () => {
+    it('tokens create, list, revoke; the revoked token no longer works', async () => {
+      const created = await platformJson<{ id: string; token: string }>(['tokens', 'create', '--name', 'ci', '--expires-at', '2099-01-31']);
+      expect(created.token).toMatch(/^svc_pat_/);
+      expect(created).toMatchObject({ name: 'ci', expires_at: Date.parse('2099-01-31') / 1000 });
+      expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(0);
+      const table = await platform(['tokens', 'list']);
+      expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+│\\s+ci\\s+│\\s+svc_pat_`));
+      expect(table.stdout).not.toContain(created.token);
+      expect((await platformJson<{ data: { id: string }[] }>(['tokens', 'list'])).data.map((t) => t.id)).toContain(created.id);
+      const revoked = await platform(['tokens', 'revoke', created.id]);
+      expect(revoked.stdout).toContain(`Revoked token ${created.id}`);
+      expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(1);
+      expect((await platform(['tokens', 'create', '--name', 'x', '--expires-at', 'someday'])).code).toBe(2);
+    });
+
+    it('quotas list and get, notifications list --unread and read', async () => {
+      const someone = await newUser(database.db, systemClock, 'free');
+      const options = { token: someone.token };
+      // A running cluster: it fills the free plan's cluster quota and tells the workspace it is ready.
+      const cluster = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'one', '--region', 'fsn1', '--wait'], options);
+      const quotas = await platformJson<{ metric: string }[]>(['quotas', 'list'], options);
+      expect(quotas).toEqual(await api(someone.token).GET('/v1/quotas'));
+      expect(quotas).toContainEqual(expect.objectContaining({ metric: 'kaas/clusters', usage: 1, limit: 1, remaining: 0 }));
+      expect((await platform(['quotas', 'list'], options)).stdout).toMatch(/kaas\/clusters\s+│/);
+      const one = await platformJson(['quotas', 'get', 'kaas/clusters'], options);
+      expect(one).toEqual(quotas.find((q) => q.metric === 'kaas/clusters'));
+      expect((await platform(['quotas', 'get', 'compute/cpu'], options)).stdout).toMatch(/METRIC\s+│\s+compute\/cpu/);
+      expect(await platformJson(['quotas', 'list', '--cluster', cluster.id], options)).toContainEqual(expect.objectContaining({ metric: 'compute/provisioning' }));
+
+      const unread = await platformJson<{ data: { id: string; type: string; read_at: number | null }[] }>(['notifications', 'list', '--unread'], options);
+      const ready = unread.data.find((n) => n.type === 'cluster.ready');
+      expect(ready?.read_at).toBeNull();
+      expect((await platform(['notifications', 'list'], options)).stdout).toContain('cluster.ready');
+      const read = await platformJson<{ read_at: number | null }>(['notifications', 'read', ready!.id], options);
+      expect(read.read_at).toEqual(expect.any(Number));
+      expect((await platformJson<{ data: { id: string }[] }>(['notifications', 'list', '--unread'], options)).data.map((n) => n.id)).not.toContain(ready!.id);
+    });
+
+    it('registry credentials create (password from stdin), list, delete', async () => {
+      const created = await platform(['registry', 'credentials', 'create', '--name', 'ghcr', '--registry', 'ghcr.io', '--username', 'bot', '--password-stdin', '--json'], { input: 'registry-secret-123\n' });
+      expect(created.code, created.stderr).toBe(0);
+      const credential = JSON.parse(created.stdout) as { id: string; is_active: boolean };
+      expect(credential.is_active).toBe(true);
+      expect(created.stdout).not.toContain('registry-secret-123');
+      expect((await platformJson<{ data: { id: string }[] }>(['registry', 'credentials', 'list'])).data.map((c) => c.id)).toContain(credential.id);
+      expect((await platform(['registry', 'credentials', 'list'])).stdout).toMatch(/ghcr\s+│\s+ghcr\.io/);
+      expect((await platform(['registry', 'credentials', 'create', '--name', 'x', '--registry', 'ghcr.io', '--username', 'bot'])).code).toBe(2);
+      expect((await platform(['registry', 'credentials', 'delete', credential.id])).code).toBe(0);
+    });
+
+    it('--wait gives up with exit 4 after --timeout', async () => {
+      const other = await newUser(database.db, systemClock, 'free');
+      const run = await platform(['clusters', 'create', '--name', 'slow', '--region', 'fsn1', '--wait', '--timeout', '0'], { token: other.token });
+      expect(run.code, run.stderr).toBe(4);
+      expect(run.stderr).toContain('Timed out');
+    });
   });
 });

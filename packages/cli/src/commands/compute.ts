@@ -1,0 +1,243 @@
+// `platform compute`: machines of a cluster, compute configs, suspensions, drift and auto-scaling status.
+import type { Command } from 'commander';
+import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
+import { type Columns, done, morePages, printList, printRecord, time } from '../output.ts';
+import { waitFor } from '../wait.ts';
+
+interface MachineRow {
+  provider_id: string;
+  node_name: string;
+  status: string;
+  cluster_id: string;
+  server_type: string;
+  cpu: number;
+  memory_bytes: number;
+  byom: boolean;
+  created_at: number;
+}
+
+const machineColumns: Columns<MachineRow> = [
+  ['PROVIDER ID', (m) => m.provider_id],
+  ['NODE', (m) => m.node_name],
+  ['STATUS', (m) => m.status],
+  ['CLUSTER', (m) => m.cluster_id],
+  ['TYPE', (m) => m.server_type],
+  ['CPU', (m) => m.cpu],
+  ['MEMORY GiB', (m) => +(m.memory_bytes / 2 ** 30).toFixed(1)],
+  ['BYOM', (m) => m.byom],
+  ['CREATED', (m) => time(m.created_at)],
+];
+
+interface SuspensionRow {
+  id: string;
+  provider_id: string;
+  node_name: string;
+  cluster_id: string;
+  reason: string;
+  status: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+const suspensionColumns: Columns<SuspensionRow> = [
+  ['ID', (s) => s.id],
+  ['PROVIDER ID', (s) => s.provider_id],
+  ['NODE', (s) => s.node_name],
+  ['CLUSTER', (s) => s.cluster_id],
+  ['REASON', (s) => s.reason],
+  ['STATUS', (s) => s.status],
+  ['CREATED', (s) => time(s.created_at)],
+  ['EXPIRES', (s) => time(s.expires_at)],
+];
+
+interface ConfigRow {
+  id: string;
+  name: string;
+  provider: string;
+  cloud_credential_id: string | null;
+  provider_config: unknown;
+  created_at: number;
+}
+
+const configColumns: Columns<ConfigRow> = [
+  ['ID', (c) => c.id],
+  ['NAME', (c) => c.name],
+  ['PROVIDER', (c) => c.provider],
+  ['CREDENTIAL', (c) => c.cloud_credential_id ?? '(platform)'],
+  ['PROVIDER CONFIG', (c) => c.provider_config],
+  ['CREATED', (c) => time(c.created_at)],
+];
+
+export function registerCompute(program: Command): void {
+  const compute = program.command('compute').description('machines, compute configs, suspensions, drift and scaling status');
+  example(compute, 'platform compute machines list --cluster cl_01jd…', 'platform compute status cl_01jd…');
+
+  const machines = compute.command('machines').description('the machines (servers) of clusters');
+  example(machines, 'platform compute machines request --cluster cl_01jd… --config cc_01jd… --wait');
+
+  example(
+    machines
+      .command('list')
+      .description('list the machines of a cluster')
+      .requiredOption('--cluster <id>', 'cluster id')
+      .action(
+        action(async ({ api, out }, flags: { cluster: string }) => {
+          const list = await api.GET('/v1/compute/machines', { params: { query: { cluster_id: flags.cluster } } });
+          printList(out, list, machineColumns);
+        }),
+      ),
+    'platform compute machines list --cluster cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+
+  example(
+    withWait(
+      machines
+        .command('request')
+        .description('request a machine for a cluster (provisioning runs in the background)')
+        .requiredOption('--cluster <id>', 'cluster id')
+        .requiredOption('--config <id>', 'compute config id')
+        .option('--server-type <type>', 'server type, e.g. cx22 (default: the config’s choice)'),
+    ).action(
+      action(async ({ api, out }, flags: WaitFlags & { cluster: string; config: string; serverType?: string }) => {
+        const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: flags.cluster, compute_config_id: flags.config, server_type: flags.serverType } });
+        if (!flags.wait) return printRecord(out, machine, machineColumns);
+        // There is no single-machine read: the cluster's list holds it.
+        const { code, record } = await waitFor({
+          what: `machine ${machine.provider_id} to be ready`,
+          read: async () => (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: flags.cluster } } })).find((m) => m.provider_id === machine.provider_id) ?? machine,
+          outcome: (m) => (m.status === 'ready' ? 'succeeded' : m.status === 'failed' ? 'failed' : 'pending'),
+          describe: (m) => m.status,
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, machineColumns);
+        return code;
+      }),
+    ),
+    'platform compute machines request --cluster cl_01jd… --config cc_01jd… --server-type cx22 --wait',
+  );
+
+  example(
+    machines
+      .command('suspend <providerId>')
+      .description('suspend a machine: snapshot it and remove its server until it is resumed')
+      .action(
+        action(async ({ api, out }, providerId: string) => {
+          printRecord(out, await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId } } }), suspensionColumns);
+        }),
+      ),
+    'platform compute machines suspend hc_12345678',
+  );
+
+  example(
+    machines
+      .command('delete <providerId>')
+      .description('delete a machine and its server')
+      .action(
+        action(async ({ api, out }, providerId: string) => {
+          await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId } } });
+          done(out, `Deleted machine ${providerId}`);
+        }),
+      ),
+    'platform compute machines delete hc_12345678',
+  );
+
+  const configs = compute.command('configs').description('compute configurations (provider, region, image, server types)');
+  example(configs, 'platform compute configs list');
+  example(
+    withPage(configs.command('list').description('list the compute configs of the workspace')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/compute/configs', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(out, page.data, configColumns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform compute configs list --json',
+  );
+  example(
+    configs
+      .command('delete <id>')
+      .description('delete a compute config')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          await api.DELETE('/v1/compute/configs/{id}', { params: { path: { id } } });
+          done(out, `Deleted compute config ${id}`);
+        }),
+      ),
+    'platform compute configs delete cc_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+
+  const suspensions = compute.command('suspensions').description('suspended machines and their resumption');
+  example(suspensions, 'platform compute suspensions list', 'platform compute suspensions resume sus_01jd… --wait');
+  example(
+    withPage(suspensions.command('list').description('list the suspensions of the workspace')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/compute/suspensions', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(out, page.data, suspensionColumns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform compute suspensions list --json',
+  );
+  example(
+    withWait(suspensions.command('resume <id>').description('resume a suspended machine from its snapshot')).action(
+      action(async ({ api, out }, id: string, flags: WaitFlags) => {
+        const suspension = await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id } } });
+        if (!flags.wait) return printRecord(out, suspension, suspensionColumns);
+        const { code, record } = await waitFor({
+          what: `suspension ${id} to resume`,
+          read: () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id } } }),
+          outcome: (s) => (s.status === 'resumed' ? 'succeeded' : s.status === 'failed' ? 'failed' : 'pending'),
+          describe: (s) => s.status,
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, suspensionColumns);
+        return code;
+      }),
+    ),
+    'platform compute suspensions resume sus_01jd2x8m5r7t9v1w3y5a7c9e1g --wait',
+  );
+
+  example(
+    compute
+      .command('drift <providerId>')
+      .description('check whether a machine differs from its compute config')
+      .action(
+        action(async ({ api, out }, providerId: string) => {
+          const drift = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId } } });
+          if (out.json || drift.differences.length === 0) {
+            return printRecord(out, drift, [
+              ['DRIFTED', (d) => d.drifted],
+              ['REASON', (d) => d.reason],
+              ['CHECKED', (d) => time(d.checked_at)],
+            ]);
+          }
+          process.stdout.write(`Drifted: ${drift.reason}\n`);
+          printList(out, drift.differences, [
+            ['FIELD', (d) => d.field],
+            ['DESIRED', (d) => d.desired],
+            ['ACTUAL', (d) => d.actual],
+          ]);
+        }),
+      ),
+    'platform compute drift hc_12345678',
+  );
+
+  example(
+    compute
+      .command('status <clusterId>')
+      .description('a cluster’s machine count, limits and auto-scaling state')
+      .action(
+        action(async ({ api, out }, clusterId: string) => {
+          const status = await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId } } });
+          printRecord(out, status, [
+            ['MACHINES', (s) => `${s.machines} of ${s.max_machines}`],
+            ['AUTOSCALING', (s) => s.autoscaling.state],
+            ['PROVISIONING', (s) => `${s.autoscaling.provisioning} (at most ${s.autoscaling.provisioning_limit} at once)`],
+            ['QUEUED', (s) => s.autoscaling.queued],
+            ['BACKOFF UNTIL', (s) => time(s.autoscaling.backoff_until)],
+          ]);
+        }),
+      ),
+    'platform compute status cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+}

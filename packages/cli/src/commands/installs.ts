@@ -1,0 +1,144 @@
+// `platform installs`: products installed in a region, and their logs.
+import type { RequestBody } from '@platform/api-types';
+import type { Command } from 'commander';
+import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
+import { readDocument } from '../files.ts';
+import { type Columns, morePages, printList, printRecord, time } from '../output.ts';
+import { EXIT_INTERRUPTED, waitFor } from '../wait.ts';
+
+interface InstallRow {
+  id: string;
+  product_id: string;
+  region_id: string;
+  cluster_id: string | null;
+  status: string;
+  status_message: string | null;
+  updated_at: number;
+}
+
+const columns: Columns<InstallRow> = [
+  ['ID', (i) => i.id],
+  ['PRODUCT', (i) => i.product_id],
+  ['REGION', (i) => i.region_id],
+  ['CLUSTER', (i) => i.cluster_id],
+  ['STATUS', (i) => i.status],
+  ['MESSAGE', (i) => i.status_message],
+  ['UPDATED', (i) => time(i.updated_at)],
+];
+
+type Overrides = NonNullable<RequestBody<'createInstall'>['overrides']>;
+
+/** An override file holds the list itself, or `{overrides: [...]}`. */
+function readOverrides(path: string): Overrides {
+  const document = readDocument(path);
+  const list = typeof document === 'object' && document !== null && !Array.isArray(document) && 'overrides' in document ? document.overrides : document;
+  if (!Array.isArray(list)) throw new UsageError(`${path} must hold a list of overrides ({template_helm_source_id, values})`);
+  return list as Overrides; // validated by the service against the contract
+}
+
+interface LogFlags {
+  follow: boolean;
+  tail?: number;
+  since?: number;
+  pod?: string;
+  container?: string;
+}
+
+export function registerInstalls(program: Command): void {
+  const installs = program.command('installs').description('installs of products, and their logs');
+  example(installs, 'platform installs create --product prd_01jd… --region fsn1 --wait', 'platform installs logs ins_01jd… --tail 100');
+
+  example(
+    withWait(
+      installs
+        .command('create')
+        .description('install a product in a region (placed on one of its clusters there)')
+        .requiredOption('--product <id>', 'product id')
+        .requiredOption('--region <region>', 'region id, e.g. fsn1')
+        .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values} overriding chart values'),
+    ).action(
+      action(async ({ api, out }, flags: WaitFlags & { product: string; region: string; overrideFile?: string }) => {
+        const overrides = flags.overrideFile === undefined ? undefined : readOverrides(flags.overrideFile);
+        // The client sends an idempotency key, so a retried create makes one install.
+        const install = await api.POST('/v1/installs', { body: { product_id: flags.product, region_id: flags.region, overrides } });
+        if (!flags.wait) return printRecord(out, install, columns);
+        if (!out.json) process.stderr.write(`Created ${install.id}; waiting for it to run\n`);
+        const { code, record } = await waitFor({
+          what: `install ${install.id}`,
+          read: () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } }),
+          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
+          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, columns);
+        return code;
+      }),
+    ),
+    'platform installs create --product prd_01jd… --region fsn1 --override-file values.yaml --wait',
+  );
+
+  example(
+    installs
+      .command('get <id>')
+      .description('show one install')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/installs/{id}', { params: { path: { id } } }), columns);
+        }),
+      ),
+    'platform installs get ins_01jd2xc6g8j0m2p4r6t8w0y2a4',
+  );
+
+  example(
+    withPage(installs.command('list').description('list the installs of the workspace')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/installs', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(out, page.data, columns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform installs list --json',
+  );
+
+  example(
+    installs
+      .command('logs <id>')
+      .description('print an install’s container logs; follows new lines until Ctrl-C unless --no-follow')
+      .option('--follow', 'keep the stream open for new lines (default)', true)
+      .option('--no-follow', 'print what is there and stop')
+      .option('--tail <n>', 'start with the last n lines of each container', positiveInteger)
+      .option('--since <seconds>', 'only lines of the last n seconds', positiveInteger)
+      .option('--pod <name>', 'only this pod')
+      .option('--container <name>', 'only this container')
+      .action(
+        action(async ({ api, out }, id: string, flags: LogFlags) => {
+          // Ctrl-C ends the stream cleanly: the connection is closed and the exit code says it was interrupted.
+          const controller = new AbortController();
+          const interrupt = () => controller.abort();
+          process.once('SIGINT', interrupt);
+          try {
+            const events = api.streamInstallLogs(id, {
+              follow: flags.follow,
+              tail: flags.tail,
+              since_seconds: flags.since,
+              pod: flags.pod,
+              container: flags.container,
+              signal: controller.signal,
+            });
+            for await (const event of events) {
+              if (event.type !== 'log') continue;
+              // --json: one JSON line per log line (NDJSON), for jq and friends.
+              process.stdout.write(out.json ? `${JSON.stringify(event.data)}\n` : `${event.data.pod}/${event.data.container} ${event.data.line}\n`);
+            }
+          } catch (error) {
+            if (controller.signal.aborted) return EXIT_INTERRUPTED;
+            throw error;
+          } finally {
+            process.off('SIGINT', interrupt);
+          }
+        }),
+      ),
+    'platform installs logs ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --tail 100 --container wordpress',
+    'platform installs logs ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --no-follow --since 600 --json | jq .line',
+  );
+}

@@ -1,0 +1,75 @@
+// `platform products`: helm-chart products and their configuration.
+import type { RequestBody } from '@platform/api-types';
+import type { Command } from 'commander';
+import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
+import { readDocument } from '../files.ts';
+import { type Columns, morePages, printList, printRecord, time } from '../output.ts';
+
+interface ProductRow {
+  id: string;
+  name: string;
+  template_id: string;
+  sources: { chart: { repo_url: string; chart?: string; path?: string; target_revision: string } }[];
+  cluster_ids: string[];
+  regeneration_status: string;
+  updated_at: number;
+}
+
+const columns: Columns<ProductRow> = [
+  ['ID', (p) => p.id],
+  ['NAME', (p) => p.name],
+  ['CHARTS', (p) => p.sources.map((s) => `${s.chart.chart ?? s.chart.path}@${s.chart.target_revision}`).join(', ')],
+  ['CLUSTERS', (p) => p.cluster_ids.join(', ')],
+  ['TEMPLATE', (p) => p.template_id],
+  ['REGENERATION', (p) => p.regeneration_status],
+  ['UPDATED', (p) => time(p.updated_at)],
+];
+
+export function registerProducts(program: Command): void {
+  const products = program.command('products').description('products: helm charts installed together');
+  example(products, 'platform products list', 'platform products update prd_01jd… --file product.yaml');
+
+  example(
+    withPage(products.command('list').description('list the products of the workspace')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/products', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(out, page.data, columns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform products list --json',
+  );
+
+  example(
+    products
+      .command('get <id>')
+      .description('show one product (use --json for its whole configuration)')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/products/{id}', { params: { path: { id } } }), columns);
+        }),
+      ),
+    'platform products get prd_01jd2x8m5r7t9v1w3y5a7c9e1g --json > product.json',
+  );
+
+  example(
+    products
+      .command('update <id>')
+      .description('replace a product’s configuration with a YAML or JSON file (fields left out are cleared)')
+      .requiredOption('--file <path>', 'the configuration: name, sources, cluster_ids, stripe_price_ids, settings (- for stdin)')
+      .action(
+        action(async ({ api, out }, id: string, flags: { file: string }) => {
+          const document = readDocument(flags.file);
+          if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new UsageError(`${flags.file} must hold an object`);
+          // The service validates the body against the contract and names any wrong field.
+          const body = document as RequestBody<'updateProduct'>;
+          const result = await api.PATCH('/v1/products/{id}', { params: { path: { id } }, body });
+          printRecord(out, result, [
+            ['PRODUCT', (r) => r.product_id],
+            ['NEW TEMPLATE', (r) => r.template_id],
+          ]);
+        }),
+      ),
+    'platform products update prd_01jd2x8m5r7t9v1w3y5a7c9e1g --file product.yaml',
+  );
+}

@@ -1,0 +1,75 @@
+// `platform registry credentials`: logins to private helm/OCI registries. The password is write-only.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { action, example, UsageError, type PageFlags, withPage } from '../context.ts';
+import { type Columns, done, morePages, printList, printRecord, time } from '../output.ts';
+
+interface CredentialRow {
+  id: string;
+  name: string;
+  registry_url: string;
+  is_active: boolean;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+const columns: Columns<CredentialRow> = [
+  ['ID', (c) => c.id],
+  ['NAME', (c) => c.name],
+  ['REGISTRY', (c) => c.registry_url],
+  ['ACTIVE', (c) => c.is_active],
+  ['CREATED', (c) => time(c.created_at)],
+  ['LAST USED', (c) => time(c.last_used_at)],
+];
+
+export function registerRegistry(program: Command): void {
+  const registry = program.command('registry').description('private chart registries');
+  const credentials = registry.command('credentials').description('registry logins used to pull charts');
+  example(registry, 'platform registry credentials list');
+  example(credentials, 'platform registry credentials create --name ghcr --registry ghcr.io --username bot --password-stdin < token.txt');
+
+  example(
+    withPage(credentials.command('list').description('list the registry credentials of the workspace')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/registry/credentials', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(out, page.data, columns, page);
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform registry credentials list --json',
+  );
+
+  example(
+    credentials
+      .command('create')
+      .description('store a registry login (the password cannot be read back)')
+      .requiredOption('--name <name>', 'a name for it')
+      .requiredOption('--registry <host>', 'registry host (and port), e.g. ghcr.io')
+      .requiredOption('--username <username>', 'user name')
+      .option('--password <password>', 'password or token (visible in the process list: prefer --password-stdin)')
+      .option('--password-stdin', 'read the password from standard input')
+      .option('--inactive', 'store it switched off')
+      .action(
+        action(async ({ api, out }, flags: { name: string; registry: string; username: string; password?: string; passwordStdin?: boolean; inactive?: boolean }) => {
+          const password = flags.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : flags.password;
+          if (password === undefined) throw new UsageError('give --password or --password-stdin');
+          const body = { name: flags.name, registry_url: flags.registry, username: flags.username, password, is_active: !flags.inactive };
+          printRecord(out, await api.POST('/v1/registry/credentials', { body }), columns);
+        }),
+      ),
+    'echo "$REGISTRY_TOKEN" | platform registry credentials create --name ghcr --registry ghcr.io --username bot --password-stdin',
+  );
+
+  example(
+    credentials
+      .command('delete <id>')
+      .description('delete a registry credential')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          await api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id } } });
+          done(out, `Deleted registry credential ${id}`);
+        }),
+      ),
+    'platform registry credentials delete rc_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+}

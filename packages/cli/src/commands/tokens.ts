@@ -1,0 +1,74 @@
+// `platform tokens`: personal access tokens for scripts and CI.
+import type { Command } from 'commander';
+import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
+import { done, morePages, printList, printRecord, time } from '../output.ts';
+
+/** Unix seconds, or any date `Date.parse` reads (2027-01-31, 2027-01-31T12:00:00Z). */
+function expiry(value: string): number {
+  if (/^\d+$/.test(value)) return Number(value);
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new UsageError(`--expires-at: ${value} is neither Unix seconds nor a date`);
+  return Math.floor(ms / 1000);
+}
+
+export function registerTokens(program: Command): void {
+  const tokens = program.command('tokens').description('personal access tokens');
+  example(tokens, 'platform tokens create --name ci --expires-at 2027-01-31', 'platform tokens list');
+
+  example(
+    tokens
+      .command('create')
+      .description('create a token; its secret is shown once')
+      .requiredOption('--name <name>', 'what it is for')
+      .option('--expires-at <when>', 'Unix seconds or a date; default: never')
+      .action(
+        action(async ({ api, out }, flags: { name: string; expiresAt?: string }) => {
+          const created = await api.POST('/v1/user/tokens', { body: { name: flags.name, expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt) } });
+          printRecord(out, created, [
+            ['ID', (t) => t.id],
+            ['NAME', (t) => t.name],
+            ['TOKEN', (t) => t.token],
+            ['EXPIRES', (t) => time(t.expires_at)],
+          ]);
+          if (!out.json) process.stderr.write('Store the token now: it cannot be shown again.\n');
+        }),
+      ),
+    'platform tokens create --name ci --expires-at 2027-01-31 --json | jq -r .token',
+  );
+
+  example(
+    withPage(tokens.command('list').description('list your tokens (never their secrets)')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/user/tokens', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printList(
+          out,
+          page.data,
+          [
+            ['ID', (t) => t.id],
+            ['NAME', (t) => t.name],
+            ['PREFIX', (t) => t.prefix],
+            ['CREATED', (t) => time(t.created_at)],
+            ['LAST USED', (t) => time(t.last_used_at)],
+            ['EXPIRES', (t) => time(t.expires_at)],
+          ],
+          page,
+        );
+        morePages(out, page.pagination);
+      }),
+    ),
+    'platform tokens list',
+  );
+
+  example(
+    tokens
+      .command('revoke <id>')
+      .description('revoke a token at once')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          await api.DELETE('/v1/user/tokens/{id}', { params: { path: { id } } });
+          done(out, `Revoked token ${id}`);
+        }),
+      ),
+    'platform tokens revoke tok_01jd2xf9k1n3q5s7v9x1z3b5d7',
+  );
+}
