@@ -16,12 +16,15 @@ const addFormats = addFormatsModule.default;
 interface ParameterObject {
   name: string;
   in: 'path' | 'query' | 'header' | 'cookie';
+  schema?: { type?: unknown };
 }
 
 export interface OperationMeta extends RouteOperation {
   operation: Operation;
   /** Declared header parameters: lower-case name → name as the contract spells it. */
   headerNames: Map<string, string>;
+  /** Query parameters typed integer or number: Ajv's coercion would take `0x10`, `1e1` or ` 5`; we take digits. */
+  numericQuery: Map<string, 'integer' | 'number'>;
   hasJsonBody: boolean;
   /** Also accepts application/x-www-form-urlencoded (the OAuth device endpoints). */
   hasFormBody: boolean;
@@ -54,8 +57,11 @@ export async function loadContract(): Promise<Contract> {
   for (const operation of api.getOperations()) {
     const parameters = (operation.parameters ?? []) as ParameterObject[];
     const headerNames = new Map<string, string>();
+    const numericQuery = new Map<string, 'integer' | 'number'>();
     for (const parameter of parameters) {
       if (parameter.in === 'header') headerNames.set(parameter.name.toLowerCase(), parameter.name);
+      const type = parameter.schema?.type;
+      if (parameter.in === 'query' && (type === 'integer' || type === 'number')) numericQuery.set(parameter.name, type);
     }
     const security = (operation.security ?? rootSecurity) as unknown[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
@@ -68,6 +74,7 @@ export async function loadContract(): Promise<Contract> {
       path: operation.path,
       operation,
       headerNames,
+      numericQuery,
       hasJsonBody: Boolean(requestBody?.content?.['application/json']),
       hasFormBody: Boolean(requestBody?.content?.['application/x-www-form-urlencoded']),
       bodyRequired: requestBody?.required === true,
@@ -145,6 +152,14 @@ export interface RawRequest {
  * object is built here directly: openapi-backend's own request parsing costs more than the validation.
  */
 export function validateRequest(contract: Contract, meta: OperationMeta, request: RawRequest): Record<string, unknown> {
+  for (const [name, type] of meta.numericQuery) {
+    const value = request.query[name];
+    if (value === undefined) continue;
+    const digits = type === 'integer' ? /^-?\d{1,16}$/ : /^-?\d{1,16}(\.\d{1,16})?$/;
+    if ((Array.isArray(value) ? value : [value]).some((v) => !digits.test(v))) {
+      throw validationError(name, `Parameter ${name} must be written as a decimal ${type}.`, `See the ${meta.operationId} operation in the API reference for what ${name} accepts.`);
+    }
+  }
   const validators = (contract.api.validator.getRequestValidatorsForOperation(meta.operationId) ?? []) as CompiledValidator[];
   const parameters: Record<string, unknown> = {
     path: { ...request.params },
