@@ -1695,7 +1695,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many requests. Every authenticated operation is limited per token (per user for OAuth2 JWTs), and the two unauthenticated device-flow operations per client address, in fixed windows of 60 seconds shared by every server process. Every response of a limited operation, successful or not, carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
+        /** @description Too many requests. Every authenticated operation is limited per token (per user for OAuth2 JWTs), and the two unauthenticated device-flow operations per client address, in fixed windows of 60 seconds shared by every server process. Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1888,12 +1888,12 @@ export interface components {
          */
         "Idempotent-Replayed": "true";
         /**
-         * @description Where the caller stands in the current window, in the structured-field form of the IETF draft draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `r` the requests left in this window and `t` the seconds until it resets. Sent on every response of a rate-limited operation.
+         * @description Where the caller stands in the current window, in the structured-field form of the IETF draft draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `r` the requests left in this window and `t` the seconds until it resets. Sent on every response of a rate-limited operation, except a 401 (a request that fails authentication has no count).
          * @example "default";r=599;t=60
          */
         RateLimit: string;
         /**
-         * @description The limit that applies, in the form of draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `q` the requests allowed per window and `w` the window in seconds. `default` counts per token (per user for OAuth2 JWTs) and is 600 requests a minute unless the operator configures otherwise (`RATE_LIMIT_PER_MINUTE`); `device` counts per client address for the two unauthenticated device-flow operations (`RATE_LIMIT_DEVICE_PER_MINUTE`, default 120). Sent on every response of a rate-limited operation.
+         * @description The limit that applies, in the form of draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `q` the requests allowed per window and `w` the window in seconds. `default` counts per token (per user for OAuth2 JWTs) and is 600 requests a minute unless the operator configures otherwise (`RATE_LIMIT_PER_MINUTE`); `device` counts per client address for the two unauthenticated device-flow operations (`RATE_LIMIT_DEVICE_PER_MINUTE`, default 120). Sent on every response of a rate-limited operation, except a 401.
          * @example "default";q=600;w=60
          */
         "RateLimit-Policy": string;
