@@ -1,4 +1,4 @@
-// `platform`: the command-line client of the Platform Management API, on the generated client.
+// The `platform` program: global options, every command group, and how failures become exit codes.
 // Exit codes: 0 success, 1 error (the service's message and suggestion on stderr), 2 usage error,
 // 3 a workflow awaited with --wait failed, 4 --wait timed out, 130 interrupted.
 import { Command, CommanderError } from 'commander';
@@ -40,7 +40,7 @@ export function buildProgram(): Command {
   return program;
 }
 
-async function main(argv: string[]): Promise<void> {
+export async function run(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
@@ -59,4 +59,3 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-await main(process.argv);

@@ -1,7 +1,6 @@
 // `--wait`: polls a workflow's record every second until it succeeds, fails or the time runs out. The exit
 // code says which (0, 3, 4), so scripts can branch on it without parsing the output.
 import { setTimeout as sleep } from 'node:timers/promises';
-import ora from 'ora';
 
 export const EXIT_OK = 0;
 export const EXIT_ERROR = 1;
@@ -33,7 +32,8 @@ export interface WaitResult<T> {
 export async function waitFor<T>(options: WaitOptions<T>): Promise<WaitResult<T>> {
   const deadline = Date.now() + options.timeoutSeconds * 1000;
   // A spinner only for a person watching a terminal; piped output gets the final line alone.
-  const spinner = process.stdout.isTTY ? ora({ text: `Waiting for ${options.what}`, stream: process.stdout }).start() : undefined;
+  // Loaded only then: ora and its dependencies cost start-up time that scripts should not pay.
+  const spinner = process.stdout.isTTY ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: process.stdout }).start() : undefined;
   try {
     for (;;) {
       const record = await options.read();

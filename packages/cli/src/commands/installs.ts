@@ -29,8 +29,8 @@ const columns: Columns<InstallRow> = [
 type Overrides = NonNullable<RequestBody<'createInstall'>['overrides']>;
 
 /** An override file holds the list itself, or `{overrides: [...]}`. */
-function readOverrides(path: string): Overrides {
-  const document = readDocument(path);
+async function readOverrides(path: string): Promise<Overrides> {
+  const document = await readDocument(path);
   const list = typeof document === 'object' && document !== null && !Array.isArray(document) && 'overrides' in document ? document.overrides : document;
   if (!Array.isArray(list)) throw new UsageError(`${path} must hold a list of overrides ({template_helm_source_id, values})`);
   return list as Overrides; // validated by the service against the contract
@@ -58,7 +58,7 @@ export function registerInstalls(program: Command): void {
         .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values} overriding chart values'),
     ).action(
       action(async ({ api, out }, flags: WaitFlags & { product: string; region: string; overrideFile?: string }) => {
-        const overrides = flags.overrideFile === undefined ? undefined : readOverrides(flags.overrideFile);
+        const overrides = flags.overrideFile === undefined ? undefined : await readOverrides(flags.overrideFile);
         // The client sends an idempotency key, so a retried create makes one install.
         const install = await api.POST('/v1/installs', { body: { product_id: flags.product, region_id: flags.region, overrides } });
         if (!flags.wait) return printRecord(out, install, columns);

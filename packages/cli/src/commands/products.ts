@@ -59,7 +59,7 @@ export function registerProducts(program: Command): void {
       .requiredOption('--file <path>', 'the configuration: name, sources, cluster_ids, stripe_price_ids, settings (- for stdin)')
       .action(
         action(async ({ api, out }, id: string, flags: { file: string }) => {
-          const document = readDocument(flags.file);
+          const document = await readDocument(flags.file);
           if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new UsageError(`${flags.file} must hold an object`);
           // The service validates the body against the contract and names any wrong field.
           const body = document as RequestBody<'updateProduct'>;
