@@ -57,7 +57,7 @@ function isDatabaseDown(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && DATABASE_DOWN_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/.test(message);
+  return /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable/.test(message);
 }
 
 /**

@@ -19,6 +19,12 @@ export function openDatabase(url: string, poolSize = 10): Connection {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // A dropped idle connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // Nor one that breaks while checked out between two queries (in a transaction, say): without a listener its
+  // 'error' event is an uncaught exception that ends the process when PostgreSQL restarts. The query that was
+  // running rejects anyway, and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, url, close: () => db.destroy() };
 }

@@ -10,16 +10,17 @@ export interface ProviderRateLimit {
 }
 
 export function providerRateLimit(db: Kysely<Database>, perSecond: number): ProviderRateLimit {
+  // Fractional above 1000 a second: the bigint column rounds each reservation (a bare 0.1 parameter was refused).
   const spacingMs = 1000 / perSecond;
   return {
     async take(key) {
       // The database's clock, so processes on hosts with skewed clocks agree.
       const { rows } = await sql<{ slot: number; now: number }>`
         INSERT INTO rate_limit_slots AS s (key, next_at_ms)
-        VALUES (${key}, floor(extract(epoch FROM clock_timestamp()) * 1000) + ${spacingMs})
+        VALUES (${key}, floor(extract(epoch FROM clock_timestamp()) * 1000) + ${spacingMs}::float8)
         ON CONFLICT (key) DO UPDATE
-          SET next_at_ms = GREATEST(s.next_at_ms, floor(extract(epoch FROM clock_timestamp()) * 1000)) + ${spacingMs}
-        RETURNING next_at_ms - ${spacingMs} AS slot, floor(extract(epoch FROM clock_timestamp()) * 1000) AS now`.execute(db);
+          SET next_at_ms = GREATEST(s.next_at_ms, floor(extract(epoch FROM clock_timestamp()) * 1000)) + ${spacingMs}::float8
+        RETURNING next_at_ms - ${spacingMs}::float8 AS slot, floor(extract(epoch FROM clock_timestamp()) * 1000) AS now`.execute(db);
       const row = rows[0]!;
       const wait = Number(row.slot) - Number(row.now);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
