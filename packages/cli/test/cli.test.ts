@@ -337,7 +337,8 @@ describe('platform', () => {
     });
   });
 
-  describe('tokens, quotas, notifications, registry credentials', () => {
+  // Independent of each other (quotas and the timeout on users of their own): side by side.
+  describe.concurrent('tokens, quotas, notifications, registry credentials', () => {
     it('tokens create, list, revoke; the revoked token no longer works', async () => {
       const created = await platformJson<{ id: string; token: string }>(['tokens', 'create', '--name', 'ci', '--expires-at', '2099-01-31']);
       expect(created.token).toMatch(/^svc_pat_/);
