@@ -1695,7 +1695,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many requests. Every authenticated operation is limited per token (per user for OAuth2 JWTs), and the two unauthenticated device-flow operations per client address, in fixed windows of 60 seconds shared by every server process. Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
+        /** @description Too many requests. The two unauthenticated device-flow operations are limited per client address and, where the operator sets a limit (off by default), every authenticated operation per token (per user for OAuth2 JWTs), in fixed windows of 60 seconds shared by every server process; a followed log stream also needs one of the token's stream slots (2,000 by default). Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -284,6 +284,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
       ctx.set('X-Accel-Buffering', 'no');
       ctx.respond = false;
       ctx.res.writeHead(ctx.status, ctx.response.headers as Record<string, string>);
+      // The client learns at once that its stream is open, not with the first line (which may be a while).
+      ctx.res.flushHeaders();
       await writeStream(ctx.res, output.stream, config.streamStallMs, abort);
       return;
     }

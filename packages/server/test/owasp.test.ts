@@ -306,6 +306,38 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
     expect(refused.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
   });
 
+  it('caps the log streams a token holds open, over every process (LOG_STREAMS_PER_TOKEN)', async () => {
+    const capped = await startTestServer(database.db, clock, { LOG_STREAMS_PER_TOKEN: '2' });
+    closers.push(() => capped.close());
+    const own = await buildWorld(database.db, clock);
+    const open = (baseUrl: string, controller: AbortController) =>
+      fetch(`${baseUrl}/v1/installs/${own.ids.install}/logs`, { headers: { authorization: `Bearer ${own.alice.token}` }, signal: controller.signal });
+    const first = new AbortController();
+    const second = new AbortController();
+    expect((await open(capped.baseUrl, first)).status).toBe(200);
+    expect((await open(capped.baseUrl, second)).status).toBe(200);
+    // A third, even through another process on the same database: 429 before the stream starts.
+    const other = await startTestServer(database.db, clock, { LOG_STREAMS_PER_TOKEN: '2' });
+    closers.push(() => other.close());
+    const refused = await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs`, { token: own.alice.token });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A backlog read (follow=false) holds no slot; closing a stream frees its slot.
+    expect((await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs?follow=false`, { token: own.alice.token })).status).toBe(200);
+    first.abort();
+    let reopened = 0;
+    for (let i = 0; i < 100 && reopened !== 200; i++) {
+      const again = new AbortController();
+      const response = await open(other.baseUrl, again).catch(() => undefined);
+      reopened = response?.status ?? 0;
+      if (reopened !== 200) await new Promise((resolve) => setTimeout(resolve, 20));
+      else again.abort();
+    }
+    expect(reopened).toBe(200);
+    second.abort();
+  });
+
   it('bounds page sizes', async () => {
     const reply = await call(server.baseUrl, 'GET', '/v1/clusters?limit=101', { token: world.alice.token });
     expect(reply.status).toBe(422);

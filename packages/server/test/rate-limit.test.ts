@@ -28,8 +28,9 @@ afterAll(async () => {
 });
 
 describe('configuration', () => {
-  it('defaults to 600 a minute per token, 120 per address for the device flow; 0 disables', () => {
-    expect(loadConfig({}).rateLimitPerMinute).toBe(600);
+  it('is off per token unless set (a write per request; see config.ts), 120 per address for the device flow; 0 disables', () => {
+    expect(loadConfig({}).rateLimitPerMinute).toBe(0);
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitPerMinute).toBe(600);
     expect(loadConfig({}).rateLimitDevicePerMinute).toBe(120);
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0' }).rateLimitPerMinute).toBe(0);
     expect(() => loadConfig({ RATE_LIMIT_PER_MINUTE: '-1' })).toThrow(/RATE_LIMIT_PER_MINUTE/);

@@ -10,6 +10,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
 import { installLogStream, parseEventId } from '../services/logs.ts';
+import { callerKey, streamSlots } from '../services/stream-slots.ts';
 import type { Handler, HandlerEnv, OperationInput } from './types.ts';
 
 /** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
@@ -73,7 +74,7 @@ export const createInstall: Handler<'createInstall'> = async (input, { db, clock
   return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
 };
 
-export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, logTails }) => {
+export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, logTails, config }) => {
   await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const install = await visibleInstall(db, caller.userId, params.id);
   const lastEventId = headers['Last-Event-ID'];
@@ -87,7 +88,17 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, 
     sinceSeconds: query.since_seconds ?? 0,
     lastEventId,
   };
-  return { status: 200, stream: installLogStream(request, { db, clock, driver, signal, shutdown, tails: logTails }) };
+  // A followed stream holds one of the caller's stream slots while it is open (a cap across every process);
+  // over the cap, 429 before the stream starts. A slot a stream never released runs out with its lease.
+  const slot = request.follow ? await streamSlots(db, clock).acquire(callerKey(caller), config.logStreamsPerToken) : undefined;
+  async function* stream() {
+    try {
+      yield* installLogStream(request, { db, clock, driver, signal, shutdown, tails: logTails });
+    } finally {
+      await slot?.release();
+    }
+  }
+  return { status: 200, stream: stream() };
 };
 
 export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({
