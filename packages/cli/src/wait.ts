@@ -31,9 +31,10 @@ export interface WaitResult<T> {
 
 export async function waitFor<T>(options: WaitOptions<T>): Promise<WaitResult<T>> {
   const deadline = Date.now() + options.timeoutSeconds * 1000;
-  // A spinner only for a person watching a terminal; piped output gets the final line alone.
-  // Loaded only then: ora and its dependencies cost start-up time that scripts should not pay.
-  const spinner = process.stdout.isTTY ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: process.stdout }).start() : undefined;
+  // A spinner only for a person watching a terminal; piped output gets the final line alone. A terminal that
+  // reports no width (some CI pseudo-terminals) would make ora clear lines without end. Loaded only then: ora
+  // and its dependencies cost start-up time that scripts should not pay.
+  const spinner = process.stdout.isTTY && process.stdout.columns > 0 ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: process.stdout }).start() : undefined;
   try {
     for (;;) {
       const record = await options.read();
