@@ -43,7 +43,12 @@ export function readConfig(): StoredConfig {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw error;
   }
-  const parsed: unknown = JSON.parse(text);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error(`${configPath()} is not valid JSON: fix or delete it (then run \`platform login\` again)`);
+  }
   if (typeof parsed !== 'object' || parsed === null) return {};
   const record = parsed as Record<string, unknown>;
   const stored: StoredConfig = {};

@@ -1,6 +1,6 @@
 // How results reach the user: `--json` prints the service's JSON exactly; otherwise a table (cli-table3).
 // Errors and hints go to stderr so stdout stays parseable.
-import { PlatformApiError, PlatformError } from '@platform/client';
+import { PlatformApiError, PlatformError, PlatformNetworkError } from '@platform/client';
 import Table from 'cli-table3';
 
 /** A column: its header and how to read it from a row. */
@@ -63,6 +63,7 @@ export function printError(error: unknown): void {
     // A network error's cause says what failed (refused, DNS…), unless the message already has it.
     const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : '';
     process.stderr.write(`Error: ${error.message}${cause}\n`);
+    if (error instanceof PlatformNetworkError) process.stderr.write('Suggestion: check that the API is reachable at the address in --api-url or PLATFORM_API_URL.\n');
   } else {
     process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
   }
