@@ -216,6 +216,13 @@ describe('platform', () => {
       expect(after.stderr).toMatch(/401/);
     });
 
+    it('logout leaves a token from PLATFORM_TOKEN alone (a CI job\'s PAT is not ended by it)', async () => {
+      const refused = await platform(['logout']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('not revoked');
+      expect((await api().GET('/v1/workspaces')).data.length).toBeGreaterThan(0);
+    });
+
     it('stops with exit 1 when the sign-in is denied', async () => {
       let denying: Promise<unknown> | undefined;
       const login = await platform(['login'], {

@@ -81,13 +81,19 @@ export function registerAuth(program: Command): void {
             process.stderr.write('Not logged in.\n');
             return EXIT_ERROR;
           }
+          // Logout revokes the token it is called with: only the session this CLI keeps is ours to end. A
+          // token from --token or PLATFORM_TOKEN (a CI job's PAT) is left alone.
+          if (settings.token !== stored.token) {
+            process.stderr.write('The token in use comes from --token or PLATFORM_TOKEN, not from `platform login`; it is not revoked. Revoke a personal access token with `platform tokens revoke <id>`.\n');
+            return EXIT_ERROR;
+          }
           try {
             await api.POST('/v1/auth/logout');
           } catch (error) {
             // A token the service no longer accepts is as good as logged out; forget it all the same.
             if (!(error instanceof PlatformApiError && error.status === 401)) throw error;
           }
-          if (stored.token !== undefined && stored.token === settings.token) updateConfig({ token: undefined });
+          updateConfig({ token: undefined });
           done(out, 'Logged out.');
         }),
       ),
