@@ -100,6 +100,7 @@ const fanOutLine = (f: FanOut) =>
   `${f.replayed_lines} lines older than the tail=1 backlog sent after it (to the single follower: ${f.single_replayed_lines})`;
 
 const startedAt = new Date();
+const loadAtStart = os.loadavg();
 const tooling = benchTooling();
 console.log(`tooling: pnpm gen ${(tooling.gen / 1000).toFixed(2)} s, pnpm lint:api ${(tooling.lint / 1000).toFixed(2)} s`);
 const server = await benchServer(DURATION);
@@ -138,6 +139,8 @@ const date = startedAt.toISOString().slice(0, 10);
 const dir = join(repoRoot, 'bench', 'results');
 mkdirSync(dir, { recursive: true });
 const facts = await machine();
+// Others may share the machine: the load before and after the run says whether they did.
+facts['Load average (1 min) before / after the run'] = `${loadAtStart[0]!.toFixed(2)} / ${os.loadavg()[0]!.toFixed(2)}`;
 const o = workflows.options;
 const report = `# Benchmarks, ${date}
 
