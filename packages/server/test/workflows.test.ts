@@ -346,12 +346,18 @@ describe('installs', () => {
 
   it('drops a client that stops reading, instead of buffering for it', async () => {
     clock.advance(36_000); // ten hours of lines: far more than the socket buffers hold
+    const openStreams = async () =>
+      (await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM stream_slots s JOIN tokens t ON s.key = 'token:' || t.id WHERE t.user_id = ${user.userId}`.execute(database.db)).rows[0]!.n;
     const socket = connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
     await once(socket, 'connect');
     socket.write(`GET /v1/installs/${install.id}/logs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${user.token}\r\nAccept: text/event-stream\r\n\r\n`);
     socket.pause(); // read nothing while the server writes
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // past STREAM_STALL_MS (300 ms), in real time
-    // A followed stream of a running install never ends by itself: if the connection ends, the server dropped it.
+    // The open stream holds a slot; the server frees it when it drops the stream (STREAM_STALL_MS after the
+    // socket stopped draining), all while this client still reads nothing.
+    await eventually(openStreams, (n) => n === 1, 'the stream to open');
+    await eventually(openStreams, (n) => n === 0, 'the server to drop the stalled stream');
+    // A followed stream of a running install never ends by itself: the connection ends because it was dropped.
     let received = '';
     socket.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
     socket.resume();
