@@ -3,8 +3,9 @@
 // (`platform_load` on DATABASE_URL, or the embedded PostgreSQL under .data/load), with autocannon:
 //   list      GET pages of clusters, workspaces, products and installs, rotating
 //   churn     create a registry credential, then delete it (201 then 204, per connection, in a loop)
-//   installs  POST /v1/installs of a product onto a running cluster (202; the workers run them meanwhile)
 //   logs      N followers of a running install's log stream for the duration (SSE over raw node:http)
+//   installs  POST /v1/installs of a product onto a running cluster (202; the workers run them meanwhile;
+//             last, since the backlog it leaves would hold up the install the log followers need)
 // Each prints throughput and p50/p99 (for logs: lines delivered per second, and the delay from a line's
 // timestamp to its arrival). Valid traffic must get no errors and no non-2xx: the script exits 1 otherwise.
 // Not part of `pnpm test`; the API rate limit and the log-stream cap are off (one token at full speed).
@@ -123,10 +124,15 @@ async function main(): Promise<void> {
   const server = await startServer(url.toString());
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId, 'content-type': 'application/json' };
   const results: Figures[] = [];
+  const report = (figures: Figures) => {
+    results.push(figures);
+    console.log(`${figures.scenario.padEnd(30)}${figures.throughput.padEnd(18)}${String(figures.p50).padEnd(10)}${String(figures.p99).padEnd(10)}${figures.failures}`);
+  };
   try {
     console.log(`load: ${DURATION} s per scenario, ${CONNECTIONS} connections, server ${server.base}`);
+    console.log('scenario                      throughput        p50 ms    p99 ms    failures');
     if (SCENARIOS.includes('list')) {
-      results.push(
+      report(
         await cannon('list pages', {
           url: server.base,
           headers,
@@ -135,7 +141,7 @@ async function main(): Promise<void> {
       );
     }
     if (SCENARIOS.includes('churn')) {
-      results.push(
+      report(
         await cannon('create-and-delete churn', {
           url: server.base,
           headers,
@@ -157,9 +163,6 @@ async function main(): Promise<void> {
         } as autocannon.Options),
       );
     }
-    if (SCENARIOS.includes('installs')) {
-      results.push(await cannon('installs', { url: `${server.base}/v1/installs`, method: 'POST', headers, body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }) }));
-    }
     if (SCENARIOS.includes('logs')) {
       const created = await fetch(`${server.base}/v1/installs`, { method: 'POST', headers, body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }) });
       const install = (await created.json()) as { id: string };
@@ -169,15 +172,15 @@ async function main(): Promise<void> {
         if (i > 600) throw new Error(`install ${install.id} did not reach running (${state.status})`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      results.push(await followers(server.base, user.token, install.id));
+      report(await followers(server.base, user.token, install.id));
+    }
+    if (SCENARIOS.includes('installs')) {
+      report(await cannon('installs', { url: `${server.base}/v1/installs`, method: 'POST', headers, body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }) }));
     }
   } finally {
     server.child.kill('SIGTERM');
     await admin.close();
   }
-  console.log('');
-  console.log('scenario                      throughput        p50 ms    p99 ms    failures');
-  for (const r of results) console.log(`${r.scenario.padEnd(30)}${r.throughput.padEnd(18)}${String(r.p50).padEnd(10)}${String(r.p99).padEnd(10)}${r.failures}`);
   const failed = results.filter((r) => r.failures > 0);
   if (failed.length > 0) {
     console.error(`load: non-2xx answers or errors in ${failed.map((r) => r.scenario).join(', ')}`);
