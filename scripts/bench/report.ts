@@ -125,6 +125,7 @@ const ratios: [string, string, string][] = [
   ['createInstall (POST /v1/installs) throughput, 32 connections', `${round(workflows.create_install_rps)} req/s`, `GET /v1/regions ${round(workflows.regions_rps)} req/s → ${round(workflows.create_vs_get_throughput_ratio)}×`],
   ['createInstall p50', `${workflows.create_install_p50_ms} ms`, `GET /v1/regions ${workflows.regions_p50_ms} ms → ${round(workflows.create_vs_get_p50_ratio)}×`],
   ['createInstall p99', `${workflows.create_install_p99_ms} ms`, `GET /v1/regions ${workflows.regions_p99_ms} ms → ${round(workflows.create_vs_get_p99_ratio)}×`],
+  ['GET /v1/regions with the API rate limit counting every request (one token)', `${round(workflows.regions_limited_rps)} req/s, p50 ${workflows.regions_limited_p50_ms} ms, p99 ${workflows.regions_limited_p99_ms} ms`, `rate limit off ${round(workflows.regions_rps)} req/s, p50 ${workflows.regions_p50_ms} ms → ${round(workflows.rate_limit_throughput_ratio)}×`],
   ['installs completed end to end', `${round(workflows.installs_per_second)} installs/s`, `${workflows.options.installs} started by 32 clients in ${round(workflows.installs_create_s)} s, all running after ${round(workflows.installs_total_s)} s (${workflows.installs_failed} failed); no baseline`],
   [`log delay p99, ${logs.followers} followers (LOG_POLL_MS=${logs.pollMs})`, `${logs.delay_p99_ms} ms`, `one follower ${logs.single_delay_p99_ms} ms → ${round(logs.delay_p99_ms / logs.single_delay_p99_ms)}×`],
   ...[workflows.logs_multi, workflows.logs_alt]
@@ -208,6 +209,8 @@ whose lines made the tail, so at the first update the others are read from the c
   - createInstall: autocannon at 32 connections for ${DURATION} s (after 2 s warm-ups) on a \`--role api\` process, POST
     /v1/installs without an idempotency key, against GET /v1/regions on the same process as the baseline (an
     authenticated read and nothing else). The workflows it starts wait in the queue, so the load measures the API.
+    The API rate limit is off for those loads; the same GET is then measured on a process with it on
+    (RATE_LIMIT_PER_MINUTE=1,000,000, so every request is counted and none refused).
 `;
 writeFileSync(join(dir, `${date}.md`), report);
 writeFileSync(join(dir, `${date}.json`), `${JSON.stringify({ date: startedAt.toISOString(), duration_s: DURATION, machine: facts, tooling_ms: tooling, server, workflows }, null, 2)}\n`);

@@ -11,7 +11,8 @@
 //   (a) POST /v1/installs (createInstall, no idempotency key) p50/p99 and throughput under 32 autocannon
 //       connections with a PAT, against GET /v1/regions on the same server as the baseline (an authenticated
 //       read that does nothing else). The server runs `--role api` there: the load measures the API, and the
-//       workflows it starts wait in the queue instead of competing for the machine's cores.
+//       workflows it starts wait in the queue instead of competing for the machine's cores. The API rate limit is
+//       off there (one token at full speed); the same GET is then measured with it counting every request.
 // Run on its own it prints its figures; `benchWorkflows()` returns them to scripts/bench/report.ts.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -100,6 +101,12 @@ export interface WorkflowsFigures {
   create_vs_get_throughput_ratio: number;
   create_vs_get_p50_ratio: number;
   create_vs_get_p99_ratio: number;
+  /** GET /v1/regions with the API rate limit on (RATE_LIMIT_PER_MINUTE=1,000,000: counted, never reached). */
+  regions_limited_rps: number;
+  regions_limited_p50_ms: number;
+  regions_limited_p99_ms: number;
+  /** regions_limited_rps ÷ regions_rps: what counting every request in PostgreSQL costs one busy token. */
+  rate_limit_throughput_ratio: number;
   failed_requests: number;
   /** One container, at the server's default LOG_POLL_MS: the headline figures. */
   logs: FanOut;
@@ -397,6 +404,13 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
     const regions = await load('GET', '/v1/regions', options.duration);
     const creates = await load('POST', '/v1/installs', options.duration);
     await api.stop();
+    // The same GET with the API rate limit counting every request (a limit too high to be reached), as deployed.
+    const limited = await startServer({ ...simulation, RATE_LIMIT_PER_MINUTE: '1000000' }, ['--role', 'api']);
+    servers.push(limited);
+    const limitedUrl = `${limited.base}/v1/regions`;
+    await autocannon({ url: limitedUrl, headers, connections: 32, duration: 2 });
+    const regionsLimited = await autocannon({ url: limitedUrl, headers, connections: 32, duration: options.duration });
+    await limited.stop();
 
     return {
       options,
@@ -413,7 +427,11 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
       create_vs_get_throughput_ratio: creates.requests.average / regions.requests.average,
       create_vs_get_p50_ratio: creates.latency.p50 / regions.latency.p50,
       create_vs_get_p99_ratio: creates.latency.p99 / regions.latency.p99,
-      failed_requests: regions.non2xx + regions.errors + creates.non2xx + creates.errors,
+      regions_limited_rps: regionsLimited.requests.average,
+      regions_limited_p50_ms: regionsLimited.latency.p50,
+      regions_limited_p99_ms: regionsLimited.latency.p99,
+      rate_limit_throughput_ratio: regionsLimited.requests.average / regions.requests.average,
+      failed_requests: regions.non2xx + regions.errors + creates.non2xx + creates.errors + regionsLimited.non2xx + regionsLimited.errors,
       logs,
       logs_multi: logsMulti,
       logs_alt: logsAlt,
@@ -442,6 +460,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`  installs end to end: ${f.installs_per_second.toFixed(1)} installs/s (${o.installs} started by 32 clients in ${f.installs_create_s.toFixed(1)} s, all running after ${f.installs_total_s.toFixed(1)} s, ${f.installs_failed} failed)`);
   console.log(`  GET /v1/regions (baseline), 32 connections: ${f.regions_rps.toFixed(0)} req/s, p50 ${f.regions_p50_ms} ms, p99 ${f.regions_p99_ms} ms`);
   console.log(`  POST /v1/installs, 32 connections:          ${f.create_install_rps.toFixed(0)} req/s, p50 ${f.create_install_p50_ms} ms, p99 ${f.create_install_p99_ms} ms`);
+  console.log(`  GET /v1/regions, rate limit on:          ${f.regions_limited_rps.toFixed(0)} req/s, p50 ${f.regions_limited_p50_ms} ms, p99 ${f.regions_limited_p99_ms} ms (throughput ${f.rate_limit_throughput_ratio.toFixed(2)} of the limit off)`);
   console.log(`  createInstall / GET: throughput ${f.create_vs_get_throughput_ratio.toFixed(2)}, p50 ${f.create_vs_get_p50_ratio.toFixed(2)}, p99 ${f.create_vs_get_p99_ratio.toFixed(2)}; failed requests ${f.failed_requests}`);
   console.log('  log fan-out (tail=1, follow):');
   console.log(printFanOut(f.logs));
