@@ -287,11 +287,14 @@ describe('platform', () => {
       expect(gone.stdout).toContain(`Deleted machine ${machine.provider_id}`);
     });
 
-    it('installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products list, get, update --file; a failed install exits 3', async () => {
+    it('installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3', async () => {
       const client = api(owner.token);
-      const product = await client.POST('/v1/products', {
-        body: { name: 'Shop', cluster_ids: [clusterId], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
-      });
+      const productFile = join(configHome(), 'new-product.yaml');
+      writeFileSync(productFile, `name: Shop\ncluster_ids: [${clusterId}]\nsources:\n  - chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: wordpress }\n    values: { replicaCount: 1 }\n`);
+      const createdProduct = await as(['products', 'create', '--file', productFile, '--json']);
+      expect(createdProduct.code, createdProduct.stderr).toBe(0);
+      const product = JSON.parse(createdProduct.stdout) as { id: string; sources: { id: string }[] };
+      expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({ name: 'Shop', sources: [{ chart: { chart: 'wordpress' } }] });
       const overrides = join(configHome(), 'overrides.yaml');
       writeFileSync(overrides, `- template_helm_source_id: ${product.sources[0]!.id}\n  values:\n    replicaCount: 2\n`);
       const created = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--override-file', overrides, '--wait', '--timeout', '30']);

@@ -27,7 +27,7 @@ const columns: Columns<ProductRow> = [
 
 export function registerProducts(program: Command): void {
   const products = program.command('products').description('products: helm charts installed together');
-  example(products, 'platform products list', 'platform products update prd_01jd… --file product.yaml');
+  example(products, 'platform products list', 'platform products create --file product.yaml', 'platform products update prd_01jd… --file product.yaml');
 
   example(
     withPage(products.command('list').description('list the products of the workspace')).action(
@@ -50,6 +50,22 @@ export function registerProducts(program: Command): void {
         }),
       ),
     'platform products get prd_01jd2x8m5r7t9v1w3y5a7c9e1g --json > product.json',
+  );
+
+  example(
+    products
+      .command('create')
+      .description('create a product from a YAML or JSON file (name, sources, cluster_ids, stripe_price_ids, settings)')
+      .requiredOption('--file <path>', 'the configuration (- for stdin)')
+      .action(
+        action(async ({ api, out }, flags: { file: string }) => {
+          const document = await readDocument(flags.file);
+          if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new UsageError(`${flags.file} must hold an object`);
+          // The service validates the body against the contract and names any wrong field.
+          printRecord(out, await api.POST('/v1/products', { body: document as RequestBody<'createProduct'> }), columns);
+        }),
+      ),
+    'platform products create --file product.yaml',
   );
 
   example(
