@@ -332,6 +332,49 @@ describe('installs', () => {
     }
   });
 
+  it('with tail=1 on an install of two containers, follows on from now: nothing the tail left out comes later', async () => {
+    const api = client(user);
+    const first = await getInstall();
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Two charts',
+        cluster_ids: [first.cluster_id!],
+        sources: [
+          { chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } },
+          { chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '16.2.0', chart: 'redis' } },
+        ],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await settled();
+    clock.advance(8);
+    await eventually(() => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }), (i) => i.status === 'running', 'running');
+    clock.advance(60); // a minute of history in each container
+    const startedMs = clock.nowMs();
+    const controller = new AbortController();
+    const response = await fetch(`${server.baseUrl}/v1/installs/${created.id}/logs?tail=1`, { headers: { authorization: `Bearer ${user.token}` }, signal: controller.signal });
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const ticker = setInterval(() => clock.advance(1), 20);
+    const timestamps: number[] = [];
+    try {
+      let text = '';
+      while (timestamps.length < 8) {
+        text += (await reader.read()).value ?? '';
+        const events = text.split('\n\n');
+        text = events.pop() ?? '';
+        for (const event of events) {
+          const at = /"timestamp":"([^"]+)"/.exec(event)?.[1];
+          if (at) timestamps.push(Date.parse(at));
+        }
+      }
+    } finally {
+      clearInterval(ticker);
+      controller.abort();
+    }
+    // The backlog's one line, then only lines written after the stream began.
+    expect(timestamps.slice(1).every((at) => at >= startedMs - 1000)).toBe(true);
+  });
+
   it('filters by pod and container', async () => {
     const events = async (query: string) => {
       const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=3${query}`, { token: user.token });

@@ -18,7 +18,9 @@ export class InstallTail {
   /** The install failed or is being removed: once its containers are gone, streams end. */
   finished = false;
   followers = 0;
-  private lines: LogEntry[] = [];
+  /** Recent lines in the order read, each with its container's key; `firstSeq` numbers lines[0]. */
+  private lines: { entry: LogEntry; key: string }[] = [];
+  private firstSeq = 0;
   /** Per container: the newest position read, and the position before the oldest line kept. */
   private readonly head = new Map<string, number>();
   private readonly floor = new Map<string, number>();
@@ -40,15 +42,27 @@ export class InstallTail {
     return this.version;
   }
 
-  /** Lines after the follower's positions, of the containers it wants; undefined when not all are kept here. */
-  linesAfter(positions: Positions, wanted: (c: PodContainer) => boolean): LogEntry[] | undefined {
-    for (const container of this.containers.filter(wanted)) {
-      const key = containerKey(container);
-      const at = positions.get(key) ?? -1;
-      const floor = this.floor.get(key);
-      if (floor === undefined || at < floor) return undefined;
+  /**
+   * Lines after the follower's positions, of the containers it wants, and the sequence number to pass next
+   * time; undefined when not all of them are kept here (the follower reads from the cluster instead). With the
+   * sequence number of its last call, a follower looks only at lines added since: a wake costs what it sends.
+   */
+  linesAfter(positions: Positions, wanted: (c: PodContainer) => boolean, since?: number): { lines: LogEntry[]; next: number } | undefined {
+    const next = this.firstSeq + this.lines.length;
+    if (since === undefined || since < this.firstSeq) {
+      for (const container of this.containers.filter(wanted)) {
+        const key = containerKey(container);
+        const floor = this.floor.get(key);
+        if (floor === undefined || (positions.get(key) ?? -1) < floor) return undefined;
+      }
     }
-    return this.lines.filter((entry) => wanted(entry) && entry.position > (positions.get(containerKey(entry)) ?? -1));
+    const from = since === undefined ? 0 : Math.max(0, since - this.firstSeq);
+    const lines: LogEntry[] = [];
+    for (let i = from; i < this.lines.length; i++) {
+      const { entry, key } = this.lines[i]!;
+      if (entry.position > (positions.get(key) ?? -1) && wanted(entry)) lines.push(entry);
+    }
+    return { lines, next };
   }
 
   /** Resolves true when the version moves past `version`, false after `timeoutMs` or when `signal` aborts. */
@@ -118,10 +132,12 @@ export class InstallTail {
     this.finished = finished;
     if (fresh.length > 0) {
       fresh.sort(byTime);
-      this.lines.push(...fresh);
+      for (const entry of fresh) this.lines.push({ entry, key: containerKey(entry) });
       if (this.lines.length > BUFFER_LINES) {
         // Dropped lines move each container's floor: followers behind it read from the cluster.
-        for (const dropped of this.lines.splice(0, this.lines.length - BUFFER_LINES)) this.floor.set(containerKey(dropped), dropped.position);
+        const dropped = this.lines.splice(0, this.lines.length - BUFFER_LINES);
+        this.firstSeq += dropped.length;
+        for (const { entry, key } of dropped) this.floor.set(key, entry.position);
       }
       moved = true;
     }

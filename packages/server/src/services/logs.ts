@@ -72,17 +72,27 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
   const sinceMs = request.sinceSeconds > 0 ? env.clock.nowMs() - request.sinceSeconds * 1000 : undefined;
   const wanted = (c: PodContainer) => (request.pod === undefined || c.pod === request.pod) && (request.container === undefined || c.container === request.container);
 
-  /** Lines after each container's position, read from the cluster, merged in time order; `tail` keeps the last. */
+  /**
+   * Lines after each container's position, read from the cluster, merged in time order. With `tail`, the last
+   * `tail` of the merge; the containers' positions then move to their last line read, sent or not, so that what
+   * the tail left out is never sent later.
+   */
   const readNew = async (clusterId: string, list: PodContainer[], tail?: number) => {
     const lines: LogEntry[] = [];
+    const ends = new Map<string, number>();
     for (const target of list.filter(wanted)) {
-      const after = positions.get(containerKey(target));
-      for await (const entry of env.driver.readLog(clusterId, request.installId, target, { follow: false, signal: stop, after, tail, since_ms: sinceMs })) {
+      const key = containerKey(target);
+      for await (const entry of env.driver.readLog(clusterId, request.installId, target, { follow: false, signal: stop, after: positions.get(key), tail, since_ms: sinceMs })) {
         lines.push(entry);
+        ends.set(key, entry.position);
       }
     }
     lines.sort(byTime);
-    return tail === undefined ? lines : lines.slice(-tail);
+    if (tail === undefined) return lines;
+    const kept = lines.slice(-tail);
+    const sent = new Set(kept.map(containerKey));
+    for (const [key, end] of ends) if (!sent.has(key)) positions.set(key, end);
+    return kept;
   };
 
   function* emit(lines: LogEntry[]) {
@@ -107,6 +117,7 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
   try {
     // The backlog: `tail` applies to it once; a resumed stream continues after its positions instead.
     let version = await tail.ready();
+    let seq: number | undefined;
     if (tail.clusterId) yield* emit(await readNew(tail.clusterId, tail.containers, positions.size > 0 ? undefined : request.tail));
     while (!stop.aborted) {
       const changed = await tail.changed(version, KEEP_ALIVE_MS, stop);
@@ -117,8 +128,9 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
       }
       version = tail.version;
       if (tail.clusterId) {
-        const lines = tail.linesAfter(positions, wanted) ?? (await readNew(tail.clusterId, tail.containers));
-        yield* emit(lines);
+        const taken = tail.linesAfter(positions, wanted, seq);
+        seq = taken?.next;
+        yield* emit(taken?.lines ?? (await readNew(tail.clusterId, tail.containers)));
       }
       if (tail.finished && !tail.containers.some(wanted)) {
         yield sse('end', { reason: 'pods_gone' });
