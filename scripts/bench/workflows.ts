@@ -14,7 +14,6 @@
 //       workflows it starts wait in the queue instead of competing for the machine's cores. The API rate limit is
 //       off there (one token at full speed); the same GET is then measured with it counting every request.
 // Run on its own it prints its figures; `benchWorkflows()` returns them to scripts/bench/report.ts.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -28,6 +27,7 @@ import { migrateToLatest } from '../../packages/server/src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
 import { newId } from '../../packages/server/src/ids.ts';
 import { repoRoot } from '../gen.ts';
+import { type ServerProcess, startServerProcess } from '../server-process.ts';
 
 export interface WorkflowsOptions {
   /** Seconds of each autocannon load and of each log-stream window. */
@@ -128,38 +128,6 @@ export const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 };
 const median = (values: number[]) => percentile(values, 50);
-
-interface ServerProcess {
-  child: ChildProcess;
-  base: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
-  const inherited = { ...process.env };
-  delete inherited.LOG_POLL_MS; // the default unless the benchmark sets it
-  const child = spawn(process.execPath, [join(repoRoot, 'packages/server/src/main.ts'), ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const base = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
-  });
-  child.stdout!.resume();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    child,
-    base,
-    async stop() {
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(15_000)]);
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
-  };
-}
 
 async function post(base: string, path: string, token: string, body: unknown): Promise<{ id: string }> {
   const response = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -351,7 +319,7 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
       // One token at full speed: the API rate limit (RATE_LIMIT_PER_MINUTE, per token) is off.
       RATE_LIMIT_PER_MINUTE: '0',
     };
-    const server = await startServer(simulation);
+    const server = await startServerProcess(simulation);
     servers.push(server);
     const installBody = { product_id: sample.productId, region_id: 'fsn1' };
 
@@ -386,7 +354,7 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
     const logsMulti = multi ? await fanOut(server, `${server.base}${multi}`, user.token, options, defaultPollMs, options.logSources) : undefined;
     let logsAlt: FanOut | undefined;
     if (options.altPollMs > 0) {
-      const alt = await startServer({ ...simulation, LOG_POLL_MS: String(options.altPollMs) }, ['--role', 'api']);
+      const alt = await startServerProcess({ ...simulation, LOG_POLL_MS: String(options.altPollMs) }, ['--role', 'api']);
       servers.push(alt);
       logsAlt = await fanOut(alt, `${alt.base}${single}`, user.token, options, options.altPollMs, 1);
       await alt.stop();
@@ -394,7 +362,7 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
     await server.stop();
 
     // (a) createInstall under load against a cheap authenticated GET, on one API process.
-    const api = await startServer(simulation, ['--role', 'api']);
+    const api = await startServerProcess(simulation, ['--role', 'api']);
     servers.push(api);
     const headers = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
     const load = (method: 'GET' | 'POST', path: string, duration: number) =>
@@ -405,7 +373,7 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
     const creates = await load('POST', '/v1/installs', options.duration);
     await api.stop();
     // The same GET with the API rate limit counting every request (a limit too high to be reached), as deployed.
-    const limited = await startServer({ ...simulation, RATE_LIMIT_PER_MINUTE: '1000000' }, ['--role', 'api']);
+    const limited = await startServerProcess({ ...simulation, RATE_LIMIT_PER_MINUTE: '1000000' }, ['--role', 'api']);
     servers.push(limited);
     const limitedUrl = `${limited.base}/v1/regions`;
     await autocannon({ url: limitedUrl, headers, connections: 32, duration: 2 });

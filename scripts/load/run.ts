@@ -9,7 +9,6 @@
 // Each prints throughput and p50/p99 (for logs: lines delivered per second, and the delay from a line's
 // timestamp to its arrival). Valid traffic must get no errors and no non-2xx: the script exits 1 otherwise.
 // Not part of `pnpm test`; the API rate limit and the log-stream cap are off (one token at full speed).
-import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +18,7 @@ import { systemClock } from '../../packages/server/src/clock.ts';
 import { connect, openDatabase } from '../../packages/server/src/db/connect.ts';
 import { migrateToLatest } from '../../packages/server/src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
+import { startServerProcess } from '../server-process.ts';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const flag = (name: string) => {
@@ -48,24 +48,6 @@ async function cannon(scenario: string, options: autocannon.Options): Promise<Fi
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...options });
   const failures = result.non2xx + result.errors + result.timeouts;
   return { scenario, throughput: `${result.requests.average.toFixed(0)} req/s`, p50: result.latency.p50, p99: result.latency.p99, failures };
-}
-
-async function startServer(databaseUrl: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [join(repoRoot, 'packages/server/src/main.ts')], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', LOG_STREAMS_PER_TOKEN: '0', PROVIDER_RATE_LIMIT: '1000', SIM_RELEASE_SECONDS: '1', SIM_BOOT_SECONDS: '1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const base = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
-  });
-  child.stdout!.resume();
-  return { child, base };
 }
 
 /** Followers of one log stream for the duration: lines per second and the delay from timestamp to arrival. */
@@ -121,7 +103,10 @@ async function main(): Promise<void> {
     FROM generate_series(1, 500) AS n`.execute(load.db);
   await load.close();
 
-  const server = await startServer(url.toString());
+  const server = await startServerProcess({
+    DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', LOG_STREAMS_PER_TOKEN: '0',
+    PROVIDER_RATE_LIMIT: '1000', SIM_RELEASE_SECONDS: '1', SIM_BOOT_SECONDS: '1',
+  });
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId, 'content-type': 'application/json' };
   const results: Figures[] = [];
   const report = (figures: Figures) => {

@@ -2,21 +2,18 @@
 // after it, none twice (one release per install, one server per machine, one notification per outcome).
 // The test starts an embedded PostgreSQL of its own, so it can stop and start it without touching the
 // machine's.
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
-import { type Connection, openDatabase, startEmbeddedPostgres } from '../src/db/connect.ts';
+import { type Connection, openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import { rowOnlyStarter } from '../src/workflows/engine.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { freePort } from './global-setup.ts';
+import { scratchPostgres } from './global-setup.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -36,12 +33,8 @@ async function settledCount(connection: Connection): Promise<number> {
 }
 
 it('finishes every workflow after a restart, none twice', async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'platform-restart-pg-'));
-  cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
-  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as its own user
-  const port = await freePort();
-  let postgres = await startEmbeddedPostgres(dataDir, port);
-  cleanup.push(() => postgres.stop());
+  const postgres = await scratchPostgres('restart');
+  cleanup.push(() => postgres.remove());
   const connection = openDatabase(postgres.url);
   cleanup.push(() => connection.close());
   const db = connection.db;
@@ -85,7 +78,7 @@ it('finishes every workflow after a restart, none twice', async () => {
   expect(await settledCount(connection)).toBeGreaterThan(0); // work is under way when the database goes
   await postgres.stop();
   await new Promise((resolve) => setTimeout(resolve, 1500));
-  postgres = await startEmbeddedPostgres(dataDir, port);
+  await postgres.start();
 
   const deadline = Date.now() + 40_000;
   while ((await settledCount(connection)) > 0) {

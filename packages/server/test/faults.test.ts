@@ -5,15 +5,13 @@
 // by itself when the database is back, and every write it acknowledged with a 2xx is there afterwards.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
-import { openDatabase, startEmbeddedPostgres } from '../src/db/connect.ts';
+import { openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createUser } from '../src/db/seed.ts';
-import { freePort } from './global-setup.ts';
+import { freePort, scratchPostgres } from './global-setup.ts';
 import { call, createTestDatabase, startTestServer, type TestDatabase } from './support.ts';
 
 const main = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -130,12 +128,8 @@ describe('the server process', () => {
 
 describe('PostgreSQL taken away under load', () => {
   it('answers 503 service_unavailable with Retry-After, recovers without a restart, and keeps every acknowledged write', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'platform-faults-pg-'));
-    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
-    await chmod(dataDir, 0o755); // as root, PostgreSQL runs as its own user
-    const port = await freePort();
-    let postgres = await startEmbeddedPostgres(dataDir, port);
-    cleanup.push(() => postgres.stop());
+    const postgres = await scratchPostgres('faults');
+    cleanup.push(() => postgres.remove());
     const connection = openDatabase(postgres.url);
     cleanup.push(() => connection.close());
     await migrateToLatest(connection.db);
@@ -167,7 +161,7 @@ describe('PostgreSQL taken away under load', () => {
     phase = 'down';
     await postgres.stop();
     await new Promise((resolve) => setTimeout(resolve, 700));
-    postgres = await startEmbeddedPostgres(dataDir, port);
+    await postgres.start();
     phase = 'after';
     // Recovery without a restart of the server: writes succeed again on the same process and pool.
     while (okAfter < 20) await new Promise((resolve) => setTimeout(resolve, 20));

@@ -25,6 +25,26 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** A PostgreSQL of a test's own (embedded, in a temporary folder), which the test may stop and start again. */
+export async function scratchPostgres(name: string) {
+  const dataDir = await mkdtemp(join(tmpdir(), `platform-${name}-pg-`));
+  // As root, PostgreSQL runs as its own user, which must be able to reach the data directory.
+  await chmod(dataDir, 0o755);
+  const port = await freePort();
+  let server = await startEmbeddedPostgres(dataDir, port);
+  return {
+    url: server.url,
+    stop: () => server.stop(),
+    async start() {
+      server = await startEmbeddedPostgres(dataDir, port);
+    },
+    async remove() {
+      await server.stop().catch(() => {});
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (process.env.DATABASE_URL) {
     project.provide('databaseUrl', process.env.DATABASE_URL);

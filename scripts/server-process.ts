@@ -1,0 +1,39 @@
+// The server as a separate process (`packages/server/src/main.ts`), for the benchmarks and load scenarios:
+// started with the given environment on the machine's defaults, ready once it prints its address.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from './gen.ts';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** e.g. http://127.0.0.1:40123 */
+  base: string;
+  /** SIGTERM, then SIGKILL if it has not exited after 15 s. */
+  stop(): Promise<void>;
+}
+
+export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
+  const inherited = { ...process.env };
+  delete inherited.LOG_POLL_MS; // the server's default unless the caller sets it
+  const child = spawn(process.execPath, [join(repoRoot, 'packages/server/src/main.ts'), ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const base = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
+  });
+  child.stdout!.resume();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    base,
+    async stop() {
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
