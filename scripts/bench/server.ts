@@ -8,11 +8,10 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { systemClock } from '../../packages/server/src/clock.ts';
-import { connect, openDatabase } from '../../packages/server/src/db/connect.ts';
-import { migrateToLatest } from '../../packages/server/src/db/migrate.ts';
 import { createUser } from '../../packages/server/src/db/seed.ts';
 import { encodeCursor } from '../../packages/server/src/services/pagination.ts';
 import { repoRoot } from '../gen.ts';
+import { freshDatabase } from '../fresh-database.ts';
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 100_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -50,13 +49,7 @@ const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+) kB/.exec(readF
 
 /** `duration`: seconds of the two main loads (server and baseline); the warm-ups and page loads are fixed. */
 export async function benchServer(duration = DURATION): Promise<Record<string, number>> {
-  const admin = await connect(process.env.DATABASE_URL, join(repoRoot, '.data', 'bench'));
-  await sql`DROP DATABASE IF EXISTS platform_bench WITH (FORCE)`.execute(admin.db);
-  await sql`CREATE DATABASE platform_bench`.execute(admin.db);
-  const url = new URL(admin.url);
-  url.pathname = '/platform_bench';
-  const bench = openDatabase(url.toString());
-  await migrateToLatest(bench.db);
+  const { admin, url, connection: bench } = await freshDatabase('platform_bench', 'bench');
   const user = await createUser(bench.db, systemClock, 'bench@platform.example', 'pro');
   await sql`
     INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)

@@ -16,17 +16,14 @@
 // Run on its own it prints its figures; `benchWorkflows()` returns them to scripts/bench/report.ts.
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { systemClock } from '../../packages/server/src/clock.ts';
 import { loadConfig } from '../../packages/server/src/config.ts';
-import { connect, openDatabase } from '../../packages/server/src/db/connect.ts';
-import { migrateToLatest } from '../../packages/server/src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
 import { newId } from '../../packages/server/src/ids.ts';
-import { repoRoot } from '../gen.ts';
+import { freshDatabase } from '../fresh-database.ts';
 import { type ServerProcess, startServerProcess } from '../server-process.ts';
 
 export interface WorkflowsOptions {
@@ -275,15 +272,9 @@ async function fanOut(server: ServerProcess, streamUrl: string, token: string, o
 }
 
 export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflowsOptions()): Promise<WorkflowsFigures> {
-  const admin = await connect(process.env.DATABASE_URL, join(repoRoot, '.data', 'bench'));
-  await sql`DROP DATABASE IF EXISTS platform_bench_workflows WITH (FORCE)`.execute(admin.db);
-  await sql`CREATE DATABASE platform_bench_workflows`.execute(admin.db);
-  const url = new URL(admin.url);
-  url.pathname = '/platform_bench_workflows';
-  const db = openDatabase(url.toString());
+  const { admin, url, connection: db } = await freshDatabase('platform_bench_workflows', 'bench');
   const servers: ServerProcess[] = [];
   try {
-    await migrateToLatest(db.db);
     const user = await createUser(db.db, systemClock, 'bench-workflows@platform.example', 'pro');
     const sample = await seedSampleResources(db.db, systemClock, user, 'bench');
     // The second followed install's product: `logSources` charts, so its stream carries 2 × logSources lines a second.

@@ -10,17 +10,13 @@
 // timestamp to its arrival). Valid traffic must get no errors and no non-2xx: the script exits 1 otherwise.
 // Not part of `pnpm test`; the API rate limit and the log-stream cap are off (one token at full speed).
 import http from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { systemClock } from '../../packages/server/src/clock.ts';
-import { connect, openDatabase } from '../../packages/server/src/db/connect.ts';
-import { migrateToLatest } from '../../packages/server/src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
 import { startServerProcess } from '../server-process.ts';
+import { freshDatabase } from '../fresh-database.ts';
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const flag = (name: string) => {
   const at = process.argv.indexOf(`--${name}`);
   return at >= 0 ? process.argv[at + 1] : undefined;
@@ -87,13 +83,7 @@ async function followers(base: string, token: string, installId: string): Promis
 }
 
 async function main(): Promise<void> {
-  const admin = await connect(process.env.DATABASE_URL, join(repoRoot, '.data', 'load'));
-  await sql`DROP DATABASE IF EXISTS platform_load WITH (FORCE)`.execute(admin.db);
-  await sql`CREATE DATABASE platform_load`.execute(admin.db);
-  const url = new URL(admin.url);
-  url.pathname = '/platform_load';
-  const load = openDatabase(url.toString());
-  await migrateToLatest(load.db);
+  const { admin, url, connection: load } = await freshDatabase('platform_load', 'load');
   const user = await createUser(load.db, systemClock, 'load@platform.example', 'pro');
   const sample = await seedSampleResources(load.db, systemClock, user, 'load');
   // A page's worth of clusters to list.

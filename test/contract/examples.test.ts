@@ -2,7 +2,7 @@
 // requested from the mock (`Prefer: code=<status>, example=<name>`) and both the example and what the mock
 // returns are validated against the schema of their response (or request body). The log stream's example is
 // parsed as Server-Sent Events, and each event's data validated against the schema its event names.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   type Json,
   type MediaEntry,
@@ -22,20 +22,14 @@ import {
   requestBodyOf,
   responsesOf,
 } from '../support/openapi.ts';
-import { type PrismServer, startPrism } from '../support/prism.ts';
+import { useMockPrism } from '../support/mock-prism.ts';
 
 const doc = loadDocument();
 const validator = new SchemaValidator(doc);
 const operations = listOperations(doc);
 const token = 'svc_pat_8fKq2LmN4pR7sT1vW3xY5zA9bC0dE2gH6jK1';
 
-let prism: PrismServer;
-beforeAll(async () => {
-  prism = await startPrism({ mode: 'mock', verbose: 'warn' });
-});
-afterAll(async () => {
-  await prism?.stop();
-});
+const prism = useMockPrism();
 
 /**
  * A request the mock accepts for the operation: parameters from the contract's examples, and `body` or else

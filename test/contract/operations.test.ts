@@ -3,7 +3,7 @@
 // returns it) validates against the operation's documented response. Then every documented error example,
 // picked with Prism's `Prefer` header, must reach the caller as a PlatformApiError with the body's fields.
 import { PlatformApiError, createPlatformClient } from '@platform/client';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { calls } from './calls.ts';
 import {
   type Json,
@@ -16,20 +16,14 @@ import {
   pathPattern,
   responsesOf,
 } from '../support/openapi.ts';
-import { type PrismServer, startPrism } from '../support/prism.ts';
+import { useMockPrism } from '../support/mock-prism.ts';
 
 const doc = loadDocument();
 const validator = new SchemaValidator(doc);
 const operations = listOperations(doc);
 const token = 'svc_pat_8fKq2LmN4pR7sT1vW3xY5zA9bC0dE2gH6jK1';
 
-let prism: PrismServer;
-beforeAll(async () => {
-  prism = await startPrism({ mode: 'mock', verbose: 'warn' });
-});
-afterAll(async () => {
-  await prism?.stop();
-});
+const prism = useMockPrism();
 
 interface Exchange {
   method: string;

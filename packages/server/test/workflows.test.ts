@@ -83,6 +83,18 @@ async function byomConfig(user: TestUser) {
 
 const machinesOf = (user: TestUser, clusterId: string) => client(user).GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } });
 
+const computeStatus = (user: TestUser, clusterId: string) => client(user).GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId } } });
+
+/** Runs `work` while every server and release creation at the simulated cloud fails. */
+async function whileCloudFails(work: () => Promise<void>): Promise<void> {
+  runtime.cloud.options.failureRate = 1;
+  try {
+    await work();
+  } finally {
+    runtime.cloud.options.failureRate = 0;
+  }
+}
+
 /** A running cluster with one ready BYOM machine. */
 async function readyMachine(user: TestUser, clusterName: string) {
   const cluster = await runningCluster(user, clusterName);
@@ -126,7 +138,7 @@ describe('machine provisioning', () => {
         const provisioning = machines.filter((m) => m.status === 'provisioning').length;
         most = Math.max(most, provisioning);
         expect(provisioning).toBeLessThanOrEqual(limit);
-        const status = await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
+        const status = await computeStatus(user, cluster.id);
         expect(status.autoscaling.provisioning).toBe(provisioning);
         expect(status.autoscaling.provisioning_limit).toBe(limit);
         if (machines.every((m) => m.status === 'ready')) break;
@@ -145,9 +157,8 @@ describe('machine provisioning', () => {
     const cluster = await runningCluster(user, 'flaky');
     const config = await byomConfig(user);
     const api = client(user);
-    const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
-    runtime.cloud.options.failureRate = 1;
-    try {
+    const status = () => computeStatus(user, cluster.id);
+    await whileCloudFails(async () => {
       await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
       const waits: number[] = [];
       for (let attempt = 0; attempt < 6; attempt++) {
@@ -165,9 +176,7 @@ describe('machine provisioning', () => {
       expect(waits).toEqual([30, 60, 120, 240, 300, 300]);
       const notifications = await api.GET('/v1/notifications');
       expect(notifications.data.filter((n) => n.type === 'machine.provision_failed').length).toBeGreaterThanOrEqual(6);
-    } finally {
-      runtime.cloud.options.failureRate = 0;
-    }
+    });
     clock.advance(300);
     await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'provisioning', 'a retry');
     await settled();
@@ -181,14 +190,11 @@ describe('machine provisioning', () => {
     const cluster = await runningCluster(user, 'upgrade');
     const config = await byomConfig(user);
     const api = client(user);
-    const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
-    runtime.cloud.options.failureRate = 1;
-    try {
+    const status = () => computeStatus(user, cluster.id);
+    await whileCloudFails(async () => {
       await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
       await eventually(status, (s) => s.autoscaling.state === 'backoff', 'a backoff');
-    } finally {
-      runtime.cloud.options.failureRate = 0;
-    }
+    });
     await database.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
     expect((await status()).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
     // The free user's one cluster took the whole kaas/clusters quota, which they were told.
