@@ -224,7 +224,11 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     const meta = contract.operations.get(match.operation.operationId);
     if (!meta) throw new Error(`no metadata for ${match.operation.operationId}`);
 
-    const caller: Caller | undefined = meta.authenticated ? await authenticate(ctx.get('Authorization') || undefined) : undefined;
+    // An operation scoped by X-Workspace-Id has the workspace looked up together with the token.
+    const workspaceHeader = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
+    const caller: Caller | undefined = meta.authenticated
+      ? await authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined)
+      : undefined;
 
     // The rate limit, before the body is read: per token (per user for JWTs), or per client address for the
     // operations without authentication (the device flow's first two steps). Every answer says where it stands.

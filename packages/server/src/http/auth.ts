@@ -11,14 +11,15 @@ import { unauthorized } from './errors.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 
-export type Authenticator = (authorization: string | undefined) => Promise<Caller>;
+/** `workspaceId`: the request's X-Workspace-Id, looked up with a PAT or session token (Caller.namedWorkspace). */
+export type Authenticator = (authorization: string | undefined, workspaceId?: string) => Promise<Caller>;
 
 export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config): Authenticator {
   const jwt = config.jwt;
   // The JWKS is cached in memory by jose; staleness is harmless (keys rotate with overlap).
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3000 }) : undefined;
 
-  return async (authorization) => {
+  return async (authorization, workspaceId) => {
     const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(authorization);
     if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION);
     const token = match[1];
@@ -35,6 +36,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
         });
         const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
         if (!user) throw new Error('unknown subject');
+        // The named workspace, if any, is looked up when an operation needs it.
         return { userId: user.id, kind, tokenId: null };
       } catch {
         throw unauthorized('The token is invalid or has expired.', SUGGESTION);
@@ -44,10 +46,12 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
     if (kind === 'pat' ? !patChecksumValid(token) : !/^[A-Za-z0-9]{32}$/.test(token)) {
       throw unauthorized('The token is malformed.', SUGGESTION);
     }
-    const row = await findLiveToken(db, clock, token, kind);
+    const row = await findLiveToken(db, clock, token, kind, workspaceId);
     if (!row) {
       throw unauthorized('The token is unknown, has expired or was revoked.', 'Create a new personal access token, or log in again with the command-line client.');
     }
-    return { userId: row.user_id, kind, tokenId: row.id };
+    const namedWorkspace =
+      workspaceId === undefined ? undefined : { id: workspaceId, ref: row.workspace_id === null || row.workspace_owner_id === null ? null : { id: row.workspace_id, owner_id: row.workspace_owner_id } };
+    return { userId: row.user_id, kind, tokenId: row.id, namedWorkspace };
   };
 }

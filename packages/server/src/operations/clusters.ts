@@ -21,7 +21,7 @@ export const listRegions: Handler<'listRegions'> = async ({ query }, { db }) => 
 };
 
 export const createCluster: Handler<'createCluster'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
-  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   const region = await db.selectFrom('regions').select('id').where('id', '=', body.region_id).executeTakeFirst();
   if (!region) throw notFound('Region', body.region_id, 'region_id');
   const now = clock.now();
@@ -42,12 +42,12 @@ export const createCluster: Handler<'createCluster'> = async ({ body, headers, c
 };
 
 export const getCluster: Handler<'getCluster'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 200, body: toCluster(await visibleCluster(db, caller.userId, params.clusterId)) };
 };
 
 export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await db.transaction().execute(async (trx) => {
     const cluster = await visibleCluster(trx, caller.userId, params.clusterId);
     await trx.selectFrom('clusters').select('id').where('id', '=', cluster.id).forUpdate().execute();

@@ -7,13 +7,13 @@ import { backoffOf, lockCluster, offeringOf, slotAvailable } from '../services/p
 import { cancelWorkflows } from '../workflows/engine.ts';
 import { enforceQuota, limitOf, provisioningUsage } from '../services/quotas.ts';
 import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
-import { memberWorkspaces, requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { memberWorkspaces, requireWorkspace, resolveWorkspace, type WorkspaceCaller } from '../services/tenancy.ts';
 import { visibleCluster, visibleComputeConfig, visibleMachine } from '../services/visibility.ts';
 import type { Handler } from './types.ts';
 
 /** Operations on resources addressed by id check a named X-Workspace-Id (403 when foreign), then membership. */
-const checkNamedWorkspace = (db: Parameters<typeof resolveWorkspace>[0], userId: string, header: string | undefined) =>
-  resolveWorkspace(db, userId, header, { onlyWhenNamed: true });
+const checkNamedWorkspace = (db: Parameters<typeof resolveWorkspace>[0], caller: WorkspaceCaller, header: string | undefined) =>
+  resolveWorkspace(db, caller, header, { onlyWhenNamed: true });
 
 export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, { db }) => ({
   status: 200,
@@ -21,7 +21,7 @@ export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, {
 });
 
 export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body, headers, caller }, { db, clock }) => {
-  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   if (body.provider_config.provider !== body.provider) {
     throw validationError('provider_config.provider', `provider_config.provider must equal provider (${body.provider}).`, 'Send the same provider in both places.');
   }
@@ -43,7 +43,7 @@ export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body
 };
 
 export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ params, headers, caller }, { db }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   await db.transaction().execute(async (trx) => {
     const config = await visibleComputeConfig(trx, caller.userId, params.id);
     // Lock the config so a machine cannot start using it between the count and the delete.
@@ -63,7 +63,7 @@ export const listCloudCredentials: Handler<'listCloudCredentials'> = async (inpu
 });
 
 export const createCloudCredential: Handler<'createCloudCredential'> = async ({ body, headers, caller }, { db, clock, secrets }) => {
-  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   const row = await db
     .insertInto('cloud_credentials')
     .values({ id: newId('ccr'), workspace_id: workspace.id, name: body.name, provider: body.provider, secret_ciphertext: secrets.seal(body.secret), created_at: clock.now(), last_used_at: null })
@@ -73,7 +73,7 @@ export const createCloudCredential: Handler<'createCloudCredential'> = async ({ 
 };
 
 export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ params, headers, caller }, { db }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   await db.transaction().execute(async (trx) => {
     const credential = await trx
       .selectFrom('cloud_credentials')
@@ -91,14 +91,14 @@ export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ 
 };
 
 export const listMachines: Handler<'listMachines'> = async ({ query, headers, caller }, { db }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const cluster = await visibleCluster(db, caller.userId, query.cluster_id, 'cluster_id');
   const rows = await db.selectFrom('machines').selectAll().where('cluster_id', '=', cluster.id).orderBy('created_at').orderBy('provider_id').execute();
   return { status: 200, body: rows.map(toMachine) };
 };
 
 export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const cluster = await visibleCluster(db, caller.userId, body.cluster_id, 'cluster_id');
   const config = await db.selectFrom('compute_configs').selectAll().where('id', '=', body.compute_config_id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
   if (!config) throw notFound('Compute config', body.compute_config_id, 'compute_config_id');
@@ -143,7 +143,7 @@ export const requestMachine: Handler<'requestMachine'> = async ({ body, headers,
 };
 
 export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const machine = await visibleMachine(db, caller.userId, params.providerId);
   await db.transaction().execute(async (trx) => {
     const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirst();
@@ -158,7 +158,7 @@ export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers,
 };
 
 export const suspendMachine: Handler<'suspendMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
     const machine = await visibleMachine(trx, caller.userId, params.providerId);
@@ -185,14 +185,14 @@ export const listSuspensions: Handler<'listSuspensions'> = async (input, { db })
 });
 
 export const getSuspension: Handler<'getSuspension'> = async ({ params, headers, caller }, { db }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const row = await db.selectFrom('suspensions').selectAll().where('id', '=', params.id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
   if (!row) throw notFound('Suspension', params.id);
   return { status: 200, body: toSuspension(row) };
 };
 
 export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, headers, caller }, { db, workflows }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const row = await db.transaction().execute(async (trx) => {
     const suspension = await trx.selectFrom('suspensions').selectAll().where('id', '=', params.id).where('workspace_id', 'in', memberWorkspaces(trx, caller.userId)).forUpdate().executeTakeFirst();
     if (!suspension) throw notFound('Suspension', params.id);
@@ -206,7 +206,7 @@ export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, he
 };
 
 export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async ({ params, headers, caller }, { db, clock }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const cluster = await visibleCluster(db, caller.userId, params.clusterId);
   const workspace = await db.selectFrom('workspaces').select(['id', 'owner_id']).where('id', '=', cluster.workspace_id).executeTakeFirstOrThrow();
   const counts = await db
@@ -227,7 +227,7 @@ export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async
 };
 
 export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider }) => {
-  await checkNamedWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   const machine = await visibleMachine(db, caller.userId, params.providerId);
   // Compares the compute config's desired state (image, server type, region) with what the provider reports
   // of the machine's server; without a server (queued, suspended) the machine's own record stands in.

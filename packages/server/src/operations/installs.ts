@@ -18,7 +18,7 @@ const inTransaction = <T>(db: Kysely<Database>, work: (trx: Transaction<Database
   db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
 
 async function startInstall({ body, headers, caller }: OperationInput<'createInstall'>, db: Kysely<Database>, { clock, workflows }: Pick<HandlerEnv, 'clock' | 'workflows'>): Promise<Schema<'Install'>> {
-  const workspace = await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const workspace = await resolveWorkspace(db, caller, headers['X-Workspace-Id']);
   const product = workspace
     ? await db.selectFrom('products').selectAll().where('id', '=', body.product_id).where('workspace_id', '=', workspace.id).executeTakeFirst()
     : undefined;
@@ -75,7 +75,7 @@ export const createInstall: Handler<'createInstall'> = async (input, { db, clock
 };
 
 export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, logTails, config }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const install = await visibleInstall(db, caller.userId, params.id);
   const lastEventId = headers['Last-Event-ID'];
   parseEventId(lastEventId); // a malformed id is a 422 before the stream starts
@@ -107,6 +107,6 @@ export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({
 });
 
 export const getInstall: Handler<'getInstall'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 200, body: toInstall(await visibleInstall(db, caller.userId, params.id)) };
 };

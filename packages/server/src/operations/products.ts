@@ -55,7 +55,7 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
 });
 
 export const createProduct: Handler<'createProduct'> = async ({ body, headers, caller }, { db, clock, workflows, resolveHost }) => {
-  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   await checkSourceUrls(body, resolveHost);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
@@ -68,12 +68,12 @@ export const createProduct: Handler<'createProduct'> = async ({ body, headers, c
 };
 
 export const getProduct: Handler<'getProduct'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 200, body: toProduct(await visibleProduct(db, caller.userId, params.id)) };
 };
 
 export const updateProduct: Handler<'updateProduct'> = async ({ params, headers, body, caller }, { db, clock, workflows, resolveHost }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await visibleProduct(db, caller.userId, params.id);
   await checkSourceUrls(body, resolveHost);
   const now = clock.now();

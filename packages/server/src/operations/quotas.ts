@@ -7,7 +7,7 @@ import type { Handler } from './types.ts';
 const ALLOCATION = (Object.keys(METRICS) as Metric[]).filter((m) => METRICS[m].type === 'allocation') as Exclude<Metric, 'compute/provisioning'>[];
 
 export const listQuotas: Handler<'listQuotas'> = async ({ query, headers, caller }, { db }) => {
-  const workspaceId = (await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']))?.id;
+  const workspaceId = (await resolveWorkspace(db, caller, headers['X-Workspace-Id']))?.id;
   const cluster = query.cluster_id === undefined ? undefined : await visibleCluster(db, caller.userId, query.cluster_id, 'cluster_id');
   const usage = await allocationUsage(db, caller.userId);
   const entries = await Promise.all(ALLOCATION.map(async (metric) => entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric])));
@@ -23,7 +23,7 @@ export const getQuota: Handler<'getQuota'> = async ({ params, query, headers, ca
   if (!isMetric(metric)) {
     throw notFound('Quota metric', metric);
   }
-  const workspaceId = (await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id']))?.id;
+  const workspaceId = (await resolveWorkspace(db, caller, headers['X-Workspace-Id']))?.id;
   if (metric === 'compute/provisioning') {
     if (query.cluster_id === undefined) {
       throw validationError('cluster_id', 'compute/provisioning is counted per cluster: cluster_id is required.', 'Add ?cluster_id=<cluster id>.');

@@ -12,7 +12,7 @@ export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async
 });
 
 export const createRegistryCredential: Handler<'createRegistryCredential'> = async ({ body, headers, caller }, { db, clock, secrets, resolveHost }) => {
-  const workspace = await requireWorkspace(db, caller.userId, headers['X-Workspace-Id']);
+  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   const host = body.registry_url.replace(/:\d+$/, '');
   if (await isForbiddenHost(host, resolveHost)) {
     throw validationError('registry_url', `${body.registry_url} is a loopback, private, link-local or metadata address.`, 'Use the public host name of the registry, e.g. ghcr.io.');
@@ -36,7 +36,7 @@ export const createRegistryCredential: Handler<'createRegistryCredential'> = asy
 };
 
 export const deleteRegistryCredential: Handler<'deleteRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller.userId, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const result = await db.deleteFrom('registry_credentials').where('id', '=', params.id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Registry credential', params.id);
   return { status: 204, body: undefined };

@@ -9,6 +9,7 @@ import type { Database } from '../db/schema.ts';
 import type { LogTails } from '../services/log-tails.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
+import type { NamedWorkspace } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 
@@ -17,6 +18,8 @@ export interface Caller {
   kind: 'pat' | 'session' | 'jwt';
   /** The token's row, for PATs and session tokens. */
   tokenId: string | null;
+  /** The workspace the request names in X-Workspace-Id, looked up with the token (see tenancy.ts). */
+  namedWorkspace?: NamedWorkspace;
 }
 
 export interface OperationInput<Op extends OperationId> {

@@ -32,7 +32,7 @@ export async function workspacePage<T extends WorkspaceTable, R>(
 ) {
   const { cursor, limit = 50 } = input.query;
   const after = decodeCursor(cursor);
-  const workspace = await resolveWorkspace(db, input.caller.userId, input.headers['X-Workspace-Id']);
+  const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
   if (!workspace) return page([], limit, cursor, toRecord);
   // One query shape serves every workspace table; the rows are of table T.
   const base = db.selectFrom(table as 'clusters').selectAll().where('workspace_id', '=', workspace.id);

@@ -9,6 +9,21 @@ export interface WorkspaceRef {
   owner_id: string;
 }
 
+/**
+ * The workspace a request names, looked up in the same query as the caller's token (one round trip fewer on
+ * every workspace-scoped request): `ref` is null when it does not exist or the caller is not a member.
+ */
+export interface NamedWorkspace {
+  id: string;
+  ref: WorkspaceRef | null;
+}
+
+/** Who is asking: the user, and the named workspace when authentication already looked it up. */
+export interface WorkspaceCaller {
+  userId: string;
+  namedWorkspace?: NamedWorkspace;
+}
+
 const forbidden = (id: string) =>
   new ApiError(403, 'forbidden', `You are not a member of workspace ${id}, or it does not exist.`, {
     param: 'X-Workspace-Id',
@@ -20,9 +35,11 @@ const forbidden = (id: string) =>
  * caller's default workspace (the oldest one they own), or undefined when they own none. With
  * `onlyWhenNamed`, only a named workspace is checked (operations on resources addressed by id).
  */
-export async function resolveWorkspace(db: Kysely<Database>, userId: string, header: string | undefined, options: { onlyWhenNamed?: boolean } = {}): Promise<WorkspaceRef | undefined> {
+export async function resolveWorkspace(db: Kysely<Database>, caller: WorkspaceCaller, header: string | undefined, options: { onlyWhenNamed?: boolean } = {}): Promise<WorkspaceRef | undefined> {
+  const { userId } = caller;
   if (header !== undefined) {
-    const named = await db
+    const prefetched = caller.namedWorkspace?.id === header ? caller.namedWorkspace.ref : undefined;
+    const named = prefetched !== undefined ? prefetched : await db
       .selectFrom('workspace_members')
       .innerJoin('workspaces', 'workspaces.id', 'workspace_members.workspace_id')
       .select(['workspaces.id', 'workspaces.owner_id'])
@@ -37,8 +54,8 @@ export async function resolveWorkspace(db: Kysely<Database>, userId: string, hea
 }
 
 /** Like resolveWorkspace, for creations: acting without a workspace is a 422 naming the header. */
-export async function requireWorkspace(db: Kysely<Database>, userId: string, header: string | undefined): Promise<WorkspaceRef> {
-  const workspace = await resolveWorkspace(db, userId, header);
+export async function requireWorkspace(db: Kysely<Database>, caller: WorkspaceCaller, header: string | undefined): Promise<WorkspaceRef> {
+  const workspace = await resolveWorkspace(db, caller, header);
   if (!workspace) {
     throw new ApiError(422, 'validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
       param: 'X-Workspace-Id',

@@ -89,13 +89,19 @@ export async function createToken(
   return { row, secret };
 }
 
-/** Finds a live PAT or session token; records its use (and refreshes a session) at most once a minute. */
-export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: string, kind: 'pat' | 'session') {
+/**
+ * Finds a live PAT or session token; records its use (and refreshes a session) at most once a minute. With
+ * `workspaceId` (the request's X-Workspace-Id), the same query also finds that workspace when the token's
+ * user is a member of it (`workspace_id` and `workspace_owner_id` are null otherwise).
+ */
+export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: string, kind: 'pat' | 'session', workspaceId?: string) {
   const row = await db
     .selectFrom('tokens')
-    .select(['id', 'user_id', 'expires_at', 'last_used_at'])
-    .where('digest', '=', digest(secret))
-    .where('kind', '=', kind)
+    .leftJoin('workspace_members as m', (join) => join.onRef('m.user_id', '=', 'tokens.user_id').on('m.workspace_id', '=', workspaceId ?? null))
+    .leftJoin('workspaces as w', 'w.id', 'm.workspace_id')
+    .select(['tokens.id', 'tokens.user_id', 'tokens.expires_at', 'tokens.last_used_at', 'w.id as workspace_id', 'w.owner_id as workspace_owner_id'])
+    .where('tokens.digest', '=', digest(secret))
+    .where('tokens.kind', '=', kind)
     .executeTakeFirst();
   const now = clock.now();
   if (!row || (row.expires_at !== null && row.expires_at <= now)) return undefined;
