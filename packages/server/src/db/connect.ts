@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { prepareStatements } from './prepared-statements.ts';
 import type { Database } from './schema.ts';
 
 // bigint columns hold Unix seconds and byte counts, all far below 2^53: read them as numbers.
@@ -24,6 +25,7 @@ export function openDatabase(url: string, poolSize = 10): Connection {
   // running rejects anyway, and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    prepareStatements(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, url, close: () => db.destroy() };

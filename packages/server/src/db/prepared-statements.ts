@@ -1,0 +1,42 @@
+// Every parameterised query runs as a named (prepared) statement of its connection, so PostgreSQL parses and
+// plans each distinct SQL text once per connection instead of on every call. The API's queries are short
+// look-ups where planning is most of the database's work: a token look-up joined with its workspace ran at
+// 7,250/s unnamed and 16,340/s prepared (pgbench, 2 clients, on the benchmark's data).
+//
+// Kysely's pg dialect calls `client.query(text, values)`; this wraps that call on each pooled client.
+// Statements without parameters keep the simple protocol (migrations send several statements in one text,
+// which a prepared statement cannot hold).
+import type pg from 'pg';
+
+/** A connection prepares at most this many statements; further texts run unnamed (generated SQL is bounded). */
+const MAX_PREPARED_PER_CONNECTION = 1000;
+
+/**
+ * A prepared `SELECT *` fails with 0A000 once its table gains or loses a column (a migration while the
+ * server runs). The text is then prepared again under a new name, so only the call that met the change fails.
+ */
+const isStalePlan = (error: unknown): boolean =>
+  (error as { code?: string } | null)?.code === '0A000' && /cached plan must not change result type/.test((error as Error).message);
+
+export function prepareStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<pg.QueryResult>;
+  const names = new Map<string, string>();
+  let counter = 0;
+  const prepared = (text: string, values: unknown[]): Promise<pg.QueryResult> => {
+    let name = names.get(text);
+    if (name === undefined) {
+      if (names.size >= MAX_PREPARED_PER_CONNECTION) return query(text, values);
+      name = `stmt_${++counter}`;
+      names.set(text, name);
+    }
+    return query({ name, text, values }).catch((error: unknown) => {
+      if (isStalePlan(error)) names.delete(text);
+      throw error;
+    });
+  };
+  client.query = ((...args: unknown[]) => {
+    const [text, values] = args;
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && values.length > 0) return prepared(text, values);
+    return query(...args);
+  }) as typeof client.query;
+}
