@@ -1,6 +1,7 @@
 // The server as a separate process (`packages/server/src/main.ts`), for the benchmarks and load scenarios:
 // started with the given environment on the machine's defaults, ready once it prints its address.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './gen.ts';
 
@@ -12,17 +13,30 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+const MAIN = 'packages/server/src/main.ts';
+
+/** The Node flags `pnpm start` gives the server (package.json), so what is measured is what users start. */
+export function serverNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const words = start.split(/\s+/);
+  return words.slice(1, words.indexOf(MAIN));
+}
+
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const inherited = { ...process.env };
   delete inherited.LOG_POLL_MS; // the server's default unless the caller sets it
-  const child = spawn(process.execPath, [join(repoRoot, 'packages/server/src/main.ts'), ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...serverNodeFlags(), join(repoRoot, MAIN), ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const base = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       out += chunk.toString();
       const match = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
+      if (!match) return;
+      // Later output (a log line per request at info) is read and dropped, not kept.
+      child.stdout!.off('data', onData);
+      resolve(match[1]!);
+    };
+    child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
   });
   child.stdout!.resume();

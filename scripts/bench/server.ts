@@ -12,6 +12,7 @@ import { createUser } from '../../packages/server/src/db/seed.ts';
 import { encodeCursor } from '../../packages/server/src/services/pagination.ts';
 import { repoRoot } from '../gen.ts';
 import { freshDatabase } from '../fresh-database.ts';
+import { serverNodeFlags } from '../server-process.ts';
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 100_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -30,15 +31,19 @@ export async function load(url: string, headers: Record<string, string>, duratio
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
 }
 
-async function startProcess(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [join(repoRoot, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+async function startProcess(script: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [...nodeFlags, join(repoRoot, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       out += chunk.toString();
       const match = /listening (?:on http:\/\/127\.0\.0\.1:)?(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
+      if (!match) return;
+      // Later output (a log line per request at info) is read and dropped, not kept.
+      child.stdout!.off('data', onData);
+      resolve(Number(match[1]));
+    };
+    child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out}`)));
   });
   child.stdout!.resume();
@@ -63,7 +68,7 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
   const env = { DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId };
   const baseline = await startProcess('scripts/bench/baseline-server.ts', env);
-  const server = await startProcess('packages/server/src/main.ts', env);
+  const server = await startProcess('packages/server/src/main.ts', env, serverNodeFlags());
   try {
     const page = (port: number, query = '') => `http://127.0.0.1:${port}/v1/clusters?limit=50${query}`;
     await load(page(baseline.port), headers, 3);
