@@ -1,0 +1,50 @@
+// Parameterised queries run as prepared statements of their connection (db/prepared-statements.ts): each
+// distinct text is prepared once per connection and reused; texts without parameters (migrations' several
+// statements in one) keep the simple protocol; a table changed under a prepared `SELECT *` fails that one call
+// and the next one prepares the text again.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type Connection, openDatabase } from '../src/db/connect.ts';
+import { createTestDatabase, type TestDatabase } from './support.ts';
+
+let database: TestDatabase;
+let connection: Connection; // one pooled connection, so every query below shares its prepared statements
+
+beforeAll(async () => {
+  database = await createTestDatabase({ migrate: false });
+  connection = openDatabase(database.url, 1);
+  await sql`CREATE TABLE items (id int PRIMARY KEY, name text)`.execute(connection.db);
+  await sql`INSERT INTO items VALUES (1, 'one'), (2, 'two')`.execute(connection.db);
+});
+
+afterAll(async () => {
+  await connection?.close();
+  await database?.drop();
+});
+
+const prepared = async () =>
+  (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements WHERE statement ILIKE ${'%items%'} ORDER BY statement`.execute(connection.db)).rows.map((r) => r.statement);
+
+it('prepares a parameterised text once and reuses it with other values', async () => {
+  const byId = (id: number) => connection.db.selectFrom('items' as never).selectAll().where('id' as never, '=', id as never).execute();
+  expect(await byId(1)).toEqual([{ id: 1, name: 'one' }]);
+  expect(await byId(2)).toEqual([{ id: 2, name: 'two' }]);
+  expect(await byId(3)).toEqual([]);
+  const statements = await prepared();
+  expect(statements.filter((s) => s.startsWith('select * from "items"'))).toHaveLength(1);
+});
+
+it('runs a text without parameters on the simple protocol, several statements included', async () => {
+  await sql.raw(`UPDATE items SET name = 'uno' WHERE id = 1; UPDATE items SET name = 'dos' WHERE id = 2`).execute(connection.db);
+  const { rows } = await sql<{ name: string }>`SELECT name FROM items ORDER BY id`.execute(connection.db);
+  expect(rows.map((r) => r.name)).toEqual(['uno', 'dos']);
+  expect((await prepared()).some((s) => s.includes('SET name'))).toBe(false);
+});
+
+it('prepares a text again after its table changed under it: one call fails, the next succeeds', async () => {
+  const all = () => sql<Record<string, unknown>>`SELECT * FROM items WHERE id = ${1}`.execute(connection.db);
+  expect((await all()).rows).toEqual([{ id: 1, name: 'uno' }]);
+  await sql`ALTER TABLE items ADD COLUMN size int`.execute(connection.db);
+  await expect(all()).rejects.toMatchObject({ code: '0A000' });
+  expect((await all()).rows).toEqual([{ id: 1, name: 'uno', size: null }]);
+});
