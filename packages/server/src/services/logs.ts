@@ -41,7 +41,19 @@ export interface LogStreamEnv {
 
 export type Positions = Map<string, number>;
 
-export const containerKey = (c: PodContainer) => createHash('sha256').update(`${c.pod}/${c.container}`).digest('base64url').slice(0, 6);
+// Every follower computes the key of every line it sends: the keys are kept (a few thousand containers at most
+// are followed at once; the cache starts over beyond that).
+const keys = new Map<string, string>();
+export function containerKey(c: PodContainer): string {
+  const name = `${c.pod}/${c.container}`;
+  let key = keys.get(name);
+  if (key === undefined) {
+    if (keys.size >= 10_000) keys.clear();
+    key = createHash('sha256').update(name).digest('base64url').slice(0, 6);
+    keys.set(name, key);
+  }
+  return key;
+}
 
 /** Reads a Last-Event-ID; a malformed one is the caller's error (422 with the header as param). */
 export function parseEventId(id: string | undefined): Positions {
@@ -61,7 +73,21 @@ export function parseEventId(id: string | undefined): Positions {
 const eventId = (timestampMs: number, positions: Positions) =>
   `${timestampMs}-${[...positions].map(([key, position]) => `${key}:${position}`).join('.')}`;
 
-const sse = (event: string, data: unknown, id?: string) => `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+// A tail's line is sent to each of its followers: its `data` is serialised once, with the line.
+const serialised = new WeakMap<LogEntry, string>();
+function logData(entry: LogEntry): string {
+  let data = serialised.get(entry);
+  if (data === undefined) {
+    data = JSON.stringify({ pod: entry.pod, container: entry.container, timestamp: new Date(entry.timestamp_ms).toISOString(), line: entry.line });
+    serialised.set(entry, data);
+  }
+  return data;
+}
+
+/** A chunk of events is written to the client at once; a long backlog goes out in chunks of about this size. */
+const CHUNK_CHARS = 64 * 1024;
 
 export const byTime = (a: LogEntry, b: LogEntry) =>
   a.timestamp_ms - b.timestamp_ms || a.pod.localeCompare(b.pod) || a.container.localeCompare(b.container) || a.position - b.position;
@@ -95,12 +121,18 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
     return kept;
   };
 
+  /** The lines' events, several to a chunk: the lines of one wake reach the client in one write. */
   function* emit(lines: LogEntry[]) {
+    let chunk = '';
     for (const entry of lines) {
       positions.set(containerKey(entry), entry.position);
-      const data = { pod: entry.pod, container: entry.container, timestamp: new Date(entry.timestamp_ms).toISOString(), line: entry.line };
-      yield sse('log', data, eventId(entry.timestamp_ms, positions));
+      chunk += `id: ${eventId(entry.timestamp_ms, positions)}\nevent: log\ndata: ${logData(entry)}\n\n`;
+      if (chunk.length >= CHUNK_CHARS) {
+        yield chunk;
+        chunk = '';
+      }
     }
+    if (chunk) yield chunk;
   }
 
   if (!request.follow) {
