@@ -1,6 +1,6 @@
 // Personal access tokens and session tokens: only a SHA-256 digest is stored; look-up is by digest (a
 // unique index), so comparing is an equality on a hash and leaks nothing about the secret.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
@@ -26,7 +26,7 @@ function base62(length: number): string {
 
 /** A checksum over the body (6 base62 characters), so a mistyped PAT is refused without a database query. */
 function checksum(body: string): string {
-  const digest = createHash('sha256').update(body).digest();
+  const digest = hash('sha256', body, 'buffer');
   let value = digest.readUIntBE(0, 6);
   let out = '';
   for (let i = 0; i < 6; i++) {
@@ -52,7 +52,7 @@ export function newSessionSecret(): string {
 }
 
 export function digest(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
+  return hash('sha256', token, 'buffer');
 }
 
 export type TokenKind = 'pat' | 'session' | 'jwt';
