@@ -191,9 +191,10 @@ whose lines made the tail, so at the first update the others are read from the c
 - Server (scripts/bench/server.ts): GET /v1/clusters?limit=50 with a PAT and X-Workspace-Id on a workspace of
   100,000 clusters, autocannon at 32 connections for ${DURATION} s after a 3 s warm-up, against a raw node:http + pg
   server doing the same SQL work (token look-up, membership, the keyset page; scripts/bench/baseline-server.ts);
-  the API rate limit is off (the baseline has none). The deep page is the keyset page at offset ~90,000, 5 s each.
+  the API rate limit is off (the baseline has none). The server runs with the Node flags of \`pnpm start\` (V8 heap
+  flags, see the README), the baseline with Node's defaults. The deep page is the keyset page at offset ~90,000, 5 s each.
 - Workflows (scripts/bench/workflows.ts), on a database created for the run and dropped after it, the server as its
-  own process (\`packages/server/src/main.ts\`) with the simulated cloud at zero latency, zero failures and zero
+  own process (\`packages/server/src/main.ts\`, with the Node flags of \`pnpm start\`) with the simulated cloud at zero latency, zero failures and zero
   boot, control-plane, release and snapshot time, the provider rate limit lifted (10,000 calls/s) and the API rate
   limit off:
   - installs end to end: ${o.installs} POST /v1/installs by 32 concurrent clients to one \`--role all\` process (API and
