@@ -1,7 +1,7 @@
 // Personal access tokens and session tokens: only a SHA-256 digest is stored; look-up is by digest (a
 // unique index), so comparing is an equality on a hash and leaks nothing about the secret.
 import { hash, randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -89,20 +89,30 @@ export async function createToken(
   return { row, secret };
 }
 
+interface LiveToken {
+  id: string;
+  user_id: string;
+  expires_at: number | null;
+  last_used_at: number | null;
+  workspace_id: string | null;
+  workspace_owner_id: string | null;
+}
+
 /**
  * Finds a live PAT or session token; records its use (and refreshes a session) at most once a minute. With
  * `workspaceId` (the request's X-Workspace-Id), the same query also finds that workspace when the token's
  * user is a member of it (`workspace_id` and `workspace_owner_id` are null otherwise).
  */
 export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: string, kind: 'pat' | 'session', workspaceId?: string) {
-  const row = await db
-    .selectFrom('tokens')
-    .leftJoin('workspace_members as m', (join) => join.onRef('m.user_id', '=', 'tokens.user_id').on('m.workspace_id', '=', workspaceId ?? null))
-    .leftJoin('workspaces as w', 'w.id', 'm.workspace_id')
-    .select(['tokens.id', 'tokens.user_id', 'tokens.expires_at', 'tokens.last_used_at', 'w.id as workspace_id', 'w.owner_id as workspace_owner_id'])
-    .where('tokens.digest', '=', digest(secret))
-    .where('tokens.kind', '=', kind)
-    .executeTakeFirst();
+  // Every authenticated request runs this, so it is written as SQL: Kysely's query builder costs several times
+  // more CPU to build and compile it than the template (measured under the list benchmark).
+  const { rows } = await sql<LiveToken>`
+    SELECT t.id, t.user_id, t.expires_at, t.last_used_at, w.id AS workspace_id, w.owner_id AS workspace_owner_id
+    FROM tokens t
+    LEFT JOIN workspace_members m ON m.user_id = t.user_id AND m.workspace_id = ${workspaceId ?? null}
+    LEFT JOIN workspaces w ON w.id = m.workspace_id
+    WHERE t.digest = ${digest(secret)} AND t.kind = ${kind}`.execute(db);
+  const row = rows[0];
   const now = clock.now();
   if (!row || (row.expires_at !== null && row.expires_at <= now)) return undefined;
   if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_SECONDS) {
