@@ -1,7 +1,8 @@
 // Every parameterised query runs as a named (prepared) statement of its connection, so PostgreSQL parses and
 // plans each distinct SQL text once per connection instead of on every call. The API's queries are short
-// look-ups where planning is most of the database's work: a token look-up joined with its workspace ran at
-// 7,250/s unnamed and 16,340/s prepared (pgbench, 2 clients, on the benchmark's data).
+// look-ups where planning is most of the database's work: the two queries of a list request (the token joined
+// with its workspace, then the page) ran 7,250 times a second unnamed and 16,340 prepared (pgbench, 2 clients,
+// on the list benchmark's data).
 //
 // Kysely's pg dialect calls `client.query(text, values)`; this wraps that call on each pooled client.
 // Statements without parameters keep the simple protocol (migrations send several statements in one text,
