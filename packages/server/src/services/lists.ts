@@ -5,6 +5,13 @@ import type { Database, Row } from '../db/schema.ts';
 import { decodeCursor, page, type Position } from './pagination.ts';
 import { resolveWorkspace } from './tenancy.ts';
 
+/** The keyset: rows strictly after the cursor's position, in (created_at, id) order. */
+function keyset(table: string, after: Position | undefined, idColumn: string) {
+  const created = sql.ref(`${table}.created_at`);
+  const id = sql.ref(`${table}.${idColumn}`);
+  return { after: after ? sql<boolean>`(${created}, ${id}) > (${after.created_at}, ${after.id})` : undefined, order: sql`${created}, ${id}` };
+}
+
 export function afterCursor<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   table: string,
@@ -12,10 +19,8 @@ export function afterCursor<DB, TB extends keyof DB, O>(
   limit: number,
   idColumn = 'id',
 ): SelectQueryBuilder<DB, TB, O> {
-  const created = sql.ref(`${table}.created_at`);
-  const id = sql.ref(`${table}.${idColumn}`);
-  const filtered = after ? query.where(sql<boolean>`(${created}, ${id}) > (${after.created_at}, ${after.id})`) : query;
-  return filtered.orderBy(sql`${created}`).orderBy(sql`${id}`).limit(limit + 1);
+  const step = keyset(table, after, idColumn);
+  return (step.after ? query.where(step.after) : query).orderBy(step.order).limit(limit + 1);
 }
 
 type WorkspaceTable = 'clusters' | 'compute_configs' | 'cloud_credentials' | 'registry_credentials' | 'suspensions' | 'products' | 'installs';
@@ -34,8 +39,12 @@ export async function workspacePage<T extends WorkspaceTable, R>(
   const after = decodeCursor(cursor);
   const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
   if (!workspace) return page([], limit, cursor, toRecord);
-  // One query shape serves every workspace table; the rows are of table T.
-  const base = db.selectFrom(table as 'clusters').selectAll().where('workspace_id', '=', workspace.id);
-  const rows = (await afterCursor(base, table, after, limit).execute()) as unknown as (Row<T> & Position)[];
+  // One query serves every workspace table; the rows are of table T. Written as SQL, not with the builder:
+  // lists are the API's busiest reads, and building the query was a measurable part of their CPU.
+  const step = keyset(table, after, 'id');
+  const { rows } = await sql<Row<T> & Position>`
+    SELECT * FROM ${sql.table(table)}
+    WHERE workspace_id = ${workspace.id} ${step.after ? sql`AND ${step.after}` : sql``}
+    ORDER BY ${step.order} LIMIT ${limit + 1}`.execute(db);
   return page(rows, limit, cursor, toRecord);
 }
