@@ -25,9 +25,9 @@ export function json(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** Rows as a table, or `body` (the exact response, default the rows) as JSON. */
-export function printList<T>(out: OutputOptions, rows: readonly T[], columns: Columns<T>, body: unknown = rows): void {
-  if (out.json) return json(body);
+/** Rows as a table, or as JSON. */
+export function printList<T>(out: OutputOptions, rows: readonly T[], columns: Columns<T>): void {
+  if (out.json) return json(rows);
   const table = new Table({ head: columns.map(([header]) => header), style: { head: [], border: [] } });
   for (const row of rows) table.push(columns.map(([, read]) => cell(read(row))));
   process.stdout.write(`${table.toString()}\n`);
@@ -42,9 +42,14 @@ export function printRecord<T>(out: OutputOptions, record: T, columns: Columns<T
   process.stdout.write(`${table.toString()}\n`);
 }
 
-/** A list page's continuation, on stderr so that the table alone stays on stdout. */
-export function morePages(out: OutputOptions, pagination: { has_more: boolean; cursor: string }): void {
-  if (!out.json && pagination.has_more) process.stderr.write(`More results: add --cursor ${pagination.cursor}\n`);
+/**
+ * One page of a list: its rows as a table and, on stderr (so the table alone stays on stdout), how to get the
+ * next page; or the exact response, rows and pagination, as JSON.
+ */
+export function printPage<T>(out: OutputOptions, page: { data: readonly T[]; pagination: { has_more: boolean; cursor: string } }, columns: Columns<T>): void {
+  if (out.json) return json(page);
+  printList(out, page.data, columns);
+  if (page.pagination.has_more) process.stderr.write(`More results: add --cursor ${page.pagination.cursor}\n`);
 }
 
 /** A short confirmation for commands whose answer has no body (204). */

@@ -1,7 +1,7 @@
 // `platform clusters`: managed Kubernetes clusters.
 import type { Command } from 'commander';
 import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
-import { type Columns, done, morePages, printList, printRecord, time } from '../output.ts';
+import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 import { waitFor } from '../wait.ts';
 
 interface ClusterRow {
@@ -30,8 +30,7 @@ export function registerClusters(program: Command): void {
     withPage(clusters.command('list').description('list the clusters of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/clusters', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, columns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, columns);
       }),
     ),
     'platform clusters list --limit 10 --json',

@@ -1,7 +1,7 @@
 // `platform compute`: machines of a cluster, compute configs, suspensions, drift and auto-scaling status.
 import type { Command } from 'commander';
 import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
-import { type Columns, done, morePages, printList, printRecord, time } from '../output.ts';
+import { type Columns, done, printList, printPage, printRecord, time } from '../output.ts';
 import { waitFor } from '../wait.ts';
 
 interface MachineRow {
@@ -147,8 +147,7 @@ export function registerCompute(program: Command): void {
     withPage(configs.command('list').description('list the compute configs of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/compute/configs', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, configColumns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, configColumns);
       }),
     ),
     'platform compute configs list --json',
@@ -172,8 +171,7 @@ export function registerCompute(program: Command): void {
     withPage(suspensions.command('list').description('list the suspensions of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/compute/suspensions', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, suspensionColumns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, suspensionColumns);
       }),
     ),
     'platform compute suspensions list --json',

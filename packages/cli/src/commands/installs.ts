@@ -3,7 +3,7 @@ import type { RequestBody } from '@platform/api-types';
 import type { Command } from 'commander';
 import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
 import { readDocument } from '../files.ts';
-import { type Columns, morePages, printList, printRecord, time } from '../output.ts';
+import { type Columns, printPage, printRecord, time } from '../output.ts';
 import { EXIT_INTERRUPTED, waitFor } from '../wait.ts';
 
 interface InstallRow {
@@ -93,8 +93,7 @@ export function registerInstalls(program: Command): void {
     withPage(installs.command('list').description('list the installs of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/installs', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, columns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, columns);
       }),
     ),
     'platform installs list --json',

@@ -1,7 +1,7 @@
 // `platform notifications`: what the workflows told the workspace (clusters ready, installs failed, quotas…).
 import type { Command } from 'commander';
 import { action, example, type PageFlags, withPage } from '../context.ts';
-import { type Columns, morePages, printList, printRecord, time } from '../output.ts';
+import { type Columns, printPage, printRecord, time } from '../output.ts';
 
 interface NotificationRow {
   id: string;
@@ -31,8 +31,7 @@ export function registerNotifications(program: Command): void {
     withPage(notifications.command('list').description('list notifications, newest first').option('--unread', 'only those not read yet')).action(
       action(async ({ api, out }, flags: PageFlags & { unread?: boolean }) => {
         const page = await api.GET('/v1/notifications', { params: { query: { unread: flags.unread, limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, columns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, columns);
       }),
     ),
     'platform notifications list --unread --json',

@@ -3,7 +3,7 @@ import type { RequestBody } from '@platform/api-types';
 import type { Command } from 'commander';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
 import { readDocument } from '../files.ts';
-import { type Columns, morePages, printList, printRecord, time } from '../output.ts';
+import { type Columns, printPage, printRecord, time } from '../output.ts';
 
 interface ProductRow {
   id: string;
@@ -33,8 +33,7 @@ export function registerProducts(program: Command): void {
     withPage(products.command('list').description('list the products of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/products', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, columns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, columns);
       }),
     ),
     'platform products list --json',

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { action, example, UsageError, type PageFlags, withPage } from '../context.ts';
-import { type Columns, done, morePages, printList, printRecord, time } from '../output.ts';
+import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 
 interface CredentialRow {
   id: string;
@@ -32,8 +32,7 @@ export function registerRegistry(program: Command): void {
     withPage(credentials.command('list').description('list the registry credentials of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/registry/credentials', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(out, page.data, columns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, columns);
       }),
     ),
     'platform registry credentials list --json',

@@ -1,7 +1,7 @@
 // `platform tokens`: personal access tokens for scripts and CI.
 import type { Command } from 'commander';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
-import { done, morePages, printList, printRecord, time } from '../output.ts';
+import { done, printPage, printRecord, time } from '../output.ts';
 
 /** Unix seconds, or any date `Date.parse` reads (2027-01-31, 2027-01-31T12:00:00Z). */
 function expiry(value: string): number {
@@ -40,9 +40,9 @@ export function registerTokens(program: Command): void {
     withPage(tokens.command('list').description('list your tokens (never their secrets)')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/user/tokens', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printList(
+        printPage(
           out,
-          page.data,
+          page,
           [
             ['ID', (t) => t.id],
             ['NAME', (t) => t.name],
@@ -51,9 +51,7 @@ export function registerTokens(program: Command): void {
             ['LAST USED', (t) => time(t.last_used_at)],
             ['EXPIRES', (t) => time(t.expires_at)],
           ],
-          page,
         );
-        morePages(out, page.pagination);
       }),
     ),
     'platform tokens list',

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { updateConfig } from '../config.ts';
 import { action, example, type PageFlags, withPage } from '../context.ts';
-import { type Columns, done, morePages, printList, time } from '../output.ts';
+import { type Columns, done, printPage, time } from '../output.ts';
 
 interface WorkspaceRow {
   id: string;
@@ -24,8 +24,7 @@ export function registerWorkspaces(program: Command): void {
           ['NAME', (w) => w.name],
           ['CREATED', (w) => time(w.created_at)],
         ];
-        printList(out, page.data, columns, page);
-        morePages(out, page.pagination);
+        printPage(out, page, columns);
       }),
     ),
     'platform workspaces list --json',
