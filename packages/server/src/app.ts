@@ -24,7 +24,7 @@ import { handlers } from './operations/index.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
-import type { Caller, HandlerEnv, OperationInput } from './operations/types.ts';
+import { type Caller, callerKey, type HandlerEnv, type OperationInput } from './operations/types.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
 import { LogTails } from './services/log-tails.ts';
@@ -234,7 +234,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     // operations without authentication (the device flow's first two steps). Every answer says where it stands.
     const limit = caller ? config.rateLimitPerMinute : config.rateLimitDevicePerMinute;
     if (limit > 0) {
-      const key = caller ? (caller.tokenId ? `token:${caller.tokenId}` : `user:${caller.userId}`) : `ip:${ctx.ip}`;
+      const key = caller ? callerKey(caller) : `ip:${ctx.ip}`;
       ctx.set(await rateLimiter.hit(key, { name: caller ? 'default' : 'device', limit }));
     }
 

@@ -10,8 +10,8 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
 import { installLogStream, parseEventId } from '../services/logs.ts';
-import { callerKey, streamSlots } from '../services/stream-slots.ts';
-import type { Handler, HandlerEnv, OperationInput } from './types.ts';
+import { streamSlots } from '../services/stream-slots.ts';
+import { callerKey, type Handler, type HandlerEnv, type OperationInput } from './types.ts';
 
 /** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
 const inTransaction = <T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>

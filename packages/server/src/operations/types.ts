@@ -22,6 +22,11 @@ export interface Caller {
   namedWorkspace?: NamedWorkspace;
 }
 
+/** The key a caller's requests and streams are counted under: its token, or the user for OAuth2 JWTs (no row). */
+export function callerKey(caller: Caller): string {
+  return caller.tokenId ? `token:${caller.tokenId}` : `user:${caller.userId}`;
+}
+
 export interface OperationInput<Op extends OperationId> {
   params: PathParams<Op>;
   query: QueryParams<Op>;

@@ -16,7 +16,6 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
-import type { Caller } from '../operations/types.ts';
 
 /** A slot not renewed for this long is free again (its process is gone). */
 export const LEASE_SECONDS = 60;
@@ -26,23 +25,15 @@ const RENEW_MS = (LEASE_SECONDS / 3) * 1000;
 const RETRY_AFTER_SECONDS = 10;
 
 export interface StreamSlot {
-  readonly id: string | undefined;
   /** Frees the slot now. Safe to call more than once; failures are swallowed (the lease runs out anyway). */
   release(): Promise<void>;
 }
 
 export interface StreamSlots {
   acquire(key: string, limit: number): Promise<StreamSlot>;
-  /** Slots the key holds now (live leases only). */
-  count(key: string): Promise<number>;
 }
 
-/** The key a caller's streams are counted under: its token, or the user for OAuth2 JWTs (which have no row). */
-export function callerKey(caller: Caller): string {
-  return caller.tokenId ? `token:${caller.tokenId}` : `user:${caller.userId}`;
-}
-
-const noSlot: StreamSlot = { id: undefined, release: async () => {} };
+const noSlot: StreamSlot = { release: async () => {} };
 
 export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
   return {
@@ -76,7 +67,6 @@ export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
       }, RENEW_MS);
       renew.unref();
       return {
-        id,
         async release() {
           if (released) return;
           released = true;
@@ -84,15 +74,6 @@ export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
           await db.deleteFrom('stream_slots').where('id', '=', id).execute().catch(() => {});
         },
       };
-    },
-    async count(key) {
-      const { held } = await db
-        .selectFrom('stream_slots')
-        .select((eb) => eb.fn.countAll<string>().as('held'))
-        .where('key', '=', key)
-        .where('expires_at', '>', clock.now())
-        .executeTakeFirstOrThrow();
-      return Number(held);
     },
   };
 }
