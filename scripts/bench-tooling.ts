@@ -2,14 +2,9 @@
 // prints the medians. Targets on the project's 2-core machines: gen under 5 s, lint under 2 s.
 import { execFileSync } from 'node:child_process';
 import { repoRoot } from './gen.ts';
+import { median } from './stats.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 5);
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 export function timeCommand(args: string[]): number {
   const times: number[] = [];

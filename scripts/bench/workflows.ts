@@ -25,6 +25,7 @@ import { createUser, seedSampleResources } from '../../packages/server/src/db/se
 import { newId } from '../../packages/server/src/ids.ts';
 import { freshDatabase } from '../fresh-database.ts';
 import { type ServerProcess, startServerProcess } from '../server-process.ts';
+import { median, percentile } from '../stats.ts';
 
 export interface WorkflowsOptions {
   /** Seconds of each autocannon load and of each log-stream window. */
@@ -120,11 +121,6 @@ const cpuSeconds = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
-export const percentile = (values: number[], p: number) => {
-  const sorted = Float64Array.from(values).sort();
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-};
-const median = (values: number[]) => percentile(values, 50);
 
 async function post(base: string, path: string, token: string, body: unknown): Promise<{ id: string }> {
   const response = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });

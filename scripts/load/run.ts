@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import { systemClock } from '../../packages/server/src/clock.ts';
 import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
 import { startServerProcess } from '../server-process.ts';
+import { percentile } from '../stats.ts';
 import { freshDatabase } from '../fresh-database.ts';
 
 const flag = (name: string) => {
@@ -33,12 +34,6 @@ interface Figures {
   p99: number;
   failures: number;
 }
-
-const quantile = (values: number[], q: number) => {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-};
 
 async function cannon(scenario: string, options: autocannon.Options): Promise<Figures> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...options });
@@ -79,7 +74,7 @@ async function followers(base: string, token: string, installId: string): Promis
   for (const request of requests) request.destroy();
   const seconds = (Date.now() - started) / 1000;
   if (delays.length === 0) failures++;
-  return { scenario: `logs (${FOLLOWERS} followers)`, throughput: `${(delays.length / seconds).toFixed(0)} lines/s`, p50: quantile(delays, 0.5), p99: quantile(delays, 0.99), failures };
+  return { scenario: `logs (${FOLLOWERS} followers)`, throughput: `${(delays.length / seconds).toFixed(0)} lines/s`, p50: percentile(delays, 50), p99: percentile(delays, 99), failures };
 }
 
 async function main(): Promise<void> {
