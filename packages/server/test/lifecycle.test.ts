@@ -1,6 +1,8 @@
 // The processes users run: migrations up and down, `pnpm start` (configuration errors, seeding, SIGTERM
 // draining) and `pnpm admin`.
 import { execFile, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
@@ -102,6 +104,35 @@ describe('pnpm start', () => {
     expect(received).toMatch(/retry: 1000\n: server shutting down; reconnect with Last-Event-ID\n\n$/);
     expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(0);
   });
+});
+
+describe('pnpm start with the embedded PostgreSQL', () => {
+  // Without DATABASE_URL the server starts PostgreSQL itself (on its fixed port, 54329), so this needs that
+  // port free. Each signal drains the server, then stops the database: exit 0 and no postmaster left behind.
+  const dataDir = mkdtempSync(join(tmpdir(), 'platform-embedded-'));
+  chmodSync(dataDir, 0o755); // as root, PostgreSQL runs as its own user, which must reach the data directory
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`drains on ${signal}, stops its database and exits 0`, async () => {
+      const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' };
+      delete env.DATABASE_URL;
+      const child = spawn(process.execPath, [join(serverDir, 'main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', () => /listening on /.test(out) && resolve());
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      // Past start-up: the workflow workers and their LISTEN connection are running.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      child.kill(signal);
+      const code = await new Promise((resolve) => child.once('exit', resolve));
+      expect({ code, unhandled: out.includes('Unhandled') }).toEqual({ code: 0, unhandled: false });
+      expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+    }, 120_000);
+  }
 });
 
 describe('pnpm admin', () => {
