@@ -8,6 +8,7 @@ import * as workflows from './migrations/20261122_0003_workflows.ts';
 import * as deviceGrants from './migrations/20261122_0005_device_grants.ts';
 import * as apiRateLimits from './migrations/20261122_0006_api_rate_limits.ts';
 import * as streamSlots from './migrations/20261122_0007_stream_slots.ts';
+import * as productClustersInWorkspace from './migrations/20261123_0008_product_clusters_in_workspace.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '20261122_0005_device_grants': deviceGrants,
   '20261122_0006_api_rate_limits': apiRateLimits,
   '20261122_0007_stream_slots': streamSlots,
+  '20261123_0008_product_clusters_in_workspace': productClustersInWorkspace,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

@@ -6,7 +6,7 @@ import { validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
-import { memberWorkspaces, requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
 import { visibleProduct } from '../services/visibility.ts';
 import type { Handler } from './types.ts';
 
@@ -22,8 +22,12 @@ async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Prom
   }
 }
 
-/** Checks a product configuration (create or full replacement) and returns the columns it sets. */
-async function configurationColumns(db: Kysely<Database>, userId: string, body: Configuration, existingSourceIds: ReadonlySet<string>) {
+/**
+ * Checks a product configuration (create or full replacement) and returns the columns it sets. Its clusters must
+ * be clusters of the product's own workspace: membership of another workspace gives no right to place installs
+ * of this workspace's products there (nor the reverse).
+ */
+async function configurationColumns(db: Kysely<Database>, workspaceId: string, body: Configuration, existingSourceIds: ReadonlySet<string>) {
   const sources: ProductSource[] = body.sources.map((source, i) => {
     if (source.id !== undefined && !existingSourceIds.has(source.id)) {
       throw validationError(`sources[${i}].id`, `The product has no helm source ${source.id}.`, 'Omit id for a new source, or send the id of one of its sources.');
@@ -33,10 +37,12 @@ async function configurationColumns(db: Kysely<Database>, userId: string, body: 
     }
     return { id: source.id ?? newId('src'), chart: source.chart, values: source.values ?? {}, metadata: source.metadata ?? {} };
   });
-  const visible = await db.selectFrom('clusters').select('id').where('id', 'in', body.cluster_ids).where('workspace_id', 'in', memberWorkspaces(db, userId)).execute();
-  const visibleIds = new Set(visible.map((c) => c.id));
+  const own = await db.selectFrom('clusters').select('id').where('id', 'in', body.cluster_ids).where('workspace_id', '=', workspaceId).execute();
+  const ownIds = new Set(own.map((c) => c.id));
   body.cluster_ids.forEach((id, i) => {
-    if (!visibleIds.has(id)) throw validationError(`cluster_ids[${i}]`, `Cluster ${id} was not found.`, 'List your clusters with GET /v1/clusters and use their ids.');
+    if (!ownIds.has(id)) {
+      throw validationError(`cluster_ids[${i}]`, `Cluster ${id} was not found in the product's workspace ${workspaceId}.`, "List the workspace's clusters with GET /v1/clusters (same X-Workspace-Id) and use their ids.");
+    }
   });
   return {
     name: body.name,
@@ -59,7 +65,7 @@ export const createProduct: Handler<'createProduct'> = async ({ body, headers, c
   await checkSourceUrls(body, resolveHost);
   const now = clock.now();
   const row = await db.transaction().execute(async (trx) => {
-    const columns = await configurationColumns(trx, caller.userId, body, new Set());
+    const columns = await configurationColumns(trx, workspace.id, body, new Set());
     const id = newId('prd');
     await workflows.start(trx, 'regeneration', columns.template_id, { product_id: id });
     return trx.insertInto('products').values({ id, workspace_id: workspace.id, ...columns, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
@@ -80,7 +86,7 @@ export const updateProduct: Handler<'updateProduct'> = async ({ params, headers,
   const result = await db.transaction().execute(async (trx) => {
     const product = await visibleProduct(trx, caller.userId, params.id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
-    const columns = await configurationColumns(trx, caller.userId, body, new Set(product.sources.map((s) => s.id)));
+    const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
     await trx.updateTable('products').set({ ...columns, updated_at: now }).where('id', '=', product.id).execute();
     await workflows.start(trx, 'regeneration', columns.template_id, { product_id: product.id });
     return { product_id: product.id, template_id: columns.template_id };

@@ -11,6 +11,14 @@ const PLACEMENT_WAIT = 10;
 
 const installOf = (ctx: StepContext) => ctx.db.selectFrom('installs').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
 
+/** The install's product, only when it is of the install's workspace (what an install references lives there). */
+const productOf = (ctx: StepContext, install: { product_id: string; workspace_id: string }) =>
+  ctx.db.selectFrom('products').selectAll().where('id', '=', install.product_id).where('workspace_id', '=', install.workspace_id).executeTakeFirst();
+
+/** Whether a cluster belongs to the given workspace. */
+export const clusterInWorkspace = async (ctx: Pick<StepContext, 'db'>, clusterId: string, workspaceId: string) =>
+  (await ctx.db.selectFrom('clusters').select('id').where('id', '=', clusterId).where('workspace_id', '=', workspaceId).executeTakeFirst()) !== undefined;
+
 /** Values merged key by key; an override's value replaces the chart's where both are plain objects' leaves. */
 export function mergeValues(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
   const merged: Record<string, unknown> = { ...base };
@@ -46,11 +54,15 @@ export const installWorkflow: WorkflowDefinition = {
       const install = await installOf(ctx);
       if (!install) return { done: true };
       if (install.cluster_id) return { next: 'release' };
-      const product = await ctx.db.selectFrom('products').select('cluster_ids').where('id', '=', install.product_id).executeTakeFirstOrThrow();
+      const product = await productOf(ctx, install);
+      if (!product) return { failed: `Product ${install.product_id} is not in the install's workspace.` };
+      // Placed only on a cluster of the install's own workspace, checked again here: a product's cluster list is
+      // checked when it is written, and this is where the workflow acts on it.
       const clusters = product.cluster_ids.length === 0 ? [] : await ctx.db
         .selectFrom('clusters')
         .select(['id', 'status'])
         .where('id', 'in', product.cluster_ids)
+        .where('workspace_id', '=', install.workspace_id)
         .where('region_id', '=', install.region_id)
         .orderBy('created_at')
         .orderBy('id')
@@ -69,7 +81,11 @@ export const installWorkflow: WorkflowDefinition = {
     async release(ctx) {
       const install = await installOf(ctx);
       if (!install?.cluster_id) return { done: true };
-      const product = await ctx.db.selectFrom('products').select(['sources', 'template_id']).where('id', '=', install.product_id).executeTakeFirstOrThrow();
+      const product = await productOf(ctx, install);
+      if (!product) return { failed: `Product ${install.product_id} is not in the install's workspace.` };
+      if (!(await clusterInWorkspace(ctx, install.cluster_id, install.workspace_id))) {
+        return { failed: `Cluster ${install.cluster_id} is not in the install's workspace.` };
+      }
       for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id)) {
         await ctx.driver.upsertRelease(release);
       }

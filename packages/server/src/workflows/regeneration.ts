@@ -20,10 +20,13 @@ export const regeneration: WorkflowDefinition = {
       if (!product) return { done: true };
       const installs = await ctx.db
         .selectFrom('installs')
-        .selectAll()
+        .selectAll('installs')
+        // Only installs of the product's workspace on clusters of that workspace (checked again as the workflow acts).
+        .innerJoin('clusters', (join) => join.onRef('clusters.id', '=', 'installs.cluster_id').on('clusters.workspace_id', '=', product.workspace_id))
+        .where('installs.workspace_id', '=', product.workspace_id)
         .where('product_id', '=', product.id)
-        .where('status', '=', 'running')
-        .where((eb) => eb.or([eb('template_id', 'is', null), eb('template_id', '!=', product.template_id)]))
+        .where('installs.status', '=', 'running')
+        .where((eb) => eb.or([eb('installs.template_id', 'is', null), eb('installs.template_id', '!=', product.template_id)]))
         .execute();
       for (const install of installs) {
         if (!install.cluster_id) continue;
