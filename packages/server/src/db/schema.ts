@@ -1,4 +1,8 @@
 // The database as Kysely sees it. Timestamps are bigint Unix seconds (read back as numbers, see connect.ts).
+// Columns that hold a contract value (statuses, enums, JSON shapes) take their type from the generated contract
+// types, so the database and the API cannot drift apart; migrations-check.test.ts holds the CHECK constraints to
+// the same enums.
+import type { Schema } from '@platform/api-types';
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 
 type Json<T> = ColumnType<T, string, string>;
@@ -24,7 +28,7 @@ export interface WorkspacesTable {
 export interface WorkspaceMembersTable {
   workspace_id: string;
   user_id: string;
-  role: 'owner' | 'member';
+  role: Schema<'WorkspaceMember'>['role'];
   created_at: Seconds;
 }
 
@@ -55,23 +59,18 @@ export interface ClustersTable {
   name: string;
   region_id: string;
   kaas_version: string;
-  status: 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETING';
+  status: Schema<'ClusterStatus'>;
   status_message: string | null;
   created_at: Seconds;
 }
 
-export interface ProviderConfig {
-  provider: 'hcloud';
-  region: string;
-  image: string;
-  machine_type_filter: string;
-}
+export type ProviderConfig = Schema<'ComputeConfig'>['provider_config'];
 
 export interface ComputeConfigsTable {
   id: string;
   workspace_id: string;
   name: string;
-  provider: 'hcloud';
+  provider: Schema<'ComputeProvider'>;
   provider_config: Json<ProviderConfig>;
   cloud_credential_id: string | null;
   created_at: Seconds;
@@ -82,7 +81,7 @@ export interface MachinesTable {
   cluster_id: string;
   compute_config_id: string;
   node_name: string;
-  status: 'queued' | 'provisioning' | 'ready' | 'failed' | 'suspending' | 'suspended' | 'deleting';
+  status: Schema<'MachineStatus'>;
   byom: boolean;
   server_type: string;
   cpu: number;
@@ -98,8 +97,8 @@ export interface SuspensionsTable {
   cluster_id: string;
   provider_id: string;
   node_name: string;
-  reason: 'manual' | 'downgrade';
-  status: 'suspending' | 'suspended' | 'resuming' | 'resumed' | 'failed';
+  reason: Schema<'Suspension'>['reason'];
+  status: Schema<'Suspension'>['status'];
   snapshot_id: string | null;
   created_at: Seconds;
   expires_at: Seconds | null;
@@ -122,26 +121,15 @@ export interface CloudCredentialsTable {
   id: string;
   workspace_id: string;
   name: string;
-  provider: 'hcloud';
+  provider: Schema<'ComputeProvider'>;
   /** AES-256-GCM; see services/secrets.ts. */
   secret_ciphertext: Buffer;
   created_at: Seconds;
   last_used_at: Seconds | null;
 }
 
-export interface HelmChart {
-  repo_url: string;
-  target_revision: string;
-  chart?: string;
-  path?: string;
-}
-
-export interface ProductSource {
-  id: string;
-  chart: HelmChart;
-  values: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-}
+export type HelmChart = Schema<'HelmChart'>;
+export type ProductSource = Schema<'ProductSource'>;
 
 export interface ProductsTable {
   id: string;
@@ -151,16 +139,13 @@ export interface ProductsTable {
   sources: Json<ProductSource[]>;
   cluster_ids: Json<string[]>;
   stripe_price_ids: Json<string[]>;
-  settings: Json<Record<string, unknown>>;
-  regeneration_status: 'pending' | 'running' | 'succeeded' | 'failed';
+  settings: Json<Schema<'ProductSettings'>>;
+  regeneration_status: Schema<'Product'>['regeneration_status'];
   created_at: Seconds;
   updated_at: Seconds;
 }
 
-export interface InstallOverride {
-  template_helm_source_id: string;
-  values: Record<string, unknown>;
-}
+export type InstallOverride = Schema<'InstallOverride'>;
 
 export interface InstallsTable {
   id: string;
@@ -168,7 +153,7 @@ export interface InstallsTable {
   product_id: string;
   region_id: string;
   cluster_id: string | null;
-  status: 'pending' | 'installing' | 'running' | 'failed' | 'uninstalling';
+  status: Schema<'InstallStatus'>;
   workflow_id: string;
   overrides: Json<InstallOverride[]>;
   /** The product template the install's releases render; null until installed. */
@@ -224,11 +209,11 @@ export interface NotificationsTable {
   id: string;
   user_id: string;
   type: string;
-  resource_type: 'cluster' | 'machine' | 'suspension' | 'product' | 'install' | 'token' | 'quota';
+  resource_type: Schema<'Notification'>['resource_type'];
   resource_id: string;
   title: string;
   body: string;
-  severity: 'info' | 'warning' | 'critical';
+  severity: Schema<'Notification'>['severity'];
   read_at: Seconds | null;
   created_at: Seconds;
 }

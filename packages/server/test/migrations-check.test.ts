@@ -1,0 +1,65 @@
+// The migrations' CHECK constraints and the contract's enums say the same thing: every `col IN (…)` constraint
+// of the migrated database is compared with the enum of the contract value the column holds. A new enum value in
+// the contract without a migration (or the reverse) fails here, not at the first insert of that value.
+import definition from '@platform/api-types/openapi.json' with { type: 'json' };
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './support.ts';
+
+type JsonSchema = { $ref?: string; enum?: string[]; properties?: Record<string, JsonSchema> };
+const schemas = (definition as unknown as { components: { schemas: Record<string, JsonSchema> } }).components.schemas;
+const deref = (schema: JsonSchema): JsonSchema => (schema.$ref ? deref(schemas[schema.$ref.split('/').pop()!]!) : schema);
+/** `Schema` or `Schema.property`: the enum the contract gives it. */
+const contractEnum = (path: string): string[] => {
+  const [name, property] = path.split('.') as [string, string | undefined];
+  const schema = deref(schemas[name]!);
+  const values = (property ? deref(schema.properties![property]!) : schema).enum;
+  if (!values) throw new Error(`${path} is not an enum in the contract`);
+  return values;
+};
+
+/** Which contract enum each constrained column holds. */
+const CONTRACT_COLUMNS: Record<string, string> = {
+  'workspace_members.role': 'WorkspaceMember.role',
+  'clusters.status': 'ClusterStatus',
+  'machines.status': 'MachineStatus',
+  'suspensions.status': 'Suspension.status',
+  'suspensions.reason': 'Suspension.reason',
+  'products.regeneration_status': 'Product.regeneration_status',
+  'installs.status': 'InstallStatus',
+  'compute_configs.provider': 'ComputeProvider',
+  'cloud_credentials.provider': 'ComputeProvider',
+  'notifications.resource_type': 'Notification.resource_type',
+  'notifications.severity': 'Notification.severity',
+};
+/** Constrained columns whose values the contract never shows. */
+const INTERNAL_COLUMNS = new Set(['users.plan', 'tokens.kind', 'device_grants.status']);
+
+let database: TestDatabase;
+let checks: Map<string, string[]>;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const { rows } = await sql<{ table: string; definition: string }>`
+    SELECT conrelid::regclass::text AS table, pg_get_constraintdef(oid) AS definition
+    FROM pg_constraint WHERE contype = 'c' AND connamespace = 'public'::regnamespace`.execute(database.db);
+  checks = new Map();
+  for (const { table, definition } of rows) {
+    // PostgreSQL stores `col IN ('a', 'b')` as `(col = ANY (ARRAY['a'::text, 'b'::text]))`, and `col IN ('a')`
+    // as `(col = 'a'::text)`.
+    const match = /^CHECK \(\(?"?(\w+)"? = (?:ANY \(ARRAY\[(.*)\]\)|('[^']*'::text))\)\)?$/.exec(definition);
+    if (!match) continue;
+    checks.set(`${table}.${match[1]}`, [...(match[2] ?? match[3]!).matchAll(/'([^']*)'::text/g)].map((m) => m[1]!));
+  }
+});
+afterAll(() => database?.drop());
+
+describe('CHECK constraints of enum columns', () => {
+  it('every such constraint is either a contract value or known to be internal', () => {
+    expect([...checks.keys()].filter((column) => !(column in CONTRACT_COLUMNS) && !INTERNAL_COLUMNS.has(column))).toEqual([]);
+  });
+  it.each(Object.entries(CONTRACT_COLUMNS))('%s lists exactly %s', (column, path) => {
+    expect(checks.get(column), `${column} has no CHECK constraint`).toBeDefined();
+    expect([...checks.get(column)!].sort()).toEqual([...contractEnum(path)].sort());
+  });
+});
