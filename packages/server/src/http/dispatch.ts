@@ -1,0 +1,139 @@
+// The API itself: match the request to an operation of the contract, authenticate, count it against the rate
+// limit, read and validate its input, call the operation's handler and write its answer.
+import type { OperationId } from '@platform/api-types';
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { handlers } from '../operations/index.ts';
+import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
+import type { apiRateLimiter } from '../services/api-rate-limit.ts';
+import type { Authenticator } from './auth.ts';
+import { readBody } from './body.ts';
+import { type Contract, type OperationMeta, validateRequest } from './contract.ts';
+import { ApiError } from './errors.ts';
+import { writeStream } from './event-stream.ts';
+import { refuseNul } from './input-checks.ts';
+import { OAuthError } from './oauth.ts';
+import { Router } from './router.ts';
+
+export interface DispatchParts {
+  contract: Contract;
+  authenticate: Authenticator;
+  rateLimiter: ReturnType<typeof apiRateLimiter>;
+  env: HandlerEnv;
+  config: Config;
+  logger: Logger;
+}
+
+type Output = { status: number; body?: unknown; stream?: AsyncIterable<string>; headers?: Record<string, string> };
+
+export function dispatch({ contract, authenticate, rateLimiter, env, config, logger }: DispatchParts): Middleware {
+  const router = new Router([...contract.operations.values()]);
+
+  /** The operation the request names; 404 and 405 (with Allow) otherwise. */
+  function route(ctx: Context): { meta: OperationMeta; params: Record<string, string> } {
+    const match = router.match(ctx.method, ctx.url.split('?')[0] ?? '/');
+    if (match.kind === 'not_found') {
+      throw new ApiError(404, 'not_found', `No endpoint ${ctx.method} ${ctx.path}.`, {
+        suggestion: 'See /docs for the endpoints of this API; every path starts with /v1.',
+      });
+    }
+    if (match.kind === 'method_not_allowed') {
+      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`, {
+        suggestion: `Use one of: ${match.allow.join(', ')}.`,
+        headers: { Allow: match.allow.join(', ') },
+      });
+    }
+    const meta = contract.operations.get(match.operation.operationId);
+    if (!meta) throw new Error(`no metadata for ${match.operation.operationId}`);
+    return { meta, params: match.params };
+  }
+
+  /** Who calls; an operation scoped by X-Workspace-Id has the workspace looked up together with the token. */
+  function authenticateFor(ctx: Context, meta: OperationMeta): Promise<Caller> | undefined {
+    if (!meta.authenticated) return undefined;
+    const workspaceHeader = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
+    return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined);
+  }
+
+  /**
+   * The rate limit, before the body is read: per token (per user for JWTs), or per client address for the
+   * operations without authentication (the device flow's first two steps). Every answer says where it stands.
+   */
+  async function countRequest(ctx: Context, caller: Caller | undefined): Promise<void> {
+    const limit = caller ? config.rateLimitPerMinute : config.rateLimitDevicePerMinute;
+    if (limit <= 0) return;
+    const key = caller ? callerKey(caller) : `ip:${ctx.ip}`;
+    ctx.set(await rateLimiter.hit(key, { name: caller ? 'default' : 'device', limit }));
+  }
+
+  /** Body, query and declared headers, validated against the contract. */
+  async function readInput(ctx: Context, meta: OperationMeta, params: Record<string, string>) {
+    let body: unknown;
+    let query: Record<string, unknown>;
+    try {
+      if (meta.hasJsonBody || meta.hasFormBody) body = await readBody(ctx, meta, config.bodyLimitBytes);
+      query = validateRequest(contract, meta, { params, query: ctx.query, headers: ctx.headers, body });
+      refuseNul({ ...params, ...query }, '');
+      refuseNul(body, '');
+    } catch (error) {
+      // The device token endpoint answers even an unreadable request in the OAuth 2.0 error body.
+      throw meta.oauthErrors ? OAuthError.fromRequestError(error) : error;
+    }
+    const headers: Record<string, string> = {};
+    for (const [lower, name] of meta.headerNames) {
+      const value = ctx.headers[lower];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    return { body, query, headers };
+  }
+
+  async function respond(ctx: Context, meta: OperationMeta, output: Output, abort: AbortController): Promise<void> {
+    if (output.headers) ctx.set(output.headers);
+    ctx.status = output.status;
+    if (output.stream) {
+      ctx.type = 'text/event-stream';
+      ctx.set('Cache-Control', 'no-cache');
+      ctx.set('X-Accel-Buffering', 'no');
+      ctx.respond = false;
+      ctx.res.writeHead(ctx.status, ctx.response.headers as Record<string, string>);
+      // The client learns at once that its stream is open, not with the first line (which may be a while).
+      ctx.res.flushHeaders();
+      await writeStream(ctx.res, output.stream, config.streamStallMs, abort);
+      return;
+    }
+    if (config.validateResponses && output.status !== 204) {
+      const result = contract.api.validateResponse(output.body, meta.operation, output.status);
+      if (!result.valid) {
+        logger.error({ operationId: meta.operationId, errors: result.errors }, 'response breaks the contract');
+        throw new Error(`Response of ${meta.operationId} breaks the contract: ${JSON.stringify(result.errors)}`);
+      }
+    }
+    if (output.status !== 204) ctx.body = output.body;
+  }
+
+  return async (ctx) => {
+    const { meta, params } = route(ctx);
+    const caller = await authenticateFor(ctx, meta);
+    await countRequest(ctx, caller);
+    const { body, query, headers } = await readInput(ctx, meta, params);
+    // Aborted when the client goes away before the response is complete (long-lived streams watch it).
+    const abort = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) abort.abort();
+    });
+    const input: OperationInput<OperationId> = {
+      params: params as never,
+      query: query as never,
+      headers: headers as never,
+      body: body as never,
+      caller: caller as Caller,
+      requestId: ctx.state.requestId as string,
+      signal: abort.signal,
+      // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.
+      origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
+    };
+    const handler = handlers[meta.operationId] as (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<Output>;
+    await respond(ctx, meta, await handler(input, env), abort);
+  };
+}
