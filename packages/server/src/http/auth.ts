@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from '../operations/types.ts';
 import { findLiveToken, patChecksumValid, tokenKind } from '../services/tokens.ts';
-import { unauthorized } from './errors.ts';
+import { unauthorized } from '../errors.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 

@@ -4,7 +4,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import type { OperationMeta } from './contract.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../errors.ts';
 
 const JSON_TYPE = 'application/json';
 const FORM_TYPE = 'application/x-www-form-urlencoded';
@@ -20,9 +20,9 @@ async function readText(ctx: Context, limit: number): Promise<string> {
     return await getRawBody(ctx.req, { limit, encoding: 'utf8' });
   } catch (error) {
     if ((error as { type?: string }).type === 'entity.too.large') {
-      throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`, { suggestion: 'Send a smaller body.' });
+      throw new ApiError('payload_too_large', `The request body is larger than ${limit} bytes.`, { suggestion: 'Send a smaller body.' });
     }
-    throw new ApiError(400, 'bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
+    throw new ApiError('bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
   }
 }
 
@@ -34,7 +34,7 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
   const type = ctx.is(JSON_TYPE, ...(meta.hasFormBody ? [FORM_TYPE] : []));
   if (type === FORM_TYPE) return parseForm(await readText(ctx, limit), meta);
   if (type !== JSON_TYPE) {
-    throw new ApiError(400, 'bad_request', meta.hasFormBody ? 'The request body must be JSON or form-encoded.' : 'The request body must be JSON.', {
+    throw new ApiError('bad_request', meta.hasFormBody ? 'The request body must be JSON or form-encoded.' : 'The request body must be JSON.', {
       suggestion: expected(meta),
     });
   }
@@ -42,7 +42,7 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new ApiError(400, 'bad_request', `The request body is not valid JSON (${(error as Error).message}).`, { suggestion: expected(meta) });
+    throw new ApiError('bad_request', `The request body is not valid JSON (${(error as Error).message}).`, { suggestion: expected(meta) });
   }
 }
 
@@ -51,7 +51,7 @@ function parseForm(text: string, meta: OperationMeta): Record<string, string> {
   const fields: Record<string, string> = {};
   for (const [name, value] of new URLSearchParams(text)) {
     if (Object.hasOwn(fields, name)) {
-      throw new ApiError(400, 'bad_request', `The form field ${name} is sent more than once.`, { param: name, suggestion: expected(meta) });
+      throw new ApiError('bad_request', `The form field ${name} is sent more than once.`, { param: name, suggestion: expected(meta) });
     }
     fields[name] = value;
   }

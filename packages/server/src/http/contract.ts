@@ -6,7 +6,7 @@ import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
-import { ApiError, validationError } from './errors.ts';
+import { ApiError, validationError } from '../errors.ts';
 import type { RouteOperation } from './router.ts';
 
 // CommonJS modules seen from ESM: the class or function is on `.default`.
@@ -104,7 +104,7 @@ export function requestValidationError(meta: OperationMeta, errors: AjvError[]):
   const error = errors[0];
   if (!error) return validationError('', 'The request is invalid.');
   if (error.keyword === 'parse') {
-    return new ApiError(400, 'bad_request', `The request body is not valid JSON (${error.message ?? 'parse error'}).`, {
+    return new ApiError('bad_request', `The request body is not valid JSON (${error.message ?? 'parse error'}).`, {
       suggestion: "Send a JSON object with 'Content-Type: application/json'.",
     });
   }

@@ -10,10 +10,9 @@ import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import type { Authenticator } from './auth.ts';
 import { readBody } from './body.ts';
 import { type Contract, type OperationMeta, validateRequest } from './contract.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, OAuthError } from '../errors.ts';
 import { writeStream } from './event-stream.ts';
 import { refuseNul } from './input-checks.ts';
-import { OAuthError } from './oauth.ts';
 import { Router } from './router.ts';
 
 export interface DispatchParts {
@@ -34,12 +33,12 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, log
   function route(ctx: Context): { meta: OperationMeta; params: Record<string, string> } {
     const match = router.match(ctx.method, ctx.url.split('?')[0] ?? '/');
     if (match.kind === 'not_found') {
-      throw new ApiError(404, 'not_found', `No endpoint ${ctx.method} ${ctx.path}.`, {
+      throw new ApiError('not_found', `No endpoint ${ctx.method} ${ctx.path}.`, {
         suggestion: 'See /docs for the endpoints of this API; every path starts with /v1.',
       });
     }
     if (match.kind === 'method_not_allowed') {
-      throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`, {
+      throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`, {
         suggestion: `Use one of: ${match.allow.join(', ')}.`,
         headers: { Allow: match.allow.join(', ') },
       });

@@ -2,8 +2,7 @@
 // is answered with the contract's error body; nothing else reaches the client.
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { ApiError } from './errors.ts';
-import { OAuthError } from './oauth.ts';
+import { ApiError, OAuthError } from '../errors.ts';
 
 // Connection-level failures and PostgreSQL's "cannot connect now" class: the database is unreachable.
 const DATABASE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
@@ -19,13 +18,13 @@ export function isDatabaseDown(error: unknown): boolean {
 function answerFor(thrown: unknown, requestId: string, logger: Logger): ApiError | OAuthError {
   if (thrown instanceof ApiError || thrown instanceof OAuthError) return thrown;
   if (isDatabaseDown(thrown)) {
-    return new ApiError(503, 'service_unavailable', 'The service is temporarily unavailable.', {
+    return new ApiError('service_unavailable', 'The service is temporarily unavailable.', {
       suggestion: 'Retry after the number of seconds in Retry-After.',
       headers: { 'Retry-After': '5' },
     });
   }
   logger.error({ err: thrown, requestId }, 'unhandled error');
-  return new ApiError(500, 'internal_error', 'Something went wrong on our side.', {
+  return new ApiError('internal_error', 'Something went wrong on our side.', {
     suggestion: 'Retry later; if it persists, contact support with the request id.',
     details: { request_id: requestId },
   });

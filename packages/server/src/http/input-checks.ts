@@ -1,5 +1,5 @@
 // Checks on request values that the contract's schemas cannot express.
-import { validationError } from './errors.ts';
+import { validationError } from '../errors.ts';
 
 /**
  * PostgreSQL text cannot hold U+0000: a NUL anywhere in a parameter or body string would fail the query (a 500).

@@ -95,7 +95,7 @@ export const approveDeviceCode: Handler<'approveDeviceCode'> = async ({ body, ca
         },
       };
     case 'not_found':
-      throw new ApiError(404, 'not_found', `Device code ${shown} not found.`, {
+      throw new ApiError('not_found', `Device code ${shown} not found.`, {
         param: 'user_code',
         suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
       });
@@ -107,7 +107,7 @@ export const approveDeviceCode: Handler<'approveDeviceCode'> = async ({ body, ca
         'user_code',
       );
     case 'rate_limited':
-      throw new ApiError(429, 'rate_limited', `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`, {
+      throw new ApiError('rate_limited', `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`, {
         param: 'user_code',
         suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
         details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },

@@ -58,7 +58,7 @@ export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers,
       ])
       .executeTakeFirstOrThrow();
     if (machines + installs > 0) {
-      throw new ApiError(409, 'conflict', `Cluster ${cluster.id} still has ${machines} machines and ${installs} installs.`, {
+      throw new ApiError('conflict', `Cluster ${cluster.id} still has ${machines} machines and ${installs} installs.`, {
         suggestion: 'Delete its machines and installs first.',
         details: { machines, installs },
       });

@@ -42,7 +42,7 @@ async function membership(db: Parameters<Handler<'getWorkspace'>>[1]['db'], work
 }
 
 const ownerOnly = (workspaceId: string) =>
-  new ApiError(403, 'forbidden', `Only the owner of workspace ${workspaceId} manages its members.`, { suggestion: 'Ask the workspace owner.' });
+  new ApiError('forbidden', `Only the owner of workspace ${workspaceId} manages its members.`, { suggestion: 'Ask the workspace owner.' });
 
 export const getWorkspace: Handler<'getWorkspace'> = async ({ params, caller }, { db }) => ({
   status: 200,

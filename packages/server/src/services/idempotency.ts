@@ -46,7 +46,7 @@ export async function withIdempotencyKey<R extends StoredResponse>(
         .executeTakeFirst();
       if (existing) {
         if (existing.operation !== scope.operation || existing.request_hash !== scope.hash) {
-          throw new ApiError(422, 'idempotency_key_reused', 'This idempotency-key was used with a different request body.', {
+          throw new ApiError('idempotency_key_reused', 'This idempotency-key was used with a different request body.', {
             param: 'idempotency-key',
             suggestion: 'Use a new key for a new request.',
           });

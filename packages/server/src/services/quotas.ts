@@ -93,7 +93,7 @@ export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRe
     const limit = await limitOf(trx, workspace.owner_id, workspace.id, metric);
     if (usage[metric] + amount > limit) {
       const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
-      throw new ApiError(403, 'quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
+      throw new ApiError('quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
         suggestion: 'Delete a resource you no longer need, upgrade to the Pro plan, or provision machines with your own cloud credential (BYOM), which count toward no quota.',
         details: { metric, limit, usage: usage[metric], requested: amount },
       });

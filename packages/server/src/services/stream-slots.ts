@@ -50,7 +50,7 @@ export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
         return true;
       });
       if (!taken) {
-        throw new ApiError(429, 'rate_limited', `Too many open log streams; this token may hold ${limit} at once.`, {
+        throw new ApiError('rate_limited', `Too many open log streams; this token may hold ${limit} at once.`, {
           suggestion: 'Close a log stream you no longer read, or wait for the number of seconds in Retry-After.',
           details: { limit, open_streams: limit },
           headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },

@@ -25,7 +25,7 @@ export interface WorkspaceCaller {
 }
 
 const forbidden = (id: string) =>
-  new ApiError(403, 'forbidden', `You are not a member of workspace ${id}, or it does not exist.`, {
+  new ApiError('forbidden', `You are not a member of workspace ${id}, or it does not exist.`, {
     param: 'X-Workspace-Id',
     suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.',
   });
@@ -57,7 +57,7 @@ export async function resolveWorkspace(db: Kysely<Database>, caller: WorkspaceCa
 export async function requireWorkspace(db: Kysely<Database>, caller: WorkspaceCaller, header: string | undefined): Promise<WorkspaceRef> {
   const workspace = await resolveWorkspace(db, caller, header);
   if (!workspace) {
-    throw new ApiError(422, 'validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
+    throw new ApiError('validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
       param: 'X-Workspace-Id',
       suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
     });

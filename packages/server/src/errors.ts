@@ -1,0 +1,103 @@
+// The one error class, used by every layer and owned by none. Everything that goes wrong (validation, auth,
+// missing resources, database outages, bugs) ends as an ApiError rendered into the contract's error body by the
+// error middleware (http/error-body.ts). The device token endpoint's OAuth 2.0 error body is the one exception.
+import type { ErrorCode, Schema } from '@platform/api-types';
+
+/** The HTTP status of each error code (the contract's error table), in one place; a new code fails the type check until it has one. */
+export const STATUS_OF = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  quota_exceeded: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  validation_error: 422,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const satisfies Record<ErrorCode, number>;
+
+export interface ApiErrorInit {
+  param?: string;
+  suggestion?: string;
+  details?: unknown;
+  headers?: Record<string, string>;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly param: string | undefined;
+  readonly suggestion: string | undefined;
+  readonly details: unknown;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, init: ApiErrorInit = {}) {
+    super(message);
+    this.status = STATUS_OF[code];
+    this.code = code;
+    this.param = init.param;
+    this.suggestion = init.suggestion;
+    this.details = init.details;
+    this.headers = init.headers ?? {};
+  }
+
+  body(): { error: Record<string, unknown> } {
+    const error: Record<string, unknown> = { code: this.code, message: this.message };
+    if (this.param !== undefined) error.param = this.param;
+    if (this.suggestion !== undefined) error.suggestion = this.suggestion;
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}
+
+export const notFound = (kind: string, id: string, param?: string): ApiError =>
+  new ApiError('not_found', `${kind} ${id} not found.`, {
+    ...(param === undefined ? {} : { param }),
+    suggestion: `Check the id; ${kind.toLowerCase()}s of workspaces you are not a member of are not visible.`,
+  });
+
+export const validationError = (param: string, message: string, suggestion?: string): ApiError =>
+  new ApiError('validation_error', message, { param, ...(suggestion === undefined ? {} : { suggestion }) });
+
+export const conflict = (message: string, suggestion: string, details?: unknown, param?: string): ApiError =>
+  new ApiError('conflict', message, { suggestion, ...(details === undefined ? {} : { details }), ...(param === undefined ? {} : { param }) });
+
+export const unauthorized = (message: string, suggestion: string): ApiError =>
+  new ApiError('unauthorized', message, {
+    suggestion,
+    headers: { 'WWW-Authenticate': 'Bearer realm="platform", error="invalid_token"' },
+  });
+
+// The OAuth 2.0 error body (RFC 6749 §5.2) of the device token endpoint, the API's one exception to the shared
+// error body: standard OAuth clients poll that endpoint and read exactly `{error, error_description}`. The error
+// middleware renders an OAuthError as such, with status 400.
+export type OAuthErrorCode = Schema<'OAuthError'>['error'];
+
+export class OAuthError extends Error {
+  readonly status = 400;
+  readonly code: OAuthErrorCode;
+
+  constructor(code: OAuthErrorCode, description: string) {
+    super(description);
+    this.code = code;
+  }
+
+  body(): Schema<'OAuthError'> {
+    return { error: this.code, error_description: this.message };
+  }
+
+  /**
+   * A request the endpoint cannot read (wrong content type, malformed body, a parameter missing or invalid):
+   * `invalid_request`, with the shared error's message as the description. Other errors pass unchanged.
+   */
+  static fromRequestError(error: unknown): unknown {
+    if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429) {
+      return new OAuthError('invalid_request', error.message);
+    }
+    return error;
+  }
+}
