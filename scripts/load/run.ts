@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   await load.close();
 
   const server = await startServerProcess({
-    DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', LOG_STREAMS_PER_TOKEN: '0',
+    DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', LOG_STREAMS_PER_USER: '0',
     PROVIDER_RATE_LIMIT: '1000', SIM_RELEASE_SECONDS: '1', SIM_BOOT_SECONDS: '1',
   });
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId, 'content-type': 'application/json' };

@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/schema.ts';
 import { accessLog } from './http/access-log.ts';
 import { createAuthenticator } from './http/auth.ts';
+import { cors } from './http/cors.ts';
 import { loadContract } from './http/contract.ts';
 import { dispatch } from './http/dispatch.ts';
 import { errorBody } from './http/error-body.ts';
@@ -68,6 +69,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   app.use(accessLog(logger));
   app.use(errorBody(logger));
   app.use(securityHeaders(config));
+  app.use(cors(config.corsOrigins));
   app.use(await pages());
   app.use(dispatch({ contract, authenticate, rateLimiter, env, config, logger }));
   return app;

@@ -1,5 +1,7 @@
 // Environment → typed configuration, validated once at start-up. A bad variable stops start-up with one
 // clear line naming it (ConfigError), never a stack trace.
+import { isIP } from 'node:net';
+
 export class ConfigError extends Error {}
 
 export type Role = 'all' | 'api' | 'worker';
@@ -17,15 +19,27 @@ export interface Config {
   shutdownGraceMs: number;
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
-  /** Requests a minute per token (per user for OAuth2 JWTs), shared by every process; 0: no limit. */
+  /** Requests a minute per user (all of a user's tokens together), shared by every process; 0: no limit. */
   rateLimitPerMinute: number;
   /** Requests a minute per client address to the unauthenticated device-flow steps; 0: no limit. */
   rateLimitDevicePerMinute: number;
-  /** Log streams one token (one user, for OAuth2 JWTs) may hold open at once, over every process; 0: no cap. */
-  logStreamsPerToken: number;
+  /** Log streams one user (all of their tokens together) may hold open at once, over every process; 0: no cap. */
+  logStreamsPerUser: number;
+  /** Largest body of the operations that need no token (the device flow's first two steps). */
+  unauthenticatedBodyLimitBytes: number;
+  /** How long a client may take to send a request's headers, and then its whole body. */
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  /** Open connections one process accepts at once; beyond, new connections are closed at once. */
+  maxConnections: number;
+  /** Peers whose X-Forwarded-For names the client (load balancers, proxies): addresses and CIDR ranges. */
+  trustProxy: string[];
+  /** Browser origins allowed to call the API (CORS); empty: none. */
+  corsOrigins: string[];
   /** Strict-Transport-Security max-age in seconds; 0: the header is not sent (serve behind HTTPS to set it). */
   hstsMaxAge: number;
-  jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[] } | undefined;
+  /** `maxLifetimeSeconds`: the longest `exp - iat` accepted; a JWT without `exp` is refused. */
+  jwt: { jwksUrl: string; issuer: string; audience: string; algorithms: string[]; maxLifetimeSeconds: number } | undefined;
   /** Seals write-only secrets; unset: a key generated once and kept in `dataDir` (see secretsKey). */
   secretsKey: Buffer | undefined;
   /**
@@ -121,7 +135,7 @@ function jwt(env: Env): Config['jwt'] {
   if (algorithms.some((a) => a === 'none' || a.startsWith('HS'))) {
     throw new ConfigError('JWT_ALGORITHMS must name asymmetric algorithms only (e.g. RS256,ES256)');
   }
-  return { jwksUrl, issuer: env.JWT_ISSUER!, audience: env.JWT_AUDIENCE!, algorithms };
+  return { jwksUrl, issuer: env.JWT_ISSUER!, audience: env.JWT_AUDIENCE!, algorithms, maxLifetimeSeconds: integer(env, 'JWT_MAX_LIFETIME_SECONDS', 86_400, 60, 31_536_000) };
 }
 
 function publicUrl(env: Env): string | undefined {
@@ -137,6 +151,35 @@ function publicUrl(env: Env): string | undefined {
     throw new ConfigError(`PUBLIC_URL must be an http:// or https:// URL without query or fragment, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/** TRUST_PROXY: comma-separated IPv4/IPv6 addresses and CIDR ranges (`10.0.0.0/8,::1`). */
+function trustProxy(env: Env): string[] {
+  const entries = (env.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', prefix] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    if (family === 0 || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits))) {
+      throw new ConfigError(`TRUST_PROXY must list IP addresses or CIDR ranges separated by commas, got "${entry}"`);
+    }
+  }
+  return entries;
+}
+
+/** CORS_ORIGINS: comma-separated origins (`https://app.example.com`), each scheme://host[:port] and nothing more. */
+function corsOrigins(env: Env): string[] {
+  const entries = (env.CORS_ORIGINS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(entry).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin !== entry) throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com (no path or trailing slash), got "${entry}"`);
+  }
+  return entries;
 }
 
 function secretsKey(env: Env): Buffer | undefined {
@@ -160,8 +203,14 @@ export function loadConfig(env: Env = process.env): Config {
     // (a CI job, a benchmark) contends on. Production sets it (e.g. 600).
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000),
     rateLimitDevicePerMinute: integer(env, 'RATE_LIMIT_DEVICE_PER_MINUTE', 120, 0, 1_000_000),
-    // A backstop against runaway clients, high enough for a dashboard fanning one token out to many viewers.
-    logStreamsPerToken: integer(env, 'LOG_STREAMS_PER_TOKEN', 2000, 0, 100_000),
+    // A backstop against runaway clients, high enough for a dashboard fanning one user out to many viewers.
+    logStreamsPerUser: integer(env, 'LOG_STREAMS_PER_USER', 2000, 0, 100_000),
+    unauthenticatedBodyLimitBytes: integer(env, 'UNAUTHENTICATED_BODY_LIMIT_BYTES', 8192, 1024, 1024 * 1024),
+    headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_SECONDS', 10, 1, 600) * 1000,
+    bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    trustProxy: trustProxy(env),
+    corsOrigins: corsOrigins(env),
     hstsMaxAge: integer(env, 'HSTS_MAX_AGE', 0, 0, 2 ** 31 - 1),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     jwt: jwt(env),

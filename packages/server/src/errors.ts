@@ -20,6 +20,14 @@ export const STATUS_OF = {
   service_unavailable: 503,
 } as const satisfies Record<ErrorCode, number>;
 
+/** How much of a caller's value an error message repeats: enough to recognise it, never the whole of a huge one. */
+const SHOWN_CHARACTERS = 64;
+/** Longest message an error body carries (a net under every message that embeds values). */
+const MESSAGE_CHARACTERS = 512;
+
+/** A caller-supplied value as an error message shows it: at most its first 64 characters. */
+export const shown = (value: string): string => (value.length > SHOWN_CHARACTERS ? `${value.slice(0, SHOWN_CHARACTERS)}…` : value);
+
 export interface ApiErrorInit {
   param?: string;
   suggestion?: string;
@@ -46,8 +54,10 @@ export class ApiError extends Error {
   }
 
   body(): { error: Record<string, unknown> } {
-    const error: Record<string, unknown> = { code: this.code, message: this.message };
-    if (this.param !== undefined) error.param = this.param;
+    const message = this.message.length > MESSAGE_CHARACTERS ? `${this.message.slice(0, MESSAGE_CHARACTERS)}…` : this.message;
+    const error: Record<string, unknown> = { code: this.code, message };
+    // A param can hold a caller's property name (an unknown field): shown shortened like any caller value.
+    if (this.param !== undefined) error.param = this.param.length > MESSAGE_CHARACTERS ? `${this.param.slice(0, MESSAGE_CHARACTERS)}…` : this.param;
     if (this.suggestion !== undefined) error.suggestion = this.suggestion;
     if (this.details !== undefined) error.details = this.details;
     return { error };
@@ -55,7 +65,7 @@ export class ApiError extends Error {
 }
 
 export const notFound = (kind: string, id: string, param?: string): ApiError =>
-  new ApiError('not_found', `${kind} ${id} not found.`, {
+  new ApiError('not_found', `${kind} ${shown(id)} not found.`, {
     ...(param === undefined ? {} : { param }),
     suggestion: `Check the id; ${kind.toLowerCase()}s of workspaces you are not a member of are not visible.`,
   });

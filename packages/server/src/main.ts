@@ -2,13 +2,12 @@
 // database, then serve the API and run the workflow workers (`--role api` or `--role worker` runs one of
 // them; both scale to many processes). SIGTERM and SIGINT drain in-flight requests, end log streams so their
 // clients reconnect elsewhere, let running workflow steps finish, and exit 0.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from './app.ts';
 import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
+import { createHttpServer } from './http/server.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
 import { loadSecretsKey } from './services/secrets.ts';
@@ -42,33 +41,22 @@ async function main(): Promise<void> {
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const shutdown = new AbortController();
   const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
-  const server = createServer(app.callback());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) => reject(new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${error.message})`)));
-    server.listen(config.port, config.host, resolve);
+  const http = createHttpServer(app.callback(), config);
+  const { port } = await http.listen(config.port, config.host).catch((error: Error) => {
+    throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${error.message})`);
   });
-  const { port } = server.address() as AddressInfo;
   const url = `http://${config.host}:${port}`;
   console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
   if (token) {
     console.log(`Demo user created. Token: ${token}`);
     console.log(`Try: curl -H 'Authorization: Bearer ${token}' ${url}/v1/clusters`);
   }
-  onSignals(
-    () =>
-      new Promise<void>((resolve) => {
-        shutdown.abort();
-        server.close(async () => {
-          await runtime.engine.stop();
-          await connection.close();
-          resolve();
-        });
-        // Keep-alive connections that finish their request become idle: close them as they do, and give
-        // in-flight requests at most SHUTDOWN_GRACE_MS before cutting them.
-        setInterval(() => server.closeIdleConnections(), 50).unref();
-        setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
-      }),
-  );
+  onSignals(async () => {
+    shutdown.abort();
+    await http.drain(config.shutdownGraceMs);
+    await runtime.engine.stop();
+    await connection.close();
+  });
 }
 
 /** SIGTERM or SIGINT: run `drain` once, then exit 0. */

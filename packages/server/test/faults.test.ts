@@ -80,8 +80,12 @@ describe('the server process', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     server.child.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 200));
-    // New connections are refused now; the requests in flight finish.
-    await expect(call(server.baseUrl, 'GET', '/v1/workspaces', { token: demoToken })).rejects.toThrow();
+    // A newcomer is answered 503 (not reset) while the requests in flight finish.
+    const late = await call(server.baseUrl, 'GET', '/v1/workspaces', { token: demoToken });
+    expect(late.status).toBe(503);
+    expect(late.body.error.code).toBe('service_unavailable');
+    expect(late.headers.get('retry-after')).toBe('1');
+    expect(late.headers.get('connection')).toBe('close');
     for (const upload of uploads) upload.request.end(upload.rest);
     const replies = await Promise.all(uploads.map((u) => u.reply));
     expect(replies.map((r) => r.status)).toEqual(uploads.map(() => 201));

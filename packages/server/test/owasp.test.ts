@@ -143,11 +143,13 @@ describe('API2:2023 Broken Authentication', () => {
     let jwtServer: TestServer;
     let sign: (alg?: string) => Promise<string>;
     let publicPem: string;
+    let privateKeyOf: () => CryptoKey;
     const claims = () => ({ sub: world.alice.userId });
 
     beforeAll(async () => {
       const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
       publicPem = await exportSPKI(publicKey);
+      privateKeyOf = () => privateKey;
       const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
       const jwks: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
       await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
@@ -175,6 +177,20 @@ describe('API2:2023 Broken Authentication', () => {
         expect(reply.status).toBe(401);
         expect(reply.body.error.code).toBe('unauthorized');
       }
+    });
+
+    it('refuses a token without exp, and one whose lifetime exceeds JWT_MAX_LIFETIME_SECONDS (default a day)', async () => {
+      const base = () => new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer('https://id.example').setAudience('platform-api');
+      const noExp = await base().setIssuedAt(clock.now()).sign(privateKeyOf());
+      const forAYear = await base().setIssuedAt(clock.now()).setExpirationTime(clock.now() + 365 * 86_400).sign(privateKeyOf());
+      const noIatFarExp = await base().setExpirationTime(clock.now() + 2 * 86_400).sign(privateKeyOf());
+      const withinADay = await base().setIssuedAt(clock.now()).setExpirationTime(clock.now() + 86_000).sign(privateKeyOf());
+      for (const token of [noExp, forAYear, noIatFarExp]) {
+        const reply = await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token });
+        expect(reply.status).toBe(401);
+        expect(reply.body.error.code).toBe('unauthorized');
+      }
+      expect((await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token: withinADay })).status).toBe(200);
     });
 
     it('refuses HS256 signed with the RSA public key (algorithm confusion)', async () => {
@@ -306,30 +322,34 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
     expect(refused.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
   });
 
-  it('caps the log streams a token holds open, over every process (LOG_STREAMS_PER_TOKEN)', async () => {
-    const capped = await startTestServer(database.db, clock, { LOG_STREAMS_PER_TOKEN: '2' });
+  it('caps the log streams a user holds open, over every process and every token of theirs (LOG_STREAMS_PER_USER)', async () => {
+    const capped = await startTestServer(database.db, clock, { LOG_STREAMS_PER_USER: '2' });
     closers.push(() => capped.close());
     const own = await buildWorld(database.db, clock);
-    const open = (baseUrl: string, controller: AbortController) =>
-      fetch(`${baseUrl}/v1/installs/${own.ids.install}/logs`, { headers: { authorization: `Bearer ${own.alice.token}` }, signal: controller.signal });
+    const open = (baseUrl: string, controller: AbortController, token = own.alice.token) =>
+      fetch(`${baseUrl}/v1/installs/${own.ids.install}/logs`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
     const first = new AbortController();
     const second = new AbortController();
     expect((await open(capped.baseUrl, first)).status).toBe(200);
     expect((await open(capped.baseUrl, second)).status).toBe(200);
-    // A third, even through another process on the same database: 429 before the stream starts.
-    const other = await startTestServer(database.db, clock, { LOG_STREAMS_PER_TOKEN: '2' });
+    // A third, with another token of the same user and through another process on the same database: 429
+    // before the stream starts. Minting tokens multiplies nothing.
+    const other = await startTestServer(database.db, clock, { LOG_STREAMS_PER_USER: '2' });
     closers.push(() => other.close());
-    const refused = await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs`, { token: own.alice.token });
+    const minted = await call(other.baseUrl, 'POST', '/v1/user/tokens', { token: own.alice.token, body: { name: 'second' } });
+    expect(minted.status).toBe(201);
+    const refused = await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs`, { token: minted.body.token });
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('rate_limited');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    // A backlog read (follow=false) holds no slot; closing a stream frees its slot.
-    expect((await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs?follow=false`, { token: own.alice.token })).status).toBe(200);
+    // A backlog read (follow=false) holds a slot too while it is open.
+    expect((await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs?follow=false`, { token: minted.body.token })).status).toBe(429);
+    // Closing a stream frees its slot.
     first.abort();
     let reopened = 0;
     for (let i = 0; i < 100 && reopened !== 200; i++) {
       const again = new AbortController();
-      const response = await open(other.baseUrl, again).catch(() => undefined);
+      const response = await open(other.baseUrl, again, minted.body.token).catch(() => undefined);
       reopened = response?.status ?? 0;
       if (reopened !== 200) await new Promise((resolve) => setTimeout(resolve, 20));
       else again.abort();

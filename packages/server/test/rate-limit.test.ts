@@ -1,4 +1,4 @@
-// The API's rate limit: per token, in PostgreSQL (so two app instances on one database share the count), with
+// The API's rate limit: per user (every token of theirs together), in PostgreSQL (so two app instances on one database share the count), with
 // the IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers-09) on every answer and 429 rate_limited with
 // Retry-After beyond the limit; per client address for the unauthenticated device-flow steps.
 import { createServer, type Server } from 'node:http';
@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 describe('configuration', () => {
-  it('is off per token unless set (a write per request; see config.ts), 120 per address for the device flow; 0 disables', () => {
+  it('is off per user unless set (a write per request; see config.ts), 120 per address for the device flow; 0 disables', () => {
     expect(loadConfig({}).rateLimitPerMinute).toBe(0);
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '600' }).rateLimitPerMinute).toBe(600);
     expect(loadConfig({}).rateLimitDevicePerMinute).toBe(120);
@@ -37,7 +37,7 @@ describe('configuration', () => {
   });
 });
 
-describe('per token', () => {
+describe('per user', () => {
   it('answers with RateLimit headers, refuses request N+1 with 429 and Retry-After, across two instances', async () => {
     const user = await newUser(database.db, clock);
     const seen: string[] = [];
@@ -55,7 +55,7 @@ describe('per token', () => {
     expect(refused.body).toEqual({
       error: {
         code: 'rate_limited',
-        message: `Too many requests; this token may make ${LIMIT} requests a minute.`,
+        message: `Too many requests; you may make ${LIMIT} requests a minute.`,
         suggestion: 'Wait for the number of seconds in Retry-After, then retry.',
         details: { limit: LIMIT, window_seconds: 60 },
       },
@@ -96,12 +96,15 @@ describe('per token', () => {
 });
 
 describe('the key', () => {
-  it('is the token for PATs (each has its own count) and the user for OAuth2 JWTs (all share one)', async () => {
+  it('is the user, whatever the token: PATs, session tokens and OAuth2 JWTs of a user share one count', async () => {
     const user = await newUser(database.db, clock);
-    const second = await createToken(database.db, clock, { userId: user.userId, kind: 'pat', name: 'second', expiresAt: null });
+    const another = await createToken(database.db, clock, { userId: user.userId, kind: 'pat', name: 'second', expiresAt: null });
+    const session = await createToken(database.db, clock, { userId: user.userId, kind: 'session', name: 'cli', expiresAt: null });
     for (let i = 0; i < LIMIT; i++) expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: user.token })).status).toBe(200);
     expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: user.token })).status).toBe(429);
-    expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: second.secret })).status).toBe(200);
+    // Minting another token walks around nothing.
+    expect((await call(first.baseUrl, 'GET', '/v1/regions', { token: another.secret })).status).toBe(429);
+    expect((await call(second.baseUrl, 'GET', '/v1/regions', { token: session.secret })).status).toBe(429);
 
     const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256' };
@@ -144,5 +147,30 @@ describe('per address, for the device flow', () => {
     expect(refused.body.error.code).toBe('rate_limited');
     expect(refused.body.error.message).toBe('Too many requests; this address may make 2 requests a minute.');
     expect(refused.headers.get('retry-after')).toBe('60');
+  });
+});
+
+describe('behind a proxy (TRUST_PROXY)', () => {
+  it('counts each client named by X-Forwarded-For of a trusted peer apart, and ignores the header from anyone else', async () => {
+    const start = clock.now() - (clock.now() % 60);
+    clock.advance(start + 60 - clock.now());
+    const requestCode = (baseUrl: string, forwardedFor: string) =>
+      call(baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=cli', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': forwardedFor } });
+    const proxied = await startTestServer(database.db, clock, { RATE_LIMIT_DEVICE_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1/8,::1' });
+    try {
+      // Two clients behind the balancer: each has its own bucket (the left-most hop is what the client claims).
+      for (const client of ['203.0.113.7', '198.51.100.9']) {
+        expect((await requestCode(proxied.baseUrl, `10.9.9.9, ${client}`)).status).toBe(200);
+        expect((await requestCode(proxied.baseUrl, client)).status).toBe(200);
+        expect((await requestCode(proxied.baseUrl, `1.1.1.1, ${client}`)).status).toBe(429);
+      }
+    } finally {
+      await proxied.close();
+    }
+    // Without TRUST_PROXY the header names nobody: every request counts for the peer itself.
+    clock.advance(60);
+    expect((await requestCode(first.baseUrl, '203.0.113.1')).status).toBe(200);
+    expect((await requestCode(first.baseUrl, '203.0.113.2')).status).toBe(200);
+    expect((await requestCode(first.baseUrl, '203.0.113.3')).status).toBe(429);
   });
 });

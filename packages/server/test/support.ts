@@ -1,8 +1,6 @@
 // What server tests share: a database of their own, migrated, and the app served on a free port with
 // response validation on (a response that breaks the contract fails the test).
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
 import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { inject } from 'vitest';
@@ -10,6 +8,7 @@ import { type AppOptions, createApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
+import { createHttpServer } from '../src/http/server.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
@@ -67,9 +66,9 @@ export interface TestServer {
 export async function startTestServer(db: Kysely<Database>, clock: Clock, env: Record<string, string> = {}, parts: Partial<AppOptions> = {}): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), validateResponses: true };
   const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }), secretsKey: randomBytes(32), ...parts });
-  const server: Server = createServer(app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  // The server main.ts runs (its limits, its answers to what Node's parser refuses).
+  const { server, listen } = createHttpServer(app.callback(), config);
+  const { port } = await listen(0, '127.0.0.1');
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     close: () =>

@@ -397,7 +397,7 @@ describe('installs', () => {
     clock.advance(36_000); // ten hours of lines: far more than the socket buffers hold
     const openStreams = async () =>
       (await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM stream_slots s JOIN tokens t ON s.key = 'token:' || t.id WHERE t.user_id = ${user.userId}`.execute(database.db)).rows[0]!.n;
+        SELECT count(*)::int AS n FROM stream_slots WHERE key = ${`user:${user.userId}`}`.execute(database.db)).rows[0]!.n;
     const socket = connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
     await once(socket, 'connect');
     socket.write(`GET /v1/installs/${install.id}/logs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${user.token}\r\nAccept: text/event-stream\r\n\r\n`);

@@ -33,7 +33,11 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
           algorithms: jwt.algorithms,
           clockTolerance: 30,
           currentDate: new Date(clock.now() * 1000),
+          requiredClaims: ['exp'],
         });
+        // A JWT must end, and not far in the future: a leaked one is not good forever.
+        const issued = typeof payload.iat === 'number' ? Math.min(payload.iat, clock.now()) : clock.now();
+        if (payload.exp! - issued > jwt.maxLifetimeSeconds) throw new Error('lifetime too long');
         const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
         if (!user) throw new Error('unknown subject');
         // The named workspace, if any, is looked up when an operation needs it.

@@ -8,11 +8,12 @@ import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import type { Authenticator } from './auth.ts';
+import { clientAddress } from './client-address.ts';
 import { readBody } from './body.ts';
 import { type Contract, type OperationMeta, validateRequest } from './contract.ts';
 import { ApiError, OAuthError } from '../errors.ts';
 import { writeStream } from './event-stream.ts';
-import { refuseNul } from './input-checks.ts';
+import { checkRequestValue } from './input-checks.ts';
 import { Router } from './router.ts';
 
 export interface DispatchParts {
@@ -28,6 +29,7 @@ type Output = { status: number; body?: unknown; stream?: AsyncIterable<string>; 
 
 export function dispatch({ contract, authenticate, rateLimiter, env, config, logger }: DispatchParts): Middleware {
   const router = new Router([...contract.operations.values()]);
+  const addressOf = clientAddress(config.trustProxy);
 
   /** The operation the request names; 404 and 405 (with Allow) otherwise. */
   function route(ctx: Context): { meta: OperationMeta; params: Record<string, string> } {
@@ -56,13 +58,13 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, log
   }
 
   /**
-   * The rate limit, before the body is read: per token (per user for JWTs), or per client address for the
+   * The rate limit, before the body is read: per user (all their tokens together), or per client address for the
    * operations without authentication (the device flow's first two steps). Every answer says where it stands.
    */
   async function countRequest(ctx: Context, caller: Caller | undefined): Promise<void> {
     const limit = caller ? config.rateLimitPerMinute : config.rateLimitDevicePerMinute;
     if (limit <= 0) return;
-    const key = caller ? callerKey(caller) : `ip:${ctx.ip}`;
+    const key = caller ? callerKey(caller) : `ip:${addressOf(ctx.req)}`;
     ctx.set(await rateLimiter.hit(key, { name: caller ? 'default' : 'device', limit }));
   }
 
@@ -71,10 +73,12 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, log
     let body: unknown;
     let query: Record<string, unknown>;
     try {
-      if (meta.hasJsonBody || meta.hasFormBody) body = await readBody(ctx, meta, config.bodyLimitBytes);
+      // Operations that need no token take only small bodies: nobody unknown can make the server hold a large one.
+      const limit = meta.authenticated ? config.bodyLimitBytes : config.unauthenticatedBodyLimitBytes;
+      if (meta.hasJsonBody || meta.hasFormBody) body = await readBody(ctx, meta, limit);
       query = validateRequest(contract, meta, { params, query: ctx.query, headers: ctx.headers, body });
-      refuseNul({ ...params, ...query }, '');
-      refuseNul(body, '');
+      checkRequestValue({ ...params, ...query });
+      checkRequestValue(body);
     } catch (error) {
       // The device token endpoint answers even an unreadable request in the OAuth 2.0 error body.
       throw meta.oauthErrors ? OAuthError.fromRequestError(error) : error;

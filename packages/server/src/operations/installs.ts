@@ -88,14 +88,14 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, 
     sinceSeconds: query.since_seconds ?? 0,
     lastEventId,
   };
-  // A followed stream holds one of the caller's stream slots while it is open (a cap across every process);
-  // over the cap, 429 before the stream starts. A slot a stream never released runs out with its lease.
-  const slot = request.follow ? await streamSlots(db, clock).acquire(callerKey(caller), config.logStreamsPerToken) : undefined;
+  // Every stream, followed or not, holds one of the user's stream slots while it is open (a cap across every
+  // process); over the cap, 429 before the stream starts. A slot a stream never released runs out with its lease.
+  const slot = await streamSlots(db, clock).acquire(callerKey(caller), config.logStreamsPerUser);
   async function* stream() {
     try {
       yield* installLogStream(request, { db, clock, driver, signal, shutdown, tails: logTails });
     } finally {
-      await slot?.release();
+      await slot.release();
     }
   }
   return { status: 200, stream: stream() };

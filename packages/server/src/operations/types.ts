@@ -22,9 +22,12 @@ export interface Caller {
   namedWorkspace?: NamedWorkspace;
 }
 
-/** The key a caller's requests and streams are counted under: its token, or the user for OAuth2 JWTs (no row). */
+/**
+ * The key a caller's requests and streams are counted under: the user, whatever token they use, so minting more
+ * tokens multiplies no limit.
+ */
 export function callerKey(caller: Caller): string {
-  return caller.tokenId ? `token:${caller.tokenId}` : `user:${caller.userId}`;
+  return `user:${caller.userId}`;
 }
 
 export interface OperationInput<Op extends OperationId> {

@@ -56,7 +56,7 @@ export function apiRateLimiter(db: Kysely<Database>, clock: Clock): ApiRateLimit
         void db.deleteFrom('api_rate_limits').where('window_started_at', '<', now - STALE_SECONDS).execute().catch(() => {});
       }
       if (requests > policy.limit) {
-        throw new ApiError('rate_limited', `Too many requests; ${policy.name === 'device' ? 'this address' : 'this token'} may make ${policy.limit} requests a minute.`, {
+        throw new ApiError('rate_limited', `Too many requests; ${policy.name === 'device' ? 'this address' : 'you'} may make ${policy.limit} requests a minute.`, {
           suggestion: 'Wait for the number of seconds in Retry-After, then retry.',
           details: { limit: policy.limit, window_seconds: WINDOW_SECONDS },
           headers: { ...headers, 'Retry-After': String(resetSeconds) },

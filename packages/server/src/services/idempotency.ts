@@ -17,8 +17,21 @@ export interface StoredResponse {
   body: unknown;
 }
 
+/**
+ * JSON with every object's keys in sorted order, so two bodies that differ only in key order (the same JSON
+ * value) hash alike. Array order is meaning and stays. Request values are at most MAX_JSON_DEPTH deep.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
 export function requestHash(operation: string, request: unknown): string {
-  return createHash('sha256').update(operation).update('\0').update(JSON.stringify(request ?? null)).digest('hex');
+  return createHash('sha256').update(operation).update('\0').update(canonicalJson(request)).digest('hex');
 }
 
 /**

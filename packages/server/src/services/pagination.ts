@@ -7,6 +7,8 @@ export interface Position {
   id: string;
 }
 
+const ID_IN_CURSOR = /^[\x21-\x7e]{1,256}$/;
+
 export function encodeCursor(position: Position): string {
   return Buffer.from(JSON.stringify({ t: position.created_at, i: position.id })).toString('base64url');
 }
@@ -17,7 +19,9 @@ export function decodeCursor(cursor: string | undefined): Position | undefined {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof value === 'object' && value !== null && 't' in value && 'i' in value) {
       const { t, i } = value as { t: unknown; i: unknown };
-      if (Number.isSafeInteger(t) && typeof i === 'string' && i.length > 0) return { created_at: t as number, id: i };
+      // What was decoded is checked like any input: an id is printable ASCII (every id this API makes is), so
+      // no NUL, control character or stray Unicode reaches a query.
+      if (Number.isSafeInteger(t) && (t as number) >= 0 && typeof i === 'string' && ID_IN_CURSOR.test(i)) return { created_at: t as number, id: i };
     }
   } catch {
     // fall through to the 422

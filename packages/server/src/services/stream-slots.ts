@@ -1,4 +1,4 @@
-// A cap on the log streams one token holds open at once (OWASP API4, unrestricted resource consumption), over
+// A cap on the log streams one user holds open at once (OWASP API4, unrestricted resource consumption), over
 // every server process: a slot is a row in stream_slots with a lease the holding process renews while the
 // stream is open. Acquiring counts the key's live slots under a transaction-scoped advisory lock on the key, so
 // two racing streams cannot both take the last slot. A process that dies without releasing frees its slots
@@ -6,7 +6,7 @@
 //
 // Use from a streaming handler, before the first byte is written (the refusal is a JSON error body):
 //
-//   const slot = await streamSlots(env.db, env.clock).acquire(callerKey(input.caller), env.config.logStreamsPerToken);
+//   const slot = await streamSlots(env.db, env.clock).acquire(callerKey(input.caller), env.config.logStreamsPerUser);
 //   try { ...yield events... } finally { await slot.release(); }
 //
 // acquire() throws ApiError 429 rate_limited (Retry-After) when the key already holds `limit` slots; a limit

@@ -1,0 +1,133 @@
+// Hostile input, by class rather than by example: whatever a caller sends is answered with the contract's error
+// body naming the field (never a 500), and nothing is stored changed. Classes: what a cursor decodes to, JSON
+// nested deeper than the contract allows, lone UTF-16 surrogates in strings and property names, values far longer
+// than any id (never echoed whole), and idempotency keys compared on the JSON value, not its key order.
+import definition from '@platform/api-types/openapi.json' with { type: 'json' };
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedSampleResources } from '../src/db/seed.ts';
+import { MAX_JSON_DEPTH } from '../src/http/input-checks.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+
+let database: TestDatabase;
+let server: TestServer;
+const clock = new TestClock();
+let alice: TestUser;
+let sample: Awaited<ReturnType<typeof seedSampleResources>>;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, clock);
+  alice = await newUser(database.db, clock, 'pro');
+  sample = await seedSampleResources(database.db, clock, alice);
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+});
+
+/** A request with a raw JSON text body (so it can hold what JSON.stringify would never write). */
+const send = (method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
+  call(server.baseUrl, method, path, { token: alice.token, ...(body === undefined ? {} : { body }), headers: { 'x-workspace-id': alice.workspaceId, ...headers } });
+
+const cursorOf = (content: string) => Buffer.from(content).toString('base64url');
+
+type Parameter = { name: string; in: string } | { $ref: string };
+const doc = definition as unknown as { paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[] }>>; components: { parameters: Record<string, { name: string; in: string }> } };
+/** Every GET that takes a `cursor` (the paginated lists), with its path (none has path parameters but the members list). */
+const lists = Object.entries(doc.paths).flatMap(([path, item]) =>
+  Object.entries(item)
+    .filter(([method, op]) => method === 'get' && (op.parameters ?? []).some((p) => ('$ref' in p ? doc.components.parameters[p.$ref.split('/').pop()!]!.name : p.name) === 'cursor'))
+    .map(([, op]) => ({ operationId: op.operationId, path })),
+);
+
+describe('what a cursor decodes to is checked, on every list', () => {
+  const bad = {
+    'a NUL in the id': JSON.stringify({ t: 1, i: 'ws_\u0000' }),
+    'a control character in the id': JSON.stringify({ t: 1, i: 'ws_\u0007x' }),
+    'a lone surrogate in the id': '{"t":1,"i":"ws_\\ud800"}',
+    'an id of 10,000 characters': JSON.stringify({ t: 1, i: 'x'.repeat(10_000) }),
+    'a negative time': JSON.stringify({ t: -1, i: 'ws_1' }),
+    'a time beyond 2^53': '{"t":18446744073709551616,"i":"ws_1"}',
+    'an array': '[1,"ws_1"]',
+  };
+  it('covers the lists', () => expect(lists.length).toBeGreaterThanOrEqual(8));
+  it.each(lists.flatMap((list) => Object.entries(bad).map(([what, content]) => [list.operationId, what, list.path, content] as const)))('%s: %s → 422 cursor', async (_op, _what, path, content) => {
+    const url = path.replace('{workspaceId}', alice.workspaceId);
+    const reply = await send('GET', `${url}?cursor=${cursorOf(content)}`);
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'cursor' });
+  });
+});
+
+/** `{"a":{"a":…{"a":1}…}}` with `levels` objects. */
+const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}{"a":1}${'}'.repeat(levels - 1)}`;
+const product = (values: string) =>
+  `{"name":"deep","sources":[{"chart":{"repo_url":"https://charts.example.com","target_revision":"1.0.0","chart":"web"},"values":${values}}],"cluster_ids":["${sample.clusterId}"]}`;
+
+describe('nesting deeper than the contract allows', () => {
+  it.each([MAX_JSON_DEPTH, 5_000, 100_000])('a product whose values nest %i levels deep more is refused naming the field', async (levels) => {
+    const reply = await send('POST', '/v1/products', product(nested(levels)));
+    expect(reply.status).toBe(422);
+    expect(reply.body.error.code).toBe('validation_error');
+    expect(reply.body.error.param).toMatch(/^sources\[0\]\.values(\.a)+$/);
+    expect(reply.body.error.param.length).toBeLessThanOrEqual(600);
+  });
+  it('values nested to just inside the limit are stored', async () => {
+    // The body's own levels (body, sources, the source) leave the rest for values.
+    const reply = await send('POST', '/v1/products', product(nested(MAX_JSON_DEPTH - 3)));
+    expect(reply.status).toBe(201);
+  });
+});
+
+describe('lone UTF-16 surrogates are refused, not stored changed', () => {
+  const cases: [string, string, () => string, string][] = [
+    ['a text column (a cluster name)', '/v1/clusters', () => '{"name":"x\\ud800y","region_id":"fsn1"}', 'name'],
+    ['a low surrogate alone', '/v1/clusters', () => '{"name":"x\\udc00","region_id":"fsn1"}', 'name'],
+    ['a JSON column (helm values)', '/v1/products', () => product('{"greeting":"\\ud83d"}'), 'sources[0].values.greeting'],
+    ['a property name in helm values', '/v1/products', () => product('{"\\ud800key":1}'), 'sources[0].values'],
+  ];
+  it.each(cases)('%s', async (_what, path, body, param) => {
+    const reply = await send('POST', path, body());
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param });
+  });
+  it('a proper surrogate pair is a character like any other', async () => {
+    const reply = await send('POST', '/v1/products', product('{"greeting":"\\ud83d\\ude00"}'));
+    expect(reply.status).toBe(201);
+    expect(reply.body.sources[0].values.greeting).toBe('😀');
+  });
+});
+
+describe('values far longer than an id are never echoed whole', () => {
+  const huge = `cl_${'x'.repeat(200_000)}`;
+  it.each([
+    ['a path id', 'GET', `/v1/clusters/${huge}`, undefined],
+    ['a body id', 'POST', '/v1/installs', JSON.stringify({ product_id: huge, region_id: 'fsn1' })],
+    ['a query id', 'GET', `/v1/compute/machines?cluster_id=${huge}`, undefined],
+    ['an unknown field name', 'POST', '/v1/clusters', JSON.stringify({ name: 'n', region_id: 'fsn1', [huge]: 1 })],
+  ] as const)('%s', async (_what, method, path, body) => {
+    const reply = await send(method, path, body);
+    expect(reply.status).toBeGreaterThanOrEqual(400);
+    expect(reply.status).toBeLessThan(500);
+    expect(JSON.stringify(reply.body).length).toBeLessThan(2_000);
+  });
+});
+
+describe('idempotency keys compare the JSON value', () => {
+  it('the same body with its keys in another order is the same request: replayed, not 422', async () => {
+    const key = `reorder-${Date.now()}`;
+    const first = await send('POST', '/v1/installs', `{"product_id":"${sample.productId}","region_id":"fsn1"}`, { 'idempotency-key': key });
+    expect(first.status).toBe(202);
+    const again = await send('POST', '/v1/installs', `{"region_id":"fsn1","product_id":"${sample.productId}"}`, { 'idempotency-key': key });
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+  });
+  it('a different value is still a different request', async () => {
+    const key = `differs-${Date.now()}`;
+    await send('POST', '/v1/installs', `{"product_id":"${sample.productId}","region_id":"fsn1"}`, { 'idempotency-key': key });
+    const other = await send('POST', '/v1/installs', `{"region_id":"nbg1","product_id":"${sample.productId}"}`, { 'idempotency-key': key });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+  });
+});
