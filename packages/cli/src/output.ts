@@ -68,7 +68,7 @@ export function done(out: OutputOptions, message: string, body: unknown = null):
   else process.stdout.write(`${message}\n`);
 }
 
-/** Prints an error for a human: the service's message, what to do about it, and the id to quote. */
+/** Prints an error for a human: the service's message, what to do about it (in commands, see suggestions.ts), and the id to quote. */
 export function printError(error: unknown): void {
   if (error instanceof PlatformApiError) {
     process.stderr.write(`Error: ${error.message} (${error.status} ${error.code})\n`);

@@ -461,6 +461,7 @@ describe('platform', () => {
       );
       const product = await asJson<{ id: string; sources: { id: string }[] }>(['products', 'create', '--file', productFile]);
       const [shop, web, db, cache, mirror] = product.sources.map((s) => s.id);
+      expect((await as(['products', 'get', product.id])).stdout).toMatch(/SOURCES\s+│\s+shop@1\.0\.0, web: deploy\/charts\/web\/@main, db: postgresql@2\.0\.0, cache@3\.0\.0, cache@3\.0\.1/);
       const file = (name: string, text: string) => {
         writeFileSync(join(dir, name), text);
         return join(dir, name);
