@@ -2,6 +2,7 @@
 // Errors and hints go to stderr so stdout stays parseable.
 import { PlatformApiError, PlatformError, PlatformNetworkError } from '@platform/client';
 import Table from 'cli-table3';
+import { suggestionFor } from './suggestions.ts';
 
 /** A column: its header and how to read it from a row. */
 export type Columns<T> = [header: string, read: (row: T) => unknown][];
@@ -19,6 +20,15 @@ function cell(value: unknown): string {
 /** Unix seconds as an ISO date, for tables. */
 export function time(seconds: number | null | undefined): string {
   return seconds === null || seconds === undefined ? '-' : new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+const GiB = 2 ** 30;
+
+/** An amount in its unit, for people: memory in GiB, cores counted; plain counts stay bare numbers. */
+export function quantity(unit: 'count' | 'cores' | 'bytes', amount: number): string {
+  if (unit === 'bytes') return `${+(amount / GiB).toFixed(2)} GiB`;
+  if (unit === 'cores') return `${amount} core${amount === 1 ? '' : 's'}`;
+  return String(amount);
 }
 
 export function json(value: unknown): void {
@@ -58,11 +68,12 @@ export function done(out: OutputOptions, message: string, body: unknown = null):
   else process.stdout.write(`${message}\n`);
 }
 
-/** Prints an error for a human: the service's message, what to do about it, and the id to quote. */
+/** Prints an error for a human: the service's message, what to do about it (in commands, see suggestions.ts), and the id to quote. */
 export function printError(error: unknown): void {
   if (error instanceof PlatformApiError) {
     process.stderr.write(`Error: ${error.message} (${error.status} ${error.code})\n`);
-    if (error.suggestion) process.stderr.write(`Suggestion: ${error.suggestion}\n`);
+    const suggestion = suggestionFor(error);
+    if (suggestion) process.stderr.write(`Suggestion: ${suggestion}\n`);
     if (error.requestId) process.stderr.write(`Request id: ${error.requestId}\n`);
   } else if (error instanceof PlatformError) {
     // A network error's cause says what failed (refused, DNS…), unless the message already has it.

@@ -9,6 +9,7 @@ import { registerInstalls } from './commands/installs.ts';
 import { registerNotifications } from './commands/notifications.ts';
 import { registerProducts } from './commands/products.ts';
 import { registerQuotas } from './commands/quotas.ts';
+import { registerRegions } from './commands/regions.ts';
 import { registerRegistry } from './commands/registry.ts';
 import { registerTokens } from './commands/tokens.ts';
 import { registerWorkspaces } from './commands/workspaces.ts';
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   program.addHelpText('after', '\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n');
   registerAuth(program);
   registerWorkspaces(program);
+  registerRegions(program);
   registerClusters(program);
   registerCompute(program);
   registerRegistry(program);

@@ -89,11 +89,41 @@ function platform(args: string[], options: RunOptions = {}): Promise<Run> {
   });
 }
 
+/**
+ * Runs `platform …` on a pseudo-terminal (util-linux `script`), so standard input is a TTY, typing `input`.
+ * The terminal echoes what is typed and the prompt into the output: the prompt is read from there.
+ */
+function platformOnTerminal(args: string[], input: string, options: RunOptions = {}): Promise<Run> {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, MAIN, ...args].map(quote).join(' ');
+  const token = options.token === undefined ? user.token : options.token;
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    XDG_CONFIG_HOME: options.home ?? configHome(),
+    PLATFORM_API_URL: server.baseUrl,
+    ...(token === null ? {} : { PLATFORM_TOKEN: token }),
+  };
+  const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin!.end(input);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 async function platformJson<T>(args: string[], options: RunOptions = {}): Promise<T> {
   const run = await platform([...args, '--json'], options);
   expect(run.code, run.stderr).toBe(0);
   return JSON.parse(run.stdout) as T;
 }
+
+// Tests that run several workflows one after another through --wait: about 20 s on a busy shared machine,
+// too close to the suite's 30 s default.
+const WORKFLOWS_MS = 90_000;
 
 const api = (token = user.token) => createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
 
@@ -120,9 +150,43 @@ describe('platform', () => {
       expect(record.stdout).toMatch(/STATUS\s+│\s+RUNNING/);
 
       const other = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'cli-gone', '--region', 'fsn1']);
-      const deleted = await platform(['clusters', 'delete', other.id]);
+      const deleted = await platform(['clusters', 'delete', other.id, '--yes']);
       expect(deleted.code, deleted.stderr).toBe(0);
       expect(deleted.stdout).toContain(`Deleted cluster ${other.id}`);
+    });
+
+    it('delete asks on a terminal (n keeps the cluster, y deletes it); without a terminal and without --yes it refuses with exit 2', async () => {
+      const someone = await newUser(database.db, systemClock, 'pro');
+      const cluster = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'asked', '--region', 'fsn1'], { token: someone.token });
+      const stillThere = async () => (await api(someone.token).GET('/v1/clusters')).data.some((c) => c.id === cluster.id);
+
+      const refused = await platform(['clusters', 'delete', cluster.id], { token: someone.token });
+      expect(refused.code).toBe(2);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(`Delete cluster ${cluster.id}: not confirmed`);
+      expect(refused.stderr).toContain('--yes');
+      expect(await stillThere()).toBe(true);
+
+      const declined = await platformOnTerminal(['clusters', 'delete', cluster.id], 'n\n', { token: someone.token });
+      expect(declined.stdout).toContain(`Delete cluster ${cluster.id}? [y/N]`);
+      expect(declined.stdout).toContain('cancelled, nothing changed');
+      expect(declined.code).toBe(1);
+      expect(await stillThere()).toBe(true);
+
+      const confirmed = await platformOnTerminal(['clusters', 'delete', cluster.id], 'y\n', { token: someone.token });
+      expect(confirmed.code, confirmed.stdout).toBe(0);
+      expect(confirmed.stdout).toContain(`Deleted cluster ${cluster.id}`);
+      expect(await stillThere()).toBe(false);
+    });
+  });
+
+  describe('regions', () => {
+    it('lists the regions as the API does, and as a table', async () => {
+      expect(await platformJson(['regions'])).toEqual(await api().GET('/v1/regions'));
+      const table = await platform(['regions']);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(/ID\s+│\s+NAME\s+│\s+COUNTRY/);
+      expect(table.stdout).toMatch(/fsn1\s+│\s+\S.*│\s+DE\s+│/);
     });
   });
 
@@ -136,10 +200,38 @@ describe('platform', () => {
       expect(run.stderr).toMatch(/^Request id: .+$/m);
     });
 
-    it('exits 1 with the 401 when the token is wrong', async () => {
+    it('exits 1 with the 401 when the token is wrong, suggesting `platform login`', async () => {
       const run = await platform(['clusters', 'list'], { token: 'svc_pat_wrongwrongwrongwrongwrongwrongwrong' });
       expect(run.code).toBe(1);
       expect(run.stderr).toMatch(/401/);
+      expect(run.stderr).toContain('Suggestion: Run `platform login`');
+      expect(run.stderr).not.toContain('Authorization');
+    });
+
+    it('suggests commands instead of HTTP requests, headers and operationIds', async () => {
+      const unknownRegion = await platform(['clusters', 'create', '--name', 'nowhere', '--region', 'xx9']);
+      expect(unknownRegion.code).toBe(1);
+      expect(unknownRegion.stderr).toMatch(/^Error: .*xx9.*\(404 not_found\)$/m);
+      expect(unknownRegion.stderr).toContain('Suggestion: List the regions with `platform regions`; --region takes one of their ids.');
+
+      const badVersion = await platform(['clusters', 'create', '--name', 'odd', '--region', 'fsn1', '--version', 'v9']);
+      expect(badVersion.code).toBe(1);
+      expect(badVersion.stderr).toContain('(422 validation_error)');
+      expect(badVersion.stderr).toContain('Suggestion: See `platform clusters create --help` for what kaas_version accepts.');
+
+      const productFile = join(configHome(), 'product.yaml');
+      writeFileSync(productFile, `name: Lost\ncluster_ids: [cl_doesnotexist]\nsources:\n  - chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: lost }\n`);
+      const unknownCluster = await platform(['products', 'create', '--file', productFile]);
+      expect(unknownCluster.code).toBe(1);
+      expect(unknownCluster.stderr).toContain('Suggestion: List your clusters with `platform clusters list` and use their ids.');
+
+      const foreignWorkspace = await platform(['--workspace', 'ws_notmine', 'clusters', 'create', '--name', 'x', '--region', 'fsn1']);
+      expect(foreignWorkspace.code).toBe(1);
+      expect(foreignWorkspace.stderr).toContain('(403 forbidden)');
+      expect(foreignWorkspace.stderr).toContain('Suggestion: List your workspaces with `platform workspaces list`, then choose one with `platform workspaces use <id>` or --workspace <id>.');
+
+      for (const run of [unknownRegion, badVersion, unknownCluster, foreignWorkspace]) expect(run.stderr).not.toMatch(/\b(GET|POST) \/v1|X-Workspace-Id|createCluster/);
+      expect(unknownRegion.stderr).not.toContain('member');
     });
 
     it('exits 2 on a usage error: unknown command, unknown option, missing required option', async () => {
@@ -214,6 +306,7 @@ describe('platform', () => {
       const after = await platform(['workspaces', 'list'], { home, token: stored.token });
       expect(after.code).toBe(1);
       expect(after.stderr).toMatch(/401/);
+      expect(after.stderr).toContain('Suggestion: Run `platform login`');
     });
 
     it('logout leaves a token from PLATFORM_TOKEN alone (a CI job\'s PAT is not ended by it)', async () => {
@@ -266,6 +359,7 @@ describe('platform', () => {
       expect(await asJson(['compute', 'machines', 'list', '--cluster', clusterId])).toEqual(await client.GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } }));
       const table = await as(['compute', 'machines', 'list', '--cluster', clusterId]);
       expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\s+│.+│\\s+ready\\s+│`));
+      expect(table.stdout).toMatch(/\d+ cores?\s+│\s+\d+(\.\d+)? GiB\s+│/);
 
       expect(await asJson<{ drifted: boolean }>(['compute', 'drift', machine.provider_id])).toMatchObject({ drifted: false });
       expect(await asJson(['compute', 'status', clusterId])).toMatchObject({ machines: 1, autoscaling: { state: 'idle' } });
@@ -281,11 +375,11 @@ describe('platform', () => {
 
       const configs = await asJson<{ data: { id: string }[] }>(['compute', 'configs', 'list']);
       expect(configs.data.map((c) => c.id).sort()).toEqual([config.id, spare.id].sort());
-      expect((await as(['compute', 'configs', 'delete', spare.id])).code).toBe(0);
-      const gone = await as(['compute', 'machines', 'delete', machine.provider_id]);
+      expect((await as(['compute', 'configs', 'delete', spare.id, '--yes'])).code).toBe(0);
+      const gone = await as(['compute', 'machines', 'delete', machine.provider_id, '-y']);
       expect(gone.code, gone.stderr).toBe(0);
       expect(gone.stdout).toContain(`Deleted machine ${machine.provider_id}`);
-    });
+    }, WORKFLOWS_MS);
 
     it('installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3', async () => {
       const client = api(owner.token);
@@ -295,9 +389,9 @@ describe('platform', () => {
       expect(createdProduct.code, createdProduct.stderr).toBe(0);
       const product = JSON.parse(createdProduct.stdout) as { id: string; sources: { id: string }[] };
       expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({ name: 'Shop', sources: [{ chart: { chart: 'wordpress' } }] });
-      const overrides = join(configHome(), 'overrides.yaml');
-      writeFileSync(overrides, `- template_helm_source_id: ${product.sources[0]!.id}\n  values:\n    replicaCount: 2\n`);
-      const created = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--override-file', overrides, '--wait', '--timeout', '30']);
+      const values = join(configHome(), 'values.yaml');
+      writeFileSync(values, 'replicaCount: 2\n');
+      const created = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `wordpress=${values}`, '--wait', '--timeout', '30']);
       expect(created.code, created.stderr).toBe(0);
       const id = /ins_[0-9a-z]+/.exec(created.stdout)?.[0] ?? '';
       expect(created.stdout).toMatch(/STATUS\s+│\s+running/);
@@ -344,7 +438,70 @@ describe('platform', () => {
       const failed = await as(['installs', 'create', '--product', product.id, '--region', 'hel1', '--wait', '--timeout', '30', '--json']);
       expect(failed.code, failed.stderr).toBe(3);
       expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed' });
+    }, WORKFLOWS_MS);
+  });
+
+  describe('helm values files', () => {
+    it('installs create --values <source>=<file>: sources named by metadata.name, chart, path or id; unknown, ambiguous and repeated names exit 2; --override-file still works', async () => {
+      const someone = await newUser(database.db, systemClock, 'pro');
+      const client = api(someone.token);
+      const as = (args: string[]) => platform(args, { token: someone.token });
+      const asJson = <T>(args: string[]) => platformJson<T>(args, { token: someone.token });
+      const clusterId = (await client.POST('/v1/clusters', { body: { name: 'stack', region_id: 'fsn1' } })).id;
+      const dir = configHome();
+      const productFile = join(dir, 'product.yaml');
+      writeFileSync(
+        productFile,
+        `name: Stack\ncluster_ids: [${clusterId}]\nsources:\n` +
+          `  - chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: shop }\n` +
+          `  - chart: { repo_url: 'https://git.example.com/stack.git', target_revision: main, path: deploy/charts/web/ }\n` +
+          `  - chart: { repo_url: 'https://charts.example.com', target_revision: '2.0.0', chart: postgresql }\n    metadata: { name: db }\n` +
+          `  - chart: { repo_url: 'https://charts.example.com', target_revision: '3.0.0', chart: cache }\n` +
+          `  - chart: { repo_url: 'https://mirror.example.com', target_revision: '3.0.1', chart: cache }\n`,
+      );
+      const product = await asJson<{ id: string; sources: { id: string }[] }>(['products', 'create', '--file', productFile]);
+      const [shop, web, db, cache, mirror] = product.sources.map((s) => s.id);
+      expect((await as(['products', 'get', product.id])).stdout).toMatch(/SOURCES\s+│\s+shop@1\.0\.0, web: deploy\/charts\/web\/@main, db: postgresql@2\.0\.0, cache@3\.0\.0, cache@3\.0\.1/);
+      const file = (name: string, text: string) => {
+        writeFileSync(join(dir, name), text);
+        return join(dir, name);
+      };
+      const shopValues = file('shop.yaml', 'replicaCount: 3\nimage:\n  tag: "1.2"\n');
+      const webValues = file('web.json', '{"ingress": {"host": "shop.example.com"}}');
+      const dbValues = file('db.yaml', 'auth:\n  database: shop\n');
+      const empty = file('empty.yaml', '');
+
+      const install = await asJson<{ id: string }>(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${shopValues}`, '--values', `web=${webValues}`, '--values', `db=${dbValues}`, '--values', `${mirror}=${empty}`]);
+      expect((await client.GET('/v1/installs/{id}', { params: { path: { id: install.id } } })).overrides).toEqual([
+        { template_helm_source_id: shop, values: { replicaCount: 3, image: { tag: '1.2' } } },
+        { template_helm_source_id: web, values: { ingress: { host: 'shop.example.com' } } },
+        { template_helm_source_id: db, values: { auth: { database: 'shop' } } },
+        { template_helm_source_id: mirror, values: {} },
+      ]);
+
+      const before = (await client.GET('/v1/installs')).data.length;
+      const unknown = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `nginx=${shopValues}`]);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain(`product ${product.id} has no source named nginx. Its sources: shop (${shop}), web (${web}), db (${db}), cache (${cache}), cache (${mirror})`);
+      const ambiguous = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `cache=${empty}`]);
+      expect(ambiguous.code).toBe(2);
+      expect(ambiguous.stderr).toContain(`2 sources of product ${product.id} are named cache; name one by its id: ${cache}, ${mirror}`);
+      const twice = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${shopValues}`, '--values', `${shop}=${empty}`]);
+      expect(twice.code).toBe(2);
+      expect(twice.stderr).toContain('is given twice');
+      expect((await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', shopValues])).stderr).toContain('expected <source>=<file>');
+      const list = file('list.yaml', '- 1\n- 2\n');
+      expect((await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${list}`])).stderr).toContain('must hold a map of helm values');
+      expect((await client.GET('/v1/installs')).data.length).toBe(before);
+
+      const overrides = file('overrides.yaml', `- template_helm_source_id: ${cache}\n  values:\n    size: 2\n`);
+      const both = await asJson<{ id: string }>(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `web=${webValues}`, '--override-file', overrides]);
+      expect((await client.GET('/v1/installs/{id}', { params: { path: { id: both.id } } })).overrides).toEqual([
+        { template_helm_source_id: web, values: { ingress: { host: 'shop.example.com' } } },
+        { template_helm_source_id: cache, values: { size: 2 } },
+      ]);
     });
+
   });
 
   // Independent of each other (quotas and the timeout on users of their own): side by side.
@@ -357,7 +514,8 @@ describe('platform', () => {
       const table = await platform(['tokens', 'list']);
       expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+│\\s+ci\\s+│\\s+svc_pat_`));
       expect(table.stdout).not.toContain(created.token);
-      const revoked = await platform(['tokens', 'revoke', created.id]);
+      expect((await platform(['tokens', 'revoke', created.id])).code).toBe(2);
+      const revoked = await platform(['tokens', 'revoke', created.id, '--yes']);
       expect(revoked.stdout).toContain(`Revoked token ${created.id}`);
       expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(1);
       expect((await platform(['tokens', 'create', '--name', 'x', '--expires-at', 'someday'])).code).toBe(2);
@@ -371,7 +529,13 @@ describe('platform', () => {
       const quotas = await platformJson<{ metric: string }[]>(['quotas', 'list'], options);
       expect(quotas).toEqual(await api(someone.token).GET('/v1/quotas'));
       expect(quotas).toContainEqual(expect.objectContaining({ metric: 'kaas/clusters', usage: 1, limit: 1, remaining: 0 }));
-      expect((await platform(['quotas', 'list'], options)).stdout).toMatch(/kaas\/clusters\s+│/);
+      const table = (await platform(['quotas', 'list'], options)).stdout;
+      expect(table).toMatch(/kaas\/clusters\s+│.+│\s+1\s+│\s+1\s+│\s+0\s+│/);
+      // The free plan: 2 cores and 4 GiB, none used yet (the cluster has no machines).
+      expect(table).toMatch(/compute\/cpu\s+│.+│\s+0 cores\s+│\s+2 cores\s+│\s+2 cores\s+│/);
+      expect(table).toMatch(/compute\/memory\s+│.+│\s+0 GiB\s+│\s+4 GiB\s+│\s+4 GiB\s+│/);
+      expect(table).not.toContain(String(4 * 2 ** 30));
+      expect((await platform(['quotas', 'get', 'compute/memory'], options)).stdout).toMatch(/LIMIT\s+│\s+4 GiB/);
       const one = await platformJson(['quotas', 'get', 'kaas/clusters'], options);
       expect(one).toEqual(quotas.find((q) => q.metric === 'kaas/clusters'));
       expect(await platformJson(['quotas', 'list', '--cluster', cluster.id], options)).toContainEqual(expect.objectContaining({ metric: 'compute/provisioning' }));
@@ -394,7 +558,8 @@ describe('platform', () => {
       expect((await platformJson<{ data: { id: string }[] }>(['registry', 'credentials', 'list'])).data.map((c) => c.id)).toContain(credential.id);
       expect((await platform(['registry', 'credentials', 'list'])).stdout).toMatch(/ghcr\s+│\s+ghcr\.io/);
       expect((await platform(['registry', 'credentials', 'create', '--name', 'x', '--registry', 'ghcr.io', '--username', 'bot'])).code).toBe(2);
-      expect((await platform(['registry', 'credentials', 'delete', credential.id])).code).toBe(0);
+      expect((await platform(['registry', 'credentials', 'delete', credential.id])).code).toBe(2);
+      expect((await platform(['registry', 'credentials', 'delete', credential.id, '--yes'])).code).toBe(0);
     });
 
     it('--wait gives up with exit 4 after --timeout', async () => {

@@ -1,18 +1,12 @@
 // `platform clusters`: managed Kubernetes clusters.
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
 import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 import { waitFor } from '../wait.ts';
 
-interface ClusterRow {
-  id: string;
-  name: string;
-  region_id: string;
-  kaas: { version: string; status: string; status_message: string | null };
-  created_at: number;
-}
-
-const columns: Columns<ClusterRow> = [
+const columns: Columns<Schema<'Cluster'>> = [
   ['ID', (c) => c.id],
   ['NAME', (c) => c.name],
   ['REGION', (c) => c.region_id],
@@ -58,7 +52,7 @@ export function registerClusters(program: Command): void {
         .option('--version <version>', 'Kubernetes version: v1.30, v1.31 or v1.32'),
     ).action(
       action(async ({ api, out }, flags: WaitFlags & { name: string; region: string; version?: string }) => {
-        const body = { name: flags.name, region_id: flags.region, kaas_version: flags.version as 'v1.30' | 'v1.31' | 'v1.32' | undefined };
+        const body = { name: flags.name, region_id: flags.region, kaas_version: flags.version as Schema<'ClusterCreate'>['kaas_version'] };
         const created = await api.POST('/v1/clusters', { body });
         if (!flags.wait) return printRecord(out, created, columns);
         if (!out.json) process.stderr.write(`Created ${created.id}; waiting for it to run\n`);
@@ -77,15 +71,15 @@ export function registerClusters(program: Command): void {
   );
 
   example(
-    clusters
-      .command('delete <id>')
-      .description('delete a cluster')
-      .action(
-        action(async ({ api, out }, id: string) => {
-          await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: id } } });
-          done(out, `Deleted cluster ${id}`);
-        }),
-      ),
+    withYes(clusters.command('delete <id>').description('delete a cluster (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Delete cluster ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: id } } });
+        done(out, `Deleted cluster ${id}`);
+      }),
+    ),
     'platform clusters delete cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+    'platform clusters delete cl_01jd2x8m5r7t9v1w3y5a7c9e1g --yes',
   );
 }

@@ -1,45 +1,24 @@
 // `platform compute`: machines of a cluster, compute configs, suspensions, drift and auto-scaling status.
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
-import { type Columns, done, printList, printPage, printRecord, time } from '../output.ts';
+import { type Columns, done, printList, printPage, printRecord, quantity, time } from '../output.ts';
 import { waitFor } from '../wait.ts';
 
-interface MachineRow {
-  provider_id: string;
-  node_name: string;
-  status: string;
-  cluster_id: string;
-  server_type: string;
-  cpu: number;
-  memory_bytes: number;
-  byom: boolean;
-  created_at: number;
-}
-
-const machineColumns: Columns<MachineRow> = [
+const machineColumns: Columns<Schema<'Machine'>> = [
   ['PROVIDER ID', (m) => m.provider_id],
   ['NODE', (m) => m.node_name],
   ['STATUS', (m) => m.status],
   ['CLUSTER', (m) => m.cluster_id],
   ['TYPE', (m) => m.server_type],
-  ['CPU', (m) => m.cpu],
-  ['MEMORY GiB', (m) => +(m.memory_bytes / 2 ** 30).toFixed(1)],
+  ['CPU', (m) => quantity('cores', m.cpu)],
+  ['MEMORY', (m) => quantity('bytes', m.memory_bytes)],
   ['BYOM', (m) => m.byom],
   ['CREATED', (m) => time(m.created_at)],
 ];
 
-interface SuspensionRow {
-  id: string;
-  provider_id: string;
-  node_name: string;
-  cluster_id: string;
-  reason: string;
-  status: string;
-  created_at: number;
-  expires_at: number | null;
-}
-
-const suspensionColumns: Columns<SuspensionRow> = [
+const suspensionColumns: Columns<Schema<'Suspension'>> = [
   ['ID', (s) => s.id],
   ['PROVIDER ID', (s) => s.provider_id],
   ['NODE', (s) => s.node_name],
@@ -50,16 +29,7 @@ const suspensionColumns: Columns<SuspensionRow> = [
   ['EXPIRES', (s) => time(s.expires_at)],
 ];
 
-interface ConfigRow {
-  id: string;
-  name: string;
-  provider: string;
-  cloud_credential_id: string | null;
-  provider_config: unknown;
-  created_at: number;
-}
-
-const configColumns: Columns<ConfigRow> = [
+const configColumns: Columns<Schema<'ComputeConfig'>> = [
   ['ID', (c) => c.id],
   ['NAME', (c) => c.name],
   ['PROVIDER', (c) => c.provider],
@@ -129,16 +99,15 @@ export function registerCompute(program: Command): void {
   );
 
   example(
-    machines
-      .command('delete <providerId>')
-      .description('delete a machine and its server')
-      .action(
-        action(async ({ api, out }, providerId: string) => {
-          await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId } } });
-          done(out, `Deleted machine ${providerId}`);
-        }),
-      ),
-    'platform compute machines delete hc_12345678',
+    withYes(machines.command('delete <providerId>').description('delete a machine and its server (asks first unless --yes)')).action(
+      action(async ({ api, out }, providerId: string, flags: YesFlags) => {
+        const what = `Delete machine ${providerId}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId } } });
+        done(out, `Deleted machine ${providerId}`);
+      }),
+    ),
+    'platform compute machines delete compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v --yes',
   );
 
   const configs = compute.command('configs').description('compute configurations (provider, region, image, server types)');
@@ -153,16 +122,15 @@ export function registerCompute(program: Command): void {
     'platform compute configs list --json',
   );
   example(
-    configs
-      .command('delete <id>')
-      .description('delete a compute config')
-      .action(
-        action(async ({ api, out }, id: string) => {
-          await api.DELETE('/v1/compute/configs/{id}', { params: { path: { id } } });
-          done(out, `Deleted compute config ${id}`);
-        }),
-      ),
-    'platform compute configs delete cc_01jd2x8m5r7t9v1w3y5a7c9e1g',
+    withYes(configs.command('delete <id>').description('delete a compute config (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Delete compute config ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/compute/configs/{id}', { params: { path: { id } } });
+        done(out, `Deleted compute config ${id}`);
+      }),
+    ),
+    'platform compute configs delete cc_01jd2x8m5r7t9v1w3y5a7c9e1g --yes',
   );
 
   const suspensions = compute.command('suspensions').description('suspended machines and their resumption');

@@ -1,22 +1,13 @@
 // `platform installs`: products installed in a region, and their logs.
-import type { RequestBody } from '@platform/api-types';
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
 import { readDocument } from '../files.ts';
+import { collectValues, type Overrides, valuesOverrides } from '../helm-values.ts';
 import { type Columns, printPage, printRecord, time } from '../output.ts';
 import { EXIT_INTERRUPTED, waitFor } from '../wait.ts';
 
-interface InstallRow {
-  id: string;
-  product_id: string;
-  region_id: string;
-  cluster_id: string | null;
-  status: string;
-  status_message: string | null;
-  updated_at: number;
-}
-
-const columns: Columns<InstallRow> = [
+const columns: Columns<Schema<'Install'>> = [
   ['ID', (i) => i.id],
   ['PRODUCT', (i) => i.product_id],
   ['REGION', (i) => i.region_id],
@@ -25,8 +16,6 @@ const columns: Columns<InstallRow> = [
   ['MESSAGE', (i) => i.status_message],
   ['UPDATED', (i) => time(i.updated_at)],
 ];
-
-type Overrides = NonNullable<RequestBody<'createInstall'>['overrides']>;
 
 /** An override file holds the list itself, or `{overrides: [...]}`. */
 async function readOverrides(path: string): Promise<Overrides> {
@@ -55,12 +44,16 @@ export function registerInstalls(program: Command): void {
         .description('install a product in a region (placed on one of its clusters there)')
         .requiredOption('--product <id>', 'product id')
         .requiredOption('--region <region>', 'region id, e.g. fsn1')
+        .option('--values <source=file>', 'a helm values file for the product source of that name (repeatable); the name is its metadata.name, chart name or path’s last folder, or its id', collectValues, [])
         .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values} overriding chart values'),
     ).action(
-      action(async ({ api, out }, flags: WaitFlags & { product: string; region: string; overrideFile?: string }) => {
-        const overrides = flags.overrideFile === undefined ? undefined : await readOverrides(flags.overrideFile);
+      action(async ({ api, out }, flags: WaitFlags & { product: string; region: string; values: string[]; overrideFile?: string }) => {
+        const overrides: Overrides = [];
+        // Names are resolved against the product as it is now: its source ids change when its sources are replaced.
+        if (flags.values.length > 0) overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: flags.product } } }))));
+        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(flags.overrideFile)));
         // The client sends an idempotency key, so a retried create makes one install.
-        const install = await api.POST('/v1/installs', { body: { product_id: flags.product, region_id: flags.region, overrides } });
+        const install = await api.POST('/v1/installs', { body: { product_id: flags.product, region_id: flags.region, overrides: overrides.length > 0 ? overrides : undefined } });
         if (!flags.wait) return printRecord(out, install, columns);
         if (!out.json) process.stderr.write(`Created ${install.id}; waiting for it to run\n`);
         const { code, record } = await waitFor({
@@ -74,7 +67,7 @@ export function registerInstalls(program: Command): void {
         return code;
       }),
     ),
-    'platform installs create --product prd_01jd… --region fsn1 --override-file values.yaml --wait',
+    'platform installs create --product prd_01jd… --region fsn1 --values wordpress=values.yaml --wait',
   );
 
   example(

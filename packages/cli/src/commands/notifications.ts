@@ -1,19 +1,10 @@
 // `platform notifications`: what the workflows told the workspace (clusters ready, installs failed, quotas…).
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { action, example, type PageFlags, withPage } from '../context.ts';
 import { type Columns, printPage, printRecord, time } from '../output.ts';
 
-interface NotificationRow {
-  id: string;
-  type: string;
-  severity: string;
-  title: string;
-  resource_id: string;
-  read_at: number | null;
-  created_at: number;
-}
-
-const columns: Columns<NotificationRow> = [
+const columns: Columns<Schema<'Notification'>> = [
   ['ID', (n) => n.id],
   ['CREATED', (n) => time(n.created_at)],
   ['SEVERITY', (n) => n.severity],

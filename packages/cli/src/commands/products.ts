@@ -1,24 +1,16 @@
 // `platform products`: helm-chart products and their configuration.
-import type { RequestBody } from '@platform/api-types';
+import type { RequestBody, Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
 import { readDocument } from '../files.ts';
+import { sourceName } from '../helm-values.ts';
 import { type Columns, printPage, printRecord, time } from '../output.ts';
 
-interface ProductRow {
-  id: string;
-  name: string;
-  template_id: string;
-  sources: { chart: { repo_url: string; chart?: string; path?: string; target_revision: string } }[];
-  cluster_ids: string[];
-  regeneration_status: string;
-  updated_at: number;
-}
-
-const columns: Columns<ProductRow> = [
+const columns: Columns<Schema<'Product'>> = [
   ['ID', (p) => p.id],
   ['NAME', (p) => p.name],
-  ['CHARTS', (p) => p.sources.map((s) => `${s.chart.chart ?? s.chart.path}@${s.chart.target_revision}`).join(', ')],
+  // The name --values takes, where it is not the chart's own: `db: postgresql@16.1.0`.
+  ['SOURCES', (p) => p.sources.map((s) => `${sourceName(s) === s.chart.chart ? '' : `${sourceName(s)}: `}${s.chart.chart ?? s.chart.path}@${s.chart.target_revision}`).join(', ')],
   ['CLUSTERS', (p) => p.cluster_ids.join(', ')],
   ['TEMPLATE', (p) => p.template_id],
   ['REGENERATION', (p) => p.regeneration_status],

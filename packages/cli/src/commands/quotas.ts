@@ -1,29 +1,20 @@
 // `platform quotas`: limits of the plan (or overrides) and what is used of them.
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { action, example } from '../context.ts';
-import { type Columns, printList, printRecord } from '../output.ts';
+import { type Columns, printList, printRecord, quantity } from '../output.ts';
 
-interface QuotaRow {
-  metric: string;
-  type: string;
-  displayName: string;
-  unit: string;
-  limit: number;
-  usage: number;
-  remaining: number;
-}
+type Quota = Schema<'QuotaEntry'>;
 
-const columns: Columns<QuotaRow> = [
+// Amounts in their unit (GiB, cores); --json keeps the service's raw numbers.
+const columns: Columns<Quota> = [
   ['METRIC', (q) => q.metric],
   ['NAME', (q) => q.displayName],
   ['TYPE', (q) => q.type],
-  ['USAGE', (q) => q.usage],
-  ['LIMIT', (q) => q.limit],
-  ['REMAINING', (q) => q.remaining],
-  ['UNIT', (q) => q.unit],
+  ['USAGE', (q) => quantity(q.unit, q.usage)],
+  ['LIMIT', (q) => quantity(q.unit, q.limit)],
+  ['REMAINING', (q) => quantity(q.unit, q.remaining)],
 ];
-
-type Metric = 'kaas/clusters' | 'compute/machines' | 'compute/cpu' | 'compute/memory' | 'compute/provisioning';
 
 export function registerQuotas(program: Command): void {
   const quotas = program.command('quotas').description('your limits and their usage');
@@ -50,7 +41,7 @@ export function registerQuotas(program: Command): void {
       .action(
         action(async ({ api, out }, metric: string, flags: { cluster?: string }) => {
           // The metric has a slash: the client encodes the path parameter, and the service names an unknown one.
-          const quota = await api.GET('/v1/quotas/{metric}', { params: { path: { metric: metric as Metric }, query: { cluster_id: flags.cluster } } });
+          const quota = await api.GET('/v1/quotas/{metric}', { params: { path: { metric: metric as Quota['metric'] }, query: { cluster_id: flags.cluster } } });
           printRecord(out, quota, columns);
         }),
       ),

@@ -1,19 +1,12 @@
 // `platform registry credentials`: logins to private helm/OCI registries. The password is write-only.
 import { readFileSync } from 'node:fs';
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, UsageError, type PageFlags, withPage } from '../context.ts';
 import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 
-interface CredentialRow {
-  id: string;
-  name: string;
-  registry_url: string;
-  is_active: boolean;
-  created_at: number;
-  last_used_at: number | null;
-}
-
-const columns: Columns<CredentialRow> = [
+const columns: Columns<Schema<'RegistryCredential'>> = [
   ['ID', (c) => c.id],
   ['NAME', (c) => c.name],
   ['REGISTRY', (c) => c.registry_url],
@@ -60,15 +53,14 @@ export function registerRegistry(program: Command): void {
   );
 
   example(
-    credentials
-      .command('delete <id>')
-      .description('delete a registry credential')
-      .action(
-        action(async ({ api, out }, id: string) => {
-          await api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id } } });
-          done(out, `Deleted registry credential ${id}`);
-        }),
-      ),
-    'platform registry credentials delete rc_01jd2x8m5r7t9v1w3y5a7c9e1g',
+    withYes(credentials.command('delete <id>').description('delete a registry credential (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Delete registry credential ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id } } });
+        done(out, `Deleted registry credential ${id}`);
+      }),
+    ),
+    'platform registry credentials delete rc_01jd2x8m5r7t9v1w3y5a7c9e1g --yes',
   );
 }

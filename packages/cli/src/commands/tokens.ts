@@ -1,5 +1,6 @@
 // `platform tokens`: personal access tokens for scripts and CI.
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
 import { done, printPage, printRecord, time } from '../output.ts';
 
@@ -58,15 +59,14 @@ export function registerTokens(program: Command): void {
   );
 
   example(
-    tokens
-      .command('revoke <id>')
-      .description('revoke a token at once')
-      .action(
-        action(async ({ api, out }, id: string) => {
-          await api.DELETE('/v1/user/tokens/{id}', { params: { path: { id } } });
-          done(out, `Revoked token ${id}`);
-        }),
-      ),
-    'platform tokens revoke tok_01jd2xf9k1n3q5s7v9x1z3b5d7',
+    withYes(tokens.command('revoke <id>').description('revoke a token at once (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Revoke token ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/user/tokens/{id}', { params: { path: { id } } });
+        done(out, `Revoked token ${id}`);
+      }),
+    ),
+    'platform tokens revoke tok_01jd2xf9k1n3q5s7v9x1z3b5d7 --yes',
   );
 }

@@ -1,14 +1,9 @@
 // `platform workspaces`: the workspaces the caller belongs to, and the default one for later commands.
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { updateConfig } from '../config.ts';
 import { action, example, type PageFlags, withPage } from '../context.ts';
 import { type Columns, done, printPage, time } from '../output.ts';
-
-interface WorkspaceRow {
-  id: string;
-  name: string;
-  created_at: number;
-}
 
 export function registerWorkspaces(program: Command): void {
   const workspaces = program.command('workspaces').description('workspaces you belong to');
@@ -18,7 +13,7 @@ export function registerWorkspaces(program: Command): void {
     withPage(workspaces.command('list').description('list your workspaces')).action(
       action(async ({ api, out, settings }, flags: PageFlags) => {
         const page = await api.GET('/v1/workspaces', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        const columns: Columns<WorkspaceRow> = [
+        const columns: Columns<Schema<'Workspace'>> = [
           ['', (w) => (w.id === settings.workspace ? '*' : '')],
           ['ID', (w) => w.id],
           ['NAME', (w) => w.name],

@@ -1,0 +1,110 @@
+// The service's suggestions speak HTTP (headers, `GET /v1/clusters`, operationIds); a CLI user acts on commands.
+// One table says which command does what an operation does; a suggestion the CLI prints names the command instead
+// of the request, and a few parameters the CLI sets for the user (the workspace header, region, ids) get a
+// suggestion in its own words. The service's messages stay as they are.
+import { createRequire } from 'node:module';
+import type { OperationId } from '@platform/api-types';
+import type { PlatformApiError } from '@platform/client';
+
+/** What a user runs for an operation. Operations without a command (e.g. cloud credentials) are absent. */
+export const COMMANDS = {
+  listWorkspaces: 'platform workspaces list',
+  getWorkspace: 'platform workspaces use <id>',
+  listRegions: 'platform regions',
+  listClusters: 'platform clusters list',
+  createCluster: 'platform clusters create',
+  getCluster: 'platform clusters get <id>',
+  deleteCluster: 'platform clusters delete <id>',
+  getClusterComputeStatus: 'platform compute status <cluster id>',
+  listComputeConfigs: 'platform compute configs list',
+  deleteComputeConfig: 'platform compute configs delete <id>',
+  listMachines: 'platform compute machines list --cluster <id>',
+  requestMachine: 'platform compute machines request',
+  deleteMachine: 'platform compute machines delete <provider id>',
+  checkMachineDrift: 'platform compute drift <provider id>',
+  suspendMachine: 'platform compute machines suspend <provider id>',
+  listSuspensions: 'platform compute suspensions list',
+  resumeSuspension: 'platform compute suspensions resume <id>',
+  listRegistryCredentials: 'platform registry credentials list',
+  createRegistryCredential: 'platform registry credentials create',
+  deleteRegistryCredential: 'platform registry credentials delete <id>',
+  listProducts: 'platform products list',
+  createProduct: 'platform products create',
+  getProduct: 'platform products get <id>',
+  updateProduct: 'platform products update <id>',
+  listInstalls: 'platform installs list',
+  createInstall: 'platform installs create',
+  getInstall: 'platform installs get <id>',
+  streamInstallLogs: 'platform installs logs <id>',
+  listNotifications: 'platform notifications list',
+  markNotificationRead: 'platform notifications read <id>',
+  listUserTokens: 'platform tokens list',
+  createUserToken: 'platform tokens create',
+  revokeUserToken: 'platform tokens revoke <id>',
+  logout: 'platform logout',
+  requestDeviceCode: 'platform login',
+  pollDeviceToken: 'platform login',
+  listQuotas: 'platform quotas list',
+  getQuota: 'platform quotas get <metric>',
+} as const satisfies Partial<Record<OperationId, string>>;
+
+const LOGIN = 'Run `platform login`, or pass a personal access token with --token or PLATFORM_TOKEN (create one with `platform tokens create`).';
+
+/**
+ * Parameters whose fix is a command or a flag of the CLI, whatever the operation; keyed by the error's `param`
+ * with list indexes dropped (`overrides[].template_helm_source_id`).
+ */
+const BY_PARAM: Record<string, string> = {
+  'X-Workspace-Id': 'List your workspaces with `platform workspaces list`, then choose one with `platform workspaces use <id>` or --workspace <id>.',
+  region_id: 'List the regions with `platform regions`; --region takes one of their ids.',
+  product_id: 'List your products with `platform products list`; --product takes one of their ids.',
+  cluster_id: 'List your clusters with `platform clusters list`; --cluster takes one of their ids.',
+  compute_config_id: 'List your compute configs with `platform compute configs list`; --config takes one of their ids.',
+  'overrides[].template_helm_source_id': 'Name a source of the product in --values <source>=<file>; `platform products get <id> --json` shows its sources.',
+};
+
+/** The command words alone (`platform clusters get`), for `--help`. */
+function commandWords(command: string): string {
+  return command.split(' <')[0]!.split(' --')[0]!;
+}
+
+let routes: Map<string, OperationId> | undefined;
+
+/** `GET /v1/clusters` → `listClusters`, from the bundled contract; read only when an error is printed. */
+function operationOf(method: string, path: string): OperationId | undefined {
+  if (!routes) {
+    const document = createRequire(import.meta.url)('@platform/api-types/openapi.json') as { paths: Record<string, Record<string, { operationId?: OperationId }>> };
+    routes = new Map();
+    for (const [route, item] of Object.entries(document.paths)) {
+      for (const [verb, operation] of Object.entries(item)) if (operation.operationId) routes.set(`${verb.toUpperCase()} ${route}`, operation.operationId);
+    }
+  }
+  return routes.get(`${method} ${path}`);
+}
+
+const commandOf = (operationId: string): string | undefined => (COMMANDS as Record<string, string>)[operationId];
+
+/** Rewrites the requests and operations a suggestion names into commands; what has no command stays. */
+export function rewrite(suggestion: string, retryAfter?: number): string {
+  return suggestion
+    .replace(/\b(GET|POST|PUT|PATCH|DELETE) (\/v1\/[\w/{}-]+)/g, (request, method: string, path: string) => {
+      const operation = operationOf(method, path);
+      const command = operation && commandOf(operation);
+      return command ? `\`${command}\`` : request;
+    })
+    .replace(/the (\w+) operation in the API reference/g, (text, operation: string) => {
+      const command = commandOf(operation);
+      return command ? `\`${commandWords(command)} --help\`` : text;
+    })
+    .replace(/the number of seconds in Retry-After/g, retryAfter === undefined ? 'a minute' : `${retryAfter} second${retryAfter === 1 ? '' : 's'}`);
+}
+
+/** The suggestion to print for an API error, in the CLI's words; undefined when there is none. */
+export function suggestionFor(error: Pick<PlatformApiError, 'status' | 'param' | 'suggestion' | 'retryAfter'>): string | undefined {
+  if (error.status === 401) return LOGIN;
+  // A suggestion pointing at the API reference is about the value's shape, which the command's help covers better.
+  const aboutShape = error.suggestion?.includes('operation in the API reference') ?? false;
+  const byParam = error.param === undefined ? undefined : BY_PARAM[error.param.replace(/\[\d+\]/g, '[]')];
+  if (byParam && !aboutShape) return byParam;
+  return error.suggestion === undefined ? undefined : rewrite(error.suggestion, error.retryAfter);
+}
