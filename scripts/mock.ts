@@ -45,6 +45,7 @@ await Promise.race([
   }),
 ]);
 console.log(`Mock API (Prism) listening on http://127.0.0.1:${port}`);
+console.log("Any bearer token works. Headers: 'Prefer: code=404', 'Prefer: example=<name>', 'Prefer: dynamic=true'.");
 void prism.exited.then((code) => {
   if (stopping) return;
   console.error(`Prism exited unexpectedly (${code}).`);

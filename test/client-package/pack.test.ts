@@ -21,8 +21,9 @@ import {
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, '..', '..');
 const tsc = join(repoRoot, 'node_modules', '.bin', 'tsc');
-// Node 20, the oldest the client supports; not the workspace's Node 24, which would also run `.ts` sources.
-const systemNode = '/usr/bin/node';
+// The system's Node 20 (the oldest line the client supports), not the workspace's Node 24, which would also run
+// `.ts` sources. CLIENT_CONSUMER_NODE points elsewhere on machines that keep their Node 20 in another place.
+const systemNode = process.env.CLIENT_CONSUMER_NODE ?? '/usr/bin/node';
 
 let scratch: string;
 let database: TestDatabase;
