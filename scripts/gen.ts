@@ -2,12 +2,14 @@
 //   1. the bundled document (one file consumers load): packages/api-types/generated/openapi.json
 //   2. the TypeScript types (openapi-typescript, output set in redocly.yaml): packages/api-types/generated/schema.d.ts
 //   3. the reference docs (Redocly build-docs): packages/docs/dist/index.html
+//   4. the client's operation-named methods (scripts/gen-client.ts): packages/client/src/operations.ts
 // `generate(root)` works on any folder holding openapi/ and redocly.yaml, so gen:check can regenerate elsewhere.
 import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { clientOperationsFile, generateClientOperations } from './gen-client.ts';
 
 const run = promisify(execFile);
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -17,6 +19,7 @@ export const generatedFiles = [
   'packages/api-types/generated/openapi.json',
   'packages/api-types/generated/schema.d.ts',
   'packages/docs/dist/index.html',
+  clientOperationsFile,
 ] as const;
 const [bundle, , docs] = generatedFiles;
 
@@ -40,6 +43,7 @@ export async function generate(root: string): Promise<void> {
     // must not make request properties required.
     tool('openapi-typescript', ['--redocly', 'redocly.yaml', '--default-non-nullable=false'], root),
     tool('redocly', ['build-docs', bundle, '--output', docs, '--title', 'Platform Management API reference'], root),
+    generateClientOperations(root, bundle),
   ]);
 }
 

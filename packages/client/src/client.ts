@@ -1,7 +1,9 @@
 // createPlatformClient: openapi-fetch's methods, typed by the generated `paths`, that resolve to the success
-// body and reject with a PlatformError; plus paginate() and streamInstallLogs().
+// body and reject with a PlatformError; one method per operationId (generated in operations.ts) over the same
+// calls; plus paginate() and streamInstallLogs().
 import { PlatformError } from './errors.ts';
 import { type InstallId, type LogEvent, type LogStreamOptions, streamLogs } from './logs.ts';
+import { type OperationRoute, operationRoutes, type PlatformOperations } from './operations.ts';
 import { type RetryOptions, retryPolicy } from './retry.ts';
 import { createTransport, type HttpMethod, type LooseInit } from './transport.ts';
 import type {
@@ -11,7 +13,10 @@ import type {
   InitArgs,
   JsonGetPaths,
   ListItem,
+  ListOperationItem,
+  ListOperations,
   ListPaths,
+  OperationArgs,
   OperationOf,
 } from './types.ts';
 
@@ -33,7 +38,11 @@ export interface PlatformClientOptions {
   timeoutMs?: number;
 }
 
-export interface PlatformClient {
+/**
+ * The client: one method per operationId (`listClusters({ limit })`, `getCluster({ clusterId })`,
+ * `createInstall({ body })`), and openapi-fetch's path-based methods (`GET('/v1/clusters', …)`) beside them.
+ */
+export interface PlatformClient extends PlatformOperations {
   /** Calls a GET operation. The log stream is not among the paths: read it with `streamInstallLogs`. */
   GET: CallMethod<'get', JsonGetPaths>;
   /** Calls a POST operation; retried only when it carries an `idempotency-key`. */
@@ -46,6 +55,10 @@ export interface PlatformClient {
    * Every record of a list operation, page after page, following `pagination.cursor` until `has_more` is false.
    * A `cursor` in the query starts after it; `limit` sets the page size.
    */
+  paginate<Id extends ListOperations>(
+    operationId: Id,
+    ...args: OperationArgs<Id>
+  ): AsyncGenerator<ListOperationItem<Id>, void, undefined>;
   paginate<P extends ListPaths>(
     path: P,
     ...init: InitArgs<CallInit<OperationOf<P, 'get'>>>
@@ -86,7 +99,11 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     };
   const get = method('GET');
 
-  async function* paginate(path: string, init: LooseInit = {}): AsyncGenerator<unknown, void, undefined> {
+  async function* paginate(target: string, args: LooseInit | OperationArgsObject = {}): AsyncGenerator<unknown, void, undefined> {
+    // An operationId (`listClusters`) or a path (`/v1/clusters`).
+    const route = target.startsWith('/') ? undefined : routeOf(target);
+    const path = route?.path ?? target;
+    const init = route ? toInit(route, args as OperationArgsObject) : (args as LooseInit);
     const query = init.params?.query ?? {};
     let cursor = query.cursor;
     for (;;) {
@@ -101,8 +118,17 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     }
   }
 
+  const calls = { GET: get, POST: method('POST'), PATCH: method('PATCH'), DELETE: method('DELETE') };
+  const byOperation = Object.fromEntries(
+    Object.entries(operationRoutes).map(([id, route]: [string, OperationRoute]) => {
+      const call = calls[route.method];
+      return [id, (args: OperationArgsObject = {}) => call(route.path, toInit(route, args))];
+    }),
+  ) as unknown as PlatformOperations;
+
   // The typed surface over the loose implementation: the types come from `paths`, the runtime takes any path.
   return {
+    ...byOperation,
     GET: get as PlatformClient['GET'],
     POST: method('POST') as PlatformClient['POST'],
     PATCH: method('PATCH') as PlatformClient['PATCH'],
@@ -110,6 +136,31 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     paginate: paginate as PlatformClient['paginate'],
     streamInstallLogs: (id, logOptions) => streamLogs(send, retry, id, logOptions),
   };
+}
+
+/** An operation-named method's argument object, as the runtime sees it. */
+type OperationArgsObject = Record<string, unknown> & Pick<LooseInit, 'signal' | 'timeoutMs' | 'headers' | 'body'>;
+
+function routeOf(operationId: string): OperationRoute {
+  if (!Object.hasOwn(operationRoutes, operationId)) throw new PlatformError(`Unknown operation ${operationId}`);
+  return operationRoutes[operationId as keyof typeof operationRoutes];
+}
+
+/** Sorts an argument object into openapi-fetch's `params` and the call options, as the route says. */
+function toInit(route: OperationRoute, args: OperationArgsObject): LooseInit {
+  const pick = (names: readonly string[]) =>
+    Object.fromEntries(names.filter((name) => args[name] !== undefined).map((name) => [name, args[name]]));
+  const init: LooseInit = {
+    params: { path: pick(route.path_params), query: pick(route.query) },
+    signal: args.signal,
+    timeoutMs: args.timeoutMs,
+    headers: args.headers,
+  };
+  if (args.body !== undefined) init.body = args.body;
+  // Only where the operation declares the header: `workspaceId` is a path parameter of getWorkspace.
+  if (route.headers.includes('workspaceId')) init.workspaceId = args.workspaceId as string | undefined;
+  if (route.headers.includes('idempotencyKey')) init.idempotencyKey = args.idempotencyKey as string | undefined;
+  return init;
 }
 
 function isListPage(body: unknown): body is { data: unknown[]; pagination: { cursor: string; has_more: boolean } } {

@@ -2,5 +2,18 @@
 export { createPlatformClient, type PlatformClient, type PlatformClientOptions } from './client.ts';
 export { type OAuthErrorCode, PlatformApiError, PlatformError, type PlatformErrorCode, PlatformNetworkError } from './errors.ts';
 export type { InstallId, LogEvent, LogStreamOptions } from './logs.ts';
+export type { OperationRoute, PlatformOperations } from './operations.ts';
 export type { RetryOptions } from './retry.ts';
-export type { BaseCallOptions, CallInit, JsonGetPaths, ListItem, ListPaths, SuccessBody } from './types.ts';
+export type {
+  BaseCallOptions,
+  CallInit,
+  JsonGetPaths,
+  ListItem,
+  ListOperationItem,
+  ListOperations,
+  ListPaths,
+  OperationArgs,
+  OperationInit,
+  OperationResult,
+  SuccessBody,
+} from './types.ts';

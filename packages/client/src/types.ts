@@ -1,9 +1,9 @@
 // Types derived from the generated `paths`: which paths each method takes, what a call accepts and what it
 // resolves to. Nothing here lists paths or operations by hand.
-import type { paths, Schema } from '@platform/api-types';
+import type { OperationId, operations, paths, Schema } from '@platform/api-types';
 import type { ParamsOption, RequestBodyOption } from 'openapi-fetch';
 
-export type { paths };
+export type { OperationId, operations, paths };
 
 /** The methods the client offers, as openapi-fetch names them (lowercase in `paths`). */
 export type Method = 'get' | 'post' | 'patch' | 'delete';
@@ -36,7 +36,7 @@ export interface BaseCallOptions {
 }
 
 /** `workspaceId` where the operation takes `X-Workspace-Id`, `idempotencyKey` where it takes `idempotency-key`. */
-type HeaderOptions<Op> = (DeclaresHeader<Op, 'X-Workspace-Id'> extends true
+export type HeaderOptions<Op> = (DeclaresHeader<Op, 'X-Workspace-Id'> extends true
   ? {
       /** Sends `X-Workspace-Id`, overriding the client's `workspaceId` for this call. */
       workspaceId?: string;
@@ -108,3 +108,42 @@ export type IdempotentOperations = {
       : never;
   }[PathsWith<M>];
 }[Method];
+
+/** A parameter group of an operation (`path`, `query`), or nothing when it declares none. */
+type ParameterGroup<Op, In extends string> = Op extends { parameters: { [K in In]?: infer Group } }
+  ? [NonNullable<Group>] extends [never]
+    ? unknown
+    : NonNullable<Group>
+  : unknown;
+
+/** `body`: required when the contract requires the request body, absent when the operation takes none. */
+type BodyOption<Op> = Op extends { requestBody?: infer Body }
+  ? [NonNullable<Body>] extends [never]
+    ? unknown
+    : NonNullable<Body> extends { content: { 'application/json': infer Json } }
+      ? undefined extends Body
+        ? { body?: Json }
+        : { body: Json }
+      : unknown
+  : unknown;
+
+/** The one argument object of an operation-named method: path and query parameters, `body`, and the call options. */
+export type OperationInit<Id extends OperationId> = ParameterGroup<operations[Id], 'path'> &
+  ParameterGroup<operations[Id], 'query'> &
+  BodyOption<operations[Id]> &
+  BaseCallOptions &
+  HeaderOptions<operations[Id]>;
+
+/** The arguments of an operation-named method: the argument object, optional when nothing in it is required. */
+export type OperationArgs<Id extends OperationId> = InitArgs<OperationInit<Id>>;
+
+/** What an operation-named method resolves to: the success body, `undefined` for 204. */
+export type OperationResult<Id extends OperationId> = SuccessBody<operations[Id]>;
+
+/** The operationIds whose success body is the list envelope: what `paginate` takes beside list paths. */
+export type ListOperations = {
+  [Id in OperationId]: OperationResult<Id> extends { data: unknown[]; pagination: Schema<'Pagination'> } ? Id : never;
+}[OperationId];
+
+/** One record of a list operation's pages. */
+export type ListOperationItem<Id extends ListOperations> = OperationResult<Id> extends { data: (infer Item)[] } ? Item : never;

@@ -1,0 +1,146 @@
+// The small HTTP proxy `pnpm mock` puts in front of Prism, for what Prism alone gets wrong:
+//   - a body that is not JSON gets 400 `bad_request` at once (Prism never answers it);
+//   - a request that breaks the contract gets the contract's error body naming the violation (`param`, `message`,
+//     every violation in `details.violations`), where Prism sends the operation's one canned 422 example.
+// Everything else passes through unchanged, event streams included.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+
+/** One entry of Prism's `sl-violations` header. */
+interface Violation {
+  location: string[];
+  severity: string;
+  code: string | number;
+  message: string;
+}
+
+interface ErrorBody {
+  error: { code: string; message: string; param?: string; suggestion?: string; details?: unknown };
+}
+
+// Hop-by-hop headers, and those that no longer describe the body once fetch has decoded it.
+const dropped = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'host']);
+
+export function createMockProxy(upstream: string): Server {
+  return createServer((request, response) => {
+    handle(upstream, request, response).catch((error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      if (response.headersSent) response.destroy();
+      else send(response, 502, { error: { code: 'internal_error', message: `The mock could not reach Prism: ${message}` } });
+    });
+  });
+}
+
+async function handle(upstream: string, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+
+  if (body.length > 0 && isJson(request.headers['content-type'])) {
+    try {
+      JSON.parse(body.toString('utf8'));
+    } catch (error) {
+      send(response, 400, {
+        error: {
+          code: 'bad_request',
+          message: `The request body is not valid JSON: ${(error as Error).message}`,
+          suggestion: 'Send a JSON document, or fix the Content-Type header.',
+        },
+      });
+      return;
+    }
+  }
+
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || dropped.has(name)) continue;
+    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
+  }
+  const answer = await fetch(new URL(request.url ?? '/', upstream), {
+    method: request.method,
+    headers,
+    body: body.length > 0 ? body : undefined,
+    redirect: 'manual',
+  });
+  const out: Record<string, string | string[]> = {};
+  answer.headers.forEach((value, name) => {
+    if (!dropped.has(name)) out[name] = value;
+  });
+  const setCookies = answer.headers.getSetCookie();
+  if (setCookies.length > 0) out['set-cookie'] = setCookies;
+
+  const violations = requestViolations(answer.headers.get('sl-violations'));
+  if ((answer.status === 400 || answer.status === 422) && violations.length > 0) {
+    await answer.body?.cancel();
+    send(response, answer.status, violationError(answer.status, violations), out);
+    return;
+  }
+  response.writeHead(answer.status, out);
+  if (!answer.body) {
+    response.end();
+    return;
+  }
+  // Streamed, so a followed event stream reaches the caller as Prism writes it.
+  Readable.fromWeb(answer.body as import('node:stream/web').ReadableStream).pipe(response);
+}
+
+function isJson(contentType: string | undefined): boolean {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+/** The request's violations of the contract from Prism's header (errors only; warnings do not reject). */
+export function requestViolations(header: string | null): Violation[] {
+  if (!header) return [];
+  try {
+    const parsed = JSON.parse(header) as Violation[];
+    return Array.isArray(parsed)
+      ? parsed.filter((violation) => violation.severity === 'Error' && violation.location?.[0] === 'request')
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Where in the request a violation is, as the contract's `param` spells it: `limit`, `X-Workspace-Id`,
+ * `sources[0].chart.repo_url`. A missing required property is named by its own path.
+ */
+export function violationParam(violation: Violation): string | undefined {
+  const [, where, ...rest] = violation.location;
+  const missing = violation.code === 'required' ? /required property '([^']+)'/.exec(violation.message)?.[1] : undefined;
+  const segments = missing === undefined ? rest : [...rest, missing];
+  if (where !== 'body') return segments[0];
+  let param = '';
+  for (const segment of segments) param += /^\d+$/.test(segment) ? `[${segment}]` : param ? `.${segment}` : segment;
+  return param || undefined;
+}
+
+function violationError(status: number, violations: Violation[]): ErrorBody {
+  const [first] = violations as [Violation, ...Violation[]];
+  const param = violationParam(first);
+  return {
+    error: {
+      code: status === 422 ? 'validation_error' : 'bad_request',
+      message: first.message,
+      ...(param === undefined ? {} : { param }),
+      suggestion:
+        param === undefined
+          ? 'Correct the request as the message says and send it again.'
+          : `Correct ${param} as the message says and send the request again.`,
+      details: { violations: violations.map((violation) => ({ param: violationParam(violation), message: violation.message })) },
+    },
+  };
+}
+
+function send(response: ServerResponse, status: number, body: ErrorBody, headers: Record<string, string | string[]> = {}): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    // A browser page on another origin must be able to read the error too (Prism's own answers allow any).
+    'access-control-allow-origin': '*',
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  response.end(text);
+}

@@ -1,0 +1,152 @@
+// `pnpm mock` as a front-end developer meets it: invalid requests answered with the contract's error body naming
+// the violation, malformed JSON answered at once, `Prefer` honoured, and dynamic data that looks like ours.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { violationParam } from '../../scripts/mock-proxy.ts';
+import { loadDocument, SchemaValidator } from '../support/openapi.ts';
+import { freePort, repoRoot } from '../support/prism.ts';
+
+const auth = { authorization: 'Bearer any-token-works' };
+const validator = new SchemaValidator(loadDocument());
+const schema = (name: string) => `#/components/schemas/${name}`;
+
+let child: ChildProcessWithoutNullStreams;
+let base: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  child = spawn(process.execPath, [join(repoRoot, 'scripts', 'mock.ts')], {
+    cwd: repoRoot,
+    env: { ...process.env, PORT: String(port), NO_COLOR: '1' },
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the mock did not start:\n${output}`)), 45_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(`Mock API (Prism) listening on ${base}`)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.once('exit', (code) => reject(new Error(`the mock exited (${code}):\n${output}`)));
+  });
+}, 60_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    await exited;
+  }
+});
+
+async function call(method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...auth, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
+    body: init.body,
+    signal: AbortSignal.timeout(5000),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
+}
+
+describe('invalid requests', () => {
+  test('a query parameter out of range names the parameter, in the contract’s error shape', async () => {
+    const { status, body } = await call('GET', '/v1/clusters?limit=1000');
+    expect(status).toBe(422);
+    expect(validator.errors(schema('Error'), body)).toEqual([]);
+    expect(body.error).toMatchObject({ code: 'validation_error', param: 'limit', message: expect.stringMatching(/limit must be <= 100/) });
+  });
+
+  test('a body names its violations, not the canned example about limit', async () => {
+    const { status, body } = await call('POST', '/v1/clusters', { body: JSON.stringify({ name: 'Bad Name!' }) });
+    expect(status).toBe(422);
+    expect(validator.errors(schema('Error'), body)).toEqual([]);
+    expect(body.error.code).toBe('validation_error');
+    const params = body.error.details.violations.map((violation: { param: string }) => violation.param);
+    expect(params).toEqual(expect.arrayContaining(['region_id', 'name']));
+    expect(params).not.toContain('limit');
+    expect(params).toContain(body.error.param);
+  });
+
+  test('a nested body field is named by its path', async () => {
+    const { status, body } = await call('POST', '/v1/installs', {
+      body: JSON.stringify({ product_id: 'prd_1', region_id: 'fsn1', overrides: [{ values: {} }] }),
+    });
+    expect(status).toBe(422);
+    expect(body.error).toMatchObject({
+      param: 'overrides[0].template_helm_source_id',
+      message: expect.stringMatching(/template_helm_source_id/),
+    });
+  });
+
+  test('malformed JSON gets 400 bad_request at once', async () => {
+    const started = performance.now();
+    const { status, headers, body } = await call('POST', '/v1/clusters', { body: '{"name": "web",' });
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(status).toBe(400);
+    expect(headers.get('access-control-allow-origin')).toBe('*');
+    expect(validator.errors(schema('Error'), body)).toEqual([]);
+    expect(body.error).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/not valid JSON/) });
+  });
+});
+
+describe('valid requests pass through', () => {
+  test('the contract’s examples, with any token', async () => {
+    const { status, body } = await call('GET', '/v1/regions');
+    expect(status).toBe(200);
+    expect(body.data.map((region: { id: string }) => region.id)).toEqual(['fsn1', 'ash']);
+  });
+
+  test('Prefer: code and example pick an error example', async () => {
+    const { status, body } = await call('GET', '/v1/clusters/cl_1', { headers: { prefer: 'code=404, example=not_found' } });
+    expect(status).toBe(404);
+    expect(body.error.code).toBe('not_found');
+  });
+
+  test('a valid body gets the success example', async () => {
+    const { status, body } = await call('POST', '/v1/clusters', { body: JSON.stringify({ name: 'web', region_id: 'fsn1' }) });
+    expect(status).toBe(202);
+    expect(validator.errors(schema('Cluster'), body)).toEqual([]);
+  });
+});
+
+describe('Prefer: dynamic=true', () => {
+  test('ids in the service’s formats, timestamps of these years, readable names, valid against the contract', async () => {
+    const pages = await Promise.all([1, 2, 3].map(() => call('GET', '/v1/clusters', { headers: { prefer: 'dynamic=true' } })));
+    const clusters = pages.flatMap(({ status, body }) => {
+      expect(status).toBe(200);
+      expect(validator.errors(schema('ClusterList'), body)).toEqual([]);
+      return body.data as { id: string; name: string; workspace_id: string; region_id: string; created_at: number }[];
+    });
+    expect(clusters.length).toBeGreaterThan(0);
+    const ulid = '01j[0-9a-hjkmnp-tv-z]{23}';
+    for (const cluster of clusters) {
+      expect(cluster.id).toMatch(new RegExp(`^cl_${ulid}$`));
+      expect(cluster.workspace_id).toMatch(new RegExp(`^ws_${ulid}$`));
+      expect(['fsn1', 'nbg1', 'hel1', 'ash', 'hil', 'sin']).toContain(cluster.region_id);
+      expect(cluster.name).toMatch(/^[a-z]+(-[a-z]+)+$/);
+      // 2024-01-01 to 2027-01-01, in seconds.
+      expect(cluster.created_at).toBeGreaterThanOrEqual(1_704_067_200);
+      expect(cluster.created_at).toBeLessThanOrEqual(1_798_761_600);
+    }
+    expect(new Set(clusters.map((cluster) => cluster.id)).size, 'fresh ids').toBe(clusters.length);
+  });
+});
+
+describe('violationParam', () => {
+  const violation = (location: string[], code = 'type', message = 'm') => ({ location, severity: 'Error', code, message });
+  test('spells the contract’s param paths', () => {
+    expect(violationParam(violation(['request', 'query', 'limit']))).toBe('limit');
+    expect(violationParam(violation(['request', 'header', 'X-Workspace-Id']))).toBe('X-Workspace-Id');
+    expect(violationParam(violation(['request', 'body', 'sources', '0', 'chart', 'repo_url']))).toBe('sources[0].chart.repo_url');
+    expect(violationParam(violation(['request', 'body'], 'required', "Request body must have required property 'name'"))).toBe('name');
+    expect(violationParam(violation(['request', 'body']))).toBeUndefined();
+  });
+});
