@@ -223,7 +223,7 @@ describe('platform', () => {
       writeFileSync(productFile, `name: Lost\ncluster_ids: [cl_doesnotexist]\nsources:\n  - chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: lost }\n`);
       const unknownCluster = await platform(['products', 'create', '--file', productFile]);
       expect(unknownCluster.code).toBe(1);
-      expect(unknownCluster.stderr).toContain('Suggestion: List your clusters with `platform clusters list` and use their ids.');
+      expect(unknownCluster.stderr).toContain("Suggestion: List the workspace's clusters with `platform clusters list` and use their ids.");
 
       const foreignWorkspace = await platform(['--workspace', 'ws_notmine', 'clusters', 'create', '--name', 'x', '--region', 'fsn1']);
       expect(foreignWorkspace.code).toBe(1);

@@ -102,7 +102,7 @@ export const requestMachine: Handler<'requestMachine'> = async ({ body, headers,
   const cluster = await visibleCluster(db, caller.userId, body.cluster_id, 'cluster_id');
   // The machine lives in its cluster's workspace; a named workspace must be that one.
   if (named && cluster.workspace_id !== named.id) {
-    throw validationError('cluster_id', `Cluster ${cluster.id} was not found in workspace ${named.id}.`, "List the workspace's clusters with GET /v1/clusters (same X-Workspace-Id) and use their ids.");
+    throw validationError('cluster_id', `Cluster ${cluster.id} was not found in workspace ${named.id}.`, "List the workspace's clusters with GET /v1/clusters and use their ids.");
   }
   const config = await db.selectFrom('compute_configs').selectAll().where('id', '=', body.compute_config_id).where('workspace_id', 'in', memberWorkspaces(db, caller.userId)).executeTakeFirst();
   if (!config) throw notFound('Compute config', body.compute_config_id, 'compute_config_id');

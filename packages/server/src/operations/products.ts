@@ -41,7 +41,7 @@ async function configurationColumns(db: Kysely<Database>, workspaceId: string, b
   const ownIds = new Set(own.map((c) => c.id));
   body.cluster_ids.forEach((id, i) => {
     if (!ownIds.has(id)) {
-      throw validationError(`cluster_ids[${i}]`, `Cluster ${id} was not found in the product's workspace ${workspaceId}.`, "List the workspace's clusters with GET /v1/clusters (same X-Workspace-Id) and use their ids.");
+      throw validationError(`cluster_ids[${i}]`, `Cluster ${id} was not found in the product's workspace ${workspaceId}.`, "List the workspace's clusters with GET /v1/clusters and use their ids.");
     }
   });
   return {
