@@ -3,8 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import type { OperationId } from '@platform/api-types';
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import Koa from 'koa';
@@ -17,6 +15,7 @@ import { createAuthenticator } from './http/auth.ts';
 import { readBody } from './http/body.ts';
 import { loadContract, validateRequest } from './http/contract.ts';
 import { devicePage } from './http/device-page.ts';
+import { loadDocs, serveDocs } from './http/docs.ts';
 import { ApiError, validationError } from './http/errors.ts';
 import { OAuthError } from './http/oauth.ts';
 import { Router } from './http/router.ts';
@@ -77,11 +76,6 @@ function refuseNul(value: unknown, path: string): void {
   }
 }
 
-async function docsHtml(): Promise<string> {
-  const require = createRequire(import.meta.url);
-  return readFile(require.resolve('@platform/docs/dist/index.html'), 'utf8');
-}
-
 /**
  * Writes a stream's chunks as they come, honouring backpressure; a client that reads nothing for `stallMs`
  * is dropped, so a stalled connection never buffers more than one chunk.
@@ -136,7 +130,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     resolveHost: options.resolveHost ?? defaultResolve,
   };
   const openapiJson = JSON.stringify(definition);
-  const docs = await docsHtml().catch(() => undefined);
+  const docs = await loadDocs();
 
   const app = new Koa();
   app.proxy = false;
@@ -175,7 +169,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   });
 
   // Security headers on every answer, errors included. The CSP suits JSON and event streams (nothing may load
-  // or frame them); /docs drops it (its page runs inline scripts) and /device sends its own.
+  // or frame them); the /docs page carries its own (a <meta>) and /device sends its own.
   const securityHeaders: Record<string, string> = {
     'X-Content-Type-Options': 'nosniff',
     'Content-Security-Policy': JSON_CSP,
@@ -195,13 +189,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
       ctx.body = openapiJson;
       return;
     }
-    if (ctx.method === 'GET' && (ctx.path === '/docs' || ctx.path === '/docs/') && docs) {
-      ctx.type = 'text/html';
-      ctx.set('Cache-Control', 'public, max-age=300');
-      ctx.remove('Content-Security-Policy');
-      ctx.body = docs;
-      return;
-    }
+    if (serveDocs(ctx, docs)) return;
     if (ctx.method === 'GET' && ctx.path === '/device') {
       ctx.type = 'text/html';
       ctx.set(devicePage.headers);
