@@ -210,6 +210,15 @@ export function typescriptSample(input: SampleInput): string {
   return [...head, ...(input.noContent ? [call] : [`const result = ${call}`, 'console.log(result);'])].join('\n');
 }
 
+/**
+ * Redoc's `codeSamples.languages` option: the languages its sample menu offers. A sample shows only when its label
+ * (or lang) names one of them.
+ */
+export const codeSampleLanguages = [
+  { lang: 'curl', label: 'curl' },
+  { lang: 'TypeScript', label: 'TypeScript client' },
+];
+
 /** The samples of one operation, in the order the docs show them. */
 export function codeSamples(input: SampleInput): CodeSample[] {
   return [

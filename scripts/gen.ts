@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { withCodeSamples } from './code-samples.ts';
+import { codeSampleLanguages, withCodeSamples } from './code-samples.ts';
 
 const run = promisify(execFile);
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -60,7 +60,8 @@ async function buildDocs(root: string): Promise<void> {
   try {
     const source = join(scratch, 'openapi.json');
     await writeFile(source, JSON.stringify(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8')))));
-    await tool('redocly', ['build-docs', source, '--output', docs, '--title', 'Platform Management API reference'], root);
+    const options = JSON.stringify({ codeSamples: { languages: codeSampleLanguages } });
+    await tool('redocly', ['build-docs', source, '--output', docs, '--title', 'Platform Management API reference', '--openapi', options], root);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
