@@ -30,11 +30,13 @@ afterAll(() => rm(scratch, { recursive: true, force: true }));
 describe('request samples', () => {
   it('every operation gets a curl and a TypeScript client sample, on a copy of the document', () => {
     const withSamples = withCodeSamples(doc);
+    const paths = isObject(withSamples.paths) ? withSamples.paths : {};
     for (const operation of operations) {
-      const pathItem = withSamples.paths;
-      const object = isObject(pathItem) && isObject(pathItem[operation.path]) ? (pathItem[operation.path] as Record<string, unknown>)[operation.method] : undefined;
+      const pathItem = paths[operation.path];
+      const object = isObject(pathItem) ? pathItem[operation.method] : undefined;
       const samples = isObject(object) ? object['x-codeSamples'] : undefined;
-      expect(Array.isArray(samples) ? samples.map((sample: { label: string }) => sample.label) : samples, operation.operationId).toEqual(['curl', 'TypeScript client']);
+      const labels = Array.isArray(samples) ? samples.map((sample) => (isObject(sample) ? sample.label : sample)) : samples;
+      expect(labels, operation.operationId).toEqual(['curl', 'TypeScript client']);
     }
     // The bundled document itself is left as it is.
     expect(JSON.stringify(doc)).not.toContain('x-codeSamples');
