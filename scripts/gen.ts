@@ -70,7 +70,7 @@ async function buildDocs(root: string): Promise<void> {
 }
 
 /**
- * Points the page at the served copy of Redoc, and adds a Content-Security-Policy that lets it load nothing from
+ * Points the page at the served copy of Redoc, makes its server-rendered links stay on the page, and adds a Content-Security-Policy that lets it load nothing from
  * elsewhere: scripts from this origin and the page's own inline scripts (by hash), images from this origin only
  * (Redoc's footer would otherwise fetch Redocly's logo from their CDN).
  */
@@ -79,7 +79,13 @@ export function offlinePage(html: string): string {
   const uses = html.match(cdn)?.length ?? 0;
   // The preload link and the import: anything else means build-docs changed its page, and this needs a look.
   if (uses !== 2) throw new Error(`expected build-docs's page to name Redoc's CDN script twice, found ${uses}`);
-  const page = html.replace(cdn, redocScriptUrl);
+  // The server-rendered links say /<section> (build-docs renders for a site root) where Redoc, once running,
+  // links #/<section>: before it runs (or without JavaScript) a click would leave the page for the API's 404.
+  const start = html.indexOf('<div id="redoc">');
+  const end = html.indexOf('<script type="module">', start);
+  if (start < 0 || end < 0) throw new Error("build-docs's page has no <div id=\"redoc\"> followed by its module script");
+  const rendered = html.slice(start, end).replace(/ href="\/(?!\/)/g, ' href="#/');
+  const page = `${html.slice(0, start)}${rendered}${html.slice(end)}`.replace(cdn, redocScriptUrl);
   const hashes = [...page.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
     ([, body]) => `'sha256-${createHash('sha256').update(body ?? '').digest('base64')}'`,
   );

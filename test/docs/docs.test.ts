@@ -110,6 +110,9 @@ describe('/docs over HTTP', () => {
     // The page names no other origin for a script, a style sheet or a preload.
     expect(html.match(/<(script|link)[^>]*(src|href)="https?:[^"]*"/g) ?? []).toEqual([]);
     expect(html).toContain('import { hydrate } from "/docs/redoc.standalone.js"');
+    // Its links stay on the page (#/<section>), even before Redoc runs: the one root-relative link is the script.
+    expect(html.match(/ href="\/[^"]*"/g)).toEqual([' href="/docs/redoc.standalone.js"']);
+    expect(html).toContain(' href="#/clusters"');
     expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self' 'sha256-/);
 
     const head = await fetch(`${server.baseUrl}/docs`, { method: 'HEAD' });
@@ -152,6 +155,10 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
       missing.push(...wanted.filter((summary) => !shown.includes(summary)).map((summary) => `${tag}: ${summary}`));
     }
     expect(missing, 'operations missing from the sidebar').toEqual([]);
+    // A sidebar link stays on the page and shows its section.
+    await sidebar.filter({ hasText: /^Errors$/ }).first().click();
+    await expect.poll(() => page.url(), { timeout: 5000 }).toBe(`${server.baseUrl}/docs#/section/errors`);
+    await expect.poll(() => page.getByRole('heading', { name: 'Errors' }).first().isVisible(), { timeout: 5000 }).toBe(true);
     await page.close();
   });
 
