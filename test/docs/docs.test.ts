@@ -134,8 +134,12 @@ describe('/docs over HTTP', () => {
 });
 
 describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () => {
-  it('lists every tag once and every operation under its tag in the sidebar', async () => {
+  it('lists every tag once and every operation under its tag in the sidebar; server descriptions read plainly', async () => {
     const page = await openDocs();
+    // Server descriptions are shown as plain text: markdown in them would show as is.
+    const servers = await page.getByTestId('panel-servers').first().innerText();
+    expect(servers).toContain('http://localhost:8080');
+    expect(servers).not.toMatch(/[`*]/);
     const sidebar = page.getByTestId('menu-item-label');
     const labels = (await sidebar.allInnerTexts()).map((text) => text.trim());
     for (const tag of tags) expect(labels.filter((label) => label === tag), `sidebar entries named ${tag}`).toHaveLength(1);
