@@ -29,7 +29,7 @@ const [bundle, , docs, redocScript] = generatedFiles;
 // build-docs makes a page that imports Redoc from Redocly's CDN; the installed @redocly/cli ships that very file
 // (the page's integrity hash is computed from it), so the page imports the copy the server serves instead.
 const installedRedoc = join(repoRoot, 'node_modules', '@redocly', 'cli', 'lib', 'chunks', 'redoc.standalone.js');
-export const redocScriptUrl = '/docs/redoc.standalone.js';
+const redocScriptUrl = '/docs/redoc.standalone.js';
 
 // Redocly would otherwise try to reach the network for telemetry and update notices.
 const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
@@ -70,11 +70,11 @@ async function buildDocs(root: string): Promise<void> {
 }
 
 /**
- * Points the page at the served copy of Redoc, makes its server-rendered links stay on the page, and adds a Content-Security-Policy that lets it load nothing from
- * elsewhere: scripts from this origin and the page's own inline scripts (by hash), images from this origin only
- * (Redoc's footer would otherwise fetch Redocly's logo from their CDN).
+ * Points the page at the served copy of Redoc, keeps its server-rendered links on the page, and adds a
+ * Content-Security-Policy that lets it load nothing from elsewhere: scripts from this origin and the page's own
+ * inline scripts (by hash), images from this origin only (Redoc's footer would otherwise fetch Redocly's logo).
  */
-export function offlinePage(html: string): string {
+function offlinePage(html: string): string {
   const cdn = /https:\/\/cdn\.redocly\.com\/redoc\/v[\d.]+\/bundles\/redoc\.standalone\.js/g;
   const uses = html.match(cdn)?.length ?? 0;
   // The preload link and the import: anything else means build-docs changed its page, and this needs a look.
