@@ -107,7 +107,9 @@ export function sampleInput(doc: Json, path: string, method: string, pathItem: J
     const types = isObject(content) ? Object.keys(content) : [];
     const first = types[0];
     if (first && isObject(content)) {
-      input.body = { mediaType: first, value: exampleOf(resolve(content[first]), resolve) };
+      const value = exampleOf(resolve(content[first]), resolve);
+      if (value === undefined) throw new Error(`${operationId}: the request body (${first}) has no example to show`);
+      input.body = { mediaType: first, value };
       const json = types.find((type) => type === 'application/json');
       if (json) input.jsonBody = exampleOf(resolve(content[json]), resolve);
     }
@@ -146,7 +148,7 @@ export function curlSample(input: SampleInput): string {
       for (const [name, field] of Object.entries(value)) lines.push(`--data-urlencode ${shellQuote(`${name}=${String(field)}`)}`);
     } else {
       lines.push(`-H ${shellQuote(`Content-Type: ${mediaType}`)}`);
-      lines.push(`-d ${shellQuote(JSON.stringify(value ?? {}, null, 2))}`);
+      lines.push(`-d ${shellQuote(JSON.stringify(value, null, 2))}`);
     }
   }
   return lines.join(' \\\n  ');
