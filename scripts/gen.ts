@@ -1,15 +1,20 @@
 // `pnpm gen`: derives everything generated from the contract in openapi/.
 //   1. the bundled document (one file consumers load): packages/api-types/generated/openapi.json
 //   2. the TypeScript types (openapi-typescript, output set in redocly.yaml): packages/api-types/generated/schema.d.ts
-//   3. the reference docs (Redocly build-docs): packages/docs/dist/index.html
+//   3. the reference docs (Redocly build-docs, with request samples from scripts/code-samples.ts):
+//      packages/docs/dist/index.html and the Redoc script it runs, packages/docs/dist/redoc.standalone.js, both
+//      served by the server under /docs so that the page needs nothing from the network
 //   4. the client's operation-named methods (scripts/gen-client.ts): packages/client/src/operations.ts
 // `generate(root)` works on any folder holding openapi/ and redocly.yaml, so gen:check can regenerate elsewhere.
 import { execFile } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { clientOperationsFile, generateClientOperations } from './gen-client.ts';
+import { codeSampleLanguages, withCodeSamples } from './code-samples.ts';
 
 const run = promisify(execFile);
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -19,9 +24,15 @@ export const generatedFiles = [
   'packages/api-types/generated/openapi.json',
   'packages/api-types/generated/schema.d.ts',
   'packages/docs/dist/index.html',
+  'packages/docs/dist/redoc.standalone.js',
   clientOperationsFile,
 ] as const;
-const [bundle, , docs] = generatedFiles;
+const [bundle, , docs, redocScript] = generatedFiles;
+
+// build-docs makes a page that imports Redoc from Redocly's CDN; the installed @redocly/cli ships that very file
+// (the page's integrity hash is computed from it), so the page imports the copy the server serves instead.
+const installedRedoc = join(repoRoot, 'node_modules', '@redocly', 'cli', 'lib', 'chunks', 'redoc.standalone.js');
+const redocScriptUrl = '/docs/redoc.standalone.js';
 
 // Redocly would otherwise try to reach the network for telemetry and update notices.
 const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
@@ -42,9 +53,60 @@ export async function generate(root: string): Promise<void> {
     // A field with a default is optional for the caller who sends it (ClusterCreate.kaas_version), so defaults
     // must not make request properties required.
     tool('openapi-typescript', ['--redocly', 'redocly.yaml', '--default-non-nullable=false'], root),
-    tool('redocly', ['build-docs', bundle, '--output', docs, '--title', 'Platform Management API reference'], root),
+    buildDocs(root),
     generateClientOperations(root, bundle),
   ]);
+}
+
+async function buildDocs(root: string): Promise<void> {
+  // The docs read a copy of the bundle with request samples; the bundle itself stays the bare contract.
+  const scratch = await mkdtemp(join(tmpdir(), 'platform-docs-'));
+  try {
+    const source = join(scratch, 'openapi.json');
+    await writeFile(source, JSON.stringify(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8')))));
+    const options = JSON.stringify({ codeSamples: { languages: codeSampleLanguages } });
+    await tool('redocly', ['build-docs', source, '--output', docs, '--title', 'Platform Management API reference', '--openapi', options], root);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  await copyFile(installedRedoc, join(root, redocScript));
+  await writeFile(join(root, docs), offlinePage(await readFile(join(root, docs), 'utf8')));
+}
+
+/**
+ * Points the page at the served copy of Redoc, keeps its server-rendered links on the page, and adds a
+ * Content-Security-Policy that lets it load nothing from elsewhere: scripts from this origin and the page's own
+ * inline scripts (by hash), images from this origin only (Redoc's footer would otherwise fetch Redocly's logo).
+ */
+function offlinePage(html: string): string {
+  const cdn = /https:\/\/cdn\.redocly\.com\/redoc\/v[\d.]+\/bundles\/redoc\.standalone\.js/g;
+  const uses = html.match(cdn)?.length ?? 0;
+  // The preload link and the import: anything else means build-docs changed its page, and this needs a look.
+  if (uses !== 2) throw new Error(`expected build-docs's page to name Redoc's CDN script twice, found ${uses}`);
+  // The server-rendered links say /<section> (build-docs renders for a site root) where Redoc, once running,
+  // links #/<section>: before it runs (or without JavaScript) a click would leave the page for the API's 404.
+  const start = html.indexOf('<div id="redoc">');
+  const end = html.indexOf('<script type="module">', start);
+  if (start < 0 || end < 0) throw new Error("build-docs's page has no <div id=\"redoc\"> followed by its module script");
+  const rendered = html.slice(start, end).replace(/ href="\/(?!\/)/g, ' href="#/');
+  const page = `${html.slice(0, start)}${rendered}${html.slice(end)}`.replace(cdn, redocScriptUrl);
+  const hashes = [...page.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
+    ([, body]) => `'sha256-${createHash('sha256').update(body ?? '').digest('base64')}'`,
+  );
+  const csp = [
+    "default-src 'self'",
+    `script-src 'self' ${hashes.join(' ')}`,
+    // Redoc's styled-components write <style> elements and style attributes at run time.
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+  const head = '<head>';
+  if (!page.includes(head)) throw new Error('the docs page has no <head>');
+  return page.replace(head, `${head}\n  <meta http-equiv="Content-Security-Policy" content="${csp}" />`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

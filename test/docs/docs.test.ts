@@ -1,143 +1,260 @@
-// The reference docs (packages/docs/dist/index.html, built by `pnpm gen`) render every operation of the
-// contract in a real browser: Debian's Chromium, driven by playwright-core. A full-page screenshot is kept in
-// test-results/docs.png for a human look.
-//
-// The page is opened from disk with the network cut off. Redocly's build-docs (without --inlineBundle) makes a
-// page that imports Redoc from cdn.redocly.com at view time; that one script is served from the installed
-// @redocly/cli, which ships the same file (the page pins it with a sha384 integrity hash, checked here).
-import { createHash } from 'node:crypto';
+// The reference docs as the server serves them at /docs (built by `pnpm gen` into packages/docs/dist), in a real
+// browser with the network cut off: Debian's Chromium, driven by playwright-core, against a server started
+// in-process. Every request that does not go to that server is aborted and fails the test. Checked: every tag
+// and operation is in the sidebar, once; every operation's deep link opens it, with its request samples; the
+// older Redoc anchors (#operation/<operationId>) still land on the operation; search finds an operation.
+// A screenshot is kept in test-results/docs.png for a human look.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { type BrowserContext, chromium } from 'playwright-core';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from '../../packages/server/test/support.ts';
 import { isObject, listOperations, loadDocument } from '../support/openapi.ts';
 import { repoRoot } from '../support/prism.ts';
 
 const chromiumPath = '/usr/bin/chromium';
-const docsPage = join(repoRoot, 'packages', 'docs', 'dist', 'index.html');
-const redocBundle = join(repoRoot, 'node_modules', '@redocly', 'cli', 'lib', 'chunks', 'redoc.standalone.js');
+const dist = join(repoRoot, 'packages', 'docs', 'dist');
 const screenshot = join(repoRoot, 'test-results', 'docs.png');
 
-const operations = listOperations(loadDocument());
+const doc = loadDocument();
+const operations = listOperations(doc);
+const tags = (Array.isArray(doc.tags) ? doc.tags : []).map((tag) => (isObject(tag) ? String(tag.name) : ''));
+const firstTag = (operation: (typeof operations)[number]) => {
+  const list = operation.object.tags;
+  return Array.isArray(list) && typeof list[0] === 'string' ? list[0] : '';
+};
+// Redoc's anchor of an operation: #/<tag slug>/<operationid>.
+const anchorOf = (operation: (typeof operations)[number]) =>
+  `#/${firstTag(operation).toLowerCase().replace(/[^a-z0-9]+/g, '-')}/${operation.operationId.toLowerCase()}`;
 
+let database: TestDatabase;
+let server: TestServer;
 let context: BrowserContext | undefined;
 let userDataDir: string | undefined;
-
-const missingChromium =
-  `${chromiumPath} is missing: the docs test needs Debian's Chromium. Install it with ` +
-  '`apt-get update && apt-get install -y chromium` (the tests never download a browser).';
+const offsite: string[] = [];
+const pageErrors: string[] = [];
+const policyViolations: string[] = [];
 
 beforeAll(async () => {
-  // Without Chromium the test itself fails (not skipped), with the install command.
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, new TestClock());
+  // Without Chromium the browser tests fail (not skipped), with the install command.
   if (!existsSync(chromiumPath)) return;
   userDataDir = await mkdtemp(join(tmpdir(), 'platform-docs-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1400, height: 900 },
+  });
+  // The network is cut off: only the server under test answers.
+  await context.route(/.*/, async (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${server.baseUrl}/`)) return route.continue();
+    offsite.push(`${route.request().resourceType()} ${url}`);
+    return route.abort();
+  });
+  // What the page's Content-Security-Policy refused (such a load never reaches the network, so it is seen here).
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      console.warn(`csp-violation ${event.effectiveDirective} ${event.blockedURI}`);
+    });
+  });
+  context.on('console', (message) => {
+    const text = message.text();
+    if (text.startsWith('csp-violation ')) policyViolations.push(text.slice('csp-violation '.length));
   });
 });
 
 afterAll(async () => {
   await context?.close();
   if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await server?.close();
+  await database?.drop();
 });
 
-test('the reference docs render every operation', { timeout: 60_000 }, async () => {
-  if (!existsSync(chromiumPath)) throw new Error(missingChromium);
-  if (!context) throw new Error('the browser did not start');
-  const html = await readFile(docsPage, 'utf8');
-
-  // The only script the page may fetch is Redoc's bundle, and it must be the installed one, byte for byte.
-  const cdnScript = /<link rel="modulepreload" href="(https:\/\/cdn\.redocly\.com\/[^"]+)" integrity="([^"]+)"/.exec(html);
-  const bundle = cdnScript ? await readFile(redocBundle) : undefined;
-  if (cdnScript && bundle) {
-    const digest = `sha384-${createHash('sha384').update(bundle).digest('base64')}`;
-    expect(digest, `${cdnScript[1]} differs from the installed @redocly/cli's bundle: run \`pnpm gen\``).toBe(cdnScript[2]);
+async function openDocs(hash = ''): Promise<Page> {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} is missing: the docs test needs Debian's Chromium. Install it with \`apt-get update && apt-get install -y chromium\` (the tests never download a browser).`);
   }
-  // Everything else is cut off; a script or stylesheet among it would mean the page does not render offline.
-  const blocked: string[] = [];
-  await context.route(/^(https?|wss?):/, async (route) => {
-    const url = route.request().url();
-    if (cdnScript && bundle && url === cdnScript[1]) {
-      await route.fulfill({ body: bundle, contentType: 'text/javascript', headers: { 'access-control-allow-origin': '*' } });
-    } else {
-      blocked.push(`${route.request().resourceType()} ${url}`);
-      await route.abort();
+  if (!context) throw new Error('the browser did not start');
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  await page.goto(`${server.baseUrl}/docs${hash}`);
+  // Hydrated: the search box is Redoc's live trigger, not the server-rendered placeholder.
+  await page.getByTestId('search-trigger').waitFor({ state: 'visible', timeout: 20_000 });
+  return page;
+}
+
+function section(page: Page, operationId: string) {
+  const operation = operations.find((candidate) => candidate.operationId === operationId);
+  if (!operation) throw new Error(`the contract has no ${operationId}`);
+  return page.locator(`[data-section-id="${anchorOf(operation).slice(1)}"]`).first();
+}
+
+async function showOperation(page: Page, operation: (typeof operations)[number]) {
+  const shown = section(page, operation.operationId);
+  await shown.locator('h2').first().waitFor({ state: 'visible', timeout: 10_000 });
+  return shown;
+}
+
+describe('/docs over HTTP', () => {
+  it('serves the built page and the Redoc script it imports; HEAD answers like GET without a body', async () => {
+    const page = await fetch(`${server.baseUrl}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    expect(html).toBe(await readFile(join(dist, 'index.html'), 'utf8'));
+    // The page names no other origin for a script, a style sheet or a preload.
+    expect(html.match(/<(script|link)[^>]*(src|href)="https?:[^"]*"/g) ?? []).toEqual([]);
+    expect(html).toContain('import { hydrate } from "/docs/redoc.standalone.js"');
+    // Its links stay on the page (#/<section>), even before Redoc runs: the one root-relative link is the script.
+    expect(html.match(/ href="\/[^"]*"/g)).toEqual([' href="/docs/redoc.standalone.js"']);
+    expect(html).toContain(' href="#/clusters"');
+    expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self' 'sha256-/);
+
+    const head = await fetch(`${server.baseUrl}/docs`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe(page.headers.get('content-type'));
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(html)));
+    expect(await head.text()).toBe('');
+
+    const script = await fetch(`${server.baseUrl}/docs/redoc.standalone.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(Buffer.from(await script.arrayBuffer()).equals(await readFile(join(dist, 'redoc.standalone.js')))).toBe(true);
+
+    // Anything else under /docs is the API's 404, not the page.
+    const other = await fetch(`${server.baseUrl}/docs/clusters`);
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  });
+});
+
+describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () => {
+  it('lists every tag once and every operation under its tag in the sidebar; server descriptions read plainly', async () => {
+    const page = await openDocs();
+    // Server descriptions are shown as plain text: markdown in them would show as is.
+    const servers = await page.getByTestId('panel-servers').first().innerText();
+    expect(servers).toContain('http://localhost:8080');
+    expect(servers).not.toMatch(/[`*]/);
+    const sidebar = page.getByTestId('menu-item-label');
+    const labels = (await sidebar.allInnerTexts()).map((text) => text.trim());
+    for (const tag of tags) expect(labels.filter((label) => label === tag), `sidebar entries named ${tag}`).toHaveLength(1);
+    expect(new Set(labels).size, `sidebar labels: ${labels.join(', ')}`).toBe(labels.length);
+
+    const missing: string[] = [];
+    for (const tag of tags) {
+      await sidebar.filter({ hasText: new RegExp(`^${tag}$`) }).first().click();
+      const wanted = operations.filter((operation) => firstTag(operation) === tag).map((operation) => String(operation.object.summary));
+      const deadline = Date.now() + 5000;
+      let shown: string[] = [];
+      while (Date.now() < deadline) {
+        shown = (await sidebar.allInnerTexts()).map((text) => text.replace(/\s+(GET|POST|PATCH|PUT|DELETE)$/i, '').trim());
+        if (wanted.every((summary) => shown.includes(summary))) break;
+        await page.waitForTimeout(100);
+      }
+      missing.push(...wanted.filter((summary) => !shown.includes(summary)).map((summary) => `${tag}: ${summary}`));
     }
+    expect(missing, 'operations missing from the sidebar').toEqual([]);
+    // A sidebar link stays on the page and shows its section.
+    await sidebar.filter({ hasText: /^Errors$/ }).first().click();
+    await expect.poll(() => page.url(), { timeout: 5000 }).toBe(`${server.baseUrl}/docs#/section/errors`);
+    await expect.poll(() => page.getByRole('heading', { name: 'Errors' }).first().isVisible(), { timeout: 5000 }).toBe(true);
+    await page.close();
   });
 
-  const page = context.pages()[0] ?? (await context.newPage());
-  const pageErrors: string[] = [];
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  const url = pathToFileURL(docsPage).href;
-  await page.goto(url);
-  const doc = loadDocument();
-  const title = isObject(doc.info) ? String(doc.info.title) : '';
-  await expect.poll(() => page.getByRole('heading', { level: 1 }).first().textContent()).toContain(title);
+  it('opens every operation by its deep link, with its curl and TypeScript samples', async () => {
+    const page = await openDocs();
+    // Visits every operation by its anchor and checks the sample shown beside it.
+    const visitAll = async (checkSample: (sample: string, operation: (typeof operations)[number]) => string | undefined) => {
+      const problems: string[] = [];
+      for (const operation of operations) {
+        const summary = String(operation.object.summary);
+        try {
+          await page.evaluate((hash) => {
+            window.location.hash = hash;
+          }, anchorOf(operation));
+          const section = await showOperation(page, operation);
+          await expect.poll(() => section.locator('h2').first().innerText(), { timeout: 5000 }).toBe(summary);
+          const sample = section.getByTestId('source-code').first();
+          let text = '';
+          let problem: string | undefined = 'no sample';
+          // A section fills in after it appears: give it a moment before judging.
+          for (const deadline = Date.now() + 5000; problem && Date.now() < deadline; ) {
+            text = (await sample.innerText().catch(() => '')).trim();
+            problem = checkSample(text, operation);
+            if (problem) await page.waitForTimeout(100);
+          }
+          if (problem) throw new Error(`${problem}: ${text.split('\n')[0]}`);
+        } catch (error) {
+          problems.push(`${operation.operationId} ("${summary}" at ${anchorOf(operation)}): ${(error as Error).message.split('\n')[0]}`);
+        }
+      }
+      return problems;
+    };
+    const pathPattern = (path: string) => path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, "[^/?']+");
 
-  // Redoc renders lazily, only the sections around the one shown: go to each operation's anchor
-  // (#/<tag>/<operationid>) and expect its section, headed by its summary, showing its path.
-  const anchorOf = (operation: (typeof operations)[number]) => {
-    const tags = operation.object.tags;
-    const tag = Array.isArray(tags) && typeof tags[0] === 'string' ? tags[0] : '';
-    return `#/${tag.toLowerCase().replace(/[^a-z0-9]+/g, '-')}/${operation.operationId.toLowerCase()}`;
-  };
-  const show = async (anchor: string) => {
-    await page.evaluate((hash) => {
-      window.location.hash = hash;
-    }, anchor);
-    const section = page.locator(`[data-section-id="${anchor.slice(1)}"]`).first();
-    const heading = section.locator('h2').first();
-    await heading.waitFor({ state: 'visible', timeout: 5000 });
-    return { section, heading };
-  };
-  const settle = async (read: () => Promise<string>, done: (value: string) => boolean): Promise<string> => {
-    const deadline = Date.now() + 5000;
-    let value = await read();
-    while (!done(value) && Date.now() < deadline) {
-      await page.waitForTimeout(50);
-      value = await read();
-    }
-    return value;
-  };
-  const missing: string[] = [];
-  for (const operation of operations) {
-    const anchor = anchorOf(operation);
-    const summary = String(operation.object.summary);
-    try {
-      const { section, heading } = await show(anchor);
-      // A section fills in after it appears: give it a moment before judging.
-      const text = await settle(async () => (await heading.innerText()).trim(), (value) => value === summary);
-      if (text !== summary) throw new Error(`its heading says "${text}"`);
-      const body = await settle(() => section.innerText(), (value) => value.includes(operation.path));
-      if (!body.includes(operation.path)) throw new Error(`${operation.path} is not shown`);
-    } catch (error) {
-      missing.push(`${operation.operationId} ("${summary}" at ${anchor}): ${(error as Error).message.split('\n')[0]}`);
-    }
-  }
-  expect(missing, 'operations the docs do not render').toEqual([]);
-  expect(pageErrors, 'errors in the page').toEqual([]);
-  expect(blocked.filter((request) => /^(script|stylesheet) /.test(request)), 'scripts or styles from the network').toEqual([]);
+    const curlProblems = await visitAll((sample, operation) =>
+      new RegExp(`^curl .*'http://localhost:8080${pathPattern(operation.path)}[?']`).test(sample) ? undefined : `its curl sample does not call ${operation.path}`,
+    );
+    expect(curlProblems, 'operations without their curl sample').toEqual([]);
 
-  // The screenshot, on a fresh load: the introduction and the first operation (Redoc unmounts what is far
-  // from the section shown, so no single page holds every operation).
-  await page.goto(url);
-  const first = operations[0];
-  if (first) await show(anchorOf(first));
-  await mkdir(join(repoRoot, 'test-results'), { recursive: true });
-  await page.screenshot({ path: screenshot, fullPage: true });
-  expect(existsSync(screenshot)).toBe(true);
+    // The samples' language menu switches every sample to the TypeScript client.
+    await page.evaluate(() => {
+      window.location.hash = '#operation/listClusters';
+    });
+    await section(page, 'listClusters').getByTestId('right-panel').getByText('curl', { exact: true }).first().click();
+    await page.getByRole('menuitem', { name: 'TypeScript client' }).filter({ visible: true }).first().click();
+    const typescriptProblems = await visitAll((sample, operation) => {
+      if (!sample.startsWith("import { createPlatformClient } from '@platform/client';")) return 'its sample is not the TypeScript client';
+      const call = new RegExp(`api\\.(${operation.method.toUpperCase()}\\('${pathPattern(operation.path)}'|${operation.operationId}\\()`);
+      return call.test(sample) ? undefined : `its TypeScript sample does not call ${operation.method.toUpperCase()} ${operation.path}`;
+    });
+    expect(typescriptProblems, 'operations without their TypeScript sample').toEqual([]);
+    await page.close();
+  });
+
+  it("lands on the operation from Redoc's older anchors", async () => {
+    const page = await openDocs('#operation/getCluster');
+    const getCluster = operations.find((operation) => operation.operationId === 'getCluster');
+    if (!getCluster) throw new Error('the contract has no getCluster');
+    await expect.poll(() => new URL(page.url()).hash, { timeout: 10_000 }).toBe(anchorOf(getCluster));
+    const section = await showOperation(page, getCluster);
+    await expect.poll(() => section.locator('h2').first().isVisible()).toBe(true);
+    // The section is scrolled into view, not merely rendered somewhere below.
+    const top = await section.locator('h2').first().evaluate((heading) => heading.getBoundingClientRect().top);
+    expect(top).toBeGreaterThanOrEqual(0);
+    expect(top).toBeLessThan(900);
+    await page.close();
+  });
+
+  it('finds an operation by search and opens it', async () => {
+    const page = await openDocs();
+    await page.getByTestId('search-trigger').click();
+    await page.keyboard.type('compute status');
+    const dialog = page.getByTestId('search-dialog');
+    const result = dialog.getByText('/compute_status').first();
+    await result.waitFor({ state: 'visible', timeout: 10_000 });
+    await result.click();
+    const target = operations.find((operation) => operation.operationId === 'getClusterComputeStatus');
+    if (!target) throw new Error('the contract has no getClusterComputeStatus');
+    await expect.poll(() => new URL(page.url()).hash, { timeout: 10_000 }).toBe(anchorOf(target));
+    await showOperation(page, target);
+
+    await mkdir(join(repoRoot, 'test-results'), { recursive: true });
+    await page.screenshot({ path: screenshot });
+    await page.close();
+  });
+
+  it('asked for nothing outside the server and raised no error', () => {
+    expect(offsite, 'requests that left the server').toEqual([]);
+    expect(pageErrors, 'errors in the page').toEqual([]);
+    // What the page's CSP refused, all harmless: Redoc's footer logo from Redocly's CDN (the footer shows its
+    // text without it), and the search library's probe for eval (search then runs without a worker).
+    const expected = (violation: string) => violation === 'img-src https://cdn.redoc.ly/redoc/logo-mini-full.svg' || violation === 'script-src eval';
+    expect(policyViolations.filter((violation) => !expected(violation)), 'loads the page policy refused').toEqual([]);
+  });
 });

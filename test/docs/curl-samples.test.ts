@@ -1,0 +1,65 @@
+// Every curl sample of the docs, run as printed (only the address, token and workspace swapped for the test
+// server's, a fresh user for each) against a server: each is a request the server understands. The examples'
+// ids name nothing in this database, so "not found" (404, a 422 naming the unknown id, OAuth's invalid_grant for
+// an unknown device code) is a fine answer; a malformed request, a rejected token, an unknown path or method, or
+// a body the contract refuses is not.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { codeSamples, sampleInput } from '../../scripts/code-samples.ts';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from '../../packages/server/test/support.ts';
+import { listOperations, loadDocument } from '../support/openapi.ts';
+
+const run = promisify(execFile);
+const doc = loadDocument();
+const operations = listOperations(doc);
+
+let database: TestDatabase;
+let server: TestServer;
+let scratch: string;
+// The examples' time: their expiry dates are in its future.
+const clock = new TestClock(1_732_268_800);
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, clock);
+  scratch = await mkdtemp(join(tmpdir(), 'platform-curl-samples-'));
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+it('every curl sample is a request the server understands', { timeout: 120_000 }, async () => {
+  const misunderstood: string[] = [];
+  for (const operation of operations) {
+    // Its own user: one sample (logout) revokes the token it is given.
+    const user: TestUser = await newUser(database.db, clock, 'free');
+    const pathItem = doc.paths[operation.path];
+    if (!pathItem) throw new Error(`no path item ${operation.path}`);
+    const input = sampleInput(doc, operation.path, operation.method, pathItem, operation.object);
+    const curl = codeSamples(input).find((sample) => sample.label === 'curl')?.source ?? '';
+    let command = curl.replace(`'${input.baseUrl}`, `'${server.baseUrl}`);
+    if (input.workspaceId) command = command.replace(`X-Workspace-Id: ${input.workspaceId}`, `X-Workspace-Id: ${user.workspaceId}`);
+    const bodyFile = join(scratch, `${operation.operationId}.json`);
+    const { stdout } = await run('bash', ['-c', `${command} --silent --max-time 10 --output '${bodyFile}' --write-out '%{http_code}'`], {
+      env: { ...process.env, PLATFORM_TOKEN: user.token },
+    });
+    const status = Number(stdout);
+    const body = await readFile(bodyFile, 'utf8').catch(() => '');
+    const error = status >= 400 ? (JSON.parse(body) as { error: string | { code: string; message: string } }).error : undefined;
+    const understood =
+      status >= 200 && status < 300
+        ? true
+        : typeof error === 'string'
+          ? status === 400 && error === 'invalid_grant'
+          : (status === 404 && error?.code === 'not_found' && !error.message.startsWith('No endpoint')) ||
+            (status === 422 && error?.code === 'validation_error' && / was not found\.$/.test(error.message));
+    if (!understood) misunderstood.push(`${operation.operationId}: ${status} ${body}`);
+  }
+  expect(misunderstood).toEqual([]);
+});
