@@ -125,7 +125,7 @@ export const requestMachine: Handler<'requestMachine'> = async ({ body, headers,
     await lockCluster(trx, cluster.id);
     const status = (await slotAvailable(trx, cluster, now)) ? 'provisioning' : 'queued';
     const providerId = `compute://${newId('mch')}`;
-    await workflows.start(trx, 'provision', providerId);
+    await workflows.start(trx, 'requestMachine', providerId);
     return trx
       .insertInto('machines')
       .values({
@@ -156,7 +156,7 @@ export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers,
     const suspensions = await trx.selectFrom('suspensions').select('id').where('provider_id', '=', machine.provider_id).execute();
     const cancelled = await cancelWorkflows(trx, [machine.provider_id, ...suspensions.map((s) => s.id)], 'cancelled: the machine was deleted', clock.now());
     await trx.updateTable('machines').set({ status: 'deleting' }).where('provider_id', '=', machine.provider_id).execute();
-    await workflows.start(trx, 'deprovision', machine.provider_id, { cancelled });
+    await workflows.start(trx, 'deleteMachine', machine.provider_id, { cancelled });
   });
   return { status: 204, body: undefined };
 };
@@ -173,7 +173,7 @@ export const suspendMachine: Handler<'suspendMachine'> = async ({ params, header
     const cluster = await trx.selectFrom('clusters').select('workspace_id').where('id', '=', machine.cluster_id).executeTakeFirstOrThrow();
     const id = newId('sus');
     await trx.updateTable('machines').set({ status: 'suspending' }).where('provider_id', '=', machine.provider_id).execute();
-    await workflows.start(trx, 'suspend', id);
+    await workflows.start(trx, 'suspendMachine', id);
     return trx
       .insertInto('suspensions')
       .values({ id, workspace_id: cluster.workspace_id, cluster_id: machine.cluster_id, provider_id: machine.provider_id, node_name: machine.node_name, reason: 'manual', status: 'suspending', snapshot_id: null, created_at: now, expires_at: null })
@@ -203,7 +203,7 @@ export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, he
     if (suspension.status !== 'suspended') {
       throw conflict(`Suspension ${suspension.id} is ${suspension.status}, not suspended.`, 'Only a suspended machine can be resumed; read the suspension to follow it.', { status: suspension.status });
     }
-    await workflows.start(trx, 'resume', suspension.id);
+    await workflows.start(trx, 'resumeSuspension', suspension.id);
     return trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspension.id).returningAll().executeTakeFirstOrThrow();
   });
   return { status: 202, body: toSuspension(row) };

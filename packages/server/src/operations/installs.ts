@@ -41,7 +41,7 @@ async function startInstall({ body, headers, caller }: OperationInput<'createIns
   const now = clock.now();
   const row = await inTransaction(db, async (trx) => {
     const installId = newId('ins');
-    const workflowId = await workflows.start(trx, 'install', installId);
+    const workflowId = await workflows.start(trx, 'createInstall', installId);
     return trx
       .insertInto('installs')
       .values({

@@ -67,7 +67,7 @@ export const createProduct: Handler<'createProduct'> = async ({ body, headers, c
   const row = await db.transaction().execute(async (trx) => {
     const columns = await configurationColumns(trx, workspace.id, body, new Set());
     const id = newId('prd');
-    await workflows.start(trx, 'regeneration', columns.template_id, { product_id: id });
+    await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: id });
     return trx.insertInto('products').values({ id, workspace_id: workspace.id, ...columns, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
   });
   return { status: 201, body: toProduct(row) };
@@ -88,7 +88,7 @@ export const updateProduct: Handler<'updateProduct'> = async ({ params, headers,
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
     await trx.updateTable('products').set({ ...columns, updated_at: now }).where('id', '=', product.id).execute();
-    await workflows.start(trx, 'regeneration', columns.template_id, { product_id: product.id });
+    await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: product.id });
     return { product_id: product.id, template_id: columns.template_id };
   });
   return { status: 200, body: result };

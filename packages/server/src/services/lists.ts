@@ -3,7 +3,7 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { decodeCursor, page, type Position } from './pagination.ts';
-import { resolveWorkspace } from './tenancy.ts';
+import { resolveWorkspace, type WorkspaceCaller } from './tenancy.ts';
 
 /** The keyset: rows strictly after the cursor's position, in (created_at, id) order. */
 function keyset(table: string, after: Position | undefined, idColumn: string) {
@@ -23,6 +23,13 @@ export function afterCursor<DB, TB extends keyof DB, O>(
   return (step.after ? query.where(step.after) : query).orderBy(step.order).limit(limit + 1);
 }
 
+/** What a workspace-scoped list request carries: the caller, the X-Workspace-Id header and the page query. */
+export interface PageInput {
+  caller: WorkspaceCaller;
+  headers: { 'X-Workspace-Id'?: string };
+  query: { cursor?: string; limit?: number };
+}
+
 type WorkspaceTable = 'clusters' | 'compute_configs' | 'cloud_credentials' | 'registry_credentials' | 'suspensions' | 'products' | 'installs';
 
 /**
@@ -31,7 +38,7 @@ type WorkspaceTable = 'clusters' | 'compute_configs' | 'cloud_credentials' | 're
  */
 export async function workspacePage<T extends WorkspaceTable, R>(
   db: Kysely<Database>,
-  input: { caller: { userId: string }; headers: { 'X-Workspace-Id'?: string }; query: { cursor?: string; limit?: number } },
+  input: PageInput,
   table: T,
   toRecord: (row: Row<T>) => R,
 ) {

@@ -78,7 +78,7 @@ export async function recordSuccess(trx: Kysely<Database>, clusterId: string): P
 export async function nextQueued(trx: Kysely<Database>, clusterId: string): Promise<string | undefined> {
   const row = await trx
     .selectFrom('machines')
-    .innerJoin('workflows', (join) => join.onRef('workflows.subject_id', '=', 'machines.provider_id').on('workflows.kind', '=', 'provision'))
+    .innerJoin('workflows', (join) => join.onRef('workflows.subject_id', '=', 'machines.provider_id').on('workflows.kind', '=', 'requestMachine'))
     .select('workflows.id')
     .where('machines.cluster_id', '=', clusterId)
     .where('machines.status', '=', 'queued')

@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import { ApiError } from '../http/errors.ts';
 import type { WorkspaceRef } from './tenancy.ts';
 import type { Database, Plan } from '../db/schema.ts';
-import { notifyUser } from './notifications.ts';
+import { notifyUser } from '../resources/notifications.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
 type Entry = Schema<'QuotaEntry'>;

@@ -1,5 +1,5 @@
 // Create a cluster: the control plane comes up (PROVISIONING → RUNNING), then machines queued for it may start.
-import { notifyWorkspace } from '../services/notifications.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 

@@ -1,4 +1,5 @@
-// Every workflow kind and its definition; the record type makes a kind without a definition a type error.
+// Every workflow kind and its definition; the record type makes a kind without a definition a type error. A kind
+// is named by the operation that starts it; regenerateProduct, started by createProduct and updateProduct, by its verb.
 import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
 import type { WorkflowDefinition } from './engine.ts';
@@ -14,11 +15,11 @@ export interface WorkflowSettings {
 }
 
 export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
-  cluster_create: clusterCreate(settings.controlPlaneSeconds),
-  provision,
-  deprovision,
-  install: installWorkflow,
-  regeneration,
-  suspend,
-  resume,
+  createCluster: clusterCreate(settings.controlPlaneSeconds),
+  requestMachine: provision,
+  deleteMachine: deprovision,
+  createInstall: installWorkflow,
+  regenerateProduct: regeneration,
+  suspendMachine: suspend,
+  resumeSuspension: resume,
 });

@@ -3,7 +3,7 @@
 // with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
 import type { ProductSource } from '../db/schema.ts';
 import type { HelmReleaseRequest } from '../providers/types.ts';
-import { notifyWorkspace } from '../services/notifications.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 /** How long an install waits for a cluster of its region that is still being created. */

@@ -1,7 +1,7 @@
 // Provision a machine: wait for a slot (queued), create the server (adopting one an earlier run created),
 // wait until it runs, then free the slot for the next queued machine. A failed creation puts the machine back
 // in the queue and the cluster into backoff (services/provisioning.ts).
-import { notifyWorkspace } from '../services/notifications.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
 

@@ -2,7 +2,7 @@
 // Resume: a new server from the snapshot, wait until it runs, delete the snapshot → machine `ready` with the
 // same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
 // after a crash adopts the snapshot or server the earlier run made.
-import { notifyWorkspace } from '../services/notifications.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 async function subjectOf(ctx: StepContext) {
