@@ -24,7 +24,7 @@ export async function visibleCluster(db: Db, userId: string, id: string, param?:
 
 export const getCluster = async (db: Db, userId: string, id: string): Promise<Schema<'Cluster'>> => toCluster(await visibleCluster(db, userId, id));
 
-export async function createCluster(db: Db, workspace: WorkspaceRef, input: { name: string; region_id: string; kaas_version?: string }, regionId: string, { now, workflows }: { now: number; workflows: WorkflowStarter }): Promise<Schema<'Cluster'>> {
+export async function createCluster(db: Db, workspace: WorkspaceRef, input: Schema<'ClusterCreate'>, regionId: string, { now, workflows }: { now: number; workflows: WorkflowStarter }): Promise<Schema<'Cluster'>> {
   const row = await db.transaction().execute(async (trx) => {
     await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', input.name).executeTakeFirst();
