@@ -1,6 +1,6 @@
 // The handler map: one handler per operationId. `satisfies Handlers` makes an operation added to the
 // contract without a handler a type error.
-import { approveDeviceCode, pollDeviceToken, requestDeviceCode } from './auth.ts';
+import { approveDeviceCode, pollDeviceToken, requestDeviceCode } from './device-sign-in.ts';
 import { createCluster, deleteCluster, getCluster, listClusters, listRegions } from './clusters.ts';
 import {
   checkMachineDrift,

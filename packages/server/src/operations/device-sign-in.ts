@@ -1,4 +1,4 @@
-// The OAuth 2.0 Device Authorization Grant (RFC 8628): the command-line client asks for a device code, the
+// Device sign-in, the OAuth 2.0 Device Authorization Grant (RFC 8628): the command-line client asks for a device code, the
 // user approves it in a browser (GET /device calls approveDeviceCode), and the client's poll receives a
 // session token. The token endpoint answers errors in the OAuth 2.0 body (see http/oauth.ts).
 import { ApiError, conflict } from '../http/errors.ts';
@@ -6,13 +6,13 @@ import { OAuthError } from '../http/oauth.ts';
 import {
   APPROVAL_ATTEMPT_LIMIT,
   APPROVAL_WINDOW_SECONDS,
-  createDeviceGrant,
+  startDeviceSignIn,
   DEVICE_GRANT_TYPE,
-  decideDeviceGrant,
+  decideDeviceSignIn,
   formatUserCode,
   normaliseUserCode,
-  pollDeviceGrant,
-} from '../services/device-grants.ts';
+  pollDeviceSignIn,
+} from '../resources/device-sign-in.ts';
 import type { Config } from '../config.ts';
 import type { Handler } from './types.ts';
 
@@ -27,7 +27,7 @@ function publicBase(config: Config, origin: string): string {
 }
 
 export const requestDeviceCode: Handler<'requestDeviceCode'> = async ({ body, origin }, { db, clock, config }) => {
-  const { deviceCode, userCode, row } = await createDeviceGrant(
+  const { deviceCode, userCode, row } = await startDeviceSignIn(
     db,
     clock,
     { ttlSeconds: config.deviceCodeTtlSeconds, intervalSeconds: config.devicePollIntervalSeconds },
@@ -52,7 +52,7 @@ export const pollDeviceToken: Handler<'pollDeviceToken'> = async ({ body }, { db
   if (body.grant_type !== DEVICE_GRANT_TYPE) {
     throw new OAuthError('unsupported_grant_type', `This endpoint accepts grant_type ${DEVICE_GRANT_TYPE} only.`);
   }
-  const result = await pollDeviceGrant(db, clock, body.device_code, body.client_id ?? null);
+  const result = await pollDeviceSignIn(db, clock, body.device_code, body.client_id ?? null);
   switch (result.kind) {
     case 'token':
       return { status: 200, body: { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn } };
@@ -78,7 +78,7 @@ export const pollDeviceToken: Handler<'pollDeviceToken'> = async ({ body }, { db
 };
 
 export const approveDeviceCode: Handler<'approveDeviceCode'> = async ({ body, caller }, { db, clock }) => {
-  const result = await decideDeviceGrant(db, clock, caller.userId, body.user_code, body.action);
+  const result = await decideDeviceSignIn(db, clock, caller.userId, body.user_code, body.action);
   const shown = (() => {
     const code = normaliseUserCode(body.user_code);
     return code === undefined ? body.user_code : formatUserCode(code);

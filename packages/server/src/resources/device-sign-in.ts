@@ -1,4 +1,5 @@
-// The OAuth 2.0 Device Authorization Grant (RFC 8628). Every piece of state is a row: the grant (its device
+// Device sign-in: the OAuth 2.0 Device Authorization Grant (RFC 8628), the only writer of `device_grants` and
+// `device_code_attempts` (authentication of requests is http/auth.ts). Every piece of state is a row: the grant (its device
 // code stored as a SHA-256 digest, its user code normalised, its poll interval and last poll), and the
 // per-user count of unknown user codes entered. So any server process can answer any request, and a device
 // code is exchanged for a token exactly once: the poll locks the grant's row (SELECT … FOR UPDATE), so two
@@ -44,7 +45,7 @@ export interface DeviceSettings {
 }
 
 /** Creates a pending grant; returns its device code (shown once) and user code. */
-export async function createDeviceGrant(
+export async function startDeviceSignIn(
   db: Kysely<Database>,
   clock: Clock,
   settings: DeviceSettings,
@@ -94,7 +95,7 @@ export type PollResult =
  * One poll of the token endpoint. The grant's row is locked for the poll, so the poll-interval bookkeeping
  * and the one-time token issue are decided one poll at a time, across every process.
  */
-export async function pollDeviceGrant(db: Kysely<Database>, clock: Clock, deviceCode: string, clientId: string | null): Promise<PollResult> {
+export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, deviceCode: string, clientId: string | null): Promise<PollResult> {
   return db.transaction().execute(async (trx): Promise<PollResult> => {
     const grant = await trx.selectFrom('device_grants').selectAll().where('device_code_digest', '=', digest(deviceCode)).forUpdate().executeTakeFirst();
     if (!grant) return { kind: 'invalid_grant', reason: 'unknown' };
@@ -148,7 +149,7 @@ async function refundAttempt(db: Kysely<Database>, userId: string): Promise<void
 }
 
 /** The signed-in user's approval or denial of the grant showing `userCode` (as typed). */
-export async function decideDeviceGrant(
+export async function decideDeviceSignIn(
   db: Kysely<Database>,
   clock: Clock,
   userId: string,
