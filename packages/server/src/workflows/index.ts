@@ -3,11 +3,11 @@
 import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
 import type { WorkflowDefinition } from './engine.ts';
-import { installWorkflow } from './install.ts';
+import { createInstall } from './install.ts';
 import { deprovision } from './deprovision.ts';
 import { provision } from './provision.ts';
-import { regeneration } from './regeneration.ts';
-import { resume, suspend } from './suspension.ts';
+import { regenerateProduct } from './regeneration.ts';
+import { resumeSuspension, suspendMachine } from './suspension.ts';
 
 export interface WorkflowSettings {
   /** Seconds a new cluster's control plane takes to come up. */
@@ -18,8 +18,8 @@ export const workflowDefinitions = (settings: WorkflowSettings): Record<Workflow
   createCluster: clusterCreate(settings.controlPlaneSeconds),
   requestMachine: provision,
   deleteMachine: deprovision,
-  createInstall: installWorkflow,
-  regenerateProduct: regeneration,
-  suspendMachine: suspend,
-  resumeSuspension: resume,
+  createInstall,
+  regenerateProduct,
+  suspendMachine,
+  resumeSuspension,
 });
