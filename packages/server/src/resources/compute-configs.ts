@@ -1,7 +1,7 @@
 // Compute configs: the only writer of `compute_configs`. A config's filter must match an offered server type,
 // its cloud credential (BYOM) must be of its workspace, and a config that machines use cannot be deleted.
 import type { Schema } from '@platform/api-types';
-import { type Kysely, sql } from 'kysely';
+import { type Insertable, type Kysely, sql } from 'kysely';
 import { toComputeConfig } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../http/errors.ts';
@@ -49,4 +49,9 @@ export async function deleteComputeConfig(db: Db, userId: string, id: string): P
     }
     await trx.deleteFrom('compute_configs').where('id', '=', config.id).execute();
   });
+}
+
+/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
+export async function seedComputeConfigs(db: Kysely<Database>, rows: Insertable<Database['compute_configs']>[]): Promise<void> {
+  await db.insertInto('compute_configs').values(rows).execute();
 }

@@ -2,7 +2,7 @@
 // new template, which the regenerateProduct workflow renders and rolls out (regeneration_status). What a product
 // references lives in its workspace: its clusters are checked on every write and again by the workflows.
 import type { Schema } from '@platform/api-types';
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { toProduct } from '../db/mappers.ts';
 import type { Database, ProductSource, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../http/errors.ts';
@@ -108,4 +108,9 @@ export const productAtTemplate = (db: Db, id: string, templateId: string) => db.
 /** The regeneration status of a template, written only while it is the product's current one. */
 export async function setRegenerationStatus(db: Db, id: string, templateId: string, status: Row<'products'>['regeneration_status']): Promise<void> {
   await db.updateTable('products').set({ regeneration_status: status }).where('id', '=', id).where('template_id', '=', templateId).execute();
+}
+
+/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
+export async function seedProducts(db: Kysely<Database>, rows: Insertable<Database['products']>[]): Promise<void> {
+  await db.insertInto('products').values(rows).execute();
 }
