@@ -2,8 +2,7 @@
 // rest and never answered; a credential that compute configs use cannot be deleted.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import { toCloudCredential } from '../db/mappers.ts';
-import type { Database } from '../db/schema.ts';
+import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
@@ -11,6 +10,16 @@ import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredential'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  provider: row.provider,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+});
 
 export const listCloudCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'cloud_credentials', toCloudCredential);
 

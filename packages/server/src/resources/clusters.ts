@@ -2,7 +2,6 @@
 // plane up: RUNNING, or ERROR), counts toward kaas/clusters, and is deleted only when it holds no machine nor install.
 import type { Schema } from '@platform/api-types';
 import { type Insertable, type Kysely, sql } from 'kysely';
-import { toCluster } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, notFound } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -12,6 +11,16 @@ import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toCluster = (row: Row<'clusters'>): Schema<'Cluster'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  region_id: row.region_id,
+  kaas: { version: row.kaas_version, status: row.status, status_message: row.status_message },
+  created_at: row.created_at,
+});
 
 export const listClusters = (db: Db, input: PageInput) => workspacePage(db, input, 'clusters', toCluster);
 

@@ -2,7 +2,6 @@
 // its cloud credential (BYOM) must be of its workspace, and a config that machines use cannot be deleted.
 import type { Schema } from '@platform/api-types';
 import { type Insertable, type Kysely, sql } from 'kysely';
-import { toComputeConfig } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -12,6 +11,17 @@ import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toComputeConfig = (row: Row<'compute_configs'>): Schema<'ComputeConfig'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  provider: row.provider,
+  provider_config: row.provider_config,
+  cloud_credential_id: row.cloud_credential_id,
+  created_at: row.created_at,
+});
 
 export const listComputeConfigs = (db: Db, input: PageInput) => workspacePage(db, input, 'compute_configs', toComputeConfig);
 

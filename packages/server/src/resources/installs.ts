@@ -4,7 +4,6 @@
 // an install references (its product, its cluster) lives in its workspace, checked again where workflows act.
 import type { Schema } from '@platform/api-types';
 import type { Kysely, Transaction } from 'kysely';
-import { toInstall } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -15,6 +14,21 @@ import { productOfWorkspace } from './products.ts';
 import { requireRegion } from './regions.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toInstall = (row: Row<'installs'>): Schema<'Install'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  product_id: row.product_id,
+  region_id: row.region_id,
+  cluster_id: row.cluster_id,
+  status: row.status,
+  workflow_id: row.workflow_id,
+  overrides: row.overrides,
+  status_message: row.status_message,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
 
 /** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
 const inTransaction = <T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>

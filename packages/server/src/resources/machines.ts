@@ -4,7 +4,6 @@
 // lives in one workspace, checked when it is requested.
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
-import { toMachine } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -20,6 +19,20 @@ import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
 import { ownerOf } from './workspaces.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toMachine = (row: Row<'machines'>): Schema<'Machine'> => ({
+  provider_id: row.provider_id,
+  node_name: row.node_name,
+  status: row.status,
+  cluster_id: row.cluster_id,
+  compute_config_id: row.compute_config_id,
+  byom: row.byom,
+  server_type: row.server_type,
+  cpu: row.cpu,
+  memory_bytes: row.memory_bytes,
+  created_at: row.created_at,
+});
 type Status = Row<'machines'>['status'];
 interface Effects {
   now: number;

@@ -2,13 +2,25 @@
 // a workflow's end, a failed provision, a quota reached. The only writer of `notifications`.
 import type { Schema } from '@platform/api-types';
 import { type Insertable, type Kysely, sql } from 'kysely';
-import { toNotification } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { notFound } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { memberIds } from './workspaces.ts';
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toNotification = (row: Row<'notifications'>): Schema<'Notification'> => ({
+  id: row.id,
+  type: row.type,
+  resource_type: row.resource_type,
+  resource_id: row.resource_id,
+  title: row.title,
+  body: row.body,
+  severity: row.severity,
+  read_at: row.read_at,
+  created_at: row.created_at,
+});
 
 export interface NotificationInput {
   /** `<resource>.<event>`, e.g. `install.running`. */

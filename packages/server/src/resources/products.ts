@@ -3,7 +3,6 @@
 // references lives in its workspace: its clusters are checked on every write and again by the workflows.
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
-import { toProduct } from '../db/mappers.ts';
 import type { Database, ProductSource, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -14,6 +13,21 @@ import type { WorkflowStarter } from '../workflows/engine.ts';
 import { clustersOfWorkspace } from './clusters.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toProduct = (row: Row<'products'>): Schema<'Product'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  name: row.name,
+  template_id: row.template_id,
+  sources: row.sources,
+  cluster_ids: row.cluster_ids,
+  stripe_price_ids: row.stripe_price_ids,
+  settings: row.settings,
+  regeneration_status: row.regeneration_status,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
 type Configuration = Schema<'ProductUpdate'>;
 interface Effects {
   now: number;

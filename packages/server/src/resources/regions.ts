@@ -1,10 +1,18 @@
 // Regions: read-only reference data (the migrations fill `regions`).
+import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
-import { toRegion } from '../db/mappers.ts';
-import type { Database } from '../db/schema.ts';
+import type { Database, Row } from '../db/schema.ts';
 import { notFound } from '../http/errors.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toRegion = (row: Row<'regions'>): Schema<'Region'> => ({
+  id: row.id,
+  name: row.name,
+  country: row.country,
+  created_at: row.created_at,
+});
 
 export async function listRegions(db: Kysely<Database>, { cursor, limit = 50 }: { cursor?: string; limit?: number }) {
   const rows = await afterCursor(db.selectFrom('regions').selectAll(), 'regions', decodeCursor(cursor), limit).execute();

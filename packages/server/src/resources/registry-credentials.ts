@@ -2,8 +2,7 @@
 // answered; the registry must be a public host (SSRF).
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
-import { toRegistryCredential } from '../db/mappers.ts';
-import type { Database } from '../db/schema.ts';
+import type { Database, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
@@ -12,6 +11,17 @@ import { isForbiddenHost, type Resolver } from '../services/ssrf.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toRegistryCredential = (row: Row<'registry_credentials'>): Schema<'RegistryCredential'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  registry_url: row.registry_url,
+  is_active: row.is_active,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+});
 
 export const listRegistryCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'registry_credentials', toRegistryCredential);
 

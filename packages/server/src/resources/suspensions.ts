@@ -2,7 +2,6 @@
 // resumed, or failed; only a suspended machine is resumed (409 otherwise, decided under the row's lock).
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
-import { toSuspension } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -11,6 +10,20 @@ import { memberWorkspaces } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toSuspension = (row: Row<'suspensions'>): Schema<'Suspension'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  cluster_id: row.cluster_id,
+  provider_id: row.provider_id,
+  node_name: row.node_name,
+  reason: row.reason,
+  status: row.status,
+  snapshot_id: row.snapshot_id,
+  created_at: row.created_at,
+  expires_at: row.expires_at,
+});
 type Status = Row<'suspensions'>['status'];
 
 export const listSuspensions = (db: Db, input: PageInput) => workspacePage(db, input, 'suspensions', toSuspension);

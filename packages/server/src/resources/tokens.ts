@@ -4,12 +4,21 @@ import { hash, randomBytes } from 'node:crypto';
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
-import { toToken } from '../db/mappers.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toToken = (row: Row<'tokens'>): Schema<'Token'> => ({
+  id: row.id,
+  name: row.name,
+  prefix: row.prefix,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+  expires_at: row.expires_at,
+});
 
 export const PAT_PREFIX = 'svc_pat_';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -2,14 +2,29 @@
 // caller is not a member of is reported exactly like a missing one.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import { toWorkspace, toWorkspaceMember } from '../db/mappers.ts';
-import type { Database } from '../db/schema.ts';
+import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, notFound } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 
 type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toWorkspace = (row: Row<'workspaces'>): Schema<'Workspace'> => ({
+  id: row.id,
+  name: row.name,
+  icon: row.icon,
+  created_at: row.created_at,
+});
+
+const toWorkspaceMember = (row: Pick<Row<'workspace_members'>, 'user_id' | 'role' | 'created_at'> & { email: string }): Schema<'WorkspaceMember'> => ({
+  user_id: row.user_id,
+  email: row.email,
+  role: row.role,
+  created_at: row.created_at,
+});
+
 type PageQuery = { cursor?: string; limit?: number };
 
 export async function listWorkspaces(db: Db, userId: string, { cursor, limit = 50 }: PageQuery) {

@@ -30,7 +30,8 @@ export interface PageInput {
   query: { cursor?: string; limit?: number };
 }
 
-type WorkspaceTable = 'clusters' | 'compute_configs' | 'cloud_credentials' | 'registry_credentials' | 'suspensions' | 'products' | 'installs';
+/** Every table of rows that belong to one workspace and have an id (a new such table lists with no change here). */
+type WorkspaceTable = { [T in keyof Database]: Row<T> extends { id: string; workspace_id: string; created_at: number } ? T : never }[keyof Database];
 
 /**
  * One page of a workspace-scoped list: the workspace named by X-Workspace-Id (403 when foreign) or the
