@@ -6,7 +6,9 @@ import { ConfigError, loadConfig } from './config.ts';
 import { type Connection, connect, openDatabase } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import type { Plan } from './db/schema.ts';
-import { createUser } from './db/seed.ts';
+import { setQuotaOverride } from './resources/quotas.ts';
+import { anyUser, createUser, findUserByEmail, setPlan, userExists } from './resources/users.ts';
+import { workspaceExists } from './resources/workspaces.ts';
 import { isMetric } from './services/quotas.ts';
 
 const USAGE = `Usage:
@@ -36,7 +38,7 @@ async function open(): Promise<Connection> {
   if (!config.databaseUrl) {
     const running = openDatabase('postgres://postgres:postgres@127.0.0.1:54329/postgres', 1);
     try {
-      await running.db.selectFrom('users').select('id').limit(1).execute();
+      await anyUser(running.db);
       return running;
     } catch {
       await running.close();
@@ -62,7 +64,7 @@ async function run(argv: string[]): Promise<void> {
       if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new UsageError('--email must be an email address');
       const chosen = plan(values.plan, 'free');
       action = async ({ db }) => {
-        const exists = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+        const exists = await findUserByEmail(db, email);
         if (exists) throw new Error(`a user with email ${email} exists already (${exists.id})`);
         const user = await createUser(db, systemClock, email, chosen);
         process.stdout.write(`${JSON.stringify({ user_id: user.userId, token: user.token })}\n`);
@@ -73,8 +75,7 @@ async function run(argv: string[]): Promise<void> {
       const user = required(values, 'user');
       const chosen = plan(values.plan);
       action = async ({ db }) => {
-        const result = await db.updateTable('users').set({ plan: chosen }).where('id', '=', user).executeTakeFirst();
-        if (result.numUpdatedRows === 0n) throw new Error(`no user ${user}`);
+        if (!(await setPlan(db, user, chosen))) throw new Error(`no user ${user}`);
         process.stdout.write(`${JSON.stringify({ user_id: user, plan: chosen })}\n`);
       };
       break;
@@ -87,14 +88,9 @@ async function run(argv: string[]): Promise<void> {
       if (!Number.isSafeInteger(limit) || limit < 0) throw new UsageError('--limit must be a whole number, 0 or more');
       action = async ({ db }) => {
         const scope = values.user ? { user_id: values.user, workspace_id: null } : { user_id: null, workspace_id: values.workspace! };
-        const table = values.user ? 'users' : 'workspaces';
-        const owner = await db.selectFrom(table).select('id').where('id', '=', (scope.user_id ?? scope.workspace_id)!).executeTakeFirst();
-        if (!owner) throw new Error(`no ${values.user ? 'user' : 'workspace'} ${scope.user_id ?? scope.workspace_id}`);
-        await db.transaction().execute(async (trx) => {
-          const existing = trx.deleteFrom('quota_overrides').where('metric', '=', metric);
-          await (scope.user_id ? existing.where('user_id', '=', scope.user_id) : existing.where('workspace_id', '=', scope.workspace_id!)).execute();
-          await trx.insertInto('quota_overrides').values({ ...scope, metric, limit }).execute();
-        });
+        const exists = scope.user_id !== null ? await userExists(db, scope.user_id) : await workspaceExists(db, scope.workspace_id);
+        if (!exists) throw new Error(`no ${values.user ? 'user' : 'workspace'} ${scope.user_id ?? scope.workspace_id}`);
+        await setQuotaOverride(db, scope, metric, limit);
         process.stdout.write(`${JSON.stringify({ ...scope, metric, limit })}\n`);
       };
       break;

@@ -201,7 +201,7 @@ describe('createInstall', () => {
     const install = await client(alice).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1', overrides: [{ template_helm_source_id: a.sourceId, values: { replicas: 2 } }] } });
     expect(install).toMatchObject({ status: 'pending', product_id: a.productId, cluster_id: null, workspace_id: alice.workspaceId });
     const workflow = await database.db.selectFrom('workflows').selectAll().where('id', '=', install.workflow_id).executeTakeFirstOrThrow();
-    expect(workflow).toMatchObject({ kind: 'install', subject_id: install.id, status: 'pending' });
+    expect(workflow).toMatchObject({ kind: 'createInstall', subject_id: install.id, status: 'pending' });
   });
   it('404 with param for an unknown product or region; 422 for an unknown source', async () => {
     const api = client(alice);

@@ -85,7 +85,7 @@ describe('a worker killed with SIGKILL at each step boundary', () => {
     const installId = newId('ins');
     const now = systemClock.now();
     const workflowId = await database.db.transaction().execute(async (trx) => {
-      const id = await rowOnlyStarter(systemClock).start(trx, 'install', installId);
+      const id = await rowOnlyStarter(systemClock).start(trx, 'createInstall', installId);
       await trx
         .insertInto('installs')
         .values({ id: installId, workspace_id: user.workspaceId, product_id: sample.productId, region_id: 'fsn1', cluster_id: null, status: 'pending', workflow_id: id, overrides: '[]', status_message: null, created_at: now, updated_at: now })
@@ -109,7 +109,7 @@ describe('a worker killed with SIGKILL at each step boundary', () => {
     const machine = sample.providerId;
     // The seeded machine has no server in the simulated cloud yet: provision one first (also under kills).
     await database.db.updateTable('machines').set({ status: 'provisioning' }).where('provider_id', '=', machine).execute();
-    const provisionId = await database.db.transaction().execute((trx) => rowOnlyStarter(systemClock).start(trx, 'provision', machine));
+    const provisionId = await database.db.transaction().execute((trx) => rowOnlyStarter(systemClock).start(trx, 'requestMachine', machine));
     expect(await runKillingAtEachStep(provisionId)).toEqual(['start', 'create', 'boot', 'ready']);
 
     const suspensionId = newId('sus');
@@ -119,13 +119,13 @@ describe('a worker killed with SIGKILL at each step boundary', () => {
         .insertInto('suspensions')
         .values({ id: suspensionId, workspace_id: user.workspaceId, cluster_id: sample.clusterId, provider_id: machine, node_name: 'crash-compute-worker-1', reason: 'manual', status: 'suspending', snapshot_id: null, created_at: systemClock.now(), expires_at: null })
         .execute();
-      return rowOnlyStarter(systemClock).start(trx, 'suspend', suspensionId);
+      return rowOnlyStarter(systemClock).start(trx, 'suspendMachine', suspensionId);
     });
     expect(await runKillingAtEachStep(suspendId)).toEqual(['start', 'snapshot', 'await_snapshot', 'delete_server']);
 
     const resumeId = await database.db.transaction().execute(async (trx) => {
       await trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspensionId).execute();
-      return rowOnlyStarter(systemClock).start(trx, 'resume', suspensionId);
+      return rowOnlyStarter(systemClock).start(trx, 'resumeSuspension', suspensionId);
     });
     expect(await runKillingAtEachStep(resumeId)).toEqual(['start', 'boot', 'delete_snapshot']);
 

@@ -45,7 +45,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
   };
   const workflow = newId('wf');
-  await db.insertInto('workflows').values({ id: workflow, kind: 'install', subject_id: ids.install, status: 'pending', created_at: now, updated_at: now }).execute();
+  await db.insertInto('workflows').values({ id: workflow, kind: 'createInstall', subject_id: ids.install, status: 'pending', created_at: now, updated_at: now }).execute();
   await db
     .insertInto('installs')
     .values({ id: ids.install, workspace_id: ws, product_id: ids.product, region_id: 'fsn1', cluster_id: null, status: 'pending', workflow_id: workflow, overrides: JSON.stringify([]), status_message: null, created_at: now, updated_at: now })

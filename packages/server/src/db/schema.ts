@@ -163,7 +163,7 @@ export interface InstallsTable {
   updated_at: Seconds;
 }
 
-export type WorkflowKind = 'install' | 'resume' | 'suspend' | 'regeneration' | 'provision' | 'deprovision' | 'cluster_create';
+export type WorkflowKind = 'createCluster' | 'requestMachine' | 'deleteMachine' | 'suspendMachine' | 'resumeSuspension' | 'createInstall' | 'regenerateProduct';
 
 /** The truth about asynchronous work (see workflows/engine.ts); pg-boss jobs only trigger its steps. */
 export interface WorkflowsTable {

@@ -1,24 +1,20 @@
-// Users, and the demo data a first start on an empty database gets: a user with a workspace, one of each
-// resource, and a token to try them with.
+// The demo data a first start on an empty database gets: a user with a workspace, one of each resource, and a
+// token to try them with. Every row goes through its resource's module; createUser (resources/users.ts) is
+// re-exported for the tests and scripts that make users.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
-import { createToken } from '../services/tokens.ts';
 import type { ComputeProvider } from '../providers/types.ts';
-import type { Database, Plan } from './schema.ts';
+import { seedClusters } from '../resources/clusters.ts';
+import { seedComputeConfigs } from '../resources/compute-configs.ts';
+import { machineById, seedMachines, setMachineState } from '../resources/machines.ts';
+import { seedNotifications } from '../resources/notifications.ts';
+import { seedProducts } from '../resources/products.ts';
+import { seedSuspensions } from '../resources/suspensions.ts';
+import { anyUser, createUser } from '../resources/users.ts';
+import type { Database } from './schema.ts';
 
-export async function createUser(db: Kysely<Database>, clock: Clock, email: string, plan: Plan): Promise<{ userId: string; workspaceId: string; token: string }> {
-  return db.transaction().execute(async (trx) => {
-    const now = clock.now();
-    const userId = newId('usr');
-    const workspaceId = newId('ws');
-    await trx.insertInto('users').values({ id: userId, email, plan, created_at: now }).execute();
-    await trx.insertInto('workspaces').values({ id: workspaceId, name: `${email.split('@')[0]}'s workspace`, icon: null, owner_id: userId, created_at: now }).execute();
-    await trx.insertInto('workspace_members').values({ workspace_id: workspaceId, user_id: userId, role: 'owner', created_at: now }).execute();
-    const { secret } = await createToken(trx, clock, { userId, kind: 'pat', name: 'initial', expiresAt: null });
-    return { userId, workspaceId, token: secret };
-  });
-}
+export { createUser };
 
 export interface SampleResources {
   clusterId: string;
@@ -54,19 +50,16 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
   const machine = (providerId: string, node: string, status: 'ready' | 'suspended', createdAt: number) =>
     ({ provider_id: providerId, cluster_id: ids.clusterId, compute_config_id: ids.configId, node_name: node, status, byom: false, server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, created_at: createdAt }) as const;
   await db.transaction().execute(async (trx) => {
-    await trx.insertInto('clusters').values({ id: ids.clusterId, workspace_id: workspaceId, name: clusterName, region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: now }).execute();
-    await trx
-      .insertInto('compute_configs')
-      .values({ id: ids.configId, workspace_id: workspaceId, name: 'general-purpose', provider: 'hcloud', provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }), cloud_credential_id: null, created_at: now })
-      .execute();
-    await trx.insertInto('machines').values([machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now), machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1)]).execute();
-    await trx
-      .insertInto('suspensions')
-      .values({ id: ids.suspensionId, workspace_id: workspaceId, cluster_id: ids.clusterId, provider_id: ids.suspendedId, node_name: `${clusterName}-worker-2`, reason: 'manual', status: 'suspended', snapshot_id: `snap_${ids.suspensionId.slice(4)}`, created_at: now, expires_at: now + 30 * 24 * 3600 })
-      .execute();
-    await trx
-      .insertInto('products')
-      .values({
+    await seedClusters(trx, [{ id: ids.clusterId, workspace_id: workspaceId, name: clusterName, region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: now }]);
+    await seedComputeConfigs(trx, [
+      { id: ids.configId, workspace_id: workspaceId, name: 'general-purpose', provider: 'hcloud', provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }), cloud_credential_id: null, created_at: now },
+    ]);
+    await seedMachines(trx, [machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now), machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1)]);
+    await seedSuspensions(trx, [
+      { id: ids.suspensionId, workspace_id: workspaceId, cluster_id: ids.clusterId, provider_id: ids.suspendedId, node_name: `${clusterName}-worker-2`, reason: 'manual', status: 'suspended', snapshot_id: `snap_${ids.suspensionId.slice(4)}`, created_at: now, expires_at: now + 30 * 24 * 3600 },
+    ]);
+    await seedProducts(trx, [
+      {
         id: ids.productId,
         workspace_id: workspaceId,
         name: 'Web Shop',
@@ -78,12 +71,11 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
         regeneration_status: 'succeeded',
         created_at: now,
         updated_at: now,
-      })
-      .execute();
-    await trx
-      .insertInto('notifications')
-      .values({ id: ids.notificationId, user_id: owner.userId, type: 'cluster.ready', resource_type: 'cluster', resource_id: ids.clusterId, title: `Cluster ${clusterName} is running`, body: 'Your cluster is ready for installs.', severity: 'info', read_at: null, created_at: now })
-      .execute();
+      },
+    ]);
+    await seedNotifications(trx, [
+      { id: ids.notificationId, user_id: owner.userId, type: 'cluster.ready', resource_type: 'cluster', resource_id: ids.clusterId, title: `Cluster ${clusterName} is running`, body: 'Your cluster is ready for installs.', severity: 'info', read_at: null, created_at: now },
+    ]);
   });
   return ids;
 }
@@ -93,12 +85,12 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
  * The demo's ready machine gets its server at the cloud provider, so suspending it works as for any other.
  */
 export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider): Promise<string | undefined> {
-  const any = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (any) return undefined;
+  if (await anyUser(db)) return undefined;
   const user = await createUser(db, clock, 'demo@platform.example', 'pro');
   const sample = await seedSampleResources(db, clock, user);
-  const machine = await db.selectFrom('machines').select(['node_name', 'server_type']).where('provider_id', '=', sample.providerId).executeTakeFirstOrThrow();
+  const machine = await machineById(db, sample.providerId);
+  if (!machine) throw new Error(`seeded machine ${sample.providerId} is missing`);
   const server = await provider.createServer({ name: machine.node_name, server_type: machine.server_type, location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId } });
-  await db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', sample.providerId).execute();
+  await setMachineState(db, sample.providerId, { server_id: server.id });
   return user.token;
 }

@@ -8,7 +8,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 
 export const WINDOW_SECONDS = 60;
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
-import { ApiError, conflict } from '../http/errors.ts';
+import { ApiError, conflict } from '../errors.ts';
 
 export const IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;
 const LOCK_TIMEOUT = '10s';

@@ -3,7 +3,7 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { decodeCursor, page, type Position } from './pagination.ts';
-import { resolveWorkspace } from './tenancy.ts';
+import { resolveWorkspace, type WorkspaceCaller } from './tenancy.ts';
 
 /** The keyset: rows strictly after the cursor's position, in (created_at, id) order. */
 function keyset(table: string, after: Position | undefined, idColumn: string) {
@@ -23,7 +23,15 @@ export function afterCursor<DB, TB extends keyof DB, O>(
   return (step.after ? query.where(step.after) : query).orderBy(step.order).limit(limit + 1);
 }
 
-type WorkspaceTable = 'clusters' | 'compute_configs' | 'cloud_credentials' | 'registry_credentials' | 'suspensions' | 'products' | 'installs';
+/** What a workspace-scoped list request carries: the caller, the X-Workspace-Id header and the page query. */
+export interface PageInput {
+  caller: WorkspaceCaller;
+  headers: { 'X-Workspace-Id'?: string };
+  query: { cursor?: string; limit?: number };
+}
+
+/** Every table of rows that belong to one workspace and have an id (a new such table lists with no change here). */
+type WorkspaceTable = { [T in keyof Database]: Row<T> extends { id: string; workspace_id: string; created_at: number } ? T : never }[keyof Database];
 
 /**
  * One page of a workspace-scoped list: the workspace named by X-Workspace-Id (403 when foreign) or the
@@ -31,7 +39,7 @@ type WorkspaceTable = 'clusters' | 'compute_configs' | 'cloud_credentials' | 're
  */
 export async function workspacePage<T extends WorkspaceTable, R>(
   db: Kysely<Database>,
-  input: { caller: { userId: string }; headers: { 'X-Workspace-Id'?: string }; query: { cursor?: string; limit?: number } },
+  input: PageInput,
   table: T,
   toRecord: (row: Row<T>) => R,
 ) {

@@ -11,9 +11,10 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
-import { validationError } from '../http/errors.ts';
+import { validationError } from '../errors.ts';
 import type { ClusterDriver, LogEntry, PodContainer } from '../providers/types.ts';
 import type { LogTails } from './log-tails.ts';
+import { streamSlots } from './stream-slots.ts';
 
 export const KEEP_ALIVE_MS = 15_000;
 
@@ -174,4 +175,22 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
   }
   // This process is going away: ask the client to come back (to another process) after its last id.
   if (env.shutdown.aborted && !env.signal.aborted) yield 'retry: 1000\n: server shutting down; reconnect with Last-Event-ID\n\n';
+}
+
+/**
+ * Opens an install's log stream. Every stream, followed or not, holds one of the caller's stream slots while it is
+ * open (a cap across every process, `slots.limit` per key); over the cap, 429 before the stream starts. A slot a
+ * stream never released runs out with its lease. A malformed Last-Event-ID is a 422 before the stream starts.
+ */
+export async function openInstallLogStream(request: LogStreamRequest, env: LogStreamEnv, slots: { key: string; limit: number }): Promise<AsyncGenerator<string>> {
+  parseEventId(request.lastEventId);
+  const slot = await streamSlots(env.db, env.clock).acquire(slots.key, slots.limit);
+  async function* stream() {
+    try {
+      yield* installLogStream(request, env);
+    } finally {
+      await slot.release();
+    }
+  }
+  return stream();
 }

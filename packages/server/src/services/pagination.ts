@@ -1,6 +1,6 @@
 // Keyset pagination over (created_at, id), oldest first. The cursor is opaque base64url JSON that points
 // after the last record returned, so pages never repeat or skip and page n costs what page 1 costs.
-import { validationError } from '../http/errors.ts';
+import { validationError } from '../errors.ts';
 
 export interface Position {
   created_at: number;

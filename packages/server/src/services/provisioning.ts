@@ -4,9 +4,10 @@
 //   - after consecutive failed provisions the cluster waits 30 s, 60 s, 120 s, 240 s, then 300 s at most
 //     before the next attempt; a success resets it, and so does a change of what the owner is offered (a
 //     plan change or a new override), which the backoff row records as `offering`.
+import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { limitOf } from './quotas.ts';
+import { limitOf, provisioningUsage } from './quotas.ts';
 
 export const BACKOFF_SECONDS = [30, 60, 120, 240, 300] as const;
 
@@ -78,7 +79,7 @@ export async function recordSuccess(trx: Kysely<Database>, clusterId: string): P
 export async function nextQueued(trx: Kysely<Database>, clusterId: string): Promise<string | undefined> {
   const row = await trx
     .selectFrom('machines')
-    .innerJoin('workflows', (join) => join.onRef('workflows.subject_id', '=', 'machines.provider_id').on('workflows.kind', '=', 'provision'))
+    .innerJoin('workflows', (join) => join.onRef('workflows.subject_id', '=', 'machines.provider_id').on('workflows.kind', '=', 'requestMachine'))
     .select('workflows.id')
     .where('machines.cluster_id', '=', clusterId)
     .where('machines.status', '=', 'queued')
@@ -88,4 +89,20 @@ export async function nextQueued(trx: Kysely<Database>, clusterId: string): Prom
     .limit(1)
     .executeTakeFirst();
   return row?.id;
+}
+
+/** A cluster's machines, its limit, and where its provisioning stands (paused, backing off, scaling or idle). */
+export async function computeStatus(db: Kysely<Database>, cluster: ClusterRef, now: number): Promise<Schema<'ComputeStatus'>> {
+  const counts = await db
+    .selectFrom('machines')
+    .select([sql<number>`count(*) filter (where status <> 'queued')::int`.as('machines'), sql<number>`count(*) filter (where status = 'queued')::int`.as('queued')])
+    .where('cluster_id', '=', cluster.id)
+    .executeTakeFirstOrThrow();
+  const provisioning = await provisioningUsage(db, cluster.id);
+  const { ownerId, limit: provisioningLimit, offering } = await offeringOf(db, cluster.workspace_id);
+  const maxMachines = await limitOf(db, ownerId, cluster.workspace_id, 'compute/machines');
+  const backoff = await backoffOf(db, cluster.id, offering, now);
+  // Provisioning runs only on a running cluster, and waits while the cluster backs off after failures.
+  const state = cluster.status !== 'RUNNING' ? 'paused' : backoff ? 'backoff' : provisioning + counts.queued > 0 ? 'scaling' : 'idle';
+  return { machines: counts.machines, max_machines: maxMachines, autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: backoff?.until ?? null } };
 }

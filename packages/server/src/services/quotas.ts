@@ -2,10 +2,10 @@
 // wins over a user override, which wins over the plan. BYOM machines count toward no allocation quota.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { WorkspaceRef } from './tenancy.ts';
 import type { Database, Plan } from '../db/schema.ts';
-import { notifyUser } from './notifications.ts';
+import { notifyUser } from '../resources/notifications.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
 type Entry = Schema<'QuotaEntry'>;

@@ -14,7 +14,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { newId } from '../ids.ts';
 
 /** A slot not renewed for this long is free again (its process is gone). */

@@ -2,7 +2,7 @@
 // caller is not a member of is reported exactly like a missing one.
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 
 export interface WorkspaceRef {
   id: string;

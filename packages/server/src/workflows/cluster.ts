@@ -1,9 +1,10 @@
 // Create a cluster: the control plane comes up (PROVISIONING → RUNNING), then machines queued for it may start.
-import { notifyWorkspace } from '../services/notifications.ts';
+import { clusterById, markClusterFailed, markClusterRunning } from '../resources/clusters.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
-const clusterOf = (ctx: StepContext) => ctx.db.selectFrom('clusters').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
+const clusterOf = (ctx: StepContext) => clusterById(ctx.db, ctx.workflow.subject_id);
 
 export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition => ({
   steps: {
@@ -14,8 +15,7 @@ export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition =
       const cluster = await clusterOf(ctx);
       if (!cluster) return { done: true };
       await ctx.db.transaction().execute(async (trx) => {
-        const changed = await trx.updateTable('clusters').set({ status: 'RUNNING', status_message: null }).where('id', '=', cluster.id).where('status', '=', 'PROVISIONING').executeTakeFirst();
-        if (changed.numUpdatedRows === 0n) return; // a re-run after a crash: done already
+        if (!(await markClusterRunning(trx, cluster.id))) return; // a re-run after a crash: done already
         // Machines requested while the control plane came up wait queued; the oldest may start now.
         const next = await nextQueued(trx, cluster.id);
         if (next) await ctx.wake(trx, next);
@@ -34,7 +34,7 @@ export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition =
   async fail(ctx, message) {
     const cluster = await clusterOf(ctx);
     if (!cluster) return;
-    await ctx.db.updateTable('clusters').set({ status: 'ERROR', status_message: message }).where('id', '=', cluster.id).execute();
+    await markClusterFailed(ctx.db, cluster.id, message);
     await notifyWorkspace(ctx.db, cluster.workspace_id, ctx.clock.now(), {
       type: 'cluster.failed',
       resource_type: 'cluster',

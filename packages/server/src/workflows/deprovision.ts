@@ -1,10 +1,12 @@
 // Delete a machine: wait for any step of its other workflows that is running now (they were cancelled, but a
 // provider call may be in flight), delete its server and, for a suspended machine, its snapshot, then remove
 // the machine and free its provisioning slot. The machine lists as `deleting` until then.
+import { machineById, removeMachine } from '../resources/machines.ts';
+import { deleteSuspensionsOfMachine, suspensionsOfMachine } from '../resources/suspensions.ts';
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
 import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
 
-const machineOf = (ctx: StepContext) => ctx.db.selectFrom('machines').selectAll().where('provider_id', '=', ctx.workflow.subject_id).executeTakeFirst();
+const machineOf = (ctx: StepContext) => machineById(ctx.db, ctx.workflow.subject_id);
 
 export const deprovision: WorkflowDefinition = {
   steps: {
@@ -17,8 +19,7 @@ export const deprovision: WorkflowDefinition = {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
       if (machine.server_id) await ctx.provider.deleteServer(machine.server_id);
-      const suspensions = await ctx.db.selectFrom('suspensions').select('snapshot_id').where('provider_id', '=', machine.provider_id).where('snapshot_id', 'is not', null).execute();
-      for (const { snapshot_id } of suspensions) {
+      for (const { snapshot_id } of await suspensionsOfMachine(ctx.db, machine.provider_id)) {
         if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id))) await ctx.provider.deleteSnapshot(snapshot_id);
       }
       return { next: 'remove' };
@@ -28,8 +29,8 @@ export const deprovision: WorkflowDefinition = {
       if (!machine) return { done: true };
       await ctx.db.transaction().execute(async (trx) => {
         await lockCluster(trx, machine.cluster_id);
-        await trx.deleteFrom('suspensions').where('provider_id', '=', machine.provider_id).execute();
-        await trx.deleteFrom('machines').where('provider_id', '=', machine.provider_id).execute();
+        await deleteSuspensionsOfMachine(trx, machine.provider_id);
+        await removeMachine(trx, machine.provider_id);
         const next = await nextQueued(trx, machine.cluster_id);
         if (next) await ctx.wake(trx, next);
       });

@@ -91,6 +91,11 @@ export async function cancelWorkflows(trx: Kysely<Database>, subjectIds: string[
   return rows.map((r) => r.id);
 }
 
+/** Forgets the workflows of subjects that are deleted with their history (a cluster). */
+export async function deleteWorkflowsOf(trx: Kysely<Database>, subjectIds: string[]): Promise<void> {
+  if (subjectIds.length > 0) await trx.deleteFrom('workflows').where('subject_id', 'in', subjectIds).execute();
+}
+
 /** Whether a worker is running a step of any of these workflows right now (it holds their lock). */
 export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): Promise<boolean> {
   if (workflowIds.length === 0) return false;

@@ -1,12 +1,13 @@
-// Every workflow kind and its definition; the record type makes a kind without a definition a type error.
+// Every workflow kind and its definition; the record type makes a kind without a definition a type error. A kind
+// is named by the operation that starts it; regenerateProduct, started by createProduct and updateProduct, by its verb.
 import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
 import type { WorkflowDefinition } from './engine.ts';
-import { installWorkflow } from './install.ts';
+import { createInstall } from './install.ts';
 import { deprovision } from './deprovision.ts';
 import { provision } from './provision.ts';
-import { regeneration } from './regeneration.ts';
-import { resume, suspend } from './suspension.ts';
+import { regenerateProduct } from './regeneration.ts';
+import { resumeSuspension, suspendMachine } from './suspension.ts';
 
 export interface WorkflowSettings {
   /** Seconds a new cluster's control plane takes to come up. */
@@ -14,11 +15,11 @@ export interface WorkflowSettings {
 }
 
 export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
-  cluster_create: clusterCreate(settings.controlPlaneSeconds),
-  provision,
-  deprovision,
-  install: installWorkflow,
-  regeneration,
-  suspend,
-  resume,
+  createCluster: clusterCreate(settings.controlPlaneSeconds),
+  requestMachine: provision,
+  deleteMachine: deprovision,
+  createInstall,
+  regenerateProduct,
+  suspendMachine,
+  resumeSuspension,
 });

@@ -3,21 +3,19 @@
 // with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
 import type { ProductSource } from '../db/schema.ts';
 import type { HelmReleaseRequest } from '../providers/types.ts';
-import { notifyWorkspace } from '../services/notifications.ts';
+import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
+import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
+import { productOfWorkspace } from '../resources/products.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 /** How long an install waits for a cluster of its region that is still being created. */
 const PLACEMENT_WAIT = 10;
 
-const installOf = (ctx: StepContext) => ctx.db.selectFrom('installs').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
+const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
 
 /** The install's product, only when it is of the install's workspace (what an install references lives there). */
-const productOf = (ctx: StepContext, install: { product_id: string; workspace_id: string }) =>
-  ctx.db.selectFrom('products').selectAll().where('id', '=', install.product_id).where('workspace_id', '=', install.workspace_id).executeTakeFirst();
-
-/** Whether a cluster belongs to the given workspace. */
-export const clusterInWorkspace = async (ctx: Pick<StepContext, 'db'>, clusterId: string, workspaceId: string) =>
-  (await ctx.db.selectFrom('clusters').select('id').where('id', '=', clusterId).where('workspace_id', '=', workspaceId).executeTakeFirst()) !== undefined;
+const productOf = (ctx: StepContext, install: { product_id: string; workspace_id: string }) => productOfWorkspace(ctx.db, install.product_id, install.workspace_id);
 
 /** Values merged key by key; an override's value replaces the chart's where both are plain objects' leaves. */
 export function mergeValues(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
@@ -48,7 +46,7 @@ export function releasesOf(install: { id: string; cluster_id: string; overrides:
   });
 }
 
-export const installWorkflow: WorkflowDefinition = {
+export const createInstall: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const install = await installOf(ctx);
@@ -58,15 +56,7 @@ export const installWorkflow: WorkflowDefinition = {
       if (!product) return { failed: `Product ${install.product_id} is not in the install's workspace.` };
       // Placed only on a cluster of the install's own workspace, checked again here: a product's cluster list is
       // checked when it is written, and this is where the workflow acts on it.
-      const clusters = product.cluster_ids.length === 0 ? [] : await ctx.db
-        .selectFrom('clusters')
-        .select(['id', 'status'])
-        .where('id', 'in', product.cluster_ids)
-        .where('workspace_id', '=', install.workspace_id)
-        .where('region_id', '=', install.region_id)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
+      const clusters = await placementCandidates(ctx.db, install.workspace_id, install.region_id, product.cluster_ids);
       const running = clusters.find((c) => c.status === 'RUNNING');
       if (!running) {
         if (clusters.some((c) => c.status === 'PROVISIONING') && ctx.workflow.attempts < 30) {
@@ -74,7 +64,7 @@ export const installWorkflow: WorkflowDefinition = {
         }
         return { failed: `No running cluster of the product in region ${install.region_id}.` };
       }
-      await ctx.db.updateTable('installs').set({ cluster_id: running.id, status: 'installing', status_message: null, updated_at: ctx.clock.now() }).where('id', '=', install.id).execute();
+      await placeInstall(ctx.db, install.id, running.id, ctx.clock.now());
       return { next: 'release' };
     },
 
@@ -83,13 +73,13 @@ export const installWorkflow: WorkflowDefinition = {
       if (!install?.cluster_id) return { done: true };
       const product = await productOf(ctx, install);
       if (!product) return { failed: `Product ${install.product_id} is not in the install's workspace.` };
-      if (!(await clusterInWorkspace(ctx, install.cluster_id, install.workspace_id))) {
+      if (!(await clusterInWorkspace(ctx.db, install.cluster_id, install.workspace_id))) {
         return { failed: `Cluster ${install.cluster_id} is not in the install's workspace.` };
       }
       for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id)) {
         await ctx.driver.upsertRelease(release);
       }
-      await ctx.db.updateTable('installs').set({ template_id: product.template_id }).where('id', '=', install.id).execute();
+      await setInstallTemplate(ctx.db, install.id, product.template_id);
       return { next: 'await', state: { releases: product.sources.map(releaseName) } };
     },
 
@@ -110,8 +100,7 @@ export const installWorkflow: WorkflowDefinition = {
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
         // Only the run that makes the change tells about it (a re-run after a crash finds it made).
-        const changed = await trx.updateTable('installs').set({ status: 'running', status_message: null, updated_at: now }).where('id', '=', install.id).where('status', '<>', 'running').executeTakeFirst();
-        if (changed.numUpdatedRows === 0n) return;
+        if (!(await finishInstall(trx, install.id, { status: 'running' }, now))) return;
         await notifyWorkspace(trx, install.workspace_id, now, {
           type: 'install.running',
           resource_type: 'install',
@@ -130,8 +119,7 @@ export const installWorkflow: WorkflowDefinition = {
     if (!install) return;
     const now = ctx.clock.now();
     await ctx.db.transaction().execute(async (trx) => {
-      const changed = await trx.updateTable('installs').set({ status: 'failed', status_message: message, updated_at: now }).where('id', '=', install.id).where('status', '<>', 'failed').executeTakeFirst();
-      if (changed.numUpdatedRows === 0n) return;
+      if (!(await finishInstall(trx, install.id, { status: 'failed', message }, now))) return;
       await notifyWorkspace(trx, install.workspace_id, now, {
         type: 'install.failed',
         resource_type: 'install',

@@ -1,23 +1,15 @@
 // Provision a machine: wait for a slot (queued), create the server (adopting one an earlier run created),
 // wait until it runs, then free the slot for the next queued machine. A failed creation puts the machine back
 // in the queue and the cluster into backoff (services/provisioning.ts).
-import { notifyWorkspace } from '../services/notifications.ts';
-import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
+import { claimSlot, machineForWorkflow, requeueMachine, setMachineState } from '../resources/machines.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
+import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
 const queuedWait = (checks: number) => Math.min(2 ** checks, 60);
 
-async function machineOf(ctx: StepContext) {
-  return ctx.db
-    .selectFrom('machines')
-    .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
-    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
-    .selectAll('machines')
-    .select(['clusters.workspace_id', 'clusters.status as cluster_status', 'compute_configs.provider_config'])
-    .where('machines.provider_id', '=', ctx.workflow.subject_id)
-    .executeTakeFirst();
-}
+const machineOf = (ctx: StepContext) => machineForWorkflow(ctx.db, ctx.workflow.subject_id);
 
 /** Frees the machine's slot: the next queued machine of the cluster is due now. */
 async function freeSlot(ctx: StepContext, trx: StepContext['db'], clusterId: string): Promise<void> {
@@ -29,15 +21,9 @@ export const provision: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       return ctx.db.transaction().execute(async (trx): Promise<StepResult> => {
-        const machine = await trx.selectFrom('machines').selectAll().where('provider_id', '=', ctx.workflow.subject_id).forUpdate().executeTakeFirst();
-        if (!machine) return { done: true }; // deleted while queued
-        if (machine.status === 'provisioning') return { next: 'create' }; // a re-run after the slot was taken
-        const cluster = await trx.selectFrom('clusters').select(['id', 'workspace_id', 'status']).where('id', '=', machine.cluster_id).executeTakeFirstOrThrow();
-        await lockCluster(trx, cluster.id);
-        if (await slotAvailable(trx, cluster, ctx.clock.now())) {
-          await trx.updateTable('machines').set({ status: 'provisioning' }).where('provider_id', '=', machine.provider_id).execute();
-          return { next: 'create' };
-        }
+        const slot = await claimSlot(trx, ctx.workflow.subject_id, ctx.clock.now());
+        if (slot === 'gone') return { done: true }; // deleted while queued
+        if (slot === 'provisioning') return { next: 'create' }; // taken now, or by an earlier run
         const checks = ctx.workflow.attempts + 1;
         return { wait: queuedWait(checks), attempts: checks };
       });
@@ -53,7 +39,7 @@ export const provision: WorkflowDefinition = {
         image: machine.provider_config.image,
         labels: { workflow: ctx.workflow.id, machine: machine.provider_id },
       });
-      await ctx.db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', machine.provider_id).execute();
+      await setMachineState(ctx.db, machine.provider_id, { server_id: server.id });
       return { next: 'boot', state: { server_id: server.id } };
     },
 
@@ -69,7 +55,7 @@ export const provision: WorkflowDefinition = {
       if (!machine) return { done: true };
       await ctx.db.transaction().execute(async (trx) => {
         await lockCluster(trx, machine.cluster_id);
-        await trx.updateTable('machines').set({ status: 'ready' }).where('provider_id', '=', machine.provider_id).execute();
+        await setMachineState(trx, machine.provider_id, { status: 'ready' });
         await recordSuccess(trx, machine.cluster_id);
         await freeSlot(ctx, trx, machine.cluster_id);
       });
@@ -86,9 +72,9 @@ export const provision: WorkflowDefinition = {
     const backoff = await ctx.db.transaction().execute(async (trx) => {
       await lockCluster(trx, machine.cluster_id);
       // Back to the queue, counted once: a re-run of this after a crash finds the machine queued already.
-      const requeued = await trx.updateTable('machines').set({ status: 'queued', server_id: null }).where('provider_id', '=', machine.provider_id).where('status', '=', 'provisioning').executeTakeFirst();
+      const requeued = await requeueMachine(trx, machine.provider_id);
       const { offering } = await offeringOf(trx, machine.workspace_id);
-      if (requeued.numUpdatedRows === 0n) return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
+      if (!requeued) return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
       const backoff = await recordFailure(trx, machine.cluster_id, offering, now);
       await notifyWorkspace(trx, machine.workspace_id, now, {
         type: 'machine.provision_failed',
@@ -108,7 +94,7 @@ export const provision: WorkflowDefinition = {
     const machine = await machineOf(ctx);
     if (!machine) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await trx.updateTable('machines').set({ status: 'failed' }).where('provider_id', '=', machine.provider_id).execute();
+      await setMachineState(trx, machine.provider_id, { status: 'failed' });
       await freeSlot(ctx, trx, machine.cluster_id);
       await notifyWorkspace(trx, machine.workspace_id, ctx.clock.now(), {
         type: 'machine.failed',

@@ -2,23 +2,19 @@
 // Resume: a new server from the snapshot, wait until it runs, delete the snapshot → machine `ready` with the
 // same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
 // after a crash adopts the snapshot or server the earlier run made.
-import { notifyWorkspace } from '../services/notifications.ts';
+import { machineForWorkflow, setMachineState } from '../resources/machines.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
+import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resources/suspensions.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 async function subjectOf(ctx: StepContext) {
-  const suspension = await ctx.db.selectFrom('suspensions').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
+  const suspension = await suspensionById(ctx.db, ctx.workflow.subject_id);
   if (!suspension) return undefined;
-  const machine = await ctx.db
-    .selectFrom('machines')
-    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
-    .selectAll('machines')
-    .select('compute_configs.provider_config')
-    .where('provider_id', '=', suspension.provider_id)
-    .executeTakeFirst();
+  const machine = await machineForWorkflow(ctx.db, suspension.provider_id);
   return machine ? { suspension, machine } : undefined;
 }
 
-export const suspend: WorkflowDefinition = {
+export const suspendMachine: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const subject = await subjectOf(ctx);
@@ -32,7 +28,7 @@ export const suspend: WorkflowDefinition = {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
       const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id });
-      await ctx.db.updateTable('suspensions').set({ snapshot_id: snapshot.id }).where('id', '=', subject.suspension.id).execute();
+      await recordSnapshot(ctx.db, subject.suspension.id, snapshot.id);
       return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
     },
     async await_snapshot(ctx) {
@@ -46,8 +42,8 @@ export const suspend: WorkflowDefinition = {
       if (!subject) return { done: true };
       await ctx.provider.deleteServer(String(ctx.state.server_id));
       await ctx.db.transaction().execute(async (trx) => {
-        await trx.updateTable('machines').set({ status: 'suspended', server_id: null }).where('provider_id', '=', subject.machine.provider_id).execute();
-        await trx.updateTable('suspensions').set({ status: 'suspended' }).where('id', '=', subject.suspension.id).execute();
+        await setMachineState(trx, subject.machine.provider_id, { status: 'suspended', server_id: null });
+        await setSuspensionStatus(trx, subject.suspension.id, 'suspended');
       });
       return { done: true };
     },
@@ -56,8 +52,8 @@ export const suspend: WorkflowDefinition = {
     const subject = await subjectOf(ctx);
     if (!subject) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await trx.updateTable('suspensions').set({ status: 'failed' }).where('id', '=', subject.suspension.id).execute();
-      await trx.updateTable('machines').set({ status: subject.machine.server_id ? 'ready' : 'failed' }).where('provider_id', '=', subject.machine.provider_id).execute();
+      await setSuspensionStatus(trx, subject.suspension.id, 'failed');
+      await setMachineState(trx, subject.machine.provider_id, { status: subject.machine.server_id ? 'ready' : 'failed' });
       await notifyWorkspace(trx, subject.suspension.workspace_id, ctx.clock.now(), {
         type: 'suspension.failed',
         resource_type: 'suspension',
@@ -70,7 +66,7 @@ export const suspend: WorkflowDefinition = {
   },
 };
 
-export const resume: WorkflowDefinition = {
+export const resumeSuspension: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const subject = await subjectOf(ctx);
@@ -84,7 +80,7 @@ export const resume: WorkflowDefinition = {
         image: snapshotId,
         labels: { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
       });
-      await ctx.db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', subject.machine.provider_id).execute();
+      await setMachineState(ctx.db, subject.machine.provider_id, { server_id: server.id });
       return { next: 'boot', state: { server_id: server.id, snapshot_id: snapshotId } };
     },
     async boot(ctx) {
@@ -99,9 +95,8 @@ export const resume: WorkflowDefinition = {
       await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id));
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
-        const changed = await trx.updateTable('suspensions').set({ status: 'resumed' }).where('id', '=', subject.suspension.id).where('status', '=', 'resuming').executeTakeFirst();
-        if (changed.numUpdatedRows === 0n) return; // a re-run after a crash: done already
-        await trx.updateTable('machines').set({ status: 'ready' }).where('provider_id', '=', subject.machine.provider_id).execute();
+        if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resumed', 'resuming'))) return; // a re-run after a crash: done already
+        await setMachineState(trx, subject.machine.provider_id, { status: 'ready' });
         await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
           type: 'suspension.resumed',
           resource_type: 'suspension',
@@ -118,7 +113,7 @@ export const resume: WorkflowDefinition = {
     const subject = await subjectOf(ctx);
     if (!subject) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await trx.updateTable('suspensions').set({ status: 'failed' }).where('id', '=', subject.suspension.id).execute();
+      await setSuspensionStatus(trx, subject.suspension.id, 'failed');
       await notifyWorkspace(trx, subject.suspension.workspace_id, ctx.clock.now(), {
         type: 'suspension.resume_failed',
         resource_type: 'suspension',

@@ -1,4 +1,5 @@
-// The OAuth 2.0 Device Authorization Grant (RFC 8628). Every piece of state is a row: the grant (its device
+// Device sign-in: the OAuth 2.0 Device Authorization Grant (RFC 8628), the only writer of `device_grants` and
+// `device_code_attempts` (authentication of requests is http/auth.ts). Every piece of state is a row: the grant (its device
 // code stored as a SHA-256 digest, its user code normalised, its poll interval and last poll), and the
 // per-user count of unknown user codes entered. So any server process can answer any request, and a device
 // code is exchanged for a token exactly once: the poll locks the grant's row (SELECT … FOR UPDATE), so two
@@ -6,8 +7,10 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { ulid } from 'ulid';
+import type { Schema } from '@platform/api-types';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
+import { ApiError, conflict, OAuthError } from '../errors.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -44,7 +47,7 @@ export interface DeviceSettings {
 }
 
 /** Creates a pending grant; returns its device code (shown once) and user code. */
-export async function createDeviceGrant(
+export async function startDeviceSignIn(
   db: Kysely<Database>,
   clock: Clock,
   settings: DeviceSettings,
@@ -94,7 +97,7 @@ export type PollResult =
  * One poll of the token endpoint. The grant's row is locked for the poll, so the poll-interval bookkeeping
  * and the one-time token issue are decided one poll at a time, across every process.
  */
-export async function pollDeviceGrant(db: Kysely<Database>, clock: Clock, deviceCode: string, clientId: string | null): Promise<PollResult> {
+export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, deviceCode: string, clientId: string | null): Promise<PollResult> {
   return db.transaction().execute(async (trx): Promise<PollResult> => {
     const grant = await trx.selectFrom('device_grants').selectAll().where('device_code_digest', '=', digest(deviceCode)).forUpdate().executeTakeFirst();
     if (!grant) return { kind: 'invalid_grant', reason: 'unknown' };
@@ -148,7 +151,7 @@ async function refundAttempt(db: Kysely<Database>, userId: string): Promise<void
 }
 
 /** The signed-in user's approval or denial of the grant showing `userCode` (as typed). */
-export async function decideDeviceGrant(
+export async function decideDeviceSignIn(
   db: Kysely<Database>,
   clock: Clock,
   userId: string,
@@ -177,4 +180,72 @@ async function decide(db: Kysely<Database>, now: number, userId: string, code: s
       .executeTakeFirstOrThrow();
     return { kind: 'decided', row };
   });
+}
+
+// The answers of the three operations: contract records, or the errors the contract names for each outcome.
+
+/** A new sign-in request: the codes, and where the user approves it (`verificationUri`, the /device page). */
+export async function requestDeviceCode(db: Kysely<Database>, clock: Clock, settings: DeviceSettings, request: Schema<'DeviceCodeRequest'> | undefined, verificationUri: string): Promise<Schema<'DeviceAuthorization'>> {
+  const { deviceCode, userCode, row } = await startDeviceSignIn(db, clock, settings, { clientId: request?.client_id ?? null, scope: request?.scope ?? null });
+  const shown = formatUserCode(userCode);
+  return {
+    device_code: deviceCode,
+    user_code: shown,
+    verification_uri: verificationUri,
+    verification_uri_complete: `${verificationUri}?user_code=${shown}`,
+    expires_in: row.expires_at - row.created_at,
+    interval: row.interval_seconds,
+  };
+}
+
+/** The token endpoint: a session token once the user approved, else the OAuth 2.0 error of RFC 8628 §3.5. */
+export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, request: Schema<'DeviceTokenRequest'>): Promise<Schema<'DeviceToken'>> {
+  if (request.grant_type !== DEVICE_GRANT_TYPE) {
+    throw new OAuthError('unsupported_grant_type', `This endpoint accepts grant_type ${DEVICE_GRANT_TYPE} only.`);
+  }
+  const result = await pollDeviceSignIn(db, clock, request.device_code, request.client_id ?? null);
+  switch (result.kind) {
+    case 'token':
+      return { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn };
+    case 'authorization_pending':
+      throw new OAuthError('authorization_pending', `The user has not approved or denied this request yet; poll again in ${result.interval} seconds.`);
+    case 'slow_down':
+      throw new OAuthError('slow_down', `Polled sooner than ${result.previousInterval} seconds after the previous poll; wait ${result.interval} seconds between polls from now on.`);
+    case 'access_denied':
+      throw new OAuthError('access_denied', 'The user denied this sign-in request.');
+    case 'expired_token':
+      throw new OAuthError('expired_token', 'The device code expired before a token was issued; request a new one.');
+    case 'invalid_grant':
+      throw new OAuthError('invalid_grant', result.reason === 'client_mismatch' ? 'The device code was issued to another client_id.' : 'The device code is unknown or was already exchanged for a token.');
+  }
+}
+
+/** The signed-in user approves or denies the request showing `userCode`: 404, 409 or 429 otherwise. */
+export async function approveDeviceCode(db: Kysely<Database>, clock: Clock, userId: string, approval: Schema<'DeviceApproval'>): Promise<Schema<'DeviceApprovalResult'>> {
+  const result = await decideDeviceSignIn(db, clock, userId, approval.user_code, approval.action);
+  const code = normaliseUserCode(approval.user_code);
+  const shown = code === undefined ? approval.user_code : formatUserCode(code);
+  switch (result.kind) {
+    case 'decided':
+      return {
+        user_code: formatUserCode(result.row.user_code),
+        status: result.row.status === 'denied' ? 'denied' : 'approved',
+        decided_at: result.row.decided_at ?? clock.now(),
+        expires_at: result.row.expires_at,
+      };
+    case 'not_found':
+      throw new ApiError('not_found', `Device code ${shown} not found.`, {
+        param: 'user_code',
+        suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
+      });
+    case 'already_decided':
+      throw conflict(`Device code ${shown} was already ${result.status}.`, 'Nothing to do; to sign in again, start a new sign-in in your terminal.', { status: result.status }, 'user_code');
+    case 'rate_limited':
+      throw new ApiError('rate_limited', `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`, {
+        param: 'user_code',
+        suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
+        details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },
+        headers: { 'Retry-After': String(result.retryAfter) },
+      });
+  }
 }

@@ -1,2 +1,0 @@
-// Moved to ../errors.ts (used by every layer); this re-export keeps older imports working until they are updated.
-export * from '../errors.ts';

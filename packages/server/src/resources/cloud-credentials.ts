@@ -1,0 +1,51 @@
+// Cloud credentials (bring your own machines): the only writer of `cloud_credentials`. The secret is sealed at
+// rest and never answered; a credential that compute configs use cannot be deleted.
+import type { Schema } from '@platform/api-types';
+import { type Kysely, sql } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { conflict, notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import type { SecretBox } from '../services/secrets.ts';
+import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredential'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  provider: row.provider,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+});
+
+export const listCloudCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'cloud_credentials', toCloudCredential);
+
+export async function createCloudCredential(db: Db, workspace: WorkspaceRef, input: Schema<'CloudCredentialCreate'>, { now, secrets }: { now: number; secrets: SecretBox }): Promise<Schema<'CloudCredential'>> {
+  const row = await db
+    .insertInto('cloud_credentials')
+    .values({ id: newId('ccr'), workspace_id: workspace.id, name: input.name, provider: input.provider, secret_ciphertext: secrets.seal(input.secret), created_at: now, last_used_at: null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toCloudCredential(row);
+}
+
+export async function deleteCloudCredential(db: Db, userId: string, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const credential = await trx.selectFrom('cloud_credentials').select('id').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(trx, userId)).forUpdate().executeTakeFirst();
+    if (!credential) throw notFound('Cloud credential', id);
+    const { configs } = await trx.selectFrom('compute_configs').select(sql<number>`count(*)::int`.as('configs')).where('cloud_credential_id', '=', credential.id).executeTakeFirstOrThrow();
+    if (configs > 0) throw conflict(`Cloud credential ${credential.id} is used by ${configs} compute config${configs === 1 ? '' : 's'}.`, 'Delete those compute configs first.', { compute_configs: configs });
+    await trx.deleteFrom('cloud_credentials').where('id', '=', credential.id).execute();
+  });
+}
+
+/** A reference to a credential must name one of the workspace's own: 422 naming the field otherwise. */
+export async function requireCredentialOfWorkspace(db: Db, id: string, workspaceId: string, param = 'cloud_credential_id'): Promise<void> {
+  const credential = await db.selectFrom('cloud_credentials').select('id').where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  if (!credential) {
+    throw validationError(param, `Cloud credential ${id} was not found in workspace ${workspaceId}.`, 'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.');
+  }
+}

@@ -1,0 +1,113 @@
+// Clusters: the only writer of `clusters`. A cluster is created PROVISIONING (its workflow brings the control
+// plane up: RUNNING, or ERROR), counts toward kaas/clusters, and is deleted only when it holds no machine nor install.
+import type { Schema } from '@platform/api-types';
+import { type Insertable, type Kysely, sql } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { ApiError, conflict, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import { enforceQuota } from '../services/quotas.ts';
+import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toCluster = (row: Row<'clusters'>): Schema<'Cluster'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  region_id: row.region_id,
+  kaas: { version: row.kaas_version, status: row.status, status_message: row.status_message },
+  created_at: row.created_at,
+});
+
+export const listClusters = (db: Db, input: PageInput) => workspacePage(db, input, 'clusters', toCluster);
+
+/** A cluster the user may see (a member of its workspace); 404 naming `param` otherwise. */
+export async function visibleCluster(db: Db, userId: string, id: string, param?: string): Promise<Row<'clusters'>> {
+  const row = await db.selectFrom('clusters').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+  if (!row) throw notFound('Cluster', id, param);
+  return row;
+}
+
+export const getCluster = async (db: Db, userId: string, id: string): Promise<Schema<'Cluster'>> => toCluster(await visibleCluster(db, userId, id));
+
+export async function createCluster(db: Db, workspace: WorkspaceRef, input: Schema<'ClusterCreate'>, regionId: string, { now, workflows }: { now: number; workflows: WorkflowStarter }): Promise<Schema<'Cluster'>> {
+  const row = await db.transaction().execute(async (trx) => {
+    await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
+    const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', input.name).executeTakeFirst();
+    if (taken) throw conflict(`The workspace has a cluster named ${input.name} already.`, 'Choose another name.', undefined, 'name');
+    const id = newId('cl');
+    await workflows.start(trx, 'createCluster', id);
+    return trx
+      .insertInto('clusters')
+      .values({ id, workspace_id: workspace.id, name: input.name, region_id: regionId, kaas_version: input.kaas_version ?? 'v1.31', status: 'PROVISIONING', status_message: 'Creating control plane', created_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toCluster(row);
+}
+
+export async function deleteCluster(db: Db, userId: string, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const cluster = await visibleCluster(trx, userId, id);
+    await trx.selectFrom('clusters').select('id').where('id', '=', cluster.id).forUpdate().execute();
+    const { machines, installs } = await trx
+      .selectNoFrom([
+        sql<number>`(SELECT count(*) FROM machines WHERE cluster_id = ${cluster.id})::int`.as('machines'),
+        sql<number>`(SELECT count(*) FROM installs WHERE cluster_id = ${cluster.id})::int`.as('installs'),
+      ])
+      .executeTakeFirstOrThrow();
+    if (machines + installs > 0) {
+      throw new ApiError('conflict', `Cluster ${cluster.id} still has ${machines} machines and ${installs} installs.`, {
+        suggestion: 'Delete its machines and installs first.',
+        details: { machines, installs },
+      });
+    }
+    await deleteWorkflowsOf(trx, [cluster.id]);
+    await trx.deleteFrom('clusters').where('id', '=', cluster.id).execute();
+  });
+}
+
+export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();
+
+/** PROVISIONING → RUNNING; false when it is not provisioning (a re-run after a crash: done already). */
+export async function markClusterRunning(db: Db, id: string): Promise<boolean> {
+  const changed = await db.updateTable('clusters').set({ status: 'RUNNING', status_message: null }).where('id', '=', id).where('status', '=', 'PROVISIONING').executeTakeFirst();
+  return changed.numUpdatedRows > 0n;
+}
+
+export async function markClusterFailed(db: Db, id: string, message: string): Promise<void> {
+  await db.updateTable('clusters').set({ status: 'ERROR', status_message: message }).where('id', '=', id).execute();
+}
+
+/** Whether a cluster belongs to the given workspace (what an object references lives in its workspace). */
+export const clusterInWorkspace = async (db: Db, clusterId: string, workspaceId: string): Promise<boolean> =>
+  (await db.selectFrom('clusters').select('id').where('id', '=', clusterId).where('workspace_id', '=', workspaceId).executeTakeFirst()) !== undefined;
+
+/** Which of these ids are clusters of the workspace. */
+export async function clustersOfWorkspace(db: Db, workspaceId: string, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('clusters').select('id').where('id', 'in', ids).where('workspace_id', '=', workspaceId).execute();
+  return new Set(rows.map((c) => c.id));
+}
+
+/** The clusters among `ids` of the workspace in a region, oldest first: where an install may be placed. */
+export async function placementCandidates(db: Db, workspaceId: string, regionId: string, ids: readonly string[]) {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('clusters')
+    .select(['id', 'status'])
+    .where('id', 'in', ids)
+    .where('workspace_id', '=', workspaceId)
+    .where('region_id', '=', regionId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
+export async function seedClusters(db: Kysely<Database>, rows: Insertable<Database['clusters']>[]): Promise<void> {
+  await db.insertInto('clusters').values(rows).execute();
+}

@@ -1,0 +1,132 @@
+// Installs: the only writer of `installs`. An install of a product starts pending; its createInstall workflow
+// places it on a running cluster of the product in its region (installing), deploys one release per source
+// (running, or failed with a status_message); regenerateProduct moves running installs to a new template. What
+// an install references (its product, its cluster) lives in its workspace, checked again where workflows act.
+import type { Schema } from '@platform/api-types';
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import type { WorkflowStarter } from '../workflows/engine.ts';
+import { productOfWorkspace } from './products.ts';
+import { requireRegion } from './regions.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toInstall = (row: Row<'installs'>): Schema<'Install'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  product_id: row.product_id,
+  region_id: row.region_id,
+  cluster_id: row.cluster_id,
+  status: row.status,
+  workflow_id: row.workflow_id,
+  overrides: row.overrides,
+  status_message: row.status_message,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+/** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
+const inTransaction = <T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
+  db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
+
+export const listInstalls = (db: Db, input: PageInput) => workspacePage(db, input, 'installs', toInstall);
+
+/** The id of an install the user may see (a member of its workspace); 404 otherwise. */
+export async function visibleInstallId(db: Db, userId: string, id: string): Promise<string> {
+  return (await visibleInstall(db, userId, id)).id;
+}
+
+async function visibleInstall(db: Db, userId: string, id: string): Promise<Row<'installs'>> {
+  const row = await db.selectFrom('installs').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+  if (!row) throw notFound('Install', id);
+  return row;
+}
+
+export const getInstall = async (db: Db, userId: string, id: string): Promise<Schema<'Install'>> => toInstall(await visibleInstall(db, userId, id));
+
+/** A new install of a product of the workspace (none: the product is not found), with its workflow. */
+export async function createInstall(db: Db, workspace: WorkspaceRef | undefined, input: Schema<'InstallCreate'>, { now, workflows }: { now: number; workflows: WorkflowStarter }): Promise<Schema<'Install'>> {
+  const product = workspace ? await productOfWorkspace(db, input.product_id, workspace.id) : undefined;
+  if (!product) throw notFound('Product', input.product_id, 'product_id');
+  const regionId = await requireRegion(db, input.region_id);
+  const overrides = input.overrides ?? [];
+  const sourceIds = new Set(product.sources.map((s) => s.id));
+  const seen = new Set<string>();
+  overrides.forEach((override, i) => {
+    const param = `overrides[${i}].template_helm_source_id`;
+    if (!sourceIds.has(override.template_helm_source_id)) {
+      throw validationError(param, `The product has no helm source ${override.template_helm_source_id}.`, "Use the id of one of the product's sources.");
+    }
+    if (seen.has(override.template_helm_source_id)) {
+      throw validationError(param, `Helm source ${override.template_helm_source_id} is overridden twice.`, 'Merge the values into one override per source.');
+    }
+    seen.add(override.template_helm_source_id);
+  });
+  const row = await inTransaction(db, async (trx) => {
+    const installId = newId('ins');
+    const workflowId = await workflows.start(trx, 'createInstall', installId);
+    return trx
+      .insertInto('installs')
+      .values({
+        id: installId,
+        workspace_id: product.workspace_id,
+        product_id: product.id,
+        region_id: regionId,
+        cluster_id: null,
+        status: 'pending',
+        workflow_id: workflowId,
+        overrides: JSON.stringify(overrides),
+        status_message: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
+// What the workflows do to an install.
+
+export const installById = (db: Db, id: string) => db.selectFrom('installs').selectAll().where('id', '=', id).executeTakeFirst();
+
+/** pending → installing on the chosen cluster. */
+export async function placeInstall(db: Db, id: string, clusterId: string, now: number): Promise<void> {
+  await db.updateTable('installs').set({ cluster_id: clusterId, status: 'installing', status_message: null, updated_at: now }).where('id', '=', id).execute();
+}
+
+/** The template the install's releases were deployed at (updated_at too when given). */
+export async function setInstallTemplate(db: Db, id: string, templateId: string, now?: number): Promise<void> {
+  await db.updateTable('installs').set({ template_id: templateId, ...(now === undefined ? {} : { updated_at: now }) }).where('id', '=', id).execute();
+}
+
+/** → running, or → failed with its message; false when it was so already (only the run that changes it tells). */
+export async function finishInstall(db: Db, id: string, outcome: { status: 'running' } | { status: 'failed'; message: string }, now: number): Promise<boolean> {
+  const changed = await db
+    .updateTable('installs')
+    .set({ status: outcome.status, status_message: outcome.status === 'failed' ? outcome.message : null, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '<>', outcome.status)
+    .executeTakeFirst();
+  return changed.numUpdatedRows > 0n;
+}
+
+/**
+ * The running installs of a product not yet at its template; only those of the product's workspace on clusters of
+ * that workspace (checked again as the workflow acts).
+ */
+export const installsBehindTemplate = (db: Db, product: { id: string; workspace_id: string; template_id: string }) =>
+  db
+    .selectFrom('installs')
+    .selectAll('installs')
+    .innerJoin('clusters', (join) => join.onRef('clusters.id', '=', 'installs.cluster_id').on('clusters.workspace_id', '=', product.workspace_id))
+    .where('installs.workspace_id', '=', product.workspace_id)
+    .where('product_id', '=', product.id)
+    .where('installs.status', '=', 'running')
+    .where((eb) => eb.or([eb('installs.template_id', 'is', null), eb('installs.template_id', '!=', product.template_id)]))
+    .execute();

@@ -1,0 +1,213 @@
+// Machines: the only writer of `machines`. A requested machine is `queued` until a provisioning slot of its
+// cluster frees up (services/provisioning.ts), then provisioning → ready; ready → suspending → suspended (see
+// suspensions.ts) → ready; any → deleting → gone. What a machine references (its cluster, its compute config)
+// lives in one workspace, checked when it is requested.
+import type { Schema } from '@platform/api-types';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { conflict, notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { ComputeProvider } from '../providers/types.ts';
+import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
+import { enforceQuota } from '../services/quotas.ts';
+import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
+import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
+import { visibleCluster } from './clusters.ts';
+import { visibleComputeConfig } from './compute-configs.ts';
+import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
+import { ownerOf } from './workspaces.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toMachine = (row: Row<'machines'>): Schema<'Machine'> => ({
+  provider_id: row.provider_id,
+  node_name: row.node_name,
+  status: row.status,
+  cluster_id: row.cluster_id,
+  compute_config_id: row.compute_config_id,
+  byom: row.byom,
+  server_type: row.server_type,
+  cpu: row.cpu,
+  memory_bytes: row.memory_bytes,
+  created_at: row.created_at,
+});
+type Status = Row<'machines'>['status'];
+interface Effects {
+  now: number;
+  workflows: WorkflowStarter;
+}
+
+/** A machine the user may see (a member of its cluster's workspace), with its compute config's provider_config. */
+async function visibleMachine(db: Db, userId: string, providerId: string) {
+  const row = await db
+    .selectFrom('machines')
+    .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
+    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
+    .selectAll('machines')
+    .select(['compute_configs.provider_config', 'clusters.region_id', 'clusters.workspace_id'])
+    .where('machines.provider_id', '=', providerId)
+    .where('clusters.workspace_id', 'in', memberWorkspaces(db, userId))
+    .executeTakeFirst();
+  if (!row) throw notFound('Machine', providerId);
+  return row;
+}
+
+export async function listMachines(db: Db, userId: string, clusterId: string): Promise<Schema<'Machine'>[]> {
+  const cluster = await visibleCluster(db, userId, clusterId, 'cluster_id');
+  const rows = await db.selectFrom('machines').selectAll().where('cluster_id', '=', cluster.id).orderBy('created_at').orderBy('provider_id').execute();
+  return rows.map(toMachine);
+}
+
+/**
+ * A new machine in a cluster: provisioning at once when the cluster has a free slot, else queued. It lives in its
+ * cluster's workspace, so a named workspace must be that one, and the compute config must be of it too.
+ */
+export async function requestMachine(db: Db, userId: string, named: WorkspaceRef | undefined, input: Schema<'MachineRequest'>, { now, workflows }: Effects): Promise<Schema<'Machine'>> {
+  const cluster = await visibleCluster(db, userId, input.cluster_id, 'cluster_id');
+  if (named && cluster.workspace_id !== named.id) {
+    throw validationError('cluster_id', `Cluster ${cluster.id} was not found in workspace ${named.id}.`, "List the workspace's clusters with GET /v1/clusters and use their ids.");
+  }
+  const config = await visibleComputeConfig(db, userId, input.compute_config_id, 'compute_config_id');
+  if (config.workspace_id !== cluster.workspace_id) {
+    throw validationError('compute_config_id', `Compute config ${config.id} belongs to another workspace than cluster ${cluster.id}.`, 'Use a compute config of the cluster’s workspace.');
+  }
+  const filter = config.provider_config.machine_type_filter;
+  const candidates = SERVER_TYPES.filter((t) => matchesFilter(filter, t.name));
+  const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
+  if (!serverType) {
+    throw validationError('server_type', `Server type ${input.server_type} does not match the compute config's filter ${filter}.`, `Choose one of: ${candidates.map((t) => t.name).join(', ')}.`);
+  }
+  const byom = config.cloud_credential_id !== null;
+  const workspace = await ownerOf(db, cluster.workspace_id);
+  const row = await db.transaction().execute(async (trx) => {
+    // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
+    if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes }, now);
+    // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
+    await lockCluster(trx, cluster.id);
+    const status = (await slotAvailable(trx, cluster, now)) ? 'provisioning' : 'queued';
+    const providerId = `compute://${newId('mch')}`;
+    await workflows.start(trx, 'requestMachine', providerId);
+    return trx
+      .insertInto('machines')
+      .values({
+        provider_id: providerId,
+        cluster_id: cluster.id,
+        compute_config_id: config.id,
+        node_name: `${cluster.name}-worker-${providerId.slice(-6)}`,
+        status,
+        byom,
+        server_type: serverType.name,
+        cpu: serverType.cpu,
+        memory_bytes: serverType.memory_bytes,
+        created_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toMachine(row);
+}
+
+/** any → deleting: whatever was under way for the machine stops; the deletion removes its server and snapshot. */
+export async function deleteMachine(db: Db, userId: string, providerId: string, { now, workflows }: Effects): Promise<void> {
+  const machine = await visibleMachine(db, userId, providerId);
+  await db.transaction().execute(async (trx) => {
+    const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirst();
+    if (!locked || locked.status === 'deleting') return; // deleting already: the same outcome
+    const suspensions = await suspensionsOfMachine(trx, machine.provider_id);
+    const cancelled = await cancelWorkflows(trx, [machine.provider_id, ...suspensions.map((s) => s.id)], 'cancelled: the machine was deleted', now);
+    await trx.updateTable('machines').set({ status: 'deleting' }).where('provider_id', '=', machine.provider_id).execute();
+    await workflows.start(trx, 'deleteMachine', machine.provider_id, { cancelled });
+  });
+}
+
+/** ready → suspending, with a new suspension whose workflow snapshots the server. */
+export async function suspendMachine(db: Db, userId: string, providerId: string, effects: Effects): Promise<Schema<'Suspension'>> {
+  return db.transaction().execute(async (trx) => {
+    const machine = await visibleMachine(trx, userId, providerId);
+    const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirstOrThrow();
+    if (locked.status !== 'ready') {
+      throw conflict(`Machine ${machine.provider_id} is ${locked.status}; only a ready machine can be suspended.`, 'Wait until the machine is ready.', { status: locked.status });
+    }
+    await trx.updateTable('machines').set({ status: 'suspending' }).where('provider_id', '=', machine.provider_id).execute();
+    return startSuspension(trx, machine, machine.workspace_id, effects);
+  });
+}
+
+/**
+ * Compares the compute config's desired state (image, server type, region) with what the provider reports of the
+ * machine's server; without a server (queued, suspended) the machine's own record stands in.
+ */
+export async function checkDrift(db: Db, provider: ComputeProvider, userId: string, providerId: string, now: number): Promise<Schema<'DriftResult'>> {
+  const machine = await visibleMachine(db, userId, providerId);
+  const desired = machine.provider_config;
+  const server = machine.server_id ? await provider.getServer(machine.server_id) : undefined;
+  const actual = { server_type: server?.server_type ?? machine.server_type, region: server?.location ?? desired.region, image: server?.image ?? desired.image };
+  const differences: { field: string; desired: string | null; actual: string | null }[] = [];
+  if (!matchesFilter(desired.machine_type_filter, actual.server_type)) {
+    differences.push({ field: 'server_type', desired: desired.machine_type_filter, actual: actual.server_type });
+  }
+  if (desired.region !== actual.region) differences.push({ field: 'region', desired: desired.region, actual: actual.region });
+  // A server restored from a snapshot runs the snapshot's image, which was made from the desired one.
+  if (server && desired.image !== actual.image && !actual.image.startsWith('snap-')) differences.push({ field: 'image', desired: desired.image, actual: actual.image });
+  if (machine.server_id && !server && machine.status === 'ready') differences.push({ field: 'server', desired: machine.server_id, actual: null });
+  const drifted = differences.length > 0;
+  const reason = drifted ? `${differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ')}.` : 'The machine matches its compute config.';
+  return { drifted, reason, checked_at: now, differences };
+}
+
+/** The machines of a cluster the user may see, and where its provisioning stands. */
+export async function clusterComputeStatus(db: Db, userId: string, clusterId: string, now: number): Promise<Schema<'ComputeStatus'>> {
+  return computeStatus(db, await visibleCluster(db, userId, clusterId), now);
+}
+
+// What the workflows do to a machine.
+
+/** The machine, its cluster's workspace and status, and its compute config's provider_config. */
+export const machineForWorkflow = (db: Db, providerId: string) =>
+  db
+    .selectFrom('machines')
+    .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
+    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
+    .selectAll('machines')
+    .select(['clusters.workspace_id', 'clusters.status as cluster_status', 'compute_configs.provider_config'])
+    .where('machines.provider_id', '=', providerId)
+    .executeTakeFirst();
+
+export const machineById = (db: Db, providerId: string) => db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirst();
+
+/**
+ * queued → provisioning when the cluster has a free slot, decided under the machine's row lock and the cluster's
+ * provisioning lock: `gone` (deleted while queued), `provisioning` (taken now or by an earlier run), or `queued`.
+ */
+export async function claimSlot(trx: Db, providerId: string, now: number): Promise<'gone' | 'provisioning' | 'queued'> {
+  const machine = await trx.selectFrom('machines').selectAll().where('provider_id', '=', providerId).forUpdate().executeTakeFirst();
+  if (!machine) return 'gone';
+  if (machine.status === 'provisioning') return 'provisioning';
+  const cluster = await trx.selectFrom('clusters').select(['id', 'workspace_id', 'status']).where('id', '=', machine.cluster_id).executeTakeFirstOrThrow();
+  await lockCluster(trx, cluster.id);
+  if (!(await slotAvailable(trx, cluster, now))) return 'queued';
+  await trx.updateTable('machines').set({ status: 'provisioning' }).where('provider_id', '=', providerId).execute();
+  return 'provisioning';
+}
+
+/** provisioning → queued without its server (a failed creation); false when it was not provisioning (counted once). */
+export async function requeueMachine(trx: Db, providerId: string): Promise<boolean> {
+  const requeued = await trx.updateTable('machines').set({ status: 'queued', server_id: null }).where('provider_id', '=', providerId).where('status', '=', 'provisioning').executeTakeFirst();
+  return requeued.numUpdatedRows > 0n;
+}
+
+/** Sets the status, and the server when given (null: the server is gone). */
+export async function setMachineState(db: Db, providerId: string, change: { status?: Status; server_id?: string | null }): Promise<void> {
+  await db.updateTable('machines').set(change).where('provider_id', '=', providerId).execute();
+}
+
+export async function removeMachine(trx: Db, providerId: string): Promise<void> {
+  await trx.deleteFrom('machines').where('provider_id', '=', providerId).execute();
+}
+
+/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
+export async function seedMachines(db: Kysely<Database>, rows: Insertable<Database['machines']>[]): Promise<void> {
+  await db.insertInto('machines').values(rows).execute();
+}

@@ -1,0 +1,130 @@
+// Products: the only writer of `products`. A product's configuration (create, or a full replacement) makes a
+// new template, which the regenerateProduct workflow renders and rolls out (regeneration_status). What a product
+// references lives in its workspace: its clusters are checked on every write and again by the workflows.
+import type { Schema } from '@platform/api-types';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, ProductSource, Row } from '../db/schema.ts';
+import { notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
+import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import type { WorkflowStarter } from '../workflows/engine.ts';
+import { clustersOfWorkspace } from './clusters.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toProduct = (row: Row<'products'>): Schema<'Product'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  name: row.name,
+  template_id: row.template_id,
+  sources: row.sources,
+  cluster_ids: row.cluster_ids,
+  stripe_price_ids: row.stripe_price_ids,
+  settings: row.settings,
+  regeneration_status: row.regeneration_status,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+type Configuration = Schema<'ProductUpdate'>;
+interface Effects {
+  now: number;
+  workflows: WorkflowStarter;
+  resolveHost: Resolver;
+}
+
+export const listProducts = (db: Db, input: PageInput) => workspacePage(db, input, 'products', toProduct);
+
+/** A product the user may see (a member of its workspace); 404 naming `param` otherwise. */
+async function visibleProduct(db: Db, userId: string, id: string, param?: string): Promise<Row<'products'>> {
+  const row = await db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+  if (!row) throw notFound('Product', id, param);
+  return row;
+}
+
+export const getProduct = async (db: Db, userId: string, id: string): Promise<Schema<'Product'>> => toProduct(await visibleProduct(db, userId, id));
+
+/** Refuses a helm source the service must not fetch from (SSRF): see services/ssrf.ts. Runs before any transaction. */
+async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Promise<void> {
+  for (const [i, source] of body.sources.entries()) {
+    const reason = await forbiddenSourceUrl(source.chart.repo_url, resolveHost);
+    if (reason) {
+      throw validationError(`sources[${i}].chart.repo_url`, `${source.chart.repo_url} ${reason}.`, 'Use the public https:// (or oci://) address of the chart or Git repository.');
+    }
+  }
+}
+
+/**
+ * Checks a product configuration (create or full replacement) and returns the columns it sets. Its clusters must
+ * be clusters of the product's own workspace: membership of another workspace gives no right to place installs
+ * of this workspace's products there (nor the reverse).
+ */
+async function configurationColumns(db: Db, workspaceId: string, body: Configuration, existingSourceIds: ReadonlySet<string>) {
+  const sources: ProductSource[] = body.sources.map((source, i) => {
+    if (source.id !== undefined && !existingSourceIds.has(source.id)) {
+      throw validationError(`sources[${i}].id`, `The product has no helm source ${source.id}.`, 'Omit id for a new source, or send the id of one of its sources.');
+    }
+    if ((source.chart.chart === undefined) === (source.chart.path === undefined)) {
+      throw validationError(`sources[${i}].chart`, 'A helm source names exactly one of chart (a chart repository) or path (a Git repository).', 'Send chart for a chart repository, or path for a Git repository.');
+    }
+    return { id: source.id ?? newId('src'), chart: source.chart, values: source.values ?? {}, metadata: source.metadata ?? {} };
+  });
+  const own = await clustersOfWorkspace(db, workspaceId, body.cluster_ids);
+  body.cluster_ids.forEach((id, i) => {
+    if (!own.has(id)) {
+      throw validationError(`cluster_ids[${i}]`, `Cluster ${id} was not found in the product's workspace ${workspaceId}.`, "List the workspace's clusters with GET /v1/clusters and use their ids.");
+    }
+  });
+  return {
+    name: body.name,
+    template_id: newId('tpl'),
+    sources: JSON.stringify(sources),
+    cluster_ids: JSON.stringify(body.cluster_ids),
+    stripe_price_ids: JSON.stringify(body.stripe_price_ids ?? []),
+    settings: JSON.stringify(body.settings ?? {}),
+    regeneration_status: 'pending' as const,
+  };
+}
+
+export async function createProduct(db: Db, workspace: WorkspaceRef, body: Configuration, { now, workflows, resolveHost }: Effects): Promise<Schema<'Product'>> {
+  await checkSourceUrls(body, resolveHost);
+  const row = await db.transaction().execute(async (trx) => {
+    const columns = await configurationColumns(trx, workspace.id, body, new Set());
+    const id = newId('prd');
+    await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: id });
+    return trx.insertInto('products').values({ id, workspace_id: workspace.id, ...columns, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
+  });
+  return toProduct(row);
+}
+
+/** A full replacement of the configuration: a new template, regenerated and rolled out to the running installs. */
+export async function updateProduct(db: Db, userId: string, id: string, body: Configuration, { now, workflows, resolveHost }: Effects): Promise<Schema<'ProductUpdateResult'>> {
+  await visibleProduct(db, userId, id);
+  await checkSourceUrls(body, resolveHost);
+  return db.transaction().execute(async (trx) => {
+    const product = await visibleProduct(trx, userId, id);
+    await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
+    const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
+    await trx.updateTable('products').set({ ...columns, updated_at: now }).where('id', '=', product.id).execute();
+    await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: product.id });
+    return { product_id: product.id, template_id: columns.template_id };
+  });
+}
+
+/** A product of the workspace (what an install references lives in the install's workspace), or undefined. */
+export const productOfWorkspace = (db: Db, id: string, workspaceId: string) => db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+
+/** The product, when `templateId` is still its current template (a newer update supersedes a regeneration). */
+export const productAtTemplate = (db: Db, id: string, templateId: string) => db.selectFrom('products').selectAll().where('id', '=', id).where('template_id', '=', templateId).executeTakeFirst();
+
+/** The regeneration status of a template, written only while it is the product's current one. */
+export async function setRegenerationStatus(db: Db, id: string, templateId: string, status: Row<'products'>['regeneration_status']): Promise<void> {
+  await db.updateTable('products').set({ regeneration_status: status }).where('id', '=', id).where('template_id', '=', templateId).execute();
+}
+
+/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
+export async function seedProducts(db: Kysely<Database>, rows: Insertable<Database['products']>[]): Promise<void> {
+  await db.insertInto('products').values(rows).execute();
+}

@@ -1,0 +1,59 @@
+// Registry credentials: the only writer of `registry_credentials`. The password is sealed at rest and never
+// answered; the registry must be a public host (SSRF).
+import type { Schema } from '@platform/api-types';
+import type { Kysely } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import type { SecretBox } from '../services/secrets.ts';
+import { isForbiddenHost, type Resolver } from '../services/ssrf.ts';
+import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toRegistryCredential = (row: Row<'registry_credentials'>): Schema<'RegistryCredential'> => ({
+  id: row.id,
+  name: row.name,
+  workspace_id: row.workspace_id,
+  registry_url: row.registry_url,
+  is_active: row.is_active,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+});
+
+export const listRegistryCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'registry_credentials', toRegistryCredential);
+
+export async function createRegistryCredential(
+  db: Db,
+  workspace: WorkspaceRef,
+  input: Schema<'RegistryCredentialCreate'>,
+  { now, secrets, resolveHost }: { now: number; secrets: SecretBox; resolveHost: Resolver },
+): Promise<Schema<'RegistryCredential'>> {
+  const host = input.registry_url.replace(/:\d+$/, '');
+  if (await isForbiddenHost(host, resolveHost)) {
+    throw validationError('registry_url', `${input.registry_url} is a loopback, private, link-local or metadata address.`, 'Use the public host name of the registry, e.g. ghcr.io.');
+  }
+  const row = await db
+    .insertInto('registry_credentials')
+    .values({
+      id: newId('rc'),
+      workspace_id: workspace.id,
+      name: input.name,
+      registry_url: input.registry_url.toLowerCase(),
+      username: input.username,
+      password_ciphertext: secrets.seal(input.password),
+      is_active: input.is_active ?? true,
+      created_at: now,
+      last_used_at: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toRegistryCredential(row);
+}
+
+export async function deleteRegistryCredential(db: Db, userId: string, id: string): Promise<void> {
+  const result = await db.deleteFrom('registry_credentials').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('Registry credential', id);
+}

@@ -1,0 +1,91 @@
+// Suspensions: the only writer of `suspensions`. suspending → suspended (a snapshot, no server) → resuming →
+// resumed, or failed; only a suspended machine is resumed (409 otherwise, decided under the row's lock).
+import type { Schema } from '@platform/api-types';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { conflict, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import { memberWorkspaces } from '../services/tenancy.ts';
+import type { WorkflowStarter } from '../workflows/engine.ts';
+
+type Db = Kysely<Database>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toSuspension = (row: Row<'suspensions'>): Schema<'Suspension'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  cluster_id: row.cluster_id,
+  provider_id: row.provider_id,
+  node_name: row.node_name,
+  reason: row.reason,
+  status: row.status,
+  snapshot_id: row.snapshot_id,
+  created_at: row.created_at,
+  expires_at: row.expires_at,
+});
+type Status = Row<'suspensions'>['status'];
+
+export const listSuspensions = (db: Db, input: PageInput) => workspacePage(db, input, 'suspensions', toSuspension);
+
+export async function getSuspension(db: Db, userId: string, id: string): Promise<Schema<'Suspension'>> {
+  const row = await db.selectFrom('suspensions').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+  if (!row) throw notFound('Suspension', id);
+  return toSuspension(row);
+}
+
+/** A manual suspension of a machine (in the transaction that marks the machine suspending); its workflow starts. */
+export async function startSuspension(
+  trx: Db,
+  machine: { provider_id: string; cluster_id: string; node_name: string },
+  workspaceId: string,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Suspension'>> {
+  const id = newId('sus');
+  await workflows.start(trx, 'suspendMachine', id);
+  const row = await trx
+    .insertInto('suspensions')
+    .values({ id, workspace_id: workspaceId, cluster_id: machine.cluster_id, provider_id: machine.provider_id, node_name: machine.node_name, reason: 'manual', status: 'suspending', snapshot_id: null, created_at: now, expires_at: null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toSuspension(row);
+}
+
+/** suspended → resuming, under the row's lock; the resume workflow starts in the same transaction. */
+export async function resumeSuspension(db: Db, userId: string, id: string, workflows: WorkflowStarter): Promise<Schema<'Suspension'>> {
+  const row = await db.transaction().execute(async (trx) => {
+    const suspension = await trx.selectFrom('suspensions').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(trx, userId)).forUpdate().executeTakeFirst();
+    if (!suspension) throw notFound('Suspension', id);
+    if (suspension.status !== 'suspended') {
+      throw conflict(`Suspension ${suspension.id} is ${suspension.status}, not suspended.`, 'Only a suspended machine can be resumed; read the suspension to follow it.', { status: suspension.status });
+    }
+    await workflows.start(trx, 'resumeSuspension', suspension.id);
+    return trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspension.id).returningAll().executeTakeFirstOrThrow();
+  });
+  return toSuspension(row);
+}
+
+export const suspensionById = (db: Db, id: string) => db.selectFrom('suspensions').selectAll().where('id', '=', id).executeTakeFirst();
+
+export async function recordSnapshot(db: Db, id: string, snapshotId: string): Promise<void> {
+  await db.updateTable('suspensions').set({ snapshot_id: snapshotId }).where('id', '=', id).execute();
+}
+
+/** Sets the status; with `from`, only when it is that one (false otherwise: a re-run after a crash, done already). */
+export async function setSuspensionStatus(db: Db, id: string, status: Status, from?: Status): Promise<boolean> {
+  let query = db.updateTable('suspensions').set({ status }).where('id', '=', id);
+  if (from) query = query.where('status', '=', from);
+  return (await query.executeTakeFirst()).numUpdatedRows > 0n;
+}
+
+/** The ids and snapshots of a machine's suspensions (what deleting the machine cancels and removes). */
+export const suspensionsOfMachine = (db: Db, providerId: string) => db.selectFrom('suspensions').select(['id', 'snapshot_id']).where('provider_id', '=', providerId).execute();
+
+export async function deleteSuspensionsOfMachine(trx: Db, providerId: string): Promise<void> {
+  await trx.deleteFrom('suspensions').where('provider_id', '=', providerId).execute();
+}
+
+/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
+export async function seedSuspensions(db: Kysely<Database>, rows: Insertable<Database['suspensions']>[]): Promise<void> {
+  await db.insertInto('suspensions').values(rows).execute();
+}

@@ -1,0 +1,170 @@
+// Personal access tokens and session tokens: the only writer of `tokens`. Only a SHA-256 digest is stored;
+// look-up is by digest (a unique index), so comparing is an equality on a hash and leaks nothing about the secret.
+import { hash, randomBytes } from 'node:crypto';
+import type { Schema } from '@platform/api-types';
+import { type Kysely, sql } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database, Row } from '../db/schema.ts';
+import { notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { afterCursor } from '../services/lists.ts';
+import { decodeCursor, page } from '../services/pagination.ts';
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toToken = (row: Row<'tokens'>): Schema<'Token'> => ({
+  id: row.id,
+  name: row.name,
+  prefix: row.prefix,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+  expires_at: row.expires_at,
+});
+
+export const PAT_PREFIX = 'svc_pat_';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** Session tokens live one year from their last use. */
+export const SESSION_LIFETIME_SECONDS = 365 * 24 * 3600;
+/** last_used_at (and a session's expiry) is written at most once a minute, so reads do not become writes. */
+export const LAST_USED_RESOLUTION_SECONDS = 60;
+
+function base62(length: number): string {
+  // Rejection sampling keeps every character equally likely.
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** A checksum over the body (6 base62 characters), so a mistyped PAT is refused without a database query. */
+function checksum(body: string): string {
+  const digest = hash('sha256', body, 'buffer');
+  let value = digest.readUIntBE(0, 6);
+  let out = '';
+  for (let i = 0; i < 6; i++) {
+    out += BASE62[value % 62];
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
+
+export function newPatSecret(): string {
+  const body = base62(32);
+  return `${PAT_PREFIX}${body}${checksum(body)}`;
+}
+
+export function patChecksumValid(token: string): boolean {
+  if (!/^svc_pat_[A-Za-z0-9]{38}$/.test(token)) return false;
+  const body = token.slice(PAT_PREFIX.length, -6);
+  return checksum(body) === token.slice(-6);
+}
+
+export function newSessionSecret(): string {
+  return base62(32);
+}
+
+export function digest(token: string): Buffer {
+  return hash('sha256', token, 'buffer');
+}
+
+export type TokenKind = 'pat' | 'session' | 'jwt';
+
+/** The decisions' rule: `svc_pat_` prefix → PAT; three dot-separated base64url parts → JWT; else session. */
+export function tokenKind(token: string): TokenKind {
+  if (token.startsWith(PAT_PREFIX)) return 'pat';
+  if (/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)) return 'jwt';
+  return 'session';
+}
+
+export async function createToken(
+  db: Kysely<Database>,
+  clock: Clock,
+  init: { userId: string; kind: 'pat' | 'session'; name: string; expiresAt: number | null },
+): Promise<{ row: Row<'tokens'>; secret: string }> {
+  const secret = init.kind === 'pat' ? newPatSecret() : newSessionSecret();
+  const now = clock.now();
+  const row = await db
+    .insertInto('tokens')
+    .values({
+      id: newId('tok'),
+      user_id: init.userId,
+      kind: init.kind,
+      name: init.name,
+      digest: digest(secret),
+      prefix: init.kind === 'pat' ? secret.slice(0, PAT_PREFIX.length + 4) : secret.slice(0, 4),
+      expires_at: init.kind === 'session' ? now + SESSION_LIFETIME_SECONDS : init.expiresAt,
+      last_used_at: null,
+      created_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { row, secret };
+}
+
+interface LiveToken {
+  id: string;
+  user_id: string;
+  expires_at: number | null;
+  last_used_at: number | null;
+  workspace_id: string | null;
+  workspace_owner_id: string | null;
+}
+
+/**
+ * Finds a live PAT or session token; records its use (and refreshes a session) at most once a minute. With
+ * `workspaceId` (the request's X-Workspace-Id), the same query also finds that workspace when the token's
+ * user is a member of it (`workspace_id` and `workspace_owner_id` are null otherwise).
+ */
+export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: string, kind: 'pat' | 'session', workspaceId?: string) {
+  // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
+  // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs).
+  const { rows } = await sql<LiveToken>`
+    SELECT t.id, t.user_id, t.expires_at, t.last_used_at, w.id AS workspace_id, w.owner_id AS workspace_owner_id
+    FROM tokens t
+    LEFT JOIN workspace_members m ON m.user_id = t.user_id AND m.workspace_id = ${workspaceId ?? null}
+    LEFT JOIN workspaces w ON w.id = m.workspace_id
+    WHERE t.digest = ${digest(secret)} AND t.kind = ${kind}`.execute(db);
+  const row = rows[0];
+  const now = clock.now();
+  if (!row || (row.expires_at !== null && row.expires_at <= now)) return undefined;
+  if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_SECONDS) {
+    await db
+      .updateTable('tokens')
+      .set({ last_used_at: now, ...(kind === 'session' ? { expires_at: now + SESSION_LIFETIME_SECONDS } : {}) })
+      .where('id', '=', row.id)
+      .execute();
+  }
+  return row;
+}
+
+export async function listPersonalTokens(db: Kysely<Database>, userId: string, { cursor, limit = 50 }: { cursor?: string; limit?: number }) {
+  const base = db.selectFrom('tokens').selectAll().where('user_id', '=', userId).where('kind', '=', 'pat');
+  const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
+  return page(rows, limit, cursor, toToken);
+}
+
+/** A new personal access token; its secret is in the answer only. */
+export async function createPersonalToken(db: Kysely<Database>, clock: Clock, userId: string, input: { name: string; expires_at?: number | null }): Promise<Schema<'TokenCreated'>> {
+  const expiresAt = input.expires_at ?? null;
+  if (expiresAt !== null && expiresAt <= clock.now()) {
+    throw validationError('expires_at', 'expires_at must be in the future.', 'Send Unix seconds later than now, or omit expires_at for a token that never expires.');
+  }
+  const { row, secret } = await createToken(db, clock, { userId, kind: 'pat', name: input.name, expiresAt });
+  return { id: row.id, name: row.name, token: secret, expires_at: row.expires_at };
+}
+
+/** Revocation deletes the row: the token cannot be recovered and its next use gets 401. */
+export async function revokePersonalToken(db: Kysely<Database>, userId: string, tokenId: string): Promise<void> {
+  const result = await db.deleteFrom('tokens').where('id', '=', tokenId).where('user_id', '=', userId).where('kind', '=', 'pat').executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('Token', tokenId);
+}
+
+/** Ends the session (or revokes the PAT) a request was made with; OAuth2 JWTs have no row to delete. */
+export async function revokeCallerToken(db: Kysely<Database>, tokenId: string | null): Promise<void> {
+  if (tokenId === null) {
+    throw validationError('Authorization', 'An OAuth2 JWT cannot be revoked by this service.', 'Revoke the token at the identity provider that issued it.');
+  }
+  await db.deleteFrom('tokens').where('id', '=', tokenId).execute();
+}
