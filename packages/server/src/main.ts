@@ -11,17 +11,17 @@ import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
+import { demoBox, logDestination, progress } from './start-up.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  // Asynchronous writes: lines written while one write is in flight go out together in the next, so an
-  // access line per request does not cost a system call per request (pino flushes what is left on exit).
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, pino.destination({ dest: 1, sync: false }));
+  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, logDestination());
   let connection;
   try {
-    connection = await connect(config.databaseUrl, config.dataDir);
+    connection = await connect(config.databaseUrl, config.dataDir, progress);
+    progress('Applying database migrations…');
     await migrateToLatest(connection.db);
   } catch (error) {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  const token = await seedDemo(connection.db, systemClock, runtime.provider);
+  const token = await seedDemo(connection.db, systemClock, runtime.provider, progress);
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const shutdown = new AbortController();
   const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
@@ -50,10 +50,7 @@ async function main(): Promise<void> {
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host}:${port}`;
   console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
-  if (token) {
-    console.log(`Demo user created. Token: ${token}`);
-    console.log(`Try: curl -H 'Authorization: Bearer ${token}' ${url}/v1/clusters`);
-  }
+  console.log(demoBox(url, token));
   onSignals(
     () =>
       new Promise<void>((resolve) => {

@@ -88,14 +88,17 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
   return ids;
 }
 
+export const DEMO_EMAIL = 'demo@platform.example';
+
 /**
  * Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty.
  * The demo's ready machine gets its server at the cloud provider, so suspending it works as for any other.
  */
-export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider): Promise<string | undefined> {
+export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider, progress: (line: string) => void = () => {}): Promise<string | undefined> {
   const any = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
   if (any) return undefined;
-  const user = await createUser(db, clock, 'demo@platform.example', 'pro');
+  progress('Seeding the demo user and sample resources…');
+  const user = await createUser(db, clock, DEMO_EMAIL, 'pro');
   const sample = await seedSampleResources(db, clock, user);
   const machine = await db.selectFrom('machines').select(['node_name', 'server_type']).where('provider_id', '=', sample.providerId).executeTakeFirstOrThrow();
   const server = await provider.createServer({ name: machine.node_name, server_type: machine.server_type, location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId } });
