@@ -17,6 +17,7 @@ import { createAuthenticator } from './http/auth.ts';
 import { readBody } from './http/body.ts';
 import { loadContract, validateRequest } from './http/contract.ts';
 import { devicePage } from './http/device-page.ts';
+import { healthProbes } from './http/health.ts';
 import { ApiError, validationError } from './http/errors.ts';
 import { OAuthError } from './http/oauth.ts';
 import { Router } from './http/router.ts';
@@ -188,6 +189,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     ctx.set(securityHeaders);
     await next();
   });
+
+  app.use(healthProbes(env));
 
   app.use(async (ctx) => {
     if (ctx.method === 'GET' && ctx.path === '/openapi.json') {

@@ -19,6 +19,7 @@ import {
   resumeSuspension,
   suspendMachine,
 } from './compute.ts';
+import { getLiveness, getReadiness } from './health.ts';
 import { createInstall, getInstall, listInstalls, streamInstallLogs } from './installs.ts';
 import { listNotifications, markNotificationRead } from './notifications.ts';
 import { createProduct, getProduct, listProducts, updateProduct } from './products.ts';
@@ -77,4 +78,6 @@ export const handlers = {
   approveDeviceCode,
   listQuotas,
   getQuota,
+  getLiveness,
+  getReadiness,
 } satisfies Handlers;
