@@ -44,7 +44,10 @@ async function main(): Promise<void> {
   const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
   const server = createServer(app.callback());
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) => reject(new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${error.message})`)));
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const fix = error.code === 'EADDRINUSE' ? 'the port is taken (another `pnpm start`?): stop that, or set PORT to a free port' : error.message;
+      reject(new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${fix})`));
+    });
     server.listen(config.port, config.host, resolve);
   });
   const { port } = server.address() as AddressInfo;

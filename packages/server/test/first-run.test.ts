@@ -2,7 +2,7 @@
 // the demo token later (`pnpm admin demo-token`), each data folder with its own database and port (two clones
 // side by side), one clear line when the database cannot start, and readable logs on a terminal.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,6 +121,27 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
     expect((await call(two.url, 'GET', '/v1/clusters', { token })).status).toBe(200);
     // pnpm admin of one clone never reaches the database of the other.
     expect((await call(one.url, 'GET', '/v1/clusters', { token })).status).toBe(401);
+  }, 120_000);
+});
+
+describe('pnpm start when its HTTP port is taken', () => {
+  it('stops with one clear line and stops the embedded PostgreSQL it started', async () => {
+    const dir = dataDir();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(dir, { PORT: String(port), HOST: '127.0.0.1' }) }).catch((e: { code: number; stderr: string }) => e);
+      expect(failure).toMatchObject({ code: 1 });
+      expect((failure as { stderr: string }).stderr.trim()).toBe(`Cannot start: PORT/HOST: cannot listen on 127.0.0.1:${port} (the port is taken (another \`pnpm start\`?): stop that, or set PORT to a free port)`);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+    // The process exited; its database was told to stop on the way out and does within seconds.
+    for (let i = 0; existsSync(join(dir, 'postgres', 'postmaster.pid')); i++) {
+      if (i > 100) throw new Error('the embedded PostgreSQL outlived the process that started it');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }, 120_000);
 });
 
