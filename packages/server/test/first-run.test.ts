@@ -124,6 +124,10 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
   }, 120_000);
 });
 
+it('the tests run with a data folder of their own, never the one of a pnpm start beside them', () => {
+  expect(process.env.DATA_DIR).toMatch(new RegExp(`^${tmpdir().replaceAll('/', '\\/')}\\/platform-test-data-`));
+});
+
 describe('pnpm start when its HTTP port is taken', () => {
   it('stops with one clear line and stops the embedded PostgreSQL it started', async () => {
     const dir = dataDir();
