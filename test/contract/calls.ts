@@ -180,4 +180,8 @@ export const calls = {
   // Quotas
   listQuotas: (api) => api.GET('/v1/quotas', { params: { query: { cluster_id: ids.cluster } } }),
   getQuota: (api) => api.GET('/v1/quotas/{metric}', { params: { path: { metric: ids.metric } } }),
+
+  // Health (no token)
+  getLiveness: (api) => api.GET('/healthz', {}),
+  getReadiness: (api) => api.GET('/readyz', {}),
 } satisfies CallTable as Record<OperationId, (api: PlatformClient) => Promise<unknown>>;

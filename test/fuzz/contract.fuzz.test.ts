@@ -456,6 +456,9 @@ const mutations: Record<string, Mutation> = {
 
 describe('(b) mutated and invalid requests straight at the server', () => {
   operations.forEach((op, index) => {
+    // No parameters, no body and no token (the health probes): there is nothing to mutate.
+    const open = Array.isArray(op.object.security) && op.object.security.length === 0;
+    if (op.parameters.length === 0 && !jsonBody(op) && open) return;
     it(`${op.operationId}`, async () => {
       const applicable = Object.entries(mutations);
       const rejected: Record<string, number> = {};

@@ -285,6 +285,18 @@ export interface PlatformOperations {
    * `GET /v1/quotas/{metric}`
    */
   getQuota(...args: OperationArgs<'getQuota'>): Promise<OperationResult<'getQuota'>>;
+  /**
+   * Liveness probe
+   *
+   * `GET /healthz`
+   */
+  getLiveness(...args: OperationArgs<'getLiveness'>): Promise<OperationResult<'getLiveness'>>;
+  /**
+   * Readiness probe
+   *
+   * `GET /readyz`
+   */
+  getReadiness(...args: OperationArgs<'getReadiness'>): Promise<OperationResult<'getReadiness'>>;
 }
 
 /** How each method is sent: its HTTP method and path, and which argument properties fill the path and the query. */
@@ -336,6 +348,8 @@ export const operationRoutes = {
   approveDeviceCode: { method: 'POST', path: '/v1/auth/device/approve', path_params: [], query: [], headers: [] },
   listQuotas: { method: 'GET', path: '/v1/quotas', path_params: [], query: ['cluster_id'], headers: ['workspaceId'] },
   getQuota: { method: 'GET', path: '/v1/quotas/{metric}', path_params: ['metric'], query: ['cluster_id'], headers: ['workspaceId'] },
+  getLiveness: { method: 'GET', path: '/healthz', path_params: [], query: [], headers: [] },
+  getReadiness: { method: 'GET', path: '/readyz', path_params: [], query: [], headers: [] },
 } as const satisfies Record<keyof PlatformOperations, OperationRoute>;
 
 export interface OperationRoute {

@@ -3,16 +3,19 @@
 import { parseArgs } from 'node:util';
 import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { type Connection, connect, openDatabase } from './db/connect.ts';
+import { type Connection, connect, openDatabase, runningEmbeddedUrl } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import type { Plan } from './db/schema.ts';
 import { setQuotaOverride } from './resources/quotas.ts';
 import { anyUser, createUser, findUserByEmail, setPlan, userExists } from './resources/users.ts';
 import { workspaceExists } from './resources/workspaces.ts';
+import { DEMO_EMAIL } from './db/seed.ts';
+import { createToken } from './resources/tokens.ts';
 import { isMetric } from './services/quotas.ts';
 
 const USAGE = `Usage:
   pnpm admin create-user --email <email> [--plan free|pro]
+  pnpm admin demo-token
   pnpm admin set-plan --user <user id> --plan free|pro
   pnpm admin set-override (--user <user id> | --workspace <workspace id>) --metric <metric> --limit <n>`;
 
@@ -32,11 +35,15 @@ function required(values: Record<string, string | undefined>, name: string): str
   return value;
 }
 
-/** The server's embedded PostgreSQL may already be running on its port; then use it instead of starting one. */
+/**
+ * The server's embedded PostgreSQL (of this DATA_DIR: its port is read from the data folder) may already be
+ * running; then use it instead of starting one.
+ */
 async function open(): Promise<Connection> {
   const config = loadConfig();
-  if (!config.databaseUrl) {
-    const running = openDatabase('postgres://postgres:postgres@127.0.0.1:54329/postgres', 1);
+  const url = config.databaseUrl ? undefined : await runningEmbeddedUrl(config.dataDir);
+  if (url) {
+    const running = openDatabase(url, 1);
     try {
       await anyUser(running.db);
       return running;
@@ -68,6 +75,17 @@ async function run(argv: string[]): Promise<void> {
         if (exists) throw new Error(`a user with email ${email} exists already (${exists.id})`);
         const user = await createUser(db, systemClock, email, chosen);
         process.stdout.write(`${JSON.stringify({ user_id: user.userId, token: user.token })}\n`);
+      };
+      break;
+    }
+    case 'demo-token': {
+      // Tokens are stored as digests, so the one printed at the first start cannot be read back: this mints a
+      // new one for the demo user (whoever can run this can write the database anyway), leaving others valid.
+      action = async ({ db }) => {
+        const demo = await findUserByEmail(db, DEMO_EMAIL);
+        if (!demo) throw new Error(`no demo user (${DEMO_EMAIL}) in this database: the first start of an empty database creates it`);
+        const { secret } = await createToken(db, systemClock, { userId: demo.id, kind: 'pat', name: 'demo-token', expiresAt: null });
+        process.stdout.write(`${JSON.stringify({ user_id: demo.id, email: DEMO_EMAIL, token: secret })}\n`);
       };
       break;
     }

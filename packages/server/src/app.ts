@@ -12,6 +12,7 @@ import { cors } from './http/cors.ts';
 import { loadContract } from './http/contract.ts';
 import { dispatch } from './http/dispatch.ts';
 import { errorBody } from './http/error-body.ts';
+import { healthProbes } from './http/health.ts';
 import { pages } from './http/pages.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { secretBox } from './services/secrets.ts';
@@ -70,6 +71,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   app.use(errorBody(logger));
   app.use(securityHeaders(config));
   app.use(cors(config.corsOrigins));
+  // Liveness and readiness answer before authentication and the rate limit (a probe has no token).
+  app.use(healthProbes(env));
   app.use(await pages());
   app.use(dispatch({ contract, authenticate, rateLimiter, env, config, logger }));
   return app;

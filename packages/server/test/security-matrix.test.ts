@@ -1,5 +1,5 @@
 // The security matrix, generated from the contract: every operation without a token → 401 (except the ones the
-// contract marks `security: []`, which must be exactly the device flow's first two steps); every operation
+// contract marks `security: []`, which must be exactly the device flow's first two steps and the health probes); every operation
 // that names a resource by id, called by a user of another workspace → 404; every operation that takes
 // X-Workspace-Id, called with a workspace the caller is not a member of → 403. A new operation is covered
 // without a new test (a path naming a new kind of resource fails until fixtures.ts knows it).
@@ -82,9 +82,9 @@ function request(op: (typeof operations)[number], token: string | undefined, wor
 const isPublic = (op: (typeof operations)[number]) => Array.isArray(op.operation.security) && op.operation.security.length === 0;
 const publicOperations = operations.filter(isPublic);
 
-describe('only the device flow needs no token', () => {
-  it('the public operations are requestDeviceCode and pollDeviceToken', () => {
-    expect(publicOperations.map((op) => op.operation.operationId).sort()).toEqual(['pollDeviceToken', 'requestDeviceCode']);
+describe('only the device flow and the health probes need no token', () => {
+  it('the public operations are requestDeviceCode, pollDeviceToken, getLiveness and getReadiness', () => {
+    expect(publicOperations.map((op) => op.operation.operationId).sort()).toEqual(['getLiveness', 'getReadiness', 'pollDeviceToken', 'requestDeviceCode']);
   });
   it.each(publicOperations.map((op) => [op.operation.operationId, op] as const))('%s answers without a token', async (_id, op) => {
     const response = await request(op, undefined);

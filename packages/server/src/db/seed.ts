@@ -80,13 +80,16 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
   return ids;
 }
 
+export const DEMO_EMAIL = 'demo@platform.example';
+
 /**
  * Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty.
  * The demo's ready machine gets its server at the cloud provider, so suspending it works as for any other.
  */
-export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider): Promise<string | undefined> {
+export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider, progress: (line: string) => void = () => {}): Promise<string | undefined> {
   if (await anyUser(db)) return undefined;
-  const user = await createUser(db, clock, 'demo@platform.example', 'pro');
+  progress('Seeding the demo user and sample resources…');
+  const user = await createUser(db, clock, DEMO_EMAIL, 'pro');
   const sample = await seedSampleResources(db, clock, user);
   const machine = await machineById(db, sample.providerId);
   if (!machine) throw new Error(`seeded machine ${sample.providerId} is missing`);

@@ -58,6 +58,8 @@ export interface WorkflowDefinition {
 
 /** What request handlers need: start a workflow inside the transaction that creates its subject. */
 export interface WorkflowStarter {
+  /** Rejects when the queue behind the starter does not answer; absent when there is no queue. */
+  queueReady?(): Promise<void>;
   start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state?: Record<string, unknown>): Promise<string>;
 }
 
@@ -181,6 +183,12 @@ export class WorkflowEngine implements WorkflowStarter {
       },
     );
     this.ticker = setInterval(() => void this.tick(), this.options.tickMs);
+  }
+
+  async queueReady(): Promise<void> {
+    // Through pg-boss's own connections, which may fail while the shared pool works.
+    const [queue] = await this.boss.getQueues([QUEUE]);
+    if (!queue) throw new Error(`no queue ${QUEUE}`);
   }
 
   async stop(): Promise<void> {
