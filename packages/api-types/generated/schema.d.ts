@@ -1222,6 +1222,17 @@ export interface components {
          * @enum {string}
          */
         InstallStatus: "pending" | "installing" | "running" | "failed" | "uninstalling";
+        /** @description The `end` event, the last event of the stream; the server closes the connection after it. */
+        LogEndEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "end";
+            data: components["schemas"]["LogStreamEnd"];
+        };
+        /** @description One event of the install log stream, as the fields of its Server-Sent Events block (the model OpenAPI 3.2 gives `text/event-stream` items): `event` names it and `data` carries the JSON text of the object shown. */
+        LogEvent: components["schemas"]["LogLineEvent"] | components["schemas"]["LogEndEvent"];
         /** @description The `data` of a `log` event of the install log stream. */
         LogLine: {
             pod: string;
@@ -1233,6 +1244,17 @@ export interface components {
             timestamp: string;
             /** @description The line, without its trailing newline. */
             line: string;
+        };
+        /** @description A `log` event, one container log line, resumable through its `id`. */
+        LogLineEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "log";
+            /** @description Opaque and increasing within a stream; send it back as `Last-Event-ID` to resume after this line. */
+            id: string;
+            data: components["schemas"]["LogLine"];
         };
         /**
          * @description A Server-Sent Events stream (UTF-8, one event per blank-line-terminated block):
@@ -1329,6 +1351,10 @@ export interface components {
             read_at: number | null;
             created_at: components["schemas"]["Timestamp"];
         };
+        NotificationList: {
+            data: components["schemas"]["Notification"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** @description The OAuth 2.0 error body (RFC 6749 §5.2, with the codes of RFC 8628 §3.5). Only the device token endpoint answers with it, because standard OAuth clients read exactly this shape; every other error of the API uses the shared `Error` body. */
         OAuthError: {
             /**
@@ -1347,10 +1373,6 @@ export interface components {
             error: "authorization_pending" | "slow_down" | "access_denied" | "expired_token" | "invalid_grant" | "unsupported_grant_type" | "invalid_request";
             /** @description Human-readable explanation, for the developer of the client. */
             error_description: string;
-        };
-        NotificationList: {
-            data: components["schemas"]["Notification"][];
-            pagination: components["schemas"]["Pagination"];
         };
         /** @description Where the page ends and whether more follows. */
         Pagination: {
