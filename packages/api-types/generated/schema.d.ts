@@ -1335,8 +1335,18 @@ export interface components {
         Notification: {
             /** @example ntf_01jd2xd7h9k1n3q5s7v9x1z3b5 */
             id: string;
-            /** @description What happened, as `<resource>.<event>`, e.g. `install.failed`, `machine.ready`, `quota.reached`. */
-            type: string;
+            /**
+             * @description What happened, as `<resource>.<event>`:
+             *     - `cluster.ready`, `cluster.failed`: a cluster's creation ended.
+             *     - `machine.provision_failed`: a provision attempt failed (it may be retried); `machine.failed`: the machine
+             *       could not be provisioned.
+             *     - `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension or its resume ended.
+             *     - `install.running`, `install.failed`: an install ended.
+             *     - `quota.reached`: a creation took the last of one of the owner's allocation quotas.
+             *     More types may be added; clients should show an unknown type by its `title` and `body`.
+             * @enum {string}
+             */
+            type: "cluster.ready" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached";
             /** @enum {string} */
             resource_type: "cluster" | "machine" | "suspension" | "product" | "install" | "token" | "quota";
             resource_id: string;

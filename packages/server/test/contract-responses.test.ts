@@ -102,3 +102,12 @@ describe('statuses the contract declares', () => {
     expect(reply.headers.get('RateLimit')).toMatch(/^"default";r=\d+;t=\d+$/);
   });
 });
+
+describe('Notification.type', () => {
+  it('is an enum of exactly the types the server sends (each notify call is typed by it)', () => {
+    const type = (contract.api.definition.components?.schemas?.Notification as { properties: { type: { enum: string[] } } }).properties.type;
+    expect([...type.enum].sort()).toEqual(
+      ['cluster.failed', 'cluster.ready', 'install.failed', 'install.running', 'machine.failed', 'machine.provision_failed', 'quota.reached', 'suspension.failed', 'suspension.resume_failed', 'suspension.resumed'],
+    );
+  });
+});

@@ -1,4 +1,5 @@
 // The database as Kysely sees it. Timestamps are bigint Unix seconds (read back as numbers, see connect.ts).
+import type { Schema } from '@platform/api-types';
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 
 type Json<T> = ColumnType<T, string, string>;
@@ -223,7 +224,7 @@ export interface IdempotencyKeysTable {
 export interface NotificationsTable {
   id: string;
   user_id: string;
-  type: string;
+  type: Schema<'Notification'>['type'];
   resource_type: 'cluster' | 'machine' | 'suspension' | 'product' | 'install' | 'token' | 'quota';
   resource_id: string;
   title: string;

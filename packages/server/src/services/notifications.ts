@@ -1,12 +1,13 @@
 // Notifications tell the members of a workspace what happened to its resources while they were not looking:
 // a workflow's end, a failed provision, a quota reached.
+import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 
 export interface NotificationInput {
-  /** `<resource>.<event>`, e.g. `install.running`. */
-  type: string;
+  /** `<resource>.<event>`, one of the contract's Notification types. */
+  type: Schema<'Notification'>['type'];
   resource_type: Row<'notifications'>['resource_type'];
   resource_id: string;
   title: string;
