@@ -1009,9 +1009,15 @@ export interface components {
         ComputeProvider: "hcloud";
         /** @description The auto-scaling state, machine count and limits of a cluster. */
         ComputeStatus: {
-            /** @description Machines of the cluster that exist now, in any state but `queued`. */
+            /**
+             * Format: int32
+             * @description Machines of the cluster that exist now, in any state but `queued`.
+             */
             machines: number;
-            /** @description How many machines the cluster may have, from the owner's `compute/machines` quota. */
+            /**
+             * Format: int32
+             * @description How many machines the cluster may have, from the owner's `compute/machines` quota.
+             */
             max_machines: number;
             autoscaling: {
                 /**
@@ -1022,11 +1028,20 @@ export interface components {
                  * @enum {string}
                  */
                 state: "idle" | "scaling" | "backoff" | "paused";
-                /** @description Provisions in progress now. */
+                /**
+                 * Format: int32
+                 * @description Provisions in progress now.
+                 */
                 provisioning: number;
-                /** @description Machine requests waiting for a free provisioning slot. */
+                /**
+                 * Format: int32
+                 * @description Machine requests waiting for a free provisioning slot.
+                 */
                 queued: number;
-                /** @description How many provisions may run at once for this cluster (Free 1, Pro 3, or an override). */
+                /**
+                 * Format: int32
+                 * @description How many provisions may run at once for this cluster (Free 1, Pro 3, or an override).
+                 */
                 provisioning_limit: number;
                 /**
                  * Format: int64
@@ -1078,9 +1093,15 @@ export interface components {
              * @description `verification_uri` with `?user_code=XXXX-XXXX`, so the user only has to confirm the code.
              */
             verification_uri_complete: string;
-            /** @description Seconds until `device_code` and `user_code` expire (600 by default). */
+            /**
+             * Format: int32
+             * @description Seconds until `device_code` and `user_code` expire (600 by default).
+             */
             expires_in: number;
-            /** @description Seconds to wait between token polls (5 by default); each `slow_down` adds 5. */
+            /**
+             * Format: int32
+             * @description Seconds to wait between token polls (5 by default); each `slow_down` adds 5.
+             */
             interval: number;
         };
         /** @description Optional parameters of a device authorization request (RFC 8628 §3.1). Both may be omitted, and so may the whole body. */
@@ -1102,7 +1123,10 @@ export interface components {
             access_token: string;
             /** @enum {string} */
             token_type: "Bearer";
-            /** @description Seconds the token stays valid if it is not used (one year). Every use moves the expiry to one year after that use. */
+            /**
+             * Format: int32
+             * @description Seconds the token stays valid if it is not used (one year). Every use moves the expiry to one year after that use.
+             */
             expires_in: number;
         };
         /** @description A device access token request (RFC 8628 §3.4), sent form-encoded as standard OAuth clients do, or as JSON. As RFC 6749 §3.2 asks, parameters the service does not know are ignored; each known one may be sent once. */
@@ -1305,7 +1329,10 @@ export interface components {
             byom: boolean;
             /** @description The provider's server type, e.g. `cx22`. */
             server_type: string;
-            /** @description CPU cores. */
+            /**
+             * Format: int32
+             * @description CPU cores.
+             */
             cpu: number;
             /**
              * Format: int64

@@ -103,6 +103,26 @@ describe('statuses the contract declares', () => {
   });
 });
 
+describe('bounds the contract gives every request string and integer', () => {
+  it('an integer beyond what JavaScript and bigint hold exactly is 422, not stored as another number', async () => {
+    const reply = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: user.token, body: { name: 'ci', expires_at: 2 ** 53 + 2 } });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'expires_at' });
+  });
+
+  it('an id longer than any id is 422 naming the field, not a 404 echoing it', async () => {
+    const reply = await call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: `prd_${'x'.repeat(200)}`, region_id: 'fsn1' } });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'product_id' });
+  });
+
+  it('a path parameter over its maxLength is 422 (declared on every operation with path parameters)', async () => {
+    const reply = await call(server.baseUrl, 'GET', `/v1/clusters/cl_${'x'.repeat(100)}`, { token: user.token });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'clusterId' });
+  });
+});
+
 describe('Notification.type', () => {
   it('is an enum of exactly the types the server sends (each notify call is typed by it)', () => {
     const type = (contract.api.definition.components?.schemas?.Notification as { properties: { type: { enum: string[] } } }).properties.type;
