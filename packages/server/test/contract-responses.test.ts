@@ -125,7 +125,8 @@ describe('bounds the contract gives every request string and integer', () => {
 
 describe('Notification.type', () => {
   it('is an enum of exactly the types the server sends (each notify call is typed by it)', () => {
-    const type = (contract.api.definition.components?.schemas?.Notification as { properties: { type: { enum: string[] } } }).properties.type;
+    const schemas = (contract.api.definition.components as { schemas: Record<string, { properties: Record<string, { enum: string[] }> }> }).schemas;
+    const type = schemas.Notification?.properties.type as { enum: string[] };
     expect([...type.enum].sort()).toEqual(
       ['cluster.failed', 'cluster.ready', 'install.failed', 'install.running', 'machine.failed', 'machine.provision_failed', 'quota.reached', 'suspension.failed', 'suspension.resume_failed', 'suspension.resumed'],
     );
