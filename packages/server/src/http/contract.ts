@@ -107,8 +107,9 @@ function resolve(value: unknown): unknown {
 }
 
 /**
- * Headers the HTTP layer sets on every answer whatever the operation (framing, and the security headers of
- * app.ts): HTTP's and the server's policy, not part of any operation's contract.
+ * Headers the HTTP layer sets on every answer whatever the operation (framing, the security headers of app.ts,
+ * and CORS's `Access-Control-*`, sent only for origins an operator allows): HTTP's and the deployment's policy,
+ * not part of any operation's contract.
  */
 const transportHeaders = new Set([
   'content-type',
@@ -138,7 +139,7 @@ export function responseProblems(contract: Contract, meta: OperationMeta, status
   const problems: string[] = [];
   for (const name of Object.keys(headers)) {
     const lower = name.toLowerCase();
-    if (!declared.has(lower) && !transportHeaders.has(lower)) problems.push(`header ${name} is not declared on ${status}`);
+    if (!declared.has(lower) && !transportHeaders.has(lower) && !lower.startsWith('access-control-')) problems.push(`header ${name} is not declared on ${status}`);
   }
   if (status === 204 && body !== undefined && body !== null) problems.push('a 204 has a body');
   if (status !== 204 && body !== undefined && body !== null) {
