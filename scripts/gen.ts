@@ -1,6 +1,6 @@
 // `pnpm gen`: derives everything generated from the contract in openapi/.
 //   1. the bundled document (one file consumers load): packages/api-types/generated/openapi.json
-//   2. the TypeScript types (openapi-typescript, output set in redocly.yaml): packages/api-types/generated/schema.d.ts
+//   2. the TypeScript types (openapi-typescript, from the bundle): packages/api-types/generated/schema.d.ts
 //   3. the reference docs (Redocly build-docs, with request samples from scripts/code-samples.ts):
 //      packages/docs/dist/index.html and the Redoc script it runs, packages/docs/dist/redoc.standalone.js, both
 //      served by the server under /docs so that the page needs nothing from the network
@@ -11,8 +11,9 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
 import { clientOperationsFile, generateClientOperations } from './gen-client.ts';
 import { codeSampleLanguages, withCodeSamples } from './code-samples.ts';
 
@@ -27,7 +28,7 @@ export const generatedFiles = [
   'packages/docs/dist/redoc.standalone.js',
   clientOperationsFile,
 ] as const;
-const [bundle, , docs, redocScript] = generatedFiles;
+const [bundle, types, docs, redocScript] = generatedFiles;
 
 // build-docs makes a page that imports Redoc from Redocly's CDN; the installed @redocly/cli ships that very file
 // (the page's integrity hash is computed from it), so the page imports the copy the server serves instead.
@@ -46,13 +47,41 @@ async function tool(name: string, args: string[], cwd: string): Promise<void> {
   }
 }
 
+// The Components Object's fields in the order the OpenAPI specification lists them.
+const sections = ['schemas', 'responses', 'parameters', 'examples', 'requestBodies', 'headers', 'securitySchemes', 'links', 'callbacks', 'pathItems'];
+const byName = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * openapi.yaml registers no components: Redocly bundles each one it meets by $ref, in the order it meets them.
+ * Sections in the specification's order and components by name keep the bundle (and the types made from it)
+ * from reordering when a path does.
+ */
+async function sortComponents(file: string): Promise<void> {
+  const document = JSON.parse(await readFile(file, 'utf8')) as { components?: Record<string, Record<string, unknown>> };
+  const components = document.components ?? {};
+  const order = (name: string): number => (sections.includes(name) ? sections.indexOf(name) : sections.length);
+  document.components = Object.fromEntries(
+    Object.entries(components)
+      .sort(([a], [b]) => order(a) - order(b))
+      .map(([section, entries]) => [section, Object.fromEntries(Object.entries(entries).sort(byName))]),
+  );
+  await writeFile(file, JSON.stringify(document, null, 2));
+}
+
+/** What `openapi-typescript <bundle> --default-non-nullable=false` writes (the CLI would read redocly.yaml's root instead). */
+async function writeTypes(root: string): Promise<void> {
+  const ast = await openapiTS(pathToFileURL(join(root, bundle)), { defaultNonNullable: false, silent: true });
+  await writeFile(join(root, types), `${COMMENT_HEADER}${astToString(ast)}`);
+}
+
 export async function generate(root: string): Promise<void> {
   await Promise.all(generatedFiles.map((file) => mkdir(join(root, dirname(file)), { recursive: true })));
   await tool('redocly', ['bundle', 'openapi/openapi.yaml', '--output', bundle], root);
+  await sortComponents(join(root, bundle));
   await Promise.all([
     // A field with a default is optional for the caller who sends it (ClusterCreate.kaas_version), so defaults
     // must not make request properties required.
-    tool('openapi-typescript', ['--redocly', 'redocly.yaml', '--default-non-nullable=false'], root),
+    writeTypes(root),
     buildDocs(root),
     generateClientOperations(root, bundle),
   ]);

@@ -6,10 +6,10 @@
 import type { OperationId, RequestBody, Schema, SuccessBody } from '@platform/api-types';
 import type { PlatformClient } from '@platform/client';
 
-/** What `streamInstallLogs` yields, as the contract describes the stream. */
+/** What `streamInstallLogs` yields, as the contract describes the stream (LogEvent, `event` named `type`). */
 export type LogStreamEvent =
-  | { type: 'log'; id: string; data: Schema<'LogLine'> }
-  | { type: 'end'; data: Schema<'LogStreamEnd'> };
+  | { type: 'log'; id: Schema<'LogLineEvent'>['id']; data: Schema<'LogLineEvent'>['data'] }
+  | { type: 'end'; data: Schema<'LogEndEvent'>['data'] };
 
 /** The operation's generated success body; `undefined` for 204; the events, for the log stream. */
 export type Expected<Op extends OperationId> = Op extends 'streamInstallLogs'

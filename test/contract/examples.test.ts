@@ -12,6 +12,7 @@ import {
   SchemaValidator,
   deref,
   eventDataSchemas,
+  get,
   isObject,
   isSuccess,
   listOperations,
@@ -83,12 +84,16 @@ function expectValidEventStream(text: string, media: MediaEntry): void {
   expect(trailing, 'the stream ends with a complete event (blank line)').toBe('');
   expect(events.length).toBeGreaterThan(0);
   const schemas = eventDataSchemas(doc, media.schemaAt as string);
+  const stream = deref(doc, get(doc, media.schemaAt as string), media.schemaAt as string);
   for (const [index, event] of events.entries()) {
     const schemaAt = schemas.get(event.event);
-    expect(schemaAt, `event ${index} "${event.event}" has a data schema in x-event-data`).toBeDefined();
+    expect(schemaAt, `event ${index} "${event.event}" has a data schema in the stream's contentSchema`).toBeDefined();
     let data: unknown;
     expect(() => (data = JSON.parse(event.data)), `event ${index} data is JSON: ${event.data}`).not.toThrow();
     expect(validator.errors(schemaAt as string, data), `event ${index} (${event.event}): ${event.data}`).toEqual([]);
+    // The event as a whole (its name, id and data) is one of the stream's LogEvent variants.
+    const whole = { event: event.event, ...(event.id === undefined ? {} : { id: event.id }), data };
+    expect(validator.errors(`${stream.at}/contentSchema/items`, whole), `event ${index}`).toEqual([]);
   }
 }
 
@@ -172,7 +177,7 @@ describe('request body examples, accepted by the mock', () => {
 });
 
 describe('the log stream', () => {
-  test('x-event-data names LogLine for `log` and LogStreamEnd for `end`', () => {
+  test('the stream schema, its LogEvent variants, their discriminator and its grammar agree on LogLine and LogStreamEnd', () => {
     const logs = operations.find((operation) => operation.operationId === 'streamInstallLogs');
     const media = logs && responsesOf(doc, logs).find((r) => r.status === '200')?.content[0];
     expect(media?.mediaType).toBe('text/event-stream');
@@ -180,6 +185,17 @@ describe('the log stream', () => {
       log: pointer('components', 'schemas', 'LogLine'),
       end: pointer('components', 'schemas', 'LogStreamEnd'),
     });
+    // The discriminator maps each event name to the variant whose `event` const is that name.
+    const event = deref(doc, { $ref: pointer('components', 'schemas', 'LogEvent') }, '');
+    const mapping = (event.value.discriminator as { mapping: Record<string, string> }).mapping;
+    for (const [name, at] of Object.entries(mapping)) {
+      expect(get(doc, `${at}/properties/event/const`), `discriminator ${name}`).toBe(name);
+    }
+    expect(Object.keys(mapping).sort()).toEqual(['end', 'log']);
+    // The stream's description gives the wire grammar: each event's data is the component named there.
+    const stream = deref(doc, get(doc, media?.schemaAt as string), media?.schemaAt as string);
+    expect(stream.value.description).toMatch(/"event: log" LF "data: " LogLine-JSON/);
+    expect(stream.value.description).toMatch(/"event: end" LF "data: " LogStreamEnd-JSON/);
   });
 
   test('the SSE check rejects a log line that breaks LogLine, and an unterminated event', () => {

@@ -321,23 +321,25 @@ export function parseSse(text: string): { events: SseEvent[]; comments: string[]
 }
 
 /**
- * The schema of each event's data in a text/event-stream response: the stream schema's `x-event-data`
- * names them (`log` → LogLine, `end` → LogStreamEnd). Returns event name → pointer of the component.
+ * The schema of each event's data in a text/event-stream response, read from the stream schema's
+ * `contentSchema` (an array of event schemas, as the OpenAPI media type registry models an event stream): each
+ * event schema of its items' `oneOf` fixes `event` with a `const` and gives `data`. Returns event name → pointer
+ * of the data schema (the component it references, when it references one).
  */
 export function eventDataSchemas(doc: OpenApiDocument, streamSchemaAt: string): Map<string, string> {
   const stream = deref(doc, get(doc, streamSchemaAt), streamSchemaAt);
-  const events = stream.value['x-event-data'];
   const result = new Map<string, string>();
-  if (!isObject(events)) return result;
-  const components = isObject(doc.components) && isObject(doc.components.schemas) ? doc.components.schemas : {};
-  for (const [event, schema] of Object.entries(events)) {
-    if (isObject(schema) && typeof schema.$ref === 'string') {
-      result.set(event, schema.$ref);
-      continue;
-    }
-    // The bundler inlines references inside extensions: find the component the inlined schema is a copy of.
-    const same = Object.keys(components).find((name) => JSON.stringify(components[name]) === JSON.stringify(schema));
-    result.set(event, same ? pointer('components', 'schemas', same) : `${stream.at}/x-event-data/${escapeToken(event)}`);
+  const content = stream.value.contentSchema;
+  if (!isObject(content) || !isObject(content.items)) return result;
+  const item = deref(doc, content.items, `${stream.at}/contentSchema/items`);
+  const variants = Array.isArray(item.value.oneOf) ? item.value.oneOf : [item.value];
+  for (const [index, variant] of variants.entries()) {
+    const event = deref(doc, variant, `${item.at}/oneOf/${index}`);
+    const properties = isObject(event.value.properties) ? event.value.properties : {};
+    const name = isObject(properties.event) ? properties.event.const : undefined;
+    if (typeof name !== 'string' || !isObject(properties.data)) continue;
+    const data = properties.data;
+    result.set(name, typeof data.$ref === 'string' ? data.$ref : `${event.at}/properties/data`);
   }
   return result;
 }

@@ -6,10 +6,11 @@ import { PlatformError, PlatformNetworkError } from './errors.ts';
 import { backoff, type RetryPolicy } from './retry.ts';
 import type { Send } from './transport.ts';
 
+/** An event of the contract's LogEvent with its SSE `event` field named `type`. */
+type Typed<E> = E extends { event: infer T } ? { [K in keyof E as K extends 'event' ? 'type' : K]: K extends 'event' ? T : E[K] } : never;
+
 /** One event of the stream: a log line with its resumable id, or the end of the stream. */
-export type LogEvent =
-  | { type: 'log'; id: string; data: Schema<'LogLine'> }
-  | { type: 'end'; data: Schema<'LogStreamEnd'> };
+export type LogEvent = Typed<Schema<'LogEvent'>>;
 
 export type InstallId = PathParams<'streamInstallLogs'>['id'];
 

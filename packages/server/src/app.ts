@@ -10,6 +10,7 @@ import { accessLog } from './http/access-log.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { cors } from './http/cors.ts';
 import { loadContract } from './http/contract.ts';
+import { declaredResponses } from './http/declared-responses.ts';
 import { dispatch } from './http/dispatch.ts';
 import { errorBody } from './http/error-body.ts';
 import { healthProbes } from './http/health.ts';
@@ -68,12 +69,13 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   app.proxy = false;
   app.silent = true;
   app.use(accessLog(logger));
+  if (config.validateResponses) app.use(declaredResponses(contract));
   app.use(errorBody(logger));
   app.use(securityHeaders(config));
   app.use(cors(config.corsOrigins));
   // Liveness and readiness answer before authentication and the rate limit (a probe has no token).
   app.use(healthProbes(env));
   app.use(await pages());
-  app.use(dispatch({ contract, authenticate, rateLimiter, env, config, logger }));
+  app.use(dispatch({ contract, authenticate, rateLimiter, env, config }));
   return app;
 }

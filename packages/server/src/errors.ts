@@ -13,6 +13,7 @@ export const STATUS_OF = {
   method_not_allowed: 405,
   conflict: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   validation_error: 422,
   idempotency_key_reused: 422,
   rate_limited: 429,

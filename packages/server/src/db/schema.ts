@@ -208,7 +208,7 @@ export interface IdempotencyKeysTable {
 export interface NotificationsTable {
   id: string;
   user_id: string;
-  type: string;
+  type: Schema<'Notification'>['type'];
   resource_type: Schema<'Notification'>['resource_type'];
   resource_id: string;
   title: string;

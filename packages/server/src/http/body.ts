@@ -1,6 +1,7 @@
 // Reads a request body as the operation's contract allows: JSON, or form-encoded
 // (application/x-www-form-urlencoded, what standard OAuth clients send to the device endpoints), or nothing
-// at all when the body is optional. Anything else is 400 bad_request, oversized is 413.
+// at all when the body is optional. Anything else is 400 bad_request, oversized is 413, a body sent to an
+// operation that takes none is 415.
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import type { OperationMeta } from './contract.ts';
@@ -26,10 +27,18 @@ async function readText(ctx: Context, limit: number): Promise<string> {
   }
 }
 
-/** The parsed body, or undefined when an optional body was not sent. */
+/** The parsed body, or undefined when an optional body was not sent (or the operation takes none). */
 export async function readBody(ctx: Context, meta: OperationMeta, limit: number): Promise<unknown> {
   // No body at all (no length, no chunked encoding): fine when the contract says the body is optional.
   const sent = ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '';
+  if (!meta.hasJsonBody && !meta.hasFormBody) {
+    // A body the operation would silently ignore is refused: the caller is sending it for a reason.
+    if (!sent) return undefined;
+    throw new ApiError('unsupported_media_type', `${meta.method.toUpperCase()} ${meta.path} takes no request body.`, {
+      param: 'body',
+      suggestion: 'Send the request without a body (no Content-Length above 0, no Transfer-Encoding).',
+    });
+  }
   if (!sent && !meta.bodyRequired) return undefined;
   const type = ctx.is(JSON_TYPE, ...(meta.hasFormBody ? [FORM_TYPE] : []));
   if (type === FORM_TYPE) return parseForm(await readText(ctx, limit), meta);

@@ -5,6 +5,7 @@ import type { OperationId } from '@platform/api-types';
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import type { Context } from 'koa';
 import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import { ApiError, validationError } from '../errors.ts';
 import type { RouteOperation } from './router.ts';
@@ -32,6 +33,8 @@ export interface OperationMeta extends RouteOperation {
   authenticated: boolean;
   /** Its 400 is the OAuth 2.0 error body (RFC 6749 §5.2) instead of the shared one: the device token endpoint. */
   oauthErrors: boolean;
+  /** Declared responses: status → the lower-case names of the headers declared on it. */
+  responses: Map<string, Set<string>>;
 }
 
 export interface Contract {
@@ -67,6 +70,11 @@ export async function loadContract(): Promise<Contract> {
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
     const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }).paths[operation.path]?.[operation.method];
+    const responses = new Map<string, Set<string>>();
+    for (const [status, response] of Object.entries(raw?.responses ?? {})) {
+      const headers = (resolve(response) as { headers?: Record<string, unknown> }).headers ?? {};
+      responses.set(status, new Set(Object.keys(headers).map((name) => name.toLowerCase())));
+    }
     const badRequest = raw?.responses?.['400'] as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
     operations.set(operation.operationId as OperationId, {
       operationId: operation.operationId as OperationId,
@@ -80,9 +88,79 @@ export async function loadContract(): Promise<Contract> {
       bodyRequired: requestBody?.required === true,
       authenticated: security.length > 0,
       oauthErrors: badRequest?.content?.['application/json']?.schema?.$ref === '#/components/schemas/OAuthError',
+      responses,
     });
   }
   return { api, operations };
+}
+
+/** A local reference (`#/components/responses/NotFound`) followed to what it names in the bundled document. */
+function resolve(value: unknown): unknown {
+  let node = value as { $ref?: string } | undefined;
+  while (typeof node?.$ref === 'string') {
+    node = node.$ref
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((at, token) => (at as Record<string, unknown> | undefined)?.[token.replace(/~1/g, '/').replace(/~0/g, '~')], definition) as { $ref?: string };
+  }
+  return node;
+}
+
+/**
+ * Headers the HTTP layer sets on every answer whatever the operation (framing, the security headers of app.ts,
+ * and CORS's `Access-Control-*`, sent only for origins an operator allows): HTTP's and the deployment's policy,
+ * not part of any operation's contract.
+ */
+const transportHeaders = new Set([
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'date',
+  'vary',
+  'cache-control',
+  'x-accel-buffering',
+  'x-content-type-options',
+  'content-security-policy',
+  'referrer-policy',
+  'x-frame-options',
+  'strict-transport-security',
+]);
+
+/**
+ * What an answer breaks of its operation's contract: a status the operation does not declare, a header not
+ * declared on that status, a body its schema refuses. Empty when the answer is as declared. Checked for every
+ * answer when VALIDATE_RESPONSES is on (the test suites), so undeclared behaviour fails the test that causes it.
+ */
+export function responseProblems(contract: Contract, meta: OperationMeta, status: number, headers: Record<string, unknown>, body: unknown): string[] {
+  const declared = meta.responses.get(String(status)) ?? meta.responses.get(`${Math.floor(status / 100)}XX`) ?? meta.responses.get('default');
+  if (!declared) return [`status ${status} is not declared`];
+  const problems: string[] = [];
+  for (const name of Object.keys(headers)) {
+    const lower = name.toLowerCase();
+    if (!declared.has(lower) && !transportHeaders.has(lower) && !lower.startsWith('access-control-')) problems.push(`header ${name} is not declared on ${status}`);
+  }
+  if (status === 204 && body !== undefined && body !== null) problems.push('a 204 has a body');
+  if (status !== 204 && body !== undefined && body !== null) {
+    const result = contract.api.validateResponse(body, meta.operation, status);
+    if (!result.valid) problems.push(`body: ${JSON.stringify(result.errors)}`);
+  }
+  return problems;
+}
+
+/**
+ * With VALIDATE_RESPONSES: turns an answer that breaks its operation's declared responses into a 500 naming
+ * what broke. False when it did. Answers outside the operations (unknown paths, /docs) are not checked.
+ */
+export function enforceDeclaredResponse(contract: Contract, ctx: Context): boolean {
+  const meta = ctx.state.operation as OperationMeta | undefined;
+  if (!meta) return true;
+  const problems = responseProblems(contract, meta, ctx.status, ctx.response.headers, ctx.body);
+  if (problems.length === 0) return true;
+  ctx.status = 500;
+  ctx.body = new ApiError('internal_error', `The answer of ${meta.operationId} breaks the contract: ${problems.join('; ')}.`).body();
+  return false;
 }
 
 interface AjvError {

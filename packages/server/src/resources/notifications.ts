@@ -24,7 +24,7 @@ const toNotification = (row: Row<'notifications'>): Schema<'Notification'> => ({
 
 export interface NotificationInput {
   /** `<resource>.<event>`, e.g. `install.running`. */
-  type: string;
+  type: Schema<'Notification'>['type'];
   resource_type: Row<'notifications'>['resource_type'];
   resource_id: string;
   title: string;

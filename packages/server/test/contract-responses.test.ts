@@ -1,0 +1,146 @@
+// What the server sends is what the contract declares: every answer of the server test suites is checked
+// (VALIDATE_RESPONSES) for an undeclared status, an undeclared header or a body its schema refuses; here, that
+// the check catches each, and the statuses the contract gained for it (413, 415, 422 on path parameters).
+import { request } from 'node:http';
+import type { Context } from 'koa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Contract, enforceDeclaredResponse, loadContract, type OperationMeta, responseProblems } from '../src/http/contract.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+
+let contract: Contract;
+let getCluster: OperationMeta;
+const cluster = {
+  id: 'cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  name: 'prod-eu',
+  workspace_id: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',
+  region_id: 'fsn1',
+  kaas: { version: 'v1.31', status: 'RUNNING', status_message: null },
+  created_at: 1732268900,
+};
+
+let database: TestDatabase;
+let server: TestServer;
+let user: TestUser;
+const clock = new TestClock(1_800_000_000);
+
+beforeAll(async () => {
+  contract = await loadContract();
+  getCluster = contract.operations.get('getCluster') as OperationMeta;
+  database = await createTestDatabase();
+  server = await startTestServer(database.db, clock, { RATE_LIMIT_PER_MINUTE: '100', BODY_LIMIT_BYTES: '1024' });
+  user = await newUser(database.db, clock);
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.drop();
+});
+
+describe('the response check', () => {
+  const headers = { 'x-request-id': 'req_1', ratelimit: '"default";r=9;t=5', 'ratelimit-policy': '"default";q=10;w=60', 'content-type': 'application/json' };
+
+  it('passes an answer as declared', () => {
+    expect(responseProblems(contract, getCluster, 200, headers, cluster)).toEqual([]);
+    expect(responseProblems(contract, getCluster, 404, headers, { error: { code: 'not_found', message: 'Cluster x not found.' } })).toEqual([]);
+    // The HTTP layer's own headers (security, CORS) are no operation's to declare.
+    expect(
+      responseProblems(contract, getCluster, 200, { ...headers, 'x-frame-options': 'DENY', 'access-control-allow-origin': 'https://app.example' }, cluster),
+    ).toEqual([]);
+  });
+
+  it('refuses an undeclared status, an undeclared header and a body the schema refuses', () => {
+    expect(responseProblems(contract, getCluster, 418, headers, cluster)).toEqual(['status 418 is not declared']);
+    expect(responseProblems(contract, getCluster, 200, { ...headers, 'x-debug': '1' }, cluster)).toEqual(['header x-debug is not declared on 200']);
+    // A 401 is not counted by the rate limit: its RateLimit header would be undeclared.
+    expect(
+      responseProblems(contract, getCluster, 401, { ...headers, 'www-authenticate': 'Bearer' }, { error: { code: 'unauthorized', message: 'No token.' } }),
+    ).toEqual(['header ratelimit is not declared on 401', 'header ratelimit-policy is not declared on 401']);
+    expect(responseProblems(contract, getCluster, 200, headers, { ...cluster, secret: 'x' })).toEqual([expect.stringMatching(/^body: .*additionalProperties/)]);
+    expect(responseProblems(contract, getCluster, 404, headers, { error: { code: 'teapot', message: 'x' } })).toEqual([expect.stringMatching(/^body: .*enum/)]);
+  });
+
+  it('turns an answer that breaks the contract into a 500 naming what broke', () => {
+    const ctx = { state: { operation: getCluster }, status: 418, response: { headers: {} }, body: undefined } as unknown as Context;
+    expect(enforceDeclaredResponse(contract, ctx)).toBe(false);
+    expect(ctx.status).toBe(500);
+    expect(ctx.body).toEqual({ error: { code: 'internal_error', message: 'The answer of getCluster breaks the contract: status 418 is not declared.' } });
+  });
+});
+
+/** A raw request: fetch refuses a body on GET. */
+function send(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${server.baseUrl}${path}`, { method, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('a body sent to an operation that takes none', () => {
+  it('is refused with 415 and the error body, whether sized or chunked', async () => {
+    const auth = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
+    const sized = await send('GET', '/v1/clusters', { ...auth, 'content-length': '2' }, '{}');
+    expect(sized.status).toBe(415);
+    expect(sized.body.error).toMatchObject({ code: 'unsupported_media_type', param: 'body', message: 'GET /v1/clusters takes no request body.' });
+    const chunked = await send('DELETE', '/v1/clusters/cl_01jd2x8m5r7t9v1w3y5a7c9e1g', { ...auth, 'transfer-encoding': 'chunked' }, '{"force":true}');
+    expect(chunked.status).toBe(415);
+    expect(chunked.body.error.code).toBe('unsupported_media_type');
+  });
+
+  it('is not refused when empty (Content-Length: 0)', async () => {
+    const reply = await send('GET', '/v1/clusters', { authorization: `Bearer ${user.token}`, 'content-length': '0' });
+    expect(reply.status).toBe(200);
+  });
+});
+
+describe('statuses the contract declares', () => {
+  it('413 for a body over the limit, with the RateLimit headers every counted answer carries', async () => {
+    const reply = await call(server.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'x'.repeat(2000) } });
+    expect(reply.status).toBe(413);
+    expect(reply.body.error.code).toBe('payload_too_large');
+    expect(reply.headers.get('RateLimit')).toMatch(/^"default";r=\d+;t=\d+$/);
+  });
+});
+
+describe('bounds the contract gives every request string and integer', () => {
+  it('an integer beyond what JavaScript and bigint hold exactly is 422, not stored as another number', async () => {
+    const reply = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: user.token, body: { name: 'ci', expires_at: 2 ** 53 + 2 } });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'expires_at' });
+  });
+
+  it('an id longer than any id is 422 naming the field, not a 404 echoing it', async () => {
+    const reply = await call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: `prd_${'x'.repeat(200)}`, region_id: 'fsn1' } });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'product_id' });
+  });
+
+  it('a path parameter over its maxLength is 422 (declared on every operation with path parameters)', async () => {
+    const reply = await call(server.baseUrl, 'GET', `/v1/clusters/cl_${'x'.repeat(100)}`, { token: user.token });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'clusterId' });
+  });
+});
+
+describe('Notification.type', () => {
+  it('is an enum of exactly the types the server sends (each notify call is typed by it)', () => {
+    const schemas = (contract.api.definition.components as { schemas: Record<string, { properties: Record<string, { enum: string[] }> }> }).schemas;
+    const type = schemas.Notification?.properties.type as { enum: string[] };
+    expect([...type.enum].sort()).toEqual([
+      'cluster.failed',
+      'cluster.ready',
+      'install.failed',
+      'install.running',
+      'machine.failed',
+      'machine.provision_failed',
+      'quota.reached',
+      'suspension.failed',
+      'suspension.resume_failed',
+      'suspension.resumed',
+    ]);
+  });
+});
