@@ -15,9 +15,12 @@ import { SERVER_TYPES } from '../services/server-types.ts';
 import type {
   ClusterDriver,
   ComputeProvider,
+  ControlPlane,
+  ControlPlaneRequest,
   CreateServerRequest,
   HelmRelease,
   HelmReleaseRequest,
+  JoinRequest,
   LogEntry,
   PodContainer,
   ReadLogOptions,
@@ -29,6 +32,8 @@ import type {
 export interface SimulationOptions {
   /** Seconds from creation until a server is running. */
   bootSeconds: number;
+  /** Seconds a cluster's control plane takes to come up. */
+  controlPlaneSeconds: number;
   /** Seconds a snapshot takes. */
   snapshotSeconds: number;
   /** Seconds from `helm upgrade --install` until the release's pods are ready. */
@@ -46,6 +51,7 @@ export interface SimulationOptions {
 /** The simulation's defaults; the server's configuration (SIM_* variables) sets the timings it runs with. */
 export const defaultSimulation: SimulationOptions = {
   bootSeconds: 5,
+  controlPlaneSeconds: 10,
   snapshotSeconds: 3,
   releaseSeconds: 3,
   latencyMs: 0,
@@ -72,6 +78,9 @@ const SCHEMA = `
     values jsonb NOT NULL, template_id text NOT NULL, revision integer NOT NULL, started_ms bigint NOT NULL,
     ready_at bigint NOT NULL, failed_message text, uninstalled_ms bigint,
     PRIMARY KEY (cluster_id, namespace, release)
+  );
+  CREATE TABLE IF NOT EXISTS simulated_cloud.clusters (
+    id text PRIMARY KEY, kubernetes_version text NOT NULL, ready_at bigint NOT NULL, deleted_at bigint
   );
   CREATE TABLE IF NOT EXISTS simulated_cloud.calls (at_ms bigint NOT NULL, method text NOT NULL);
 `;
@@ -201,6 +210,46 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   }
 
   // --- ClusterDriver ---
+
+  async createCluster(request: ControlPlaneRequest): Promise<ControlPlane> {
+    const db = await this.call('createCluster');
+    const row = await sql<{ id: string; ready_at: number }>`
+      INSERT INTO simulated_cloud.clusters (id, kubernetes_version, ready_at)
+      VALUES (${request.cluster_id}, ${request.kubernetes_version}, ${this.clock.now() + this.options.controlPlaneSeconds})
+      ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
+      RETURNING *`.execute(db);
+    return this.controlPlane(row.rows[0]!);
+  }
+
+  async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
+    const db = await this.call('getCluster');
+    const row = await sql<{ id: string; ready_at: number }>`SELECT * FROM simulated_cloud.clusters WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
+    return row.rows[0] ? this.controlPlane(row.rows[0]) : undefined;
+  }
+
+  async deleteCluster(clusterId: string): Promise<void> {
+    const db = await this.call('deleteCluster');
+    await sql`UPDATE simulated_cloud.clusters SET deleted_at = ${this.clock.now()} WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
+  }
+
+  async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
+    await this.call('joinMachine');
+    // The same token for the same machine, as the real driver reuses the token it minted.
+    const token = createHash('sha256').update(request.machine_id).digest('hex');
+    return { user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n` };
+  }
+
+  /** A simulated node is Ready once its server runs. */
+  async nodeReady(_clusterId: string, nodeName: string): Promise<boolean> {
+    const db = await this.call('nodeReady');
+    const row = await sql<ServerRow>`SELECT * FROM simulated_cloud.servers WHERE name = ${nodeName} AND deleted_at IS NULL ORDER BY ready_at DESC LIMIT 1`.execute(db);
+    return row.rows[0] !== undefined && this.server(row.rows[0]).status === 'running';
+  }
+
+  private controlPlane(row: { id: string; ready_at: number }): ControlPlane {
+    const running = this.clock.now() >= Number(row.ready_at);
+    return { cluster_id: row.id, status: running ? 'RUNNING' : 'PROVISIONING', message: null, endpoint: running ? `https://${row.id}.simulated:6443` : null };
+  }
 
   async upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease> {
     const db = await this.call('upsertRelease');

@@ -1,14 +1,25 @@
-// Create a cluster: the control plane comes up (PROVISIONING → RUNNING), then machines queued for it may start.
+// Create a cluster: the driver creates its control plane and it comes up (PROVISIONING → RUNNING), then
+// machines queued for it may start.
 import { notifyWorkspace } from '../services/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 const clusterOf = (ctx: StepContext) => ctx.db.selectFrom('clusters').selectAll().where('id', '=', ctx.workflow.subject_id).executeTakeFirst();
 
-export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition => ({
+export const clusterCreate: WorkflowDefinition = {
   steps: {
     async start(ctx) {
-      return { wait: controlPlaneSeconds, next: 'running' };
+      const cluster = await clusterOf(ctx);
+      if (!cluster) return { done: true };
+      await ctx.driver.createCluster({ cluster_id: cluster.id, kubernetes_version: cluster.kaas_version });
+      return { next: 'await' };
+    },
+    async await(ctx) {
+      const controlPlane = await ctx.driver.getCluster(ctx.workflow.subject_id);
+      if (!controlPlane) return { next: 'start' }; // gone before it ran: create it again
+      if (controlPlane.status === 'ERROR') return { failed: controlPlane.message ?? 'The control plane failed.' };
+      if (controlPlane.status !== 'RUNNING') return { wait: 2 };
+      return { next: 'running' };
     },
     async running(ctx) {
       const cluster = await clusterOf(ctx);
@@ -44,4 +55,4 @@ export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition =
       severity: 'critical',
     });
   },
-});
+};

@@ -8,13 +8,8 @@ import { provision } from './provision.ts';
 import { regeneration } from './regeneration.ts';
 import { resume, suspend } from './suspension.ts';
 
-export interface WorkflowSettings {
-  /** Seconds a new cluster's control plane takes to come up. */
-  controlPlaneSeconds: number;
-}
-
-export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
-  cluster_create: clusterCreate(settings.controlPlaneSeconds),
+export const workflowDefinitions = (): Record<WorkflowKind, WorkflowDefinition> => ({
+  cluster_create: clusterCreate,
   provision,
   deprovision,
   install: installWorkflow,

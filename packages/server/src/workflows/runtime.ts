@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { createClusterDriver } from '../providers/index.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
@@ -16,7 +17,7 @@ export interface RuntimeOptions {
   connectionString: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
+  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'clusterDriver' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
@@ -29,12 +30,14 @@ export function createRuntime(options: RuntimeOptions) {
   const { config } = options;
   const cloud = new SimulatedCloud(options.db, options.clock, {
     bootSeconds: config.simulation.bootSeconds,
+    controlPlaneSeconds: config.simulation.controlPlaneSeconds,
     releaseSeconds: config.simulation.releaseSeconds,
     snapshotSeconds: config.simulation.snapshotSeconds,
     failureRate: config.simulation.failureRate,
     latencyMs: config.simulation.latencyMs,
     ...options.simulation,
   });
+  const driver = createClusterDriver(config, { db: options.db, clock: options.clock, simulated: cloud });
   const provider = rateLimited(cloud, options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
   const engine = new WorkflowEngine({
     db: options.db,
@@ -42,12 +45,12 @@ export function createRuntime(options: RuntimeOptions) {
     clock: options.clock,
     logger: options.logger,
     provider,
-    driver: cloud,
-    definitions: workflowDefinitions({ controlPlaneSeconds: config.simulation.controlPlaneSeconds }),
+    driver,
+    definitions: workflowDefinitions(),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
     stepDelayMs: config.workflowStepDelayMs,
   });
-  return { cloud, provider, driver: cloud, engine };
+  return { cloud, provider, driver, engine };
 }
