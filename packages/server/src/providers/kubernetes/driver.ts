@@ -25,7 +25,7 @@ import type {
   ReadLogOptions,
   ReleaseStatus,
 } from '../types.ts';
-import { logEntries, sinceTimeOf } from './log-lines.ts';
+import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
 export interface KubernetesDriverOptions {
   /** The management cluster, where Kamaji and Argo CD run. */
@@ -318,7 +318,8 @@ export class KubernetesDriver implements ClusterDriver {
       },
     });
     application.validate(); // against Argo CD's schema, before it is sent
-    const body = application.toJSON();
+    // Applications have no status subresource: a replace carries Argo CD's status on, or it would be wiped.
+    const body = existing?.status ? { ...application.toJSON(), status: existing.status } : application.toJSON();
     const saved = (existing
       ? await this.custom.replaceNamespacedCustomObject({ ...ARGO, namespace, name, body })
       : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })) as ArgoApplication;
@@ -383,23 +384,53 @@ export class KubernetesDriver implements ClusterDriver {
   async *readLog(clusterId: string, namespace: string, target: PodContainer, options: ReadLogOptions): AsyncIterable<LogEntry> {
     if (options.signal.aborted) return;
     const tenant = await this.tenant(clusterId);
+    // sinceTime has whole seconds: read from the second of the last line sent and drop what was sent by position.
+    const since = Math.max(options.after ?? Number.NEGATIVE_INFINITY, options.since_ms === undefined ? Number.NEGATIVE_INFINITY : options.since_ms * 1000);
+    const filter = { after: options.after, sinceMs: options.since_ms };
+    const read = (follow: boolean, fromMicros: number, tailLines?: number) =>
+      this.podLog(tenant, namespace, target, { follow, tailLines, sinceMicros: Number.isFinite(fromMicros) ? fromMicros : undefined }, options.signal);
+    if (options.tail === undefined) {
+      yield* logEntriesOf(read(options.follow, since), target, filter);
+      return;
+    }
+    // A tail may start inside a run of lines with one timestamp, where positions would differ from a read of
+    // the whole run: find where the tail starts, read from that second on, and keep the last `tail` lines.
+    let first: number | undefined;
+    for await (const raw of read(false, since, options.tail)) {
+      first = parseStampedLine(raw)?.micros;
+      if (first !== undefined) break;
+    }
+    let last = options.after;
+    if (first !== undefined) {
+      const entries: LogEntry[] = [];
+      for await (const entry of logEntriesOf(read(false, Math.max(first, since)), target, filter)) entries.push(entry);
+      for (const entry of entries.slice(Math.max(0, entries.length - options.tail))) {
+        last = entry.position;
+        yield entry;
+      }
+    }
+    if (options.follow && !options.signal.aborted) {
+      const fromMicros = last === undefined ? Date.now() * 1000 : last;
+      yield* logEntriesOf(read(true, Math.max(fromMicros, since)), target, { after: last, sinceMs: options.since_ms });
+    }
+  }
+
+  /** The raw lines of a container's log (timestamped); ends when the log does, the pod goes away, or `signal` aborts. */
+  private async *podLog(tenant: KubeConfig, namespace: string, target: PodContainer, params: { follow: boolean; tailLines?: number; sinceMicros?: number }, signal: AbortSignal): AsyncIterable<string> {
     const url = new URL(`${tenant.getCurrentCluster()!.server}/api/v1/namespaces/${k8sName(namespace)}/pods/${encodeURIComponent(target.pod)}/log`);
     url.searchParams.set('container', target.container);
     url.searchParams.set('timestamps', 'true');
-    if (options.follow) url.searchParams.set('follow', 'true');
-    if (options.tail !== undefined) url.searchParams.set('tailLines', String(options.tail));
-    // sinceTime has whole seconds: read from the second of the last line sent and drop what was sent by position.
-    const sinceMicros = Math.max(options.after ?? Number.NEGATIVE_INFINITY, options.since_ms === undefined ? Number.NEGATIVE_INFINITY : options.since_ms * 1000);
-    if (Number.isFinite(sinceMicros)) url.searchParams.set('sinceTime', sinceTimeOf(sinceMicros));
+    if (params.follow) url.searchParams.set('follow', 'true');
+    if (params.tailLines !== undefined) url.searchParams.set('tailLines', String(params.tailLines));
+    if (params.sinceMicros !== undefined) url.searchParams.set('sinceTime', sinceTimeOf(params.sinceMicros));
     // A plain node:http(s) request (credentials from the kubeconfig): a followed log is a response that never
     // ends, and the reader's signal must be able to close it.
     const request: https.RequestOptions = { method: 'GET', headers: { accept: 'text/plain' } };
     await tenant.applyToHTTPSOptions(request);
-    const entry = logEntries(target, { after: options.after, sinceMs: options.since_ms });
     try {
       const response = await new Promise<IncomingMessage>((resolve, reject) => {
         const send = url.protocol === 'https:' ? https.request : http.request;
-        send(url, { ...request, signal: options.signal }, resolve).on('error', reject).end();
+        send(url, { ...request, signal }, resolve).on('error', reject).end();
       });
       if (response.statusCode === 404) {
         response.resume();
@@ -410,14 +441,19 @@ export class KubernetesDriver implements ClusterDriver {
         for await (const chunk of response) body += chunk;
         throw new Error(`reading the log of ${target.pod}/${target.container}: HTTP ${response.statusCode} ${body.slice(0, 200)}`);
       }
-      for await (const raw of createInterface({ input: response, crlfDelay: Number.POSITIVE_INFINITY })) {
-        const parsed = entry(raw);
-        if (parsed) yield parsed;
-      }
+      yield* createInterface({ input: response, crlfDelay: Number.POSITIVE_INFINITY });
     } catch (error) {
-      if (options.signal.aborted) return;
+      if (signal.aborted) return;
       throw error;
     }
+  }
+}
+
+async function* logEntriesOf(lines: AsyncIterable<string>, target: PodContainer, filter: { after?: number; sinceMs?: number }): AsyncIterable<LogEntry> {
+  const entry = logEntries(target, filter);
+  for await (const raw of lines) {
+    const parsed = entry(raw);
+    if (parsed) yield parsed;
   }
 }
 
