@@ -120,8 +120,11 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
     this.options = { ...defaultSimulation, ...options };
   }
 
-  /** Creates the simulator's schema once per process (idempotent across processes). */
-  private async call(method: string): Promise<Kysely<Database>> {
+  /**
+   * Creates the simulator's schema once per process (idempotent across processes). `calls` records the cloud
+   * API's calls (what its rate limit counts); the control planes' calls go to Kubernetes and are not recorded.
+   */
+  private async call(method: string, cloudApi = true): Promise<Kysely<Database>> {
     const at = Date.now(); // when the call reaches the "provider", as its own rate limiter would count it
     this.ready ??= (async () => {
       await sql`SELECT pg_advisory_lock(hashtextextended('simulated_cloud schema', 0))`.execute(this.db).catch(() => {});
@@ -133,7 +136,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
     })();
     await this.ready;
     if (this.options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.latencyMs));
-    await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${at}, ${method})`.execute(this.db);
+    if (cloudApi) await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${at}, ${method})`.execute(this.db);
     return this.db;
   }
 
@@ -212,7 +215,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   // --- ClusterDriver ---
 
   async createCluster(request: ControlPlaneRequest): Promise<ControlPlane> {
-    const db = await this.call('createCluster');
+    const db = await this.call('createCluster', false);
     const row = await sql<{ id: string; ready_at: number }>`
       INSERT INTO simulated_cloud.clusters (id, kubernetes_version, ready_at)
       VALUES (${request.cluster_id}, ${request.kubernetes_version}, ${this.clock.now() + this.options.controlPlaneSeconds})
@@ -222,18 +225,18 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   }
 
   async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
-    const db = await this.call('getCluster');
+    const db = await this.call('getCluster', false);
     const row = await sql<{ id: string; ready_at: number }>`SELECT * FROM simulated_cloud.clusters WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
     return row.rows[0] ? this.controlPlane(row.rows[0]) : undefined;
   }
 
   async deleteCluster(clusterId: string): Promise<void> {
-    const db = await this.call('deleteCluster');
+    const db = await this.call('deleteCluster', false);
     await sql`UPDATE simulated_cloud.clusters SET deleted_at = ${this.clock.now()} WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
   }
 
   async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
-    await this.call('joinMachine');
+    await this.call('joinMachine', false);
     // The same token for the same machine, as the real driver reuses the token it minted.
     const token = createHash('sha256').update(request.machine_id).digest('hex');
     return { user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n` };
@@ -241,7 +244,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
 
   /** A simulated node is Ready once its server runs. */
   async nodeReady(_clusterId: string, nodeName: string): Promise<boolean> {
-    const db = await this.call('nodeReady');
+    const db = await this.call('nodeReady', false);
     const row = await sql<ServerRow>`SELECT * FROM simulated_cloud.servers WHERE name = ${nodeName} AND deleted_at IS NULL ORDER BY ready_at DESC LIMIT 1`.execute(db);
     return row.rows[0] !== undefined && this.server(row.rows[0]).status === 'running';
   }
