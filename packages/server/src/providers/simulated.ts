@@ -82,6 +82,9 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS simulated_cloud.clusters (
     id text PRIMARY KEY, kubernetes_version text NOT NULL, ready_at bigint NOT NULL, deleted_at bigint
   );
+  CREATE TABLE IF NOT EXISTS simulated_cloud.nodes (
+    cluster_id text NOT NULL, node_name text NOT NULL, machine_id text NOT NULL, PRIMARY KEY (cluster_id, node_name)
+  );
   CREATE TABLE IF NOT EXISTS simulated_cloud.calls (at_ms bigint NOT NULL, method text NOT NULL);
 `;
 
@@ -236,17 +239,22 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   }
 
   async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
-    await this.call('joinMachine', false);
+    const db = await this.call('joinMachine', false);
+    await sql`
+      INSERT INTO simulated_cloud.nodes (cluster_id, node_name, machine_id) VALUES (${request.cluster_id}, ${request.node_name}, ${request.machine_id})
+      ON CONFLICT (cluster_id, node_name) DO UPDATE SET machine_id = EXCLUDED.machine_id`.execute(db);
     // The same token for the same machine, as the real driver reuses the token it minted.
     const token = createHash('sha256').update(request.machine_id).digest('hex');
     return { user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n` };
   }
 
-  /** A simulated node is Ready once its server runs. */
-  async nodeReady(_clusterId: string, nodeName: string): Promise<boolean> {
+  /** A simulated node is Ready once it was joined and a server of its machine runs. */
+  async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
     const db = await this.call('nodeReady', false);
-    const row = await sql<ServerRow>`SELECT * FROM simulated_cloud.servers WHERE name = ${nodeName} AND deleted_at IS NULL ORDER BY ready_at DESC LIMIT 1`.execute(db);
-    return row.rows[0] !== undefined && this.server(row.rows[0]).status === 'running';
+    const rows = await sql<ServerRow>`
+      SELECT servers.* FROM simulated_cloud.nodes JOIN simulated_cloud.servers ON servers.labels->>'machine' = nodes.machine_id
+      WHERE nodes.cluster_id = ${clusterId} AND nodes.node_name = ${nodeName} AND servers.deleted_at IS NULL`.execute(db);
+    return rows.rows.some((row) => this.server(row).status === 'running');
   }
 
   private controlPlane(row: { id: string; ready_at: number }): ControlPlane {

@@ -42,6 +42,8 @@ export interface CreateServerRequest {
   labels: Record<string, string> & { workflow: string };
   /** A BYOM machine is created with the user's own key (sealed secret opened by the caller). */
   credential?: string;
+  /** cloud-init user data: the script that joins the machine to its cluster (ClusterDriver.joinMachine). */
+  user_data?: string;
 }
 
 /** A cloud provider account (Hetzner Cloud's `/servers`, `/images`, `/server_types`). */

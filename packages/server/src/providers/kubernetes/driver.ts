@@ -319,7 +319,7 @@ export class KubernetesDriver implements ClusterDriver {
     });
     application.validate(); // against Argo CD's schema, before it is sent
     // Applications have no status subresource: a replace carries Argo CD's status on, or it would be wiped.
-    const body = existing?.status ? { ...application.toJSON(), status: existing.status } : application.toJSON();
+    const body = { ...(application.toJSON() as object), ...(existing?.status ? { status: existing.status } : {}) };
     const saved = (existing
       ? await this.custom.replaceNamespacedCustomObject({ ...ARGO, namespace, name, body })
       : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })) as ArgoApplication;
