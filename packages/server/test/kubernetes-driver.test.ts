@@ -6,6 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { createPlatformClient } from '@platform/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
@@ -15,7 +16,7 @@ import { ARGOCD_FINALIZER, applicationName, k8sName, KubernetesDriver } from '..
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import type { ClusterDriver, HelmReleaseRequest, LogEntry, PodContainer, ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { createTestDatabase, newUser, TestClock, type TestDatabase } from './support.ts';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -185,6 +186,47 @@ describe('machines joining', () => {
     tenant.put('v1/nodes', node('True'));
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(true);
     expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe('machines through the provision workflow', () => {
+  it('creates the server with the join script of the tenant cluster, and is ready once its Node is Ready', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }), tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'joined', region_id: 'fsn1' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      kamajiReady(cluster.id);
+      clock.advance(2);
+      await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
+      const config = await api.POST('/v1/compute/configs', {
+        body: { name: 'plain', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } },
+      });
+      const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      const machines = () => api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } });
+      // The server boots; the workflow then asks the tenant cluster for the node, which has not joined yet.
+      const asked = () => tenant.requests.some((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`));
+      await until(async () => {
+        clock.advance(1);
+        return asked();
+      });
+      const token = tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.labels?.['platform-api/cluster'] === cluster.id);
+      expect(token).toHaveLength(1);
+      expect((await machines())[0]?.status).toBe('provisioning');
+      tenant.put('v1/nodes', { metadata: { name: machine.node_name }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+      await until(async () => {
+        clock.advance(2);
+        return (await machines())[0]?.status === 'ready';
+      });
+      expect(management.refused).toEqual([]);
+      expect(tenant.refused).toEqual([]);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
   });
 });
 
