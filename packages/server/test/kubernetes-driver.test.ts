@@ -189,6 +189,29 @@ describe('machines joining', () => {
   });
 });
 
+describe('clusters through the API', () => {
+  it('creates the control plane, runs once Kamaji reports Ready, and deletes it with the cluster', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: (await newUser(database.db, clock, 'pro')).token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'short-lived', region_id: 'fsn1', kaas_version: 'v1.32' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32' } });
+      kamajiReady(cluster.id);
+      clock.advance(2);
+      await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
+      await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))).toBeUndefined();
+      expect(management.refused).toEqual([]);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
+  });
+});
+
 describe('machines through the provision workflow', () => {
   it('creates the server with the join script of the tenant cluster, and is ready once its Node is Ready', async () => {
     const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }), tickMs: 20 });

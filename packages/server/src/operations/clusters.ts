@@ -46,7 +46,7 @@ export const getCluster: Handler<'getCluster'> = async ({ params, headers, calle
   return { status: 200, body: toCluster(await visibleCluster(db, caller.userId, params.clusterId)) };
 };
 
-export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db }) => {
+export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db, driver, logger }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await db.transaction().execute(async (trx) => {
     const cluster = await visibleCluster(trx, caller.userId, params.clusterId);
@@ -66,5 +66,7 @@ export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers,
     await trx.deleteFrom('workflows').where('subject_id', '=', cluster.id).execute();
     await trx.deleteFrom('clusters').where('id', '=', cluster.id).execute();
   });
+  // The control plane goes after the record; one the driver fails to delete stays, labelled, to clean up.
+  await driver.deleteCluster(params.clusterId).catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));
   return { status: 204, body: undefined };
 };
