@@ -395,6 +395,9 @@ describe('pod logs', () => {
     for (let i = 1; i < all.length; i++) expect(all[i]!.position).toBeGreaterThan(all[i - 1]!.position);
     expect(all[0]!.position).toBe(Date.parse('2026-11-23T12:00:00Z') * 1000);
     expect(all.every((e) => e.pod === container.pod && e.container === 'web')).toBe(true);
+    // A container still being created has nothing to read yet (the API answers 400, not an error for us).
+    expect(await collect(driver.readLog(clusterId, installId, { pod: 'web-7d9f-pending', container: 'web' }, { follow: false, signal: new AbortController().signal }))).toEqual([]);
+    expect(tenant.requests.some((r) => r.startsWith(`GET /api/v1/namespaces/${k8sName(installId)}/pods/web-7d9f-pending/log`))).toBe(true);
   });
 
   it('reads the tail and since a moment, with the same positions', async () => {

@@ -296,6 +296,7 @@ export class KubeApiServer {
     if (!object) throw new StatusError(404, 'NotFound', `pods "${pod}" not found`);
     const container = query.get('container') ?? object.spec?.containers?.[0]?.name;
     if (!object.spec?.containers?.some((c) => c.name === container)) throw new StatusError(400, 'BadRequest', `container ${container} is not valid for pod ${pod}`);
+    if ((object.status as { phase?: string } | undefined)?.phase === 'Pending') throw new StatusError(400, 'BadRequest', `container "${container}" in pod "${pod}" is waiting to start: ContainerCreating`);
     if (query.has('sinceTime') && query.has('sinceSeconds')) throw new StatusError(422, 'Invalid', 'at most one of sinceTime or sinceSeconds may be specified');
     const tailRaw = query.get('tailLines');
     const tail = tailRaw === null ? undefined : Number(tailRaw);

@@ -237,8 +237,9 @@ export class KubernetesDriver implements ClusterDriver {
   private async registerCluster(clusterId: string): Promise<string> {
     const clusterName = k8sName(clusterId);
     if (this.registered.has(clusterId)) return clusterName;
-    const cluster = (await this.tenant(clusterId)).getCurrentCluster();
-    const user = (await this.tenant(clusterId)).getCurrentUser();
+    const tenant = await this.tenant(clusterId);
+    const cluster = tenant.getCurrentCluster();
+    const user = tenant.getCurrentUser();
     if (!cluster || !user) throw new Error(`the admin kubeconfig of cluster ${clusterId} has no current context`);
     const tlsClientConfig = { caData: cluster.caData, certData: user.certData, keyData: user.keyData, insecure: cluster.skipTLSVerify || undefined };
     const body: V1Secret = {
@@ -432,9 +433,10 @@ export class KubernetesDriver implements ClusterDriver {
         const send = url.protocol === 'https:' ? https.request : http.request;
         send(url, { ...request, signal }, resolve).on('error', reject).end();
       });
-      if (response.statusCode === 404) {
+      // 404: the pod went away; 400: its container has not started yet (ContainerCreating): nothing to read.
+      if (response.statusCode === 404 || response.statusCode === 400) {
         response.resume();
-        return; // the pod went away
+        return;
       }
       if (response.statusCode !== 200) {
         let body = '';
