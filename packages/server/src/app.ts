@@ -122,7 +122,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const authenticate = createAuthenticator(db, clock, config);
   const rateLimiter = apiRateLimiter(db, clock);
   const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);
-  const driver = options.driver ?? createClusterDriver(config, { db, clock, simulated });
+  const driver = options.driver ?? (await createClusterDriver(config, { db, clock, simulated }));
   const env: HandlerEnv = {
     db,
     clock,

@@ -39,7 +39,7 @@ beforeAll(async () => {
   kubeconfigPath = join(dir, 'management.kubeconfig');
   await writeFile(kubeconfigPath, management.kubeconfig());
   database = await createTestDatabase();
-  driver = createClusterDriver(kubernetesConfig(), { db: database.db, clock });
+  driver = await createClusterDriver(kubernetesConfig(), { db: database.db, clock });
 });
 
 afterAll(async () => {
@@ -83,7 +83,7 @@ async function collect(iterable: AsyncIterable<LogEntry>): Promise<LogEntry[]> {
 describe('configuration', () => {
   it('defaults to the simulation and refuses a kubernetes driver it cannot use, with one line', async () => {
     expect(loadConfig({}).clusterDriver).toEqual({ kind: 'simulated' });
-    expect(createClusterDriver(loadConfig({}), { db: database.db, clock })).toBeInstanceOf(SimulatedCloud);
+    expect(await createClusterDriver(loadConfig({}), { db: database.db, clock })).toBeInstanceOf(SimulatedCloud);
     expect(() => loadConfig({ CLUSTER_DRIVER: 'nomad' })).toThrow(/CLUSTER_DRIVER must be simulated or kubernetes/);
     expect(() => loadConfig({ CLUSTER_DRIVER: 'kubernetes' })).toThrow(ConfigError);
     expect(() => loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: join(dir, 'missing') })).toThrow(/MANAGEMENT_KUBECONFIG: cannot read/);
@@ -91,7 +91,7 @@ describe('configuration', () => {
     const broken = join(dir, 'broken.kubeconfig');
     await writeFile(broken, 'clusters: [this is not');
     const config = loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: broken });
-    expect(() => createClusterDriver(config, { db: database.db, clock })).toThrow(ConfigError);
+    await expect(createClusterDriver(config, { db: database.db, clock })).rejects.toThrow(ConfigError);
     expect(driver).toBeInstanceOf(KubernetesDriver);
     expect(kubernetesConfig().clusterDriver).toEqual({ kind: 'kubernetes', kubeconfigPath, argocdNamespace: ARGO_NS, kamajiNamespace: KAMAJI_NS });
   });
@@ -127,7 +127,7 @@ describe('control planes (Kamaji)', () => {
   });
 
   it('goes through the cluster workflow: the cluster is RUNNING once Kamaji reports Ready', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), tickMs: 20 });
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
     await runtime.engine.run({ work: true });
     try {
       const user = await newUser(database.db, clock, 'pro');
@@ -191,7 +191,7 @@ describe('machines joining', () => {
 
 describe('clusters through the API', () => {
   it('creates the control plane, runs once Kamaji reports Ready, and deletes it with the cluster', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), tickMs: 20 });
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
     await runtime.engine.run({ work: true });
     const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
     try {
@@ -214,7 +214,7 @@ describe('clusters through the API', () => {
 
 describe('machines through the provision workflow', () => {
   it('creates the server with the join script of the tenant cluster, and is ready once its Node is Ready', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }), tickMs: 20 });
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }), driver, tickMs: 20 });
     await runtime.engine.run({ work: true });
     const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
     try {

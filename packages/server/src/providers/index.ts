@@ -1,11 +1,9 @@
 // The composition root of the providers: which implementation runs is decided here, from configuration, and
 // nowhere else (services and workflows see only the interfaces).
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
-import { type Config, ConfigError } from '../config.ts';
+import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
-import { KubernetesDriver } from './kubernetes/driver.ts';
 import { SimulatedCloud } from './simulated.ts';
 import type { ClusterDriver } from './types.ts';
 
@@ -17,15 +15,10 @@ export interface ClusterDriverDeps {
 }
 
 /** The configured cluster driver; a management kubeconfig that cannot be used stops start-up (ConfigError). */
-export function createClusterDriver(config: Pick<Config, 'clusterDriver' | 'simulation'>, deps: ClusterDriverDeps): ClusterDriver {
+export async function createClusterDriver(config: Pick<Config, 'clusterDriver' | 'simulation'>, deps: ClusterDriverDeps): Promise<ClusterDriver> {
   const settings = config.clusterDriver;
   if (settings.kind === 'simulated') return deps.simulated ?? new SimulatedCloud(deps.db, deps.clock, config.simulation);
-  const management = new KubeConfig();
-  try {
-    management.loadFromFile(settings.kubeconfigPath);
-  } catch (error) {
-    throw new ConfigError(`MANAGEMENT_KUBECONFIG: "${settings.kubeconfigPath}" is not a kubeconfig (${(error as Error).message.split('\n')[0]})`);
-  }
-  if (!management.getCurrentCluster()) throw new ConfigError(`MANAGEMENT_KUBECONFIG: "${settings.kubeconfigPath}" has no current context with a cluster`);
-  return new KubernetesDriver({ management, argocdNamespace: settings.argocdNamespace, kamajiNamespace: settings.kamajiNamespace });
+  // Loaded only when chosen: the Kubernetes client and models take seconds to import, on every process start.
+  const { kubernetesDriver } = await import('./kubernetes/driver.ts');
+  return kubernetesDriver(settings);
 }

@@ -5,9 +5,9 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
-import { createClusterDriver } from '../providers/index.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
+import type { ClusterDriver } from '../providers/types.ts';
 import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';
@@ -17,11 +17,13 @@ export interface RuntimeOptions {
   connectionString: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'clusterDriver' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
+  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
   orphanAfterSeconds?: number;
+  /** The cluster driver (providers/index.ts builds the configured one); default: the simulated cloud. */
+  driver?: ClusterDriver;
   /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
   rateLimit?: ProviderRateLimit;
 }
@@ -37,7 +39,7 @@ export function createRuntime(options: RuntimeOptions) {
     latencyMs: config.simulation.latencyMs,
     ...options.simulation,
   });
-  const driver = createClusterDriver(config, { db: options.db, clock: options.clock, simulated: cloud });
+  const driver = options.driver ?? cloud;
   const provider = rateLimited(cloud, options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
   const engine = new WorkflowEngine({
     db: options.db,

@@ -11,6 +11,7 @@ import https from 'node:https';
 import { createInterface } from 'node:readline';
 import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { ConfigError } from '../../config.ts';
 import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import type {
   ClusterDriver,
@@ -89,6 +90,18 @@ function sameJson(a: unknown, b: unknown): boolean {
   const canonical = (v: unknown): unknown =>
     Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
   return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+/** The driver on the management cluster of MANAGEMENT_KUBECONFIG; a file that is no kubeconfig is a ConfigError. */
+export function kubernetesDriver(settings: { kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string }): KubernetesDriver {
+  const management = new KubeConfig();
+  try {
+    management.loadFromFile(settings.kubeconfigPath);
+  } catch (error) {
+    throw new ConfigError(`MANAGEMENT_KUBECONFIG: "${settings.kubeconfigPath}" is not a kubeconfig (${(error as Error).message.split('\n')[0]})`);
+  }
+  if (!management.getCurrentCluster()) throw new ConfigError(`MANAGEMENT_KUBECONFIG: "${settings.kubeconfigPath}" has no current context with a cluster`);
+  return new KubernetesDriver({ management, argocdNamespace: settings.argocdNamespace, kamajiNamespace: settings.kamajiNamespace });
 }
 
 export class KubernetesDriver implements ClusterDriver {
