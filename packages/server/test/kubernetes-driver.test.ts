@@ -2,9 +2,11 @@
 // Kubernetes API servers (the management cluster with Kamaji and Argo CD, and a tenant cluster) that validate
 // every object they receive against its published schema. The driver speaks to them with the real
 // @kubernetes/client-node over HTTP; the test plays Kamaji, Argo CD and the kubelet through the servers' helpers.
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { createPlatformClient } from '@platform/client';
 import pino from 'pino';
@@ -94,6 +96,22 @@ describe('configuration', () => {
     await expect(createClusterDriver(config, { db: database.db, clock })).rejects.toThrow(ConfigError);
     expect(driver).toBeInstanceOf(KubernetesDriver);
     expect(kubernetesConfig().clusterDriver).toEqual({ kind: 'kubernetes', kubeconfigPath, argocdNamespace: ARGO_NS, kamajiNamespace: KAMAJI_NS });
+  });
+});
+
+describe('start-up', () => {
+  const start = (env: Record<string, string>) =>
+    promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env } }).catch((e: { code: number; stderr: string }) => e);
+
+  it('refuses to start with one line when the management kubeconfig is missing or is not a kubeconfig', async () => {
+    const missing = await start({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: join(dir, 'nowhere') });
+    expect(missing).toMatchObject({ code: 1 });
+    expect((missing as { stderr: string }).stderr.trim()).toBe(`Cannot start: MANAGEMENT_KUBECONFIG: cannot read "${join(dir, 'nowhere')}"`);
+    const notKubeconfig = join(dir, 'not.kubeconfig');
+    await writeFile(notKubeconfig, 'just: text\n');
+    const broken = await start({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: notKubeconfig });
+    expect(broken).toMatchObject({ code: 1 });
+    expect((broken as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: MANAGEMENT_KUBECONFIG: "[^"]+" (is not a kubeconfig \(.*\)|has no current context with a cluster)$/);
   });
 });
 
