@@ -18,7 +18,7 @@ import { ARGOCD_FINALIZER, applicationName, k8sName, KubernetesDriver } from '..
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import type { ClusterDriver, HelmReleaseRequest, LogEntry, PodContainer, ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -344,6 +344,82 @@ describe('installs (Argo CD Applications)', () => {
     await driver.uninstallRelease(clusterId, installId, 'web-abc123'); // gone already: succeeds
     expect(management.refused).toEqual([]);
     expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe('installs through the API', () => {
+  it('installs as an Application, runs once Argo CD reports it Synced and Healthy, streams pod logs with resumable ids, and upgrades on a product update', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'apps', region_id: 'fsn1' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      kamajiReady(cluster.id);
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
+      });
+      const product = await api.POST('/v1/products', {
+        body: { name: 'Shop', cluster_ids: [cluster.id], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
+      });
+      const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] } });
+      const application = () => management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as { metadata: { name: string; annotations: Record<string, string> }; spec: { source: { targetRevision: string; helm: { valuesObject: unknown } }; destination: unknown } } | undefined;
+      await until(async () => application() !== undefined);
+      expect(application()!.spec.source).toMatchObject({ repoURL: 'https://charts.bitnami.com/bitnami', targetRevision: '19.6.1', chart: 'wordpress', helm: { valuesObject: { replicaCount: 2 } } });
+      const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
+      clock.advance(2);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await getInstall()).status).toBe('installing');
+      const argoDone = () => management.setStatus(APP, ARGO_NS, application()!.metadata.name, { sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } }, health: { status: 'Healthy' } });
+      argoDone();
+      await until(async () => {
+        clock.advance(2);
+        return (await getInstall()).status === 'running';
+      });
+
+      // The pod Argo CD deployed writes lines (several in one second); the stream's ids resume exactly.
+      const namespace = k8sName(install.id);
+      tenant.put('v1/pods', { metadata: { name: 'wordpress-5f7d-abcde', namespace }, spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] }, status: { phase: 'Running' } });
+      tenant.appendLog(namespace, 'wordpress-5f7d-abcde', 'wordpress', Array.from({ length: 12 }, (_, i) => ({ time: `2026-11-23T12:00:0${Math.floor(i / 4)}.${String(i % 4).padStart(9, '0')}Z`, line: `line ${i}` })));
+      const read = async (query: string, headers: Record<string, string> = {}) => {
+        const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, { token: user.token, headers: { accept: 'text/event-stream', ...headers } });
+        expect(reply.status).toBe(200);
+        return String(reply.body)
+          .split('\n\n')
+          .filter((e) => e.includes('event: log'))
+          .map((e) => ({ id: /^id: (.+)$/m.exec(e)![1]!, data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { timestamp: string; line: string } }));
+      };
+      const all = await read('');
+      expect(all.map((e) => e.data.line)).toEqual(Array.from({ length: 12 }, (_, i) => `line ${i}`));
+      for (const from of [0, 4, 5, 10]) {
+        expect((await read('', { 'last-event-id': all[from]!.id })).map((e) => e.data)).toEqual(all.slice(from + 1).map((e) => e.data));
+      }
+      expect((await read('&tail=3')).map((e) => e.data.line)).toEqual(['line 9', 'line 10', 'line 11']);
+
+      // A product update: the Application moves to the new chart version, and runs once Argo CD has it.
+      await api.PATCH('/v1/products/{id}', {
+        params: { path: { id: product.id } },
+        body: { name: product.name, cluster_ids: product.cluster_ids, sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })) },
+      });
+      await until(async () => {
+        clock.advance(2);
+        return application()?.spec.source.targetRevision === '19.7.0';
+      });
+      expect(application()!.metadata.annotations['platform-api/revision']).toBe('2');
+      argoDone();
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).regeneration_status === 'succeeded';
+      });
+      expect(management.refused).toEqual([]);
+      expect(tenant.refused).toEqual([]);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
   });
 });
 
