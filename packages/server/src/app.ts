@@ -21,6 +21,7 @@ import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
 import type { HandlerEnv } from './operations/types.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
+import { createClusterDriver } from './providers/index.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
 import { LogTails } from './services/log-tails.ts';
 import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
@@ -51,7 +52,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const authenticate = createAuthenticator(db, clock, config);
   const rateLimiter = apiRateLimiter(db, clock);
   const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);
-  const driver = options.driver ?? (simulated as SimulatedCloud);
+  const driver = options.driver ?? (await createClusterDriver(config, { db, clock, simulated }));
   const env: HandlerEnv = {
     db,
     clock,

@@ -1,6 +1,7 @@
 // Environment → typed configuration, validated once at start-up. A bad variable stops start-up with one
 // clear line naming it (ConfigError), never a stack trace.
 import { isIP } from 'node:net';
+import { accessSync, constants } from 'node:fs';
 
 export class ConfigError extends Error {}
 
@@ -62,6 +63,11 @@ export interface Config {
   providerRateLimit: number;
   /** The simulated cloud: seconds a server boots, a control plane comes up; failure rate 0..1. */
   simulation: { bootSeconds: number; controlPlaneSeconds: number; releaseSeconds: number; snapshotSeconds: number; failureRate: number; latencyMs: number };
+  /**
+   * Which cluster driver runs: the simulation, or Kubernetes (Kamaji control planes and Argo CD installs in the
+   * management cluster that MANAGEMENT_KUBECONFIG reaches).
+   */
+  clusterDriver: { kind: 'simulated' } | { kind: 'kubernetes'; kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string };
   /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
   orphanAfterSeconds: number;
   /** A pause after each workflow step (ms); 0 in production, set by crash tests to kill at step boundaries. */
@@ -190,6 +196,27 @@ function secretsKey(env: Env): Buffer | undefined {
   return key;
 }
 
+/** A Kubernetes object name (RFC 1123 label), e.g. a namespace. */
+function k8sName(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(raw)) throw new ConfigError(`${name} must be a Kubernetes namespace name, got "${raw}"`);
+  return raw;
+}
+
+function clusterDriver(env: Env): Config['clusterDriver'] {
+  const kind = env.CLUSTER_DRIVER || 'simulated';
+  if (kind === 'simulated') return { kind };
+  if (kind !== 'kubernetes') throw new ConfigError(`CLUSTER_DRIVER must be simulated or kubernetes, got "${kind}"`);
+  const kubeconfigPath = env.MANAGEMENT_KUBECONFIG;
+  if (!kubeconfigPath) throw new ConfigError('MANAGEMENT_KUBECONFIG must be set to a kubeconfig file when CLUSTER_DRIVER is kubernetes');
+  try {
+    accessSync(kubeconfigPath, constants.R_OK);
+  } catch {
+    throw new ConfigError(`MANAGEMENT_KUBECONFIG: cannot read "${kubeconfigPath}"`);
+  }
+  return { kind, kubeconfigPath, argocdNamespace: k8sName(env, 'ARGOCD_NAMESPACE', 'argocd'), kamajiNamespace: k8sName(env, 'KAMAJI_NAMESPACE', 'kamaji-tenants') };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   return {
     host: env.HOST || '127.0.0.1',
@@ -225,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
+    clusterDriver: clusterDriver(env),
     simulation: {
       // Short enough to try things by hand, long enough that every intermediate status shows.
       bootSeconds: integer(env, 'SIM_BOOT_SECONDS', 5, 0, 3600),

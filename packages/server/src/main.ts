@@ -12,6 +12,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
 import { loadSecretsKey } from './services/secrets.ts';
+import { createClusterDriver } from './providers/index.ts';
 import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
@@ -26,7 +27,8 @@ async function main(): Promise<void> {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
     throw new ConfigError(`${variable}: cannot open the database (${(error as Error).message})`);
   }
-  const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config });
+  const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
+  const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver });
   await runtime.engine.run({ work: config.role !== 'api' });
   if (config.role === 'worker') {
     logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');

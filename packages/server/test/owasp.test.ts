@@ -60,6 +60,11 @@ beforeAll(async () => {
     },
   }) as ComputeProvider;
   const driver: ClusterDriver = {
+    createCluster: (request) => simulated.createCluster(request),
+    getCluster: (clusterId) => simulated.getCluster(clusterId),
+    deleteCluster: (clusterId) => simulated.deleteCluster(clusterId),
+    joinMachine: (request) => simulated.joinMachine(request),
+    nodeReady: (...args) => simulated.nodeReady(...args),
     upsertRelease: (request) => simulated.upsertRelease(request),
     getRelease: (...args) => simulated.getRelease(...args),
     uninstallRelease: (...args) => simulated.uninstallRelease(...args),

@@ -40,6 +40,29 @@ describe('ComputeProvider', () => {
 });
 
 describe('ClusterDriver', () => {
+  it('brings control planes up over time, and a joined node is Ready once its server runs', async () => {
+    const sim = new SimulatedCloud(database.db, clock, { controlPlaneSeconds: 10, bootSeconds: 10 });
+    expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_version: '1.33' })).toMatchObject({ status: 'PROVISIONING', endpoint: null });
+    expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_version: '1.33' })).toMatchObject({ status: 'PROVISIONING' });
+    clock.advance(10);
+    expect(await sim.getCluster('cl_cp')).toMatchObject({ status: 'RUNNING' });
+    const join = { cluster_id: 'cl_cp', machine_id: 'mch_cp', node_name: 'node-cp' };
+    const { user_data } = await sim.joinMachine(join);
+    expect(user_data).toMatch(/kubeadm join .* --node-name node-cp/);
+    expect((await sim.joinMachine(join)).user_data).toBe(user_data);
+    expect(await sim.nodeReady('cl_cp', 'node-cp')).toBe(false);
+    // A server of the same name for another machine is not this node.
+    await sim.createServer({ name: 'node-cp', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_cp_other', machine: 'mch_other' } });
+    clock.advance(10);
+    expect(await sim.nodeReady('cl_cp', 'node-cp')).toBe(false);
+    await sim.createServer({ name: 'node-cp', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_cp', machine: 'mch_cp' } });
+    expect(await sim.nodeReady('cl_cp', 'node-cp')).toBe(false);
+    clock.advance(10);
+    expect(await sim.nodeReady('cl_cp', 'node-cp')).toBe(true);
+    await sim.deleteCluster('cl_cp');
+    expect(await sim.getCluster('cl_cp')).toBeUndefined();
+  });
+
   const release = { cluster_id: 'cl_sim', namespace: 'ins_sim', release: 'web-abc123', chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' }, values: {}, template_id: 'tpl_1' };
   const read = async (options: { tail?: number; since_ms?: number; after?: number }) => {
     const [target] = await cloud.listContainers('cl_sim', 'ins_sim');

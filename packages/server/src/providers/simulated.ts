@@ -15,9 +15,12 @@ import { SERVER_TYPES } from '../services/server-types.ts';
 import type {
   ClusterDriver,
   ComputeProvider,
+  ControlPlane,
+  ControlPlaneRequest,
   CreateServerRequest,
   HelmRelease,
   HelmReleaseRequest,
+  JoinRequest,
   LogEntry,
   PodContainer,
   ReadLogOptions,
@@ -29,6 +32,8 @@ import type {
 export interface SimulationOptions {
   /** Seconds from creation until a server is running. */
   bootSeconds: number;
+  /** Seconds a cluster's control plane takes to come up. */
+  controlPlaneSeconds: number;
   /** Seconds a snapshot takes. */
   snapshotSeconds: number;
   /** Seconds from `helm upgrade --install` until the release's pods are ready. */
@@ -46,6 +51,7 @@ export interface SimulationOptions {
 /** The simulation's defaults; the server's configuration (SIM_* variables) sets the timings it runs with. */
 export const defaultSimulation: SimulationOptions = {
   bootSeconds: 5,
+  controlPlaneSeconds: 10,
   snapshotSeconds: 3,
   releaseSeconds: 3,
   latencyMs: 0,
@@ -72,6 +78,12 @@ const SCHEMA = `
     values jsonb NOT NULL, template_id text NOT NULL, revision integer NOT NULL, started_ms bigint NOT NULL,
     ready_at bigint NOT NULL, failed_message text, uninstalled_ms bigint,
     PRIMARY KEY (cluster_id, namespace, release)
+  );
+  CREATE TABLE IF NOT EXISTS simulated_cloud.clusters (
+    id text PRIMARY KEY, kubernetes_version text NOT NULL, ready_at bigint NOT NULL, deleted_at bigint
+  );
+  CREATE TABLE IF NOT EXISTS simulated_cloud.nodes (
+    cluster_id text NOT NULL, node_name text NOT NULL, machine_id text NOT NULL, PRIMARY KEY (cluster_id, node_name)
   );
   CREATE TABLE IF NOT EXISTS simulated_cloud.calls (at_ms bigint NOT NULL, method text NOT NULL);
 `;
@@ -111,8 +123,11 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
     this.options = { ...defaultSimulation, ...options };
   }
 
-  /** Creates the simulator's schema once per process (idempotent across processes). */
-  private async call(method: string): Promise<Kysely<Database>> {
+  /**
+   * Creates the simulator's schema once per process (idempotent across processes). `calls` records the cloud
+   * API's calls (what its rate limit counts); the control planes' calls go to Kubernetes and are not recorded.
+   */
+  private async call(method: string, cloudApi = true): Promise<Kysely<Database>> {
     const at = Date.now(); // when the call reaches the "provider", as its own rate limiter would count it
     this.ready ??= (async () => {
       await sql`SELECT pg_advisory_lock(hashtextextended('simulated_cloud schema', 0))`.execute(this.db).catch(() => {});
@@ -124,7 +139,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
     })();
     await this.ready;
     if (this.options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.latencyMs));
-    await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${at}, ${method})`.execute(this.db);
+    if (cloudApi) await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${at}, ${method})`.execute(this.db);
     return this.db;
   }
 
@@ -201,6 +216,51 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   }
 
   // --- ClusterDriver ---
+
+  async createCluster(request: ControlPlaneRequest): Promise<ControlPlane> {
+    const db = await this.call('createCluster', false);
+    const row = await sql<{ id: string; ready_at: number }>`
+      INSERT INTO simulated_cloud.clusters (id, kubernetes_version, ready_at)
+      VALUES (${request.cluster_id}, ${request.kubernetes_version}, ${this.clock.now() + this.options.controlPlaneSeconds})
+      ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
+      RETURNING *`.execute(db);
+    return this.controlPlane(row.rows[0]!);
+  }
+
+  async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
+    const db = await this.call('getCluster', false);
+    const row = await sql<{ id: string; ready_at: number }>`SELECT * FROM simulated_cloud.clusters WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
+    return row.rows[0] ? this.controlPlane(row.rows[0]) : undefined;
+  }
+
+  async deleteCluster(clusterId: string): Promise<void> {
+    const db = await this.call('deleteCluster', false);
+    await sql`UPDATE simulated_cloud.clusters SET deleted_at = ${this.clock.now()} WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
+  }
+
+  async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
+    const db = await this.call('joinMachine', false);
+    await sql`
+      INSERT INTO simulated_cloud.nodes (cluster_id, node_name, machine_id) VALUES (${request.cluster_id}, ${request.node_name}, ${request.machine_id})
+      ON CONFLICT (cluster_id, node_name) DO UPDATE SET machine_id = EXCLUDED.machine_id`.execute(db);
+    // The same token for the same machine, as the real driver reuses the token it minted.
+    const token = createHash('sha256').update(request.machine_id).digest('hex');
+    return { user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n` };
+  }
+
+  /** A simulated node is Ready once it was joined and a server of its machine runs. */
+  async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
+    const db = await this.call('nodeReady', false);
+    const rows = await sql<ServerRow>`
+      SELECT servers.* FROM simulated_cloud.nodes JOIN simulated_cloud.servers ON servers.labels->>'machine' = nodes.machine_id
+      WHERE nodes.cluster_id = ${clusterId} AND nodes.node_name = ${nodeName} AND servers.deleted_at IS NULL`.execute(db);
+    return rows.rows.some((row) => this.server(row).status === 'running');
+  }
+
+  private controlPlane(row: { id: string; ready_at: number }): ControlPlane {
+    const running = this.clock.now() >= Number(row.ready_at);
+    return { cluster_id: row.id, status: running ? 'RUNNING' : 'PROVISIONING', message: null, endpoint: running ? `https://${row.id}.simulated:6443` : null };
+  }
 
   async upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease> {
     const db = await this.call('upsertRelease');

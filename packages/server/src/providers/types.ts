@@ -42,6 +42,8 @@ export interface CreateServerRequest {
   labels: Record<string, string> & { workflow: string };
   /** A BYOM machine is created with the user's own key (sealed secret opened by the caller). */
   credential?: string;
+  /** cloud-init user data: the script that joins the machine to its cluster (ClusterDriver.joinMachine). */
+  user_data?: string;
 }
 
 /** A cloud provider account (Hetzner Cloud's `/servers`, `/images`, `/server_types`). */
@@ -71,6 +73,8 @@ export interface HelmReleaseRequest {
   values: Record<string, unknown>;
   /** The product template the release renders, recorded as a release annotation. */
   template_id: string;
+  /** Registry credentials the release's pods pull their images with (passed to the chart as imagePullSecrets). */
+  pull_secrets?: { server: string; username: string; password: string }[];
 }
 
 export type ReleaseStatus = 'pending-install' | 'pending-upgrade' | 'deployed' | 'failed';
@@ -110,8 +114,43 @@ export interface ReadLogOptions {
   signal: AbortSignal;
 }
 
-/** A managed Kubernetes cluster, driven with helm and the Kubernetes API. */
+/** Our cluster statuses; DELETING while the control plane is being torn down. */
+export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETING';
+
+export interface ControlPlaneRequest {
+  cluster_id: string;
+  /** The Kubernetes version of the control plane, e.g. "1.33.2". */
+  kubernetes_version: string;
+}
+
+export interface ControlPlane {
+  cluster_id: string;
+  status: ControlPlaneStatus;
+  /** Why it is in ERROR, from the control plane's status. */
+  message: string | null;
+  /** The API server's address, once known. */
+  endpoint: string | null;
+}
+
+export interface JoinRequest {
+  cluster_id: string;
+  /** The machine's id: one join token per machine, the same one on a re-run. */
+  machine_id: string;
+  node_name: string;
+}
+
+/** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */
 export interface ClusterDriver {
+  /** Creates the cluster's control plane, or returns the one already created for the cluster. */
+  createCluster(request: ControlPlaneRequest): Promise<ControlPlane>;
+  /** The control plane's actual state; undefined when it does not exist (any more). */
+  getCluster(clusterId: string): Promise<ControlPlane | undefined>;
+  /** Tears the control plane down; deleting what is gone succeeds. */
+  deleteCluster(clusterId: string): Promise<void>;
+  /** Mints the machine's join token and returns the cloud-init `user_data` that joins the cluster with it. */
+  joinMachine(request: JoinRequest): Promise<{ user_data: string }>;
+  /** Whether the node has joined and is Ready. */
+  nodeReady(clusterId: string, nodeName: string): Promise<boolean>;
   /** `helm upgrade --install`: installs the release or upgrades it to the given chart and values. */
   upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease>;
   getRelease(clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined>;

@@ -1,4 +1,5 @@
-// Create a cluster: the control plane comes up (PROVISIONING → RUNNING), then machines queued for it may start.
+// Create a cluster: the driver creates its control plane and it comes up (PROVISIONING → RUNNING), then
+// machines queued for it may start.
 import { clusterById, markClusterFailed, markClusterRunning } from '../resources/clusters.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
@@ -6,10 +7,20 @@ import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 const clusterOf = (ctx: StepContext) => clusterById(ctx.db, ctx.workflow.subject_id);
 
-export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition => ({
+export const clusterCreate: WorkflowDefinition = {
   steps: {
     async start(ctx) {
-      return { wait: controlPlaneSeconds, next: 'running' };
+      const cluster = await clusterOf(ctx);
+      if (!cluster) return { done: true };
+      await ctx.driver.createCluster({ cluster_id: cluster.id, kubernetes_version: cluster.kaas_version });
+      return { next: 'await' };
+    },
+    async await(ctx) {
+      const controlPlane = await ctx.driver.getCluster(ctx.workflow.subject_id);
+      if (!controlPlane) return { next: 'start' }; // gone before it ran: create it again
+      if (controlPlane.status === 'ERROR') return { failed: controlPlane.message ?? 'The control plane failed.' };
+      if (controlPlane.status !== 'RUNNING') return { wait: 2 };
+      return { next: 'running' };
     },
     async running(ctx) {
       const cluster = await clusterOf(ctx);
@@ -44,4 +55,4 @@ export const clusterCreate = (controlPlaneSeconds: number): WorkflowDefinition =
       severity: 'critical',
     });
   },
-});
+};

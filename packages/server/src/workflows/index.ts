@@ -9,13 +9,8 @@ import { provision } from './provision.ts';
 import { regenerateProduct } from './regeneration.ts';
 import { resumeSuspension, suspendMachine } from './suspension.ts';
 
-export interface WorkflowSettings {
-  /** Seconds a new cluster's control plane takes to come up. */
-  controlPlaneSeconds: number;
-}
-
-export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
-  createCluster: clusterCreate(settings.controlPlaneSeconds),
+export const workflowDefinitions = (): Record<WorkflowKind, WorkflowDefinition> => ({
+  createCluster: clusterCreate,
   requestMachine: provision,
   deleteMachine: deprovision,
   createInstall,

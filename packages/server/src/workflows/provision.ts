@@ -1,6 +1,7 @@
-// Provision a machine: wait for a slot (queued), create the server (adopting one an earlier run created),
-// wait until it runs, then free the slot for the next queued machine. A failed creation puts the machine back
-// in the queue and the cluster into backoff (services/provisioning.ts).
+// Provision a machine: wait for a slot (queued), create the server (adopting one an earlier run created) with
+// the cluster's join script, wait until it runs and its node is Ready, then free the slot for the next queued
+// machine. A failed creation puts the machine back in the queue and the cluster into backoff
+// (services/provisioning.ts).
 import { claimSlot, machineForWorkflow, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
@@ -32,12 +33,14 @@ export const provision: WorkflowDefinition = {
     async create(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
+      const { user_data } = await ctx.driver.joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name });
       const server = await ctx.provider.createServer({
         name: machine.node_name,
         server_type: machine.server_type,
         location: machine.provider_config.region,
         image: machine.provider_config.image,
         labels: { workflow: ctx.workflow.id, machine: machine.provider_id },
+        user_data,
       });
       await setMachineState(ctx.db, machine.provider_id, { server_id: server.id });
       return { next: 'boot', state: { server_id: server.id } };
@@ -47,6 +50,9 @@ export const provision: WorkflowDefinition = {
       const server = await ctx.provider.getServer(String(ctx.state.server_id));
       if (!server) return { next: 'create' }; // gone before it ran: create another
       if (server.status !== 'running') return { wait: 2 };
+      // Ready means the node joined the cluster and is Ready, not only that its server runs.
+      const machine = await machineOf(ctx);
+      if (machine && !(await ctx.driver.nodeReady(machine.cluster_id, machine.node_name))) return { wait: 2 };
       return { next: 'ready' };
     },
 

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
+import type { ClusterDriver } from '../providers/types.ts';
 import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';
@@ -21,6 +22,8 @@ export interface RuntimeOptions {
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
   orphanAfterSeconds?: number;
+  /** The cluster driver (providers/index.ts builds the configured one); default: the simulated cloud. */
+  driver?: ClusterDriver;
   /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
   rateLimit?: ProviderRateLimit;
 }
@@ -29,12 +32,14 @@ export function createRuntime(options: RuntimeOptions) {
   const { config } = options;
   const cloud = new SimulatedCloud(options.db, options.clock, {
     bootSeconds: config.simulation.bootSeconds,
+    controlPlaneSeconds: config.simulation.controlPlaneSeconds,
     releaseSeconds: config.simulation.releaseSeconds,
     snapshotSeconds: config.simulation.snapshotSeconds,
     failureRate: config.simulation.failureRate,
     latencyMs: config.simulation.latencyMs,
     ...options.simulation,
   });
+  const driver = options.driver ?? cloud;
   const provider = rateLimited(cloud, options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
   const engine = new WorkflowEngine({
     db: options.db,
@@ -42,12 +47,12 @@ export function createRuntime(options: RuntimeOptions) {
     clock: options.clock,
     logger: options.logger,
     provider,
-    driver: cloud,
-    definitions: workflowDefinitions({ controlPlaneSeconds: config.simulation.controlPlaneSeconds }),
+    driver,
+    definitions: workflowDefinitions(),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
     stepDelayMs: config.workflowStepDelayMs,
   });
-  return { cloud, provider, driver: cloud, engine };
+  return { cloud, provider, driver, engine };
 }

@@ -1,0 +1,483 @@
+// The cluster driver on real Kubernetes. In the management cluster: each cluster's control plane is a Kamaji
+// TenantControlPlane, and each helm release an Argo CD Application that deploys into the tenant cluster (which
+// is registered with Argo CD as a cluster Secret). In the tenant cluster, reached with the admin kubeconfig that
+// Kamaji writes: kubeadm bootstrap tokens for joining machines, Nodes, Pods and their logs.
+//
+// Every object is named after our ids (Kubernetes names allow no "_": "cl_01…" becomes "cl-01…"), so a
+// re-run after a crash finds what the first run created.
+import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { createInterface } from 'node:readline';
+import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { ConfigError } from '../../config.ts';
+import { type SecretBox, secretBox } from '../../services/secrets.ts';
+import type {
+  ClusterDriver,
+  ControlPlane,
+  ControlPlaneRequest,
+  ControlPlaneStatus,
+  HelmRelease,
+  HelmReleaseRequest,
+  JoinRequest,
+  LogEntry,
+  PodContainer,
+  ReadLogOptions,
+  ReleaseStatus,
+} from '../types.ts';
+import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
+
+export interface KubernetesDriverOptions {
+  /** The management cluster, where Kamaji and Argo CD run. */
+  management: KubeConfig;
+  argocdNamespace: string;
+  /** Where the TenantControlPlanes and their Secrets live. */
+  kamajiNamespace: string;
+}
+
+/** Labels and annotations the platform puts on what it creates. */
+export const LABEL = { cluster: 'platform-api/cluster', install: 'platform-api/install', template: 'platform-api/template', revision: 'platform-api/revision' };
+export const ARGOCD_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+const KAMAJI = { group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes' };
+const ARGO = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' };
+
+/** Our ids as Kubernetes names. */
+export const k8sName = (id: string) => id.toLowerCase().replace(/[^a-z0-9-]/g, '-');
+export const applicationName = (namespace: string, release: string) => `${k8sName(namespace)}-${release}`.slice(0, 253);
+export const pullSecretName = (release: string) => `${release}-registry`.slice(0, 253);
+
+export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
+const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
+
+/** Kamaji's version status → ours. Upgrades and migrations keep a control plane that exists: not an error. */
+function controlPlaneStatus(tcp: TenantControlPlane): ControlPlaneStatus {
+  if (tcp.metadata.deletionTimestamp) return 'DELETING';
+  switch (tcp.status?.kubernetesResources?.version?.status) {
+    case 'Ready':
+    case 'Sleeping':
+    case 'WriteLimited':
+      return tcp.status?.kubeconfig?.admin?.secretName ? 'RUNNING' : 'PROVISIONING';
+    case 'NotReady':
+      return 'ERROR';
+    default:
+      return 'PROVISIONING';
+  }
+}
+
+interface TenantControlPlane {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: Record<string, unknown>;
+  status?: {
+    controlPlaneEndpoint?: string;
+    kubeconfig?: { admin?: { secretName?: string } };
+    kubernetesResources?: { version?: { status?: string; version?: string } };
+  };
+}
+
+interface ArgoApplication {
+  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  spec: { source: Record<string, unknown> } & Record<string, unknown>;
+  status?: {
+    sync?: { status?: string; comparedTo?: { source?: unknown } };
+    health?: { status?: string; message?: string };
+    operationState?: { phase?: string; message?: string };
+  };
+}
+
+/** Key-order-independent equality of JSON values (Argo CD echoes the source it compared, keys reordered). */
+function sameJson(a: unknown, b: unknown): boolean {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+/** The driver on the management cluster of MANAGEMENT_KUBECONFIG; a file that is no kubeconfig is a ConfigError. */
+export function kubernetesDriver(settings: { kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string }): KubernetesDriver {
+  const management = new KubeConfig();
+  try {
+    management.loadFromFile(settings.kubeconfigPath);
+  } catch (error) {
+    throw new ConfigError(`MANAGEMENT_KUBECONFIG: "${settings.kubeconfigPath}" is not a kubeconfig (${(error as Error).message.split('\n')[0]})`);
+  }
+  if (!management.getCurrentCluster()) throw new ConfigError(`MANAGEMENT_KUBECONFIG: "${settings.kubeconfigPath}" has no current context with a cluster`);
+  return new KubernetesDriver({ management, argocdNamespace: settings.argocdNamespace, kamajiNamespace: settings.kamajiNamespace });
+}
+
+export class KubernetesDriver implements ClusterDriver {
+  private readonly core: CoreV1Api;
+  private readonly custom: CustomObjectsApi;
+  private readonly options: KubernetesDriverOptions;
+  /** Tenant admin kubeconfigs, sealed under a key of this process: opened only to build a client. */
+  private readonly kubeconfigs = new Map<string, Buffer>();
+  private readonly box: SecretBox = secretBox(randomBytes(32));
+  /** Clusters registered with Argo CD by this process. */
+  private readonly registered = new Set<string>();
+
+  constructor(options: KubernetesDriverOptions) {
+    this.options = options;
+    this.core = options.management.makeApiClient(CoreV1Api);
+    this.custom = options.management.makeApiClient(CustomObjectsApi);
+  }
+
+  // --- control planes (Kamaji) ---
+
+  async createCluster(request: ControlPlaneRequest): Promise<ControlPlane> {
+    const name = k8sName(request.cluster_id);
+    const version = request.kubernetes_version.startsWith('v') ? request.kubernetes_version : `v${request.kubernetes_version}`;
+    const body: TenantControlPlane & { apiVersion: string; kind: string } = {
+      apiVersion: `${KAMAJI.group}/${KAMAJI.version}`,
+      kind: 'TenantControlPlane',
+      metadata: { name, namespace: this.options.kamajiNamespace, labels: { [LABEL.cluster]: request.cluster_id } },
+      spec: {
+        controlPlane: { deployment: { replicas: 2 }, service: { serviceType: 'LoadBalancer' } },
+        kubernetes: { version, kubelet: { cgroupfs: 'systemd' } },
+        addons: { coreDNS: {}, kubeProxy: {} },
+      },
+    };
+    try {
+      await this.custom.createNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, body });
+    } catch (error) {
+      if (!isConflict(error)) throw error; // 409: created by an earlier run
+    }
+    return (await this.getCluster(request.cluster_id)) ?? { cluster_id: request.cluster_id, status: 'PROVISIONING', message: null, endpoint: null };
+  }
+
+  async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
+    const tcp = await this.tenantControlPlane(clusterId);
+    if (!tcp) return undefined;
+    const status = controlPlaneStatus(tcp);
+    const message = status === 'ERROR' ? `The control plane is ${tcp.status?.kubernetesResources?.version?.status ?? 'not ready'}.` : null;
+    return { cluster_id: clusterId, status, message, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
+  }
+
+  async deleteCluster(clusterId: string): Promise<void> {
+    this.kubeconfigs.delete(clusterId);
+    this.registered.delete(clusterId);
+    const name = k8sName(clusterId);
+    await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
+    await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
+  }
+
+  private async tenantControlPlane(clusterId: string): Promise<TenantControlPlane | undefined> {
+    try {
+      return (await this.custom.getNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name: k8sName(clusterId) })) as TenantControlPlane;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** The tenant cluster's admin kubeconfig, from the Secret Kamaji writes (kept sealed once read). */
+  private async tenant(clusterId: string): Promise<KubeConfig> {
+    let sealed = this.kubeconfigs.get(clusterId);
+    if (!sealed) {
+      const tcp = await this.tenantControlPlane(clusterId);
+      const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
+      if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
+      const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
+      const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
+      if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
+      sealed = this.box.seal(Buffer.from(encoded, 'base64').toString('utf8'));
+      this.kubeconfigs.set(clusterId, sealed);
+    }
+    const config = new KubeConfig();
+    config.loadFromString(this.box.open(sealed));
+    return config;
+  }
+
+  // --- nodes ---
+
+  async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
+    const tenant = await this.tenant(request.cluster_id);
+    const core = tenant.makeApiClient(CoreV1Api);
+    // One token per machine: its id is derived from the machine, so a re-run reads the token it minted.
+    const id = createHash('sha256').update(request.machine_id).digest('hex').slice(0, 6);
+    const name = `bootstrap-token-${id}`;
+    let secret: string;
+    try {
+      const existing = await core.readNamespacedSecret({ name, namespace: 'kube-system' });
+      secret = Buffer.from(existing.data?.['token-secret'] ?? '', 'base64').toString('utf8');
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      secret = tokenSecret();
+      const body: V1Secret = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace: 'kube-system', labels: { [LABEL.cluster]: request.cluster_id } },
+        type: 'bootstrap.kubernetes.io/token',
+        stringData: {
+          description: `joins machine ${request.machine_id}`,
+          'token-id': id,
+          'token-secret': secret,
+          expiration: new Date(Date.now() + 24 * 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          'usage-bootstrap-authentication': 'true',
+          'usage-bootstrap-signing': 'true',
+          'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
+        },
+      };
+      await core.createNamespacedSecret({ namespace: 'kube-system', body });
+    }
+    const cluster = tenant.getCurrentCluster();
+    if (!cluster?.caData) throw new Error(`the admin kubeconfig of cluster ${request.cluster_id} has no certificate-authority-data`);
+    const ca = new X509Certificate(Buffer.from(cluster.caData, 'base64'));
+    const caHash = createHash('sha256').update(ca.publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
+    const endpoint = new URL(cluster.server).host;
+    return {
+      user_data: [
+        '#!/bin/sh',
+        'set -eu',
+        `kubeadm join ${endpoint} --token ${id}.${secret} --discovery-token-ca-cert-hash sha256:${caHash} --node-name ${request.node_name}`,
+        '',
+      ].join('\n'),
+    };
+  }
+
+  async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
+    const core = (await this.tenant(clusterId)).makeApiClient(CoreV1Api);
+    try {
+      const node = await core.readNode({ name: nodeName });
+      return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+
+  // --- releases (Argo CD) ---
+
+  /** Registers the tenant cluster with Argo CD: a cluster Secret named after it, with the admin credentials. */
+  private async registerCluster(clusterId: string): Promise<string> {
+    const clusterName = k8sName(clusterId);
+    if (this.registered.has(clusterId)) return clusterName;
+    const tenant = await this.tenant(clusterId);
+    const cluster = tenant.getCurrentCluster();
+    const user = tenant.getCurrentUser();
+    if (!cluster || !user) throw new Error(`the admin kubeconfig of cluster ${clusterId} has no current context`);
+    const tlsClientConfig = { caData: cluster.caData, certData: user.certData, keyData: user.keyData, insecure: cluster.skipTLSVerify || undefined };
+    const body: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: `cluster-${clusterName}`, namespace: this.options.argocdNamespace, labels: { 'argocd.argoproj.io/secret-type': 'cluster', [LABEL.cluster]: clusterId } },
+      type: 'Opaque',
+      stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
+    };
+    await this.upsertSecret(this.core, body);
+    this.registered.add(clusterId);
+    return clusterName;
+  }
+
+  private async upsertSecret(core: CoreV1Api, body: V1Secret): Promise<void> {
+    const { name, namespace } = body.metadata as { name: string; namespace: string };
+    try {
+      await core.createNamespacedSecret({ namespace, body });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      await core.replaceNamespacedSecret({ name, namespace, body });
+    }
+  }
+
+  /** Registry credentials as a dockerconfigjson Secret in the install's namespace of the tenant cluster. */
+  private async pullSecret(request: HelmReleaseRequest): Promise<string | undefined> {
+    if (!request.pull_secrets?.length) return undefined;
+    const core = (await this.tenant(request.cluster_id)).makeApiClient(CoreV1Api);
+    const namespace = k8sName(request.namespace);
+    await core.createNamespace({ body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABEL.install]: request.namespace } } } }).catch((error) => {
+      if (!isConflict(error)) throw error;
+    });
+    const auths = Object.fromEntries(request.pull_secrets.map((c) => [c.server, { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString('base64') }]));
+    const name = pullSecretName(request.release);
+    await this.upsertSecret(core, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace, labels: { [LABEL.install]: request.namespace } },
+      type: 'kubernetes.io/dockerconfigjson',
+      stringData: { '.dockerconfigjson': JSON.stringify({ auths }) },
+    });
+    return name;
+  }
+
+  async upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease> {
+    const destination = await this.registerCluster(request.cluster_id);
+    const pullSecret = await this.pullSecret(request);
+    // Charts name the pull secrets in `imagePullSecrets` (and `global.` for their subcharts).
+    const values = pullSecret
+      ? { ...request.values, imagePullSecrets: [{ name: pullSecret }], global: { ...(request.values.global as object | undefined), imagePullSecrets: [{ name: pullSecret }] } }
+      : request.values;
+    const name = applicationName(request.namespace, request.release);
+    const namespace = this.options.argocdNamespace;
+    const existing = await this.application(name);
+    const sameTemplate = existing?.metadata.annotations?.[LABEL.template] === request.template_id;
+    const revision = existing && !existing.metadata.deletionTimestamp ? Number(existing.metadata.annotations?.[LABEL.revision] ?? 1) + (sameTemplate ? 0 : 1) : 1;
+    const application = new Application({
+      metadata: {
+        name,
+        namespace,
+        finalizers: [ARGOCD_FINALIZER],
+        labels: { [LABEL.cluster]: request.cluster_id, [LABEL.install]: request.namespace },
+        annotations: { [LABEL.template]: request.template_id, [LABEL.revision]: String(revision) },
+        ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+      },
+      spec: {
+        project: 'default',
+        source: {
+          repoURL: request.chart.repo_url,
+          targetRevision: request.chart.target_revision,
+          ...(request.chart.chart ? { chart: request.chart.chart } : {}),
+          ...(request.chart.path ? { path: request.chart.path } : {}),
+          helm: { releaseName: request.release, valuesObject: values },
+        },
+        destination: { name: destination, namespace: k8sName(request.namespace) },
+        syncPolicy: { automated: { prune: true, selfHeal: true }, syncOptions: ['CreateNamespace=true'] },
+      },
+    });
+    application.validate(); // against Argo CD's schema, before it is sent
+    // Applications have no status subresource: a replace carries Argo CD's status on, or it would be wiped.
+    const body = { ...(application.toJSON() as object), ...(existing?.status ? { status: existing.status } : {}) };
+    const saved = (existing
+      ? await this.custom.replaceNamespacedCustomObject({ ...ARGO, namespace, name, body })
+      : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })) as ArgoApplication;
+    return this.release(saved);
+  }
+
+  async getRelease(_clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined> {
+    const application = await this.application(applicationName(namespace, release));
+    return application && this.release(application);
+  }
+
+  async uninstallRelease(_clusterId: string, namespace: string, release: string): Promise<void> {
+    // The resources finalizer makes Argo CD delete what the Application deployed before the Application goes.
+    await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: applicationName(namespace, release) }).catch(ignoreNotFound);
+  }
+
+  private async application(name: string): Promise<ArgoApplication | undefined> {
+    try {
+      return (await this.custom.getNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name })) as ArgoApplication;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Argo CD's sync and health → the release status: deployed once the current source is synced and healthy. */
+  private release(application: ArgoApplication): HelmRelease {
+    const revision = Number(application.metadata.annotations?.[LABEL.revision] ?? 1);
+    const { sync, health, operationState } = application.status ?? {};
+    let status: ReleaseStatus = revision > 1 ? 'pending-upgrade' : 'pending-install';
+    let message: string | null = null;
+    if (operationState?.phase === 'Failed' || operationState?.phase === 'Error') {
+      status = 'failed';
+      message = operationState.message ?? `Argo CD sync ${operationState.phase.toLowerCase()}`;
+    } else if (health?.status === 'Degraded') {
+      status = 'failed';
+      message = health.message ?? 'Degraded';
+    } else if (sync?.status === 'Synced' && health?.status === 'Healthy' && sameJson(sync.comparedTo?.source, application.spec.source)) {
+      status = 'deployed';
+    }
+    return {
+      namespace: application.metadata.labels?.[LABEL.install] ?? application.metadata.namespace,
+      release: String((application.spec.source.helm as { releaseName?: string } | undefined)?.releaseName ?? application.metadata.name),
+      status,
+      revision,
+      template_id: application.metadata.annotations?.[LABEL.template] ?? '',
+      message,
+    };
+  }
+
+  // --- pods and logs (tenant cluster) ---
+
+  async listContainers(clusterId: string, namespace: string): Promise<PodContainer[]> {
+    const core = (await this.tenant(clusterId)).makeApiClient(CoreV1Api);
+    const pods = await core.listNamespacedPod({ namespace: k8sName(namespace) });
+    return pods.items
+      .filter((pod) => pod.status?.phase !== 'Pending' && !pod.metadata?.deletionTimestamp)
+      .flatMap((pod) => (pod.spec?.containers ?? []).map((c) => ({ pod: pod.metadata!.name!, container: c.name })))
+      .sort((a, b) => a.pod.localeCompare(b.pod) || a.container.localeCompare(b.container));
+  }
+
+  async *readLog(clusterId: string, namespace: string, target: PodContainer, options: ReadLogOptions): AsyncIterable<LogEntry> {
+    if (options.signal.aborted) return;
+    const tenant = await this.tenant(clusterId);
+    // sinceTime has whole seconds: read from the second of the last line sent and drop what was sent by position.
+    const since = Math.max(options.after ?? Number.NEGATIVE_INFINITY, options.since_ms === undefined ? Number.NEGATIVE_INFINITY : options.since_ms * 1000);
+    const filter = { after: options.after, sinceMs: options.since_ms };
+    const read = (follow: boolean, fromMicros: number, tailLines?: number) =>
+      this.podLog(tenant, namespace, target, { follow, tailLines, sinceMicros: Number.isFinite(fromMicros) ? fromMicros : undefined }, options.signal);
+    if (options.tail === undefined) {
+      yield* logEntriesOf(read(options.follow, since), target, filter);
+      return;
+    }
+    // A tail may start inside a run of lines with one timestamp, where positions would differ from a read of
+    // the whole run: find where the tail starts, read from that second on, and keep the last `tail` lines.
+    let first: number | undefined;
+    for await (const raw of read(false, since, options.tail)) {
+      first = parseStampedLine(raw)?.micros;
+      if (first !== undefined) break;
+    }
+    let last = options.after;
+    if (first !== undefined) {
+      const entries: LogEntry[] = [];
+      for await (const entry of logEntriesOf(read(false, Math.max(first, since)), target, filter)) entries.push(entry);
+      for (const entry of entries.slice(Math.max(0, entries.length - options.tail))) {
+        last = entry.position;
+        yield entry;
+      }
+    }
+    if (options.follow && !options.signal.aborted) {
+      const fromMicros = last === undefined ? Date.now() * 1000 : last;
+      yield* logEntriesOf(read(true, Math.max(fromMicros, since)), target, { after: last, sinceMs: options.since_ms });
+    }
+  }
+
+  /** The raw lines of a container's log (timestamped); ends when the log does, the pod goes away, or `signal` aborts. */
+  private async *podLog(tenant: KubeConfig, namespace: string, target: PodContainer, params: { follow: boolean; tailLines?: number; sinceMicros?: number }, signal: AbortSignal): AsyncIterable<string> {
+    const url = new URL(`${tenant.getCurrentCluster()!.server}/api/v1/namespaces/${k8sName(namespace)}/pods/${encodeURIComponent(target.pod)}/log`);
+    url.searchParams.set('container', target.container);
+    url.searchParams.set('timestamps', 'true');
+    if (params.follow) url.searchParams.set('follow', 'true');
+    if (params.tailLines !== undefined) url.searchParams.set('tailLines', String(params.tailLines));
+    if (params.sinceMicros !== undefined) url.searchParams.set('sinceTime', sinceTimeOf(params.sinceMicros));
+    // A plain node:http(s) request (credentials from the kubeconfig): a followed log is a response that never
+    // ends, and the reader's signal must be able to close it.
+    const request: https.RequestOptions = { method: 'GET', headers: { accept: 'text/plain' } };
+    await tenant.applyToHTTPSOptions(request);
+    try {
+      const response = await new Promise<IncomingMessage>((resolve, reject) => {
+        const send = url.protocol === 'https:' ? https.request : http.request;
+        send(url, { ...request, signal }, resolve).on('error', reject).end();
+      });
+      // 404: the pod went away; 400: its container has not started yet (ContainerCreating): nothing to read.
+      if (response.statusCode === 404 || response.statusCode === 400) {
+        response.resume();
+        return;
+      }
+      if (response.statusCode !== 200) {
+        let body = '';
+        for await (const chunk of response) body += chunk;
+        throw new Error(`reading the log of ${target.pod}/${target.container}: HTTP ${response.statusCode} ${body.slice(0, 200)}`);
+      }
+      yield* createInterface({ input: response, crlfDelay: Number.POSITIVE_INFINITY });
+    } catch (error) {
+      if (signal.aborted) return;
+      throw error;
+    }
+  }
+}
+
+async function* logEntriesOf(lines: AsyncIterable<string>, target: PodContainer, filter: { after?: number; sinceMs?: number }): AsyncIterable<LogEntry> {
+  const entry = logEntries(target, filter);
+  for await (const raw of lines) {
+    const parsed = entry(raw);
+    if (parsed) yield parsed;
+  }
+}
+
+function ignoreNotFound(error: unknown): void {
+  if (!isNotFound(error)) throw error;
+}
+
+/** A bootstrap token's secret part: 16 characters of [a-z0-9]. */
+function tokenSecret(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  return [...randomBytes(16)].map((b) => alphabet[b % alphabet.length]).join('');
+}

@@ -1,0 +1,540 @@
+// The Kubernetes cluster driver, built by the providers' factory from configuration, against two test
+// Kubernetes API servers (the management cluster with Kamaji and Argo CD, and a tenant cluster) that validate
+// every object they receive against its published schema. The driver speaks to them with the real
+// @kubernetes/client-node over HTTP; the test plays Kamaji, Argo CD and the kubelet through the servers' helpers.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { createPlatformClient } from '@platform/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { newId } from '../src/ids.ts';
+import { createClusterDriver } from '../src/providers/index.ts';
+import { ARGOCD_FINALIZER, applicationName, k8sName, KubernetesDriver } from '../src/providers/kubernetes/driver.ts';
+import { SimulatedCloud } from '../src/providers/simulated.ts';
+import type { ClusterDriver, HelmReleaseRequest, LogEntry, PodContainer, ReadLogOptions } from '../src/providers/types.ts';
+import { createRuntime } from '../src/workflows/runtime.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
+import { KubeApiServer } from './support/kube-api-server.ts';
+
+const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
+const APP = 'argoproj.io/v1alpha1/applications';
+const KAMAJI_NS = 'kamaji-tenants';
+const ARGO_NS = 'argocd';
+
+let management: KubeApiServer;
+let tenant: KubeApiServer;
+let dir: string;
+let kubeconfigPath: string;
+let database: TestDatabase;
+let driver: ClusterDriver;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  management = await new KubeApiServer().start();
+  tenant = await new KubeApiServer().start();
+  dir = await mkdtemp(join(tmpdir(), 'kube-'));
+  kubeconfigPath = join(dir, 'management.kubeconfig');
+  await writeFile(kubeconfigPath, management.kubeconfig());
+  database = await createTestDatabase();
+  driver = await createClusterDriver(kubernetesConfig(), { db: database.db, clock });
+});
+
+afterAll(async () => {
+  await management?.close();
+  await tenant?.close();
+  await database?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const kubernetesConfig = (env: Record<string, string> = {}) =>
+  loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: kubeconfigPath, ARGOCD_NAMESPACE: ARGO_NS, KAMAJI_NAMESPACE: KAMAJI_NS, ...env });
+
+/** What Kamaji does once the control plane runs: the status, and the admin kubeconfig Secret (of the tenant). */
+function kamajiReady(clusterId: string, status = 'Ready') {
+  const name = k8sName(clusterId);
+  management.put('v1/secrets', {
+    metadata: { name: `${name}-admin-kubeconfig`, namespace: KAMAJI_NS },
+    type: 'Opaque',
+    data: { 'admin.conf': Buffer.from(tenant.kubeconfig()).toString('base64') },
+  });
+  management.setStatus(TCP, KAMAJI_NS, name, {
+    controlPlaneEndpoint: new URL(tenant.url).host,
+    kubernetesResources: { version: { status, version: 'v1.33.2' } },
+    kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
+  });
+}
+
+async function runningCluster(): Promise<string> {
+  const clusterId = newId('cl');
+  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+  kamajiReady(clusterId);
+  return clusterId;
+}
+
+async function collect(iterable: AsyncIterable<LogEntry>): Promise<LogEntry[]> {
+  const entries: LogEntry[] = [];
+  for await (const entry of iterable) entries.push(entry);
+  return entries;
+}
+
+describe('configuration', () => {
+  it('defaults to the simulation and refuses a kubernetes driver it cannot use, with one line', async () => {
+    expect(loadConfig({}).clusterDriver).toEqual({ kind: 'simulated' });
+    expect(await createClusterDriver(loadConfig({}), { db: database.db, clock })).toBeInstanceOf(SimulatedCloud);
+    expect(() => loadConfig({ CLUSTER_DRIVER: 'nomad' })).toThrow(/CLUSTER_DRIVER must be simulated or kubernetes/);
+    expect(() => loadConfig({ CLUSTER_DRIVER: 'kubernetes' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: join(dir, 'missing') })).toThrow(/MANAGEMENT_KUBECONFIG: cannot read/);
+    expect(() => kubernetesConfig({ ARGOCD_NAMESPACE: 'Argo_CD' })).toThrow(/ARGOCD_NAMESPACE/);
+    const broken = join(dir, 'broken.kubeconfig');
+    await writeFile(broken, 'clusters: [this is not');
+    const config = loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: broken });
+    await expect(createClusterDriver(config, { db: database.db, clock })).rejects.toThrow(ConfigError);
+    expect(driver).toBeInstanceOf(KubernetesDriver);
+    expect(kubernetesConfig().clusterDriver).toEqual({ kind: 'kubernetes', kubeconfigPath, argocdNamespace: ARGO_NS, kamajiNamespace: KAMAJI_NS });
+  });
+});
+
+describe('start-up', () => {
+  const start = (env: Record<string, string>) =>
+    promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env } }).catch((e: { code: number; stderr: string }) => e);
+
+  it('refuses to start with one line when the management kubeconfig is missing or is not a kubeconfig', async () => {
+    const missing = await start({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: join(dir, 'nowhere') });
+    expect(missing).toMatchObject({ code: 1 });
+    expect((missing as { stderr: string }).stderr.trim()).toBe(`Cannot start: MANAGEMENT_KUBECONFIG: cannot read "${join(dir, 'nowhere')}"`);
+    const notKubeconfig = join(dir, 'not.kubeconfig');
+    await writeFile(notKubeconfig, 'just: text\n');
+    const broken = await start({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: notKubeconfig });
+    expect(broken).toMatchObject({ code: 1 });
+    expect((broken as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: MANAGEMENT_KUBECONFIG: "[^"]+" (is not a kubeconfig \(.*\)|has no current context with a cluster)$/);
+  });
+});
+
+describe('control planes (Kamaji)', () => {
+  it('creates a TenantControlPlane, follows its status to RUNNING, and deletes it', async () => {
+    const clusterId = newId('cl');
+    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    expect(created).toEqual({ cluster_id: clusterId, status: 'PROVISIONING', message: null, endpoint: null });
+    const tcp = management.get(TCP, KAMAJI_NS, k8sName(clusterId))!;
+    expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.33.2' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
+    expect(tcp.metadata.labels).toEqual({ 'platform-api/cluster': clusterId });
+    // A re-run after a crash finds it: one TenantControlPlane.
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    expect(management.list(TCP, KAMAJI_NS).filter((o) => o.metadata.name === k8sName(clusterId))).toHaveLength(1);
+
+    management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'Provisioning' } } });
+    expect((await driver.getCluster(clusterId))?.status).toBe('PROVISIONING');
+    management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'NotReady' } } });
+    expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'ERROR', message: 'The control plane is NotReady.' });
+    kamajiReady(clusterId);
+    expect(await driver.getCluster(clusterId)).toEqual({ cluster_id: clusterId, status: 'RUNNING', message: null, endpoint: new URL(tenant.url).host });
+
+    // Kamaji keeps a finalizer until the control plane's resources are gone: DELETING meanwhile.
+    management.put(TCP, { ...management.get(TCP, KAMAJI_NS, k8sName(clusterId))!, metadata: { ...management.get(TCP, KAMAJI_NS, k8sName(clusterId))!.metadata, finalizers: ['finalizer.kamaji.clastix.io'] } });
+    await driver.deleteCluster(clusterId);
+    expect((await driver.getCluster(clusterId))?.status).toBe('DELETING');
+    management.finalize(TCP, KAMAJI_NS, k8sName(clusterId), 'finalizer.kamaji.clastix.io');
+    expect(await driver.getCluster(clusterId)).toBeUndefined();
+    await driver.deleteCluster(clusterId); // gone already: succeeds
+    expect(management.refused).toEqual([]);
+  });
+
+  it('goes through the cluster workflow: the cluster is RUNNING once Kamaji reports Ready', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const workspace = await database.db.selectFrom('workspaces').select('id').where('owner_id', '=', user.userId).executeTakeFirstOrThrow();
+      const clusterId = newId('cl');
+      await database.db.transaction().execute(async (trx) => {
+        await runtime.engine.start(trx, 'createCluster', clusterId);
+        await trx.insertInto('clusters').values({ id: clusterId, workspace_id: workspace.id, name: 'kamaji', region_id: 'fsn1', kaas_version: '1.33.2', status: 'PROVISIONING', status_message: null, created_at: clock.now() }).execute();
+      });
+      const status = () => database.db.selectFrom('clusters').select('status').where('id', '=', clusterId).executeTakeFirstOrThrow();
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
+      expect((await status()).status).toBe('PROVISIONING');
+      kamajiReady(clusterId);
+      clock.advance(2);
+      await until(async () => (await status()).status === 'RUNNING');
+    } finally {
+      await runtime.engine.stop();
+    }
+  });
+});
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('machines joining', () => {
+  it('mints one bootstrap token per machine and returns user_data with kubeadm join; Ready means the Node is Ready', async () => {
+    const clusterId = await runningCluster();
+    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1' };
+    const { user_data } = await driver.joinMachine(machine);
+    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.([a-z0-9]{16}) --discovery-token-ca-cert-hash sha256:([0-9a-f]{64}) --node-name worker-1$/m.exec(user_data);
+    expect(user_data.startsWith('#!/bin/sh\n')).toBe(true);
+    expect(join?.[1]).toBe(new URL(tenant.url).host);
+    // The hash kubeadm's documentation computes for the test CA (openssl x509 -pubkey | openssl pkey -pubin
+    // -outform der | openssl dgst -sha256), so the driver hashes the public key as kubeadm does.
+    expect(join?.[4]).toBe('a09c31efb98a9d16d73883e2c2f81d34885888fec145def06472e4ef9d9308c7');
+    const secret = tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join![2]}`) as unknown as { type: string; data: Record<string, string> };
+    const data = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    expect(secret.type).toBe('bootstrap.kubernetes.io/token');
+    expect(data).toMatchObject({ 'token-id': join![2], 'token-secret': join![3], 'usage-bootstrap-authentication': 'true', 'usage-bootstrap-signing': 'true' });
+    expect(Date.parse(data.expiration!)).toBeGreaterThan(Date.now());
+    // A re-run gets the same token; another machine another one.
+    expect((await driver.joinMachine(machine)).user_data).toBe(user_data);
+    const other = await driver.joinMachine({ ...machine, machine_id: newId('mch'), node_name: 'worker-2' });
+    expect(other.user_data).not.toContain(`--token ${join![2]}.`);
+    expect(tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.name.startsWith('bootstrap-token-'))).toHaveLength(2);
+
+    expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
+    const node = (ready: string) => ({ metadata: { name: 'worker-1' }, status: { conditions: [{ type: 'Ready', status: ready, lastHeartbeatTime: new Date().toISOString(), reason: 'KubeletReady' }] } });
+    tenant.put('v1/nodes', node('False'));
+    expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
+    tenant.put('v1/nodes', node('True'));
+    expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(true);
+    expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe('clusters through the API', () => {
+  it('creates the control plane, runs once Kamaji reports Ready, and deletes it with the cluster', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: (await newUser(database.db, clock, 'pro')).token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'short-lived', region_id: 'fsn1', kaas_version: 'v1.32' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32' } });
+      kamajiReady(cluster.id);
+      clock.advance(2);
+      await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
+      await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))).toBeUndefined();
+      expect(management.refused).toEqual([]);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
+  });
+});
+
+describe('machines through the provision workflow', () => {
+  it('creates the server with the join script of the tenant cluster, and is ready once its Node is Ready', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }), driver, tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'joined', region_id: 'fsn1' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      kamajiReady(cluster.id);
+      clock.advance(2);
+      await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
+      const config = await api.POST('/v1/compute/configs', {
+        body: { name: 'plain', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } },
+      });
+      const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      const machines = () => api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } });
+      // The server boots; the workflow then asks the tenant cluster for the node, which has not joined yet.
+      const asked = () => tenant.requests.some((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`));
+      await until(async () => {
+        clock.advance(1);
+        return asked();
+      });
+      const token = tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.labels?.['platform-api/cluster'] === cluster.id);
+      expect(token).toHaveLength(1);
+      expect((await machines())[0]?.status).toBe('provisioning');
+      tenant.put('v1/nodes', { metadata: { name: machine.node_name }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
+      await until(async () => {
+        clock.advance(2);
+        return (await machines())[0]?.status === 'ready';
+      });
+      expect(management.refused).toEqual([]);
+      expect(tenant.refused).toEqual([]);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
+  });
+});
+
+describe('installs (Argo CD Applications)', () => {
+  it('creates an Application for the tenant cluster, follows sync and health, upgrades on a new template, and uninstalls through the finalizer', async () => {
+    const clusterId = await runningCluster();
+    const installId = newId('ins');
+    const request: HelmReleaseRequest = {
+      cluster_id: clusterId,
+      namespace: installId,
+      release: 'web-abc123',
+      chart: { repo_url: 'https://charts.example.com/stable', target_revision: '1.2.3', chart: 'web' },
+      values: { replicas: 2, image: { tag: 'v1' } },
+      template_id: 'tpl_one',
+      pull_secrets: [{ server: 'registry.example.com', username: 'robot', password: 'hunter2' }],
+    };
+    expect(await driver.upsertRelease(request)).toEqual({ namespace: installId, release: 'web-abc123', status: 'pending-install', revision: 1, template_id: 'tpl_one', message: null });
+    const name = applicationName(installId, 'web-abc123');
+    const app = management.get(APP, ARGO_NS, name) as unknown as { metadata: { finalizers: string[] }; spec: Record<string, any> };
+    expect(app.metadata.finalizers).toEqual([ARGOCD_FINALIZER]);
+    expect(app.spec.destination).toEqual({ name: k8sName(clusterId), namespace: k8sName(installId) });
+    expect(app.spec.source).toEqual({
+      repoURL: 'https://charts.example.com/stable',
+      targetRevision: '1.2.3',
+      chart: 'web',
+      helm: {
+        releaseName: 'web-abc123',
+        valuesObject: { replicas: 2, image: { tag: 'v1' }, imagePullSecrets: [{ name: 'web-abc123-registry' }], global: { imagePullSecrets: [{ name: 'web-abc123-registry' }] } },
+      },
+    });
+    // The tenant cluster is registered with Argo CD under the destination's name.
+    const registration = management.get('v1/secrets', ARGO_NS, `cluster-${k8sName(clusterId)}`) as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
+    expect(registration.metadata.labels['argocd.argoproj.io/secret-type']).toBe('cluster');
+    expect(Buffer.from(registration.data.name!, 'base64').toString()).toBe(k8sName(clusterId));
+    expect(Buffer.from(registration.data.server!, 'base64').toString()).toBe(tenant.url);
+    expect(JSON.parse(Buffer.from(registration.data.config!, 'base64').toString())).toMatchObject({ bearerToken: tenant.token });
+    // The registry credentials, as the pull secret the values name, in the install's namespace of the tenant.
+    const pull = tenant.get('v1/secrets', k8sName(installId), 'web-abc123-registry') as unknown as { type: string; data: Record<string, string> };
+    expect(pull.type).toBe('kubernetes.io/dockerconfigjson');
+    expect(JSON.parse(Buffer.from(pull.data['.dockerconfigjson']!, 'base64').toString())).toEqual({
+      auths: { 'registry.example.com': { username: 'robot', password: 'hunter2', auth: Buffer.from('robot:hunter2').toString('base64') } },
+    });
+
+    const argo = (sync: string, health: string, source: unknown = management.get(APP, ARGO_NS, name)!.spec, message?: string) =>
+      management.setStatus(APP, ARGO_NS, name, { sync: { status: sync, comparedTo: { source: (source as { source: unknown }).source, destination: app.spec.destination } }, health: { status: health, ...(message ? { message } : {}) } });
+    const status = async () => (await driver.getRelease(clusterId, installId, 'web-abc123'))?.status;
+    argo('OutOfSync', 'Missing');
+    expect(await status()).toBe('pending-install');
+    argo('Synced', 'Progressing');
+    expect(await status()).toBe('pending-install');
+    argo('Synced', 'Healthy');
+    expect(await status()).toBe('deployed');
+    argo('Synced', 'Degraded', undefined, 'Deployment web exceeded its progress deadline');
+    expect(await driver.getRelease(clusterId, installId, 'web-abc123')).toMatchObject({ status: 'failed', message: 'Deployment web exceeded its progress deadline' });
+    argo('Synced', 'Healthy');
+
+    // The same template again (a re-run) is the same revision; a new template is an upgrade.
+    expect(await driver.upsertRelease(request)).toMatchObject({ status: 'deployed', revision: 1 });
+    const previous = structuredClone(management.get(APP, ARGO_NS, name)!.spec);
+    const upgraded = await driver.upsertRelease({ ...request, template_id: 'tpl_two', values: { replicas: 3, image: { tag: 'v2' } } });
+    expect(upgraded).toMatchObject({ status: 'pending-upgrade', revision: 2, template_id: 'tpl_two' });
+    expect((management.get(APP, ARGO_NS, name)!.spec as { source: { helm: { valuesObject: unknown } } }).source.helm.valuesObject).toMatchObject({ replicas: 3, image: { tag: 'v2' } });
+    argo('Synced', 'Healthy', previous); // Argo CD has not compared the new source yet
+    expect(await status()).toBe('pending-upgrade');
+    argo('Synced', 'Healthy');
+    expect(await status()).toBe('deployed');
+
+    // Uninstall: Argo CD deletes what it deployed, then drops its finalizer and the Application goes.
+    await driver.uninstallRelease(clusterId, installId, 'web-abc123');
+    expect(management.get(APP, ARGO_NS, name)?.metadata.deletionTimestamp).toBeDefined();
+    expect(await driver.getRelease(clusterId, installId, 'web-abc123')).toBeDefined();
+    management.finalize(APP, ARGO_NS, name, ARGOCD_FINALIZER);
+    expect(await driver.getRelease(clusterId, installId, 'web-abc123')).toBeUndefined();
+    await driver.uninstallRelease(clusterId, installId, 'web-abc123'); // gone already: succeeds
+    expect(management.refused).toEqual([]);
+    expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe('installs through the API', () => {
+  it('installs as an Application, runs once Argo CD reports it Synced and Healthy, streams pod logs with resumable ids, and upgrades on a product update', async () => {
+    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'apps', region_id: 'fsn1' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      kamajiReady(cluster.id);
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
+      });
+      const product = await api.POST('/v1/products', {
+        body: { name: 'Shop', cluster_ids: [cluster.id], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
+      });
+      const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] } });
+      const application = () => management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as { metadata: { name: string; annotations: Record<string, string> }; spec: { source: { targetRevision: string; helm: { valuesObject: unknown } }; destination: unknown } } | undefined;
+      await until(async () => application() !== undefined);
+      expect(application()!.spec.source).toMatchObject({ repoURL: 'https://charts.bitnami.com/bitnami', targetRevision: '19.6.1', chart: 'wordpress', helm: { valuesObject: { replicaCount: 2 } } });
+      const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
+      clock.advance(2);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await getInstall()).status).toBe('installing');
+      const argoDone = () => management.setStatus(APP, ARGO_NS, application()!.metadata.name, { sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } }, health: { status: 'Healthy' } });
+      argoDone();
+      await until(async () => {
+        clock.advance(2);
+        return (await getInstall()).status === 'running';
+      });
+
+      // The pod Argo CD deployed writes lines (several in one second); the stream's ids resume exactly.
+      const namespace = k8sName(install.id);
+      tenant.put('v1/pods', { metadata: { name: 'wordpress-5f7d-abcde', namespace }, spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] }, status: { phase: 'Running' } });
+      tenant.appendLog(namespace, 'wordpress-5f7d-abcde', 'wordpress', Array.from({ length: 12 }, (_, i) => ({ time: `2026-11-23T12:00:0${Math.floor(i / 4)}.${String(i % 4).padStart(9, '0')}Z`, line: `line ${i}` })));
+      const read = async (query: string, headers: Record<string, string> = {}) => {
+        const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, { token: user.token, headers: { accept: 'text/event-stream', ...headers } });
+        expect(reply.status).toBe(200);
+        return String(reply.body)
+          .split('\n\n')
+          .filter((e) => e.includes('event: log'))
+          .map((e) => ({ id: /^id: (.+)$/m.exec(e)![1]!, data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { timestamp: string; line: string } }));
+      };
+      const all = await read('');
+      expect(all.map((e) => e.data.line)).toEqual(Array.from({ length: 12 }, (_, i) => `line ${i}`));
+      for (const from of [0, 4, 5, 10]) {
+        expect((await read('', { 'last-event-id': all[from]!.id })).map((e) => e.data)).toEqual(all.slice(from + 1).map((e) => e.data));
+      }
+      expect((await read('&tail=3')).map((e) => e.data.line)).toEqual(['line 9', 'line 10', 'line 11']);
+
+      // A product update: the Application moves to the new chart version, and runs once Argo CD has it.
+      await api.PATCH('/v1/products/{id}', {
+        params: { path: { id: product.id } },
+        body: { name: product.name, cluster_ids: product.cluster_ids, sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })) },
+      });
+      await until(async () => {
+        clock.advance(2);
+        return application()?.spec.source.targetRevision === '19.7.0';
+      });
+      expect(application()!.metadata.annotations['platform-api/revision']).toBe('2');
+      argoDone();
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).regeneration_status === 'succeeded';
+      });
+      expect(management.refused).toEqual([]);
+      expect(tenant.refused).toEqual([]);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
+  });
+});
+
+describe('validation', () => {
+  it('refuses objects that break their published schema with a Status 422', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromString(management.kubeconfig());
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const core = kc.makeApiClient(CoreV1Api);
+    const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => (error instanceof ApiException ? error.code : error));
+    const before = management.refused.length;
+    // Kamaji's CRD requires spec.kubernetes (version, kubelet) and a known service type.
+    const tcp = { apiVersion: 'kamaji.clastix.io/v1alpha1', kind: 'TenantControlPlane', metadata: { name: 'broken' }, spec: { controlPlane: { service: { serviceType: 'LoadBalancer' } } } };
+    expect(await refusal(custom.createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body: tcp }))).toBe(422);
+    const wrongType = { ...tcp, spec: { controlPlane: { service: { serviceType: 'Magic' } }, kubernetes: { version: 'v1.33.2', kubelet: {} } } };
+    expect(await refusal(custom.createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body: wrongType }))).toBe(422);
+    const valid = { ...tcp, spec: { ...wrongType.spec, controlPlane: { service: { serviceType: 'ClusterIP' } } } };
+    expect(await refusal(custom.createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body: valid }))).toBeUndefined();
+    // Argo CD's Application: the destination is an object and the source needs repoURL.
+    const application = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'broken' }, spec: { project: 'default', source: { targetRevision: '1.0.0' }, destination: 'tenant' } };
+    expect(await refusal(custom.createNamespacedCustomObject({ group: 'argoproj.io', version: 'v1alpha1', plural: 'applications', namespace: ARGO_NS, body: application }))).toBe(422);
+    // A Secret whose data is not base64, and an object whose name is not a DNS name.
+    expect(await refusal(core.createNamespacedSecret({ namespace: ARGO_NS, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'broken' }, data: { key: 'not base64!' } } }))).toBe(422);
+    expect(await refusal(core.createNamespacedSecret({ namespace: ARGO_NS, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'Not_A_Name' } } }))).toBe(422);
+    expect(management.refused.length - before).toBe(5);
+    expect(management.get(TCP, KAMAJI_NS, 'broken')).toBeDefined();
+    expect(management.get(APP, ARGO_NS, 'broken')).toBeUndefined();
+
+    // The driver itself checks an Application against Argo CD's schema before sending it.
+    const clusterId = await runningCluster();
+    const invalid = driver.upsertRelease({ cluster_id: clusterId, namespace: newId('ins'), release: 'web-1', chart: { repo_url: 'https://charts.example.com', target_revision: 42 as unknown as string, chart: 'web' }, values: {}, template_id: 't' });
+    await expect(invalid).rejects.toThrow(/targetRevision/);
+    expect(management.refused.length - before).toBe(5);
+  });
+});
+
+describe('pod logs', () => {
+  const container: PodContainer = { pod: 'web-7d9f-x2x', container: 'web' };
+  let clusterId: string;
+  let installId: string;
+  const lines = [
+    { time: '2026-11-23T12:00:00.000000000Z', line: 'starting' },
+    { time: '2026-11-23T12:00:00.250000000Z', line: 'config loaded' },
+    { time: '2026-11-23T12:00:01.123456789Z', line: 'listening on :8080' },
+    // Two lines in the same nanosecond, then one in the same microsecond: distinct positions all the same.
+    { time: '2026-11-23T12:00:01.123456789Z', line: 'GET /healthz 200' },
+    { time: '2026-11-23T12:00:01.123456999Z', line: 'GET /healthz 200' },
+    { time: '2026-11-23T12:00:02.5Z', line: 'GET /api 201' },
+  ];
+  const read = (options: Partial<ReadLogOptions>) => collect(driver.readLog(clusterId, installId, container, { follow: false, signal: new AbortController().signal, ...options }));
+
+  beforeAll(async () => {
+    clusterId = await runningCluster();
+    installId = newId('ins');
+    const namespace = k8sName(installId);
+    const pod = (name: string, phase: string) => ({ metadata: { name, namespace }, spec: { containers: [{ name: 'web', image: 'web:1' }, ...(name === container.pod ? [{ name: 'sidecar', image: 'proxy:1' }] : [])] }, status: { phase } });
+    tenant.put('v1/pods', pod(container.pod, 'Running'));
+    tenant.put('v1/pods', pod('web-7d9f-pending', 'Pending'));
+    tenant.appendLog(namespace, container.pod, 'web', lines);
+  });
+
+  it('lists the containers of the running pods, and reads a log with positions from the timestamps', async () => {
+    expect(await driver.listContainers(clusterId, installId)).toEqual([{ pod: container.pod, container: 'sidecar' }, container]);
+    const all = await read({});
+    expect(all.map((e) => e.line)).toEqual(lines.map((l) => l.line));
+    expect(all.map((e) => e.timestamp_ms)).toEqual(lines.map((l) => Math.floor(Date.parse(l.time.replace(/\.\d+Z$/, 'Z')) + Number(`0.${l.time.split('.')[1]!.replace('Z', '')}`) * 1000)));
+    for (let i = 1; i < all.length; i++) expect(all[i]!.position).toBeGreaterThan(all[i - 1]!.position);
+    expect(all[0]!.position).toBe(Date.parse('2026-11-23T12:00:00Z') * 1000);
+    expect(all.every((e) => e.pod === container.pod && e.container === 'web')).toBe(true);
+    // A container still being created has nothing to read yet (the API answers 400, not an error for us).
+    expect(await collect(driver.readLog(clusterId, installId, { pod: 'web-7d9f-pending', container: 'web' }, { follow: false, signal: new AbortController().signal }))).toEqual([]);
+    expect(tenant.requests.some((r) => r.startsWith(`GET /api/v1/namespaces/${k8sName(installId)}/pods/web-7d9f-pending/log`))).toBe(true);
+  });
+
+  it('reads the tail and since a moment, with the same positions', async () => {
+    const all = await read({});
+    expect(await read({ tail: 2 })).toEqual(all.slice(-2));
+    expect(await read({ since_ms: Date.parse('2026-11-23T12:00:01.2Z') })).toEqual(all.slice(-1));
+    expect(await read({ since_ms: Date.parse('2026-11-23T12:00:00.1Z') })).toEqual(all.slice(1));
+    expect(tenant.requests.some((r) => r.includes('sinceTime=2026-11-23T12%3A00%3A00Z'))).toBe(true);
+  });
+
+  it('resumes after any line without a duplicate or a gap', async () => {
+    const all = await read({});
+    for (let i = 0; i < all.length; i++) {
+      expect(await read({ after: all[i]!.position })).toEqual(all.slice(i + 1));
+    }
+  });
+
+  it('follows new lines until the reader stops or the pod goes away', async () => {
+    const all = await read({});
+    const stop = new AbortController();
+    const followed: LogEntry[] = [];
+    const reading = (async () => {
+      for await (const entry of driver.readLog(clusterId, installId, container, { follow: true, signal: stop.signal, after: all.at(-1)!.position })) {
+        followed.push(entry);
+        if (followed.length === 2) stop.abort();
+      }
+    })();
+    await until(async () => tenant.requests.some((r) => r.includes('follow=true')));
+    tenant.appendLog(k8sName(installId), container.pod, 'web', [
+      { time: '2026-11-23T12:00:03.000000001Z', line: 'GET /a 200' },
+      { time: '2026-11-23T12:00:03.000000002Z', line: 'GET /b 200' },
+    ]);
+    await reading;
+    expect(followed.map((e) => e.line)).toEqual(['GET /a 200', 'GET /b 200']);
+    expect(followed[0]!.position).toBeGreaterThan(all.at(-1)!.position);
+    expect(followed[1]!.position).toBeGreaterThan(followed[0]!.position);
+
+    // Followed to the end: deleting the pod ends the stream.
+    const tail = collect(driver.readLog(clusterId, installId, container, { follow: true, signal: new AbortController().signal, after: followed[1]!.position }));
+    const follows = tenant.requests.filter((r) => r.includes('follow=true')).length;
+    await until(async () => tenant.requests.filter((r) => r.includes('follow=true')).length > follows);
+    tenant.deletePod(k8sName(installId), container.pod);
+    expect(await tail).toEqual([]);
+    expect(await read({})).toEqual([]); // the pod is gone: nothing to read
+  });
+});
