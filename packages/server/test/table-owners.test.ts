@@ -28,6 +28,8 @@ const OWNER_EXCEPTIONS: Record<string, string> = {
   'simulated_cloud.snapshots': 'providers/simulated.ts',
   'simulated_cloud.releases': 'providers/simulated.ts',
   'simulated_cloud.calls': 'providers/simulated.ts',
+  'simulated_cloud.clusters': 'providers/simulated.ts',
+  'simulated_cloud.nodes': 'providers/simulated.ts',
 };
 /** Reference data the migrations fill and no module writes. */
 const READ_ONLY = new Set(['regions']);
