@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { createComputeProvider } from '../providers/index.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
@@ -16,7 +17,7 @@ export interface RuntimeOptions {
   connectionString: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
+  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
@@ -35,7 +36,7 @@ export function createRuntime(options: RuntimeOptions) {
     latencyMs: config.simulation.latencyMs,
     ...options.simulation,
   });
-  const provider = rateLimited(cloud, options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
+  const provider = rateLimited(createComputeProvider(config, { db: options.db, logger: options.logger, simulated: cloud }), options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
   const engine = new WorkflowEngine({
     db: options.db,
     connectionString: options.connectionString,
