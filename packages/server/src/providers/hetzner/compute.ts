@@ -52,6 +52,8 @@ export interface HetznerOptions {
   shutdownTimeoutMs?: number;
   /** How long the server types and locations are cached (ms); default one hour. */
   catalogTtlMs?: number;
+  /** A request without an answer after this long (ms) fails; default 30 s. */
+  requestTimeoutMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -74,8 +76,10 @@ export class HetznerCompute implements ComputeProvider {
   private catalog: { at: number; offerings: ServerOffering[]; locations: string[] } | undefined;
 
   constructor(options: HetznerOptions) {
-    this.options = { actionPollMs: 1000, actionTimeoutMs: 600_000, shutdownTimeoutMs: 120_000, catalogTtlMs: 3_600_000, ...options };
-    this.client = createClient<paths>({ baseUrl: options.endpoint.replace(/\/+$/, ''), ...(options.fetch ? { fetch: options.fetch } : {}) });
+    this.options = { actionPollMs: 1000, actionTimeoutMs: 600_000, shutdownTimeoutMs: 120_000, catalogTtlMs: 3_600_000, requestTimeoutMs: 30_000, ...options };
+    const send = options.fetch ?? fetch;
+    const timeoutMs = this.options.requestTimeoutMs;
+    this.client = createClient<paths>({ baseUrl: options.endpoint.replace(/\/+$/, ''), fetch: (request: Request) => send(request, { signal: AbortSignal.timeout(timeoutMs) }) });
   }
 
   /**
