@@ -32,13 +32,16 @@ const STRIPPED = new Set(['description', 'summary', 'example', 'examples', 'exte
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-function strip(node: Json, propertyNames = false): Json {
+/** `within` is the key that holds `node`: in `properties` keys are names; in `responses`, Response Objects. */
+function strip(node: Json, within?: string): Json {
   if (Array.isArray(node)) return node.map((item) => strip(item));
   if (node === null || typeof node !== 'object') return node;
   const out: Record<string, Json> = {};
   for (const [key, value] of Object.entries(node)) {
-    if (!propertyNames && STRIPPED.has(key)) continue;
-    out[key] = strip(value, !propertyNames && key === 'properties');
+    if (within !== 'properties' && STRIPPED.has(key)) continue;
+    out[key] = strip(value, within === 'properties' || within === 'responses' ? undefined : key);
+    // A Response Object must have a description (OpenAPI 3.0): kept, emptied.
+    if (within === 'responses') out[key] = { description: '', ...(out[key] as Record<string, Json>) };
   }
   return out;
 }
@@ -112,7 +115,8 @@ await writeFile(
 - Made by \`pnpm contracts:extract\` (scripts/extract-provider-contracts.ts); \`pnpm gen\` derives schema.d.ts from it.
 - Kept: the ${operationCount} operations below and the ${Object.keys(schemas).length} component schemas they reach (of
   ${Object.keys(document.components.schemas).length}); the security scheme; the public server URL.
-- Removed: every other path and schema; path-level \`servers\`; the documentation keys ${[...STRIPPED].map((k) => `\`${k}\``).join(', ')}.
+- Removed: every other path and schema; path-level \`servers\`; the documentation keys (a Response Object's required
+  \`description\` is kept, emptied) ${[...STRIPPED].map((k) => `\`${k}\``).join(', ')}.
   Nothing else was changed.
 
 ${list.join('\n')}

@@ -61,8 +61,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Hetzner's integer id from our string; undefined for anything else (such as another provider's id). */
 function hetznerId(id: string): number | undefined {
-  return /^[1-9][0-9]{0,15}$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : undefined;
+  return /^-?[0-9]{1,16}$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : undefined;
 }
+
+/** Pages read at most, a guard against an answer whose next_page never ends. */
+const MAX_PAGES = 100;
 
 interface Answer<T> {
   data?: T;
@@ -143,9 +146,10 @@ export class HetznerCompute implements ComputeProvider {
   /** Every page of a list (Hetzner pages with page/per_page and meta.pagination.next_page). */
   private async all<T>(fetchPage: (page: number) => Promise<{ items: T[]; next: number | null }>): Promise<T[]> {
     const items: T[] = [];
-    for (let page: number | null = 1; page !== null; ) {
+    for (let page = 1; page <= MAX_PAGES; ) {
       const result = await fetchPage(page);
       items.push(...result.items);
+      if (result.next === null || result.next <= page) break;
       page = result.next;
     }
     return items;
