@@ -24,7 +24,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 for (const format of ['int32', 'int64', 'double', 'decimal']) ajv.addFormat(format, true);
-ajv.addSchema(jsonSchemaOf(document), 'hetzner');
+ajv.addSchema(jsonSchemaOf(document) as object, 'hetzner');
 
 /**
  * OpenAPI 3.0's `nullable: true` beside `allOf` (no `type`) means "this, or null", which Ajv's `nullable`
