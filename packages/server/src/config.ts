@@ -171,7 +171,7 @@ function compute(env: Env): ComputeConfig {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError(`HCLOUD_ENDPOINT must be an http:// or https:// URL, got "${env.HCLOUD_ENDPOINT}"`);
-  return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 1_000_000) };
+  return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000) };
 }
 
 export function loadConfig(env: Env = process.env): Config {

@@ -101,6 +101,16 @@ describe('servers', () => {
     expect(fake.servers(PLATFORM).filter((s) => s.labels.workflow === 'wf_create1')).toHaveLength(1);
   });
 
+  it('writes label values in the characters Hetzner allows, and still adopts by them', async () => {
+    const hetzner = driver();
+    const labels = { workflow: 'wf_labels1', machine: 'compute://mch_01hx' };
+    const server = await hetzner.createServer(request('wf_labels1', { labels }));
+    expect(server.labels).toEqual({ workflow: 'wf_labels1', machine: 'compute.mch_01hx' });
+    expect((await hetzner.createServer(request('wf_labels1', { labels }))).id).toBe(server.id);
+    const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_labels_snap', machine: 'compute://mch_01hx' });
+    expect(snapshot.labels.machine).toBe('compute.mch_01hx');
+  });
+
   it('reports an Action that ends in error as a HetznerError', async () => {
     fake.failNextAction('create_server', 'resource_unavailable');
     const error = await driver().createServer(request('wf_fails')).catch((e: unknown) => e);

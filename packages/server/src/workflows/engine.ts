@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
+import { type ClusterDriver, type ComputeProvider, ProviderAuthError } from '../providers/types.ts';
 
 const QUEUE = 'workflow-step';
 /** The advisory lock namespace of running workflows: (LOCK_NAMESPACE, hashtext(id) & 0x7fffffff). */
@@ -103,7 +103,7 @@ export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): P
 
 /** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
 function retryThenFail(error: unknown, attempts: number): StepResult {
-  if (attempts >= DEFAULT_MAX_ATTEMPTS) return { failed: error instanceof Error ? error.message : String(error) };
+  if (attempts >= DEFAULT_MAX_ATTEMPTS || error instanceof ProviderAuthError) return { failed: error instanceof Error ? error.message : String(error) };
   return { wait: 2 ** attempts, attempts };
 }
 

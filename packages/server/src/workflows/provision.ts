@@ -1,6 +1,7 @@
 // Provision a machine: wait for a slot (queued), create the server (adopting one an earlier run created),
 // wait until it runs, then free the slot for the next queued machine. A failed creation puts the machine back
 // in the queue and the cluster into backoff (services/provisioning.ts).
+import { ProviderAuthError } from '../providers/types.ts';
 import { notifyWorkspace } from '../services/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
@@ -79,6 +80,8 @@ export const provision: WorkflowDefinition = {
 
   // Creating or booting the server failed: back to the queue, and the cluster backs off.
   async onError(ctx, error) {
+    // A refused token cannot succeed on a retry: the machine fails now, its notification naming the credential.
+    if (error instanceof ProviderAuthError) return { failed: error.message };
     const machine = await machineOf(ctx);
     if (!machine) return { done: true };
     const now = ctx.clock.now();

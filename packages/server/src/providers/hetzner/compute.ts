@@ -64,6 +64,16 @@ function hetznerId(id: string): number | undefined {
   return /^-?[0-9]{1,16}$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : undefined;
 }
 
+/**
+ * Hetzner's label values are at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric: each run of other
+ * characters becomes one dot (`compute://mch_01h…` → `compute.mch_01h…`).
+ */
+export function labelValue(value: string): string {
+  return value.replace(/[^A-Za-z0-9._-]+/g, '.').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+}
+
+const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
+
 /** Pages read at most, a guard against an answer whose next_page never ends. */
 const MAX_PAGES = 100;
 
@@ -186,7 +196,7 @@ export class HetznerCompute implements ComputeProvider {
 
   private async serverByWorkflow(workflow: string, credential: ProviderCredential | undefined): Promise<HetznerServer | undefined> {
     const answer = await this.call(credential, (headers) =>
-      this.client.GET('/servers', { params: { query: { label_selector: `workflow==${workflow}` } }, headers }),
+      this.client.GET('/servers', { params: { query: { label_selector: `workflow==${labelValue(workflow)}` } }, headers }),
     );
     return HetznerCompute.data(answer, 'list servers')!.servers[0];
   }
@@ -210,7 +220,7 @@ export class HetznerCompute implements ComputeProvider {
           server_type: request.server_type,
           location: request.location,
           image: request.image,
-          labels: request.labels,
+          labels: hetznerLabels(request.labels),
           start_after_create: true,
           ...(request.user_data === undefined ? {} : { user_data: request.user_data }),
         },
@@ -263,7 +273,7 @@ export class HetznerCompute implements ComputeProvider {
 
   async createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }, credential?: ProviderCredential): Promise<Snapshot> {
     const found = await this.call(credential, (headers) =>
-      this.client.GET('/images', { params: { query: { type: ['snapshot'], label_selector: `workflow==${labels.workflow}` } }, headers }),
+      this.client.GET('/images', { params: { query: { type: ['snapshot'], label_selector: `workflow==${labelValue(labels.workflow)}` } }, headers }),
     );
     const existing = HetznerCompute.data(found, 'list snapshots')!.images[0];
     if (existing) return toSnapshot(existing, serverId);
@@ -272,7 +282,7 @@ export class HetznerCompute implements ComputeProvider {
     const answer = await this.call(credential, (headers) =>
       this.client.POST('/servers/{id}/actions/create_image', {
         params: { path: { id: hid } },
-        body: { type: 'snapshot', labels, description: `snapshot of server ${serverId}` },
+        body: { type: 'snapshot', labels: hetznerLabels(labels), description: `snapshot of server ${serverId}` },
         headers,
       }),
     );

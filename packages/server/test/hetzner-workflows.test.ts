@@ -1,0 +1,135 @@
+// The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
+// fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated.
+import { createPlatformClient } from '@platform/client';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { labelValue } from '../src/providers/hetzner/compute.ts';
+import { createRuntime } from '../src/workflows/runtime.ts';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+
+const PLATFORM = 'platform-token-wf-81b2';
+
+let database: TestDatabase;
+let server: TestServer;
+let fake: HetznerFake;
+let runtime: ReturnType<typeof createRuntime>;
+const clock = new TestClock();
+
+beforeAll(async () => {
+  [database, fake] = await Promise.all([createTestDatabase(), startHetznerFake({ requestsPerHour: 3_600_000 })]);
+  // Hetzner's default bucket for the platform token in the fake: one more request a second once spent.
+  fake.addToken(PLATFORM, 3600);
+  const config = loadConfig({
+    COMPUTE_PROVIDER: 'hetzner',
+    HCLOUD_TOKEN: PLATFORM,
+    HCLOUD_ENDPOINT: fake.url,
+    HCLOUD_REQUESTS_PER_HOUR: '3600000',
+    PROVIDER_RATE_LIMIT: '1000',
+    SIM_CONTROL_PLANE_SECONDS: '30',
+  });
+  runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, tickMs: 20, orphanAfterSeconds: 1 });
+  await runtime.engine.run({ work: true });
+  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+});
+
+afterEach(() => {
+  expect(fake.violations).toEqual([]);
+});
+
+afterAll(async () => {
+  await server?.close();
+  await runtime?.engine.stop();
+  await fake?.close();
+  await database?.drop();
+});
+
+const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+
+async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function settled(): Promise<void> {
+  await eventually(
+    async () =>
+      (await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM workflows
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)).rows[0]!.n,
+    (n) => n === 0,
+    'the workers to settle',
+  );
+}
+
+async function machineOnNewCluster(user: TestUser, name: string) {
+  const api = client(user);
+  const cluster = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
+  await settled();
+  clock.advance(30);
+  await eventually(() => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }), (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
+  const config = await api.POST('/v1/compute/configs', {
+    body: { name: `cfg-${name}`, provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'nbg1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } },
+  });
+  const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+  return { api, cluster, machine };
+}
+
+const machineRow = (providerId: string) => database.db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirstOrThrow();
+
+describe('provisioning on Hetzner Cloud', () => {
+  it('creates a server labelled with the workflow, reaches ready, and the drift check reads the live server', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-ready');
+    const ready = await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'ready', 'the machine to be ready');
+    const servers = fake.servers(PLATFORM).filter((s) => s.labels.machine === labelValue(machine.provider_id));
+    expect(servers).toHaveLength(1);
+    expect(String(servers[0]!.id)).toBe(ready.server_id);
+    expect(servers[0]).toMatchObject({ status: 'running', location: { name: 'nbg1' }, server_type: { name: ready.server_type } });
+    const workflow = await database.db.selectFrom('workflows').select('id').where('subject_id', '=', machine.provider_id).where('kind', '=', 'provision').executeTakeFirstOrThrow();
+    expect(servers[0]!.labels.workflow).toBe(workflow.id);
+
+    const drift = () => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
+    expect((await drift()).drifted).toBe(false);
+    const other = (await import('./support/hetzner-fake.ts')).SERVER_TYPES.find((t) => t.name === 'cpx31')!;
+    fake.mutateServer(PLATFORM, servers[0]!.id, (s) => {
+      s.server_type = other;
+    });
+    const drifted = await drift();
+    expect(drifted.drifted).toBe(true);
+    expect(drifted.differences).toEqual([{ field: 'server_type', desired: 'cx2*', actual: 'cpx31' }]);
+  });
+
+  it('a spent rate limit (429) makes provisioning wait, not fail', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-429');
+    fake.exhaust(PLATFORM);
+    await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'ready', 'the machine to be ready');
+    expect(fake.requests.some((r) => r.status === 429)).toBe(true);
+    const notifications = await api.GET('/v1/notifications');
+    expect(notifications.data.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
+  });
+
+  it('a refused platform token fails the machine at once, with a notification naming the credential', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-401');
+    fake.revoke(PLATFORM);
+    const failed = await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'failed', 'the machine to fail');
+    expect(failed.server_id).toBeNull();
+    const notifications = await api.GET('/v1/notifications');
+    const notice = notifications.data.find((n) => n.type === 'machine.failed');
+    expect(notice?.body).toContain('the platform token (HCLOUD_TOKEN)');
+    expect(notice?.body).not.toContain(PLATFORM);
+    expect(notifications.data.map((n) => n.type)).not.toContain('machine.provision_failed');
+    // Refused once, not retried.
+    expect(fake.requests.filter((r) => r.status === 401)).toHaveLength(1);
+  });
+});
