@@ -1,5 +1,6 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated.
+import { randomBytes } from 'node:crypto';
 import { createPlatformClient } from '@platform/client';
 import { sql } from 'kysely';
 import pino from 'pino';
@@ -11,6 +12,8 @@ import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatab
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 
 const PLATFORM = 'platform-token-wf-81b2';
+const BYOM_TOKEN = 'byom-token-wf-4c07';
+const secretsKey = randomBytes(32);
 
 let database: TestDatabase;
 let server: TestServer;
@@ -22,6 +25,7 @@ beforeAll(async () => {
   [database, fake] = await Promise.all([createTestDatabase(), startHetznerFake({ requestsPerHour: 3_600_000 })]);
   // Hetzner's default bucket for the platform token in the fake: one more request a second once spent.
   fake.addToken(PLATFORM, 3600);
+  fake.addToken(BYOM_TOKEN);
   const config = loadConfig({
     COMPUTE_PROVIDER: 'hetzner',
     HCLOUD_TOKEN: PLATFORM,
@@ -30,9 +34,9 @@ beforeAll(async () => {
     PROVIDER_RATE_LIMIT: '1000',
     SIM_CONTROL_PLANE_SECONDS: '30',
   });
-  runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, tickMs: 20, orphanAfterSeconds: 1 });
+  runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, tickMs: 20, orphanAfterSeconds: 1, secretsKey });
   await runtime.engine.run({ work: true });
-  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey });
 });
 
 afterEach(() => {
@@ -69,17 +73,23 @@ async function settled(): Promise<void> {
   );
 }
 
-async function machineOnNewCluster(user: TestUser, name: string) {
+async function machineOnNewCluster(user: TestUser, name: string, options: { byom?: boolean } = {}) {
   const api = client(user);
+  const credential = options.byom ? await api.POST('/v1/compute/cloud_credentials', { body: { name: `own-${name}`, provider: 'hcloud', secret: BYOM_TOKEN } }) : undefined;
   const cluster = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
   await settled();
   clock.advance(30);
   await eventually(() => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }), (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
   const config = await api.POST('/v1/compute/configs', {
-    body: { name: `cfg-${name}`, provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'nbg1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } },
+    body: {
+      name: `cfg-${name}`,
+      provider: 'hcloud',
+      provider_config: { provider: 'hcloud', region: 'nbg1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      ...(credential ? { cloud_credential_id: credential.id } : {}),
+    },
   });
   const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
-  return { api, cluster, machine };
+  return { api, cluster, machine, credential };
 }
 
 const machineRow = (providerId: string) => database.db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirstOrThrow();
@@ -131,5 +141,39 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(notifications.data.map((n) => n.type)).not.toContain('machine.provision_failed');
     // Refused once, not retried.
     expect(fake.requests.filter((r) => r.status === 401)).toHaveLength(1);
+  });
+
+  it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const { api, machine, credential } = await machineOnNewCluster(user, 'hz-byom', { byom: true });
+    const until = (status: string) => eventually(async () => { await settled(); clock.advance(5); return machineRow(machine.provider_id); }, (m) => m.status === status, `the machine to be ${status}`);
+    const ready = await until('ready');
+    const label = labelValue(machine.provider_id);
+    expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label).map((s) => String(s.id))).toEqual([ready.server_id]);
+    expect(fake.servers(PLATFORM).filter((s) => s.labels.machine === label)).toEqual([]);
+    // Every request about this machine's server went with the BYOM token.
+    const aboutServer = fake.requests.filter((r) => r.path.startsWith(`/servers/${ready.server_id}`));
+    expect(aboutServer.length).toBeGreaterThan(0);
+    expect(new Set(aboutServer.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM_TOKEN}`]));
+
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    const read = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+    const suspended = await eventually(async () => { await settled(); clock.advance(5); return read(); }, (s) => s.status === 'suspended', 'suspended');
+    expect(suspended.snapshot_id).toMatch(/^[0-9]+$/);
+    const snapshot = fake.images(BYOM_TOKEN).find((i) => String(i.id) === suspended.snapshot_id);
+    expect(snapshot).toMatchObject({ type: 'snapshot', status: 'available', created_from: { id: Number(ready.server_id) } });
+    expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label)).toEqual([]);
+
+    await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
+    await eventually(async () => { await settled(); clock.advance(5); return read(); }, (s) => s.status === 'resumed', 'resumed');
+    const resumed = await machineRow(machine.provider_id);
+    const live = fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label);
+    expect(live.map((s) => String(s.id))).toEqual([resumed.server_id]);
+    // Restored from the snapshot, in the machine's location; the snapshot is gone.
+    expect(live[0]).toMatchObject({ image: { id: Number(suspended.snapshot_id), type: 'snapshot' }, location: { name: 'nbg1' }, status: 'running' });
+    expect(fake.images(BYOM_TOKEN).some((i) => String(i.id) === suspended.snapshot_id)).toBe(false);
+    expect(fake.requests.filter((r) => r.authorization === `Bearer ${PLATFORM}` && r.path.includes(String(resumed.server_id)))).toEqual([]);
+    const used = await database.db.selectFrom('cloud_credentials').select('last_used_at').where('id', '=', credential!.id).executeTakeFirstOrThrow();
+    expect(used.last_used_at).not.toBeNull();
   });
 });

@@ -2,6 +2,7 @@
 // provider call may be in flight), delete its server and, for a suspended machine, its snapshot, then remove
 // the machine and free its provisioning slot. The machine lists as `deleting` until then.
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
+import { machineCredential } from './credentials.ts';
 import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
 
 const machineOf = (ctx: StepContext) => ctx.db.selectFrom('machines').selectAll().where('provider_id', '=', ctx.workflow.subject_id).executeTakeFirst();
@@ -16,10 +17,11 @@ export const deprovision: WorkflowDefinition = {
     async delete_server(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
-      if (machine.server_id) await ctx.provider.deleteServer(machine.server_id);
+      const credential = await machineCredential(ctx, machine.provider_id);
+      if (machine.server_id) await ctx.provider.deleteServer(machine.server_id, credential);
       const suspensions = await ctx.db.selectFrom('suspensions').select('snapshot_id').where('provider_id', '=', machine.provider_id).where('snapshot_id', 'is not', null).execute();
       for (const { snapshot_id } of suspensions) {
-        if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id))) await ctx.provider.deleteSnapshot(snapshot_id);
+        if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id, credential))) await ctx.provider.deleteSnapshot(snapshot_id, credential);
       }
       return { next: 'remove' };
     },

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import type { SecretBox } from '../services/secrets.ts';
 import { type ClusterDriver, type ComputeProvider, ProviderAuthError } from '../providers/types.ts';
 
 const QUEUE = 'workflow-step';
@@ -30,6 +31,8 @@ export interface StepContext {
   logger: Logger;
   provider: ComputeProvider;
   driver: ClusterDriver;
+  /** Opens BYOM cloud credentials (workflows/credentials.ts); absent without a secrets key. */
+  secrets?: SecretBox;
   workflow: Row<'workflows'>;
   /** Checkpoints written by earlier steps of this workflow. */
   state: Record<string, unknown>;
@@ -116,6 +119,7 @@ export interface EngineOptions {
   logger: Logger;
   provider: ComputeProvider;
   driver: ClusterDriver;
+  secrets?: SecretBox;
   definitions: Record<WorkflowKind, WorkflowDefinition>;
   /** Workflows one process runs at once. */
   concurrency: number;
@@ -270,6 +274,7 @@ export class WorkflowEngine implements WorkflowStarter {
             logger: logger.child({ workflow: id, kind: workflow.kind, step: workflow.step }),
             provider: this.options.provider,
             driver: this.options.driver,
+            secrets: this.options.secrets,
             workflow,
             state: workflow.state,
             wake: (trx, other) => trx.updateTable('workflows').set({ run_after: clock.now() }).where('id', '=', other).where('status', 'in', ['pending', 'running']).execute().then(() => {}),

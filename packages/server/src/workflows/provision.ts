@@ -3,6 +3,7 @@
 // in the queue and the cluster into backoff (services/provisioning.ts).
 import { ProviderAuthError } from '../providers/types.ts';
 import { notifyWorkspace } from '../services/notifications.ts';
+import { machineCredential } from './credentials.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
 
@@ -47,19 +48,21 @@ export const provision: WorkflowDefinition = {
     async create(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
+      const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
         name: machine.node_name,
         server_type: machine.server_type,
         location: machine.provider_config.region,
         image: machine.provider_config.image,
         labels: { workflow: ctx.workflow.id, machine: machine.provider_id },
+        ...(credential ? { credential } : {}),
       });
       await ctx.db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', machine.provider_id).execute();
       return { next: 'boot', state: { server_id: server.id } };
     },
 
     async boot(ctx) {
-      const server = await ctx.provider.getServer(String(ctx.state.server_id));
+      const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, ctx.workflow.subject_id));
       if (!server) return { next: 'create' }; // gone before it ran: create another
       if (server.status !== 'running') return { wait: 2 };
       return { next: 'ready' };

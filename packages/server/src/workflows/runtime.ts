@@ -9,6 +9,7 @@ import { createComputeProvider } from '../providers/index.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
+import { secretBox } from '../services/secrets.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';
 
@@ -24,6 +25,8 @@ export interface RuntimeOptions {
   orphanAfterSeconds?: number;
   /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
   rateLimit?: ProviderRateLimit;
+  /** Opens BYOM cloud credentials for the workflows. */
+  secretsKey?: Buffer;
 }
 
 export function createRuntime(options: RuntimeOptions) {
@@ -44,6 +47,7 @@ export function createRuntime(options: RuntimeOptions) {
     logger: options.logger,
     provider,
     driver: cloud,
+    secrets: options.secretsKey ? secretBox(options.secretsKey) : undefined,
     definitions: workflowDefinitions({ controlPlaneSeconds: config.simulation.controlPlaneSeconds }),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,

@@ -3,6 +3,7 @@
 // same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
 // after a crash adopts the snapshot or server the earlier run made.
 import { notifyWorkspace } from '../services/notifications.ts';
+import { machineCredential } from './credentials.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 async function subjectOf(ctx: StepContext) {
@@ -25,18 +26,20 @@ export const suspend: WorkflowDefinition = {
       if (!subject) return { done: true };
       const serverId = (ctx.state.server_id as string | undefined) ?? subject.machine.server_id;
       if (!serverId) return { failed: 'The machine has no server to suspend.' };
-      await ctx.provider.shutdownServer(serverId);
+      await ctx.provider.shutdownServer(serverId, await machineCredential(ctx, subject.machine.provider_id));
       return { next: 'snapshot', state: { server_id: serverId } };
     },
     async snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id });
+      const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id }, await machineCredential(ctx, subject.machine.provider_id));
       await ctx.db.updateTable('suspensions').set({ snapshot_id: snapshot.id }).where('id', '=', subject.suspension.id).execute();
       return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
     },
     async await_snapshot(ctx) {
-      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id));
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
       if (!snapshot) return { failed: 'The snapshot disappeared before it completed.' };
       if (snapshot.status !== 'available') return { wait: 3 };
       return { next: 'delete_server' };
@@ -44,7 +47,7 @@ export const suspend: WorkflowDefinition = {
     async delete_server(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      await ctx.provider.deleteServer(String(ctx.state.server_id));
+      await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       await ctx.db.transaction().execute(async (trx) => {
         await trx.updateTable('machines').set({ status: 'suspended', server_id: null }).where('provider_id', '=', subject.machine.provider_id).execute();
         await trx.updateTable('suspensions').set({ status: 'suspended' }).where('id', '=', subject.suspension.id).execute();
@@ -77,18 +80,22 @@ export const resume: WorkflowDefinition = {
       if (!subject) return { done: true };
       const snapshotId = subject.suspension.snapshot_id;
       if (!snapshotId) return { failed: 'The suspension has no snapshot to resume from.' };
+      const credential = await machineCredential(ctx, subject.machine.provider_id);
       const server = await ctx.provider.createServer({
         name: subject.machine.node_name,
         server_type: subject.machine.server_type,
         location: subject.machine.provider_config.region,
         image: snapshotId,
         labels: { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
+        ...(credential ? { credential } : {}),
       });
       await ctx.db.updateTable('machines').set({ server_id: server.id }).where('provider_id', '=', subject.machine.provider_id).execute();
       return { next: 'boot', state: { server_id: server.id, snapshot_id: snapshotId } };
     },
     async boot(ctx) {
-      const server = await ctx.provider.getServer(String(ctx.state.server_id));
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       if (!server) return { next: 'start' };
       if (server.status !== 'running') return { wait: 2 };
       return { next: 'delete_snapshot' };
@@ -96,7 +103,7 @@ export const resume: WorkflowDefinition = {
     async delete_snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id));
+      await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
         const changed = await trx.updateTable('suspensions').set({ status: 'resumed' }).where('id', '=', subject.suspension.id).where('status', '=', 'resuming').executeTakeFirst();
