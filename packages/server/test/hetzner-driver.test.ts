@@ -116,6 +116,10 @@ describe('servers', () => {
     const error = await driver().createServer(request('wf_fails')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HetznerError);
     expect((error as HetznerError).code).toBe('resource_unavailable');
+    // The failed server is deleted, so a retry creates a new one instead of adopting it.
+    expect(fake.servers(PLATFORM).filter((s) => s.labels.workflow === 'wf_fails')).toEqual([]);
+    const retried = await driver().createServer(request('wf_fails'));
+    expect(retried.status).toBe('running');
   });
 
   it('refuses a location or server type the catalog does not have, without sending the create', async () => {

@@ -176,4 +176,53 @@ describe('provisioning on Hetzner Cloud', () => {
     const used = await database.db.selectFrom('cloud_credentials').select('last_used_at').where('id', '=', credential!.id).executeTakeFirstOrThrow();
     expect(used.last_used_at).not.toBeNull();
   });
+
+  it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    fake.failNextAction('create_server', 'resource_unavailable');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-backoff', { byom: true });
+    const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
+    const backoff = await eventually(async () => { await settled(); return status(); }, (s) => s.autoscaling.state === 'backoff', 'a backoff');
+    expect(backoff.autoscaling.backoff_until).toBeGreaterThan(clock.now());
+    const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.provision_failed');
+    expect(notice?.body).toContain('resource_unavailable');
+    expect((await machineRow(machine.provider_id)).status).toBe('queued');
+    clock.advance(backoff.autoscaling.backoff_until! - clock.now() + 1);
+    const ready = await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'ready', 'the machine to be ready');
+    const label = labelValue(machine.provider_id);
+    expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label).map((s) => String(s.id))).toEqual([ready.server_id]);
+    expect((await status()).autoscaling.backoff_until).toBeNull();
+  });
+
+  it('never has more than the plan’s provisioning limit at once on Hetzner, and creates each server once', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-slots', { byom: true });
+    const config = await database.db.selectFrom('machines').select('compute_config_id').where('provider_id', '=', machine.provider_id).executeTakeFirstOrThrow();
+    const more = [];
+    for (let i = 0; i < 2; i++) more.push(await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.compute_config_id } }));
+    const ids = [machine.provider_id, ...more.map((m) => m.provider_id)];
+    const labels = new Set(ids.map(labelValue));
+    // A free cluster provisions one machine at a time: each creation finds the earlier machines' servers running.
+    const inFlightAtCreation: number[] = [];
+    fake.onCreate = (token, servers) => {
+      if (token === BYOM_TOKEN) inFlightAtCreation.push(servers.filter((s) => labels.has(s.labels.machine!) && s.status !== 'running').length);
+    };
+    try {
+      await eventually(
+        async () => {
+          await settled();
+          clock.advance(2);
+          return database.db.selectFrom('machines').select('status').where('provider_id', 'in', ids).execute();
+        },
+        (rows) => rows.every((r) => r.status === 'ready'),
+        'every machine to be ready',
+        40_000,
+      );
+    } finally {
+      fake.onCreate = undefined;
+    }
+    expect(inFlightAtCreation.length).toBeGreaterThanOrEqual(2); // the first may have been created before the hook
+    expect(inFlightAtCreation.every((n) => n === 0)).toBe(true);
+    for (const id of ids) expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === labelValue(id))).toHaveLength(1);
+  }, 60_000);
 });

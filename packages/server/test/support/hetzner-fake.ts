@@ -115,6 +115,8 @@ export interface HetznerFake {
   honourShutdown: boolean;
   servers(token: string): HServer[];
   images(token: string): HImage[];
+  /** Called with the project's servers as they are when a server creation arrives (before it is made). */
+  onCreate: ((token: string, servers: HServer[]) => void) | undefined;
   /** Changes a live server behind the driver's back (drift). */
   mutateServer(token: string, id: number, change: (server: HServer) => void): void;
   close(): Promise<void>;
@@ -140,6 +142,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     violations,
     actionMs: 30,
     honourShutdown: true,
+    onCreate: undefined,
     addToken(token, limit = perHour) {
       projects.set(token, { servers: new Map(), images: new Map(), actions: new Map() });
       buckets.set(token, { limit, tokens: limit, updatedMs: Date.now() });
@@ -247,7 +250,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
 
   const error = (status: number, code: string, message: string) => ({ status, body: { error: { code, message } } });
 
-  function handle(method: string, route: string, id: number | undefined, query: URLSearchParams, body: any, project: Project): { status: number; body?: unknown } {
+  function handle(method: string, route: string, id: number | undefined, query: URLSearchParams, body: any, project: Project, token: string): { status: number; body?: unknown } {
     const key = `${method} ${route}`;
     switch (key) {
       case 'get /servers': {
@@ -256,6 +259,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
         return { status: 200, body: { servers: items, meta } };
       }
       case 'post /servers': {
+        fake.onCreate?.(token, [...project.servers.values()]);
         const created = server(project, body);
         if (typeof created === 'string') return error(created === 'not_found' ? 404 : created === 'uniqueness_error' ? 409 : 422, created, `server ${body.name} could not be created: ${created}`);
         project.servers.set(created.id, created);
@@ -401,7 +405,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       if (validate && !validate(body)) violations.push(`${method.toUpperCase()} ${route} request: ${ajv.errorsText(validate.errors)}`);
     }
     settle(project);
-    const result = handle(method, route, id, url.searchParams, body, project);
+    const result = handle(method, route, id, url.searchParams, body, project, token);
     record(result.status);
     respond(res, method, route, token, result);
   }

@@ -233,7 +233,13 @@ export class HetznerCompute implements ComputeProvider {
       if (raced) return toServer(raced);
     }
     const created = HetznerCompute.data(answer, `create server ${request.name}`)!;
-    await this.awaitAction(created.action, credential);
+    try {
+      await this.awaitAction(created.action, credential);
+    } catch (error) {
+      // A server whose creation failed would be adopted by the retry: it goes, so the retry makes a new one.
+      await this.deleteServer(String(created.server.id), credential).catch(() => {});
+      throw error;
+    }
     return (await this.getServer(String(created.server.id), credential)) ?? toServer(created.server);
   }
 
