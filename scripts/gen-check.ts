@@ -3,12 +3,13 @@
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generate, generatedFiles, repoRoot } from './gen.ts';
+import { generate, generatedFiles, generatorInputs, repoRoot } from './gen.ts';
 
 const scratch = await mkdtemp(join(tmpdir(), 'platform-gen-check-'));
 try {
   await cp(join(repoRoot, 'openapi'), join(scratch, 'openapi'), { recursive: true });
   await cp(join(repoRoot, 'redocly.yaml'), join(scratch, 'redocly.yaml'));
+  for (const input of generatorInputs) await cp(join(repoRoot, input), join(scratch, input), { recursive: true });
   await generate(scratch);
   const stale: string[] = [];
   for (const file of generatedFiles) {

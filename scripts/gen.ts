@@ -5,12 +5,13 @@
 //      packages/docs/dist/index.html and the Redoc script it runs, packages/docs/dist/redoc.standalone.js, both
 //      served by the server under /docs so that the page needs nothing from the network
 //   4. the client's operation-named methods (scripts/gen-client.ts): packages/client/src/operations.ts
+//   5. the Hetzner driver's types from its committed API extract (openapi-typescript)
 // `generate(root)` works on any folder holding openapi/ and redocly.yaml, so gen:check can regenerate elsewhere.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
@@ -27,8 +28,11 @@ export const generatedFiles = [
   'packages/docs/dist/index.html',
   'packages/docs/dist/redoc.standalone.js',
   clientOperationsFile,
+  'packages/server/src/providers/hetzner/contract/schema.d.ts',
 ] as const;
-const [bundle, types, docs, redocScript] = generatedFiles;
+/** Inputs besides openapi/ and redocly.yaml, which gen:check copies too. */
+export const generatorInputs = ['packages/server/src/providers/hetzner/contract/openapi.json'] as const;
+const [bundle, types, docs, redocScript, , hetznerTypes] = generatedFiles;
 
 // build-docs makes a page that imports Redoc from Redocly's CDN; the installed @redocly/cli ships that very file
 // (the page's integrity hash is computed from it), so the page imports the copy the server serves instead.
@@ -82,6 +86,8 @@ export async function generate(root: string): Promise<void> {
     // A field with a default is optional for the caller who sends it (ClusterCreate.kaas_version), so defaults
     // must not make request properties required.
     writeTypes(root),
+    // Run in the extract's folder, so that no configuration of ours applies to it.
+    tool('openapi-typescript', ['openapi.json', '--output', basename(hetznerTypes)], join(root, dirname(hetznerTypes))),
     buildDocs(root),
     generateClientOperations(root, bundle),
   ]);

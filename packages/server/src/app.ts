@@ -21,7 +21,7 @@ import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
 import type { HandlerEnv } from './operations/types.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
-import { createClusterDriver } from './providers/index.ts';
+import { createClusterDriver, createComputeProvider } from './providers/index.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
 import { LogTails } from './services/log-tails.ts';
 import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
@@ -60,7 +60,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     logger,
     secrets: secretBox(options.secretsKey),
     workflows: options.workflows ?? rowOnlyStarter(clock),
-    provider: options.provider ?? (simulated as SimulatedCloud),
+    provider: options.provider ?? createComputeProvider(config, { db, logger, simulated: simulated as SimulatedCloud }),
     driver,
     shutdown: options.shutdown ?? new AbortController().signal,
     logTails: new LogTails({ db, driver, pollMs: config.logPollMs }),

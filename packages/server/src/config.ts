@@ -61,6 +61,8 @@ export interface Config {
   streamStallMs: number;
   /** Calls per second to the cloud provider's API, shared by every process. */
   providerRateLimit: number;
+  /** Which compute provider creates machines (providers/index.ts), and the Hetzner Cloud settings. */
+  compute: ComputeConfig;
   /** The simulated cloud: seconds a server boots, a control plane comes up; failure rate 0..1. */
   simulation: { bootSeconds: number; controlPlaneSeconds: number; releaseSeconds: number; snapshotSeconds: number; failureRate: number; latencyMs: number };
   /**
@@ -72,6 +74,15 @@ export interface Config {
   orphanAfterSeconds: number;
   /** A pause after each workflow step (ms); 0 in production, set by crash tests to kill at step boundaries. */
   workflowStepDelayMs: number;
+}
+
+export interface ComputeConfig {
+  provider: 'simulated' | 'hetzner';
+  /** The platform account's Hetzner Cloud API token (hcloud's HCLOUD_TOKEN). */
+  hcloudToken: string | undefined;
+  hcloudEndpoint: string;
+  /** Requests an hour per Hetzner token (Hetzner's default project limit), shared by every process. */
+  hcloudRequestsPerHour: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -217,6 +228,22 @@ function clusterDriver(env: Env): Config['clusterDriver'] {
   return { kind, kubeconfigPath, argocdNamespace: k8sName(env, 'ARGOCD_NAMESPACE', 'argocd'), kamajiNamespace: k8sName(env, 'KAMAJI_NAMESPACE', 'kamaji-tenants') };
 }
 
+function compute(env: Env): ComputeConfig {
+  const provider = env.COMPUTE_PROVIDER || 'simulated';
+  if (provider !== 'simulated' && provider !== 'hetzner') throw new ConfigError(`COMPUTE_PROVIDER must be simulated or hetzner, got "${provider}"`);
+  const hcloudToken = env.HCLOUD_TOKEN || undefined;
+  if (provider === 'hetzner' && !hcloudToken) throw new ConfigError('COMPUTE_PROVIDER=hetzner needs HCLOUD_TOKEN (a Hetzner Cloud project API token)');
+  const hcloudEndpoint = (env.HCLOUD_ENDPOINT || 'https://api.hetzner.cloud/v1').replace(/\/+$/, '');
+  let url: URL | undefined;
+  try {
+    url = new URL(hcloudEndpoint);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError(`HCLOUD_ENDPOINT must be an http:// or https:// URL, got "${env.HCLOUD_ENDPOINT}"`);
+  return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000) };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   return {
     host: env.HOST || '127.0.0.1',
@@ -253,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
     clusterDriver: clusterDriver(env),
+    compute: compute(env),
     simulation: {
       // Short enough to try things by hand, long enough that every intermediate status shows.
       bootSeconds: integer(env, 'SIM_BOOT_SECONDS', 5, 0, 3600),

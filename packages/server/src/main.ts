@@ -27,8 +27,9 @@ async function main(): Promise<void> {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
     throw new ConfigError(`${variable}: cannot open the database (${(error as Error).message})`);
   }
+  const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
-  const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver });
+  const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
   await runtime.engine.run({ work: config.role !== 'api' });
   if (config.role === 'worker') {
     logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
@@ -40,7 +41,6 @@ async function main(): Promise<void> {
     return;
   }
   const token = await seedDemo(connection.db, systemClock, runtime.provider, progress);
-  const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const shutdown = new AbortController();
   const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
   const http = createHttpServer(app.callback(), config);

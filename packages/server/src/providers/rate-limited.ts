@@ -9,13 +9,13 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
     return call(...args);
   };
   return {
-    offerings: limited(() => provider.offerings()),
+    offerings: limited((credential) => provider.offerings(credential)),
     createServer: limited((request) => provider.createServer(request)),
-    getServer: limited((id) => provider.getServer(id)),
-    shutdownServer: limited((id) => provider.shutdownServer(id)),
-    deleteServer: limited((id) => provider.deleteServer(id)),
-    createSnapshot: limited((serverId, labels) => provider.createSnapshot(serverId, labels)),
-    getSnapshot: limited((id) => provider.getSnapshot(id)),
-    deleteSnapshot: limited((id) => provider.deleteSnapshot(id)),
+    getServer: limited((id, credential) => provider.getServer(id, credential)),
+    shutdownServer: limited((id, credential) => provider.shutdownServer(id, credential)),
+    deleteServer: limited((id, credential) => provider.deleteServer(id, credential)),
+    createSnapshot: limited((serverId, labels, credential) => provider.createSnapshot(serverId, labels, credential)),
+    getSnapshot: limited((id, credential) => provider.getSnapshot(id, credential)),
+    deleteSnapshot: limited((id, credential) => provider.deleteSnapshot(id, credential)),
   };
 }

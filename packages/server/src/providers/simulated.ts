@@ -212,7 +212,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   private server(row: ServerRow): Server {
     const now = this.clock.now();
     const status = row.off ? 'off' : now >= row.ready_at ? 'running' : now >= row.ready_at - 3 ? 'starting' : 'initializing';
-    return { id: row.id, name: row.name, status, server_type: row.server_type, image: row.image, location: row.location, labels: row.labels };
+    return { id: row.id, name: row.name, status, server_type: row.server_type, image: row.image, location: row.location, labels: row.labels, from_snapshot: row.image.startsWith('snap-') };
   }
 
   // --- ClusterDriver ---

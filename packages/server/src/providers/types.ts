@@ -11,7 +11,8 @@ export interface ServerOffering {
   memory_bytes: number;
 }
 
-export type ServerStatus = 'initializing' | 'starting' | 'running' | 'stopping' | 'off' | 'deleting';
+/** Hetzner Cloud's server status set. */
+export type ServerStatus = 'initializing' | 'starting' | 'running' | 'stopping' | 'off' | 'deleting' | 'migrating' | 'rebuilding' | 'unknown';
 
 export interface Server {
   id: string;
@@ -21,6 +22,8 @@ export interface Server {
   image: string;
   location: string;
   labels: Record<string, string>;
+  /** The server runs an image made from a server (a snapshot), so `image` names that, not a system image. */
+  from_snapshot?: boolean;
 }
 
 export type SnapshotStatus = 'creating' | 'available' | 'failed';
@@ -41,26 +44,48 @@ export interface CreateServerRequest {
   /** Labels the provider stores with the server; `workflow` makes the call idempotent. */
   labels: Record<string, string> & { workflow: string };
   /** A BYOM machine is created with the user's own key (sealed secret opened by the caller). */
-  credential?: string;
-  /** cloud-init user data: the script that joins the machine to its cluster (ClusterDriver.joinMachine). */
+  credential?: ProviderCredential;
+  /** Cloud-init user data run at first boot (a worker's kubeadm join script). */
   user_data?: string;
+}
+
+/**
+ * A user's own cloud token (BYOM) and the id of the cloud credential it was opened from, which errors name.
+ * Every call about a BYOM machine's server or snapshot passes it: they live in the user's cloud project.
+ */
+export interface ProviderCredential {
+  id: string;
+  token: string;
 }
 
 /** A cloud provider account (Hetzner Cloud's `/servers`, `/images`, `/server_types`). */
 export interface ComputeProvider {
-  offerings(): Promise<ServerOffering[]>;
+  offerings(credential?: ProviderCredential): Promise<ServerOffering[]>;
   /** Creates a server, or returns the one already created with the same `labels.workflow`. */
   createServer(request: CreateServerRequest): Promise<Server>;
   /** The actual state of a server; undefined when it does not exist (any more). */
-  getServer(id: string): Promise<Server | undefined>;
+  getServer(id: string, credential?: ProviderCredential): Promise<Server | undefined>;
   /** Graceful shutdown (ACPI); the server reaches `off`. */
-  shutdownServer(id: string): Promise<void>;
+  shutdownServer(id: string, credential?: ProviderCredential): Promise<void>;
   /** Deleting a server that is gone already succeeds. */
-  deleteServer(id: string): Promise<void>;
+  deleteServer(id: string, credential?: ProviderCredential): Promise<void>;
   /** Snapshots a server, or returns the snapshot already made with the same `labels.workflow`. */
-  createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }): Promise<Snapshot>;
-  getSnapshot(id: string): Promise<Snapshot | undefined>;
-  deleteSnapshot(id: string): Promise<void>;
+  createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }, credential?: ProviderCredential): Promise<Snapshot>;
+  getSnapshot(id: string, credential?: ProviderCredential): Promise<Snapshot | undefined>;
+  deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void>;
+}
+
+/**
+ * The provider refused the token (401/403): retrying cannot help, so the workflow fails at once. `credential`
+ * names which token (the platform's, or a BYOM cloud credential's id), never the token itself.
+ */
+export class ProviderAuthError extends Error {
+  readonly credential: string;
+  constructor(credential: string, status: number) {
+    super(`The cloud provider refused ${credential} (HTTP ${status}); replace the token and retry.`);
+    this.name = 'ProviderAuthError';
+    this.credential = credential;
+  }
 }
 
 export interface HelmReleaseRequest {

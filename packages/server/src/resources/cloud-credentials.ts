@@ -49,3 +49,28 @@ export async function requireCredentialOfWorkspace(db: Db, id: string, workspace
     throw validationError(param, `Cloud credential ${id} was not found in workspace ${workspaceId}.`, 'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.');
   }
 }
+
+/**
+ * The sealed secret of the BYOM credential a machine is driven with (its compute config's), recording the use;
+ * undefined for a machine on the platform's account. The credential must be of the machine's workspace: what a
+ * machine references lives in its workspace, checked again where a workflow acts on it.
+ */
+export async function byomCredentialOfMachine(db: Db, providerId: string, now: number): Promise<{ id: string; sealed: Buffer } | undefined> {
+  const row = await db
+    .selectFrom('machines')
+    .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
+    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
+    .select(['compute_configs.cloud_credential_id', 'clusters.workspace_id'])
+    .where('machines.provider_id', '=', providerId)
+    .executeTakeFirst();
+  if (!row?.cloud_credential_id) return undefined;
+  const credential = await db
+    .updateTable('cloud_credentials')
+    .set({ last_used_at: now })
+    .where('id', '=', row.cloud_credential_id)
+    .where('workspace_id', '=', row.workspace_id)
+    .returning(['id', 'secret_ciphertext'])
+    .executeTakeFirst();
+  if (!credential) throw new Error(`Cloud credential ${row.cloud_credential_id} no longer exists in the machine's workspace.`);
+  return { id: credential.id, sealed: credential.secret_ciphertext };
+}

@@ -4,6 +4,7 @@
 import { machineById, removeMachine } from '../resources/machines.ts';
 import { deleteSuspensionsOfMachine, suspensionsOfMachine } from '../resources/suspensions.ts';
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
+import { machineCredential } from './credentials.ts';
 import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
 
 const machineOf = (ctx: StepContext) => machineById(ctx.db, ctx.workflow.subject_id);
@@ -18,9 +19,10 @@ export const deprovision: WorkflowDefinition = {
     async delete_server(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
-      if (machine.server_id) await ctx.provider.deleteServer(machine.server_id);
+      const credential = await machineCredential(ctx, machine.provider_id);
+      if (machine.server_id) await ctx.provider.deleteServer(machine.server_id, credential);
       for (const { snapshot_id } of await suspensionsOfMachine(ctx.db, machine.provider_id)) {
-        if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id))) await ctx.provider.deleteSnapshot(snapshot_id);
+        if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id, credential))) await ctx.provider.deleteSnapshot(snapshot_id, credential);
       }
       return { next: 'remove' };
     },

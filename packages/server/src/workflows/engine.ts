@@ -16,7 +16,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
+import type { SecretBox } from '../services/secrets.ts';
+import { type ClusterDriver, type ComputeProvider, ProviderAuthError } from '../providers/types.ts';
 
 const QUEUE = 'workflow-step';
 /** The advisory lock namespace of running workflows: (LOCK_NAMESPACE, hashtext(id) & 0x7fffffff). */
@@ -30,6 +31,8 @@ export interface StepContext {
   logger: Logger;
   provider: ComputeProvider;
   driver: ClusterDriver;
+  /** Opens BYOM cloud credentials (workflows/credentials.ts); absent without a secrets key. */
+  secrets?: SecretBox;
   workflow: Row<'workflows'>;
   /** Checkpoints written by earlier steps of this workflow. */
   state: Record<string, unknown>;
@@ -110,7 +113,7 @@ export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): P
 
 /** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
 function retryThenFail(error: unknown, attempts: number): StepResult {
-  if (attempts >= DEFAULT_MAX_ATTEMPTS) return { failed: error instanceof Error ? error.message : String(error) };
+  if (attempts >= DEFAULT_MAX_ATTEMPTS || error instanceof ProviderAuthError) return { failed: error instanceof Error ? error.message : String(error) };
   return { wait: 2 ** attempts, attempts };
 }
 
@@ -123,6 +126,7 @@ export interface EngineOptions {
   logger: Logger;
   provider: ComputeProvider;
   driver: ClusterDriver;
+  secrets?: SecretBox;
   definitions: Record<WorkflowKind, WorkflowDefinition>;
   /** Workflows one process runs at once. */
   concurrency: number;
@@ -283,6 +287,7 @@ export class WorkflowEngine implements WorkflowStarter {
             logger: logger.child({ workflow: id, kind: workflow.kind, step: workflow.step }),
             provider: this.options.provider,
             driver: this.options.driver,
+            secrets: this.options.secrets,
             workflow,
             state: workflow.state,
             wake: (trx, other) => trx.updateTable('workflows').set({ run_after: clock.now() }).where('id', '=', other).where('status', 'in', ['pending', 'running']).execute().then(() => {}),

@@ -2,8 +2,10 @@
 // the cluster's join script, wait until it runs and its node is Ready, then free the slot for the next queued
 // machine. A failed creation puts the machine back in the queue and the cluster into backoff
 // (services/provisioning.ts).
+import { ProviderAuthError } from '../providers/types.ts';
 import { claimSlot, machineForWorkflow, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
+import { machineCredential } from './credentials.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
 
@@ -34,6 +36,7 @@ export const provision: WorkflowDefinition = {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
       const { user_data } = await ctx.driver.joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name });
+      const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
         name: machine.node_name,
         server_type: machine.server_type,
@@ -41,13 +44,14 @@ export const provision: WorkflowDefinition = {
         image: machine.provider_config.image,
         labels: { workflow: ctx.workflow.id, machine: machine.provider_id },
         user_data,
+        ...(credential ? { credential } : {}),
       });
       await setMachineState(ctx.db, machine.provider_id, { server_id: server.id });
       return { next: 'boot', state: { server_id: server.id } };
     },
 
     async boot(ctx) {
-      const server = await ctx.provider.getServer(String(ctx.state.server_id));
+      const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, ctx.workflow.subject_id));
       if (!server) return { next: 'create' }; // gone before it ran: create another
       if (server.status !== 'running') return { wait: 2 };
       // Ready means the node joined the cluster and is Ready, not only that its server runs.
@@ -71,6 +75,8 @@ export const provision: WorkflowDefinition = {
 
   // Creating or booting the server failed: back to the queue, and the cluster backs off.
   async onError(ctx, error) {
+    // A refused token cannot succeed on a retry: the machine fails now, its notification naming the credential.
+    if (error instanceof ProviderAuthError) return { failed: error.message };
     const machine = await machineOf(ctx);
     if (!machine) return { done: true };
     const now = ctx.clock.now();

@@ -5,10 +5,12 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { createComputeProvider } from '../providers/index.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import type { ClusterDriver } from '../providers/types.ts';
 import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
+import { secretBox } from '../services/secrets.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';
 
@@ -17,7 +19,7 @@ export interface RuntimeOptions {
   connectionString: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
+  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
@@ -26,6 +28,8 @@ export interface RuntimeOptions {
   driver?: ClusterDriver;
   /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
   rateLimit?: ProviderRateLimit;
+  /** Opens BYOM cloud credentials for the workflows. */
+  secretsKey?: Buffer;
 }
 
 export function createRuntime(options: RuntimeOptions) {
@@ -40,7 +44,7 @@ export function createRuntime(options: RuntimeOptions) {
     ...options.simulation,
   });
   const driver = options.driver ?? cloud;
-  const provider = rateLimited(cloud, options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
+  const provider = rateLimited(createComputeProvider(config, { db: options.db, logger: options.logger, simulated: cloud }), options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
   const engine = new WorkflowEngine({
     db: options.db,
     connectionString: options.connectionString,
@@ -48,6 +52,7 @@ export function createRuntime(options: RuntimeOptions) {
     logger: options.logger,
     provider,
     driver,
+    secrets: options.secretsKey ? secretBox(options.secretsKey) : undefined,
     definitions: workflowDefinitions(),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,

@@ -5,6 +5,7 @@
 import { machineForWorkflow, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resources/suspensions.ts';
+import { machineCredential } from './credentials.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 async function subjectOf(ctx: StepContext) {
@@ -21,18 +22,20 @@ export const suspendMachine: WorkflowDefinition = {
       if (!subject) return { done: true };
       const serverId = (ctx.state.server_id as string | undefined) ?? subject.machine.server_id;
       if (!serverId) return { failed: 'The machine has no server to suspend.' };
-      await ctx.provider.shutdownServer(serverId);
+      await ctx.provider.shutdownServer(serverId, await machineCredential(ctx, subject.machine.provider_id));
       return { next: 'snapshot', state: { server_id: serverId } };
     },
     async snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id });
+      const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id }, await machineCredential(ctx, subject.machine.provider_id));
       await recordSnapshot(ctx.db, subject.suspension.id, snapshot.id);
       return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
     },
     async await_snapshot(ctx) {
-      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id));
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
       if (!snapshot) return { failed: 'The snapshot disappeared before it completed.' };
       if (snapshot.status !== 'available') return { wait: 3 };
       return { next: 'delete_server' };
@@ -40,7 +43,7 @@ export const suspendMachine: WorkflowDefinition = {
     async delete_server(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      await ctx.provider.deleteServer(String(ctx.state.server_id));
+      await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       await ctx.db.transaction().execute(async (trx) => {
         await setMachineState(trx, subject.machine.provider_id, { status: 'suspended', server_id: null });
         await setSuspensionStatus(trx, subject.suspension.id, 'suspended');
@@ -73,18 +76,22 @@ export const resumeSuspension: WorkflowDefinition = {
       if (!subject) return { done: true };
       const snapshotId = subject.suspension.snapshot_id;
       if (!snapshotId) return { failed: 'The suspension has no snapshot to resume from.' };
+      const credential = await machineCredential(ctx, subject.machine.provider_id);
       const server = await ctx.provider.createServer({
         name: subject.machine.node_name,
         server_type: subject.machine.server_type,
         location: subject.machine.provider_config.region,
         image: snapshotId,
         labels: { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
+        ...(credential ? { credential } : {}),
       });
       await setMachineState(ctx.db, subject.machine.provider_id, { server_id: server.id });
       return { next: 'boot', state: { server_id: server.id, snapshot_id: snapshotId } };
     },
     async boot(ctx) {
-      const server = await ctx.provider.getServer(String(ctx.state.server_id));
+      const subject = await subjectOf(ctx);
+      if (!subject) return { done: true };
+      const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       if (!server) return { next: 'start' };
       if (server.status !== 'running') return { wait: 2 };
       return { next: 'delete_snapshot' };
@@ -92,7 +99,7 @@ export const resumeSuspension: WorkflowDefinition = {
     async delete_snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id));
+      await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
         if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resumed', 'resuming'))) return; // a re-run after a crash: done already

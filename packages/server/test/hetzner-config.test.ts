@@ -1,0 +1,37 @@
+// COMPUTE_PROVIDER and the Hetzner settings: validated at start-up, and the provider chosen in one place.
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { HetznerCompute } from '../src/providers/hetzner/compute.ts';
+import { createComputeProvider } from '../src/providers/index.ts';
+import { SimulatedCloud } from '../src/providers/simulated.ts';
+
+describe('compute provider settings', () => {
+  it('defaults to the simulated cloud and Hetzner’s public API', () => {
+    expect(loadConfig({}).compute).toEqual({ provider: 'simulated', hcloudToken: undefined, hcloudEndpoint: 'https://api.hetzner.cloud/v1', hcloudRequestsPerHour: 3600 });
+  });
+
+  it('refuses to start with one clear line when a setting is wrong', () => {
+    const refusal = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as Error).message;
+      }
+      throw new Error('loadConfig accepted it');
+    };
+    expect(refusal({ COMPUTE_PROVIDER: 'hetzner' })).toBe('COMPUTE_PROVIDER=hetzner needs HCLOUD_TOKEN (a Hetzner Cloud project API token)');
+    expect(refusal({ COMPUTE_PROVIDER: 'aws' })).toBe('COMPUTE_PROVIDER must be simulated or hetzner, got "aws"');
+    expect(refusal({ COMPUTE_PROVIDER: 'hetzner', HCLOUD_TOKEN: 't', HCLOUD_ENDPOINT: 'ftp://x' })).toBe('HCLOUD_ENDPOINT must be an http:// or https:// URL, got "ftp://x"');
+    expect(refusal({ HCLOUD_REQUESTS_PER_HOUR: '0' })).toMatch(/^HCLOUD_REQUESTS_PER_HOUR must be an integer/);
+  });
+
+  it('builds the provider the configuration names', () => {
+    const simulated = new SimulatedCloud(undefined as never, { now: () => 0, nowMs: () => 0 } as never);
+    const deps = { db: undefined as never, logger: pino({ level: 'silent' }), simulated };
+    expect(createComputeProvider(loadConfig({}), deps)).toBe(simulated);
+    const hetzner = createComputeProvider(loadConfig({ COMPUTE_PROVIDER: 'hetzner', HCLOUD_TOKEN: 't', HCLOUD_ENDPOINT: 'http://127.0.0.1:9/v1/' }), deps);
+    expect(hetzner).toBeInstanceOf(HetznerCompute);
+  });
+});

@@ -1,0 +1,283 @@
+// The Hetzner driver against a stateful fake of Hetzner Cloud's API whose every answer is validated against the
+// committed extract of Hetzner's published description (test/support/hetzner-fake.ts). Rate-limit buckets are
+// the real PostgreSQL limiter.
+import { Writable } from 'node:stream';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
+import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
+import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
+import { createTestDatabase, type TestDatabase } from './support.ts';
+import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+
+const PLATFORM = 'platform-token-7f3a9c';
+const BYOM: ProviderCredential = { id: 'ccr_byom1', token: 'byom-token-1d44e0' };
+const FAST = 3_600_000; // requests an hour: 1 ms apart, so the tests are not slowed by spacing
+
+let database: TestDatabase;
+let fake: HetznerFake;
+const logLines: string[] = [];
+const logger = pino(
+  { level: 'debug' },
+  new Writable({
+    write(chunk, _encoding, done) {
+      logLines.push(String(chunk));
+      done();
+    },
+  }),
+);
+
+function driver(options: { perHour?: number; token?: string | undefined } = {}): HetznerCompute {
+  return new HetznerCompute({
+    endpoint: fake.url,
+    token: 'token' in options ? options.token : PLATFORM,
+    rateLimit: tokenRateLimit(database.db, options.perHour ?? FAST),
+    logger,
+    actionPollMs: 10,
+    shutdownTimeoutMs: 300,
+  });
+}
+
+const request = (workflow: string, overrides: Partial<Parameters<HetznerCompute['createServer']>[0]> = {}) => ({
+  name: `node-${workflow.replaceAll('_', '-')}`,
+  server_type: 'cx22',
+  location: 'fsn1',
+  image: 'ubuntu-24.04',
+  labels: { workflow, machine: `m_${workflow}` },
+  ...overrides,
+});
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  fake = await startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: FAST });
+});
+
+afterEach(() => {
+  expect(fake.violations).toEqual([]);
+});
+
+afterAll(async () => {
+  await fake?.close();
+  await database?.drop();
+  // No token ever reached a log line.
+  const all = logLines.join('');
+  expect(all).not.toContain(PLATFORM);
+  expect(all).not.toContain(BYOM.token);
+});
+
+describe('catalog', () => {
+  it('reads server types (every page, deprecated ones left out) and locations from the API, and caches them', async () => {
+    const hetzner = driver();
+    const before = fake.requests.length;
+    const offerings = await hetzner.offerings();
+    expect(offerings).toHaveLength(59); // 60 types over two pages, one deprecated
+    expect(offerings.map((o) => o.name)).not.toContain('cx11');
+    expect(offerings[0]).toEqual({ name: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3 });
+    expect(await hetzner.locations()).toEqual(['fsn1', 'nbg1', 'hel1']);
+    const calls = fake.requests.slice(before).map((r) => `${r.path}${r.query}`);
+    expect(calls).toEqual(['/server_types?page=1&per_page=50', '/server_types?page=2&per_page=50', '/locations?page=1&per_page=50']);
+    await hetzner.offerings();
+    expect(fake.requests.length - before).toBe(3);
+  });
+});
+
+describe('servers', () => {
+  it('creates a labelled server, polls its Action to success, and adopts it on a re-run with the same workflow', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_create1', { user_data: '#cloud-config\nruncmd: [kubeadm join]\n' }));
+    expect(server).toMatchObject({ name: 'node-wf-create1', status: 'running', server_type: 'cx22', image: 'ubuntu-24.04', location: 'fsn1', from_snapshot: false });
+    expect(server.id).toMatch(/^[0-9]+$/);
+    expect(server.labels).toEqual({ workflow: 'wf_create1', machine: 'm_wf_create1' });
+    const post = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name: string }).name === 'node-wf-create1');
+    expect(post?.body).toMatchObject({ user_data: '#cloud-config\nruncmd: [kubeadm join]\n', labels: { workflow: 'wf_create1' }, location: 'fsn1' });
+    expect(fake.requests.some((r) => r.path.startsWith('/actions/'))).toBe(true);
+
+    const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers').length;
+    const count = posts();
+    const again = await hetzner.createServer(request('wf_create1'));
+    expect(again.id).toBe(server.id);
+    expect(posts()).toBe(count);
+    expect(fake.servers(PLATFORM).filter((s) => s.labels.workflow === 'wf_create1')).toHaveLength(1);
+  });
+
+  it('writes label values in the characters Hetzner allows, and still adopts by them', async () => {
+    const hetzner = driver();
+    const labels = { workflow: 'wf_labels1', machine: 'compute://mch_01hx' };
+    const server = await hetzner.createServer(request('wf_labels1', { labels }));
+    expect(server.labels).toEqual({ workflow: 'wf_labels1', machine: 'compute.mch_01hx' });
+    expect((await hetzner.createServer(request('wf_labels1', { labels }))).id).toBe(server.id);
+    const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_labels_snap', machine: 'compute://mch_01hx' });
+    expect(snapshot.labels.machine).toBe('compute.mch_01hx');
+  });
+
+  it('reports an Action that ends in error as a HetznerError', async () => {
+    fake.failNextAction('create_server', 'resource_unavailable');
+    const error = await driver().createServer(request('wf_fails')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HetznerError);
+    expect((error as HetznerError).code).toBe('resource_unavailable');
+    // The failed server is deleted, so a retry creates a new one instead of adopting it.
+    expect(fake.servers(PLATFORM).filter((s) => s.labels.workflow === 'wf_fails')).toEqual([]);
+    const retried = await driver().createServer(request('wf_fails'));
+    expect(retried.status).toBe('running');
+  });
+
+  it('refuses a location or server type the catalog does not have, without sending the create', async () => {
+    const hetzner = driver();
+    const count = fake.requests.filter((r) => r.method === 'POST').length;
+    await expect(hetzner.createServer(request('wf_badloc', { location: 'mars1' }))).rejects.toThrow(/no location mars1 \(it has fsn1, nbg1, hel1\)/);
+    await expect(hetzner.createServer(request('wf_badtype', { server_type: 'cx11' }))).rejects.toThrow(/no server type cx11/);
+    expect(fake.requests.filter((r) => r.method === 'POST').length).toBe(count);
+  });
+
+  it('shuts a server down gracefully, and powers off one that ignores ACPI', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_shutdown'));
+    await hetzner.shutdownServer(server.id);
+    expect((await hetzner.getServer(server.id))?.status).toBe('off');
+
+    const stubborn = await hetzner.createServer(request('wf_stubborn'));
+    fake.honourShutdown = false;
+    try {
+      await hetzner.shutdownServer(stubborn.id);
+    } finally {
+      fake.honourShutdown = true;
+    }
+    expect((await hetzner.getServer(stubborn.id))?.status).toBe('off');
+    expect(fake.requests.some((r) => r.path === `/servers/${stubborn.id}/actions/poweroff`)).toBe(true);
+  });
+
+  it('maps every Hetzner server status and reads the live server (drift from the compute config shows)', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_drift'));
+    const cpx31 = (await import('./support/hetzner-fake.ts')).SERVER_TYPES.find((t) => t.name === 'cpx31')!;
+    for (const status of ['initializing', 'starting', 'running', 'stopping', 'off', 'deleting', 'migrating', 'rebuilding', 'unknown'] as const) {
+      fake.mutateServer(PLATFORM, Number(server.id), (s) => {
+        s.status = status;
+      });
+      expect((await hetzner.getServer(server.id))?.status).toBe(status);
+    }
+    // Someone rescaled the server in Hetzner's console: the driver reports what runs, not what was asked.
+    fake.mutateServer(PLATFORM, Number(server.id), (s) => {
+      s.server_type = cpx31;
+    });
+    expect((await hetzner.getServer(server.id))?.server_type).toBe('cpx31');
+  });
+
+  it('deletes a server (polling the Action), and deleting or reading a server that is gone succeeds', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_delete'));
+    await hetzner.deleteServer(server.id);
+    expect(await hetzner.getServer(server.id)).toBeUndefined();
+    await hetzner.deleteServer(server.id);
+    expect(await hetzner.getServer('srv-not-hetzner')).toBeUndefined();
+  });
+});
+
+describe('snapshots', () => {
+  it('snapshots with create_image (type snapshot), adopts it on a re-run, and resumes a server from it in the location', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_snapsrc', { location: 'hel1' }));
+    await hetzner.shutdownServer(server.id);
+    const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_suspend1', machine: 'm1' });
+    expect(snapshot).toMatchObject({ server_id: server.id, status: 'creating', labels: { workflow: 'wf_suspend1', machine: 'm1' } });
+    const create = fake.requests.find((r) => r.path === `/servers/${server.id}/actions/create_image`);
+    expect(create?.body).toMatchObject({ type: 'snapshot' });
+    expect((await hetzner.createSnapshot(server.id, { workflow: 'wf_suspend1', machine: 'm1' })).id).toBe(snapshot.id);
+    expect(fake.images(PLATFORM).filter((i) => i.labels.workflow === 'wf_suspend1')).toHaveLength(1);
+
+    await expect.poll(async () => (await hetzner.getSnapshot(snapshot.id))?.status, { interval: 20, timeout: 2000 }).toBe('available');
+    await hetzner.deleteServer(server.id);
+
+    const restored = await hetzner.createServer(request('wf_resume1', { name: 'node-wf-snapsrc', image: snapshot.id, location: 'hel1' }));
+    expect(restored).toMatchObject({ status: 'running', image: snapshot.id, location: 'hel1', from_snapshot: true });
+    expect(restored.id).not.toBe(server.id);
+
+    await hetzner.deleteSnapshot(snapshot.id);
+    expect(await hetzner.getSnapshot(snapshot.id)).toBeUndefined();
+    await hetzner.deleteSnapshot(snapshot.id);
+  });
+});
+
+describe('credentials', () => {
+  it('a BYOM call uses the credential’s token, in the credential’s own project', async () => {
+    const hetzner = driver();
+    const before = fake.requests.length;
+    const server = await hetzner.createServer(request('wf_byom1', { credential: BYOM }));
+    const sent = fake.requests.slice(before);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(new Set(sent.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM.token}`]));
+    expect(fake.servers(BYOM.token).map((s) => String(s.id))).toContain(server.id);
+    expect(fake.servers(PLATFORM).map((s) => String(s.id))).not.toContain(server.id);
+    expect((await hetzner.getServer(server.id, BYOM))?.status).toBe('running');
+    expect(await hetzner.getServer(server.id)).toBeUndefined(); // not in the platform's project
+  });
+
+  it('a refused token fails at once with ProviderAuthError naming the credential, never the token', async () => {
+    const revoked: ProviderCredential = { id: 'ccr_revoked', token: 'revoked-token-99c1' };
+    fake.addToken(revoked.token);
+    fake.revoke(revoked.token);
+    const before = fake.requests.length;
+    const error = await driver().createServer(request('wf_revoked', { credential: revoked })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderAuthError);
+    expect((error as ProviderAuthError).credential).toBe('cloud credential ccr_revoked');
+    expect((error as Error).message).toContain('ccr_revoked');
+    expect((error as Error).message).not.toContain(revoked.token);
+    expect(JSON.stringify(error)).not.toContain(revoked.token);
+    expect(fake.requests.length - before).toBe(1); // no retry
+
+    const platform = await driver({ token: 'not-a-known-token' }).getServer('1').catch((e: unknown) => e);
+    expect(platform).toBeInstanceOf(ProviderAuthError);
+    expect((platform as ProviderAuthError).credential).toBe('the platform token (HCLOUD_TOKEN)');
+  });
+});
+
+describe('rate limits', () => {
+  it('a 429 waits until Hetzner refills the bucket, then succeeds (not a failure)', async () => {
+    const token = 'slow-token-5e21';
+    fake.addToken(token, 3600); // Hetzner's default: 3600 an hour, one more a second
+    const hetzner = driver({ token });
+    const server = await hetzner.createServer(request('wf_ratelimit'));
+    fake.exhaust(token);
+    const before = fake.requests.length;
+    const started = Date.now();
+    const read = await hetzner.getServer(server.id);
+    const waited = Date.now() - started;
+    expect(read?.id).toBe(server.id);
+    expect(waited).toBeGreaterThanOrEqual(900);
+    const statuses = fake.requests.slice(before).map((r) => r.status);
+    expect(statuses[0]).toBe(429);
+    expect(statuses.at(-1)).toBe(200);
+    // The headers' reset time was honoured: no storm of retries while waiting.
+    expect(statuses.filter((s) => s === 429).length).toBeLessThanOrEqual(2);
+    expect(logLines.some((l) => l.includes('Hetzner rate limit reached') && l.includes('HCLOUD_TOKEN'))).toBe(true);
+  });
+
+  it('keeps one bucket per token in PostgreSQL, keyed by a digest, spacing each token’s calls at its hourly rate', async () => {
+    const hetzner = driver({ perHour: 36_000 }); // 100 ms apart per token
+    const server = await hetzner.createServer(request('wf_buckets'));
+    const byomServer = await hetzner.createServer(request('wf_buckets_byom', { credential: BYOM }));
+    const before = fake.requests.length;
+    await Promise.all([
+      ...Array.from({ length: 4 }, () => hetzner.getServer(server.id)),
+      ...Array.from({ length: 4 }, () => hetzner.getServer(byomServer.id, BYOM)),
+    ]);
+    const arrivals = (token: string) => fake.requests.slice(before).filter((r) => r.authorization === `Bearer ${token}`).map((r) => r.at);
+    const platform = arrivals(PLATFORM);
+    const byom = arrivals(BYOM.token);
+    expect(platform).toHaveLength(4);
+    expect(byom).toHaveLength(4);
+    // Each token's four calls are spaced over three gaps of 100 ms (less the network's jitter) …
+    for (const times of [platform, byom]) expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(270);
+    // … but not behind the other token's: one shared bucket would put every call 100 ms from every other.
+    const closest = Math.min(...platform.flatMap((p) => byom.map((b) => Math.abs(p - b))));
+    expect(closest).toBeLessThan(90);
+    const keys = (await sql<{ key: string }>`SELECT key FROM rate_limit_slots WHERE key LIKE 'hetzner:%'`.execute(database.db)).rows.map((r) => r.key);
+    expect(keys.length).toBeGreaterThanOrEqual(2);
+    for (const key of keys) {
+      expect(key).toMatch(/^hetzner:[0-9a-f]{32}$/);
+      expect(key).not.toContain(PLATFORM);
+      expect(key).not.toContain(BYOM.token);
+    }
+  });
+});

@@ -1,0 +1,416 @@
+// A stateful fake of the Hetzner Cloud API for the driver's tests: servers, images (snapshots), actions and
+// labels in memory, per project token, with Hetzner's RateLimit-* headers and injectable 429s, revoked tokens
+// and failures. Every request body and every answer is validated with Ajv against the committed extract of
+// Hetzner's published description (the same one the driver's types come from); a violation is recorded in
+// `violations`, which the tests assert empty, so the fake cannot drift from Hetzner.
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { components } from '../../src/providers/hetzner/contract/schema.d.ts';
+
+type S = components['schemas'];
+type HServer = S['server'];
+type HImage = S['image'];
+type HAction = S['action'];
+
+export const extractPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'providers', 'hetzner', 'contract', 'openapi.json');
+const document = JSON.parse(readFileSync(extractPath, 'utf8')) as { paths: Record<string, Record<string, any>> };
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats(ajv);
+for (const format of ['int32', 'int64', 'double', 'decimal']) ajv.addFormat(format, true);
+ajv.addSchema(jsonSchemaOf(document) as object, 'hetzner');
+
+/**
+ * OpenAPI 3.0's `nullable: true` beside `allOf` (no `type`) means "this, or null", which Ajv's `nullable`
+ * keyword refuses; rewritten as `anyOf: [this, null]`, the only change made to the extract for Ajv.
+ */
+function jsonSchemaOf(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(jsonSchemaOf);
+  if (node === null || typeof node !== 'object') return node;
+  const entries = Object.entries(node as Record<string, unknown>).map(([key, value]) => [key, jsonSchemaOf(value)] as const);
+  const schema = Object.fromEntries(entries) as Record<string, unknown>;
+  if (schema.nullable === true && schema.type === undefined) {
+    const { nullable: _nullable, ...rest } = schema;
+    return { anyOf: [rest, { type: 'null' }] };
+  }
+  return schema;
+}
+const pointer = (...parts: string[]) => parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+const validators = new Map<string, ValidateFunction | undefined>();
+function validatorAt(...parts: string[]): ValidateFunction | undefined {
+  const ref = `hetzner#/${pointer(...parts)}`;
+  if (!validators.has(ref)) validators.set(ref, ajv.getSchema(ref));
+  return validators.get(ref);
+}
+
+const LOCATIONS: S['location'][] = [
+  { id: 1, name: 'fsn1', city: 'Falkenstein', country: 'DE', description: 'Falkenstein DC Park 1', latitude: 50.47612, longitude: 12.370071, network_zone: 'eu-central' },
+  { id: 2, name: 'nbg1', city: 'Nuremberg', country: 'DE', description: 'Nuremberg DC Park 1', latitude: 49.452102, longitude: 11.076665, network_zone: 'eu-central' },
+  { id: 3, name: 'hel1', city: 'Helsinki', country: 'FI', description: 'Helsinki DC Park 1', latitude: 60.169855, longitude: 24.938379, network_zone: 'eu-central' },
+];
+const price = (net: string): S['price'] => ({ net, gross: net });
+const serverType = (id: number, name: string, cores: number, memory: number, deprecated = false): S['server_type'] => ({
+  id, name, cores, memory, disk: 40, deprecated, description: name.toUpperCase(), architecture: name.startsWith('cax') ? 'arm' : 'x86',
+  cpu_type: name.startsWith('ccx') ? 'dedicated' : 'shared', storage_type: 'local', category: 'regular_purpose',
+  locations: LOCATIONS.map((l) => ({ id: l.id, name: l.name, deprecation: null })),
+  prices: LOCATIONS.map((l) => ({ location: l.name, included_traffic: 21990232555520, price_hourly: price('0.0060'), price_monthly: price('3.79'), price_per_tb_traffic: price('1.00') })),
+});
+/** More than one page (per_page 50 → two pages at 60), so pagination is exercised. */
+export const SERVER_TYPES: S['server_type'][] = [
+  serverType(1, 'cx11', 1, 2, true),
+  serverType(2, 'cx22', 2, 4),
+  serverType(3, 'cpx31', 4, 8),
+  serverType(4, 'cax41', 16, 32),
+  ...Array.from({ length: 56 }, (_, i) => serverType(100 + i, `ccx${100 + i}`, 8, 32 + i)),
+];
+const SYSTEM_IMAGES = ['ubuntu-24.04', 'debian-12'];
+
+interface Project {
+  servers: Map<number, HServer>;
+  images: Map<number, HImage>;
+  actions: Map<number, HAction & { finishAt: number; effect?: () => void; fail?: { code: string; message: string } }>;
+}
+
+/** Hetzner's bucket: `limit` requests, refilled at limit per hour (one a second at the default 3600). */
+interface Bucket {
+  limit: number;
+  tokens: number;
+  updatedMs: number;
+}
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  query: string;
+  authorization: string | undefined;
+  body: unknown;
+  status: number;
+  /** When the request arrived (Unix ms). */
+  at: number;
+}
+
+export interface HetznerFake {
+  url: string;
+  /** Every request, in order, with the Authorization header it carried and the status it got. */
+  requests: ReceivedRequest[];
+  /** Request bodies and answers the extract's schemas refuse (must stay empty). */
+  violations: string[];
+  /** A token the fake accepts, its own project, with its hourly limit (default `requestsPerHour`). */
+  addToken(token: string, perHour?: number): void;
+  /** The token's project now answers 401 (a revoked token). */
+  revoke(token: string): void;
+  /** Spends the token's bucket: requests get 429 until it refills the next one. */
+  exhaust(token: string): void;
+  /** The next Action of this command (create_server, shutdown_server, …) ends in error. */
+  failNextAction(command: string, code?: string): void;
+  /** Milliseconds an Action runs before it succeeds (default 30). */
+  actionMs: number;
+  /** Whether a graceful shutdown turns the server off (false: it ignores ACPI, the driver must power off). */
+  honourShutdown: boolean;
+  servers(token: string): HServer[];
+  images(token: string): HImage[];
+  /** Called with the project's servers as they are when a server creation arrives (before it is made). */
+  onCreate: ((token: string, servers: HServer[]) => void) | undefined;
+  /** Changes a live server behind the driver's back (drift). */
+  mutateServer(token: string, id: number, change: (server: HServer) => void): void;
+  close(): Promise<void>;
+}
+
+export async function startHetznerFake(options: { tokens?: string[]; requestsPerHour?: number } = {}): Promise<HetznerFake> {
+  const projects = new Map<string, Project>();
+  const revoked = new Set<string>();
+  const buckets = new Map<string, Bucket>();
+  const failing = new Map<string, string>();
+  let nextId = 1000;
+  const requests: ReceivedRequest[] = [];
+  const violations: string[] = [];
+  const perHour = options.requestsPerHour ?? 3600;
+  const refill = (bucket: Bucket, nowMs: number) => {
+    bucket.tokens = Math.min(bucket.limit, bucket.tokens + ((nowMs - bucket.updatedMs) / 3_600_000) * bucket.limit);
+    bucket.updatedMs = nowMs;
+  };
+
+  const fake: HetznerFake = {
+    url: '',
+    requests,
+    violations,
+    actionMs: 30,
+    honourShutdown: true,
+    onCreate: undefined,
+    addToken(token, limit = perHour) {
+      projects.set(token, { servers: new Map(), images: new Map(), actions: new Map() });
+      buckets.set(token, { limit, tokens: limit, updatedMs: Date.now() });
+    },
+    revoke(token) {
+      revoked.add(token);
+    },
+    exhaust(token) {
+      const bucket = buckets.get(token)!;
+      bucket.tokens = 0;
+      bucket.updatedMs = Date.now();
+    },
+    failNextAction(command, code = 'action_failed') {
+      failing.set(command, code);
+    },
+    servers: (token) => [...(projects.get(token)?.servers.values() ?? [])],
+    images: (token) => [...(projects.get(token)?.images.values() ?? [])],
+    mutateServer(token, id, change) {
+      const server = projects.get(token)?.servers.get(id);
+      if (!server) throw new Error(`no server ${id}`);
+      change(server);
+    },
+    close: async () => {},
+  };
+  for (const token of options.tokens ?? []) fake.addToken(token);
+
+  const iso = () => new Date().toISOString();
+
+  /** Runs every finished Action's effect (Hetzner's state moves on in time, whoever looks). */
+  function settle(project: Project): void {
+    const now = Date.now();
+    for (const action of project.actions.values()) {
+      if (action.status !== 'running' || action.finishAt > now) continue;
+      action.progress = 100;
+      action.finished = iso();
+      if (action.fail) {
+        action.status = 'error';
+        action.error = action.fail;
+      } else {
+        action.status = 'success';
+        action.effect?.();
+      }
+    }
+  }
+
+  function startAction(project: Project, command: string, resource: { id: number; type: string }, effect?: () => void): HAction {
+    const code = failing.get(command);
+    failing.delete(command);
+    const action = {
+      id: nextId++, command, status: 'running' as const, progress: 0, started: iso(), finished: null, error: null,
+      resources: [resource], finishAt: Date.now() + fake.actionMs, effect, ...(code ? { fail: { code, message: `${command} failed` } } : {}),
+    };
+    project.actions.set(action.id, action);
+    return publicAction(action);
+  }
+  const publicAction = ({ finishAt: _f, effect: _e, fail: _x, ...action }: Project['actions'] extends Map<number, infer A> ? A : never): HAction => ({ ...action });
+
+  function image(id: number, name: string | null, type: HImage['type'], labels: Record<string, string>, createdFrom: HServer | null): HImage {
+    return {
+      id, name, type, labels, status: type === 'snapshot' ? 'creating' : 'available', architecture: 'x86', bound_to: null, created: iso(),
+      created_from: createdFrom ? { id: createdFrom.id, name: createdFrom.name } : null, deleted: null, deprecated: null,
+      description: name ?? `snapshot of ${createdFrom?.name}`, disk_size: 40, image_size: type === 'snapshot' ? 2.3 : null,
+      os_flavor: 'ubuntu', os_version: '24.04', protection: { delete: false }, rapid_deploy: type !== 'snapshot',
+    };
+  }
+
+  function server(project: Project, body: S['create_server_request']): HServer | string {
+    const location = LOCATIONS.find((l) => l.name === body.location);
+    const type = SERVER_TYPES.find((t) => t.name === body.server_type);
+    if (!location || !type) return 'invalid_input';
+    const snapshot = /^[0-9]+$/.test(body.image) ? project.images.get(Number(body.image)) : undefined;
+    if (/^[0-9]+$/.test(body.image) && !snapshot) return 'not_found';
+    if (!snapshot && !SYSTEM_IMAGES.includes(body.image)) return 'not_found';
+    if ([...project.servers.values()].some((s) => s.name === body.name)) return 'uniqueness_error';
+    const id = nextId++;
+    return {
+      id, name: body.name, status: 'initializing', created: iso(), labels: body.labels ?? {}, locked: false,
+      server_type: type, location, image: snapshot ?? image(1, body.image, 'system', {}, null),
+      datacenter: { id: location.id, name: `${location.name}-dc3`, description: `${location.city} DC 3`, location, server_types: { available: [type.id], available_for_migration: [type.id], supported: [type.id] } },
+      backup_window: null, included_traffic: 21990232555520, ingoing_traffic: 0, outgoing_traffic: 0, iso: null, primary_disk_size: 40,
+      private_net: [], load_balancers: [], volumes: [], placement_group: null, rescue_enabled: false,
+      protection: { delete: false, rebuild: false },
+      public_net: { ipv4: { id: id + 1, ip: `203.0.113.${id % 250}`, blocked: false, dns_ptr: `static.${id}.example` }, ipv6: null, floating_ips: [], firewalls: [] },
+    };
+  }
+
+  /** `workflow==x` or `workflow=x`, comma-separated: what the driver sends. */
+  function matches(labels: Record<string, string>, selector: string | null): boolean {
+    if (!selector) return true;
+    return selector.split(',').every((term) => {
+      const [key, value] = term.split(/==?/);
+      return labels[key!] === value;
+    });
+  }
+
+  function page<T>(items: T[], query: URLSearchParams): { items: T[]; meta: S['meta'] } {
+    const perPage = Number(query.get('per_page') ?? 25);
+    const current = Number(query.get('page') ?? 1);
+    const last = Math.max(1, Math.ceil(items.length / perPage));
+    return {
+      items: items.slice((current - 1) * perPage, current * perPage),
+      meta: { pagination: { page: current, per_page: perPage, previous_page: current > 1 ? current - 1 : null, next_page: current < last ? current + 1 : null, last_page: last, total_entries: items.length } },
+    };
+  }
+
+  const error = (status: number, code: string, message: string) => ({ status, body: { error: { code, message } } });
+
+  function handle(method: string, route: string, id: number | undefined, query: URLSearchParams, body: any, project: Project, token: string): { status: number; body?: unknown } {
+    const key = `${method} ${route}`;
+    switch (key) {
+      case 'get /servers': {
+        const list = [...project.servers.values()].filter((s) => matches(s.labels, query.get('label_selector')));
+        const { items, meta } = page(list, query);
+        return { status: 200, body: { servers: items, meta } };
+      }
+      case 'post /servers': {
+        fake.onCreate?.(token, [...project.servers.values()]);
+        const created = server(project, body);
+        if (typeof created === 'string') return error(created === 'not_found' ? 404 : created === 'uniqueness_error' ? 409 : 422, created, `server ${body.name} could not be created: ${created}`);
+        project.servers.set(created.id, created);
+        const action = startAction(project, 'create_server', { id: created.id, type: 'server' }, () => {
+          created.status = 'running';
+        });
+        return { status: 201, body: { server: created, action, next_actions: [], root_password: null } };
+      }
+      case 'get /servers/{id}': {
+        const found = project.servers.get(id!);
+        return found ? { status: 200, body: { server: found } } : error(404, 'not_found', `server ${id} not found`);
+      }
+      case 'delete /servers/{id}': {
+        const found = project.servers.get(id!);
+        if (!found) return error(404, 'not_found', `server ${id} not found`);
+        found.status = 'deleting';
+        const action = startAction(project, 'delete_server', { id: found.id, type: 'server' }, () => project.servers.delete(found.id));
+        return { status: 200, body: { action } };
+      }
+      case 'post /servers/{id}/actions/shutdown':
+      case 'post /servers/{id}/actions/poweroff': {
+        const found = project.servers.get(id!);
+        if (!found) return error(404, 'not_found', `server ${id} not found`);
+        const graceful = route.endsWith('shutdown');
+        if (!graceful || fake.honourShutdown) found.status = 'stopping';
+        const action = startAction(project, graceful ? 'shutdown_server' : 'stop_server', { id: found.id, type: 'server' }, () => {
+          if (!graceful || fake.honourShutdown) found.status = 'off';
+        });
+        return { status: 201, body: { action } };
+      }
+      case 'post /servers/{id}/actions/create_image': {
+        const found = project.servers.get(id!);
+        if (!found) return error(404, 'not_found', `server ${id} not found`);
+        const snapshot = image(nextId++, null, body?.type ?? 'snapshot', body?.labels ?? {}, found);
+        if (body?.description) snapshot.description = body.description;
+        project.images.set(snapshot.id, snapshot);
+        const action = startAction(project, 'create_image', { id: found.id, type: 'server' }, () => {
+          snapshot.status = 'available';
+        });
+        return { status: 201, body: { image: snapshot, action } };
+      }
+      case 'get /images': {
+        const types = query.getAll('type');
+        const list = [...project.images.values()].filter((i) => (types.length === 0 || types.includes(i.type)) && matches(i.labels, query.get('label_selector')));
+        const { items, meta } = page(list, query);
+        return { status: 200, body: { images: items, meta } };
+      }
+      case 'get /images/{id}': {
+        const found = project.images.get(id!);
+        return found ? { status: 200, body: { image: found } } : error(404, 'not_found', `image ${id} not found`);
+      }
+      case 'delete /images/{id}': {
+        if (!project.images.delete(id!)) return error(404, 'not_found', `image ${id} not found`);
+        return { status: 204 };
+      }
+      case 'get /actions/{id}': {
+        const found = project.actions.get(id!);
+        return found ? { status: 200, body: { action: publicAction(found) } } : error(404, 'not_found', `action ${id} not found`);
+      }
+      case 'get /server_types': {
+        const { items, meta } = page(SERVER_TYPES, query);
+        return { status: 200, body: { server_types: items, meta } };
+      }
+      case 'get /locations': {
+        const { items, meta } = page(LOCATIONS, query);
+        return { status: 200, body: { locations: items, meta } };
+      }
+      default:
+        return error(404, 'not_found', `${method.toUpperCase()} ${route} is not part of the fake`);
+    }
+  }
+
+  function respond(res: ServerResponse, method: string, route: string, token: string | undefined, result: { status: number; body?: unknown }): void {
+    const operation = document.paths[route]?.[method];
+    if (operation && result.body !== undefined) {
+      const status = String(result.status);
+      const responseKey = operation.responses[status] ? status : `${status[0]}xx`;
+      const validate = validatorAt('paths', route, method, 'responses', responseKey, 'content', 'application/json', 'schema');
+      if (!validate) violations.push(`${method.toUpperCase()} ${route} ${status}: the extract has no schema for this answer`);
+      else if (!validate(result.body)) violations.push(`${method.toUpperCase()} ${route} ${status}: ${ajv.errorsText(validate.errors)}`);
+    }
+    const bucket = token ? buckets.get(token) : undefined;
+    if (bucket) {
+      // Reset: the Unix second at which the bucket is full again.
+      const fullInMs = ((bucket.limit - bucket.tokens) / bucket.limit) * 3_600_000;
+      res.setHeader('RateLimit-Limit', String(bucket.limit));
+      res.setHeader('RateLimit-Remaining', String(Math.floor(bucket.tokens)));
+      res.setHeader('RateLimit-Reset', String(Math.ceil((bucket.updatedMs + fullInMs) / 1000)));
+    }
+    res.statusCode = result.status;
+    if (result.body === undefined) {
+      res.end();
+      return;
+    }
+    res.setHeader('Content-Type', 'application/json');
+    res.end(JSON.stringify(result.body));
+  }
+
+  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    serve(req, res).catch((thrown: unknown) => {
+      violations.push(`the fake failed on ${req.method} ${req.url}: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
+      if (!res.headersSent) res.statusCode = 500;
+      res.end();
+    });
+  });
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const method = (req.method ?? 'GET').toLowerCase();
+    const path = url.pathname.replace(/^\/v1/, '');
+    const idMatch = /^\/(servers|images|actions)\/([0-9]+)(\/.*)?$/.exec(path);
+    const route = idMatch ? `/${idMatch[1]}/{id}${idMatch[3] ?? ''}` : path;
+    const id = idMatch ? Number(idMatch[2]) : undefined;
+    const authorization = req.headers.authorization;
+    let body: unknown;
+    const at = Date.now();
+    const record = (status: number) => requests.push({ method: method.toUpperCase(), path, query: url.search, authorization, body, status, at });
+    const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined;
+    const project = token ? projects.get(token) : undefined;
+    if (!token || !project || revoked.has(token)) {
+      record(401);
+      respond(res, method, route, undefined, error(401, 'unauthorized', 'unable to authenticate'));
+      return;
+    }
+    const bucket = buckets.get(token)!;
+    refill(bucket, Date.now());
+    if (bucket.tokens < 1) {
+      record(429);
+      respond(res, method, route, token, error(429, 'rate_limit_exceeded', 'limit of requests per hour reached'));
+      return;
+    }
+    bucket.tokens -= 1;
+    if (chunks.length > 0) {
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        record(400);
+        respond(res, method, route, token, error(400, 'json_error', 'invalid JSON'));
+        return;
+      }
+      const validate = validatorAt('paths', route, method, 'requestBody', 'content', 'application/json', 'schema');
+      if (validate && !validate(body)) violations.push(`${method.toUpperCase()} ${route} request: ${ajv.errorsText(validate.errors)}`);
+    }
+    settle(project);
+    const result = handle(method, route, id, url.searchParams, body, project, token);
+    record(result.status);
+    respond(res, method, route, token, result);
+  }
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/v1`;
+  fake.close = () => new Promise<void>((resolve) => http.close(() => resolve()));
+  return fake;
+}

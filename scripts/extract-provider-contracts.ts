@@ -1,0 +1,125 @@
+// `pnpm contracts:extract`: makes the reduced extract of Hetzner Cloud's published OpenAPI description that
+// the Hetzner driver's types and contract tests use: only the operations the driver calls and the schemas they
+// reach, with descriptions and examples stripped. The tests read only the committed extract, never the source.
+//   node scripts/extract-provider-contracts.ts [path/to/hetzner-cloud/openapi.json]
+import { existsSync } from 'node:fs';
+import { chmod, copyFile, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+// The published descriptions sit beside the clone (../shared/provider-contracts), or beside a worktree's parent.
+const candidates = [join(repoRoot, '..'), join(repoRoot, '..', '..')].map((dir) => join(dir, 'shared', 'provider-contracts', 'hetzner-cloud', 'openapi.json'));
+const source = process.argv[2] ?? candidates.find((file) => existsSync(file)) ?? candidates[0]!;
+const target = join(repoRoot, 'packages', 'server', 'src', 'providers', 'hetzner', 'contract');
+
+/** The operations the driver calls (path → methods). */
+export const OPERATIONS: Record<string, string[]> = {
+  '/servers': ['get', 'post'],
+  '/servers/{id}': ['get', 'delete'],
+  '/servers/{id}/actions/shutdown': ['post'],
+  '/servers/{id}/actions/poweroff': ['post'],
+  '/servers/{id}/actions/create_image': ['post'],
+  '/images': ['get'],
+  '/images/{id}': ['get', 'delete'],
+  '/actions/{id}': ['get'],
+  '/server_types': ['get'],
+  '/locations': ['get'],
+};
+
+/** Documentation-only keys, removed everywhere except inside `properties` (where they are property names). */
+const STRIPPED = new Set(['description', 'summary', 'example', 'examples', 'externalDocs', 'title', 'x-codeSamples']);
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** `within` is the key that holds `node`: in `properties` keys are names; in `responses`, Response Objects. */
+function strip(node: Json, within?: string): Json {
+  if (Array.isArray(node)) return node.map((item) => strip(item));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, Json> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (within !== 'properties' && STRIPPED.has(key)) continue;
+    out[key] = strip(value, within === 'properties' || within === 'responses' ? undefined : key);
+    // A Response Object must have a description (OpenAPI 3.0): kept, emptied.
+    if (within === 'responses') out[key] = { description: '', ...(out[key] as Record<string, Json>) };
+  }
+  return out;
+}
+
+function refsIn(node: Json, found: Set<string>): void {
+  if (Array.isArray(node)) for (const item of node) refsIn(item, found);
+  else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.add(value);
+      else refsIn(value, found);
+    }
+  }
+}
+
+const document = JSON.parse(await readFile(source, 'utf8')) as Record<string, any>;
+const paths: Record<string, Json> = {};
+for (const [path, methods] of Object.entries(OPERATIONS)) {
+  const item = document.paths[path];
+  if (!item) throw new Error(`${path} is not in ${source}`);
+  const kept: Record<string, Json> = {};
+  if (item.parameters) kept.parameters = item.parameters;
+  for (const method of methods) {
+    if (!item[method]) throw new Error(`${method.toUpperCase()} ${path} is not in ${source}`);
+    kept[method] = item[method];
+  }
+  paths[path] = kept;
+}
+
+// The schemas the kept operations reach, transitively.
+const schemas: Record<string, Json> = {};
+const pending = new Set<string>();
+refsIn(paths as Json, pending);
+while (pending.size > 0) {
+  const [ref] = pending;
+  pending.delete(ref!);
+  const match = /^#\/components\/schemas\/(.+)$/.exec(ref!);
+  if (!match) throw new Error(`unexpected reference ${ref}`);
+  const name = match[1]!;
+  if (name in schemas) continue;
+  const schema = document.components.schemas[name];
+  if (!schema) throw new Error(`${ref} does not resolve in ${source}`);
+  schemas[name] = schema;
+  const inner = new Set<string>();
+  refsIn(schema, inner);
+  for (const r of inner) if (!(r.replace('#/components/schemas/', '') in schemas)) pending.add(r);
+}
+
+const extract = {
+  openapi: document.openapi,
+  info: { title: `${document.info.title} (reduced extract)`, version: document.info.version },
+  servers: [{ url: 'https://api.hetzner.cloud/v1' }],
+  security: document.security,
+  paths: strip(paths as Json),
+  components: {
+    securitySchemes: document.components.securitySchemes,
+    schemas: Object.fromEntries(Object.keys(schemas).sort().map((name) => [name, strip(schemas[name]!)])),
+  },
+};
+await writeFile(join(target, 'openapi.json'), `${JSON.stringify(extract, null, 2)}\n`);
+const operationCount = Object.values(OPERATIONS).reduce((n, methods) => n + methods.length, 0);
+await copyFile(join(dirname(source), 'LICENSE'), join(target, 'LICENSE'));
+await chmod(join(target, 'LICENSE'), 0o644);
+const list = Object.entries(OPERATIONS).flatMap(([path, methods]) => methods.map((m) => `- ${m.toUpperCase()} ${path}`));
+await writeFile(
+  join(target, 'PROVENANCE.md'),
+  `# Provenance of the Hetzner Cloud API extract
+
+- Source: github.com/MaximilianKoestler/hcloud-openapi, \`openapi/hcloud.json\` at commit 5f93a6da71d3 (2026-02),
+  an OpenAPI ${document.openapi} description converted from Hetzner's official API documentation
+  (API version ${document.info.version}). License: MIT, see LICENSE in this folder.
+- Made by \`pnpm contracts:extract\` (scripts/extract-provider-contracts.ts); \`pnpm gen\` derives schema.d.ts from it.
+- Kept: the ${operationCount} operations below and the ${Object.keys(schemas).length} component schemas they reach (of
+  ${Object.keys(document.components.schemas).length}); the security scheme; the public server URL.
+- Removed: every other path and schema; path-level \`servers\`; the documentation keys (a Response Object's required
+  \`description\` is kept, emptied) ${[...STRIPPED].map((k) => `\`${k}\``).join(', ')}.
+  Nothing else was changed.
+
+${list.join('\n')}
+`,
+);
+console.log(`wrote ${target}/openapi.json: ${operationCount} operations, ${Object.keys(schemas).length} schemas (of ${Object.keys(document.components.schemas).length})`);
