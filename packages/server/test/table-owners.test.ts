@@ -22,7 +22,7 @@ const OWNER_EXCEPTIONS: Record<string, string> = {
   provisioning_backoff: 'services/provisioning.ts',
   api_rate_limits: 'services/api-rate-limit.ts',
   stream_slots: 'services/stream-slots.ts',
-  rate_limit_slots: 'services/provider-rate-limit.ts',
+  rate_limit_slots: 'providers/rate-limit.ts',
   // The simulated cloud's own schema.
   'simulated_cloud.servers': 'providers/simulated.ts',
   'simulated_cloud.snapshots': 'providers/simulated.ts',

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { providerRateLimit } from '../src/services/provider-rate-limit.ts';
+import { providerRateLimit } from '../src/providers/rate-limit.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
@@ -30,6 +30,7 @@ beforeAll(async () => {
         calls.push({ slot, began: Date.now() });
         return slot;
       },
+      defer: (key: string, untilMs: number) => shared.defer(key, untilMs),
     };
     return createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, simulation: { followPollMs: 20 }, tickMs: 20, orphanAfterSeconds: 1, rateLimit });
   });

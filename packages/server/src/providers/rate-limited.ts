@@ -1,6 +1,6 @@
 // Every call to the cloud provider's API first takes a slot of the shared rate limit
-// (services/provider-rate-limit.ts), so all processes together stay under it.
-import type { ProviderRateLimit } from '../services/provider-rate-limit.ts';
+// (providers/rate-limit.ts), so all processes together stay under it.
+import type { ProviderRateLimit } from './rate-limit.ts';
 import type { ComputeProvider } from './types.ts';
 
 export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit, key = 'compute-provider'): ComputeProvider {

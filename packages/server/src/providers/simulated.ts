@@ -248,12 +248,21 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
     return { user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n` };
   }
 
-  /** A simulated node is Ready once it was joined and a server of its machine runs. */
+  /**
+   * A simulated node is Ready once it was joined and a server of its machine runs. A machine whose servers this
+   * simulation never made (another compute provider's, such as Hetzner's, paired with the simulated clusters) is
+   * Ready once joined: the provisioning workflow has seen its server run.
+   */
   async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
     const db = await this.call('nodeReady', false);
+    const joined = await sql<{ machine_id: string }>`
+      SELECT machine_id FROM simulated_cloud.nodes WHERE cluster_id = ${clusterId} AND node_name = ${nodeName}`.execute(db);
+    const machineId = joined.rows[0]?.machine_id;
+    if (machineId === undefined) return false;
     const rows = await sql<ServerRow>`
-      SELECT servers.* FROM simulated_cloud.nodes JOIN simulated_cloud.servers ON servers.labels->>'machine' = nodes.machine_id
-      WHERE nodes.cluster_id = ${clusterId} AND nodes.node_name = ${nodeName} AND servers.deleted_at IS NULL`.execute(db);
+      SELECT * FROM simulated_cloud.servers WHERE labels->>'machine' = ${machineId} AND deleted_at IS NULL`.execute(db);
+    const ours = await sql<{ n: number }>`SELECT count(*)::int AS n FROM simulated_cloud.servers WHERE labels->>'machine' = ${machineId}`.execute(db);
+    if (ours.rows[0]!.n === 0) return true;
     return rows.rows.some((row) => this.server(row).status === 'running');
   }
 

@@ -9,7 +9,7 @@ import { createComputeProvider } from '../providers/index.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import type { ClusterDriver } from '../providers/types.ts';
-import { type ProviderRateLimit, providerRateLimit } from '../services/provider-rate-limit.ts';
+import { type ProviderRateLimit, providerRateLimit } from '../providers/rate-limit.ts';
 import { secretBox } from '../services/secrets.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';

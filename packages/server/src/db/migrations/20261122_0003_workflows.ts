@@ -27,7 +27,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       -- What the cluster could be offered when the failures happened (plan and limit): a change resets them.
       offering text NOT NULL
     );
-    -- Provider rate limits (services/provider-rate-limit.ts): the next free moment per key, in ms.
+    -- Provider rate limits (providers/rate-limit.ts): the next free moment per key, in ms.
     CREATE TABLE rate_limit_slots (
       key text PRIMARY KEY,
       next_at_ms bigint NOT NULL

@@ -1,5 +1,5 @@
 // Hetzner Cloud limits requests per project token (3600 an hour by default, refilled one a second). The driver
-// keeps one bucket per token in the shared PostgreSQL limiter (services/provider-rate-limit.ts), keyed by a
+// keeps one bucket per token in the shared PostgreSQL limiter (providers/rate-limit.ts), keyed by a
 // digest of the token so the token itself is never stored, and spaces calls at the configured hourly rate.
 //
 // Hetzner's answers then correct the bucket: a token is shared with whatever else uses the same project
@@ -8,9 +8,8 @@
 // refills the next request: (RateLimit-Reset − now) / (RateLimit-Limit − RateLimit-Remaining), never past
 // RateLimit-Reset. Every process then waits, not only the one that saw the answer.
 import { createHash } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
-import type { Database } from '../../db/schema.ts';
-import { providerRateLimit } from '../../services/provider-rate-limit.ts';
+import type { Kysely } from 'kysely';
+import { providerRateLimit } from '../rate-limit.ts';
 
 export interface TokenRateLimit {
   /** Waits for this token's next slot. */
@@ -24,17 +23,13 @@ export function bucketKey(token: string): string {
   return `hetzner:${createHash('sha256').update(token).digest('hex').slice(0, 32)}`;
 }
 
-export function tokenRateLimit(db: Kysely<Database>, perHour: number): TokenRateLimit {
+export function tokenRateLimit<DB>(db: Kysely<DB>, perHour: number): TokenRateLimit {
   const limit = providerRateLimit(db, perHour / 3600);
   return {
     async take(key) {
       await limit.take(key);
     },
-    async defer(key, untilMs) {
-      await sql`
-        INSERT INTO rate_limit_slots AS s (key, next_at_ms) VALUES (${key}, ${Math.ceil(untilMs)})
-        ON CONFLICT (key) DO UPDATE SET next_at_ms = GREATEST(s.next_at_ms, EXCLUDED.next_at_ms)`.execute(db);
-    },
+    defer: (key, untilMs) => limit.defer(key, untilMs),
   };
 }
 

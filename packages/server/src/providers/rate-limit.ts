@@ -2,14 +2,16 @@
 // the next free moment of its key in one UPDATE (a queue of reservations, GCRA without burst), then waits
 // until that moment. So N processes together never exceed `perSecond`, and nobody polls or retries.
 import { type Kysely, sql } from 'kysely';
-import type { Database } from '../db/schema.ts';
 
 export interface ProviderRateLimit {
   /** Resolves when this caller may make one call, with the moment reserved for it (database clock, ms). */
   take(key: string): Promise<number>;
+  /** No call of `key` starts before `untilMs` (Unix ms), in any process: the provider said it has none before. */
+  defer(key: string, untilMs: number): Promise<void>;
 }
 
-export function providerRateLimit(db: Kysely<Database>, perSecond: number): ProviderRateLimit {
+// The limiter keeps its own table (rate_limit_slots) and needs nothing else of the database's.
+export function providerRateLimit<DB>(db: Kysely<DB>, perSecond: number): ProviderRateLimit {
   // Fractional above 1000 a second: the bigint column rounds each reservation (a bare 0.1 parameter was refused).
   const spacingMs = 1000 / perSecond;
   return {
@@ -25,6 +27,11 @@ export function providerRateLimit(db: Kysely<Database>, perSecond: number): Prov
       const wait = Number(row.slot) - Number(row.now);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       return Number(row.slot);
+    },
+    async defer(key, untilMs) {
+      await sql`
+        INSERT INTO rate_limit_slots AS s (key, next_at_ms) VALUES (${key}, ${Math.ceil(untilMs)})
+        ON CONFLICT (key) DO UPDATE SET next_at_ms = GREATEST(s.next_at_ms, EXCLUDED.next_at_ms)`.execute(db);
     },
   };
 }
