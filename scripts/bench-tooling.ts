@@ -22,5 +22,7 @@ export function benchTooling(): { gen: number; lint: number } {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { gen, lint } = benchTooling();
-  console.log(`tooling (median of ${runs} runs): pnpm gen ${(gen / 1000).toFixed(2)} s (target < 5 s), pnpm lint:api ${(lint / 1000).toFixed(2)} s (target < 2 s)`);
+  console.log(
+    `tooling (median of ${runs} runs): pnpm gen ${(gen / 1000).toFixed(2)} s (target < 5 s), pnpm lint:api ${(lint / 1000).toFixed(2)} s (target < 2 s)`,
+  );
 }

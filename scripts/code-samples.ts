@@ -77,7 +77,10 @@ export function sampleInput(doc: Json, path: string, method: string, pathItem: J
   const servers = Array.isArray(doc.servers) ? doc.servers : [];
   const baseUrl = isObject(servers[0]) && typeof servers[0].url === 'string' ? servers[0].url : 'http://localhost:8080';
   const operationId = String(operation.operationId);
-  const parameters = [...(Array.isArray(pathItem.parameters) ? pathItem.parameters : []), ...(Array.isArray(operation.parameters) ? operation.parameters : [])].map(resolve);
+  const parameters = [
+    ...(Array.isArray(pathItem.parameters) ? pathItem.parameters : []),
+    ...(Array.isArray(operation.parameters) ? operation.parameters : []),
+  ].map(resolve);
   const input: SampleInput = {
     operationId,
     method,
@@ -137,7 +140,9 @@ function fillPath(path: string, values: Record<string, unknown>): string {
 }
 
 export function curlSample(input: SampleInput): string {
-  const lines = [`curl${input.method === 'get' ? '' : ` -X ${input.method.toUpperCase()}`}${input.eventStream ? ' -N' : ''} ${shellQuote(`${input.baseUrl}${fillPath(input.path, input.pathParams)}${queryString(input.query)}`)}`];
+  const lines = [
+    `curl${input.method === 'get' ? '' : ` -X ${input.method.toUpperCase()}`}${input.eventStream ? ' -N' : ''} ${shellQuote(`${input.baseUrl}${fillPath(input.path, input.pathParams)}${queryString(input.query)}`)}`,
+  ];
   // Double quotes so that the shell puts the token in.
   if (input.authenticated) lines.push('-H "Authorization: Bearer $PLATFORM_TOKEN"');
   if (input.workspaceId) lines.push(`-H ${shellQuote(`X-Workspace-Id: ${input.workspaceId}`)}`);
@@ -175,7 +180,10 @@ function literal(value: unknown, indent = ''): string {
   }
   if (isObject(value)) {
     const key = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : literal(name));
-    return objectLiteral(Object.entries(value).map(([name, item]) => `${key(name)}: ${literal(item, inner)}`), indent);
+    return objectLiteral(
+      Object.entries(value).map(([name, item]) => `${key(name)}: ${literal(item, inner)}`),
+      indent,
+    );
   }
   if (typeof value === 'string') return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'").replaceAll('\n', '\\n')}'`;
   return JSON.stringify(value) ?? 'undefined';
@@ -190,11 +198,7 @@ export function typescriptSample(input: SampleInput): string {
   const options = [`baseUrl: ${literal(input.baseUrl)}`];
   if (input.authenticated) options.push('token: process.env.PLATFORM_TOKEN');
   if (input.workspaceId) options.push(`workspaceId: ${literal(input.workspaceId)}`);
-  const head = [
-    "import { createPlatformClient } from '@platform/client';",
-    '',
-    `const api = createPlatformClient(${objectLiteral(options, '')});`,
-  ];
+  const head = ["import { createPlatformClient } from '@platform/client';", '', `const api = createPlatformClient(${objectLiteral(options, '')});`];
   if (input.eventStream) {
     const [first, ...rest] = Object.values(input.pathParams);
     if (rest.length > 0) throw new Error(`${input.operationId}: a stream sample takes one path parameter`);

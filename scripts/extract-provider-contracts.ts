@@ -97,7 +97,11 @@ const extract = {
   paths: strip(paths as Json),
   components: {
     securitySchemes: document.components.securitySchemes,
-    schemas: Object.fromEntries(Object.keys(schemas).sort().map((name) => [name, strip(schemas[name]!)])),
+    schemas: Object.fromEntries(
+      Object.keys(schemas)
+        .sort()
+        .map((name) => [name, strip(schemas[name]!)]),
+    ),
   },
 };
 await writeFile(join(target, 'openapi.json'), `${JSON.stringify(extract, null, 2)}\n`);
@@ -122,4 +126,6 @@ await writeFile(
 ${list.join('\n')}
 `,
 );
-console.log(`wrote ${target}/openapi.json: ${operationCount} operations, ${Object.keys(schemas).length} schemas (of ${Object.keys(document.components.schemas).length})`);
+console.log(
+  `wrote ${target}/openapi.json: ${operationCount} operations, ${Object.keys(schemas).length} schemas (of ${Object.keys(document.components.schemas).length})`,
+);

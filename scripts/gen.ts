@@ -15,8 +15,8 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
-import { clientOperationsFile, generateClientOperations } from './gen-client.ts';
 import { codeSampleLanguages, withCodeSamples } from './code-samples.ts';
+import { clientOperationsFile, generateClientOperations } from './gen-client.ts';
 
 const run = promisify(execFile);
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -122,11 +122,14 @@ function offlinePage(html: string): string {
   // links #/<section>: before it runs (or without JavaScript) a click would leave the page for the API's 404.
   const start = html.indexOf('<div id="redoc">');
   const end = html.indexOf('<script type="module">', start);
-  if (start < 0 || end < 0) throw new Error("build-docs's page has no <div id=\"redoc\"> followed by its module script");
+  if (start < 0 || end < 0) throw new Error('build-docs\'s page has no <div id="redoc"> followed by its module script');
   const rendered = html.slice(start, end).replace(/ href="\/(?!\/)/g, ' href="#/');
   const page = `${html.slice(0, start)}${rendered}${html.slice(end)}`.replace(cdn, redocScriptUrl);
   const hashes = [...page.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
-    ([, body]) => `'sha256-${createHash('sha256').update(body ?? '').digest('base64')}'`,
+    ([, body]) =>
+      `'sha256-${createHash('sha256')
+        .update(body ?? '')
+        .digest('base64')}'`,
   );
   const csp = [
     "default-src 'self'",

@@ -94,9 +94,7 @@ export function requestViolations(header: string | null): Violation[] {
   if (!header) return [];
   try {
     const parsed = JSON.parse(header) as Violation[];
-    return Array.isArray(parsed)
-      ? parsed.filter((violation) => violation.severity === 'Error' && violation.location?.[0] === 'request')
-      : [];
+    return Array.isArray(parsed) ? parsed.filter((violation) => violation.severity === 'Error' && violation.location?.[0] === 'request') : [];
   } catch {
     return [];
   }
@@ -125,9 +123,7 @@ function violationError(status: number, violations: Violation[]): ErrorBody {
       message: first.message,
       ...(param === undefined ? {} : { param }),
       suggestion:
-        param === undefined
-          ? 'Correct the request as the message says and send it again.'
-          : `Correct ${param} as the message says and send the request again.`,
+        param === undefined ? 'Correct the request as the message says and send it again.' : `Correct ${param} as the message says and send the request again.`,
       details: { violations: violations.map((violation) => ({ param: violationParam(violation), message: violation.message })) },
     },
   };

@@ -25,7 +25,10 @@ export function serverNodeFlags(): string[] {
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const inherited = { ...process.env };
   delete inherited.LOG_POLL_MS; // the server's default unless the caller sets it
-  const child = spawn(process.execPath, [...serverNodeFlags(), join(repoRoot, MAIN), ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...serverNodeFlags(), join(repoRoot, MAIN), ...args], {
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const base = await new Promise<string>((resolve, reject) => {
     let out = '';
     const onData = (chunk: Buffer) => {

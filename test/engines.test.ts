@@ -6,9 +6,14 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
-const manifest = (dir: string) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string; engines?: { node?: string }; devDependencies?: Record<string, string> };
+const manifest = (dir: string) =>
+  JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string; engines?: { node?: string }; devDependencies?: Record<string, string> };
 const rootManifest = manifest(root);
-const minimum = (range: string) => /^>=(\d+)\.(\d+)(?:\.(\d+))?$/.exec(range)?.slice(1).map((part) => Number(part ?? 0));
+const minimum = (range: string) =>
+  /^>=(\d+)\.(\d+)(?:\.(\d+))?$/
+    .exec(range)
+    ?.slice(1)
+    .map((part) => Number(part ?? 0));
 
 it('the root states one Node range, and the runtime the scripts run on satisfies it', () => {
   const range = rootManifest.engines?.node;
@@ -21,6 +26,8 @@ it('the root states one Node range, and the runtime the scripts run on satisfies
 it('no workspace package asks for more Node than the root', () => {
   const packages = readdirSync(join(root, 'packages')).map((name) => manifest(join(root, 'packages', name)));
   expect(packages.length).toBeGreaterThan(3);
-  const mismatched = packages.filter((pkg) => pkg.engines?.node !== undefined && pkg.engines.node !== rootManifest.engines!.node).map((pkg) => `${pkg.name}: ${pkg.engines!.node}`);
+  const mismatched = packages
+    .filter((pkg) => pkg.engines?.node !== undefined && pkg.engines.node !== rootManifest.engines!.node)
+    .map((pkg) => `${pkg.name}: ${pkg.engines!.node}`);
   expect(mismatched).toEqual([]);
 });

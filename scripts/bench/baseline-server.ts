@@ -28,15 +28,24 @@ createServer(async (req, res) => {
     const cursor = url.searchParams.get('cursor');
     const after = cursor ? JSON.parse(Buffer.from(cursor, 'base64url').toString()) : undefined;
     const { rows } = after
-      ? await pool.query(
-          'SELECT * FROM clusters WHERE workspace_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4',
-          [workspaceId, after.t, after.i, limit + 1],
-        )
+      ? await pool.query('SELECT * FROM clusters WHERE workspace_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4', [
+          workspaceId,
+          after.t,
+          after.i,
+          limit + 1,
+        ])
       : await pool.query('SELECT * FROM clusters WHERE workspace_id = $1 ORDER BY created_at, id LIMIT $2', [workspaceId, limit + 1]);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     const body = JSON.stringify({
-      data: page.map((r) => ({ id: r.id, name: r.name, workspace_id: r.workspace_id, region_id: r.region_id, kaas: { version: r.kaas_version, status: r.status, status_message: r.status_message }, created_at: r.created_at })),
+      data: page.map((r) => ({
+        id: r.id,
+        name: r.name,
+        workspace_id: r.workspace_id,
+        region_id: r.region_id,
+        kaas: { version: r.kaas_version, status: r.status, status_message: r.status_message },
+        created_at: r.created_at,
+      })),
       pagination: { cursor: last ? Buffer.from(JSON.stringify({ t: last.created_at, i: last.id })).toString('base64url') : '', has_more: rows.length > limit },
     });
     res.writeHead(200, { 'content-type': 'application/json' }).end(body);

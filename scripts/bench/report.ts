@@ -112,25 +112,91 @@ const logs = workflows.logs;
 const checks: Check[] = [
   { name: 'pnpm gen (median of 5)', value: tooling.gen / 1000, unit: 's', target: { max: 5 }, baseline: 'target 5 s' },
   { name: 'pnpm lint:api (median of 5)', value: tooling.lint / 1000, unit: 's', target: { max: 2 }, baseline: 'target 2 s' },
-  { name: 'GET /v1/clusters throughput ÷ baseline', value: server.throughput_ratio!, unit: '×', target: { min: 0.8 }, baseline: `raw node:http + pg ${round(server.baseline_rps!)} req/s; server ${round(server.server_rps!)} req/s` },
-  { name: 'GET /v1/clusters p99 ÷ baseline', value: server.p99_ratio!, unit: '×', target: { max: 2 }, baseline: `raw node:http + pg p99 ${server.baseline_p99_ms} ms (p50 ${server.baseline_p50_ms}); server p99 ${server.server_p99_ms} ms (p50 ${server.server_p50_ms})` },
+  {
+    name: 'GET /v1/clusters throughput ÷ baseline',
+    value: server.throughput_ratio!,
+    unit: '×',
+    target: { min: 0.8 },
+    baseline: `raw node:http + pg ${round(server.baseline_rps!)} req/s; server ${round(server.server_rps!)} req/s`,
+  },
+  {
+    name: 'GET /v1/clusters p99 ÷ baseline',
+    value: server.p99_ratio!,
+    unit: '×',
+    target: { max: 2 },
+    baseline: `raw node:http + pg p99 ${server.baseline_p99_ms} ms (p50 ${server.baseline_p50_ms}); server p99 ${server.server_p99_ms} ms (p50 ${server.server_p50_ms})`,
+  },
   { name: 'server peak RSS under that load', value: server.server_peak_rss_mb!, unit: 'MB', target: { max: 200 }, baseline: 'target 200 MB' },
-  { name: 'page at offset ~90,000 ÷ first page', value: server.deep_vs_first_ratio!, unit: '×', target: { max: 1.5 }, baseline: `first page p50 ${server.first_page_p50_ms} ms; deep page p50 ${server.deep_page_p50_ms} ms (throughput ratio first/deep)` },
-  { name: `log delay p99, ${logs.followers} followers`, value: logs.delay_p99_ms, unit: 'ms', target: { max: 100 }, baseline: `one follower alone p99 ${logs.single_delay_p99_ms} ms (${round(logs.delay_p99_ms / logs.single_delay_p99_ms)}×); p50 ${logs.delay_p50_ms} ms; LOG_POLL_MS=${logs.pollMs} (default)` },
-  { name: 'server memory per log stream', value: logs.memory_per_stream_kb, unit: 'KB', target: { max: 50 }, baseline: `RSS ${round(logs.rss_before_kb / 1024)} MB before, ${round(logs.rss_with_streams_kb / 1024)} MB with ${logs.followers} streams` },
+  {
+    name: 'page at offset ~90,000 ÷ first page',
+    value: server.deep_vs_first_ratio!,
+    unit: '×',
+    target: { max: 1.5 },
+    baseline: `first page p50 ${server.first_page_p50_ms} ms; deep page p50 ${server.deep_page_p50_ms} ms (throughput ratio first/deep)`,
+  },
+  {
+    name: `log delay p99, ${logs.followers} followers`,
+    value: logs.delay_p99_ms,
+    unit: 'ms',
+    target: { max: 100 },
+    baseline: `one follower alone p99 ${logs.single_delay_p99_ms} ms (${round(logs.delay_p99_ms / logs.single_delay_p99_ms)}×); p50 ${logs.delay_p50_ms} ms; LOG_POLL_MS=${logs.pollMs} (default)`,
+  },
+  {
+    name: 'server memory per log stream',
+    value: logs.memory_per_stream_kb,
+    unit: 'KB',
+    target: { max: 50 },
+    baseline: `RSS ${round(logs.rss_before_kb / 1024)} MB before, ${round(logs.rss_with_streams_kb / 1024)} MB with ${logs.followers} streams`,
+  },
 ];
 const ratios: [string, string, string][] = [
-  ['GET /v1/clusters?limit=50 throughput, 32 connections', `${round(server.server_rps!)} req/s`, `raw node:http + pg ${round(server.baseline_rps!)} req/s → ${round(server.throughput_ratio!)}×`],
-  ['GET /v1/clusters?limit=50 p50 / p99', `${server.server_p50_ms} / ${server.server_p99_ms} ms`, `${server.baseline_p50_ms} / ${server.baseline_p99_ms} ms → p99 ${round(server.p99_ratio!)}×`],
-  ['createInstall (POST /v1/installs) throughput, 32 connections', `${round(workflows.create_install_rps)} req/s`, `GET /v1/regions ${round(workflows.regions_rps)} req/s → ${round(workflows.create_vs_get_throughput_ratio)}×`],
-  ['createInstall p50', `${workflows.create_install_p50_ms} ms`, `GET /v1/regions ${workflows.regions_p50_ms} ms → ${round(workflows.create_vs_get_p50_ratio)}×`],
-  ['createInstall p99', `${workflows.create_install_p99_ms} ms`, `GET /v1/regions ${workflows.regions_p99_ms} ms → ${round(workflows.create_vs_get_p99_ratio)}×`],
-  ['GET /v1/regions with the API rate limit counting every request (one token)', `${round(workflows.regions_limited_rps)} req/s, p50 ${workflows.regions_limited_p50_ms} ms, p99 ${workflows.regions_limited_p99_ms} ms`, `rate limit off ${round(workflows.regions_rps)} req/s, p50 ${workflows.regions_p50_ms} ms → ${round(workflows.rate_limit_throughput_ratio)}×`],
-  ['installs completed end to end', `${round(workflows.installs_per_second)} installs/s`, `${workflows.options.installs} started by 32 clients in ${round(workflows.installs_create_s)} s, all running after ${round(workflows.installs_total_s)} s (${workflows.installs_failed} failed); no baseline`],
-  [`log delay p99, ${logs.followers} followers (LOG_POLL_MS=${logs.pollMs})`, `${logs.delay_p99_ms} ms`, `one follower ${logs.single_delay_p99_ms} ms → ${round(logs.delay_p99_ms / logs.single_delay_p99_ms)}×`],
+  [
+    'GET /v1/clusters?limit=50 throughput, 32 connections',
+    `${round(server.server_rps!)} req/s`,
+    `raw node:http + pg ${round(server.baseline_rps!)} req/s → ${round(server.throughput_ratio!)}×`,
+  ],
+  [
+    'GET /v1/clusters?limit=50 p50 / p99',
+    `${server.server_p50_ms} / ${server.server_p99_ms} ms`,
+    `${server.baseline_p50_ms} / ${server.baseline_p99_ms} ms → p99 ${round(server.p99_ratio!)}×`,
+  ],
+  [
+    'createInstall (POST /v1/installs) throughput, 32 connections',
+    `${round(workflows.create_install_rps)} req/s`,
+    `GET /v1/regions ${round(workflows.regions_rps)} req/s → ${round(workflows.create_vs_get_throughput_ratio)}×`,
+  ],
+  [
+    'createInstall p50',
+    `${workflows.create_install_p50_ms} ms`,
+    `GET /v1/regions ${workflows.regions_p50_ms} ms → ${round(workflows.create_vs_get_p50_ratio)}×`,
+  ],
+  [
+    'createInstall p99',
+    `${workflows.create_install_p99_ms} ms`,
+    `GET /v1/regions ${workflows.regions_p99_ms} ms → ${round(workflows.create_vs_get_p99_ratio)}×`,
+  ],
+  [
+    'GET /v1/regions with the API rate limit counting every request (one token)',
+    `${round(workflows.regions_limited_rps)} req/s, p50 ${workflows.regions_limited_p50_ms} ms, p99 ${workflows.regions_limited_p99_ms} ms`,
+    `rate limit off ${round(workflows.regions_rps)} req/s, p50 ${workflows.regions_p50_ms} ms → ${round(workflows.rate_limit_throughput_ratio)}×`,
+  ],
+  [
+    'installs completed end to end',
+    `${round(workflows.installs_per_second)} installs/s`,
+    `${workflows.options.installs} started by 32 clients in ${round(workflows.installs_create_s)} s, all running after ${round(workflows.installs_total_s)} s (${workflows.installs_failed} failed); no baseline`,
+  ],
+  [
+    `log delay p99, ${logs.followers} followers (LOG_POLL_MS=${logs.pollMs})`,
+    `${logs.delay_p99_ms} ms`,
+    `one follower ${logs.single_delay_p99_ms} ms → ${round(logs.delay_p99_ms / logs.single_delay_p99_ms)}×`,
+  ],
   ...[workflows.logs_multi, workflows.logs_alt]
     .filter((f) => f !== undefined)
-    .map((f): [string, string, string] => [`log delay p99, ${f.followers} followers, ${f.containers} container(s) (LOG_POLL_MS=${f.pollMs})`, `${f.delay_p99_ms} ms`, `one follower ${f.single_delay_p99_ms} ms → ${round(f.delay_p99_ms / f.single_delay_p99_ms)}×`]),
+    .map((f): [string, string, string] => [
+      `log delay p99, ${f.followers} followers, ${f.containers} container(s) (LOG_POLL_MS=${f.pollMs})`,
+      `${f.delay_p99_ms} ms`,
+      `one follower ${f.single_delay_p99_ms} ms → ${round(f.delay_p99_ms / f.single_delay_p99_ms)}×`,
+    ]),
 ];
 const failedRequests = server.failed_requests! + workflows.failed_requests;
 const fanOuts = [workflows.logs, workflows.logs_multi, workflows.logs_alt].filter((f) => f !== undefined);
@@ -151,7 +217,9 @@ PostgreSQL. Raw figures: [${date}.json](${date}.json).
 
 ## Machine
 
-${Object.entries(facts).map(([k, v]) => `- ${k}: ${v}`).join('\n')}
+${Object.entries(facts)
+  .map(([k, v]) => `- ${k}: ${v}`)
+  .join('\n')}
 
 ## Against targets
 
@@ -214,7 +282,10 @@ whose lines made the tail, so at the first update the others are read from the c
     (RATE_LIMIT_PER_MINUTE=1,000,000, so every request is counted and none refused).
 `;
 writeFileSync(join(dir, `${date}.md`), report);
-writeFileSync(join(dir, `${date}.json`), `${JSON.stringify({ date: startedAt.toISOString(), duration_s: DURATION, machine: facts, tooling_ms: tooling, server, workflows }, null, 2)}\n`);
+writeFileSync(
+  join(dir, `${date}.json`),
+  `${JSON.stringify({ date: startedAt.toISOString(), duration_s: DURATION, machine: facts, tooling_ms: tooling, server, workflows }, null, 2)}\n`,
+);
 writeFileSync(join(dir, 'latest.svg'), chart(checks, `pnpm bench, ${date} (${facts.CPU})`));
 console.log(`\nwrote bench/results/${date}.md, ${date}.json and latest.svg`);
 for (const c of checks) console.log(`${passes(c) ? 'pass' : 'MISS'}  ${c.name}: ${round(c.value)} ${c.unit}`);

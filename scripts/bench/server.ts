@@ -10,8 +10,8 @@ import { sql } from 'kysely';
 import { systemClock } from '../../packages/server/src/clock.ts';
 import { createUser } from '../../packages/server/src/db/seed.ts';
 import { encodeCursor } from '../../packages/server/src/services/pagination.ts';
-import { repoRoot } from '../gen.ts';
 import { freshDatabase } from '../fresh-database.ts';
+import { repoRoot } from '../gen.ts';
 import { serverNodeFlags } from '../server-process.ts';
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 100_000);
@@ -61,7 +61,15 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
     SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${user.workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
     FROM generate_series(1, ${CLUSTERS}) AS n`.execute(bench.db);
   await sql`ANALYZE`.execute(bench.db);
-  const deep = await bench.db.selectFrom('clusters').select(['created_at', 'id']).where('workspace_id', '=', user.workspaceId).orderBy('created_at').orderBy('id').offset(Math.floor(CLUSTERS * 0.9) - 1).limit(1).executeTakeFirstOrThrow();
+  const deep = await bench.db
+    .selectFrom('clusters')
+    .select(['created_at', 'id'])
+    .where('workspace_id', '=', user.workspaceId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .offset(Math.floor(CLUSTERS * 0.9) - 1)
+    .limit(1)
+    .executeTakeFirstOrThrow();
   await bench.close();
 
   // One token at full speed: the API rate limit is off, as the baseline has none.
@@ -105,7 +113,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`GET /v1/clusters?limit=50, ${CLUSTERS} clusters, ${CONNECTIONS} connections, ${DURATION} s each:`);
   console.log(`  baseline (node:http + pg): ${f.baseline_rps!.toFixed(0)} req/s, p50 ${f.baseline_p50_ms} ms, p99 ${f.baseline_p99_ms} ms`);
   console.log(`  server:                    ${f.server_rps!.toFixed(0)} req/s, p50 ${f.server_p50_ms} ms, p99 ${f.server_p99_ms} ms`);
-  console.log(`  throughput ratio ${f.throughput_ratio!.toFixed(2)} (target ≥ 0.8), p99 ratio ${f.p99_ratio!.toFixed(2)} (target ≤ 2), peak RSS ${f.server_peak_rss_mb!.toFixed(0)} MB (target < 200)`);
-  console.log(`  page at offset ~${Math.floor(CLUSTERS * 0.9)}: p50 ${f.deep_page_p50_ms} ms vs first page ${f.first_page_p50_ms} ms; throughput first/deep ${f.deep_vs_first_ratio!.toFixed(2)} (target ≤ 1.5)`);
+  console.log(
+    `  throughput ratio ${f.throughput_ratio!.toFixed(2)} (target ≥ 0.8), p99 ratio ${f.p99_ratio!.toFixed(2)} (target ≤ 2), peak RSS ${f.server_peak_rss_mb!.toFixed(0)} MB (target < 200)`,
+  );
+  console.log(
+    `  page at offset ~${Math.floor(CLUSTERS * 0.9)}: p50 ${f.deep_page_p50_ms} ms vs first page ${f.first_page_p50_ms} ms; throughput first/deep ${f.deep_vs_first_ratio!.toFixed(2)} (target ≤ 1.5)`,
+  );
   console.log(`  failed requests: ${f.failed_requests}`);
 }

@@ -123,7 +123,11 @@ const cpuSeconds = (pid: number) => {
 };
 
 async function post(base: string, path: string, token: string, body: unknown): Promise<{ id: string }> {
-  const response = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (response.status !== 202) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`);
   return (await response.json()) as { id: string };
 }
@@ -131,9 +135,11 @@ async function post(base: string, path: string, token: string, body: unknown): P
 /** Runs `work` for 0..count-1 with at most `concurrency` at once. */
 async function pool(count: number, concurrency: number, work: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
-    while (next < count) await work(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) await work(next++);
+    }),
+  );
 }
 
 interface Follower {
@@ -284,7 +290,18 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
         id: logProductId,
         name: 'Log bench',
         template_id: newId('tpl'),
-        sources: JSON.stringify(Array.from({ length: options.logSources }, (_, i) => ({ id: newId('src'), chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '1.0.0', chart: `${charts[i % charts.length]}${i >= charts.length ? `-${i}` : ''}` }, values: {}, metadata: {} }))),
+        sources: JSON.stringify(
+          Array.from({ length: options.logSources }, (_, i) => ({
+            id: newId('src'),
+            chart: {
+              repo_url: 'https://charts.bitnami.com/bitnami',
+              target_revision: '1.0.0',
+              chart: `${charts[i % charts.length]}${i >= charts.length ? `-${i}` : ''}`,
+            },
+            values: {},
+            metadata: {},
+          })),
+        ),
         cluster_ids: JSON.stringify(product.cluster_ids),
         stripe_price_ids: JSON.stringify(product.stripe_price_ids),
         settings: JSON.stringify(product.settings),
@@ -330,12 +347,18 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
     // (c) Followers of one running install's log stream.
     const followed = async (productId: string) => {
       const { id } = await post(server.base, '/v1/installs', user.token, { product_id: productId, region_id: 'fsn1' });
-      await waitFor(async () => (await db.db.selectFrom('installs').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status === 'running', 'a followed install');
+      await waitFor(
+        async () => (await db.db.selectFrom('installs').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status === 'running',
+        'a followed install',
+      );
       return `/v1/installs/${id}/logs?tail=1`;
     };
     const single = await followed(sample.productId);
     const multi = options.logSources > 0 ? await followed(logProductId) : undefined;
-    await waitFor(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM workflows WHERE status IN ('pending', 'running')`.execute(db.db)).rows[0]!.n === 0, 'the workflows to settle');
+    await waitFor(
+      async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM workflows WHERE status IN ('pending', 'running')`.execute(db.db)).rows[0]!.n === 0,
+      'the workflows to settle',
+    );
     const defaultPollMs = loadConfig({}).logPollMs;
     const logs = await fanOut(server, `${server.base}${single}`, user.token, options, defaultPollMs, 1);
     const logsMulti = multi ? await fanOut(server, `${server.base}${multi}`, user.token, options, defaultPollMs, options.logSources) : undefined;
@@ -353,7 +376,14 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
     servers.push(api);
     const headers = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
     const load = (method: 'GET' | 'POST', path: string, duration: number) =>
-      autocannon({ url: `${api.base}${path}`, method, headers, connections: 32, duration, ...(method === 'POST' ? { body: JSON.stringify(installBody) } : {}) });
+      autocannon({
+        url: `${api.base}${path}`,
+        method,
+        headers,
+        connections: 32,
+        duration,
+        ...(method === 'POST' ? { body: JSON.stringify(installBody) } : {}),
+      });
     await load('GET', '/v1/regions', 2);
     await load('POST', '/v1/installs', 2);
     const regions = await load('GET', '/v1/regions', options.duration);
@@ -412,11 +442,19 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const f = await benchWorkflows();
   const o = f.options;
   console.log(`workflows (server as its own process, simulated cloud at zero latency/failures/timings), ${o.duration} s per load:`);
-  console.log(`  installs end to end: ${f.installs_per_second.toFixed(1)} installs/s (${o.installs} started by 32 clients in ${f.installs_create_s.toFixed(1)} s, all running after ${f.installs_total_s.toFixed(1)} s, ${f.installs_failed} failed)`);
+  console.log(
+    `  installs end to end: ${f.installs_per_second.toFixed(1)} installs/s (${o.installs} started by 32 clients in ${f.installs_create_s.toFixed(1)} s, all running after ${f.installs_total_s.toFixed(1)} s, ${f.installs_failed} failed)`,
+  );
   console.log(`  GET /v1/regions (baseline), 32 connections: ${f.regions_rps.toFixed(0)} req/s, p50 ${f.regions_p50_ms} ms, p99 ${f.regions_p99_ms} ms`);
-  console.log(`  POST /v1/installs, 32 connections:          ${f.create_install_rps.toFixed(0)} req/s, p50 ${f.create_install_p50_ms} ms, p99 ${f.create_install_p99_ms} ms`);
-  console.log(`  GET /v1/regions, rate limit on:          ${f.regions_limited_rps.toFixed(0)} req/s, p50 ${f.regions_limited_p50_ms} ms, p99 ${f.regions_limited_p99_ms} ms (throughput ${f.rate_limit_throughput_ratio.toFixed(2)} of the limit off)`);
-  console.log(`  createInstall / GET: throughput ${f.create_vs_get_throughput_ratio.toFixed(2)}, p50 ${f.create_vs_get_p50_ratio.toFixed(2)}, p99 ${f.create_vs_get_p99_ratio.toFixed(2)}; failed requests ${f.failed_requests}`);
+  console.log(
+    `  POST /v1/installs, 32 connections:          ${f.create_install_rps.toFixed(0)} req/s, p50 ${f.create_install_p50_ms} ms, p99 ${f.create_install_p99_ms} ms`,
+  );
+  console.log(
+    `  GET /v1/regions, rate limit on:          ${f.regions_limited_rps.toFixed(0)} req/s, p50 ${f.regions_limited_p50_ms} ms, p99 ${f.regions_limited_p99_ms} ms (throughput ${f.rate_limit_throughput_ratio.toFixed(2)} of the limit off)`,
+  );
+  console.log(
+    `  createInstall / GET: throughput ${f.create_vs_get_throughput_ratio.toFixed(2)}, p50 ${f.create_vs_get_p50_ratio.toFixed(2)}, p99 ${f.create_vs_get_p99_ratio.toFixed(2)}; failed requests ${f.failed_requests}`,
+  );
   console.log('  log fan-out (tail=1, follow):');
   console.log(printFanOut(f.logs));
   if (f.logs_multi) console.log(printFanOut(f.logs_multi));

@@ -14,9 +14,9 @@ import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { systemClock } from '../../packages/server/src/clock.ts';
 import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
+import { freshDatabase } from '../fresh-database.ts';
 import { startServerProcess } from '../server-process.ts';
 import { percentile } from '../stats.ts';
-import { freshDatabase } from '../fresh-database.ts';
 
 const flag = (name: string) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -47,25 +47,29 @@ async function followers(base: string, token: string, installId: string): Promis
   let failures = 0;
   const requests: http.ClientRequest[] = [];
   for (let i = 0; i < FOLLOWERS; i++) {
-    const request = http.get(`${base}/v1/installs/${installId}/logs?tail=1`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, agent: false }, (response) => {
-      if (response.statusCode !== 200) {
-        failures++;
-        response.resume();
-        return;
-      }
-      response.setEncoding('utf8');
-      let pending = '';
-      response.on('data', (chunk: string) => {
-        pending += chunk;
-        const events = pending.split('\n\n');
-        pending = events.pop() ?? '';
-        for (const event of events) {
-          const data = /^data: (.*)$/m.exec(event)?.[1];
-          if (!event.includes('event: log') || !data) continue;
-          delays.push(Date.now() - Date.parse(JSON.parse(data).timestamp));
+    const request = http.get(
+      `${base}/v1/installs/${installId}/logs?tail=1`,
+      { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, agent: false },
+      (response) => {
+        if (response.statusCode !== 200) {
+          failures++;
+          response.resume();
+          return;
         }
-      });
-    });
+        response.setEncoding('utf8');
+        let pending = '';
+        response.on('data', (chunk: string) => {
+          pending += chunk;
+          const events = pending.split('\n\n');
+          pending = events.pop() ?? '';
+          for (const event of events) {
+            const data = /^data: (.*)$/m.exec(event)?.[1];
+            if (!event.includes('event: log') || !data) continue;
+            delays.push(Date.now() - Date.parse(JSON.parse(data).timestamp));
+          }
+        });
+      },
+    );
     request.on('error', () => failures++);
     requests.push(request);
   }
@@ -74,7 +78,13 @@ async function followers(base: string, token: string, installId: string): Promis
   for (const request of requests) request.destroy();
   const seconds = (Date.now() - started) / 1000;
   if (delays.length === 0) failures++;
-  return { scenario: `logs (${FOLLOWERS} followers)`, throughput: `${(delays.length / seconds).toFixed(0)} lines/s`, p50: percentile(delays, 50), p99: percentile(delays, 99), failures };
+  return {
+    scenario: `logs (${FOLLOWERS} followers)`,
+    throughput: `${(delays.length / seconds).toFixed(0)} lines/s`,
+    p50: percentile(delays, 50),
+    p99: percentile(delays, 99),
+    failures,
+  };
 }
 
 async function main(): Promise<void> {
@@ -89,14 +99,22 @@ async function main(): Promise<void> {
   await load.close();
 
   const server = await startServerProcess({
-    DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', LOG_STREAMS_PER_USER: '0',
-    PROVIDER_RATE_LIMIT: '1000', SIM_RELEASE_SECONDS: '1', SIM_BOOT_SECONDS: '1',
+    DATABASE_URL: url.toString(),
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '0',
+    LOG_STREAMS_PER_USER: '0',
+    PROVIDER_RATE_LIMIT: '1000',
+    SIM_RELEASE_SECONDS: '1',
+    SIM_BOOT_SECONDS: '1',
   });
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId, 'content-type': 'application/json' };
   const results: Figures[] = [];
   const report = (figures: Figures) => {
     results.push(figures);
-    console.log(`${figures.scenario.padEnd(30)}${figures.throughput.padEnd(18)}${String(figures.p50).padEnd(10)}${String(figures.p99).padEnd(10)}${figures.failures}`);
+    console.log(
+      `${figures.scenario.padEnd(30)}${figures.throughput.padEnd(18)}${String(figures.p50).padEnd(10)}${String(figures.p99).padEnd(10)}${figures.failures}`,
+    );
   };
   try {
     console.log(`load: ${DURATION} s per scenario, ${CONNECTIONS} connections, server ${server.base}`);
@@ -127,14 +145,22 @@ async function main(): Promise<void> {
             },
             {
               method: 'DELETE',
-              setupRequest: (request: any, context: Record<string, unknown>) => ({ ...request, path: `/v1/registry/credentials/${context.id}`, body: undefined }),
+              setupRequest: (request: any, context: Record<string, unknown>) => ({
+                ...request,
+                path: `/v1/registry/credentials/${context.id}`,
+                body: undefined,
+              }),
             },
           ],
         } as autocannon.Options),
       );
     }
     if (SCENARIOS.includes('logs')) {
-      const created = await fetch(`${server.base}/v1/installs`, { method: 'POST', headers, body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }) });
+      const created = await fetch(`${server.base}/v1/installs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }),
+      });
       const install = (await created.json()) as { id: string };
       for (let i = 0; ; i++) {
         const state = (await (await fetch(`${server.base}/v1/installs/${install.id}`, { headers })).json()) as { status: string };
@@ -145,7 +171,14 @@ async function main(): Promise<void> {
       report(await followers(server.base, user.token, install.id));
     }
     if (SCENARIOS.includes('installs')) {
-      report(await cannon('installs', { url: `${server.base}/v1/installs`, method: 'POST', headers, body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }) }));
+      report(
+        await cannon('installs', {
+          url: `${server.base}/v1/installs`,
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }),
+        }),
+      );
     }
   } finally {
     server.child.kill('SIGTERM');

@@ -2,11 +2,11 @@
 // scratch project outside the workspace, then a consumer script type-checked with plain tsc and run with the
 // system's Node 20 against a real server, and a browser script type-checked and bundled with esbuild.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { existsSync } from 'node:fs';
 import { build } from 'esbuild';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -54,27 +54,23 @@ export const calls = {
   listWorkspaces: (api) => api.GET('/v1/workspaces', { params: { query: { limit: 10 } } }),
   createWorkspace: (api) => api.POST('/v1/workspaces', { body: { name: 'Acme Production', icon: '🏭' } }),
   getWorkspace: (api) => api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } }),
-  listWorkspaceMembers: (api) =>
-    api.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId }, query: { limit: 10 } } }),
+  listWorkspaceMembers: (api) => api.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId }, query: { limit: 10 } } }),
   addWorkspaceMember: (api) =>
     api.POST('/v1/workspaces/{workspaceId}/members', {
       params: { path: { workspaceId } },
       body: { email: 'dana@acme.example' },
     }),
-  removeWorkspaceMember: (api) =>
-    api.DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } } }),
+  removeWorkspaceMember: (api) => api.DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } } }),
 
   // Clusters
   listRegions: (api) => api.GET('/v1/regions', {}),
   listClusters: (api) => api.GET('/v1/clusters', { params: { query: { limit: 10 } }, workspaceId }),
-  createCluster: (api) =>
-    api.POST('/v1/clusters', { body: { name: 'prod-eu', region_id: 'fsn1', kaas_version: 'v1.31' }, workspaceId }),
+  createCluster: (api) => api.POST('/v1/clusters', { body: { name: 'prod-eu', region_id: 'fsn1', kaas_version: 'v1.31' }, workspaceId }),
   getCluster: (api) => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
   deleteCluster: (api) => api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
 
   // Compute
-  getClusterComputeStatus: (api) =>
-    api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: ids.cluster } } }),
+  getClusterComputeStatus: (api) => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: ids.cluster } } }),
   listComputeConfigs: (api) => api.GET('/v1/compute/configs', { params: { query: { limit: 10 } } }),
   createComputeConfig: (api) =>
     api.POST('/v1/compute/configs', {
@@ -84,28 +80,21 @@ export const calls = {
         provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
       },
     }),
-  deleteComputeConfig: (api) =>
-    api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
+  deleteComputeConfig: (api) => api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
   listCloudCredentials: (api) => api.GET('/v1/compute/cloud_credentials', {}),
   createCloudCredential: (api) =>
     api.POST('/v1/compute/cloud_credentials', {
       body: { name: 'hetzner-main', provider: 'hcloud', secret: 'hc_7Jq2xV9mK4pL8rT3wN6zB1cY5hF0sGaD2eR4tU6iO8pA1sD3' },
     }),
-  deleteCloudCredential: (api) =>
-    api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
+  deleteCloudCredential: (api) => api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
   listMachines: (api) => api.GET('/v1/compute/machines', { params: { query: { cluster_id: ids.cluster } } }),
-  requestMachine: (api) =>
-    api.POST('/v1/compute/machines', { body: { cluster_id: ids.cluster, compute_config_id: ids.computeConfig } }),
-  deleteMachine: (api) =>
-    api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
-  checkMachineDrift: (api) =>
-    api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: ids.machine } } }),
-  suspendMachine: (api) =>
-    api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: ids.machine } } }),
+  requestMachine: (api) => api.POST('/v1/compute/machines', { body: { cluster_id: ids.cluster, compute_config_id: ids.computeConfig } }),
+  deleteMachine: (api) => api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
+  checkMachineDrift: (api) => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: ids.machine } } }),
+  suspendMachine: (api) => api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: ids.machine } } }),
   listSuspensions: (api) => api.GET('/v1/compute/suspensions', {}),
   getSuspension: (api) => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: ids.suspension } } }),
-  resumeSuspension: (api) =>
-    api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: ids.suspension } } }),
+  resumeSuspension: (api) => api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: ids.suspension } } }),
 
   // Registry
   listRegistryCredentials: (api) => api.GET('/v1/registry/credentials', {}),
@@ -121,8 +110,7 @@ export const calls = {
         is_active: true,
       },
     }),
-  deleteRegistryCredential: (api) =>
-    api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
+  deleteRegistryCredential: (api) => api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
 
   // Products
   listProducts: (api) => api.GET('/v1/products', {}),
@@ -155,13 +143,11 @@ export const calls = {
 
   // Notifications
   listNotifications: (api) => api.GET('/v1/notifications', { params: { query: { unread: true } } }),
-  markNotificationRead: (api) =>
-    api.PATCH('/v1/notifications/{id}/read', { params: { path: { id: ids.notification } } }),
+  markNotificationRead: (api) => api.PATCH('/v1/notifications/{id}/read', { params: { path: { id: ids.notification } } }),
 
   // Tokens
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),
-  createUserToken: (api) =>
-    api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800 } }),
+  createUserToken: (api) => api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800 } }),
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   logout: (api) => api.POST('/v1/auth/logout', {}),
 
@@ -174,8 +160,7 @@ export const calls = {
         device_code: 'Gm9x2V1kQz8rT4yLw7pN3cHs6bJd0fAeKu5iXo_RqM-',
       },
     }),
-  approveDeviceCode: (api) =>
-    api.POST('/v1/auth/device/approve', { body: { user_code: 'WDJB-MJHT', action: 'approve' } }),
+  approveDeviceCode: (api) => api.POST('/v1/auth/device/approve', { body: { user_code: 'WDJB-MJHT', action: 'approve' } }),
 
   // Quotas
   listQuotas: (api) => api.GET('/v1/quotas', { params: { query: { cluster_id: ids.cluster } } }),

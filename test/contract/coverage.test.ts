@@ -2,8 +2,8 @@
 // body with content has a named example (which examples.test.ts then validates through the mock).
 // The check is a pure function of the document; it is also run on mutated copies to show that it can fail.
 import { describe, expect, test } from 'vitest';
+import { checkCoverage, isObject, type JsonObject, listOperations, loadDocument } from '../support/openapi.ts';
 import { calls } from './calls.ts';
-import { type JsonObject, checkCoverage, isObject, listOperations, loadDocument } from '../support/openapi.ts';
 
 const exercised = Object.keys(calls);
 
@@ -83,25 +83,24 @@ describe('the coverage check fails', () => {
 
   test('when an operation is not exercised by the call table', () => {
     const doc = loadDocument();
-    expect(checkCoverage(doc, exercised.filter((id) => id !== 'getQuota'))).toEqual([
-      'getQuota (GET /v1/quotas/{metric}): not exercised by the contract tests (add it to the call table)',
-    ]);
+    expect(
+      checkCoverage(
+        doc,
+        exercised.filter((id) => id !== 'getQuota'),
+      ),
+    ).toEqual(['getQuota (GET /v1/quotas/{metric}): not exercised by the contract tests (add it to the call table)']);
   });
 
   test('when the document gains an operation the table does not know', () => {
     const doc = loadDocument();
     const regions = at(doc, 'paths', '/v1/regions');
     regions.post = { ...at(regions, 'get'), operationId: 'createRegion' };
-    expect(checkCoverage(doc, exercised)).toEqual([
-      'createRegion (POST /v1/regions): not exercised by the contract tests (add it to the call table)',
-    ]);
+    expect(checkCoverage(doc, exercised)).toEqual(['createRegion (POST /v1/regions): not exercised by the contract tests (add it to the call table)']);
   });
 
   test('when the table exercises an operation the document no longer has', () => {
     const doc = loadDocument();
     delete at(doc, 'paths', '/v1/auth/logout').post;
-    expect(checkCoverage(doc, exercised)).toEqual([
-      'logout: exercised by the tests but not an operation of the document',
-    ]);
+    expect(checkCoverage(doc, exercised)).toEqual(['logout: exercised by the tests but not an operation of the document']);
   });
 });

@@ -3,27 +3,27 @@
 // returns are validated against the schema of their response (or request body). The log stream's example is
 // parsed as Server-Sent Events, and each event's data validated against the schema its event names.
 import { describe, expect, test } from 'vitest';
+import { useMockPrism } from '../support/mock-prism.ts';
 import {
-  type Json,
-  type MediaEntry,
-  type NamedExample,
-  type Operation,
-  type ResponseEntry,
-  SchemaValidator,
   deref,
   eventDataSchemas,
   get,
   isObject,
   isSuccess,
+  type Json,
   listOperations,
   loadDocument,
+  type MediaEntry,
+  type NamedExample,
+  type Operation,
   parameterExample,
   parseSse,
   pointer,
+  type ResponseEntry,
   requestBodyOf,
   responsesOf,
+  SchemaValidator,
 } from '../support/openapi.ts';
-import { useMockPrism } from '../support/mock-prism.ts';
 
 const doc = loadDocument();
 const validator = new SchemaValidator(doc);
@@ -111,33 +111,31 @@ const responseCases: ResponseCase[] = operations.flatMap((operation) =>
 );
 
 describe('response examples, served by the mock', () => {
-  test.each(responseCases.map((c) => [
-    `${c.operation.operationId} ${c.response.status} ${c.media.mediaType} "${c.example.name}"`,
-    c,
-  ] as const))('%s', async (_name, { operation, response, media, example }) => {
-    // The example itself.
-    expect(media.schemaAt, `${media.at} has a schema`).toBeDefined();
-    const schemaAt = media.schemaAt as string;
-    expect(validator.errors(schemaAt, example.value), `example ${example.at} is invalid`).toEqual([]);
+  test.each(responseCases.map((c) => [`${c.operation.operationId} ${c.response.status} ${c.media.mediaType} "${c.example.name}"`, c] as const))(
+    '%s',
+    async (_name, { operation, response, media, example }) => {
+      // The example itself.
+      expect(media.schemaAt, `${media.at} has a schema`).toBeDefined();
+      const schemaAt = media.schemaAt as string;
+      expect(validator.errors(schemaAt, example.value), `example ${example.at} is invalid`).toEqual([]);
 
-    // What the mock serves for it.
-    const served = await send(
-      requestFor(operation, media.mediaType, `code=${response.status}, example=${example.name}`),
-    );
-    expect(served.status).toBe(Number(response.status));
-    expect(served.headers.get('content-type') ?? '').toContain(media.mediaType);
-    expectDocumentedHeaders(served, response);
-    const text = await served.text();
-    if (media.mediaType === 'text/event-stream') {
-      expect(text).toBe(example.value);
-      expect(validator.errors(schemaAt, text)).toEqual([]);
-      expectValidEventStream(text, media);
-    } else {
-      const body = JSON.parse(text) as Json;
-      expect(body).toEqual(example.value);
-      expect(validator.errors(schemaAt, body)).toEqual([]);
-    }
-  });
+      // What the mock serves for it.
+      const served = await send(requestFor(operation, media.mediaType, `code=${response.status}, example=${example.name}`));
+      expect(served.status).toBe(Number(response.status));
+      expect(served.headers.get('content-type') ?? '').toContain(media.mediaType);
+      expectDocumentedHeaders(served, response);
+      const text = await served.text();
+      if (media.mediaType === 'text/event-stream') {
+        expect(text).toBe(example.value);
+        expect(validator.errors(schemaAt, text)).toEqual([]);
+        expectValidEventStream(text, media);
+      } else {
+        const body = JSON.parse(text) as Json;
+        expect(body).toEqual(example.value);
+        expect(validator.errors(schemaAt, body)).toEqual([]);
+      }
+    },
+  );
 });
 
 const emptyCases = operations.flatMap((operation) =>
@@ -157,9 +155,7 @@ describe('responses without a body, served by the mock', () => {
 
 const requestCases = operations.flatMap((operation) =>
   (requestBodyOf(doc, operation)?.content ?? []).flatMap((media) =>
-    media.examples.map(
-      (example) => [`${operation.operationId} ${media.mediaType} "${example.name}"`, { operation, media, example }] as const,
-    ),
+    media.examples.map((example) => [`${operation.operationId} ${media.mediaType} "${example.name}"`, { operation, media, example }] as const),
   ),
 );
 

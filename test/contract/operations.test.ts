@@ -2,21 +2,21 @@
 // client sends is one Prism accepts for that operation, and what comes back (on the wire and as the client
 // returns it) validates against the operation's documented response. Then every documented error example,
 // picked with Prism's `Prefer` header, must reach the caller as a PlatformApiError with the body's fields.
-import { PlatformApiError, createPlatformClient } from '@platform/client';
+import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { describe, expect, test } from 'vitest';
-import { calls } from './calls.ts';
+import { useMockPrism } from '../support/mock-prism.ts';
 import {
-  type Json,
-  SchemaValidator,
   eventDataSchemas,
   isSuccess,
+  type Json,
   listOperations,
   loadDocument,
   parseSse,
   pathPattern,
   responsesOf,
+  SchemaValidator,
 } from '../support/openapi.ts';
-import { useMockPrism } from '../support/mock-prism.ts';
+import { calls } from './calls.ts';
 
 const doc = loadDocument();
 const validator = new SchemaValidator(doc);
@@ -118,9 +118,7 @@ const errorCases = operations.flatMap((operation) =>
     .filter((response) => !isSuccess(response.status))
     .flatMap((response) =>
       response.content.flatMap((media) =>
-        media.examples.map(
-          (example) => [`${operation.operationId} ${response.status} "${example.name}"`, { operation, response, example }] as const,
-        ),
+        media.examples.map((example) => [`${operation.operationId} ${response.status} "${example.name}"`, { operation, response, example }] as const),
       ),
     ),
 );
@@ -158,6 +156,6 @@ async function expectApiError({ operation, response, example }: ErrorCase): Prom
   expect((error as PlatformApiError).message).toBe(body.message);
 }
 
-describe('every documented error through the client: a PlatformApiError with the body\'s fields', () => {
+describe("every documented error through the client: a PlatformApiError with the body's fields", () => {
   test.each(errorCases)('%s', (_name, errorCase) => expectApiError(errorCase));
 });

@@ -9,8 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  createTestDatabase,
+  newUser,
+  startTestServer,
+  TestClock,
+  type TestDatabase,
+  type TestServer,
+  type TestUser,
+} from '../../packages/server/test/support.ts';
 import { codeSamples, sampleInput } from '../../scripts/code-samples.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from '../../packages/server/test/support.ts';
 import { listOperations, loadDocument } from '../support/openapi.ts';
 
 const run = promisify(execFile);

@@ -27,7 +27,9 @@ const firstTag = (operation: (typeof operations)[number]) => {
 };
 // Redoc's anchor of an operation: #/<tag slug>/<operationid>.
 const anchorOf = (operation: (typeof operations)[number]) =>
-  `#/${firstTag(operation).toLowerCase().replace(/[^a-z0-9]+/g, '-')}/${operation.operationId.toLowerCase()}`;
+  `#/${firstTag(operation)
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')}/${operation.operationId.toLowerCase()}`;
 
 let database: TestDatabase;
 let server: TestServer;
@@ -77,7 +79,9 @@ afterAll(async () => {
 
 async function openDocs(hash = ''): Promise<Page> {
   if (!existsSync(chromiumPath)) {
-    throw new Error(`${chromiumPath} is missing: the docs test needs Debian's Chromium. Install it with \`apt-get update && apt-get install -y chromium\` (the tests never download a browser).`);
+    throw new Error(
+      `${chromiumPath} is missing: the docs test needs Debian's Chromium. Install it with \`apt-get update && apt-get install -y chromium\` (the tests never download a browser).`,
+    );
   }
   if (!context) throw new Error('the browser did not start');
   const page = await context.newPage();
@@ -142,12 +146,19 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     expect(servers).not.toMatch(/[`*]/);
     const sidebar = page.getByTestId('menu-item-label');
     const labels = (await sidebar.allInnerTexts()).map((text) => text.trim());
-    for (const tag of tags) expect(labels.filter((label) => label === tag), `sidebar entries named ${tag}`).toHaveLength(1);
+    for (const tag of tags)
+      expect(
+        labels.filter((label) => label === tag),
+        `sidebar entries named ${tag}`,
+      ).toHaveLength(1);
     expect(new Set(labels).size, `sidebar labels: ${labels.join(', ')}`).toBe(labels.length);
 
     const missing: string[] = [];
     for (const tag of tags) {
-      await sidebar.filter({ hasText: new RegExp(`^${tag}$`) }).first().click();
+      await sidebar
+        .filter({ hasText: new RegExp(`^${tag}$`) })
+        .first()
+        .click();
       const wanted = operations.filter((operation) => firstTag(operation) === tag).map((operation) => String(operation.object.summary));
       const deadline = Date.now() + 5000;
       let shown: string[] = [];
@@ -160,7 +171,10 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     }
     expect(missing, 'operations missing from the sidebar').toEqual([]);
     // A sidebar link stays on the page and shows its section.
-    await sidebar.filter({ hasText: /^Errors$/ }).first().click();
+    await sidebar
+      .filter({ hasText: /^Errors$/ })
+      .first()
+      .click();
     await expect.poll(() => page.url(), { timeout: 5000 }).toBe(`${server.baseUrl}/docs#/section/errors`);
     await expect.poll(() => page.getByRole('heading', { name: 'Errors' }).first().isVisible(), { timeout: 5000 }).toBe(true);
     await page.close();
@@ -198,7 +212,9 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     const pathPattern = (path: string) => path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, "[^/?']+");
 
     const curlProblems = await visitAll((sample, operation) =>
-      new RegExp(`^curl .*'http://localhost:8080${pathPattern(operation.path)}[?']`).test(sample) ? undefined : `its curl sample does not call ${operation.path}`,
+      new RegExp(`^curl .*'http://localhost:8080${pathPattern(operation.path)}[?']`).test(sample)
+        ? undefined
+        : `its curl sample does not call ${operation.path}`,
     );
     expect(curlProblems, 'operations without their curl sample').toEqual([]);
 
@@ -225,7 +241,10 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     const section = await showOperation(page, getCluster);
     await expect.poll(() => section.locator('h2').first().isVisible()).toBe(true);
     // The section is scrolled into view, not merely rendered somewhere below.
-    const top = await section.locator('h2').first().evaluate((heading) => heading.getBoundingClientRect().top);
+    const top = await section
+      .locator('h2')
+      .first()
+      .evaluate((heading) => heading.getBoundingClientRect().top);
     expect(top).toBeGreaterThanOrEqual(0);
     expect(top).toBeLessThan(900);
     await page.close();
@@ -255,6 +274,9 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     // What the page's CSP refused, all harmless: Redoc's footer logo from Redocly's CDN (the footer shows its
     // text without it), and the search library's probe for eval (search then runs without a worker).
     const expected = (violation: string) => violation === 'img-src https://cdn.redoc.ly/redoc/logo-mini-full.svg' || violation === 'script-src eval';
-    expect(policyViolations.filter((violation) => !expected(violation)), 'loads the page policy refused').toEqual([]);
+    expect(
+      policyViolations.filter((violation) => !expected(violation)),
+      'loads the page policy refused',
+    ).toEqual([]);
   });
 });

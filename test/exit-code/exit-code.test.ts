@@ -11,10 +11,15 @@ const config = join(import.meta.dirname, 'fixtures', 'vitest.config.ts');
 
 async function runFixture(file: 'failing' | 'passing', databaseUrl: string | undefined): Promise<{ code: number; output: string }> {
   // A clean environment: nothing of this run's vitest (worker ids, pool) leaks into the child's.
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST') && name !== 'NODE_ENV' && name !== 'TEST'));
+  const env: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST') && name !== 'NODE_ENV' && name !== 'TEST'),
+  );
   delete env.DATABASE_URL;
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  const result = await promisify(execFile)(process.execPath, [vitest, 'run', '--config', config, `test/exit-code/fixtures/${file}.fixture.ts`], { cwd: root, env }).then(
+  const result = await promisify(execFile)(process.execPath, [vitest, 'run', '--config', config, `test/exit-code/fixtures/${file}.fixture.ts`], {
+    cwd: root,
+    env,
+  }).then(
     ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, output: error.stdout + error.stderr }),
   );

@@ -1,16 +1,3 @@
-// Fuzzing from the contract. For every operation of the bundled document, fast-check generates requests from
-// the operation's schemas (structure by fast-check, so failures shrink to a minimal case; pattern- and
-// format-constrained strings by json-schema-faker under a fast-check seed), with ids that are often the real
-// ids of a seeded user's resources so requests get past the 404s:
-//   (a) schema-valid requests through `prism proxy --errors` in front of the real server: the status is one
-//       the contract lists for the operation, and Prism reports no violation (no sl-violations header);
-//   (b) mutated requests (wrong types, missing or unknown fields, huge strings, NUL and lone surrogates, wrong
-//       content types, malformed JSON, duplicate and malformed headers, bad path ids, bad query values) straight
-//       at the server: never a 5xx; a rejection is a 4xx with the contract's error body (a `param` on 422
-//       validation errors) and leaves the database unchanged (a checksum of every table, before and after).
-// Seeded and reproducible: FUZZ_SEED (default fixed) and FUZZ_RUNS (default 50 per operation and kind);
-// `pnpm fuzz --runs 1000 [--seed N]` runs more and prints the seed.
-import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import fc from 'fast-check';
 import { generateSync } from 'json-schema-faker';
 import { sql } from 'kysely';
@@ -30,7 +17,11 @@ const operations = listOperations(doc);
 type Schema = Record<string, any>;
 const resolve = (schema: any): Schema => {
   let s = schema;
-  while (s && typeof s.$ref === 'string') s = s.$ref.split('/').slice(1).reduce((n: any, k: string) => n?.[k.replaceAll('~1', '/').replaceAll('~0', '~')], doc);
+  while (s && typeof s.$ref === 'string')
+    s = s.$ref
+      .split('/')
+      .slice(1)
+      .reduce((n: any, k: string) => n?.[k.replaceAll('~1', '/').replaceAll('~0', '~')], doc);
   return s ?? {};
 };
 
@@ -81,7 +72,9 @@ function arbitrary(raw: any, name?: string, depth = 0): fc.Arbitrary<unknown> {
   const schema = resolve(raw);
   const real = realValues(name);
   const generated = fromSchema(schema, name, depth);
-  return real.length > 0 && !['array', 'object'].includes(schema.type) ? fc.oneof({ arbitrary: fc.constantFrom(...real), weight: 3 }, { arbitrary: generated, weight: 1 }) : generated;
+  return real.length > 0 && !['array', 'object'].includes(schema.type)
+    ? fc.oneof({ arbitrary: fc.constantFrom(...real), weight: 3 }, { arbitrary: generated, weight: 1 })
+    : generated;
 }
 
 function fromSchema(schema: Schema, name: string | undefined, depth: number): fc.Arbitrary<unknown> {
@@ -107,13 +100,17 @@ function fromSchema(schema: Schema, name: string | undefined, depth: number): fc
     case 'string': {
       if (schema.pattern || schema.format) return leaf(schema);
       const minLength = schema.minLength ?? 0;
-      return fc.string({ minLength, maxLength: Math.max(minLength, Math.min(schema.maxLength ?? 24, 24)), unit: 'grapheme' }).filter((s) => (schema.maxLength === undefined || [...s].length <= schema.maxLength) && s.length >= minLength);
+      return fc
+        .string({ minLength, maxLength: Math.max(minLength, Math.min(schema.maxLength ?? 24, 24)), unit: 'grapheme' })
+        .filter((s) => (schema.maxLength === undefined || [...s].length <= schema.maxLength) && s.length >= minLength);
     }
     case 'array': {
       const minLength = schema.minItems ?? 0;
       const maxLength = Math.max(minLength, Math.min(schema.maxItems ?? 3, 3));
       const items = arbitrary(schema.items ?? {}, name?.replace(/s$/, ''), depth + 1);
-      return schema.uniqueItems ? fc.uniqueArray(items, { minLength, maxLength, selector: (v) => JSON.stringify(v) }) : fc.array(items, { minLength, maxLength });
+      return schema.uniqueItems
+        ? fc.uniqueArray(items, { minLength, maxLength, selector: (v) => JSON.stringify(v) })
+        : fc.array(items, { minLength, maxLength });
     }
     case 'object': {
       const properties: Record<string, any> = schema.properties ?? {};
@@ -155,7 +152,10 @@ function requestArbitrary(op: Operation): fc.Arbitrary<Request> {
   for (const name of pathNames) {
     const declared = op.parameters.find((p) => p.in === 'path' && p.name === name);
     const real = name === 'metric' ? realValues('metric') : [idFor(world, op.path, name)].filter(Boolean);
-    path[name] = fc.oneof({ arbitrary: fc.constantFrom(...real), weight: 4 }, { arbitrary: arbitrary(declared?.object.schema ?? { type: 'string', minLength: 1, maxLength: 40 }), weight: 1 });
+    path[name] = fc.oneof(
+      { arbitrary: fc.constantFrom(...real), weight: 4 },
+      { arbitrary: arbitrary(declared?.object.schema ?? { type: 'string', minLength: 1, maxLength: 40 }), weight: 1 },
+    );
   }
   const requiredQuery: string[] = [];
   const requiredHeaders: string[] = [];
@@ -166,7 +166,11 @@ function requestArbitrary(op: Operation): fc.Arbitrary<Request> {
     } else if (p.in === 'header') {
       // Header values are bytes on the wire: visible ASCII (fetch refuses anything beyond Latin-1).
       const schema = resolve(p.object.schema);
-      const visible = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: schema.minLength ?? 1, maxLength: Math.min(schema.maxLength ?? 64, 64) });
+      const visible = fc.string({
+        unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+        minLength: schema.minLength ?? 1,
+        maxLength: Math.min(schema.maxLength ?? 64, 64),
+      });
       const real = realValues(p.name);
       headers[p.name] = real.length > 0 ? fc.oneof({ arbitrary: fc.constantFrom(...real), weight: 3 }, { arbitrary: visible, weight: 1 }) : visible;
       if (p.required) requiredHeaders.push(p.name);
@@ -216,7 +220,11 @@ async function send(base: string, request: Request, token: string | undefined): 
     body = JSON.stringify(request.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(`${base}${request.path}${query ? `?${query}` : ''}`, { method: request.method, headers, ...(body === undefined ? {} : { body }) });
+  const response = await fetch(`${base}${request.path}${query ? `?${query}` : ''}`, {
+    method: request.method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await response.text();
   let json: any;
   try {
@@ -230,7 +238,8 @@ async function send(base: string, request: Request, token: string | undefined): 
 /** The token each request is made with: logout revokes the token it is called with, so it gets its own. */
 async function tokenFor(op: Operation): Promise<string | undefined> {
   if (Array.isArray(op.object.security) && op.object.security.length === 0) return undefined;
-  if (op.operationId === 'logout') return (await createToken(database.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'logout', expiresAt: null })).secret;
+  if (op.operationId === 'logout')
+    return (await createToken(database.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'logout', expiresAt: null })).secret;
   return fuzzToken;
 }
 
@@ -309,7 +318,10 @@ describe('(a) schema-valid requests through Prism (proxy, --errors)', () => {
         { seed: SEED + index, numRuns: RUNS, endOnFailure: false },
       );
       expect(Object.values(statuses).reduce((a, b) => a + b, 0)).toBe(RUNS);
-      reached.set(op.operationId, Object.keys(statuses).some((status) => /^2/.test(status)));
+      reached.set(
+        op.operationId,
+        Object.keys(statuses).some((status) => /^2/.test(status)),
+      );
     });
   });
 });
@@ -330,7 +342,21 @@ describe('(a) coverage', () => {
 type Mutation = (request: Request, op: Operation, pick: number) => { request: Request; mustReject: boolean } | undefined;
 
 const WRONG_VALUES: unknown[] = [12345, 'not-a-number', true, { nested: 1 }, [1, 2], null, -1, 1.5];
-const ODD_STRINGS = ['a\u0000b', '\u0000', '\ud800', 'x\udfffy', '\u202e\u202dreversed', '😀'.repeat(50), '\ufeff', 'Ω≈ç√∫', '\u0085\u2028\u2029', '%00', "'; DROP TABLE users; --", '${jndi:ldap://x}', '../../etc/passwd'];
+const ODD_STRINGS = [
+  'a\u0000b',
+  '\u0000',
+  '\ud800',
+  'x\udfffy',
+  '\u202e\u202dreversed',
+  '😀'.repeat(50),
+  '\ufeff',
+  'Ω≈ç√∫',
+  '\u0085\u2028\u2029',
+  '%00',
+  "'; DROP TABLE users; --",
+  '${jndi:ldap://x}',
+  '../../etc/passwd',
+];
 
 function bodySchemaAt(op: Operation): string | undefined {
   return jsonBody(op)?.schemaAt;
@@ -423,7 +449,11 @@ const mutations: Record<string, Mutation> = {
     const q = { ...request.query, [p.name]: value };
     const schema = resolve(p.object.schema);
     const n = Number(value);
-    const stillValid = value !== '' && (schema.type === 'boolean' ? ['true', 'false'].includes(value) : Number.isInteger(n) && n >= (schema.minimum ?? -Infinity) && n <= (schema.maximum ?? Infinity) && /^-?\d+$/.test(value));
+    const stillValid =
+      value !== '' &&
+      (schema.type === 'boolean'
+        ? ['true', 'false'].includes(value)
+        : Number.isInteger(n) && n >= (schema.minimum ?? -Infinity) && n <= (schema.maximum ?? Infinity) && /^-?\d+$/.test(value));
     return stillValid ? undefined : { request: { ...request, query: q }, mustReject: true };
   },
   malformedHeader(request, op, pick) {

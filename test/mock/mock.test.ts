@@ -2,7 +2,7 @@
 // what breaks it when proxying, and leave nothing running when stopped.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { type Server, createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { freePort, repoRoot, startPrism } from '../support/prism.ts';

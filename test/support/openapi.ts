@@ -179,10 +179,7 @@ export function responsesOf(doc: OpenApiDocument, operation: Operation): Respons
   });
 }
 
-export function requestBodyOf(
-  doc: OpenApiDocument,
-  operation: Operation,
-): { at: string; required: boolean; content: MediaEntry[] } | undefined {
+export function requestBodyOf(doc: OpenApiDocument, operation: Operation): { at: string; required: boolean; content: MediaEntry[] } | undefined {
   if (operation.object.requestBody === undefined) return undefined;
   const body = deref(doc, operation.object.requestBody, `${operation.at}/requestBody`);
   return {
@@ -256,8 +253,7 @@ export class SchemaValidator {
     };
     collect(doc);
     const annotations = ['openapi', 'info', 'servers', 'security', 'tags', 'paths', 'components', 'webhooks'];
-    for (const keyword of [...annotations, 'jsonSchemaDialect', 'externalDocs', 'example', 'discriminator', 'xml'])
-      this.#ajv.addKeyword(keyword);
+    for (const keyword of [...annotations, 'jsonSchemaDialect', 'externalDocs', 'example', 'discriminator', 'xml']) this.#ajv.addKeyword(keyword);
     for (const keyword of extensions) this.#ajv.addKeyword(keyword);
     this.#ajv.addSchema(structuredClone(doc), SchemaValidator.documentId);
   }
@@ -270,9 +266,7 @@ export class SchemaValidator {
       this.#cache.set(schemaAt, validate);
     }
     if (validate(value)) return [];
-    return (validate.errors ?? []).map(
-      (error) => `${error.instancePath || '(root)'} ${error.message ?? error.keyword} ${JSON.stringify(error.params)}`,
-    );
+    return (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message ?? error.keyword} ${JSON.stringify(error.params)}`);
   }
 }
 

@@ -131,8 +131,7 @@ async function startOnce(options: PrismOptions, port: number): Promise<PrismServ
   const host = options.host ?? '127.0.0.1';
   await assertPortFree(host, port);
   const document = options.document ?? bundledDocument;
-  const args =
-    options.mode === 'mock' ? ['mock', document] : ['proxy', document, options.upstream as string];
+  const args = options.mode === 'mock' ? ['mock', document] : ['proxy', document, options.upstream as string];
   args.push('--host', host, '--port', String(port), '--verboseLevel', options.verbose ?? 'info');
   if (options.errors) args.push('--errors');
 

@@ -29,11 +29,9 @@ type Responses<Op extends OperationId> = operations[Op]['responses'];
 export type ResponseStatus<Op extends OperationId> = keyof Responses<Op> & number;
 
 /** The body of one documented response of an operation (by media type, JSON by default). */
-export type ResponseBody<
-  Op extends OperationId,
-  Status extends ResponseStatus<Op>,
-  Media extends string = 'application/json',
-> = Responses<Op>[Status] extends { content: infer Content }
+export type ResponseBody<Op extends OperationId, Status extends ResponseStatus<Op>, Media extends string = 'application/json'> = Responses<Op>[Status] extends {
+  content: infer Content;
+}
   ? Content extends Record<Media, infer Body>
     ? Body
     : never

@@ -1,7 +1,8 @@
 // What every command's action gets: the settings in force, the client built from them, and the output mode.
 // Actions return their exit code; errors thrown from them are printed by main.ts.
-import { type Command, InvalidArgumentError } from 'commander';
+
 import { createPlatformClient, type PlatformClient } from '@platform/client';
+import { type Command, InvalidArgumentError } from 'commander';
 import { type GlobalFlags, resolveSettings, type Settings } from './config.ts';
 import type { OutputOptions } from './output.ts';
 
@@ -52,7 +53,9 @@ export interface PageFlags {
 }
 
 export function withPage(command: Command): Command {
-  return command.option('--limit <n>', 'records per page (1-100)', positiveInteger).option('--cursor <cursor>', 'start after this cursor (from the previous page)');
+  return command
+    .option('--limit <n>', 'records per page (1-100)', positiveInteger)
+    .option('--cursor <cursor>', 'start after this cursor (from the previous page)');
 }
 
 export function positiveInteger(value: string): number {

@@ -34,9 +34,13 @@ export async function valuesOverrides(specs: readonly string[], product: Schema<
     if (at < 1 || path === '') throw new UsageError(`--values ${spec}: expected <source>=<file>, e.g. --values web=values.yaml`);
     const matches = product.sources.filter((s) => s.id === name || sourceName(s) === name);
     if (matches.length === 0) throw new UsageError(`--values ${spec}: product ${product.id} has no source named ${name}. Its sources: ${known()}`);
-    if (matches.length > 1) throw new UsageError(`--values ${spec}: ${matches.length} sources of product ${product.id} are named ${name}; name one by its id: ${matches.map((s) => s.id).join(', ')}`);
+    if (matches.length > 1)
+      throw new UsageError(
+        `--values ${spec}: ${matches.length} sources of product ${product.id} are named ${name}; name one by its id: ${matches.map((s) => s.id).join(', ')}`,
+      );
     const source = matches[0]!;
-    if (overrides.some((o) => o.template_helm_source_id === source.id)) throw new UsageError(`--values ${spec}: source ${name} (${source.id}) is given twice; merge the values into one file`);
+    if (overrides.some((o) => o.template_helm_source_id === source.id))
+      throw new UsageError(`--values ${spec}: source ${name} (${source.id}) is given twice; merge the values into one file`);
     const values = (await readDocument(path)) ?? {}; // an empty file is an empty values file, as for helm
     if (typeof values !== 'object' || Array.isArray(values)) throw new UsageError(`${path} must hold a map of helm values`);
     overrides.push({ template_helm_source_id: source.id, values: values as Record<string, unknown> });

@@ -79,7 +79,8 @@ export function printError(error: unknown): void {
     // A network error's cause says what failed (refused, DNS…), unless the message already has it.
     const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : '';
     process.stderr.write(`Error: ${error.message}${cause}\n`);
-    if (error instanceof PlatformNetworkError) process.stderr.write('Suggestion: check that the API is reachable at the address in --api-url or PLATFORM_API_URL.\n');
+    if (error instanceof PlatformNetworkError)
+      process.stderr.write('Suggestion: check that the API is reachable at the address in --api-url or PLATFORM_API_URL.\n');
   } else {
     process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
   }

@@ -27,7 +27,10 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     // Usage errors throw instead of exiting, so main() maps them to exit code 2; subcommands inherit this.
     .exitOverride();
-  program.addHelpText('after', '\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n');
+  program.addHelpText(
+    'after',
+    '\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n',
+  );
   registerAuth(program);
   registerWorkspaces(program);
   registerRegions(program);
@@ -60,4 +63,3 @@ export async function run(argv: string[]): Promise<void> {
     process.exitCode = EXIT_ERROR;
   }
 }
-

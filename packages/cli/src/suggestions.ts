@@ -73,7 +73,9 @@ let routes: Map<string, OperationId> | undefined;
 /** `GET /v1/clusters` → `listClusters`, from the bundled contract; read only when an error is printed. */
 function operationOf(method: string, path: string): OperationId | undefined {
   if (!routes) {
-    const document = createRequire(import.meta.url)('@platform/api-types/openapi.json') as { paths: Record<string, Record<string, { operationId?: OperationId }>> };
+    const document = createRequire(import.meta.url)('@platform/api-types/openapi.json') as {
+      paths: Record<string, Record<string, { operationId?: OperationId }>>;
+    };
     routes = new Map();
     for (const [route, item] of Object.entries(document.paths)) {
       for (const [verb, operation] of Object.entries(item)) if (operation.operationId) routes.set(`${verb.toUpperCase()} ${route}`, operation.operationId);

@@ -34,7 +34,10 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<WaitResult<T>
   // A spinner only for a person watching a terminal; piped output gets the final line alone. A terminal that
   // reports no width (some CI pseudo-terminals) would make ora clear lines without end. Loaded only then: ora
   // and its dependencies cost start-up time that scripts should not pay.
-  const spinner = process.stdout.isTTY && process.stdout.columns > 0 ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: process.stdout }).start() : undefined;
+  const spinner =
+    process.stdout.isTTY && process.stdout.columns > 0
+      ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: process.stdout }).start()
+      : undefined;
   try {
     for (;;) {
       const record = await options.read();

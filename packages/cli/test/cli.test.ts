@@ -2,8 +2,8 @@
 // server with its workflow workers on a real PostgreSQL and the simulated cloud at second-scale timings, with
 // its config directory redirected through XDG_CONFIG_HOME.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,10 +27,29 @@ const configHomes: string[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  const config = loadConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_CONTROL_PLANE_SECONDS: '1', SIM_BOOT_SECONDS: '1', SIM_RELEASE_SECONDS: '1', SIM_SNAPSHOT_SECONDS: '1' });
-  runtime = createRuntime({ db: database.db, connectionString: database.url, clock: systemClock, logger: pino({ level: 'silent' }), config, simulation: { followPollMs: 20, logLinesPerSecond: 20 }, tickMs: 20 });
+  const config = loadConfig({
+    PROVIDER_RATE_LIMIT: '1000',
+    SIM_CONTROL_PLANE_SECONDS: '1',
+    SIM_BOOT_SECONDS: '1',
+    SIM_RELEASE_SECONDS: '1',
+    SIM_SNAPSHOT_SECONDS: '1',
+  });
+  runtime = createRuntime({
+    db: database.db,
+    connectionString: database.url,
+    clock: systemClock,
+    logger: pino({ level: 'silent' }),
+    config,
+    simulation: { followPollMs: 20, logLinesPerSecond: 20 },
+    tickMs: 20,
+  });
   await runtime.engine.run({ work: true });
-  server = await startTestServer(database.db, systemClock, { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+  server = await startTestServer(
+    database.db,
+    systemClock,
+    { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1' },
+    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
+  );
   user = await newUser(database.db, systemClock, 'pro');
 });
 
@@ -131,7 +150,20 @@ const api = (token = user.token) => createPlatformClient({ baseUrl: server.baseU
 describe('platform', () => {
   describe('clusters', () => {
     it('create --wait exits 0 once the cluster runs; list, get and delete in JSON and as tables', async () => {
-      const created = await platform(['clusters', 'create', '--name', 'cli-eu', '--region', 'fsn1', '--version', 'v1.31', '--wait', '--timeout', '30', '--json']);
+      const created = await platform([
+        'clusters',
+        'create',
+        '--name',
+        'cli-eu',
+        '--region',
+        'fsn1',
+        '--version',
+        'v1.31',
+        '--wait',
+        '--timeout',
+        '30',
+        '--json',
+      ]);
       expect(created.code, created.stderr).toBe(0);
       const cluster = JSON.parse(created.stdout) as { id: string; name: string; kaas: { status: string; version: string } };
       expect(cluster).toMatchObject({ name: 'cli-eu', kaas: { status: 'RUNNING', version: 'v1.31' } });
@@ -145,7 +177,9 @@ describe('platform', () => {
       expect(table.stdout).toContain(cluster.id);
       expect(table.stdout).toContain('RUNNING');
 
-      expect(await platformJson(['clusters', 'get', cluster.id])).toEqual(await api().GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }));
+      expect(await platformJson(['clusters', 'get', cluster.id])).toEqual(
+        await api().GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
+      );
       const record = await platform(['clusters', 'get', cluster.id]);
       expect(record.stdout).toMatch(/STATUS\s+│\s+RUNNING/);
 
@@ -220,7 +254,10 @@ describe('platform', () => {
       expect(badVersion.stderr).toContain('Suggestion: See `platform clusters create --help` for what kaas_version accepts.');
 
       const productFile = join(configHome(), 'product.yaml');
-      writeFileSync(productFile, `name: Lost\ncluster_ids: [cl_doesnotexist]\nsources:\n  - chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: lost }\n`);
+      writeFileSync(
+        productFile,
+        `name: Lost\ncluster_ids: [cl_doesnotexist]\nsources:\n  - chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: lost }\n`,
+      );
       const unknownCluster = await platform(['products', 'create', '--file', productFile]);
       expect(unknownCluster.code).toBe(1);
       expect(unknownCluster.stderr).toContain("Suggestion: List the workspace's clusters with `platform clusters list` and use their ids.");
@@ -228,14 +265,22 @@ describe('platform', () => {
       const foreignWorkspace = await platform(['--workspace', 'ws_notmine', 'clusters', 'create', '--name', 'x', '--region', 'fsn1']);
       expect(foreignWorkspace.code).toBe(1);
       expect(foreignWorkspace.stderr).toContain('(403 forbidden)');
-      expect(foreignWorkspace.stderr).toContain('Suggestion: List your workspaces with `platform workspaces list`, then choose one with `platform workspaces use <id>` or --workspace <id>.');
+      expect(foreignWorkspace.stderr).toContain(
+        'Suggestion: List your workspaces with `platform workspaces list`, then choose one with `platform workspaces use <id>` or --workspace <id>.',
+      );
 
-      for (const run of [unknownRegion, badVersion, unknownCluster, foreignWorkspace]) expect(run.stderr).not.toMatch(/\b(GET|POST) \/v1|X-Workspace-Id|createCluster/);
+      for (const run of [unknownRegion, badVersion, unknownCluster, foreignWorkspace])
+        expect(run.stderr).not.toMatch(/\b(GET|POST) \/v1|X-Workspace-Id|createCluster/);
       expect(unknownRegion.stderr).not.toContain('member');
     });
 
     it('exits 2 on a usage error: unknown command, unknown option, missing required option', async () => {
-      for (const args of [['clusters', 'bogus'], ['clusters', 'list', '--bogus'], ['clusters', 'create', '--region', 'fsn1'], ['clusters', 'list', '--limit', 'many']]) {
+      for (const args of [
+        ['clusters', 'bogus'],
+        ['clusters', 'list', '--bogus'],
+        ['clusters', 'create', '--region', 'fsn1'],
+        ['clusters', 'list', '--limit', 'many'],
+      ]) {
         const run = await platform(args);
         expect(run.code, args.join(' ')).toBe(2);
         expect(run.stderr).toMatch(/error:/);
@@ -309,7 +354,7 @@ describe('platform', () => {
       expect(after.stderr).toContain('Suggestion: Run `platform login`');
     });
 
-    it('logout leaves a token from PLATFORM_TOKEN alone (a CI job\'s PAT is not ended by it)', async () => {
+    it("logout leaves a token from PLATFORM_TOKEN alone (a CI job's PAT is not ended by it)", async () => {
       const refused = await platform(['logout']);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain('not revoked');
@@ -344,101 +389,147 @@ describe('platform', () => {
       clusterId = cluster.id;
     });
 
-    it('machines request --wait, list, drift, status, suspend, suspensions resume --wait, delete; configs list and delete', async () => {
-      const client = api(owner.token);
-      const credential = await client.POST('/v1/compute/cloud_credentials', { body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' } });
-      const providerConfig = { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } as const;
-      const config = await client.POST('/v1/compute/configs', { body: { name: 'byom', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id } });
-      const spare = await client.POST('/v1/compute/configs', { body: { name: 'spare', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id } });
+    it(
+      'machines request --wait, list, drift, status, suspend, suspensions resume --wait, delete; configs list and delete',
+      async () => {
+        const client = api(owner.token);
+        const credential = await client.POST('/v1/compute/cloud_credentials', {
+          body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
+        });
+        const providerConfig = { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } as const;
+        const config = await client.POST('/v1/compute/configs', {
+          body: { name: 'byom', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id },
+        });
+        const spare = await client.POST('/v1/compute/configs', {
+          body: { name: 'spare', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id },
+        });
 
-      const requested = await as(['compute', 'machines', 'request', '--cluster', clusterId, '--config', config.id, '--wait', '--timeout', '30', '--json']);
-      expect(requested.code, requested.stderr).toBe(0);
-      const machine = JSON.parse(requested.stdout) as { provider_id: string; status: string };
-      expect(machine.status).toBe('ready');
+        const requested = await as(['compute', 'machines', 'request', '--cluster', clusterId, '--config', config.id, '--wait', '--timeout', '30', '--json']);
+        expect(requested.code, requested.stderr).toBe(0);
+        const machine = JSON.parse(requested.stdout) as { provider_id: string; status: string };
+        expect(machine.status).toBe('ready');
 
-      expect(await asJson(['compute', 'machines', 'list', '--cluster', clusterId])).toEqual(await client.GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } }));
-      const table = await as(['compute', 'machines', 'list', '--cluster', clusterId]);
-      expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\s+│.+│\\s+ready\\s+│`));
-      expect(table.stdout).toMatch(/\d+ cores?\s+│\s+\d+(\.\d+)? GiB\s+│/);
+        expect(await asJson(['compute', 'machines', 'list', '--cluster', clusterId])).toEqual(
+          await client.GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } }),
+        );
+        const table = await as(['compute', 'machines', 'list', '--cluster', clusterId]);
+        expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\s+│.+│\\s+ready\\s+│`));
+        expect(table.stdout).toMatch(/\d+ cores?\s+│\s+\d+(\.\d+)? GiB\s+│/);
 
-      expect(await asJson<{ drifted: boolean }>(['compute', 'drift', machine.provider_id])).toMatchObject({ drifted: false });
-      expect(await asJson(['compute', 'status', clusterId])).toMatchObject({ machines: 1, autoscaling: { state: 'idle' } });
+        expect(await asJson<{ drifted: boolean }>(['compute', 'drift', machine.provider_id])).toMatchObject({ drifted: false });
+        expect(await asJson(['compute', 'status', clusterId])).toMatchObject({ machines: 1, autoscaling: { state: 'idle' } });
 
-      const suspension = await asJson<{ id: string; status: string }>(['compute', 'machines', 'suspend', machine.provider_id]);
-      expect(suspension.status).toBe('suspending');
-      // Resuming needs the snapshot: wait (through the client) until the suspension is done.
-      for (let i = 0; i < 100 && (await client.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } })).status !== 'suspended'; i++) await new Promise((r) => setTimeout(r, 100));
-      expect((await as(['compute', 'suspensions', 'list'])).stdout).toMatch(new RegExp(`${suspension.id}.+suspended`));
-      const resumed = await as(['compute', 'suspensions', 'resume', suspension.id, '--wait', '--timeout', '30']);
-      expect(resumed.code, resumed.stderr).toBe(0);
-      expect(resumed.stdout).toMatch(/STATUS\s+│\s+resumed/);
+        const suspension = await asJson<{ id: string; status: string }>(['compute', 'machines', 'suspend', machine.provider_id]);
+        expect(suspension.status).toBe('suspending');
+        // Resuming needs the snapshot: wait (through the client) until the suspension is done.
+        for (let i = 0; i < 100 && (await client.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } })).status !== 'suspended'; i++)
+          await new Promise((r) => setTimeout(r, 100));
+        expect((await as(['compute', 'suspensions', 'list'])).stdout).toMatch(new RegExp(`${suspension.id}.+suspended`));
+        const resumed = await as(['compute', 'suspensions', 'resume', suspension.id, '--wait', '--timeout', '30']);
+        expect(resumed.code, resumed.stderr).toBe(0);
+        expect(resumed.stdout).toMatch(/STATUS\s+│\s+resumed/);
 
-      const configs = await asJson<{ data: { id: string }[] }>(['compute', 'configs', 'list']);
-      expect(configs.data.map((c) => c.id).sort()).toEqual([config.id, spare.id].sort());
-      expect((await as(['compute', 'configs', 'delete', spare.id, '--yes'])).code).toBe(0);
-      const gone = await as(['compute', 'machines', 'delete', machine.provider_id, '-y']);
-      expect(gone.code, gone.stderr).toBe(0);
-      expect(gone.stdout).toContain(`Deleted machine ${machine.provider_id}`);
-    }, WORKFLOWS_MS);
+        const configs = await asJson<{ data: { id: string }[] }>(['compute', 'configs', 'list']);
+        expect(configs.data.map((c) => c.id).sort()).toEqual([config.id, spare.id].sort());
+        expect((await as(['compute', 'configs', 'delete', spare.id, '--yes'])).code).toBe(0);
+        const gone = await as(['compute', 'machines', 'delete', machine.provider_id, '-y']);
+        expect(gone.code, gone.stderr).toBe(0);
+        expect(gone.stdout).toContain(`Deleted machine ${machine.provider_id}`);
+      },
+      WORKFLOWS_MS,
+    );
 
-    it('installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3', async () => {
-      const client = api(owner.token);
-      const productFile = join(configHome(), 'new-product.yaml');
-      writeFileSync(productFile, `name: Shop\ncluster_ids: [${clusterId}]\nsources:\n  - chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: wordpress }\n    values: { replicaCount: 1 }\n`);
-      const createdProduct = await as(['products', 'create', '--file', productFile, '--json']);
-      expect(createdProduct.code, createdProduct.stderr).toBe(0);
-      const product = JSON.parse(createdProduct.stdout) as { id: string; sources: { id: string }[] };
-      expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({ name: 'Shop', sources: [{ chart: { chart: 'wordpress' } }] });
-      const values = join(configHome(), 'values.yaml');
-      writeFileSync(values, 'replicaCount: 2\n');
-      const created = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `wordpress=${values}`, '--wait', '--timeout', '30']);
-      expect(created.code, created.stderr).toBe(0);
-      const id = /ins_[0-9a-z]+/.exec(created.stdout)?.[0] ?? '';
-      expect(created.stdout).toMatch(/STATUS\s+│\s+running/);
-      const install = await client.GET('/v1/installs/{id}', { params: { path: { id } } });
-      expect(install.overrides).toEqual([{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }]);
-      expect(await asJson(['installs', 'get', id])).toEqual(install);
-      expect((await asJson<{ data: { id: string }[] }>(['installs', 'list'])).data.map((i) => i.id)).toEqual([id]);
+    it(
+      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3',
+      async () => {
+        const client = api(owner.token);
+        const productFile = join(configHome(), 'new-product.yaml');
+        writeFileSync(
+          productFile,
+          `name: Shop\ncluster_ids: [${clusterId}]\nsources:\n  - chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: wordpress }\n    values: { replicaCount: 1 }\n`,
+        );
+        const createdProduct = await as(['products', 'create', '--file', productFile, '--json']);
+        expect(createdProduct.code, createdProduct.stderr).toBe(0);
+        const product = JSON.parse(createdProduct.stdout) as { id: string; sources: { id: string }[] };
+        expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({
+          name: 'Shop',
+          sources: [{ chart: { chart: 'wordpress' } }],
+        });
+        const values = join(configHome(), 'values.yaml');
+        writeFileSync(values, 'replicaCount: 2\n');
+        const created = await as([
+          'installs',
+          'create',
+          '--product',
+          product.id,
+          '--region',
+          'fsn1',
+          '--values',
+          `wordpress=${values}`,
+          '--wait',
+          '--timeout',
+          '30',
+        ]);
+        expect(created.code, created.stderr).toBe(0);
+        const id = /ins_[0-9a-z]+/.exec(created.stdout)?.[0] ?? '';
+        expect(created.stdout).toMatch(/STATUS\s+│\s+running/);
+        const install = await client.GET('/v1/installs/{id}', { params: { path: { id } } });
+        expect(install.overrides).toEqual([{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }]);
+        expect(await asJson(['installs', 'get', id])).toEqual(install);
+        expect((await asJson<{ data: { id: string }[] }>(['installs', 'list'])).data.map((i) => i.id)).toEqual([id]);
 
-      const logs = await as(['installs', 'logs', id, '--no-follow', '--tail', '3']);
-      expect(logs.code, logs.stderr).toBe(0);
-      const lines = logs.stdout.trimEnd().split('\n');
-      expect(lines).toHaveLength(3);
-      for (const line of lines) expect(line).toMatch(/^\S+\/\S+ .+/);
-      const ndjson = await as(['installs', 'logs', id, '--no-follow', '--tail', '2', '--json']);
-      expect(ndjson.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as unknown)).toEqual([expect.objectContaining({ line: expect.any(String) }), expect.objectContaining({ pod: expect.any(String) })]);
+        const logs = await as(['installs', 'logs', id, '--no-follow', '--tail', '3']);
+        expect(logs.code, logs.stderr).toBe(0);
+        const lines = logs.stdout.trimEnd().split('\n');
+        expect(lines).toHaveLength(3);
+        for (const line of lines) expect(line).toMatch(/^\S+\/\S+ .+/);
+        const ndjson = await as(['installs', 'logs', id, '--no-follow', '--tail', '2', '--json']);
+        expect(
+          ndjson.stdout
+            .trimEnd()
+            .split('\n')
+            .map((line) => JSON.parse(line) as unknown),
+        ).toEqual([expect.objectContaining({ line: expect.any(String) }), expect.objectContaining({ pod: expect.any(String) })]);
 
-      // Followed: the stream stays open; Ctrl-C (SIGINT) ends it with 130 once lines have come.
-      let interrupted = false;
-      const followed = await as(['installs', 'logs', id, '--tail', '1'], {
-        onOutput: (stdout, child) => {
-          if (!interrupted && stdout.split('\n').length > 3) {
-            interrupted = true;
-            child.kill('SIGINT');
-          }
-        },
-      });
-      expect(followed.code, followed.stderr).toBe(130);
-      expect(interrupted).toBe(true);
+        // Followed: the stream stays open; Ctrl-C (SIGINT) ends it with 130 once lines have come.
+        let interrupted = false;
+        const followed = await as(['installs', 'logs', id, '--tail', '1'], {
+          onOutput: (stdout, child) => {
+            if (!interrupted && stdout.split('\n').length > 3) {
+              interrupted = true;
+              child.kill('SIGINT');
+            }
+          },
+        });
+        expect(followed.code, followed.stderr).toBe(130);
+        expect(interrupted).toBe(true);
 
-      const products = await asJson<{ data: { id: string }[] }>(['products', 'list']);
-      expect(products).toEqual(await client.GET('/v1/products'));
-      expect((await as(['products', 'list'])).stdout).toContain('wordpress@19.6.1');
-      expect(await asJson(['products', 'get', product.id])).toEqual(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } }));
-      const file = join(configHome(), 'product.yaml');
-      writeFileSync(file, `name: Shop 2\ncluster_ids: [${clusterId}]\nsources:\n  - id: ${product.sources[0]!.id}\n    chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.7.0', chart: wordpress }\n`);
-      const updated = await as(['products', 'update', product.id, '--file', file]);
-      expect(updated.code, updated.stderr).toBe(0);
-      expect(updated.stdout).toMatch(/NEW TEMPLATE\s+│\s+\S+/);
-      expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({ name: 'Shop 2', sources: [{ chart: { target_revision: '19.7.0' } }] });
-      const invalid = await as(['products', 'update', product.id, '--file', file.replace('.yaml', '.missing')]);
-      expect(invalid.code).toBe(2);
+        const products = await asJson<{ data: { id: string }[] }>(['products', 'list']);
+        expect(products).toEqual(await client.GET('/v1/products'));
+        expect((await as(['products', 'list'])).stdout).toContain('wordpress@19.6.1');
+        expect(await asJson(['products', 'get', product.id])).toEqual(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } }));
+        const file = join(configHome(), 'product.yaml');
+        writeFileSync(
+          file,
+          `name: Shop 2\ncluster_ids: [${clusterId}]\nsources:\n  - id: ${product.sources[0]!.id}\n    chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.7.0', chart: wordpress }\n`,
+        );
+        const updated = await as(['products', 'update', product.id, '--file', file]);
+        expect(updated.code, updated.stderr).toBe(0);
+        expect(updated.stdout).toMatch(/NEW TEMPLATE\s+│\s+\S+/);
+        expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({
+          name: 'Shop 2',
+          sources: [{ chart: { target_revision: '19.7.0' } }],
+        });
+        const invalid = await as(['products', 'update', product.id, '--file', file.replace('.yaml', '.missing')]);
+        expect(invalid.code).toBe(2);
 
-      // No cluster of the product runs in hel1: the install fails, and --wait says so with exit 3.
-      const failed = await as(['installs', 'create', '--product', product.id, '--region', 'hel1', '--wait', '--timeout', '30', '--json']);
-      expect(failed.code, failed.stderr).toBe(3);
-      expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed' });
-    }, WORKFLOWS_MS);
+        // No cluster of the product runs in hel1: the install fails, and --wait says so with exit 3.
+        const failed = await as(['installs', 'create', '--product', product.id, '--region', 'hel1', '--wait', '--timeout', '30', '--json']);
+        expect(failed.code, failed.stderr).toBe(3);
+        expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed' });
+      },
+      WORKFLOWS_MS,
+    );
   });
 
   describe('helm values files', () => {
@@ -461,7 +552,9 @@ describe('platform', () => {
       );
       const product = await asJson<{ id: string; sources: { id: string }[] }>(['products', 'create', '--file', productFile]);
       const [shop, web, db, cache, mirror] = product.sources.map((s) => s.id);
-      expect((await as(['products', 'get', product.id])).stdout).toMatch(/SOURCES\s+│\s+shop@1\.0\.0, web: deploy\/charts\/web\/@main, db: postgresql@2\.0\.0, cache@3\.0\.0, cache@3\.0\.1/);
+      expect((await as(['products', 'get', product.id])).stdout).toMatch(
+        /SOURCES\s+│\s+shop@1\.0\.0, web: deploy\/charts\/web\/@main, db: postgresql@2\.0\.0, cache@3\.0\.0, cache@3\.0\.1/,
+      );
       const file = (name: string, text: string) => {
         writeFileSync(join(dir, name), text);
         return join(dir, name);
@@ -471,7 +564,22 @@ describe('platform', () => {
       const dbValues = file('db.yaml', 'auth:\n  database: shop\n');
       const empty = file('empty.yaml', '');
 
-      const install = await asJson<{ id: string }>(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${shopValues}`, '--values', `web=${webValues}`, '--values', `db=${dbValues}`, '--values', `${mirror}=${empty}`]);
+      const install = await asJson<{ id: string }>([
+        'installs',
+        'create',
+        '--product',
+        product.id,
+        '--region',
+        'fsn1',
+        '--values',
+        `shop=${shopValues}`,
+        '--values',
+        `web=${webValues}`,
+        '--values',
+        `db=${dbValues}`,
+        '--values',
+        `${mirror}=${empty}`,
+      ]);
       expect((await client.GET('/v1/installs/{id}', { params: { path: { id: install.id } } })).overrides).toEqual([
         { template_helm_source_id: shop, values: { replicaCount: 3, image: { tag: '1.2' } } },
         { template_helm_source_id: web, values: { ingress: { host: 'shop.example.com' } } },
@@ -482,26 +590,53 @@ describe('platform', () => {
       const before = (await client.GET('/v1/installs')).data.length;
       const unknown = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `nginx=${shopValues}`]);
       expect(unknown.code).toBe(2);
-      expect(unknown.stderr).toContain(`product ${product.id} has no source named nginx. Its sources: shop (${shop}), web (${web}), db (${db}), cache (${cache}), cache (${mirror})`);
+      expect(unknown.stderr).toContain(
+        `product ${product.id} has no source named nginx. Its sources: shop (${shop}), web (${web}), db (${db}), cache (${cache}), cache (${mirror})`,
+      );
       const ambiguous = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `cache=${empty}`]);
       expect(ambiguous.code).toBe(2);
       expect(ambiguous.stderr).toContain(`2 sources of product ${product.id} are named cache; name one by its id: ${cache}, ${mirror}`);
-      const twice = await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${shopValues}`, '--values', `${shop}=${empty}`]);
+      const twice = await as([
+        'installs',
+        'create',
+        '--product',
+        product.id,
+        '--region',
+        'fsn1',
+        '--values',
+        `shop=${shopValues}`,
+        '--values',
+        `${shop}=${empty}`,
+      ]);
       expect(twice.code).toBe(2);
       expect(twice.stderr).toContain('is given twice');
-      expect((await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', shopValues])).stderr).toContain('expected <source>=<file>');
+      expect((await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', shopValues])).stderr).toContain(
+        'expected <source>=<file>',
+      );
       const list = file('list.yaml', '- 1\n- 2\n');
-      expect((await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${list}`])).stderr).toContain('must hold a map of helm values');
+      expect((await as(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `shop=${list}`])).stderr).toContain(
+        'must hold a map of helm values',
+      );
       expect((await client.GET('/v1/installs')).data.length).toBe(before);
 
       const overrides = file('overrides.yaml', `- template_helm_source_id: ${cache}\n  values:\n    size: 2\n`);
-      const both = await asJson<{ id: string }>(['installs', 'create', '--product', product.id, '--region', 'fsn1', '--values', `web=${webValues}`, '--override-file', overrides]);
+      const both = await asJson<{ id: string }>([
+        'installs',
+        'create',
+        '--product',
+        product.id,
+        '--region',
+        'fsn1',
+        '--values',
+        `web=${webValues}`,
+        '--override-file',
+        overrides,
+      ]);
       expect((await client.GET('/v1/installs/{id}', { params: { path: { id: both.id } } })).overrides).toEqual([
         { template_helm_source_id: web, values: { ingress: { host: 'shop.example.com' } } },
         { template_helm_source_id: cache, values: { size: 2 } },
       ]);
     });
-
   });
 
   // Independent of each other (quotas and the timeout on users of their own): side by side.
@@ -538,7 +673,9 @@ describe('platform', () => {
       expect((await platform(['quotas', 'get', 'compute/memory'], options)).stdout).toMatch(/LIMIT\s+│\s+4 GiB/);
       const one = await platformJson(['quotas', 'get', 'kaas/clusters'], options);
       expect(one).toEqual(quotas.find((q) => q.metric === 'kaas/clusters'));
-      expect(await platformJson(['quotas', 'list', '--cluster', cluster.id], options)).toContainEqual(expect.objectContaining({ metric: 'compute/provisioning' }));
+      expect(await platformJson(['quotas', 'list', '--cluster', cluster.id], options)).toContainEqual(
+        expect.objectContaining({ metric: 'compute/provisioning' }),
+      );
 
       const unread = await platformJson<{ data: { id: string; type: string; read_at: number | null }[] }>(['notifications', 'list', '--unread'], options);
       const ready = unread.data.find((n) => n.type === 'cluster.ready');
@@ -550,7 +687,10 @@ describe('platform', () => {
     });
 
     it('registry credentials create (password from stdin), list, delete', async () => {
-      const created = await platform(['registry', 'credentials', 'create', '--name', 'ghcr', '--registry', 'ghcr.io', '--username', 'bot', '--password-stdin', '--json'], { input: 'registry-secret-123\n' });
+      const created = await platform(
+        ['registry', 'credentials', 'create', '--name', 'ghcr', '--registry', 'ghcr.io', '--username', 'bot', '--password-stdin', '--json'],
+        { input: 'registry-secret-123\n' },
+      );
       expect(created.code, created.stderr).toBe(0);
       const credential = JSON.parse(created.stdout) as { id: string; is_active: boolean };
       expect(credential.is_active).toBe(true);

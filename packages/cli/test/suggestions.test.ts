@@ -17,7 +17,11 @@ describe('COMMANDS', () => {
       const words = usage.split(' <')[0]!.split(' --')[0]!.split(' ').slice(1);
       const command = find(words);
       expect(command, `${operation}: ${usage}`).toBeDefined();
-      for (const flag of usage.match(/--[\w-]+/g) ?? []) expect(command!.options.map((o) => o.long), `${operation}: ${flag}`).toContain(flag);
+      for (const flag of usage.match(/--[\w-]+/g) ?? [])
+        expect(
+          command!.options.map((o) => o.long),
+          `${operation}: ${flag}`,
+        ).toContain(flag);
       // Arguments in the usage (`<id>`) are arguments of the command.
       expect(command!.registeredArguments.length, usage).toBe((usage.replace(/--[\w-]+ <[^>]+>/g, '').match(/<[^>]+>/g) ?? []).length);
     }
@@ -27,10 +31,14 @@ describe('COMMANDS', () => {
 describe('rewrite', () => {
   it('turns requests and operationIds that have a command into the command, and leaves the rest', () => {
     expect(rewrite('List your clusters with GET /v1/clusters and use their ids.')).toBe('List your clusters with `platform clusters list` and use their ids.');
-    expect(rewrite('See the createInstall operation in the API reference for what region_id accepts.')).toBe('See `platform installs create --help` for what region_id accepts.');
+    expect(rewrite('See the createInstall operation in the API reference for what region_id accepts.')).toBe(
+      'See `platform installs create --help` for what region_id accepts.',
+    );
     expect(rewrite('See the getQuota operation in the API reference.')).toBe('See `platform quotas get --help`.');
     // No command for cloud credentials or workspace creation yet: the request stays, so the hint still works.
-    expect(rewrite('List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.')).toBe('List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.');
+    expect(rewrite('List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.')).toBe(
+      'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.',
+    );
     expect(rewrite('See the createWorkspace operation in the API reference.')).toBe('See the createWorkspace operation in the API reference.');
     expect(rewrite('Send the body again.')).toBe('Send the body again.');
   });
@@ -50,13 +58,26 @@ describe('suggestionFor', () => {
   });
 
   it('answers parameters the CLI sets with its own commands and flags, list indexes ignored', () => {
-    expect(suggestionFor({ ...base, param: 'region_id', suggestion: 'Check the id; regions of workspaces you are not a member of are not visible.' })).toBe('List the regions with `platform regions`; --region takes one of their ids.');
-    expect(suggestionFor({ ...base, status: 422, param: 'overrides[1].template_helm_source_id', suggestion: "Use the id of one of the product's sources." })).toContain('--values <source>=<file>');
-    expect(suggestionFor({ ...base, status: 403, param: 'X-Workspace-Id', suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.' })).toContain('`platform workspaces use <id>`');
+    expect(suggestionFor({ ...base, param: 'region_id', suggestion: 'Check the id; regions of workspaces you are not a member of are not visible.' })).toBe(
+      'List the regions with `platform regions`; --region takes one of their ids.',
+    );
+    expect(
+      suggestionFor({ ...base, status: 422, param: 'overrides[1].template_helm_source_id', suggestion: "Use the id of one of the product's sources." }),
+    ).toContain('--values <source>=<file>');
+    expect(
+      suggestionFor({ ...base, status: 403, param: 'X-Workspace-Id', suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.' }),
+    ).toContain('`platform workspaces use <id>`');
   });
 
   it('keeps a shape hint about a parameter pointing at the command’s help, and the service’s own words otherwise', () => {
-    expect(suggestionFor({ ...base, status: 422, param: 'region_id', suggestion: 'See the createCluster operation in the API reference for what region_id accepts.' })).toBe('See `platform clusters create --help` for what region_id accepts.');
+    expect(
+      suggestionFor({
+        ...base,
+        status: 422,
+        param: 'region_id',
+        suggestion: 'See the createCluster operation in the API reference for what region_id accepts.',
+      }),
+    ).toBe('See `platform clusters create --help` for what region_id accepts.');
     expect(suggestionFor({ ...base, status: 409, param: 'name', suggestion: 'Choose another name.' })).toBe('Choose another name.');
     expect(suggestionFor(base)).toBeUndefined();
   });

@@ -52,9 +52,7 @@ for await (const file of files(dist)) {
   }
   let entry = relative(dirname(file), apiTypesEntry).replace(/\.d\.ts$/, '.js');
   if (!entry.startsWith('.')) entry = `./${entry}`;
-  const rewritten = text
-    .replace(/(['"])@platform\/api-types\1/g, `'${entry}'`)
-    .replace(/(['"])(\.{1,2}\/[^'"]*?)(?:\.d)?\.ts\1/g, `'$2.js'`);
+  const rewritten = text.replace(/(['"])@platform\/api-types\1/g, `'${entry}'`).replace(/(['"])(\.{1,2}\/[^'"]*?)(?:\.d)?\.ts\1/g, `'$2.js'`);
   if (/['"]@platform\//.test(rewritten)) throw new Error(`${relative(packageDir, file)} still refers to a private package`);
   if (rewritten !== text) await writeFile(file, rewritten);
 }

@@ -55,14 +55,8 @@ export interface PlatformClient extends PlatformOperations {
    * Every record of a list operation, page after page, following `pagination.cursor` until `has_more` is false.
    * A `cursor` in the query starts after it; `limit` sets the page size.
    */
-  paginate<Id extends ListOperations>(
-    operationId: Id,
-    ...args: OperationArgs<Id>
-  ): AsyncGenerator<ListOperationItem<Id>, void, undefined>;
-  paginate<P extends ListPaths>(
-    path: P,
-    ...init: InitArgs<CallInit<OperationOf<P, 'get'>>>
-  ): AsyncGenerator<ListItem<P>, void, undefined>;
+  paginate<Id extends ListOperations>(operationId: Id, ...args: OperationArgs<Id>): AsyncGenerator<ListOperationItem<Id>, void, undefined>;
+  paginate<P extends ListPaths>(path: P, ...init: InitArgs<CallInit<OperationOf<P, 'get'>>>): AsyncGenerator<ListItem<P>, void, undefined>;
   /**
    * The install's log stream: `log` events, then one `end` event, after which the iteration is done. A dropped
    * connection is resumed with `Last-Event-ID` (governed by the retry policy).
@@ -89,10 +83,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
   const method =
     (name: HttpMethod) =>
     async (path: string, init: LooseInit = {}): Promise<unknown> => {
-      const needsKey =
-        autoKeyOperations.has(`${name} ${path}`) &&
-        init.idempotencyKey === undefined &&
-        init.params?.header?.['idempotency-key'] === undefined;
+      const needsKey = autoKeyOperations.has(`${name} ${path}`) && init.idempotencyKey === undefined && init.params?.header?.['idempotency-key'] === undefined;
       // Made once per call, so every retry of the call sends the same key.
       const { data } = await send(name, path, needsKey ? { ...init, idempotencyKey: newIdempotencyKey() } : init, 'json');
       return data;
@@ -148,8 +139,7 @@ function routeOf(operationId: string): OperationRoute {
 
 /** Sorts an argument object into openapi-fetch's `params` and the call options, as the route says. */
 function toInit(route: OperationRoute, args: OperationArgsObject): LooseInit {
-  const pick = (names: readonly string[]) =>
-    Object.fromEntries(names.filter((name) => args[name] !== undefined).map((name) => [name, args[name]]));
+  const pick = (names: readonly string[]) => Object.fromEntries(names.filter((name) => args[name] !== undefined).map((name) => [name, args[name]]));
   const init: LooseInit = {
     params: { path: pick(route.path_params), query: pick(route.query) },
     signal: args.signal,
@@ -166,13 +156,7 @@ function toInit(route: OperationRoute, args: OperationArgsObject): LooseInit {
 function isListPage(body: unknown): body is { data: unknown[]; pagination: { cursor: string; has_more: boolean } } {
   if (typeof body !== 'object' || body === null || !('data' in body) || !('pagination' in body)) return false;
   const { data, pagination } = body;
-  return (
-    Array.isArray(data) &&
-    typeof pagination === 'object' &&
-    pagination !== null &&
-    'has_more' in pagination &&
-    'cursor' in pagination
-  );
+  return Array.isArray(data) && typeof pagination === 'object' && pagination !== null && 'has_more' in pagination && 'cursor' in pagination;
 }
 
 function newIdempotencyKey(): string {

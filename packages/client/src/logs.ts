@@ -28,24 +28,14 @@ export type LogStreamOptions = QueryParams<'streamInstallLogs'> & {
 
 const path = '/v1/installs/{id}/logs';
 
-export async function* streamLogs(
-  send: Send,
-  policy: RetryPolicy,
-  id: InstallId,
-  options: LogStreamOptions = {},
-): AsyncGenerator<LogEvent, void, undefined> {
+export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId, options: LogStreamOptions = {}): AsyncGenerator<LogEvent, void, undefined> {
   const { signal, timeoutMs, workspaceId, lastEventId, ...query } = options;
   let lastId = lastEventId;
   // Reconnections since the last line received: a stream that keeps dropping without progress gives up.
   let drops = 0;
   for (;;) {
     const header = lastId === undefined ? {} : { 'Last-Event-ID': lastId };
-    const { data, release } = await send(
-      'GET',
-      path,
-      { params: { path: { id }, query, header }, workspaceId, signal, timeoutMs },
-      'stream',
-    );
+    const { data, release } = await send('GET', path, { params: { path: { id }, query, header }, workspaceId, signal, timeoutMs }, 'stream');
     let cause: unknown;
     try {
       for await (const message of readEvents(data)) {

@@ -77,11 +77,7 @@ export function createTransport(options: TransportOptions): Send {
     if (workspaceId !== undefined) headers['X-Workspace-Id'] = workspaceId;
     if (init.idempotencyKey !== undefined) headers['idempotency-key'] = init.idempotencyKey;
     // GET and DELETE may be repeated; POST and PATCH only when the server can recognise the repeat.
-    const retryable =
-      method === 'GET' ||
-      method === 'DELETE' ||
-      headers['idempotency-key'] !== undefined ||
-      params?.header?.['idempotency-key'] !== undefined;
+    const retryable = method === 'GET' || method === 'DELETE' || headers['idempotency-key'] !== undefined || params?.header?.['idempotency-key'] !== undefined;
 
     for (let retry = 0; ; retry++) {
       signal?.throwIfAborted();

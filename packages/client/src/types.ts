@@ -19,11 +19,7 @@ export type OperationOf<P extends keyof paths, M extends Method> = paths[P][M];
 type HeaderParams<Op> = Op extends { parameters: { header?: infer H } } ? NonNullable<H> : never;
 
 /** Whether the operation declares the request header `Name`. */
-export type DeclaresHeader<Op, Name extends string> = [HeaderParams<Op>] extends [never]
-  ? false
-  : Name extends keyof HeaderParams<Op>
-    ? true
-    : false;
+export type DeclaresHeader<Op, Name extends string> = [HeaderParams<Op>] extends [never] ? false : Name extends keyof HeaderParams<Op> ? true : false;
 
 /** Options of every call, beside openapi-fetch's `params` and `body`. */
 export interface BaseCallOptions {
@@ -91,8 +87,7 @@ export type ListPaths = {
 }[JsonGetPaths];
 
 /** One record of a list path's pages. */
-export type ListItem<P extends ListPaths> =
-  SuccessBody<OperationOf<P, 'get'>> extends { data: (infer Item)[] } ? Item : never;
+export type ListItem<P extends ListPaths> = SuccessBody<OperationOf<P, 'get'>> extends { data: (infer Item)[] } ? Item : never;
 
 /** One method of the client: typed by the path's operation, resolving to its success body. */
 export type CallMethod<M extends Method, Paths extends PathsWith<M> = PathsWith<M>> = <P extends Paths>(
@@ -103,9 +98,7 @@ export type CallMethod<M extends Method, Paths extends PathsWith<M> = PathsWith<
 /** `Uppercase<method> path` of every operation that declares `idempotency-key`. */
 export type IdempotentOperations = {
   [M in Method]: {
-    [P in PathsWith<M>]: DeclaresHeader<OperationOf<P, M>, 'idempotency-key'> extends true
-      ? `${Uppercase<M>} ${P}`
-      : never;
+    [P in PathsWith<M>]: DeclaresHeader<OperationOf<P, M>, 'idempotency-key'> extends true ? `${Uppercase<M>} ${P}` : never;
   }[PathsWith<M>];
 }[Method];
 

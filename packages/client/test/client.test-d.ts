@@ -2,13 +2,7 @@
 // bodies refused. Nothing here is executed; the fetch below is never called.
 import type { Schema } from '@platform/api-types';
 import { describe, expectTypeOf, test } from 'vitest';
-import {
-  createPlatformClient,
-  type ListPaths,
-  type LogEvent,
-  PlatformApiError,
-  type PlatformErrorCode,
-} from '../src/index.ts';
+import { createPlatformClient, type ListPaths, type LogEvent, type PlatformApiError, type PlatformErrorCode } from '../src/index.ts';
 
 const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:4010', token: 'svc_pat_x', fetch: async () => new Response() });
 const id = 'cl_1';
@@ -102,7 +96,13 @@ describe('wrong requests do not compile', () => {
   });
 
   test('call options follow the operation’s declared headers', () => {
-    void api.POST('/v1/installs', { body: { product_id: 'prd_1', region_id: 'fsn1' }, idempotencyKey: 'k', workspaceId: 'ws_2', timeoutMs: 5_000, signal: AbortSignal.timeout(1) });
+    void api.POST('/v1/installs', {
+      body: { product_id: 'prd_1', region_id: 'fsn1' },
+      idempotencyKey: 'k',
+      workspaceId: 'ws_2',
+      timeoutMs: 5_000,
+      signal: AbortSignal.timeout(1),
+    });
     // @ts-expect-error createCluster declares no idempotency-key
     void api.POST('/v1/clusters', { body: { name: 'a', region_id: 'fsn1', kaas_version: 'v1.31' }, idempotencyKey: 'k' });
     // @ts-expect-error listWorkspaces takes no X-Workspace-Id

@@ -27,7 +27,16 @@ describe('requests', () => {
   });
 
   it('sends no Authorization header without a token (the device sign-in calls)', async () => {
-    const { fetch, requests } = fakeFetch(() => json(200, { device_code: 'd', user_code: 'WDJB-MJHT', verification_uri: 'http://api.test/device', verification_uri_complete: 'http://api.test/device?user_code=WDJB-MJHT', expires_in: 600, interval: 5 }));
+    const { fetch, requests } = fakeFetch(() =>
+      json(200, {
+        device_code: 'd',
+        user_code: 'WDJB-MJHT',
+        verification_uri: 'http://api.test/device',
+        verification_uri_complete: 'http://api.test/device?user_code=WDJB-MJHT',
+        expires_in: 600,
+        interval: 5,
+      }),
+    );
     const { api } = testClient(fetch, { token: undefined });
     await api.POST('/v1/auth/device/code', {});
     expect(requests[0]?.headers.get('authorization')).toBeNull();
@@ -51,7 +60,10 @@ describe('requests', () => {
 
   it('sends the client’s workspace, and a call’s own instead when it gives one', async () => {
     const page = { data: [], pagination: { cursor: '', has_more: false } };
-    const { fetch, requests } = fakeFetch(() => json(200, page), () => json(200, page));
+    const { fetch, requests } = fakeFetch(
+      () => json(200, page),
+      () => json(200, page),
+    );
     const { api } = testClient(fetch, { workspaceId: 'ws_default' });
     await api.GET('/v1/clusters');
     await api.GET('/v1/clusters', { workspaceId: 'ws_other' });
@@ -152,7 +164,14 @@ describe('errors', () => {
     const body = { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'Gm9x2V1kQz8rT4yLw7pN3cHs6bJd0fAeKu5iXo_RqM-' };
     const error = await rejection(api.POST('/v1/auth/device/token', { body }));
     expect(error).toBeInstanceOf(PlatformApiError);
-    expect(error).toMatchObject({ status: 400, code: 'slow_down', message: 'Wait 10 seconds between polls.', param: undefined, details: undefined, requestId: 'req_400' });
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'slow_down',
+      message: 'Wait 10 seconds between polls.',
+      param: undefined,
+      details: undefined,
+      requestId: 'req_400',
+    });
   });
 
   it('does not take an unknown OAuth-looking error code for one', async () => {
@@ -163,7 +182,9 @@ describe('errors', () => {
   });
 
   it('maps an answer without the contract’s body to unexpected_response, keeping the text', async () => {
-    const { fetch } = fakeFetch(() => new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }));
+    const { fetch } = fakeFetch(
+      () => new Response('<html>Bad Gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }),
+    );
     const { api } = testClient(fetch);
     const error = await rejection(api.GET('/v1/regions'));
     expect(error).toMatchObject({

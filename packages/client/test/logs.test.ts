@@ -14,7 +14,7 @@ const chunked = (text: string, size: number) => Array.from({ length: Math.ceil(t
 
 describe('streamInstallLogs', () => {
   it('yields typed log events, skips keep-alive comments and ends with the end event', async () => {
-    const text = logEvent(1) + ': keep-alive\n\n' + logEvent(2) + endEvent();
+    const text = `${logEvent(1)}: keep-alive\n\n${logEvent(2)}${endEvent()}`;
     const { fetch, requests } = fakeFetch((request) => streamed(request, chunked(text, 7), 'close').response);
     const { api } = testClient(fetch);
     const events = await collect(api.streamInstallLogs('ins_1', { follow: false, tail: 100, pod: 'shop-web-7d9f8b6c5-x2k4p', container: 'web' }));
@@ -184,7 +184,9 @@ describe('streamInstallLogs', () => {
   });
 
   it('skips event types it does not know', async () => {
-    const { fetch } = fakeFetch((request) => streamed(request, ['event: progress\ndata: {}\n\n', logEvent(1), 'data: untyped\n\n', endEvent()], 'close').response);
+    const { fetch } = fakeFetch(
+      (request) => streamed(request, ['event: progress\ndata: {}\n\n', logEvent(1), 'data: untyped\n\n', endEvent()], 'close').response,
+    );
     const { api } = testClient(fetch);
     expect(await collect(api.streamInstallLogs('ins_1'))).toEqual([log(1), end()]);
   });

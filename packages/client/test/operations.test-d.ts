@@ -16,9 +16,7 @@ describe('operation-named methods', () => {
   });
 
   test('take path parameters, query, body and header options in one object', () => {
-    expectTypeOf(api.getCluster).parameter(0).toEqualTypeOf<
-      { clusterId: string } & import('../src/index.ts').BaseCallOptions & { workspaceId?: string }
-    >();
+    expectTypeOf(api.getCluster).parameter(0).toEqualTypeOf<{ clusterId: string } & import('../src/index.ts').BaseCallOptions & { workspaceId?: string }>();
     expectTypeOf(api.createInstall).parameter(0).toHaveProperty('idempotencyKey').toEqualTypeOf<string | undefined>();
     expectTypeOf(api.createInstall).parameter(0).toHaveProperty('body').toEqualTypeOf<Schema<'InstallCreate'>>();
   });
@@ -42,9 +40,7 @@ describe('operation-named methods', () => {
 
   test('paginate takes a list operationId and yields its records', () => {
     expectTypeOf(api.paginate('listClusters', { limit: 100 })).toEqualTypeOf<AsyncGenerator<Schema<'Cluster'>, void, undefined>>();
-    expectTypeOf(api.paginate('listWorkspaceMembers', { workspaceId: 'ws_1' })).toEqualTypeOf<
-      AsyncGenerator<Schema<'WorkspaceMember'>, void, undefined>
-    >();
+    expectTypeOf(api.paginate('listWorkspaceMembers', { workspaceId: 'ws_1' })).toEqualTypeOf<AsyncGenerator<Schema<'WorkspaceMember'>, void, undefined>>();
     // @ts-expect-error listQuotas answers a bare array, not pages
     void api.paginate('listQuotas');
     // @ts-expect-error getCluster is not a list

@@ -10,9 +10,9 @@ const page = (data: unknown[], cursor: string, hasMore: boolean) => ({ data, pag
 
 describe('operation-named methods', () => {
   it('exist for every operationId of the contract but the event stream, which streamInstallLogs reads', async () => {
-    const document = JSON.parse(
-      await readFile(join(import.meta.dirname, '..', '..', 'api-types', 'generated', 'openapi.json'), 'utf8'),
-    ) as { paths: Record<string, Record<string, { operationId?: string }>> };
+    const document = JSON.parse(await readFile(join(import.meta.dirname, '..', '..', 'api-types', 'generated', 'openapi.json'), 'utf8')) as {
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
     const ids = Object.values(document.paths).flatMap((item) =>
       Object.values(item).flatMap((operation) => (operation.operationId ? [operation.operationId] : [])),
     );
@@ -22,7 +22,10 @@ describe('operation-named methods', () => {
   });
 
   it('puts path and query parameters in the URL and the workspace in its header', async () => {
-    const { fetch, requests } = fakeFetch(() => json(200, page([], '', false)), () => json(200, { id: 'cl_1' }));
+    const { fetch, requests } = fakeFetch(
+      () => json(200, page([], '', false)),
+      () => json(200, { id: 'cl_1' }),
+    );
     const { api } = testClient(fetch, { workspaceId: 'ws_default' });
     await api.listClusters({ limit: 10, cursor: 'abc', workspaceId: 'ws_other' });
     await api.getCluster({ clusterId: 'cl 1/x' });
@@ -49,7 +52,10 @@ describe('operation-named methods', () => {
   });
 
   it('sends the body, and makes up an idempotency key where the operation declares one', async () => {
-    const { fetch, requests } = fakeFetch(() => json(202, { id: 'ins_1' }), () => json(202, { id: 'ins_2' }));
+    const { fetch, requests } = fakeFetch(
+      () => json(202, { id: 'ins_1' }),
+      () => json(202, { id: 'ins_2' }),
+    );
     const { api } = testClient(fetch);
     await api.createInstall({ body: { product_id: 'prd_1', region_id: 'fsn1' } });
     await api.createInstall({ body: { product_id: 'prd_1', region_id: 'fsn1' }, idempotencyKey: 'key-1' });

@@ -4,8 +4,7 @@ import { PlatformApiError } from '../src/index.ts';
 import { collect, errorBody, fakeFetch, json, rejection, testClient } from './support.ts';
 
 const workspace = (n: number) => ({ id: `ws_${n}`, name: `Workspace ${n}`, icon: null, created_at: 1732268800 + n });
-const page = (ids: number[], cursor: string, hasMore: boolean) => () =>
-  json(200, { data: ids.map(workspace), pagination: { cursor, has_more: hasMore } });
+const page = (ids: number[], cursor: string, hasMore: boolean) => () => json(200, { data: ids.map(workspace), pagination: { cursor, has_more: hasMore } });
 
 describe('paginate', () => {
   it('yields every record of 3 pages in order, passing each page’s cursor and keeping the query', async () => {

@@ -139,7 +139,10 @@ describe('idempotency', () => {
   });
 
   it('createInstall generates a new key per call', async () => {
-    const { fetch, requests } = fakeFetch(() => json(202, install), () => json(202, install));
+    const { fetch, requests } = fakeFetch(
+      () => json(202, install),
+      () => json(202, install),
+    );
     const { api } = testClient(fetch);
     await api.POST('/v1/installs', { body: installBody });
     await api.POST('/v1/installs', { body: installBody });
@@ -148,7 +151,11 @@ describe('idempotency', () => {
   });
 
   it('createInstall sends the caller’s key, from the option or the header parameter', async () => {
-    const { fetch, requests } = fakeFetch(unavailable, () => json(202, install), () => json(202, install));
+    const { fetch, requests } = fakeFetch(
+      unavailable,
+      () => json(202, install),
+      () => json(202, install),
+    );
     const { api } = testClient(fetch);
     await api.POST('/v1/installs', { body: installBody, idempotencyKey: 'key-1', workspaceId: 'ws_2' });
     await api.POST('/v1/installs', { body: installBody, params: { header: { 'idempotency-key': 'key-2' } } });

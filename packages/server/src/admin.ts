@@ -6,11 +6,11 @@ import { ConfigError, loadConfig } from './config.ts';
 import { type Connection, connect, openDatabase, runningEmbeddedUrl } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import type { Plan } from './db/schema.ts';
+import { DEMO_EMAIL } from './db/seed.ts';
 import { setQuotaOverride } from './resources/quotas.ts';
+import { createToken } from './resources/tokens.ts';
 import { anyUser, createUser, findUserByEmail, setPlan, userExists } from './resources/users.ts';
 import { workspaceExists } from './resources/workspaces.ts';
-import { DEMO_EMAIL } from './db/seed.ts';
-import { createToken } from './resources/tokens.ts';
 import { isMetric } from './services/quotas.ts';
 
 const USAGE = `Usage:
@@ -60,7 +60,14 @@ async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const { values } = parseArgs({
     args: rest,
-    options: { email: { type: 'string' }, plan: { type: 'string' }, user: { type: 'string' }, workspace: { type: 'string' }, metric: { type: 'string' }, limit: { type: 'string' } },
+    options: {
+      email: { type: 'string' },
+      plan: { type: 'string' },
+      user: { type: 'string' },
+      workspace: { type: 'string' },
+      metric: { type: 'string' },
+      limit: { type: 'string' },
+    },
     strict: true,
   });
   // Check every argument before touching the database.

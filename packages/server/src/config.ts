@@ -1,7 +1,8 @@
 // Environment → typed configuration, validated once at start-up. A bad variable stops start-up with one
 // clear line naming it (ConfigError), never a stack trace.
-import { isIP } from 'node:net';
+
 import { accessSync, constants } from 'node:fs';
+import { isIP } from 'node:net';
 
 export class ConfigError extends Error {}
 
@@ -148,11 +149,20 @@ function jwt(env: Env): Config['jwt'] {
   } catch {
     throw new ConfigError(`JWT_JWKS_URL must be a URL, got "${jwksUrl}"`);
   }
-  const algorithms = (env.JWT_ALGORITHMS ?? 'RS256,ES256').split(',').map((a) => a.trim()).filter(Boolean);
+  const algorithms = (env.JWT_ALGORITHMS ?? 'RS256,ES256')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
   if (algorithms.some((a) => a === 'none' || a.startsWith('HS'))) {
     throw new ConfigError('JWT_ALGORITHMS must name asymmetric algorithms only (e.g. RS256,ES256)');
   }
-  return { jwksUrl, issuer: env.JWT_ISSUER!, audience: env.JWT_AUDIENCE!, algorithms, maxLifetimeSeconds: integer(env, 'JWT_MAX_LIFETIME_SECONDS', 86_400, 60, 31_536_000) };
+  return {
+    jwksUrl,
+    issuer: env.JWT_ISSUER!,
+    audience: env.JWT_AUDIENCE!,
+    algorithms,
+    maxLifetimeSeconds: integer(env, 'JWT_MAX_LIFETIME_SECONDS', 86_400, 60, 31_536_000),
+  };
 }
 
 function publicUrl(env: Env): string | undefined {
@@ -172,7 +182,10 @@ function publicUrl(env: Env): string | undefined {
 
 /** TRUST_PROXY: comma-separated IPv4/IPv6 addresses and CIDR ranges (`10.0.0.0/8,::1`). */
 function trustProxy(env: Env): string[] {
-  const entries = (env.TRUST_PROXY ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = (env.TRUST_PROXY ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     const [address = '', prefix] = entry.split('/');
     const family = isIP(address);
@@ -186,7 +199,10 @@ function trustProxy(env: Env): string[] {
 
 /** CORS_ORIGINS: comma-separated origins (`https://app.example.com`), each scheme://host[:port] and nothing more. */
 function corsOrigins(env: Env): string[] {
-  const entries = (env.CORS_ORIGINS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = (env.CORS_ORIGINS ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     let origin: string | undefined;
     try {
@@ -225,7 +241,12 @@ function clusterDriver(env: Env): Config['clusterDriver'] {
   } catch {
     throw new ConfigError(`MANAGEMENT_KUBECONFIG: cannot read "${kubeconfigPath}"`);
   }
-  return { kind, kubeconfigPath, argocdNamespace: k8sName(env, 'ARGOCD_NAMESPACE', 'argocd'), kamajiNamespace: k8sName(env, 'KAMAJI_NAMESPACE', 'kamaji-tenants') };
+  return {
+    kind,
+    kubeconfigPath,
+    argocdNamespace: k8sName(env, 'ARGOCD_NAMESPACE', 'argocd'),
+    kamajiNamespace: k8sName(env, 'KAMAJI_NAMESPACE', 'kamaji-tenants'),
+  };
 }
 
 function compute(env: Env): ComputeConfig {
@@ -240,7 +261,8 @@ function compute(env: Env): ComputeConfig {
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError(`HCLOUD_ENDPOINT must be an http:// or https:// URL, got "${env.HCLOUD_ENDPOINT}"`);
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw new ConfigError(`HCLOUD_ENDPOINT must be an http:// or https:// URL, got "${env.HCLOUD_ENDPOINT}"`);
   return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000) };
 }
 

@@ -7,12 +7,12 @@ import { createApp } from './app.ts';
 import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
-import { createHttpServer } from './http/server.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
-import { demoBox, logDestination, progress } from './start-up.ts';
-import { loadSecretsKey } from './services/secrets.ts';
+import { createHttpServer } from './http/server.ts';
 import { createClusterDriver } from './providers/index.ts';
+import { loadSecretsKey } from './services/secrets.ts';
+import { demoBox, logDestination, progress } from './start-up.ts';
 import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
@@ -42,7 +42,16 @@ async function main(): Promise<void> {
   }
   const token = await seedDemo(connection.db, systemClock, runtime.provider, progress);
   const shutdown = new AbortController();
-  const app = await createApp({ db: connection.db, config, logger, secretsKey, workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, shutdown: shutdown.signal });
+  const app = await createApp({
+    db: connection.db,
+    config,
+    logger,
+    secretsKey,
+    workflows: runtime.engine,
+    provider: runtime.provider,
+    driver: runtime.driver,
+    shutdown: shutdown.signal,
+  });
   const http = createHttpServer(app.callback(), config);
   const { port } = await http.listen(config.port, config.host).catch((error: NodeJS.ErrnoException) => {
     const fix = error.code === 'EADDRINUSE' ? 'the port is taken (another `pnpm start`?): stop that, or set PORT to a free port' : error.message;

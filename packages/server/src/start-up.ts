@@ -20,7 +20,12 @@ export function progress(line: string): void {
 /** The demo user's credentials in a box, printed after the listen line so it is the last thing on screen. */
 export function demoBox(url: string, token: string | undefined): string {
   const lines = token
-    ? [`Demo user created: ${DEMO_EMAIL}`, `Token: ${token}`, `Try: curl -H 'Authorization: Bearer ${token}' ${url}/v1/clusters`, 'A new demo token later: pnpm admin demo-token']
+    ? [
+        `Demo user created: ${DEMO_EMAIL}`,
+        `Token: ${token}`,
+        `Try: curl -H 'Authorization: Bearer ${token}' ${url}/v1/clusters`,
+        'A new demo token later: pnpm admin demo-token',
+      ]
     : ['Demo token: pnpm admin demo-token (tokens are stored hashed; this prints a new one)'];
   const width = Math.max(...lines.map((line) => line.length));
   return [`┌${'─'.repeat(width + 2)}┐`, ...lines.map((line) => `│ ${line.padEnd(width)} │`), `└${'─'.repeat(width + 2)}┘`].join('\n');

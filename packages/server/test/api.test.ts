@@ -73,7 +73,19 @@ describe('listClusters', () => {
       const id = newId('cl');
       ids.push(id);
       // Same created_at for several rows: the id breaks the tie.
-      await database.db.insertInto('clusters').values({ id, workspace_id: user.workspaceId, name: `c${i}`, region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: clock.now() + Math.floor(i / 3) }).execute();
+      await database.db
+        .insertInto('clusters')
+        .values({
+          id,
+          workspace_id: user.workspaceId,
+          name: `c${i}`,
+          region_id: 'fsn1',
+          kaas_version: 'v1.31',
+          status: 'RUNNING',
+          status_message: null,
+          created_at: clock.now() + Math.floor(i / 3),
+        })
+        .execute();
     }
     const seen: string[] = [];
     let cursor: string | undefined;
@@ -88,7 +100,19 @@ describe('listClusters', () => {
     expect(seen).toEqual(byCreatedThenId.map((r) => r.id));
     // The last cursor, kept, later returns only what was added since.
     const later = newId('cl');
-    await database.db.insertInto('clusters').values({ id: later, workspace_id: user.workspaceId, name: 'later', region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: clock.now() + 10 }).execute();
+    await database.db
+      .insertInto('clusters')
+      .values({
+        id: later,
+        workspace_id: user.workspaceId,
+        name: 'later',
+        region_id: 'fsn1',
+        kaas_version: 'v1.31',
+        status: 'RUNNING',
+        status_message: null,
+        created_at: clock.now() + 10,
+      })
+      .execute();
     const next = await client(user).GET('/v1/clusters', { params: { query: { cursor } } });
     expect(next.data.map((c) => c.id)).toEqual([later]);
     const empty = await client(user).GET('/v1/clusters', { params: { query: { cursor: next.pagination.cursor } } });
@@ -99,7 +123,11 @@ describe('listClusters', () => {
 describe('compute', () => {
   it('getClusterComputeStatus reports machines and limits', async () => {
     const status = await client(alice).GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: a.clusterId } } });
-    expect(status).toEqual({ machines: 2, max_machines: 3, autoscaling: { state: 'idle', provisioning: 0, queued: 0, provisioning_limit: 3, backoff_until: null } });
+    expect(status).toEqual({
+      machines: 2,
+      max_machines: 3,
+      autoscaling: { state: 'idle', provisioning: 0, queued: 0, provisioning_limit: 3, backoff_until: null },
+    });
   });
   it('getClusterComputeStatus is 404 for another workspace’s cluster', async () => {
     const error = await apiError(client(bob).GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: a.clusterId } } }));
@@ -136,7 +164,15 @@ describe('compute', () => {
     const free = newId('cc');
     await database.db
       .insertInto('compute_configs')
-      .values({ id: free, workspace_id: alice.workspaceId, name: 'spare', provider: 'hcloud', provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'x', machine_type_filter: '*' }), cloud_credential_id: null, created_at: clock.now() })
+      .values({
+        id: free,
+        workspace_id: alice.workspaceId,
+        name: 'spare',
+        provider: 'hcloud',
+        provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'x', machine_type_filter: '*' }),
+        cloud_credential_id: null,
+        created_at: clock.now(),
+      })
       .execute();
     const foreign = await apiError(client(bob).DELETE('/v1/compute/configs/{id}', { params: { path: { id: free } } }));
     expect(foreign.status).toBe(404);
@@ -157,7 +193,20 @@ describe('compute', () => {
 
 describe('listRegistryCredentials', () => {
   it('lists credentials without secrets', async () => {
-    await database.db.insertInto('registry_credentials').values({ id: newId('rc'), workspace_id: alice.workspaceId, name: 'ghcr', registry_url: 'ghcr.io', username: 'bot', password_ciphertext: null, is_active: true, created_at: clock.now(), last_used_at: null }).execute();
+    await database.db
+      .insertInto('registry_credentials')
+      .values({
+        id: newId('rc'),
+        workspace_id: alice.workspaceId,
+        name: 'ghcr',
+        registry_url: 'ghcr.io',
+        username: 'bot',
+        password_ciphertext: null,
+        is_active: true,
+        created_at: clock.now(),
+        last_used_at: null,
+      })
+      .execute();
     const page = await client(alice).GET('/v1/registry/credentials', {});
     expect(page.data).toHaveLength(1);
     expect(page.data[0]).toMatchObject({ registry_url: 'ghcr.io', last_used_at: null });
@@ -198,20 +247,35 @@ describe('updateProduct', () => {
 
 describe('createInstall', () => {
   it('starts an install workflow: 202 pending with a workflow id', async () => {
-    const install = await client(alice).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1', overrides: [{ template_helm_source_id: a.sourceId, values: { replicas: 2 } }] } });
+    const install = await client(alice).POST('/v1/installs', {
+      body: { product_id: a.productId, region_id: 'fsn1', overrides: [{ template_helm_source_id: a.sourceId, values: { replicas: 2 } }] },
+    });
     expect(install).toMatchObject({ status: 'pending', product_id: a.productId, cluster_id: null, workspace_id: alice.workspaceId });
     const workflow = await database.db.selectFrom('workflows').selectAll().where('id', '=', install.workflow_id).executeTakeFirstOrThrow();
     expect(workflow).toMatchObject({ kind: 'createInstall', subject_id: install.id, status: 'pending' });
   });
   it('404 with param for an unknown product or region; 422 for an unknown source', async () => {
     const api = client(alice);
-    expect(await apiError(api.POST('/v1/installs', { body: { product_id: 'prd_nope', region_id: 'fsn1' } }))).toMatchObject({ status: 404, param: 'product_id' });
-    expect(await apiError(api.POST('/v1/installs', { body: { product_id: a.productId, region_id: 'mars1' } }))).toMatchObject({ status: 404, param: 'region_id' });
-    expect(await apiError(api.POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1', overrides: [{ template_helm_source_id: 'src_x', values: {} }] } }))).toMatchObject({
+    expect(await apiError(api.POST('/v1/installs', { body: { product_id: 'prd_nope', region_id: 'fsn1' } }))).toMatchObject({
+      status: 404,
+      param: 'product_id',
+    });
+    expect(await apiError(api.POST('/v1/installs', { body: { product_id: a.productId, region_id: 'mars1' } }))).toMatchObject({
+      status: 404,
+      param: 'region_id',
+    });
+    expect(
+      await apiError(
+        api.POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1', overrides: [{ template_helm_source_id: 'src_x', values: {} }] } }),
+      ),
+    ).toMatchObject({
       status: 422,
       param: 'overrides[0].template_helm_source_id',
     });
-    expect(await apiError(client(bob).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1' } }))).toMatchObject({ status: 404, param: 'product_id' });
+    expect(await apiError(client(bob).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1' } }))).toMatchObject({
+      status: 404,
+      param: 'product_id',
+    });
   });
   it('50 concurrent calls with one idempotency key create one install and all get its id', async () => {
     const api = client(alice);
@@ -220,7 +284,11 @@ describe('createInstall', () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => api.POST('/v1/installs', { body, idempotencyKey: key })));
     const ids = new Set(results.map((install) => install.id));
     expect(ids.size).toBe(1);
-    const rows = await database.db.selectFrom('installs').select('id').where('id', 'in', [...ids]).execute();
+    const rows = await database.db
+      .selectFrom('installs')
+      .select('id')
+      .where('id', 'in', [...ids])
+      .execute();
     expect(rows).toHaveLength(1);
     const reused = await apiError(api.POST('/v1/installs', { body: { ...body, region_id: 'nbg1' }, idempotencyKey: key }));
     expect(reused).toMatchObject({ status: 422, code: 'idempotency_key_reused' });
@@ -230,12 +298,16 @@ describe('createInstall', () => {
 describe('streamInstallLogs', () => {
   it('is 404 for another user’s install and 422 for a bad tail', async () => {
     const install = await client(alice).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1' } });
-    const foreign = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs`, { headers: { authorization: `Bearer ${bob.token}`, accept: 'text/event-stream' } });
+    const foreign = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs`, {
+      headers: { authorization: `Bearer ${bob.token}`, accept: 'text/event-stream' },
+    });
     expect(foreign.status).toBe(404);
     const bad = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?tail=0`, { headers: { authorization: `Bearer ${alice.token}` } });
     expect(bad.status).toBe(422);
     expect((await bad.json()) as unknown).toMatchObject({ error: { param: 'tail' } });
-    const ok = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?follow=false`, { headers: { authorization: `Bearer ${alice.token}`, accept: 'text/event-stream' } });
+    const ok = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?follow=false`, {
+      headers: { authorization: `Bearer ${alice.token}`, accept: 'text/event-stream' },
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(await ok.text()).toBe('event: end\ndata: {"reason":"backlog_sent"}\n\n');
@@ -299,16 +371,38 @@ describe('workspaces and members', () => {
     expect(created).toMatchObject({ name: 'Team', icon: '🚀' });
     expect(await client(alice).GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: created.id } } })).toEqual(created);
     const carolEmail = (await database.db.selectFrom('users').select('email').where('id', '=', carol.userId).executeTakeFirstOrThrow()).email;
-    const member = await client(alice).POST('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId: created.id } }, body: { email: carolEmail } });
+    const member = await client(alice).POST('/v1/workspaces/{workspaceId}/members', {
+      params: { path: { workspaceId: created.id } },
+      body: { email: carolEmail },
+    });
     expect(member).toMatchObject({ user_id: carol.userId, role: 'member' });
-    expect(await apiError(client(alice).POST('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId: created.id } }, body: { email: carolEmail } }))).toMatchObject({ status: 409 });
-    expect(await apiError(client(alice).POST('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId: created.id } }, body: { email: 'nobody@nowhere.example' } }))).toMatchObject({ status: 404, param: 'email' });
+    expect(
+      await apiError(
+        client(alice).POST('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId: created.id } }, body: { email: carolEmail } }),
+      ),
+    ).toMatchObject({ status: 409 });
+    expect(
+      await apiError(
+        client(alice).POST('/v1/workspaces/{workspaceId}/members', {
+          params: { path: { workspaceId: created.id } },
+          body: { email: 'nobody@nowhere.example' },
+        }),
+      ),
+    ).toMatchObject({ status: 404, param: 'email' });
     const members = await client(carol).GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId: created.id } } });
     expect(members.data.map((m) => m.role)).toEqual(['owner', 'member']);
     // Carol now sees the workspace and may act in it, but may not manage members.
     expect((await client(carol, created.id).GET('/v1/clusters', {})).data).toEqual([]);
-    expect(await apiError(client(carol).DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId: created.id, userId: alice.userId } } }))).toMatchObject({ status: 403, code: 'forbidden' });
-    expect(await apiError(client(alice).DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId: created.id, userId: alice.userId } } }))).toMatchObject({ status: 409 });
+    expect(
+      await apiError(
+        client(carol).DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId: created.id, userId: alice.userId } } }),
+      ),
+    ).toMatchObject({ status: 403, code: 'forbidden' });
+    expect(
+      await apiError(
+        client(alice).DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId: created.id, userId: alice.userId } } }),
+      ),
+    ).toMatchObject({ status: 409 });
     await client(alice).DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId: created.id, userId: carol.userId } } });
     expect(await apiError(client(carol).GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: created.id } } }))).toMatchObject({ status: 404 });
   });
@@ -326,12 +420,18 @@ describe('regions and clusters', () => {
     expect(await client(user).GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).toEqual(cluster);
     expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'edge', region_id: 'hel1' } }))).toMatchObject({ status: 409, param: 'name' });
     expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'x', region_id: 'mars1' } }))).toMatchObject({ status: 404, param: 'region_id' });
-    expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'Not A Label', region_id: 'hel1' } }))).toMatchObject({ status: 422, param: 'name' });
+    expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'Not A Label', region_id: 'hel1' } }))).toMatchObject({
+      status: 422,
+      param: 'name',
+    });
     await client(user).DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
     expect(await apiError(client(user).GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }))).toMatchObject({ status: 404 });
   });
   it('refuses to delete a cluster that still has machines', async () => {
-    expect(await apiError(client(alice).DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: a.clusterId } } }))).toMatchObject({ status: 409, code: 'conflict' });
+    expect(await apiError(client(alice).DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: a.clusterId } } }))).toMatchObject({
+      status: 409,
+      code: 'conflict',
+    });
   });
 });
 
@@ -342,13 +442,27 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
     expect(JSON.stringify(credential)).not.toContain('hc-secret-value');
     expect((await client(user).GET('/v1/compute/cloud_credentials', {})).data).toEqual([credential]);
     const config = await client(user).POST('/v1/compute/configs', {
-      body: { name: 'byom', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cax*' }, cloud_credential_id: credential.id },
+      body: {
+        name: 'byom',
+        provider: 'hcloud',
+        provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cax*' },
+        cloud_credential_id: credential.id,
+      },
     });
     expect(config.cloud_credential_id).toBe(credential.id);
-    expect(await apiError(client(user).DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: credential.id } } }))).toMatchObject({ status: 409 });
-    const unknown = await apiError(client(user).POST('/v1/compute/configs', {
-      body: { name: 'x', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'i', machine_type_filter: 'cx*' }, cloud_credential_id: 'ccr_nope' },
-    }));
+    expect(await apiError(client(user).DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: credential.id } } }))).toMatchObject({
+      status: 409,
+    });
+    const unknown = await apiError(
+      client(user).POST('/v1/compute/configs', {
+        body: {
+          name: 'x',
+          provider: 'hcloud',
+          provider_config: { provider: 'hcloud', region: 'fsn1', image: 'i', machine_type_filter: 'cx*' },
+          cloud_credential_id: 'ccr_nope',
+        },
+      }),
+    );
     expect(unknown).toMatchObject({ status: 422, param: 'cloud_credential_id' });
     await client(user).DELETE('/v1/compute/configs/{id}', { params: { path: { id: config.id } } });
     await client(user).DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: credential.id } } });
@@ -360,7 +474,9 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
     const machine = await client(user).POST('/v1/compute/machines', { body: { cluster_id: world.clusterId, compute_config_id: world.configId } });
     expect(machine).toMatchObject({ status: 'provisioning', server_type: 'cx22', cpu: 2, byom: false, cluster_id: world.clusterId });
     // Only a ready machine can be suspended.
-    expect(await apiError(client(user).POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } }))).toMatchObject({ status: 409 });
+    expect(
+      await apiError(client(user).POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } })),
+    ).toMatchObject({ status: 409 });
     const suspension = await client(user).POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: world.providerId } } });
     expect(suspension).toMatchObject({ status: 'suspending', provider_id: world.providerId, reason: 'manual' });
     expect(await client(user).GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } })).toEqual(suspension);
@@ -376,11 +492,16 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
 describe('registry credentials', () => {
   it('creates one without ever returning the password, refuses private hosts, deletes it', async () => {
     const user = await newUser(database.db, clock, 'free');
-    const created = await client(user).POST('/v1/registry/credentials', { body: { name: 'ghcr', registry_url: 'ghcr.io', username: 'bot', password: 'p4ssw0rd-value' } });
+    const created = await client(user).POST('/v1/registry/credentials', {
+      body: { name: 'ghcr', registry_url: 'ghcr.io', username: 'bot', password: 'p4ssw0rd-value' },
+    });
     expect(created).toMatchObject({ name: 'ghcr', registry_url: 'ghcr.io', is_active: true, last_used_at: null });
     expect(JSON.stringify(created)).not.toContain('p4ssw0rd-value');
     for (const host of ['localhost', '127.0.0.1', '10.1.2.3', '169.254.169.254', '192.168.0.10:5000', 'metadata.google.internal']) {
-      expect(await apiError(client(user).POST('/v1/registry/credentials', { body: { name: 'x', registry_url: host, username: 'u', password: 'p' } })), host).toMatchObject({ status: 422, param: 'registry_url' });
+      expect(
+        await apiError(client(user).POST('/v1/registry/credentials', { body: { name: 'x', registry_url: host, username: 'u', password: 'p' } })),
+        host,
+      ).toMatchObject({ status: 422, param: 'registry_url' });
     }
     await client(user).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: created.id } } });
     expect((await client(user).GET('/v1/registry/credentials', {})).data).toEqual([]);
@@ -390,15 +511,21 @@ describe('registry credentials', () => {
 describe('products, installs and notifications', () => {
   it('creates, lists and gets a product', async () => {
     const product = await client(alice).POST('/v1/products', {
-      body: { name: 'Blog', sources: [{ chart: { repo_url: 'https://github.com/acme/charts.git', target_revision: 'main', path: 'charts/blog' } }], cluster_ids: [a.clusterId] },
+      body: {
+        name: 'Blog',
+        sources: [{ chart: { repo_url: 'https://github.com/acme/charts.git', target_revision: 'main', path: 'charts/blog' } }],
+        cluster_ids: [a.clusterId],
+      },
     });
     expect(product).toMatchObject({ name: 'Blog', regeneration_status: 'pending', stripe_price_ids: [], settings: {} });
     expect(product.sources[0]!.id).toMatch(/^src_/);
     expect(await client(alice).GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toEqual(product);
     expect((await client(alice).GET('/v1/products', {})).data.map((p) => p.id)).toContain(product.id);
-    const both = await apiError(client(alice).POST('/v1/products', {
-      body: { name: 'Bad', sources: [{ chart: { repo_url: 'https://x.example', target_revision: '1', chart: 'c', path: 'p' } }], cluster_ids: [a.clusterId] },
-    }));
+    const both = await apiError(
+      client(alice).POST('/v1/products', {
+        body: { name: 'Bad', sources: [{ chart: { repo_url: 'https://x.example', target_revision: '1', chart: 'c', path: 'p' } }], cluster_ids: [a.clusterId] },
+      }),
+    );
     expect(both).toMatchObject({ status: 422, param: 'sources[0].chart' });
   });
   it('lists and gets installs', async () => {
@@ -441,7 +568,11 @@ describe('the wire', () => {
     const wrongMethod = await fetch(`${server.baseUrl}/v1/quotas`, { method: 'POST', headers });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get('allow')).toBe('GET');
-    const malformed = await fetch(`${server.baseUrl}/v1/user/tokens`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"name": ' });
+    const malformed = await fetch(`${server.baseUrl}/v1/user/tokens`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: '{"name": ',
+    });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ error: { code: 'bad_request' } });
     const notJson = await fetch(`${server.baseUrl}/v1/user/tokens`, { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' }, body: 'name=x' });

@@ -17,7 +17,11 @@ let alice: TestUser;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  server = await startTestServer(database.db, clock, { HEADERS_TIMEOUT_SECONDS: '1', BODY_TIMEOUT_SECONDS: '1', CORS_ORIGINS: 'https://app.example.com,http://localhost:5173' });
+  server = await startTestServer(database.db, clock, {
+    HEADERS_TIMEOUT_SECONDS: '1',
+    BODY_TIMEOUT_SECONDS: '1',
+    CORS_ORIGINS: 'https://app.example.com,http://localhost:5173',
+  });
   alice = await newUser(database.db, clock);
 });
 afterAll(async () => {
@@ -67,8 +71,12 @@ describe('read time bounds (HEADERS_TIMEOUT_SECONDS, BODY_TIMEOUT_SECONDS)', () 
   it('a client that stalls half-way through its body is answered 408 and disconnected', async () => {
     const started = Date.now();
     const body = JSON.stringify({ name: 'stalled', region_id: 'fsn1' });
-    const response = await raw(server.baseUrl, (socket) =>
-      void socket.write(`POST /v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`),
+    const response = await raw(
+      server.baseUrl,
+      (socket) =>
+        void socket.write(
+          `POST /v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+        ),
     );
     expect(statusOf(response)).toBe(408);
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -89,7 +97,10 @@ describe('operations that need no token take small bodies only', () => {
 
 describe('CORS for the origins in CORS_ORIGINS', () => {
   const preflight = (origin: string) =>
-    fetch(`${server.baseUrl}/v1/clusters`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    fetch(`${server.baseUrl}/v1/clusters`, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
   it('answers a listed origin’s preflight 204 with what it may send', async () => {
     const response = await preflight('https://app.example.com');
     expect(response.status).toBe(204);

@@ -88,7 +88,19 @@ describe('a worker killed with SIGKILL at each step boundary', () => {
       const id = await rowOnlyStarter(systemClock).start(trx, 'createInstall', installId);
       await trx
         .insertInto('installs')
-        .values({ id: installId, workspace_id: user.workspaceId, product_id: sample.productId, region_id: 'fsn1', cluster_id: null, status: 'pending', workflow_id: id, overrides: '[]', status_message: null, created_at: now, updated_at: now })
+        .values({
+          id: installId,
+          workspace_id: user.workspaceId,
+          product_id: sample.productId,
+          region_id: 'fsn1',
+          cluster_id: null,
+          status: 'pending',
+          workflow_id: id,
+          overrides: '[]',
+          status_message: null,
+          created_at: now,
+          updated_at: now,
+        })
         .execute();
       return id;
     });
@@ -117,7 +129,18 @@ describe('a worker killed with SIGKILL at each step boundary', () => {
       await trx.updateTable('machines').set({ status: 'suspending' }).where('provider_id', '=', machine).execute();
       await trx
         .insertInto('suspensions')
-        .values({ id: suspensionId, workspace_id: user.workspaceId, cluster_id: sample.clusterId, provider_id: machine, node_name: 'crash-compute-worker-1', reason: 'manual', status: 'suspending', snapshot_id: null, created_at: systemClock.now(), expires_at: null })
+        .values({
+          id: suspensionId,
+          workspace_id: user.workspaceId,
+          cluster_id: sample.clusterId,
+          provider_id: machine,
+          node_name: 'crash-compute-worker-1',
+          reason: 'manual',
+          status: 'suspending',
+          snapshot_id: null,
+          created_at: systemClock.now(),
+          expires_at: null,
+        })
         .execute();
       return rowOnlyStarter(systemClock).start(trx, 'suspendMachine', suspensionId);
     });
@@ -131,7 +154,11 @@ describe('a worker killed with SIGKILL at each step boundary', () => {
 
     const suspension = await database.db.selectFrom('suspensions').select(['status', 'snapshot_id']).where('id', '=', suspensionId).executeTakeFirstOrThrow();
     expect(suspension.status).toBe('resumed');
-    const after = await database.db.selectFrom('machines').select(['status', 'node_name', 'server_id']).where('provider_id', '=', machine).executeTakeFirstOrThrow();
+    const after = await database.db
+      .selectFrom('machines')
+      .select(['status', 'node_name', 'server_id'])
+      .where('provider_id', '=', machine)
+      .executeTakeFirstOrThrow();
     expect(after).toMatchObject({ status: 'ready', node_name: 'crash-compute-worker-1' });
     const { rows: servers } = await sql<{ id: string; image: string }>`
       SELECT id, image FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine} AND deleted_at IS NULL`.execute(database.db);

@@ -59,7 +59,19 @@ it('finishes every workflow after a restart, none twice', async () => {
       const workflowId = await starter.start(trx, 'createInstall', id);
       await trx
         .insertInto('installs')
-        .values({ id, workspace_id: user.workspaceId, product_id: sample.productId, region_id: 'fsn1', cluster_id: null, status: 'pending', workflow_id: workflowId, overrides: '[]', status_message: null, created_at: now, updated_at: now })
+        .values({
+          id,
+          workspace_id: user.workspaceId,
+          product_id: sample.productId,
+          region_id: 'fsn1',
+          cluster_id: null,
+          status: 'pending',
+          workflow_id: workflowId,
+          overrides: '[]',
+          status_message: null,
+          created_at: now,
+          updated_at: now,
+        })
         .execute();
     }
     for (let i = 0; i < 4; i++) {
@@ -67,7 +79,18 @@ it('finishes every workflow after a restart, none twice', async () => {
       machines.push(providerId);
       await trx
         .insertInto('machines')
-        .values({ provider_id: providerId, cluster_id: sample.clusterId, compute_config_id: sample.configId, node_name: `restart-extra-${i}`, status: 'provisioning', byom: false, server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, created_at: now })
+        .values({
+          provider_id: providerId,
+          cluster_id: sample.clusterId,
+          compute_config_id: sample.configId,
+          node_name: `restart-extra-${i}`,
+          status: 'provisioning',
+          byom: false,
+          server_type: 'cx22',
+          cpu: 2,
+          memory_bytes: 4 * 1024 ** 3,
+          created_at: now,
+        })
         .execute();
       await starter.start(trx, 'requestMachine', providerId);
     }

@@ -4,7 +4,7 @@
 // and revoked by logout, and the OAuth error body of the token endpoint.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { digest } from '../src/services/tokens.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type Reply, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, createTestDatabase, newUser, type Reply, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
@@ -75,7 +75,11 @@ describe('requestDeviceCode', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expect(form.status).toBe(200);
-    const row = await database.db.selectFrom('device_grants').selectAll().where('device_code_digest', '=', digest(form.body.device_code)).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('device_grants')
+      .selectAll()
+      .where('device_code_digest', '=', digest(form.body.device_code))
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ client_id: 'platform-cli', scope: 'platform', status: 'pending', user_code: form.body.user_code.replace('-', '') });
     const plaintext = await database.db.selectFrom('device_grants').select('id').where('user_code', '=', form.body.device_code).execute();
     expect(plaintext).toEqual([]);
@@ -133,7 +137,13 @@ describe('the flow', () => {
     expectOAuthError(fast, 'slow_down');
     expect(fast.body.error_description).toContain('10 seconds');
     const interval = async () =>
-      (await database.db.selectFrom('device_grants').select('interval_seconds').where('device_code_digest', '=', digest(grant.device_code)).executeTakeFirstOrThrow()).interval_seconds;
+      (
+        await database.db
+          .selectFrom('device_grants')
+          .select('interval_seconds')
+          .where('device_code_digest', '=', digest(grant.device_code))
+          .executeTakeFirstOrThrow()
+      ).interval_seconds;
     expect(await interval()).toBe(10);
     // 5 s (the old interval) is not enough any more: slow down again, 15 s.
     clock.advance(5);
@@ -181,9 +191,19 @@ describe('the flow', () => {
       expect(reply.status).toBe(400);
       expect(['invalid_grant', 'expired_token']).toContain(reply.body.error);
     }
-    const sessions = await database.db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).where('kind', '=', 'session').where('digest', '=', digest(issued[0]!.body.access_token)).execute();
+    const sessions = await database.db
+      .selectFrom('tokens')
+      .select('id')
+      .where('user_id', '=', alice.userId)
+      .where('kind', '=', 'session')
+      .where('digest', '=', digest(issued[0]!.body.access_token))
+      .execute();
     expect(sessions).toHaveLength(1);
-    const row = await database.db.selectFrom('device_grants').select(['status', 'token_id']).where('device_code_digest', '=', digest(grant.device_code)).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('device_grants')
+      .select(['status', 'token_id'])
+      .where('device_code_digest', '=', digest(grant.device_code))
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ status: 'issued', token_id: sessions[0]!.id });
   });
 
@@ -236,7 +256,9 @@ describe('the flow', () => {
     expect((await approve(grant.user_code)).status).toBe(200);
     const other = await poll(grant.device_code, { client_id: 'someone-else' });
     expectOAuthError(other, 'invalid_grant');
-    const json = await call(server.baseUrl, 'POST', '/v1/auth/device/token', { body: { grant_type: GRANT, device_code: grant.device_code, client_id: 'platform-cli' } });
+    const json = await call(server.baseUrl, 'POST', '/v1/auth/device/token', {
+      body: { grant_type: GRANT, device_code: grant.device_code, client_id: 'platform-cli' },
+    });
     expect(json.status).toBe(200);
     expect(json.body.token_type).toBe('Bearer');
   });
@@ -254,12 +276,16 @@ describe('the token endpoint answers every error in the OAuth 2.0 body', () => {
   });
 
   it('a missing or repeated parameter, malformed JSON or another content type → invalid_request', async () => {
-    const form = (body: string) => call(server.baseUrl, 'POST', '/v1/auth/device/token', { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = (body: string) =>
+      call(server.baseUrl, 'POST', '/v1/auth/device/token', { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     const missing = await form(`grant_type=${encodeURIComponent(GRANT)}`);
     expectOAuthError(missing, 'invalid_request');
     expect(missing.body.error_description).toContain('device_code');
     expectOAuthError(await form(`grant_type=${encodeURIComponent(GRANT)}&device_code=a&device_code=b`), 'invalid_request');
-    expectOAuthError(await call(server.baseUrl, 'POST', '/v1/auth/device/token', { body: '{"grant_type":', headers: { 'content-type': 'application/json' } }), 'invalid_request');
+    expectOAuthError(
+      await call(server.baseUrl, 'POST', '/v1/auth/device/token', { body: '{"grant_type":', headers: { 'content-type': 'application/json' } }),
+      'invalid_request',
+    );
     expectOAuthError(await call(server.baseUrl, 'POST', '/v1/auth/device/token', { body: 'x', headers: { 'content-type': 'text/plain' } }), 'invalid_request');
     expectOAuthError(await call(server.baseUrl, 'POST', '/v1/auth/device/token'), 'invalid_request');
   });

@@ -102,7 +102,9 @@ describe('the server process', () => {
     const products = await call(server.baseUrl, 'GET', '/v1/products', { token: demoToken });
     const body = { product_id: products.body.data[0].id, region_id: 'fsn1' };
     const keys = Array.from({ length: 8 }, (_, i) => `crash-${i}-${Date.now()}`);
-    const first = keys.map((key) => call(server.baseUrl, 'POST', '/v1/installs', { token: demoToken, body, headers: { 'idempotency-key': key } }).catch(() => undefined));
+    const first = keys.map((key) =>
+      call(server.baseUrl, 'POST', '/v1/installs', { token: demoToken, body, headers: { 'idempotency-key': key } }).catch(() => undefined),
+    );
     // Kill while the requests are on the wire or in the handler; some may have committed, some not.
     await new Promise((resolve) => setTimeout(resolve, 15));
     server.child.kill('SIGKILL');
@@ -123,7 +125,10 @@ describe('the server process', () => {
       expect(again.body.id).toBe(reply.body.id);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
     }
-    const { n } = await database.db.selectFrom('installs').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const { n } = await database.db
+      .selectFrom('installs')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(n)).toBe(keys.length);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);

@@ -6,7 +6,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestDatabase, type TestDatabase } from './support.ts';
 
@@ -45,7 +45,9 @@ function waitFor(child: ChildProcess, output: { text: string }, pattern: RegExp)
  */
 async function start(env: NodeJS.ProcessEnv, terminal = false): Promise<{ out: string; url: string; child: ChildProcess; output: { text: string } }> {
   const command = [process.execPath, join(serverDir, 'main.ts')];
-  const child = terminal ? spawn('script', ['-qfec', command.join(' '), '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = terminal
+    ? spawn('script', ['-qfec', command.join(' '), '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   const output = { text: '' };
   child.stdout.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
@@ -86,9 +88,21 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
   it('says what the first start does, then the listen line, then the demo credentials in a box', async () => {
     const lines = one.out.split('\n');
     const at = (pattern: RegExp) => lines.findIndex((line) => pattern.test(line));
-    const steps = [/^Creating the database in .+ \(first start only/, /^Starting PostgreSQL on 127\.0\.0\.1:\d+ /, /^Applying database migrations/, /^Seeding the demo user/, /^Platform API listening on /, /^┌─+┐$/, /^│ Token: svc_pat_\w+ +│$/, /^└─+┘$/];
+    const steps = [
+      /^Creating the database in .+ \(first start only/,
+      /^Starting PostgreSQL on 127\.0\.0\.1:\d+ /,
+      /^Applying database migrations/,
+      /^Seeding the demo user/,
+      /^Platform API listening on /,
+      /^┌─+┐$/,
+      /^│ Token: svc_pat_\w+ +│$/,
+      /^└─+┘$/,
+    ];
     const positions = steps.map(at);
-    expect(positions.every((position) => position >= 0), one.out).toBe(true);
+    expect(
+      positions.every((position) => position >= 0),
+      one.out,
+    ).toBe(true);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     const token = /Token: (svc_pat_\w+)/.exec(one.out)![1]!;
     expect((await call(one.url, 'GET', '/v1/clusters', { token })).status).toBe(200);
@@ -107,7 +121,9 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
   it('a second start on the same DATA_DIR stops with one clear line naming the fix', async () => {
     const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(first) }).catch((e: { code: number; stderr: string }) => e);
     expect(failure).toMatchObject({ code: 1 });
-    expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATA_DIR: cannot open the database \(the embedded PostgreSQL in .+ is already running .*set DATA_DIR to another folder\)$/);
+    expect((failure as { stderr: string }).stderr.trim()).toMatch(
+      /^Cannot start: DATA_DIR: cannot open the database \(the embedded PostgreSQL in .+ is already running .*set DATA_DIR to another folder\)$/,
+    );
   }, 60_000);
 
   it('another DATA_DIR gets its own database on another port, beside the first, and its own demo user', async () => {
@@ -135,9 +151,13 @@ describe('pnpm start when its HTTP port is taken', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as { port: number }).port;
     try {
-      const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(dir, { PORT: String(port), HOST: '127.0.0.1' }) }).catch((e: { code: number; stderr: string }) => e);
+      const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(dir, { PORT: String(port), HOST: '127.0.0.1' }) }).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
       expect(failure).toMatchObject({ code: 1 });
-      expect((failure as { stderr: string }).stderr.trim()).toBe(`Cannot start: PORT/HOST: cannot listen on 127.0.0.1:${port} (the port is taken (another \`pnpm start\`?): stop that, or set PORT to a free port)`);
+      expect((failure as { stderr: string }).stderr.trim()).toBe(
+        `Cannot start: PORT/HOST: cannot listen on 127.0.0.1:${port} (the port is taken (another \`pnpm start\`?): stop that, or set PORT to a free port)`,
+      );
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }
@@ -184,7 +204,7 @@ describe('logs', () => {
     const server = await start({ ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info' }, true);
     expect((await call(server.url, 'GET', '/openapi.json')).status).toBe(200);
     await waitFor(server.child, server.output, /request/);
-    const plain = server.output.text.replace(/\x1b\[[0-9;]*m/g, '');
+    const plain = stripVTControlCharacters(server.output.text);
     expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: request\r?$/m);
     expect(plain).not.toMatch(/"level"/);
   });

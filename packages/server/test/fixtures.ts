@@ -45,13 +45,52 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
   };
   const workflow = newId('wf');
-  await db.insertInto('workflows').values({ id: workflow, kind: 'createInstall', subject_id: ids.install, status: 'pending', created_at: now, updated_at: now }).execute();
+  await db
+    .insertInto('workflows')
+    .values({ id: workflow, kind: 'createInstall', subject_id: ids.install, status: 'pending', created_at: now, updated_at: now })
+    .execute();
   await db
     .insertInto('installs')
-    .values({ id: ids.install, workspace_id: ws, product_id: ids.product, region_id: 'fsn1', cluster_id: null, status: 'pending', workflow_id: workflow, overrides: JSON.stringify([]), status_message: null, created_at: now, updated_at: now })
+    .values({
+      id: ids.install,
+      workspace_id: ws,
+      product_id: ids.product,
+      region_id: 'fsn1',
+      cluster_id: null,
+      status: 'pending',
+      workflow_id: workflow,
+      overrides: JSON.stringify([]),
+      status_message: null,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
-  await db.insertInto('cloud_credentials').values({ id: ids.cloudCredential, workspace_id: ws, name: 'cc', provider: 'hcloud', secret_ciphertext: Buffer.from('sealed'), created_at: now, last_used_at: null }).execute();
-  await db.insertInto('registry_credentials').values({ id: ids.registryCredential, workspace_id: ws, name: 'rc', registry_url: 'ghcr.io', username: 'u', password_ciphertext: null, is_active: true, created_at: now, last_used_at: null }).execute();
+  await db
+    .insertInto('cloud_credentials')
+    .values({
+      id: ids.cloudCredential,
+      workspace_id: ws,
+      name: 'cc',
+      provider: 'hcloud',
+      secret_ciphertext: Buffer.from('sealed'),
+      created_at: now,
+      last_used_at: null,
+    })
+    .execute();
+  await db
+    .insertInto('registry_credentials')
+    .values({
+      id: ids.registryCredential,
+      workspace_id: ws,
+      name: 'rc',
+      registry_url: 'ghcr.io',
+      username: 'u',
+      password_ciphertext: null,
+      is_active: true,
+      created_at: now,
+      last_used_at: null,
+    })
+    .execute();
   return { alice, bob, ids };
 }
 

@@ -6,7 +6,9 @@ import { handlers } from '../src/operations/index.ts';
 
 it('has a handler for each operationId and nothing else', () => {
   const paths = (definition as unknown as { paths: Record<string, Record<string, { operationId?: string }>> }).paths;
-  const operationIds = Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => (typeof op === 'object' && op?.operationId ? [op.operationId] : [])));
+  const operationIds = Object.values(paths).flatMap((item) =>
+    Object.values(item).flatMap((op) => (typeof op === 'object' && op?.operationId ? [op.operationId] : [])),
+  );
   expect(operationIds.length).toBeGreaterThan(40);
   expect(Object.keys(handlers).sort()).toEqual([...new Set(operationIds)].sort());
   expect(Object.values(handlers).every((h) => typeof h === 'function')).toBe(true);

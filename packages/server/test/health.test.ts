@@ -3,11 +3,11 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
 import { rowOnlyStarter, type WorkflowStarter } from '../src/workflows/engine.ts';
 import { scratchPostgres } from './global-setup.ts';
 import { call, createTestDatabase, startTestServer, TestClock, type TestDatabase } from './support.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { openDatabase } from '../src/db/connect.ts';
 
 const clock = new TestClock();
 const databases: TestDatabase[] = [];
@@ -36,7 +36,11 @@ describe('in a process without a workflow queue', () => {
     try {
       for (let i = 0; i < 3; i++) {
         const live = await call(server.baseUrl, 'GET', '/healthz');
-        expect({ status: live.status, body: live.body, limited: live.headers.get('ratelimit') }).toEqual({ status: 200, body: { status: 'ok' }, limited: null });
+        expect({ status: live.status, body: live.body, limited: live.headers.get('ratelimit') }).toEqual({
+          status: 200,
+          body: { status: 'ok' },
+          limited: null,
+        });
         const ready = await call(server.baseUrl, 'GET', '/readyz');
         expect({ status: ready.status, body: ready.body }).toEqual({ status: 200, body: { status: 'ok', checks: { database: 'ok', queue: 'not_used' } } });
       }
@@ -111,7 +115,10 @@ describe('readiness of the database', () => {
 describe('pnpm start', () => {
   it('is ready with its database and its workflow queue', async () => {
     const { url } = await database();
-    const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

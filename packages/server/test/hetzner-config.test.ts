@@ -8,7 +8,12 @@ import { SimulatedCloud } from '../src/providers/simulated.ts';
 
 describe('compute provider settings', () => {
   it('defaults to the simulated cloud and Hetzner’s public API', () => {
-    expect(loadConfig({}).compute).toEqual({ provider: 'simulated', hcloudToken: undefined, hcloudEndpoint: 'https://api.hetzner.cloud/v1', hcloudRequestsPerHour: 3600 });
+    expect(loadConfig({}).compute).toEqual({
+      provider: 'simulated',
+      hcloudToken: undefined,
+      hcloudEndpoint: 'https://api.hetzner.cloud/v1',
+      hcloudRequestsPerHour: 3600,
+    });
   });
 
   it('refuses to start with one clear line when a setting is wrong', () => {
@@ -23,7 +28,9 @@ describe('compute provider settings', () => {
     };
     expect(refusal({ COMPUTE_PROVIDER: 'hetzner' })).toBe('COMPUTE_PROVIDER=hetzner needs HCLOUD_TOKEN (a Hetzner Cloud project API token)');
     expect(refusal({ COMPUTE_PROVIDER: 'aws' })).toBe('COMPUTE_PROVIDER must be simulated or hetzner, got "aws"');
-    expect(refusal({ COMPUTE_PROVIDER: 'hetzner', HCLOUD_TOKEN: 't', HCLOUD_ENDPOINT: 'ftp://x' })).toBe('HCLOUD_ENDPOINT must be an http:// or https:// URL, got "ftp://x"');
+    expect(refusal({ COMPUTE_PROVIDER: 'hetzner', HCLOUD_TOKEN: 't', HCLOUD_ENDPOINT: 'ftp://x' })).toBe(
+      'HCLOUD_ENDPOINT must be an http:// or https:// URL, got "ftp://x"',
+    );
     expect(refusal({ HCLOUD_REQUESTS_PER_HOUR: '0' })).toMatch(/^HCLOUD_REQUESTS_PER_HOUR must be an integer/);
   });
 

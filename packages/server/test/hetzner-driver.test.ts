@@ -8,8 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
-import { createTestDatabase, type TestDatabase } from './support.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+import { createTestDatabase, type TestDatabase } from './support.ts';
 
 const PLATFORM = 'platform-token-7f3a9c';
 const BYOM: ProviderCredential = { id: 'ccr_byom1', token: 'byom-token-1d44e0' };
@@ -86,7 +86,14 @@ describe('servers', () => {
   it('creates a labelled server, polls its Action to success, and adopts it on a re-run with the same workflow', async () => {
     const hetzner = driver();
     const server = await hetzner.createServer(request('wf_create1', { user_data: '#cloud-config\nruncmd: [kubeadm join]\n' }));
-    expect(server).toMatchObject({ name: 'node-wf-create1', status: 'running', server_type: 'cx22', image: 'ubuntu-24.04', location: 'fsn1', from_snapshot: false });
+    expect(server).toMatchObject({
+      name: 'node-wf-create1',
+      status: 'running',
+      server_type: 'cx22',
+      image: 'ubuntu-24.04',
+      location: 'fsn1',
+      from_snapshot: false,
+    });
     expect(server.id).toMatch(/^[0-9]+$/);
     expect(server.labels).toEqual({ workflow: 'wf_create1', machine: 'm_wf_create1' });
     const post = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name: string }).name === 'node-wf-create1');
@@ -113,7 +120,9 @@ describe('servers', () => {
 
   it('reports an Action that ends in error as a HetznerError', async () => {
     fake.failNextAction('create_server', 'resource_unavailable');
-    const error = await driver().createServer(request('wf_fails')).catch((e: unknown) => e);
+    const error = await driver()
+      .createServer(request('wf_fails'))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HetznerError);
     expect((error as HetznerError).code).toBe('resource_unavailable');
     // The failed server is deleted, so a retry creates a new one instead of adopting it.
@@ -218,7 +227,9 @@ describe('credentials', () => {
     fake.addToken(revoked.token);
     fake.revoke(revoked.token);
     const before = fake.requests.length;
-    const error = await driver().createServer(request('wf_revoked', { credential: revoked })).catch((e: unknown) => e);
+    const error = await driver()
+      .createServer(request('wf_revoked', { credential: revoked }))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProviderAuthError);
     expect((error as ProviderAuthError).credential).toBe('cloud credential ccr_revoked');
     expect((error as Error).message).toContain('ccr_revoked');
@@ -226,7 +237,9 @@ describe('credentials', () => {
     expect(JSON.stringify(error)).not.toContain(revoked.token);
     expect(fake.requests.length - before).toBe(1); // no retry
 
-    const platform = await driver({ token: 'not-a-known-token' }).getServer('1').catch((e: unknown) => e);
+    const platform = await driver({ token: 'not-a-known-token' })
+      .getServer('1')
+      .catch((e: unknown) => e);
     expect(platform).toBeInstanceOf(ProviderAuthError);
     expect((platform as ProviderAuthError).credential).toBe('the platform token (HCLOUD_TOKEN)');
   });
@@ -262,7 +275,11 @@ describe('rate limits', () => {
       ...Array.from({ length: 4 }, () => hetzner.getServer(server.id)),
       ...Array.from({ length: 4 }, () => hetzner.getServer(byomServer.id, BYOM)),
     ]);
-    const arrivals = (token: string) => fake.requests.slice(before).filter((r) => r.authorization === `Bearer ${token}`).map((r) => r.at);
+    const arrivals = (token: string) =>
+      fake.requests
+        .slice(before)
+        .filter((r) => r.authorization === `Bearer ${token}`)
+        .map((r) => r.at);
     const platform = arrivals(PLATFORM);
     const byom = arrivals(BYOM.token);
     expect(platform).toHaveLength(4);

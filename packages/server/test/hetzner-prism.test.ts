@@ -56,10 +56,22 @@ afterAll(async () => {
 describe('requests Prism accepts', () => {
   it('the whole stateful journey (catalog, create with user_data, adopt, Actions, shutdown and power-off, snapshot, resume, delete, BYOM) sends only valid requests', async () => {
     const checked: Checked[] = [];
-    const hetzner = new HetznerCompute({ endpoint: fake.url, token: PLATFORM, rateLimit: unlimited, actionPollMs: 10, shutdownTimeoutMs: 200, fetch: prismChecked(checked, true) });
+    const hetzner = new HetznerCompute({
+      endpoint: fake.url,
+      token: PLATFORM,
+      rateLimit: unlimited,
+      actionPollMs: 10,
+      shutdownTimeoutMs: 200,
+      fetch: prismChecked(checked, true),
+    });
     expect((await hetzner.offerings()).length).toBeGreaterThan(0);
     const base = { server_type: 'cx22', location: 'nbg1', image: 'ubuntu-24.04' };
-    const server = await hetzner.createServer({ ...base, name: 'prism-node-1', labels: { workflow: 'wf_prism1', machine: 'm_prism1' }, user_data: '#cloud-config\n' });
+    const server = await hetzner.createServer({
+      ...base,
+      name: 'prism-node-1',
+      labels: { workflow: 'wf_prism1', machine: 'm_prism1' },
+      user_data: '#cloud-config\n',
+    });
     expect((await hetzner.createServer({ ...base, name: 'prism-node-1', labels: { workflow: 'wf_prism1', machine: 'm_prism1' } })).id).toBe(server.id);
     fake.honourShutdown = false;
     try {
@@ -70,7 +82,12 @@ describe('requests Prism accepts', () => {
     const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_prism_suspend', machine: 'm_prism1' });
     await expect.poll(async () => (await hetzner.getSnapshot(snapshot.id))?.status, { interval: 20, timeout: 2000 }).toBe('available');
     await hetzner.deleteServer(server.id);
-    const restored = await hetzner.createServer({ ...base, image: snapshot.id, name: 'prism-node-1', labels: { workflow: 'wf_prism_resume', machine: 'm_prism1' } });
+    const restored = await hetzner.createServer({
+      ...base,
+      image: snapshot.id,
+      name: 'prism-node-1',
+      labels: { workflow: 'wf_prism_resume', machine: 'm_prism1' },
+    });
     expect(restored.from_snapshot).toBe(true);
     await hetzner.deleteSnapshot(snapshot.id);
     await hetzner.deleteServer(restored.id);
@@ -105,7 +122,12 @@ describe('requests Prism accepts', () => {
     expect(Array.isArray(offerings)).toBe(true);
     expect(await hetzner.locations()).toEqual(expect.arrayContaining([expect.any(String)]));
     const server = await hetzner.getServer('42');
-    expect(server).toMatchObject({ id: expect.stringMatching(/^-?[0-9]+$/), name: expect.any(String), server_type: expect.any(String), location: expect.any(String) });
+    expect(server).toMatchObject({
+      id: expect.stringMatching(/^-?[0-9]+$/),
+      name: expect.any(String),
+      server_type: expect.any(String),
+      location: expect.any(String),
+    });
     expect(['initializing', 'starting', 'running', 'stopping', 'off', 'deleting', 'migrating', 'rebuilding', 'unknown']).toContain(server?.status);
     // Prism's list holds one server: a create adopts it, as a re-run would.
     const adopted = await hetzner.createServer({ name: 'n', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_x' } });
@@ -123,7 +145,13 @@ describe('requests Prism accepts', () => {
   it('Prism does refuse an invalid request, so the checks above can fail', async () => {
     const checked: Checked[] = [];
     const send = prismChecked(checked, false);
-    await send(new Request(`${prism.url}/servers`, { method: 'POST', headers: { Authorization: `Bearer ${PLATFORM}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'x' }) }));
+    await send(
+      new Request(`${prism.url}/servers`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${PLATFORM}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'x' }),
+      }),
+    );
     await send(new Request(`${prism.url}/servers/42`));
     expect(checked.map((c) => c.status)).toEqual([422, 401]);
   });

@@ -8,8 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
 const PLATFORM = 'platform-token-wf-81b2';
 const BYOM_TOKEN = 'byom-token-wf-4c07';
@@ -34,7 +34,16 @@ beforeAll(async () => {
     PROVIDER_RATE_LIMIT: '1000',
     SIM_CONTROL_PLANE_SECONDS: '30',
   });
-  runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, tickMs: 20, orphanAfterSeconds: 1, secretsKey });
+  runtime = createRuntime({
+    db: database.db,
+    connectionString: database.url,
+    clock,
+    logger: pino({ level: 'silent' }),
+    config,
+    tickMs: 20,
+    orphanAfterSeconds: 1,
+    secretsKey,
+  });
   await runtime.engine.run({ work: true });
   server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey });
 });
@@ -65,9 +74,11 @@ async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolea
 async function settled(): Promise<void> {
   await eventually(
     async () =>
-      (await sql<{ n: number }>`
+      (
+        await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)).rows[0]!.n,
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+      ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
   );
@@ -75,11 +86,17 @@ async function settled(): Promise<void> {
 
 async function machineOnNewCluster(user: TestUser, name: string, options: { byom?: boolean } = {}) {
   const api = client(user);
-  const credential = options.byom ? await api.POST('/v1/compute/cloud_credentials', { body: { name: `own-${name}`, provider: 'hcloud', secret: BYOM_TOKEN } }) : undefined;
+  const credential = options.byom
+    ? await api.POST('/v1/compute/cloud_credentials', { body: { name: `own-${name}`, provider: 'hcloud', secret: BYOM_TOKEN } })
+    : undefined;
   const cluster = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
   await settled();
   clock.advance(30);
-  await eventually(() => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }), (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
+  await eventually(
+    () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
+    (c) => c.kaas.status === 'RUNNING',
+    'the cluster to run',
+  );
   const config = await api.POST('/v1/compute/configs', {
     body: {
       name: `cfg-${name}`,
@@ -98,12 +115,25 @@ describe('provisioning on Hetzner Cloud', () => {
   it('creates a server labelled with the workflow, reaches ready, and the drift check reads the live server', async () => {
     const user = await newUser(database.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-ready');
-    const ready = await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'ready', 'the machine to be ready');
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
     const servers = fake.servers(PLATFORM).filter((s) => s.labels.machine === labelValue(machine.provider_id));
     expect(servers).toHaveLength(1);
     expect(String(servers[0]!.id)).toBe(ready.server_id);
     expect(servers[0]).toMatchObject({ status: 'running', location: { name: 'nbg1' }, server_type: { name: ready.server_type } });
-    const workflow = await database.db.selectFrom('workflows').select('id').where('subject_id', '=', machine.provider_id).where('kind', '=', 'requestMachine').executeTakeFirstOrThrow();
+    const workflow = await database.db
+      .selectFrom('workflows')
+      .select('id')
+      .where('subject_id', '=', machine.provider_id)
+      .where('kind', '=', 'requestMachine')
+      .executeTakeFirstOrThrow();
     expect(servers[0]!.labels.workflow).toBe(workflow.id);
 
     const drift = () => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
@@ -121,7 +151,15 @@ describe('provisioning on Hetzner Cloud', () => {
     const user = await newUser(database.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-429');
     fake.exhaust(PLATFORM);
-    await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'ready', 'the machine to be ready');
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
     expect(fake.requests.some((r) => r.status === 429)).toBe(true);
     const notifications = await api.GET('/v1/notifications');
     expect(notifications.data.map((n) => n.type)).not.toContain('machine.provision_failed');
@@ -132,7 +170,15 @@ describe('provisioning on Hetzner Cloud', () => {
     const user = await newUser(database.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-401');
     fake.revoke(PLATFORM);
-    const failed = await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'failed', 'the machine to fail');
+    const failed = await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
     expect(failed.server_id).toBeNull();
     const notifications = await api.GET('/v1/notifications');
     const notice = notifications.data.find((n) => n.type === 'machine.failed');
@@ -146,10 +192,24 @@ describe('provisioning on Hetzner Cloud', () => {
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
     const user = await newUser(database.db, clock, 'pro');
     const { api, machine, credential } = await machineOnNewCluster(user, 'hz-byom', { byom: true });
-    const until = (status: string) => eventually(async () => { await settled(); clock.advance(5); return machineRow(machine.provider_id); }, (m) => m.status === status, `the machine to be ${status}`);
+    const until = (status: string) =>
+      eventually(
+        async () => {
+          await settled();
+          clock.advance(5);
+          return machineRow(machine.provider_id);
+        },
+        (m) => m.status === status,
+        `the machine to be ${status}`,
+      );
     const ready = await until('ready');
     const label = labelValue(machine.provider_id);
-    expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label).map((s) => String(s.id))).toEqual([ready.server_id]);
+    expect(
+      fake
+        .servers(BYOM_TOKEN)
+        .filter((s) => s.labels.machine === label)
+        .map((s) => String(s.id)),
+    ).toEqual([ready.server_id]);
     expect(fake.servers(PLATFORM).filter((s) => s.labels.machine === label)).toEqual([]);
     // Every request about this machine's server went with the BYOM token.
     const aboutServer = fake.requests.filter((r) => r.path.startsWith(`/servers/${ready.server_id}`));
@@ -158,14 +218,30 @@ describe('provisioning on Hetzner Cloud', () => {
 
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
     const read = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
-    const suspended = await eventually(async () => { await settled(); clock.advance(5); return read(); }, (s) => s.status === 'suspended', 'suspended');
+    const suspended = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return read();
+      },
+      (s) => s.status === 'suspended',
+      'suspended',
+    );
     expect(suspended.snapshot_id).toMatch(/^[0-9]+$/);
     const snapshot = fake.images(BYOM_TOKEN).find((i) => String(i.id) === suspended.snapshot_id);
     expect(snapshot).toMatchObject({ type: 'snapshot', status: 'available', created_from: { id: Number(ready.server_id) } });
     expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label)).toEqual([]);
 
     await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
-    await eventually(async () => { await settled(); clock.advance(5); return read(); }, (s) => s.status === 'resumed', 'resumed');
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return read();
+      },
+      (s) => s.status === 'resumed',
+      'resumed',
+    );
     const resumed = await machineRow(machine.provider_id);
     const live = fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label);
     expect(live.map((s) => String(s.id))).toEqual([resumed.server_id]);
@@ -182,24 +258,49 @@ describe('provisioning on Hetzner Cloud', () => {
     fake.failNextAction('create_server', 'resource_unavailable');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-backoff', { byom: true });
     const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
-    const backoff = await eventually(async () => { await settled(); return status(); }, (s) => s.autoscaling.state === 'backoff', 'a backoff');
+    const backoff = await eventually(
+      async () => {
+        await settled();
+        return status();
+      },
+      (s) => s.autoscaling.state === 'backoff',
+      'a backoff',
+    );
     expect(backoff.autoscaling.backoff_until).toBeGreaterThan(clock.now());
     const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.provision_failed');
     expect(notice?.body).toContain('resource_unavailable');
     expect((await machineRow(machine.provider_id)).status).toBe('queued');
     clock.advance(backoff.autoscaling.backoff_until! - clock.now() + 1);
-    const ready = await eventually(async () => { await settled(); clock.advance(2); return machineRow(machine.provider_id); }, (m) => m.status === 'ready', 'the machine to be ready');
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
     const label = labelValue(machine.provider_id);
-    expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label).map((s) => String(s.id))).toEqual([ready.server_id]);
+    expect(
+      fake
+        .servers(BYOM_TOKEN)
+        .filter((s) => s.labels.machine === label)
+        .map((s) => String(s.id)),
+    ).toEqual([ready.server_id]);
     expect((await status()).autoscaling.backoff_until).toBeNull();
   });
 
   it('never has more than the plan’s provisioning limit at once on Hetzner, and creates each server once', async () => {
     const user = await newUser(database.db, clock, 'free');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-slots', { byom: true });
-    const config = await database.db.selectFrom('machines').select('compute_config_id').where('provider_id', '=', machine.provider_id).executeTakeFirstOrThrow();
+    const config = await database.db
+      .selectFrom('machines')
+      .select('compute_config_id')
+      .where('provider_id', '=', machine.provider_id)
+      .executeTakeFirstOrThrow();
     const more = [];
-    for (let i = 0; i < 2; i++) more.push(await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.compute_config_id } }));
+    for (let i = 0; i < 2; i++)
+      more.push(await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.compute_config_id } }));
     const ids = [machine.provider_id, ...more.map((m) => m.provider_id)];
     const labels = new Set(ids.map(labelValue));
     // A free cluster provisions one machine at a time: each creation finds the earlier machines' servers running.

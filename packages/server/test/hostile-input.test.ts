@@ -27,16 +27,26 @@ afterAll(async () => {
 
 /** A request with a raw JSON text body (so it can hold what JSON.stringify would never write). */
 const send = (method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
-  call(server.baseUrl, method, path, { token: alice.token, ...(body === undefined ? {} : { body }), headers: { 'x-workspace-id': alice.workspaceId, ...headers } });
+  call(server.baseUrl, method, path, {
+    token: alice.token,
+    ...(body === undefined ? {} : { body }),
+    headers: { 'x-workspace-id': alice.workspaceId, ...headers },
+  });
 
 const cursorOf = (content: string) => Buffer.from(content).toString('base64url');
 
 type Parameter = { name: string; in: string } | { $ref: string };
-const doc = definition as unknown as { paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[] }>>; components: { parameters: Record<string, { name: string; in: string }> } };
+const doc = definition as unknown as {
+  paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[] }>>;
+  components: { parameters: Record<string, { name: string; in: string }> };
+};
 /** Every GET that takes a `cursor` (the paginated lists), with its path (none has path parameters but the members list). */
 const lists = Object.entries(doc.paths).flatMap(([path, item]) =>
   Object.entries(item)
-    .filter(([method, op]) => method === 'get' && (op.parameters ?? []).some((p) => ('$ref' in p ? doc.components.parameters[p.$ref.split('/').pop()!]!.name : p.name) === 'cursor'))
+    .filter(
+      ([method, op]) =>
+        method === 'get' && (op.parameters ?? []).some((p) => ('$ref' in p ? doc.components.parameters[p.$ref.split('/').pop()!]!.name : p.name) === 'cursor'),
+    )
     .map(([, op]) => ({ operationId: op.operationId, path })),
 );
 
@@ -51,12 +61,15 @@ describe('what a cursor decodes to is checked, on every list', () => {
     'an array': '[1,"ws_1"]',
   };
   it('covers the lists', () => expect(lists.length).toBeGreaterThanOrEqual(8));
-  it.each(lists.flatMap((list) => Object.entries(bad).map(([what, content]) => [list.operationId, what, list.path, content] as const)))('%s: %s → 422 cursor', async (_op, _what, path, content) => {
-    const url = path.replace('{workspaceId}', alice.workspaceId);
-    const reply = await send('GET', `${url}?cursor=${cursorOf(content)}`);
-    expect(reply.status).toBe(422);
-    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'cursor' });
-  });
+  it.each(lists.flatMap((list) => Object.entries(bad).map(([what, content]) => [list.operationId, what, list.path, content] as const)))(
+    '%s: %s → 422 cursor',
+    async (_op, _what, path, content) => {
+      const url = path.replace('{workspaceId}', alice.workspaceId);
+      const reply = await send('GET', `${url}?cursor=${cursorOf(content)}`);
+      expect(reply.status).toBe(422);
+      expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'cursor' });
+    },
+  );
 });
 
 /** `{"a":{"a":…{"a":1}…}}` with `levels` objects. */

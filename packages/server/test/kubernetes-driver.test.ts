@@ -14,12 +14,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
-import { ARGOCD_FINALIZER, applicationName, k8sName, KubernetesDriver } from '../src/providers/kubernetes/driver.ts';
+import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName } from '../src/providers/kubernetes/driver.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import type { ClusterDriver, HelmReleaseRequest, LogEntry, PodContainer, ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
 const APP = 'argoproj.io/v1alpha1/applications';
@@ -101,7 +101,9 @@ describe('configuration', () => {
 
 describe('start-up', () => {
   const start = (env: Record<string, string>) =>
-    promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env } }).catch((e: { code: number; stderr: string }) => e);
+    promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'src', 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env },
+    }).catch((e: { code: number; stderr: string }) => e);
 
   it('refuses to start with one line when the management kubeconfig is missing or is not a kubeconfig', async () => {
     const missing = await start({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: join(dir, 'nowhere') });
@@ -111,7 +113,9 @@ describe('start-up', () => {
     await writeFile(notKubeconfig, 'just: text\n');
     const broken = await start({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: notKubeconfig });
     expect(broken).toMatchObject({ code: 1 });
-    expect((broken as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: MANAGEMENT_KUBECONFIG: "[^"]+" (is not a kubeconfig \(.*\)|has no current context with a cluster)$/);
+    expect((broken as { stderr: string }).stderr.trim()).toMatch(
+      /^Cannot start: MANAGEMENT_KUBECONFIG: "[^"]+" (is not a kubeconfig \(.*\)|has no current context with a cluster)$/,
+    );
   });
 });
 
@@ -135,7 +139,10 @@ describe('control planes (Kamaji)', () => {
     expect(await driver.getCluster(clusterId)).toEqual({ cluster_id: clusterId, status: 'RUNNING', message: null, endpoint: new URL(tenant.url).host });
 
     // Kamaji keeps a finalizer until the control plane's resources are gone: DELETING meanwhile.
-    management.put(TCP, { ...management.get(TCP, KAMAJI_NS, k8sName(clusterId))!, metadata: { ...management.get(TCP, KAMAJI_NS, k8sName(clusterId))!.metadata, finalizers: ['finalizer.kamaji.clastix.io'] } });
+    management.put(TCP, {
+      ...management.get(TCP, KAMAJI_NS, k8sName(clusterId))!,
+      metadata: { ...management.get(TCP, KAMAJI_NS, k8sName(clusterId))!.metadata, finalizers: ['finalizer.kamaji.clastix.io'] },
+    });
     await driver.deleteCluster(clusterId);
     expect((await driver.getCluster(clusterId))?.status).toBe('DELETING');
     management.finalize(TCP, KAMAJI_NS, k8sName(clusterId), 'finalizer.kamaji.clastix.io');
@@ -145,7 +152,15 @@ describe('control planes (Kamaji)', () => {
   });
 
   it('goes through the cluster workflow: the cluster is RUNNING once Kamaji reports Ready', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }),
+      driver,
+      tickMs: 20,
+    });
     await runtime.engine.run({ work: true });
     try {
       const user = await newUser(database.db, clock, 'pro');
@@ -153,7 +168,19 @@ describe('control planes (Kamaji)', () => {
       const clusterId = newId('cl');
       await database.db.transaction().execute(async (trx) => {
         await runtime.engine.start(trx, 'createCluster', clusterId);
-        await trx.insertInto('clusters').values({ id: clusterId, workspace_id: workspace.id, name: 'kamaji', region_id: 'fsn1', kaas_version: '1.33.2', status: 'PROVISIONING', status_message: null, created_at: clock.now() }).execute();
+        await trx
+          .insertInto('clusters')
+          .values({
+            id: clusterId,
+            workspace_id: workspace.id,
+            name: 'kamaji',
+            region_id: 'fsn1',
+            kaas_version: '1.33.2',
+            status: 'PROVISIONING',
+            status_message: null,
+            created_at: clock.now(),
+          })
+          .execute();
       });
       const status = () => database.db.selectFrom('clusters').select('status').where('id', '=', clusterId).executeTakeFirstOrThrow();
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
@@ -180,7 +207,9 @@ describe('machines joining', () => {
     const clusterId = await runningCluster();
     const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1' };
     const { user_data } = await driver.joinMachine(machine);
-    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.([a-z0-9]{16}) --discovery-token-ca-cert-hash sha256:([0-9a-f]{64}) --node-name worker-1$/m.exec(user_data);
+    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.([a-z0-9]{16}) --discovery-token-ca-cert-hash sha256:([0-9a-f]{64}) --node-name worker-1$/m.exec(
+      user_data,
+    );
     expect(user_data.startsWith('#!/bin/sh\n')).toBe(true);
     expect(join?.[1]).toBe(new URL(tenant.url).host);
     // The hash kubeadm's documentation computes for the test CA (openssl x509 -pubkey | openssl pkey -pubin
@@ -198,7 +227,10 @@ describe('machines joining', () => {
     expect(tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.name.startsWith('bootstrap-token-'))).toHaveLength(2);
 
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
-    const node = (ready: string) => ({ metadata: { name: 'worker-1' }, status: { conditions: [{ type: 'Ready', status: ready, lastHeartbeatTime: new Date().toISOString(), reason: 'KubeletReady' }] } });
+    const node = (ready: string) => ({
+      metadata: { name: 'worker-1' },
+      status: { conditions: [{ type: 'Ready', status: ready, lastHeartbeatTime: new Date().toISOString(), reason: 'KubeletReady' }] },
+    });
     tenant.put('v1/nodes', node('False'));
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
     tenant.put('v1/nodes', node('True'));
@@ -209,7 +241,15 @@ describe('machines joining', () => {
 
 describe('clusters through the API', () => {
   it('creates the control plane, runs once Kamaji reports Ready, and deletes it with the cluster', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }),
+      driver,
+      tickMs: 20,
+    });
     await runtime.engine.run({ work: true });
     const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
     try {
@@ -232,7 +272,15 @@ describe('clusters through the API', () => {
 
 describe('machines through the provision workflow', () => {
   it('creates the server with the join script of the tenant cluster, and is ready once its Node is Ready', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }), driver, tickMs: 20 });
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }),
+      driver,
+      tickMs: 20,
+    });
     await runtime.engine.run({ work: true });
     const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
     try {
@@ -244,7 +292,11 @@ describe('machines through the provision workflow', () => {
       clock.advance(2);
       await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
       const config = await api.POST('/v1/compute/configs', {
-        body: { name: 'plain', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } },
+        body: {
+          name: 'plain',
+          provider: 'hcloud',
+          provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+        },
       });
       const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
       const machines = () => api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } });
@@ -284,7 +336,14 @@ describe('installs (Argo CD Applications)', () => {
       template_id: 'tpl_one',
       pull_secrets: [{ server: 'registry.example.com', username: 'robot', password: 'hunter2' }],
     };
-    expect(await driver.upsertRelease(request)).toEqual({ namespace: installId, release: 'web-abc123', status: 'pending-install', revision: 1, template_id: 'tpl_one', message: null });
+    expect(await driver.upsertRelease(request)).toEqual({
+      namespace: installId,
+      release: 'web-abc123',
+      status: 'pending-install',
+      revision: 1,
+      template_id: 'tpl_one',
+      message: null,
+    });
     const name = applicationName(installId, 'web-abc123');
     const app = management.get(APP, ARGO_NS, name) as unknown as { metadata: { finalizers: string[] }; spec: Record<string, any> };
     expect(app.metadata.finalizers).toEqual([ARGOCD_FINALIZER]);
@@ -295,11 +354,19 @@ describe('installs (Argo CD Applications)', () => {
       chart: 'web',
       helm: {
         releaseName: 'web-abc123',
-        valuesObject: { replicas: 2, image: { tag: 'v1' }, imagePullSecrets: [{ name: 'web-abc123-registry' }], global: { imagePullSecrets: [{ name: 'web-abc123-registry' }] } },
+        valuesObject: {
+          replicas: 2,
+          image: { tag: 'v1' },
+          imagePullSecrets: [{ name: 'web-abc123-registry' }],
+          global: { imagePullSecrets: [{ name: 'web-abc123-registry' }] },
+        },
       },
     });
     // The tenant cluster is registered with Argo CD under the destination's name.
-    const registration = management.get('v1/secrets', ARGO_NS, `cluster-${k8sName(clusterId)}`) as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
+    const registration = management.get('v1/secrets', ARGO_NS, `cluster-${k8sName(clusterId)}`) as unknown as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    };
     expect(registration.metadata.labels['argocd.argoproj.io/secret-type']).toBe('cluster');
     expect(Buffer.from(registration.data.name!, 'base64').toString()).toBe(k8sName(clusterId));
     expect(Buffer.from(registration.data.server!, 'base64').toString()).toBe(tenant.url);
@@ -312,7 +379,10 @@ describe('installs (Argo CD Applications)', () => {
     });
 
     const argo = (sync: string, health: string, source: unknown = management.get(APP, ARGO_NS, name)!.spec, message?: string) =>
-      management.setStatus(APP, ARGO_NS, name, { sync: { status: sync, comparedTo: { source: (source as { source: unknown }).source, destination: app.spec.destination } }, health: { status: health, ...(message ? { message } : {}) } });
+      management.setStatus(APP, ARGO_NS, name, {
+        sync: { status: sync, comparedTo: { source: (source as { source: unknown }).source, destination: app.spec.destination } },
+        health: { status: health, ...(message ? { message } : {}) },
+      });
     const status = async () => (await driver.getRelease(clusterId, installId, 'web-abc123'))?.status;
     argo('OutOfSync', 'Missing');
     expect(await status()).toBe('pending-install');
@@ -321,7 +391,10 @@ describe('installs (Argo CD Applications)', () => {
     argo('Synced', 'Healthy');
     expect(await status()).toBe('deployed');
     argo('Synced', 'Degraded', undefined, 'Deployment web exceeded its progress deadline');
-    expect(await driver.getRelease(clusterId, installId, 'web-abc123')).toMatchObject({ status: 'failed', message: 'Deployment web exceeded its progress deadline' });
+    expect(await driver.getRelease(clusterId, installId, 'web-abc123')).toMatchObject({
+      status: 'failed',
+      message: 'Deployment web exceeded its progress deadline',
+    });
     argo('Synced', 'Healthy');
 
     // The same template again (a re-run) is the same revision; a new template is an upgrade.
@@ -329,7 +402,10 @@ describe('installs (Argo CD Applications)', () => {
     const previous = structuredClone(management.get(APP, ARGO_NS, name)!.spec);
     const upgraded = await driver.upsertRelease({ ...request, template_id: 'tpl_two', values: { replicas: 3, image: { tag: 'v2' } } });
     expect(upgraded).toMatchObject({ status: 'pending-upgrade', revision: 2, template_id: 'tpl_two' });
-    expect((management.get(APP, ARGO_NS, name)!.spec as { source: { helm: { valuesObject: unknown } } }).source.helm.valuesObject).toMatchObject({ replicas: 3, image: { tag: 'v2' } });
+    expect((management.get(APP, ARGO_NS, name)!.spec as { source: { helm: { valuesObject: unknown } } }).source.helm.valuesObject).toMatchObject({
+      replicas: 3,
+      image: { tag: 'v2' },
+    });
     argo('Synced', 'Healthy', previous); // Argo CD has not compared the new source yet
     expect(await status()).toBe('pending-upgrade');
     argo('Synced', 'Healthy');
@@ -349,9 +425,22 @@ describe('installs (Argo CD Applications)', () => {
 
 describe('installs through the API', () => {
   it('installs as an Application, runs once Argo CD reports it Synced and Healthy, streams pod logs with resumable ids, and upgrades on a product update', async () => {
-    const runtime = createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }), driver, tickMs: 20 });
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }),
+      driver,
+      tickMs: 20,
+    });
     await runtime.engine.run({ work: true });
-    const server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    const server = await startTestServer(
+      database.db,
+      clock,
+      { LOG_POLL_MS: '20' },
+      { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
+    );
     try {
       const user = await newUser(database.db, clock, 'pro');
       const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
@@ -363,17 +452,38 @@ describe('installs through the API', () => {
         return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
       });
       const product = await api.POST('/v1/products', {
-        body: { name: 'Shop', cluster_ids: [cluster.id], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
+        body: {
+          name: 'Shop',
+          cluster_ids: [cluster.id],
+          sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }],
+        },
       });
-      const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] } });
-      const application = () => management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as { metadata: { name: string; annotations: Record<string, string> }; spec: { source: { targetRevision: string; helm: { valuesObject: unknown } }; destination: unknown } } | undefined;
+      const install = await api.POST('/v1/installs', {
+        body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] },
+      });
+      const application = () =>
+        management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as
+          | {
+              metadata: { name: string; annotations: Record<string, string> };
+              spec: { source: { targetRevision: string; helm: { valuesObject: unknown } }; destination: unknown };
+            }
+          | undefined;
       await until(async () => application() !== undefined);
-      expect(application()!.spec.source).toMatchObject({ repoURL: 'https://charts.bitnami.com/bitnami', targetRevision: '19.6.1', chart: 'wordpress', helm: { valuesObject: { replicaCount: 2 } } });
+      expect(application()!.spec.source).toMatchObject({
+        repoURL: 'https://charts.bitnami.com/bitnami',
+        targetRevision: '19.6.1',
+        chart: 'wordpress',
+        helm: { valuesObject: { replicaCount: 2 } },
+      });
       const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
       clock.advance(2);
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect((await getInstall()).status).toBe('installing');
-      const argoDone = () => management.setStatus(APP, ARGO_NS, application()!.metadata.name, { sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } }, health: { status: 'Healthy' } });
+      const argoDone = () =>
+        management.setStatus(APP, ARGO_NS, application()!.metadata.name, {
+          sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } },
+          health: { status: 'Healthy' },
+        });
       argoDone();
       await until(async () => {
         clock.advance(2);
@@ -382,10 +492,22 @@ describe('installs through the API', () => {
 
       // The pod Argo CD deployed writes lines (several in one second); the stream's ids resume exactly.
       const namespace = k8sName(install.id);
-      tenant.put('v1/pods', { metadata: { name: 'wordpress-5f7d-abcde', namespace }, spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] }, status: { phase: 'Running' } });
-      tenant.appendLog(namespace, 'wordpress-5f7d-abcde', 'wordpress', Array.from({ length: 12 }, (_, i) => ({ time: `2026-11-23T12:00:0${Math.floor(i / 4)}.${String(i % 4).padStart(9, '0')}Z`, line: `line ${i}` })));
+      tenant.put('v1/pods', {
+        metadata: { name: 'wordpress-5f7d-abcde', namespace },
+        spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] },
+        status: { phase: 'Running' },
+      });
+      tenant.appendLog(
+        namespace,
+        'wordpress-5f7d-abcde',
+        'wordpress',
+        Array.from({ length: 12 }, (_, i) => ({ time: `2026-11-23T12:00:0${Math.floor(i / 4)}.${String(i % 4).padStart(9, '0')}Z`, line: `line ${i}` })),
+      );
       const read = async (query: string, headers: Record<string, string> = {}) => {
-        const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, { token: user.token, headers: { accept: 'text/event-stream', ...headers } });
+        const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, {
+          token: user.token,
+          headers: { accept: 'text/event-stream', ...headers },
+        });
         expect(reply.status).toBe(200);
         return String(reply.body)
           .split('\n\n')
@@ -402,7 +524,11 @@ describe('installs through the API', () => {
       // A product update: the Application moves to the new chart version, and runs once Argo CD has it.
       await api.PATCH('/v1/products/{id}', {
         params: { path: { id: product.id } },
-        body: { name: product.name, cluster_ids: product.cluster_ids, sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })) },
+        body: {
+          name: product.name,
+          cluster_ids: product.cluster_ids,
+          sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
+        },
       });
       await until(async () => {
         clock.advance(2);
@@ -429,28 +555,92 @@ describe('validation', () => {
     kc.loadFromString(management.kubeconfig());
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
-    const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => (error instanceof ApiException ? error.code : error));
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (error: unknown) => (error instanceof ApiException ? error.code : error),
+      );
     const before = management.refused.length;
     // Kamaji's CRD requires spec.kubernetes (version, kubelet) and a known service type.
-    const tcp = { apiVersion: 'kamaji.clastix.io/v1alpha1', kind: 'TenantControlPlane', metadata: { name: 'broken' }, spec: { controlPlane: { service: { serviceType: 'LoadBalancer' } } } };
-    expect(await refusal(custom.createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body: tcp }))).toBe(422);
+    const tcp = {
+      apiVersion: 'kamaji.clastix.io/v1alpha1',
+      kind: 'TenantControlPlane',
+      metadata: { name: 'broken' },
+      spec: { controlPlane: { service: { serviceType: 'LoadBalancer' } } },
+    };
+    expect(
+      await refusal(
+        custom.createNamespacedCustomObject({
+          group: 'kamaji.clastix.io',
+          version: 'v1alpha1',
+          plural: 'tenantcontrolplanes',
+          namespace: KAMAJI_NS,
+          body: tcp,
+        }),
+      ),
+    ).toBe(422);
     const wrongType = { ...tcp, spec: { controlPlane: { service: { serviceType: 'Magic' } }, kubernetes: { version: 'v1.33.2', kubelet: {} } } };
-    expect(await refusal(custom.createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body: wrongType }))).toBe(422);
+    expect(
+      await refusal(
+        custom.createNamespacedCustomObject({
+          group: 'kamaji.clastix.io',
+          version: 'v1alpha1',
+          plural: 'tenantcontrolplanes',
+          namespace: KAMAJI_NS,
+          body: wrongType,
+        }),
+      ),
+    ).toBe(422);
     const valid = { ...tcp, spec: { ...wrongType.spec, controlPlane: { service: { serviceType: 'ClusterIP' } } } };
-    expect(await refusal(custom.createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body: valid }))).toBeUndefined();
+    expect(
+      await refusal(
+        custom.createNamespacedCustomObject({
+          group: 'kamaji.clastix.io',
+          version: 'v1alpha1',
+          plural: 'tenantcontrolplanes',
+          namespace: KAMAJI_NS,
+          body: valid,
+        }),
+      ),
+    ).toBeUndefined();
     // Argo CD's Application: the destination is an object and the source needs repoURL.
-    const application = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'broken' }, spec: { project: 'default', source: { targetRevision: '1.0.0' }, destination: 'tenant' } };
-    expect(await refusal(custom.createNamespacedCustomObject({ group: 'argoproj.io', version: 'v1alpha1', plural: 'applications', namespace: ARGO_NS, body: application }))).toBe(422);
+    const application = {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: 'broken' },
+      spec: { project: 'default', source: { targetRevision: '1.0.0' }, destination: 'tenant' },
+    };
+    expect(
+      await refusal(
+        custom.createNamespacedCustomObject({ group: 'argoproj.io', version: 'v1alpha1', plural: 'applications', namespace: ARGO_NS, body: application }),
+      ),
+    ).toBe(422);
     // A Secret whose data is not base64, and an object whose name is not a DNS name.
-    expect(await refusal(core.createNamespacedSecret({ namespace: ARGO_NS, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'broken' }, data: { key: 'not base64!' } } }))).toBe(422);
-    expect(await refusal(core.createNamespacedSecret({ namespace: ARGO_NS, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'Not_A_Name' } } }))).toBe(422);
+    expect(
+      await refusal(
+        core.createNamespacedSecret({
+          namespace: ARGO_NS,
+          body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'broken' }, data: { key: 'not base64!' } },
+        }),
+      ),
+    ).toBe(422);
+    expect(
+      await refusal(core.createNamespacedSecret({ namespace: ARGO_NS, body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'Not_A_Name' } } })),
+    ).toBe(422);
     expect(management.refused.length - before).toBe(5);
     expect(management.get(TCP, KAMAJI_NS, 'broken')).toBeDefined();
     expect(management.get(APP, ARGO_NS, 'broken')).toBeUndefined();
 
     // The driver itself checks an Application against Argo CD's schema before sending it.
     const clusterId = await runningCluster();
-    const invalid = driver.upsertRelease({ cluster_id: clusterId, namespace: newId('ins'), release: 'web-1', chart: { repo_url: 'https://charts.example.com', target_revision: 42 as unknown as string, chart: 'web' }, values: {}, template_id: 't' });
+    const invalid = driver.upsertRelease({
+      cluster_id: clusterId,
+      namespace: newId('ins'),
+      release: 'web-1',
+      chart: { repo_url: 'https://charts.example.com', target_revision: 42 as unknown as string, chart: 'web' },
+      values: {},
+      template_id: 't',
+    });
     await expect(invalid).rejects.toThrow(/targetRevision/);
     expect(management.refused.length - before).toBe(5);
   });
@@ -469,13 +659,18 @@ describe('pod logs', () => {
     { time: '2026-11-23T12:00:01.123456999Z', line: 'GET /healthz 200' },
     { time: '2026-11-23T12:00:02.5Z', line: 'GET /api 201' },
   ];
-  const read = (options: Partial<ReadLogOptions>) => collect(driver.readLog(clusterId, installId, container, { follow: false, signal: new AbortController().signal, ...options }));
+  const read = (options: Partial<ReadLogOptions>) =>
+    collect(driver.readLog(clusterId, installId, container, { follow: false, signal: new AbortController().signal, ...options }));
 
   beforeAll(async () => {
     clusterId = await runningCluster();
     installId = newId('ins');
     const namespace = k8sName(installId);
-    const pod = (name: string, phase: string) => ({ metadata: { name, namespace }, spec: { containers: [{ name: 'web', image: 'web:1' }, ...(name === container.pod ? [{ name: 'sidecar', image: 'proxy:1' }] : [])] }, status: { phase } });
+    const pod = (name: string, phase: string) => ({
+      metadata: { name, namespace },
+      spec: { containers: [{ name: 'web', image: 'web:1' }, ...(name === container.pod ? [{ name: 'sidecar', image: 'proxy:1' }] : [])] },
+      status: { phase },
+    });
     tenant.put('v1/pods', pod(container.pod, 'Running'));
     tenant.put('v1/pods', pod('web-7d9f-pending', 'Pending'));
     tenant.appendLog(namespace, container.pod, 'web', lines);
@@ -485,12 +680,18 @@ describe('pod logs', () => {
     expect(await driver.listContainers(clusterId, installId)).toEqual([{ pod: container.pod, container: 'sidecar' }, container]);
     const all = await read({});
     expect(all.map((e) => e.line)).toEqual(lines.map((l) => l.line));
-    expect(all.map((e) => e.timestamp_ms)).toEqual(lines.map((l) => Math.floor(Date.parse(l.time.replace(/\.\d+Z$/, 'Z')) + Number(`0.${l.time.split('.')[1]!.replace('Z', '')}`) * 1000)));
+    expect(all.map((e) => e.timestamp_ms)).toEqual(
+      lines.map((l) => Math.floor(Date.parse(l.time.replace(/\.\d+Z$/, 'Z')) + Number(`0.${l.time.split('.')[1]!.replace('Z', '')}`) * 1000)),
+    );
     for (let i = 1; i < all.length; i++) expect(all[i]!.position).toBeGreaterThan(all[i - 1]!.position);
     expect(all[0]!.position).toBe(Date.parse('2026-11-23T12:00:00Z') * 1000);
     expect(all.every((e) => e.pod === container.pod && e.container === 'web')).toBe(true);
     // A container still being created has nothing to read yet (the API answers 400, not an error for us).
-    expect(await collect(driver.readLog(clusterId, installId, { pod: 'web-7d9f-pending', container: 'web' }, { follow: false, signal: new AbortController().signal }))).toEqual([]);
+    expect(
+      await collect(
+        driver.readLog(clusterId, installId, { pod: 'web-7d9f-pending', container: 'web' }, { follow: false, signal: new AbortController().signal }),
+      ),
+    ).toEqual([]);
     expect(tenant.requests.some((r) => r.startsWith(`GET /api/v1/namespaces/${k8sName(installId)}/pods/web-7d9f-pending/log`))).toBe(true);
   });
 

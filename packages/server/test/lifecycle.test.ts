@@ -14,7 +14,9 @@ const run = promisify(execFile);
 const serverDir = join(import.meta.dirname, '..', 'src');
 
 async function tables(database: TestDatabase): Promise<string[]> {
-  const result = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely_%' ORDER BY tablename`.execute(database.db);
+  const result = await sql<{
+    tablename: string;
+  }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely_%' ORDER BY tablename`.execute(database.db);
   return result.rows.map((r) => r.tablename);
 }
 
@@ -50,13 +52,17 @@ describe('pnpm start', () => {
   });
 
   it('stops with one clear line naming a malformed variable', async () => {
-    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: 'eighty' } }).catch((e: { code: number; stderr: string }) => e);
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: database.url, PORT: 'eighty' } }).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
     expect(failure).toMatchObject({ code: 1 });
     expect((failure as { stderr: string }).stderr.trim()).toBe('Cannot start: PORT must be an integer from 0 to 65535, got "eighty"');
   });
 
   it('stops with one clear line when the database cannot be reached', async () => {
-    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PORT: '0' } }).catch((e: { code: number; stderr: string }) => e);
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PORT: '0' },
+    }).catch((e: { code: number; stderr: string }) => e);
     expect(failure).toMatchObject({ code: 1 });
     expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATABASE_URL: cannot open the database \(.+\)$/);
   });
@@ -91,7 +97,9 @@ describe('pnpm start', () => {
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     // A followed log stream gets the shutdown block and is closed, so its client reconnects elsewhere.
-    const stream = await fetch(`${baseUrl}/v1/installs/${install.body.id}/logs`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+    const stream = await fetch(`${baseUrl}/v1/installs/${install.body.id}/logs`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    });
     const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
     let received = (await reader.read()).value ?? '';
     expect(received).toContain('event: log');
@@ -167,7 +175,14 @@ describe('pnpm admin', () => {
   });
 
   it('wrong arguments print usage on stderr and exit 2', async () => {
-    for (const args of [[], ['create-user'], ['create-user', '--email', 'x@y.z', '--plan', 'gold'], ['set-override', '--user', 'u', '--workspace', 'w', '--metric', 'kaas/clusters', '--limit', '1'], ['frobnicate'], ['create-user', '--bogus']]) {
+    for (const args of [
+      [],
+      ['create-user'],
+      ['create-user', '--email', 'x@y.z', '--plan', 'gold'],
+      ['set-override', '--user', 'u', '--workspace', 'w', '--metric', 'kaas/clusters', '--limit', '1'],
+      ['frobnicate'],
+      ['create-user', '--bogus'],
+    ]) {
       const failure = await admin(...args).catch((e: { code: number; stderr: string; stdout: string }) => e);
       expect(failure, args.join(' ')).toMatchObject({ code: 2, stdout: '' });
       expect((failure as { stderr: string }).stderr).toContain('Usage:');

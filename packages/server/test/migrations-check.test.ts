@@ -49,7 +49,10 @@ beforeAll(async () => {
     // as `(col = 'a'::text)`.
     const match = /^CHECK \(\(?"?(\w+)"? = (?:ANY \(ARRAY\[(.*)\]\)|('[^']*'::text))\)\)?$/.exec(definition);
     if (!match) continue;
-    checks.set(`${table}.${match[1]}`, [...(match[2] ?? match[3]!).matchAll(/'([^']*)'::text/g)].map((m) => m[1]!));
+    checks.set(
+      `${table}.${match[1]}`,
+      [...(match[2] ?? match[3]!).matchAll(/'([^']*)'::text/g)].map((m) => m[1]!),
+    );
   }
 });
 afterAll(() => database?.drop());

@@ -94,7 +94,10 @@ describe('API1:2023 Broken Object Level Authorization', () => {
       expect(reply.status, path).toBe(404);
       expect(reply.body.error.code).toBe('not_found');
     }
-    const stream = await call(server.baseUrl, 'GET', `/v1/installs/${world.ids.install}/logs?follow=false`, { token: bob.token, headers: { accept: 'text/event-stream' } });
+    const stream = await call(server.baseUrl, 'GET', `/v1/installs/${world.ids.install}/logs?follow=false`, {
+      token: bob.token,
+      headers: { accept: 'text/event-stream' },
+    });
     expect(stream.status).toBe(404);
     expect(stream.headers.get('content-type')).toMatch(/^application\/json/);
     expect(stream.body.error.code).toBe('not_found');
@@ -116,7 +119,10 @@ describe('API2:2023 Broken Authentication', () => {
     // An app whose database cannot be reached: any query would make the answer 503.
     const unreachable = openDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 1);
     const offline = await startTestServer(unreachable.db, clock);
-    closers.push(() => unreachable.close(), () => offline.close());
+    closers.push(
+      () => unreachable.close(),
+      () => offline.close(),
+    );
     const good = world.alice.token;
     expect(good.startsWith('svc_pat_')).toBe(true);
     const last = good.at(-1)!;
@@ -166,7 +172,13 @@ describe('API2:2023 Broken Authentication', () => {
       });
       closers.push(() => jwtServer.close());
       sign = () =>
-        new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer('https://id.example').setAudience('platform-api').setIssuedAt(clock.now()).setExpirationTime(clock.now() + 300).sign(privateKey);
+        new SignJWT(claims())
+          .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+          .setIssuer('https://id.example')
+          .setAudience('platform-api')
+          .setIssuedAt(clock.now())
+          .setExpirationTime(clock.now() + 300)
+          .sign(privateKey);
     });
 
     const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -177,7 +189,10 @@ describe('API2:2023 Broken Authentication', () => {
 
     it('refuses alg "none"', async () => {
       const payload = { ...claims(), iss: 'https://id.example', aud: 'platform-api', iat: clock.now(), exp: clock.now() + 300 };
-      for (const token of [`${base64url({ alg: 'none', typ: 'JWT' })}.${base64url(payload)}.`, `${base64url({ alg: 'none', kid: 'k1' })}.${base64url(payload)}.${base64url('x')}`]) {
+      for (const token of [
+        `${base64url({ alg: 'none', typ: 'JWT' })}.${base64url(payload)}.`,
+        `${base64url({ alg: 'none', kid: 'k1' })}.${base64url(payload)}.${base64url('x')}`,
+      ]) {
         const reply = await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token });
         expect(reply.status).toBe(401);
         expect(reply.body.error.code).toBe('unauthorized');
@@ -187,9 +202,17 @@ describe('API2:2023 Broken Authentication', () => {
     it('refuses a token without exp, and one whose lifetime exceeds JWT_MAX_LIFETIME_SECONDS (default a day)', async () => {
       const base = () => new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer('https://id.example').setAudience('platform-api');
       const noExp = await base().setIssuedAt(clock.now()).sign(privateKeyOf());
-      const forAYear = await base().setIssuedAt(clock.now()).setExpirationTime(clock.now() + 365 * 86_400).sign(privateKeyOf());
-      const noIatFarExp = await base().setExpirationTime(clock.now() + 2 * 86_400).sign(privateKeyOf());
-      const withinADay = await base().setIssuedAt(clock.now()).setExpirationTime(clock.now() + 86_000).sign(privateKeyOf());
+      const forAYear = await base()
+        .setIssuedAt(clock.now())
+        .setExpirationTime(clock.now() + 365 * 86_400)
+        .sign(privateKeyOf());
+      const noIatFarExp = await base()
+        .setExpirationTime(clock.now() + 2 * 86_400)
+        .sign(privateKeyOf());
+      const withinADay = await base()
+        .setIssuedAt(clock.now())
+        .setExpirationTime(clock.now() + 86_000)
+        .sign(privateKeyOf());
       for (const token of [noExp, forAYear, noIatFarExp]) {
         const reply = await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token });
         expect(reply.status).toBe(401);
@@ -216,10 +239,13 @@ describe('API2:2023 Broken Authentication', () => {
         // accepts the connection and never answers
       });
       await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-      closers.push(() => new Promise((resolve) => {
-        silent.closeAllConnections();
-        silent.close(resolve);
-      }));
+      closers.push(
+        () =>
+          new Promise((resolve) => {
+            silent.closeAllConnections();
+            silent.close(resolve);
+          }),
+      );
       const token = await sign();
       for (const jwksUrl of [`http://127.0.0.1:${await freePort()}/jwks.json`, `http://127.0.0.1:${(silent.address() as AddressInfo).port}/jwks.json`]) {
         const app = await startTestServer(database.db, clock, { JWT_JWKS_URL: jwksUrl, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' });
@@ -249,9 +275,15 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
 
   it('never returns a registry password, a cloud credential secret, or a PAT after its creation', async () => {
     const { alice } = world;
-    const registry = await call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: alice.token, body: { name: 'r', registry_url: 'registry.example.com', username: 'u', password: secrets.registry } });
+    const registry = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+      token: alice.token,
+      body: { name: 'r', registry_url: 'registry.example.com', username: 'u', password: secrets.registry },
+    });
     expect(registry.status).toBe(201);
-    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token: alice.token, body: { name: 'c', provider: 'hcloud', secret: secrets.cloud } });
+    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
+      token: alice.token,
+      body: { name: 'c', provider: 'hcloud', secret: secrets.cloud },
+    });
     expect(cloud.status).toBe(201);
     const pat = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'shown once' } });
     expect(pat.status).toBe(201);
@@ -285,7 +317,10 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
     await database.db.updateTable('machines').set({ server_id: 'srv_broken' }).where('provider_id', '=', world.ids.machine).execute();
     expect((await call(server.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: secrets.pat })).status).toBe(500);
     await database.db.updateTable('machines').set({ server_id: null }).where('provider_id', '=', world.ids.machine).execute();
-    await call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: alice.token, body: { name: 'r', registry_url: '127.0.0.1', username: 'u', password: secrets.registry } });
+    await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+      token: alice.token,
+      body: { name: 'r', registry_url: '127.0.0.1', username: 'u', password: secrets.registry },
+    });
     await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token: alice.token, body: { name: 'c', provider: 'nope', secret: secrets.cloud } });
     await call(server.baseUrl, 'GET', '/v1/workspaces', { token: `${secrets.pat.slice(0, -1)}x` });
     await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secrets.pat, headers: { 'x-request-id': 'owasp-log-check' } });
@@ -402,7 +437,9 @@ describe('API6:2023 Unrestricted Access to Sensitive Business Flows', () => {
   // The full races: quotas.test.ts (20 parallel creations, machines, BYOM) and api.test.ts (50 calls, one key).
   it('parallel cluster creations cannot pass the last free slot', async () => {
     const user = await newUser(database.db, clock, 'free');
-    const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `race-${i}`, region_id: 'fsn1' } })));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `race-${i}`, region_id: 'fsn1' } })),
+    );
     expect(replies.filter((r) => r.status === 202)).toHaveLength(1);
     expect(replies.filter((r) => r.status === 403 && r.body.error.code === 'quota_exceeded')).toHaveLength(7);
     const rows = await database.db.selectFrom('clusters').select('id').where('workspace_id', '=', user.workspaceId).execute();
@@ -413,7 +450,9 @@ describe('API6:2023 Unrestricted Access to Sensitive Business Flows', () => {
     const key = `owasp-${Math.random().toString(36).slice(2)}`;
     const body = { product_id: world.ids.product, region_id: 'fsn1' };
     const before = (await database.db.selectFrom('installs').select('id').where('product_id', '=', world.ids.product).execute()).length;
-    const replies = await Promise.all(Array.from({ length: 8 }, () => call(server.baseUrl, 'POST', '/v1/installs', { token: world.alice.token, body, headers: { 'idempotency-key': key } })));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => call(server.baseUrl, 'POST', '/v1/installs', { token: world.alice.token, body, headers: { 'idempotency-key': key } })),
+    );
     expect(replies.map((r) => r.status)).toEqual(Array(8).fill(202));
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
     expect(replies.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(7);
@@ -427,26 +466,46 @@ describe('API7:2023 Server Side Request Forgery', () => {
   it.each(['127.0.0.1', '169.254.169.254', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '224.0.0.1', '0.0.0.0', 'localhost', 'rebind.example.com'])(
     'refuses registry_url %s',
     async (host) => {
-      const reply = await call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: world.alice.token, body: { name: 'r', registry_url: host, username: 'u', password: 'p' } });
+      const reply = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+        token: world.alice.token,
+        body: { name: 'r', registry_url: host, username: 'u', password: 'p' },
+      });
       expect(reply.status).toBe(422);
       expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'registry_url' });
       expect(reply.body.error.suggestion).toBeTruthy();
     },
   );
 
-  const product = (repoUrl: string) => ({ name: 'p', sources: [{ chart: { repo_url: repoUrl, chart: 'app', target_revision: '1.0.0' } }], cluster_ids: [world.ids.cluster] });
-  it.each(['http://169.254.169.254/latest/meta-data/', 'https://[::1]/charts', 'file:///etc/passwd', 'gopher://charts.example.com/', 'https://rebind.example.com/charts', 'http://2130706433/'])(
-    'refuses repo_url %s',
-    async (url) => {
-      const reply = await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product(url) });
-      expect(reply.status).toBe(422);
-      expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'sources[0].chart.repo_url' });
-    },
-  );
+  const product = (repoUrl: string) => ({
+    name: 'p',
+    sources: [{ chart: { repo_url: repoUrl, chart: 'app', target_revision: '1.0.0' } }],
+    cluster_ids: [world.ids.cluster],
+  });
+  it.each([
+    'http://169.254.169.254/latest/meta-data/',
+    'https://[::1]/charts',
+    'file:///etc/passwd',
+    'gopher://charts.example.com/',
+    'https://rebind.example.com/charts',
+    'http://2130706433/',
+  ])('refuses repo_url %s', async (url) => {
+    const reply = await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product(url) });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'sources[0].chart.repo_url' });
+  });
 
   it('accepts public names', async () => {
-    expect((await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product('https://charts.example.com/stable') })).status).toBe(201);
-    expect((await call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: world.alice.token, body: { name: 'r', registry_url: 'registry.example.com:5000', username: 'u', password: 'p' } })).status).toBe(201);
+    expect((await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product('https://charts.example.com/stable') })).status).toBe(
+      201,
+    );
+    expect(
+      (
+        await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+          token: world.alice.token,
+          body: { name: 'r', registry_url: 'registry.example.com:5000', username: 'u', password: 'p' },
+        })
+      ).status,
+    ).toBe(201);
   });
 });
 
@@ -467,13 +526,22 @@ describe('API8:2023 Security Misconfiguration', () => {
     ['POST', '/v1/workspaces', '{"name": "ok", "icon": "\\u0000"}'],
     ['PATCH', '/v1/notifications/%00/read', undefined],
     ['POST', '/v1/auth/device/code', 'client_id=%00', { 'content-type': 'application/x-www-form-urlencoded' }],
-    ['POST', '/v1/auth/device/token', 'grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&device_code=%00', { 'content-type': 'application/x-www-form-urlencoded' }],
+    [
+      'POST',
+      '/v1/auth/device/token',
+      'grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&device_code=%00',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+    ],
     ['GET', '/v1/clusters?limit=1;DROP', undefined],
     ['GET', '/v1/quotas/%E0%A4%A', undefined],
     ['GET', `/v1/installs/x/logs?follow=false`, undefined, { 'last-event-id': "'; SELECT 1" }],
   ];
   it.each(malformed)('%s %s with %s: a contract error body, no stack trace or SQL', async (method, path, body, headers) => {
-    const reply = await call(server.baseUrl, method, path, { token: world.alice.token, ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
+    const reply = await call(server.baseUrl, method, path, {
+      token: world.alice.token,
+      ...(body === undefined ? {} : { body }),
+      ...(headers ? { headers } : {}),
+    });
     expect(reply.status).toBeGreaterThanOrEqual(400);
     expect(reply.status).toBeLessThan(500);
     if (path === '/v1/auth/device/token') {
@@ -559,7 +627,9 @@ describe('API9:2023 Improper Inventory Management', () => {
 describe('API10:2023 Unsafe Consumption of APIs', () => {
   it('a pod name or log line from the cluster cannot end the stream or forge an event', async () => {
     await database.db.updateTable('installs').set({ cluster_id: world.ids.cluster }).where('id', '=', world.ids.install).execute();
-    const reply = await fetch(`${server.baseUrl}/v1/installs/${world.ids.install}/logs?follow=false`, { headers: { authorization: `Bearer ${world.alice.token}`, accept: 'text/event-stream' } });
+    const reply = await fetch(`${server.baseUrl}/v1/installs/${world.ids.install}/logs?follow=false`, {
+      headers: { authorization: `Bearer ${world.alice.token}`, accept: 'text/event-stream' },
+    });
     expect(reply.status).toBe(200);
     const text = await reply.text();
     const events = text.split('\n\n').filter(Boolean);
@@ -568,7 +638,9 @@ describe('API10:2023 Unsafe Consumption of APIs', () => {
       for (const line of event.split('\n')) expect(line).toMatch(/^(id|event|data): /);
       expect(event).not.toContain('\r');
     }
-    const fields = events.map((event) => Object.fromEntries(event.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)])));
+    const fields = events.map((event) =>
+      Object.fromEntries(event.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)])),
+    );
     expect(fields.map((f) => f.event)).toEqual(['log', 'end']);
     expect(JSON.parse(fields[0]!.data!)).toMatchObject({ pod: EVIL_POD, container: 'app', line: EVIL_LINE });
     expect(JSON.parse(fields[1]!.data!)).toEqual({ reason: 'backlog_sent' });

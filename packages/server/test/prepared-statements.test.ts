@@ -23,10 +23,17 @@ afterAll(async () => {
 });
 
 const prepared = async () =>
-  (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements WHERE statement ILIKE ${'%items%'} ORDER BY statement`.execute(connection.db)).rows.map((r) => r.statement);
+  (
+    await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements WHERE statement ILIKE ${'%items%'} ORDER BY statement`.execute(connection.db)
+  ).rows.map((r) => r.statement);
 
 it('prepares a parameterised text once and reuses it with other values', async () => {
-  const byId = (id: number) => connection.db.selectFrom('items' as never).selectAll().where('id' as never, '=', id as never).execute();
+  const byId = (id: number) =>
+    connection.db
+      .selectFrom('items' as never)
+      .selectAll()
+      .where('id' as never, '=', id as never)
+      .execute();
   expect(await byId(1)).toEqual([{ id: 1, name: 'one' }]);
   expect(await byId(2)).toEqual([{ id: 2, name: 'two' }]);
   expect(await byId(3)).toEqual([]);

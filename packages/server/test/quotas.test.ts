@@ -38,7 +38,11 @@ describe('kaas/clusters', () => {
     expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'one', region_id: 'fsn1' } })).status).toBe(202);
     const second = await call(server.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'second' } });
     expect(second.status).toBe(201);
-    const refused = await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'two', region_id: 'fsn1' }, headers: { 'x-workspace-id': second.body.id } });
+    const refused = await call(server.baseUrl, 'POST', '/v1/clusters', {
+      token: user.token,
+      body: { name: 'two', region_id: 'fsn1' },
+      headers: { 'x-workspace-id': second.body.id },
+    });
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('quota_exceeded');
   });
@@ -46,7 +50,8 @@ describe('kaas/clusters', () => {
   it('a workspace override wins over a user override, which wins over the plan', async () => {
     const user = await newUser(database.db, clock, 'free');
     await database.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
-    for (const name of ['a', 'b']) expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name, region_id: 'fsn1' } })).status).toBe(202);
+    for (const name of ['a', 'b'])
+      expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name, region_id: 'fsn1' } })).status).toBe(202);
     expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(403);
     await database.db.insertInto('quota_overrides').values({ user_id: null, workspace_id: user.workspaceId, metric: 'kaas/clusters', limit: 3 }).execute();
     expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(202);
@@ -56,12 +61,32 @@ describe('kaas/clusters', () => {
 describe('compute quotas and concurrency', () => {
   async function clusterWithConfig(token: string, workspaceId: string, byom: boolean) {
     const cluster = newId('cl');
-    await database.db.insertInto('clusters').values({ id: cluster, workspace_id: workspaceId, name: cluster, region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: clock.now() }).execute();
+    await database.db
+      .insertInto('clusters')
+      .values({
+        id: cluster,
+        workspace_id: workspaceId,
+        name: cluster,
+        region_id: 'fsn1',
+        kaas_version: 'v1.31',
+        status: 'RUNNING',
+        status_message: null,
+        created_at: clock.now(),
+      })
+      .execute();
     let credential: string | undefined;
-    if (byom) credential = (await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token, body: { name: 'mine', provider: 'hcloud', secret: 'hc-token' } })).body.id;
+    if (byom)
+      credential = (
+        await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token, body: { name: 'mine', provider: 'hcloud', secret: 'hc-token' } })
+      ).body.id;
     const config = await call(server.baseUrl, 'POST', '/v1/compute/configs', {
       token,
-      body: { name: 'gp', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx*' }, ...(credential ? { cloud_credential_id: credential } : {}) },
+      body: {
+        name: 'gp',
+        provider: 'hcloud',
+        provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx*' },
+        ...(credential ? { cloud_credential_id: credential } : {}),
+      },
     });
     expect(config.status).toBe(201);
     return { cluster, config: config.body.id as string };
@@ -71,7 +96,9 @@ describe('compute quotas and concurrency', () => {
     const user = await newUser(database.db, clock, 'free');
     const platform = await clusterWithConfig(user.token, user.workspaceId, false);
     const replies = await Promise.all(
-      Array.from({ length: 10 }, () => call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: platform.cluster, compute_config_id: platform.config } })),
+      Array.from({ length: 10 }, () =>
+        call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: platform.cluster, compute_config_id: platform.config } }),
+      ),
     );
     expect(replies.filter((r) => r.status === 202)).toHaveLength(1);
     const refused = replies.filter((r) => r.status === 403);
@@ -79,7 +106,11 @@ describe('compute quotas and concurrency', () => {
     expect(refused[0]!.body.error).toMatchObject({ code: 'quota_exceeded', details: { metric: 'compute/machines', limit: 1, usage: 1, requested: 1 } });
 
     const byom = await clusterWithConfig(user.token, user.workspaceId, true);
-    const own = await Promise.all(Array.from({ length: 3 }, () => call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: byom.cluster, compute_config_id: byom.config } })));
+    const own = await Promise.all(
+      Array.from({ length: 3 }, () =>
+        call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: byom.cluster, compute_config_id: byom.config } }),
+      ),
+    );
     expect(own.map((r) => r.status)).toEqual([202, 202, 202]);
     expect(own.every((r) => r.body.byom === true)).toBe(true);
     // Free plan: one provision at a time per cluster; the others wait their turn.
@@ -95,11 +126,24 @@ describe('compute quotas and concurrency', () => {
     const user = await newUser(database.db, clock, 'pro');
     const { cluster, config } = await clusterWithConfig(user.token, user.workspaceId, false);
     // Pro: 8 cores. cx42 has 8: the first fits, a second cx22 (2 cores) does not.
-    expect((await call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: cluster, compute_config_id: config, server_type: 'cx42' } })).status).toBe(202);
-    const refused = await call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: cluster, compute_config_id: config, server_type: 'cx22' } });
+    expect(
+      (
+        await call(server.baseUrl, 'POST', '/v1/compute/machines', {
+          token: user.token,
+          body: { cluster_id: cluster, compute_config_id: config, server_type: 'cx42' },
+        })
+      ).status,
+    ).toBe(202);
+    const refused = await call(server.baseUrl, 'POST', '/v1/compute/machines', {
+      token: user.token,
+      body: { cluster_id: cluster, compute_config_id: config, server_type: 'cx22' },
+    });
     expect(refused.status).toBe(403);
     expect(refused.body.error.details).toMatchObject({ metric: 'compute/cpu', limit: 8, usage: 8, requested: 2 });
-    const wrongType = await call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: cluster, compute_config_id: config, server_type: 'cax11' } });
+    const wrongType = await call(server.baseUrl, 'POST', '/v1/compute/machines', {
+      token: user.token,
+      body: { cluster_id: cluster, compute_config_id: config, server_type: 'cax11' },
+    });
     expect(wrongType).toMatchObject({ status: 422, body: { error: { param: 'server_type' } } });
   });
 });

@@ -110,12 +110,22 @@ describe('the key', () => {
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256' };
     const jwks: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
     await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
-    const env = { RATE_LIMIT_PER_MINUTE: String(LIMIT), JWT_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/`, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' };
+    const env = {
+      RATE_LIMIT_PER_MINUTE: String(LIMIT),
+      JWT_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/`,
+      JWT_ISSUER: 'https://id.example',
+      JWT_AUDIENCE: 'platform-api',
+    };
     const jwtServer = await startTestServer(database.db, clock, env);
     try {
       const other = await newUser(database.db, clock);
       const sign = (jti: string) =>
-        new SignJWT({ sub: other.userId, jti }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer('https://id.example').setAudience('platform-api').setExpirationTime(clock.now() + 300).sign(privateKey);
+        new SignJWT({ sub: other.userId, jti })
+          .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+          .setIssuer('https://id.example')
+          .setAudience('platform-api')
+          .setExpirationTime(clock.now() + 300)
+          .sign(privateKey);
       for (let i = 0; i < LIMIT; i++) expect((await call(jwtServer.baseUrl, 'GET', '/v1/regions', { token: await sign(`t${i}`) })).status).toBe(200);
       const refused = await call(jwtServer.baseUrl, 'GET', '/v1/regions', { token: await sign('fresh') });
       expect(refused.status).toBe(429);
@@ -131,7 +141,10 @@ describe('per address, for the device flow', () => {
   it('limits requestDeviceCode and pollDeviceToken by client address', async () => {
     const start = clock.now() - (clock.now() % 60);
     clock.advance(start + 60 - clock.now());
-    const code = await call(first.baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=cli', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const code = await call(first.baseUrl, 'POST', '/v1/auth/device/code', {
+      body: 'client_id=cli',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(code.status).toBe(200);
     expect(code.headers.get('ratelimit-policy')).toBe('"device";q=2;w=60');
     expect(code.headers.get('ratelimit')).toBe('"device";r=1;t=60');
@@ -142,7 +155,10 @@ describe('per address, for the device flow', () => {
     expect(poll.status).toBe(400);
     expect(poll.body.error).toBe('authorization_pending');
     expect(poll.headers.get('ratelimit')).toBe('"device";r=0;t=60');
-    const refused = await call(first.baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=cli', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const refused = await call(first.baseUrl, 'POST', '/v1/auth/device/code', {
+      body: 'client_id=cli',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('rate_limited');
     expect(refused.body.error.message).toBe('Too many requests; this address may make 2 requests a minute.');
@@ -155,7 +171,10 @@ describe('behind a proxy (TRUST_PROXY)', () => {
     const start = clock.now() - (clock.now() % 60);
     clock.advance(start + 60 - clock.now());
     const requestCode = (baseUrl: string, forwardedFor: string) =>
-      call(baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=cli', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': forwardedFor } });
+      call(baseUrl, 'POST', '/v1/auth/device/code', {
+        body: 'client_id=cli',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': forwardedFor },
+      });
     const proxied = await startTestServer(database.db, clock, { RATE_LIMIT_DEVICE_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1/8,::1' });
     try {
       // Two clients behind the balancer: each has its own bucket (the left-most hop is what the client claims).

@@ -50,8 +50,11 @@ describe('JSON answers', () => {
     expect(reply.headers.get('strict-transport-security')).toBeNull();
   });
 
-  it('the device flow\'s token endpoint, in its OAuth error body, too', async () => {
-    const reply = await call(plain.baseUrl, 'POST', '/v1/auth/device/token', { body: 'grant_type=nope', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  it("the device flow's token endpoint, in its OAuth error body, too", async () => {
+    const reply = await call(plain.baseUrl, 'POST', '/v1/auth/device/token', {
+      body: 'grant_type=nope',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(reply.status).toBe(400);
     expectCommon(reply.headers);
     expect(reply.headers.get('content-security-policy')).toBe(JSON_CSP);
@@ -82,7 +85,11 @@ describe('Strict-Transport-Security', () => {
   it('is off by default and sent on every answer when HSTS_MAX_AGE is set', async () => {
     expect(loadConfig({}).hstsMaxAge).toBe(0);
     expect(() => loadConfig({ HSTS_MAX_AGE: 'year' })).toThrow(/HSTS_MAX_AGE/);
-    for (const [path, status] of [['/v1/workspaces', 200], ['/v1/nope', 404], ['/device', 200]] as const) {
+    for (const [path, status] of [
+      ['/v1/workspaces', 200],
+      ['/v1/nope', 404],
+      ['/device', 200],
+    ] as const) {
       const reply = await call(hsts.baseUrl, 'GET', path, { token: user.token });
       expect(reply.status).toBe(status);
       expect(reply.headers.get('strict-transport-security')).toBe('max-age=31536000');

@@ -32,7 +32,9 @@ describe('ComputeProvider', () => {
   it('fails creations at the configured rate', async () => {
     cloud.options.failureRate = 1;
     try {
-      await expect(cloud.createServer({ name: 'n2', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_sim_2' } })).rejects.toThrow(/resource_unavailable/);
+      await expect(
+        cloud.createServer({ name: 'n2', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_sim_2' } }),
+      ).rejects.toThrow(/resource_unavailable/);
     } finally {
       cloud.options.failureRate = 0;
     }
@@ -52,7 +54,13 @@ describe('ClusterDriver', () => {
     expect((await sim.joinMachine(join)).user_data).toBe(user_data);
     expect(await sim.nodeReady('cl_cp', 'node-cp')).toBe(false);
     // A server of the same name for another machine is not this node.
-    await sim.createServer({ name: 'node-cp', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_cp_other', machine: 'mch_other' } });
+    await sim.createServer({
+      name: 'node-cp',
+      server_type: 'cx22',
+      location: 'fsn1',
+      image: 'ubuntu-24.04',
+      labels: { workflow: 'wf_cp_other', machine: 'mch_other' },
+    });
     clock.advance(10);
     expect(await sim.nodeReady('cl_cp', 'node-cp')).toBe(false);
     await sim.createServer({ name: 'node-cp', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_cp', machine: 'mch_cp' } });
@@ -63,11 +71,19 @@ describe('ClusterDriver', () => {
     expect(await sim.getCluster('cl_cp')).toBeUndefined();
   });
 
-  const release = { cluster_id: 'cl_sim', namespace: 'ins_sim', release: 'web-abc123', chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' }, values: {}, template_id: 'tpl_1' };
+  const release = {
+    cluster_id: 'cl_sim',
+    namespace: 'ins_sim',
+    release: 'web-abc123',
+    chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
+    values: {},
+    template_id: 'tpl_1',
+  };
   const read = async (options: { tail?: number; since_ms?: number; after?: number }) => {
     const [target] = await cloud.listContainers('cl_sim', 'ins_sim');
     const lines = [];
-    for await (const entry of cloud.readLog('cl_sim', 'ins_sim', target!, { follow: false, signal: new AbortController().signal, ...options })) lines.push(entry);
+    for await (const entry of cloud.readLog('cl_sim', 'ins_sim', target!, { follow: false, signal: new AbortController().signal, ...options }))
+      lines.push(entry);
     return lines;
   };
 

@@ -29,7 +29,19 @@ const BLOCKED: Record<string, string[]> = {
   multicast: ['224.0.0.1', '239.255.255.250', 'ff02::1'],
   unspecified: ['0.0.0.0', '0.1.2.3', '::'],
 };
-const PUBLIC = ['8.8.8.8', '93.184.215.14', '1.1.1.1', '11.0.0.1', '100.63.255.255', '100.128.0.1', '172.15.255.255', '172.32.0.1', '169.255.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'];
+const PUBLIC = [
+  '8.8.8.8',
+  '93.184.215.14',
+  '1.1.1.1',
+  '11.0.0.1',
+  '100.63.255.255',
+  '100.128.0.1',
+  '172.15.255.255',
+  '172.32.0.1',
+  '169.255.0.1',
+  '2606:4700:4700::1111',
+  '::ffff:8.8.8.8',
+];
 
 describe('the address rules', () => {
   for (const [kind, addresses] of Object.entries(BLOCKED)) {
@@ -41,7 +53,8 @@ describe('the address rules', () => {
     for (const address of PUBLIC) expect(isBlockedAddress(address), address).toBe(false);
   });
   it('reads numeric IPv4 forms as the address they are', async () => {
-    for (const host of ['2130706433', '0x7f000001', '0x7f.1', '127.1', '0177.0.0.1', '017700000001']) expect(await isForbiddenHost(host, resolver), host).toBe(true);
+    for (const host of ['2130706433', '0x7f000001', '0x7f.1', '127.1', '0177.0.0.1', '017700000001'])
+      expect(await isForbiddenHost(host, resolver), host).toBe(true);
   });
   it('refuses names that are local by definition, without asking DNS', async () => {
     const never = async (): Promise<string[]> => {
@@ -52,21 +65,45 @@ describe('the address rules', () => {
     }
   });
   it('refuses a name when any address it resolves to is blocked, and lets public names through', async () => {
-    for (const host of ['private.example.com', 'metadata.example.com', 'mixed.example.com', 'v6-loopback.example.com']) expect(await isForbiddenHost(host, resolver), host).toBe(true);
+    for (const host of ['private.example.com', 'metadata.example.com', 'mixed.example.com', 'v6-loopback.example.com'])
+      expect(await isForbiddenHost(host, resolver), host).toBe(true);
     for (const host of ['charts.example.com', 'registry.example.com']) expect(await isForbiddenHost(host, resolver), host).toBe(false);
   });
   it('localhost resolves on this machine, and the default resolver refuses it too', async () => {
     expect(await isForbiddenHost('localhost')).toBe(true);
   });
   it('repo_url: only http, https and oci; no credentials; the host rules apply', async () => {
-    for (const url of ['file:///etc/passwd', 'gopher://charts.example.com/_x', 'ftp://charts.example.com/', 'ssh://git@charts.example.com/x', 'dict://charts.example.com:11211/', 'data:text/plain,x', 'javascript:alert(1)', 'ldap://charts.example.com/']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'gopher://charts.example.com/_x',
+      'ftp://charts.example.com/',
+      'ssh://git@charts.example.com/x',
+      'dict://charts.example.com:11211/',
+      'data:text/plain,x',
+      'javascript:alert(1)',
+      'ldap://charts.example.com/',
+    ]) {
       expect(await forbiddenSourceUrl(url, resolver), url).toMatch(/scheme/);
     }
     expect(await forbiddenSourceUrl('https://user:pass@charts.example.com/', resolver)).toMatch(/credentials/);
-    for (const url of ['http://169.254.169.254/latest/meta-data/', 'https://[::1]/', 'http://[::ffff:169.254.169.254]/', 'oci://10.0.0.1/charts', 'oci://2130706433/charts', 'https://0x7f.1/', 'https://private.example.com/charts', 'http://localhost:8080/']) {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data/',
+      'https://[::1]/',
+      'http://[::ffff:169.254.169.254]/',
+      'oci://10.0.0.1/charts',
+      'oci://2130706433/charts',
+      'https://0x7f.1/',
+      'https://private.example.com/charts',
+      'http://localhost:8080/',
+    ]) {
       expect(await forbiddenSourceUrl(url, resolver), url).toMatch(/loopback, private/);
     }
-    for (const url of ['https://charts.example.com/stable', 'http://charts.example.com/', 'oci://registry.example.com/charts/app', 'https://93.184.215.14/charts']) {
+    for (const url of [
+      'https://charts.example.com/stable',
+      'http://charts.example.com/',
+      'oci://registry.example.com/charts/app',
+      'https://93.184.215.14/charts',
+    ]) {
       expect(await forbiddenSourceUrl(url, resolver), url).toBeUndefined();
     }
   });
@@ -87,11 +124,30 @@ describe('through the API', () => {
     await database?.drop();
   });
 
-  const registry = (registryUrl: string) => call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: world.alice.token, body: { name: 'r', registry_url: registryUrl, username: 'u', password: 'p' } });
+  const registry = (registryUrl: string) =>
+    call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+      token: world.alice.token,
+      body: { name: 'r', registry_url: registryUrl, username: 'u', password: 'p' },
+    });
   const sources = (...urls: string[]) => urls.map((url) => ({ chart: { repo_url: url, chart: 'app', target_revision: '1.0.0' } }));
 
   it('registry_url: each class of address, and names resolving to one, is 422 with param and a suggestion', async () => {
-    const hosts = ['127.0.0.1', '169.254.169.254', '10.0.0.1', '172.20.1.1', '192.168.1.1', '100.64.0.1', '224.0.0.1', '0.0.0.0', '2130706433', 'localhost', 'localhost:5000', 'metadata.google.internal', 'private.example.com', 'metadata.example.com:443'];
+    const hosts = [
+      '127.0.0.1',
+      '169.254.169.254',
+      '10.0.0.1',
+      '172.20.1.1',
+      '192.168.1.1',
+      '100.64.0.1',
+      '224.0.0.1',
+      '0.0.0.0',
+      '2130706433',
+      'localhost',
+      'localhost:5000',
+      'metadata.google.internal',
+      'private.example.com',
+      'metadata.example.com:443',
+    ];
     for (const host of hosts) {
       const reply = await registry(host);
       expect(reply.status, host).toBe(422);
@@ -119,29 +175,44 @@ describe('through the API', () => {
       ['gopher://charts.example.com/', /scheme gopher/],
     ];
     for (const [url, message] of cases) {
-      const reply = await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: { name: 'p', sources: sources('https://charts.example.com/ok', url), cluster_ids: [world.ids.cluster] } });
+      const reply = await call(server.baseUrl, 'POST', '/v1/products', {
+        token: world.alice.token,
+        body: { name: 'p', sources: sources('https://charts.example.com/ok', url), cluster_ids: [world.ids.cluster] },
+      });
       expect(reply.status, url).toBe(422);
       expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'sources[1].chart.repo_url' });
       expect(reply.body.error.message).toMatch(message);
       expect(reply.body.error.suggestion).toMatch(/public https:\/\//);
     }
-    const created = await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: { name: 'p', sources: sources('https://charts.example.com/ok', 'oci://registry.example.com/app'), cluster_ids: [world.ids.cluster] } });
+    const created = await call(server.baseUrl, 'POST', '/v1/products', {
+      token: world.alice.token,
+      body: { name: 'p', sources: sources('https://charts.example.com/ok', 'oci://registry.example.com/app'), cluster_ids: [world.ids.cluster] },
+    });
     expect(created.status).toBe(201);
   });
 
   it('repo_url on update (a full replacement) is checked the same way, and the product is left as it was', async () => {
     const before = await call(server.baseUrl, 'GET', `/v1/products/${world.ids.product}`, { token: world.alice.token });
-    const reply = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, { token: world.alice.token, body: { name: 'p2', sources: sources('http://127.0.0.1:6443/'), cluster_ids: [world.ids.cluster] } });
+    const reply = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
+      token: world.alice.token,
+      body: { name: 'p2', sources: sources('http://127.0.0.1:6443/'), cluster_ids: [world.ids.cluster] },
+    });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'sources[0].chart.repo_url' });
     const after = await call(server.baseUrl, 'GET', `/v1/products/${world.ids.product}`, { token: world.alice.token });
     expect(after.body).toEqual(before.body);
-    const ok = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, { token: world.alice.token, body: { name: 'p2', sources: sources('https://charts.example.com/stable'), cluster_ids: [world.ids.cluster] } });
+    const ok = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
+      token: world.alice.token,
+      body: { name: 'p2', sources: sources('https://charts.example.com/stable'), cluster_ids: [world.ids.cluster] },
+    });
     expect(ok.status).toBe(200);
   });
 
   it("another user's product is 404 before its sources are looked at", async () => {
-    const reply = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, { token: world.bob.token, body: { name: 'x', sources: sources('http://127.0.0.1/'), cluster_ids: [world.ids.cluster] } });
+    const reply = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
+      token: world.bob.token,
+      body: { name: 'x', sources: sources('http://127.0.0.1/'), cluster_ids: [world.ids.cluster] },
+    });
     expect(reply.status).toBe(404);
   });
 });

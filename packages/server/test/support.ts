@@ -8,10 +8,10 @@ import { type AppOptions, createApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
-import { createHttpServer } from '../src/http/server.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
+import { createHttpServer } from '../src/http/server.ts';
 
 export interface TestDatabase {
   db: Kysely<Database>;
@@ -63,7 +63,12 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(db: Kysely<Database>, clock: Clock, env: Record<string, string> = {}, parts: Partial<AppOptions> = {}): Promise<TestServer> {
+export async function startTestServer(
+  db: Kysely<Database>,
+  clock: Clock,
+  env: Record<string, string> = {},
+  parts: Partial<AppOptions> = {},
+): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), validateResponses: true };
   const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }), secretsKey: randomBytes(32), ...parts });
   // The server main.ts runs (its limits, its answers to what Node's parser refuses).
@@ -96,7 +101,12 @@ export interface Reply {
 }
 
 /** A plain HTTP call, for tests about the wire (statuses, headers, races) rather than the client. */
-export async function call(baseUrl: string, method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['content-type'] ??= 'application/json';

@@ -76,7 +76,10 @@ const writes = found.flatMap((f) => f.writes);
 
 describe('every table is written by exactly one module', () => {
   it('finds the writes it checks (the scan is not blind)', () => {
-    const { writes: sample } = writesIn('x.ts', "db.insertInto('a').values(v); trx.updateTable('b as b2'); sql`DELETE FROM c WHERE x FOR UPDATE`; sql`INSERT INTO s.t (x)`; db.deleteFrom(\n  'd')");
+    const { writes: sample } = writesIn(
+      'x.ts',
+      "db.insertInto('a').values(v); trx.updateTable('b as b2'); sql`DELETE FROM c WHERE x FOR UPDATE`; sql`INSERT INTO s.t (x)`; db.deleteFrom(\n  'd')",
+    );
     expect(sample.map((w) => w.table).sort()).toEqual(['a', 'b', 'c', 'd', 's.t']);
     expect(writesIn('x.ts', 'db.updateTable(table)').unnamed).toHaveLength(1);
     // Every listed owner writes its table somewhere, so a renamed call or file would not pass unseen.
@@ -94,7 +97,9 @@ describe('every table is written by exactly one module', () => {
   });
 
   it('writes each table only in its owner', () => {
-    const strays = writes.filter((w) => READ_ONLY.has(w.table) || ownerOf(w.table) !== w.file).map((w) => `${w.file}:${w.line} writes ${w.table} (owner: ${ownerOf(w.table)})`);
+    const strays = writes
+      .filter((w) => READ_ONLY.has(w.table) || ownerOf(w.table) !== w.file)
+      .map((w) => `${w.file}:${w.line} writes ${w.table} (owner: ${ownerOf(w.table)})`);
     expect(strays).toEqual([]);
   });
 
@@ -105,7 +110,8 @@ describe('every table is written by exactly one module', () => {
 });
 
 describe('operations/ holds no SQL', () => {
-  const SQL = /\.(?:selectFrom|insertInto|updateTable|deleteFrom|mergeInto|selectNoFrom|with|transaction|executeQuery)\(|\bsql\s*(?:<[^>]*>)?\s*`|\bsql\.\w+\(|^import\s+(?!type\b)[^;]*from 'kysely'/gm;
+  const SQL =
+    /\.(?:selectFrom|insertInto|updateTable|deleteFrom|mergeInto|selectNoFrom|with|transaction|executeQuery)\(|\bsql\s*(?:<[^>]*>)?\s*`|\bsql\.\w+\(|^import\s+(?!type\b)[^;]*from 'kysely'/gm;
   it('has no query builder call, SQL template or Kysely import (types aside) in any handler file', () => {
     const sites = files
       .filter((f) => f.path.startsWith('operations/'))
@@ -115,7 +121,14 @@ describe('operations/ holds no SQL', () => {
   });
 
   it('would see them (the pattern is not blind)', () => {
-    const samples = ["db.selectFrom('x')", 'trx\n  .updateTable(', 'sql<number>`count(*)`', "sql.ref('a')", "import { sql } from 'kysely';", 'db.transaction()'];
+    const samples = [
+      "db.selectFrom('x')",
+      'trx\n  .updateTable(',
+      'sql<number>`count(*)`',
+      "sql.ref('a')",
+      "import { sql } from 'kysely';",
+      'db.transaction()',
+    ];
     expect(samples.filter((s) => !new RegExp(SQL.source, 'm').test(s))).toEqual([]);
     expect(new RegExp(SQL.source, 'm').test("import type { Kysely } from 'kysely';")).toBe(false);
   });

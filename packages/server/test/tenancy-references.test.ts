@@ -5,8 +5,8 @@
 // cluster (as one could before the rule was checked) never gets an install placed or upgraded there, also after
 // its author has left the cluster's workspace.
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
-import pino from 'pino';
 import { sql } from 'kysely';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
@@ -60,7 +60,15 @@ async function resourcesOf(owner: TestUser, clusterName: string): Promise<Record
   const cloudCredential = newId('ccr');
   await database.db
     .insertInto('cloud_credentials')
-    .values({ id: cloudCredential, workspace_id: owner.workspaceId, name: 'key', provider: 'hcloud', secret_ciphertext: Buffer.from('sealed'), created_at: clock.now(), last_used_at: null })
+    .values({
+      id: cloudCredential,
+      workspace_id: owner.workspaceId,
+      name: 'key',
+      provider: 'hcloud',
+      secret_ciphertext: Buffer.from('sealed'),
+      created_at: clock.now(),
+      last_used_at: null,
+    })
     .execute();
   return { cluster: sample.clusterId, computeConfig: sample.configId, cloudCredential, product: sample.productId };
 }
@@ -81,7 +89,10 @@ beforeAll(async () => {
   server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
   alice = await newUser(database.db, clock, 'pro');
   carol = await newUser(database.db, clock, 'pro');
-  await database.db.insertInto('workspace_members').values({ workspace_id: alice.workspaceId, user_id: carol.userId, role: 'member', created_at: clock.now() }).execute();
+  await database.db
+    .insertInto('workspace_members')
+    .values({ workspace_id: alice.workspaceId, user_id: carol.userId, role: 'member', created_at: clock.now() })
+    .execute();
   ids.shared = await resourcesOf(alice, 'shared-eu');
   ids.own = await resourcesOf(carol, 'own-eu');
 });
@@ -138,7 +149,9 @@ describe('a body naming a resource of another workspace of the caller is refused
       SELECT (SELECT count(*) FROM products p, jsonb_array_elements_text(p.cluster_ids) c(id) JOIN clusters cl ON cl.id = c.id WHERE cl.workspace_id <> p.workspace_id)
            + (SELECT count(*) FROM installs i JOIN products p ON p.id = i.product_id WHERE p.workspace_id <> i.workspace_id)
            + (SELECT count(*) FROM machines m JOIN clusters cl ON cl.id = m.cluster_id JOIN compute_configs cc ON cc.id = m.compute_config_id WHERE cl.workspace_id <> cc.workspace_id)
-           + (SELECT count(*) FROM compute_configs cc JOIN cloud_credentials cr ON cr.id = cc.cloud_credential_id WHERE cr.workspace_id <> cc.workspace_id) AS n`.execute(database.db);
+           + (SELECT count(*) FROM compute_configs cc JOIN cloud_credentials cr ON cr.id = cc.cloud_credential_id WHERE cr.workspace_id <> cc.workspace_id) AS n`.execute(
+      database.db,
+    );
     expect(rows[0]!.n).toBe(0);
   });
 });
@@ -167,7 +180,9 @@ describe('workflows check again where they act', () => {
         workspace_id: carol.workspaceId,
         name: 'legacy',
         template_id: newId('tpl'),
-        sources: JSON.stringify([{ id: newId('src'), chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' }, values: {}, metadata: {} }]),
+        sources: JSON.stringify([
+          { id: newId('src'), chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' }, values: {}, metadata: {} },
+        ]),
         cluster_ids: JSON.stringify([ids.shared.cluster]),
         stripe_price_ids: JSON.stringify([]),
         settings: JSON.stringify({}),
@@ -177,7 +192,11 @@ describe('workflows check again where they act', () => {
       })
       .execute();
     const install = async () => {
-      const reply = await call(server.baseUrl, 'POST', '/v1/installs', { token: carol.token, body: { product_id: legacy, region_id: 'fsn1' }, headers: { 'x-workspace-id': carol.workspaceId } });
+      const reply = await call(server.baseUrl, 'POST', '/v1/installs', {
+        token: carol.token,
+        body: { product_id: legacy, region_id: 'fsn1' },
+        headers: { 'x-workspace-id': carol.workspaceId },
+      });
       expect(reply.status).toBe(202);
       return finalInstall(carol.token, reply.body.id);
     };

@@ -31,7 +31,11 @@ describe('personal access tokens', () => {
     const list = await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
     expect(list.status).toBe(200);
     expect(JSON.stringify(list.body)).not.toContain(secret);
-    expect(list.body.data.find((t: { id: string }) => t.id === created.body.id)).toMatchObject({ name: 'deploy', prefix: secret.slice(0, 12), expires_at: null });
+    expect(list.body.data.find((t: { id: string }) => t.id === created.body.id)).toMatchObject({
+      name: 'deploy',
+      prefix: secret.slice(0, 12),
+      expires_at: null,
+    });
     expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
     expect((await call(server.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
     const after = await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
@@ -49,7 +53,8 @@ describe('personal access tokens', () => {
 
   it('writes last_used_at at most once a minute', async () => {
     const { row, secret } = await createToken(database.db, clock, { userId: alice.userId, kind: 'pat', name: 'clock', expiresAt: null });
-    const lastUsed = async () => (await database.db.selectFrom('tokens').select('last_used_at').where('id', '=', row.id).executeTakeFirstOrThrow()).last_used_at;
+    const lastUsed = async () =>
+      (await database.db.selectFrom('tokens').select('last_used_at').where('id', '=', row.id).executeTakeFirstOrThrow()).last_used_at;
     await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
     const first = await lastUsed();
     expect(first).toBe(clock.now());
@@ -91,7 +96,11 @@ describe('OAuth2 JWTs', () => {
     jwks = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
     await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
     const { port } = jwks.address() as AddressInfo;
-    jwtServer = await startTestServer(database.db, clock, { JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' });
+    jwtServer = await startTestServer(database.db, clock, {
+      JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`,
+      JWT_ISSUER: 'https://id.example',
+      JWT_AUDIENCE: 'platform-api',
+    });
     sign = (claims, options = {}) =>
       new SignJWT(claims)
         .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
@@ -116,9 +125,18 @@ describe('OAuth2 JWTs', () => {
     await refused(await sign({ sub: 'usr_nobody' }));
     await refused(await sign({ sub: alice.userId }, { issuer: 'https://evil.example' }));
     await refused(await sign({ sub: alice.userId }, { audience: 'another-api' }));
-    await refused(await new SignJWT({ sub: alice.userId }).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://id.example').setAudience('platform-api').setExpirationTime(clock.now() + 60).sign(new TextEncoder().encode('secret-secret-secret-secret-32by')));
+    await refused(
+      await new SignJWT({ sub: alice.userId })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer('https://id.example')
+        .setAudience('platform-api')
+        .setExpirationTime(clock.now() + 60)
+        .sign(new TextEncoder().encode('secret-secret-secret-secret-32by')),
+    );
     const header = Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url');
-    const payload = Buffer.from(JSON.stringify({ sub: alice.userId, iss: 'https://id.example', aud: 'platform-api', exp: clock.now() + 60 })).toString('base64url');
+    const payload = Buffer.from(JSON.stringify({ sub: alice.userId, iss: 'https://id.example', aud: 'platform-api', exp: clock.now() + 60 })).toString(
+      'base64url',
+    );
     await refused(`${header}.${payload}.`);
     const expiring = await sign({ sub: alice.userId });
     clock.advance(400);
@@ -133,9 +151,15 @@ describe('OAuth2 JWTs', () => {
 
 describe('the database', () => {
   it('holds no plaintext token or secret in any text column', async () => {
-    const credential = await call(server.baseUrl, 'POST', '/v1/registry/credentials', { token: alice.token, body: { name: 'r', registry_url: 'ghcr.io', username: 'bot', password: 'registry-password-plaintext' } });
+    const credential = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+      token: alice.token,
+      body: { name: 'r', registry_url: 'ghcr.io', username: 'bot', password: 'registry-password-plaintext' },
+    });
     expect(credential.status).toBe(201);
-    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token: alice.token, body: { name: 'c', provider: 'hcloud', secret: 'cloud-secret-plaintext' } });
+    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
+      token: alice.token,
+      body: { name: 'c', provider: 'hcloud', secret: 'cloud-secret-plaintext' },
+    });
     expect(cloud.status).toBe(201);
     expect(JSON.stringify([credential.body, cloud.body])).not.toMatch(/plaintext/);
     const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'search-me' } });
@@ -147,7 +171,9 @@ describe('the database', () => {
     for (const { table_name, column_name, data_type } of columns.rows) {
       const text = data_type === 'bytea' ? sql`encode(${sql.ref(column_name)}, 'escape')` : sql`${sql.ref(column_name)}::text`;
       for (const secret of secrets) {
-        const hits = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table_name)} WHERE position(${secret} in ${text}) > 0`.execute(database.db);
+        const hits = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table_name)} WHERE position(${secret} in ${text}) > 0`.execute(
+          database.db,
+        );
         expect(hits.rows[0]!.n, `${secret.slice(0, 12)}… found in ${table_name}.${column_name}`).toBe(0);
       }
     }

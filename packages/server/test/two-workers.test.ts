@@ -32,7 +32,17 @@ beforeAll(async () => {
       },
       defer: (key: string, untilMs: number) => shared.defer(key, untilMs),
     };
-    return createRuntime({ db: database.db, connectionString: database.url, clock, logger: pino({ level: 'silent' }), config, simulation: { followPollMs: 20 }, tickMs: 20, orphanAfterSeconds: 1, rateLimit });
+    return createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config,
+      simulation: { followPollMs: 20 },
+      tickMs: 20,
+      orphanAfterSeconds: 1,
+      rateLimit,
+    });
   });
   for (const runtime of runtimes) await runtime.engine.run({ work: true });
   server = await startTestServer(database.db, clock, {}, { workflows: runtimes[0]!.engine, provider: runtimes[0]!.provider, driver: runtimes[0]!.driver });
@@ -48,9 +58,16 @@ it('keep a free cluster at one provision at a time, and provider calls under the
   const user = await newUser(database.db, clock, 'free');
   const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
   const cluster = await api.POST('/v1/clusters', { body: { name: 'shared', region_id: 'fsn1' } });
-  const credential = await api.POST('/v1/compute/cloud_credentials', { body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' } });
+  const credential = await api.POST('/v1/compute/cloud_credentials', {
+    body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
+  });
   const config = await api.POST('/v1/compute/configs', {
-    body: { name: 'byom', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }, cloud_credential_id: credential.id },
+    body: {
+      name: 'byom',
+      provider: 'hcloud',
+      provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      cloud_credential_id: credential.id,
+    },
   });
   const deadline = Date.now() + 20_000;
   while ((await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status !== 'RUNNING') {

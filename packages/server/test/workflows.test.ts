@@ -15,7 +15,16 @@ let server: TestServer;
 let runtime: ReturnType<typeof createRuntime>;
 const clock = new TestClock();
 
-const config = { ...loadConfig({ WORKER_CONCURRENCY: '8', PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '20', SIM_CONTROL_PLANE_SECONDS: '30', SIM_RELEASE_SECONDS: '8', SIM_SNAPSHOT_SECONDS: '15' }) };
+const config = {
+  ...loadConfig({
+    WORKER_CONCURRENCY: '8',
+    PROVIDER_RATE_LIMIT: '1000',
+    SIM_BOOT_SECONDS: '20',
+    SIM_CONTROL_PLANE_SECONDS: '30',
+    SIM_RELEASE_SECONDS: '8',
+    SIM_SNAPSHOT_SECONDS: '15',
+  }),
+};
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -30,7 +39,12 @@ beforeAll(async () => {
     orphanAfterSeconds: 1,
   });
   await runtime.engine.run({ work: true });
-  server = await startTestServer(database.db, clock, { LOG_POLL_MS: '20', STREAM_STALL_MS: '300' }, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+  server = await startTestServer(
+    database.db,
+    clock,
+    { LOG_POLL_MS: '20', STREAM_STALL_MS: '300' },
+    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
+  );
 });
 
 afterAll(async () => {
@@ -56,9 +70,11 @@ async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolea
 async function settled(): Promise<void> {
   await eventually(
     async () =>
-      (await sql<{ n: number }>`
+      (
+        await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)).rows[0]!.n,
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+      ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
   );
@@ -70,14 +86,25 @@ async function runningCluster(user: TestUser, name: string) {
   expect(created.kaas.status).toBe('PROVISIONING');
   await settled();
   clock.advance(30);
-  return eventually(() => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }), (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
+  return eventually(
+    () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }),
+    (c) => c.kaas.status === 'RUNNING',
+    'the cluster to run',
+  );
 }
 
 async function byomConfig(user: TestUser) {
   const api = client(user);
-  const credential = await api.POST('/v1/compute/cloud_credentials', { body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' } });
+  const credential = await api.POST('/v1/compute/cloud_credentials', {
+    body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
+  });
   return api.POST('/v1/compute/configs', {
-    body: { name: `byom-${Math.random().toString(36).slice(2, 6)}`, provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }, cloud_credential_id: credential.id },
+    body: {
+      name: `byom-${Math.random().toString(36).slice(2, 6)}`,
+      provider: 'hcloud',
+      provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      cloud_credential_id: credential.id,
+    },
   });
 }
 
@@ -103,7 +130,11 @@ async function readyMachine(user: TestUser, clusterName: string) {
   const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
   await settled();
   clock.advance(20);
-  await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'ready');
+  await eventually(
+    () => machinesOf(user, cluster.id),
+    (m) => m[0]?.status === 'ready',
+    'ready',
+  );
   return { api, cluster, config, machine };
 }
 
@@ -118,7 +149,10 @@ describe('cluster creation', () => {
 });
 
 describe('machine provisioning', () => {
-  for (const [plan, limit] of [['free', 1], ['pro', 3]] as const) {
+  for (const [plan, limit] of [
+    ['free', 1],
+    ['pro', 3],
+  ] as const) {
     it(`never has more than ${limit} provisioning at once on a ${plan} cluster, and another cluster is not held up`, async () => {
       const user = await newUser(database.db, clock, plan === 'free' ? 'pro' : 'pro');
       // The limit is the owner's plan; a free owner gets one cluster, so the second cluster is a pro user's.
@@ -163,7 +197,11 @@ describe('machine provisioning', () => {
       const waits: number[] = [];
       for (let attempt = 0; attempt < 6; attempt++) {
         const failedAt = clock.now();
-        const backoff = await eventually(status, (s) => s.autoscaling.state === 'backoff' && s.autoscaling.backoff_until !== null && s.autoscaling.backoff_until > failedAt - 1, 'a backoff');
+        const backoff = await eventually(
+          status,
+          (s) => s.autoscaling.state === 'backoff' && s.autoscaling.backoff_until !== null && s.autoscaling.backoff_until > failedAt - 1,
+          'a backoff',
+        );
         waits.push(backoff.autoscaling.backoff_until! - failedAt);
         await settled();
         // Just before the wait ends nothing is tried; at its end the next attempt runs.
@@ -178,10 +216,18 @@ describe('machine provisioning', () => {
       expect(notifications.data.filter((n) => n.type === 'machine.provision_failed').length).toBeGreaterThanOrEqual(6);
     });
     clock.advance(300);
-    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'provisioning', 'a retry');
+    await eventually(
+      () => machinesOf(user, cluster.id),
+      (m) => m[0]?.status === 'provisioning',
+      'a retry',
+    );
     await settled();
     clock.advance(20);
-    await eventually(() => machinesOf(user, cluster.id), (m) => m[0]?.status === 'ready', 'the machine to be ready');
+    await eventually(
+      () => machinesOf(user, cluster.id),
+      (m) => m[0]?.status === 'ready',
+      'the machine to be ready',
+    );
     expect((await status()).autoscaling).toMatchObject({ state: 'idle', backoff_until: null });
   });
 
@@ -213,7 +259,11 @@ describe('machine deletion', () => {
     }
     // A second delete of a machine being deleted is the same outcome.
     await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: booting.provider_id } } });
-    await eventually(() => machinesOf(user, cluster.id), (m) => m.length === 0, 'the machines to go');
+    await eventually(
+      () => machinesOf(user, cluster.id),
+      (m) => m.length === 0,
+      'the machines to go',
+    );
     const { rows } = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM simulated_cloud.servers
       WHERE labels->>'machine' IN (${ready.provider_id}, ${booting.provider_id}) AND deleted_at IS NULL`.execute(database.db);
@@ -230,9 +280,15 @@ describe('installs', () => {
     const cluster = await runningCluster(user, 'apps');
     const api = client(user);
     const product = await api.POST('/v1/products', {
-      body: { name: 'Shop', cluster_ids: [cluster.id], sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }] },
+      body: {
+        name: 'Shop',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }],
+      },
     });
-    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] } });
+    const created = await api.POST('/v1/installs', {
+      body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] },
+    });
     expect(created.status).toBe('pending');
     install = created as typeof install;
   });
@@ -248,14 +304,19 @@ describe('installs', () => {
     const notifications = await client(user).GET('/v1/notifications');
     expect(notifications.data.map((n) => n.type)).toContain('install.running');
     // One release per source, with the override applied.
-    const { rows } = await sql<{ values: Record<string, unknown> }>`SELECT values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    const { rows } = await sql<{ values: Record<string, unknown> }>`SELECT values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(
+      database.db,
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]!.values).toEqual({ replicaCount: 2 });
   });
 
   it('streams the logs: tail gives exactly that many lines, then end', async () => {
     clock.advance(30);
-    const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=5`, { token: user.token, headers: { accept: 'text/event-stream' } });
+    const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=5`, {
+      token: user.token,
+      headers: { accept: 'text/event-stream' },
+    });
     expect(reply.status).toBe(200);
     expect(reply.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const events = String(reply.body).split('\n\n').filter(Boolean);
@@ -265,7 +326,10 @@ describe('installs', () => {
 
   it('since_seconds keeps only recent lines; Last-Event-ID resumes after the last line with no gap or repeat', async () => {
     const read = async (query: string, headers: Record<string, string> = {}) => {
-      const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, { token: user.token, headers: { accept: 'text/event-stream', ...headers } });
+      const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, {
+        token: user.token,
+        headers: { accept: 'text/event-stream', ...headers },
+      });
       return String(reply.body)
         .split('\n\n')
         .filter((e) => e.includes('event: log'))
@@ -278,7 +342,10 @@ describe('installs', () => {
     expect(recent.every((e) => Date.parse(e.data.timestamp) >= clock.nowMs() - 10_000)).toBe(true);
     const resumed = await read('', { 'last-event-id': all[9]!.id });
     expect(resumed.map((e) => e.data)).toEqual(all.slice(10).map((e) => e.data));
-    const malformed = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, { token: user.token, headers: { 'last-event-id': 'nonsense' } });
+    const malformed = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, {
+      token: user.token,
+      headers: { 'last-event-id': 'nonsense' },
+    });
     expect(malformed.status).toBe(422);
     expect(malformed.body.error.param).toBe('Last-Event-ID');
   });
@@ -306,13 +373,19 @@ describe('installs', () => {
 
   it('feeds many followers of one install the same lines, with the same ids', async () => {
     const follow = async (controller: AbortController) => {
-      const response = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?tail=1`, { headers: { authorization: `Bearer ${user.token}` }, signal: controller.signal });
+      const response = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?tail=1`, {
+        headers: { authorization: `Bearer ${user.token}` },
+        signal: controller.signal,
+      });
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
       let text = '';
       return {
         async until(count: number) {
           while ((text.match(/event: log/g) ?? []).length < count) text += (await reader.read()).value ?? '';
-          return text.split('\n\n').filter((e) => e.includes('event: log')).slice(0, count);
+          return text
+            .split('\n\n')
+            .filter((e) => e.includes('event: log'))
+            .slice(0, count);
         },
       };
     };
@@ -354,11 +427,18 @@ describe('installs', () => {
     const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
     await settled();
     clock.advance(8);
-    await eventually(() => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }), (i) => i.status === 'running', 'running');
+    await eventually(
+      () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }),
+      (i) => i.status === 'running',
+      'running',
+    );
     clock.advance(60); // a minute of history in each container
     const startedMs = clock.nowMs();
     const controller = new AbortController();
-    const response = await fetch(`${server.baseUrl}/v1/installs/${created.id}/logs?tail=1`, { headers: { authorization: `Bearer ${user.token}` }, signal: controller.signal });
+    const response = await fetch(`${server.baseUrl}/v1/installs/${created.id}/logs?tail=1`, {
+      headers: { authorization: `Bearer ${user.token}` },
+      signal: controller.signal,
+    });
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     const ticker = setInterval(() => clock.advance(1), 20);
     const timestamps: number[] = [];
@@ -384,7 +464,10 @@ describe('installs', () => {
   it('filters by pod and container', async () => {
     const events = async (query: string) => {
       const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=3${query}`, { token: user.token });
-      return String(reply.body).split('\n\n').filter((e) => e.includes('event: log')).map((e) => JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { pod: string; container: string });
+      return String(reply.body)
+        .split('\n\n')
+        .filter((e) => e.includes('event: log'))
+        .map((e) => JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { pod: string; container: string });
     };
     const [first] = await events('');
     expect(first).toBeDefined();
@@ -396,8 +479,10 @@ describe('installs', () => {
   it('drops a client that stops reading, instead of buffering for it', async () => {
     clock.advance(36_000); // ten hours of lines: far more than the socket buffers hold
     const openStreams = async () =>
-      (await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM stream_slots WHERE key = ${`user:${user.userId}`}`.execute(database.db)).rows[0]!.n;
+      (
+        await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM stream_slots WHERE key = ${`user:${user.userId}`}`.execute(database.db)
+      ).rows[0]!.n;
     const socket = connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
     await once(socket, 'connect');
     socket.write(`GET /v1/installs/${install.id}/logs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${user.token}\r\nAccept: text/event-stream\r\n\r\n`);
@@ -421,10 +506,18 @@ describe('installs', () => {
     const product = await api.GET('/v1/products/{id}', { params: { path: { id: before.product_id } } });
     const updated = await api.PATCH('/v1/products/{id}', {
       params: { path: { id: product.id } },
-      body: { name: product.name, cluster_ids: product.cluster_ids, sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })) },
+      body: {
+        name: product.name,
+        cluster_ids: product.cluster_ids,
+        sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
+      },
     });
     expect(updated.template_id).not.toBe(product.template_id);
-    await eventually(() => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } }), (p) => p.regeneration_status === 'succeeded', 'regeneration');
+    await eventually(
+      () => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } }),
+      (p) => p.regeneration_status === 'succeeded',
+      'regeneration',
+    );
     const { rows } = await sql<{ revision: number; template_id: string; chart: { target_revision: string } }>`
       SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
     expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
@@ -434,7 +527,11 @@ describe('installs', () => {
     const api = client(user);
     const product = await api.GET('/v1/products/{id}', { params: { path: { id: (await getInstall()).product_id } } });
     const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'hel1' } });
-    const failed = await eventually(() => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }), (i) => i.status === 'failed', 'failure');
+    const failed = await eventually(
+      () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }),
+      (i) => i.status === 'failed',
+      'failure',
+    );
     expect(failed.status_message).toMatch(/No running cluster/);
     expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('install.failed');
   });
@@ -457,7 +554,11 @@ describe('suspend and resume', () => {
     expect(suspension.status).toBe('suspending');
     await settled();
     clock.advance(15);
-    const suspended = await eventually(() => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }), (s) => s.status === 'suspended', 'suspended');
+    const suspended = await eventually(
+      () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }),
+      (s) => s.status === 'suspended',
+      'suspended',
+    );
     expect(suspended.snapshot_id).toMatch(/^snap-/);
     expect((await machinesOf(user, cluster.id))[0]?.status).toBe('suspended');
 
@@ -468,14 +569,20 @@ describe('suspend and resume', () => {
     expect(second).toMatchObject({ status: 409, code: 'conflict' });
     await settled();
     clock.advance(20);
-    await eventually(() => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }), (s) => s.status === 'resumed', 'resumed');
+    await eventually(
+      () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }),
+      (s) => s.status === 'resumed',
+      'resumed',
+    );
     const [resumed] = await machinesOf(user, cluster.id);
     expect(resumed).toMatchObject({ status: 'ready', node_name: machine.node_name, provider_id: machine.provider_id });
     // Exactly one live server for the machine, and the snapshot is gone.
     const { rows: servers } = await sql<{ image: string }>`
       SELECT image FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(database.db);
     expect(servers).toEqual([{ image: suspended.snapshot_id }]);
-    const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE id = ${suspended.snapshot_id} AND deleted_at IS NULL`.execute(database.db);
+    const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE id = ${suspended.snapshot_id} AND deleted_at IS NULL`.execute(
+      database.db,
+    );
     expect(snapshots).toHaveLength(0);
     expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('suspension.resumed');
   });

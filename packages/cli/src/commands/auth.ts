@@ -1,7 +1,7 @@
 // `platform login` (OAuth 2.0 device authorization grant, RFC 8628) and `platform logout`.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Command } from 'commander';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
+import type { Command } from 'commander';
 import { configPath, readConfig, updateConfig } from '../config.ts';
 import { action, example } from '../context.ts';
 import { done, json } from '../output.ts';
@@ -84,7 +84,9 @@ export function registerAuth(program: Command): void {
           // Logout revokes the token it is called with: only the session this CLI keeps is ours to end. A
           // token from --token or PLATFORM_TOKEN (a CI job's PAT) is left alone.
           if (settings.token !== stored.token) {
-            process.stderr.write('The token in use comes from --token or PLATFORM_TOKEN, not from `platform login`; it is not revoked. Revoke a personal access token with `platform tokens revoke <id>`.\n');
+            process.stderr.write(
+              'The token in use comes from --token or PLATFORM_TOKEN, not from `platform login`; it is not revoked. Revoke a personal access token with `platform tokens revoke <id>`.\n',
+            );
             return EXIT_ERROR;
           }
           try {

@@ -69,12 +69,16 @@ export function registerCompute(program: Command): void {
         .option('--server-type <type>', 'server type, e.g. cx22 (default: the config’s choice)'),
     ).action(
       action(async ({ api, out }, flags: WaitFlags & { cluster: string; config: string; serverType?: string }) => {
-        const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: flags.cluster, compute_config_id: flags.config, server_type: flags.serverType } });
+        const machine = await api.POST('/v1/compute/machines', {
+          body: { cluster_id: flags.cluster, compute_config_id: flags.config, server_type: flags.serverType },
+        });
         if (!flags.wait) return printRecord(out, machine, machineColumns);
         // There is no single-machine read: the cluster's list holds it.
         const { code, record } = await waitFor({
           what: `machine ${machine.provider_id} to be ready`,
-          read: async () => (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: flags.cluster } } })).find((m) => m.provider_id === machine.provider_id) ?? machine,
+          read: async () =>
+            (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: flags.cluster } } })).find((m) => m.provider_id === machine.provider_id) ??
+            machine,
           outcome: (m) => (m.status === 'ready' ? 'succeeded' : m.status === 'failed' ? 'failed' : 'pending'),
           describe: (m) => m.status,
           timeoutSeconds: flags.timeout,

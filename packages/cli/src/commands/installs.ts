@@ -44,16 +44,24 @@ export function registerInstalls(program: Command): void {
         .description('install a product in a region (placed on one of its clusters there)')
         .requiredOption('--product <id>', 'product id')
         .requiredOption('--region <region>', 'region id, e.g. fsn1')
-        .option('--values <source=file>', 'a helm values file for the product source of that name (repeatable); the name is its metadata.name, chart name or path’s last folder, or its id', collectValues, [])
+        .option(
+          '--values <source=file>',
+          'a helm values file for the product source of that name (repeatable); the name is its metadata.name, chart name or path’s last folder, or its id',
+          collectValues,
+          [],
+        )
         .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values} overriding chart values'),
     ).action(
       action(async ({ api, out }, flags: WaitFlags & { product: string; region: string; values: string[]; overrideFile?: string }) => {
         const overrides: Overrides = [];
         // Names are resolved against the product as it is now: its source ids change when its sources are replaced.
-        if (flags.values.length > 0) overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: flags.product } } }))));
+        if (flags.values.length > 0)
+          overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: flags.product } } }))));
         if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(flags.overrideFile)));
         // The client sends an idempotency key, so a retried create makes one install.
-        const install = await api.POST('/v1/installs', { body: { product_id: flags.product, region_id: flags.region, overrides: overrides.length > 0 ? overrides : undefined } });
+        const install = await api.POST('/v1/installs', {
+          body: { product_id: flags.product, region_id: flags.region, overrides: overrides.length > 0 ? overrides : undefined },
+        });
         if (!flags.wait) return printRecord(out, install, columns);
         if (!out.json) process.stderr.write(`Created ${install.id}; waiting for it to run\n`);
         const { code, record } = await waitFor({

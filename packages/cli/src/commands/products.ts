@@ -10,7 +10,13 @@ const columns: Columns<Schema<'Product'>> = [
   ['ID', (p) => p.id],
   ['NAME', (p) => p.name],
   // The name --values takes, where it is not the chart's own: `db: postgresql@16.1.0`.
-  ['SOURCES', (p) => p.sources.map((s) => `${sourceName(s) === s.chart.chart ? '' : `${sourceName(s)}: `}${s.chart.chart ?? s.chart.path}@${s.chart.target_revision}`).join(', ')],
+  [
+    'SOURCES',
+    (p) =>
+      p.sources
+        .map((s) => `${sourceName(s) === s.chart.chart ? '' : `${sourceName(s)}: `}${s.chart.chart ?? s.chart.path}@${s.chart.target_revision}`)
+        .join(', '),
+  ],
   ['CLUSTERS', (p) => p.cluster_ids.join(', ')],
   ['TEMPLATE', (p) => p.template_id],
   ['REGENERATION', (p) => p.regeneration_status],

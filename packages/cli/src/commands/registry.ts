@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
-import { action, example, UsageError, type PageFlags, withPage } from '../context.ts';
+import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
 import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 
 const columns: Columns<Schema<'RegistryCredential'>> = [
@@ -42,12 +42,14 @@ export function registerRegistry(program: Command): void {
       .option('--password-stdin', 'read the password from standard input')
       .option('--inactive', 'store it switched off')
       .action(
-        action(async ({ api, out }, flags: { name: string; registry: string; username: string; password?: string; passwordStdin?: boolean; inactive?: boolean }) => {
-          const password = flags.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : flags.password;
-          if (password === undefined) throw new UsageError('give --password or --password-stdin');
-          const body = { name: flags.name, registry_url: flags.registry, username: flags.username, password, is_active: !flags.inactive };
-          printRecord(out, await api.POST('/v1/registry/credentials', { body }), columns);
-        }),
+        action(
+          async ({ api, out }, flags: { name: string; registry: string; username: string; password?: string; passwordStdin?: boolean; inactive?: boolean }) => {
+            const password = flags.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : flags.password;
+            if (password === undefined) throw new UsageError('give --password or --password-stdin');
+            const body = { name: flags.name, registry_url: flags.registry, username: flags.username, password, is_active: !flags.inactive };
+            printRecord(out, await api.POST('/v1/registry/credentials', { body }), columns);
+          },
+        ),
       ),
     'echo "$REGISTRY_TOKEN" | platform registry credentials create --name ghcr --registry ghcr.io --username bot --password-stdin',
   );

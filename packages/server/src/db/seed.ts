@@ -34,7 +34,12 @@ export interface SampleResources {
  * machine and its suspension, a product with one source, and an unread notification for the user. The demo
  * seed and the tests share it.
  */
-export async function seedSampleResources(db: Kysely<Database>, clock: Clock, owner: { userId: string; workspaceId: string }, clusterName = 'demo-eu'): Promise<SampleResources> {
+export async function seedSampleResources(
+  db: Kysely<Database>,
+  clock: Clock,
+  owner: { userId: string; workspaceId: string },
+  clusterName = 'demo-eu',
+): Promise<SampleResources> {
   const now = clock.now();
   const ids: SampleResources = {
     clusterId: newId('cl'),
@@ -48,15 +53,59 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
   };
   const workspaceId = owner.workspaceId;
   const machine = (providerId: string, node: string, status: 'ready' | 'suspended', createdAt: number) =>
-    ({ provider_id: providerId, cluster_id: ids.clusterId, compute_config_id: ids.configId, node_name: node, status, byom: false, server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, created_at: createdAt }) as const;
+    ({
+      provider_id: providerId,
+      cluster_id: ids.clusterId,
+      compute_config_id: ids.configId,
+      node_name: node,
+      status,
+      byom: false,
+      server_type: 'cx22',
+      cpu: 2,
+      memory_bytes: 4 * 1024 ** 3,
+      created_at: createdAt,
+    }) as const;
   await db.transaction().execute(async (trx) => {
-    await seedClusters(trx, [{ id: ids.clusterId, workspace_id: workspaceId, name: clusterName, region_id: 'fsn1', kaas_version: 'v1.31', status: 'RUNNING', status_message: null, created_at: now }]);
-    await seedComputeConfigs(trx, [
-      { id: ids.configId, workspace_id: workspaceId, name: 'general-purpose', provider: 'hcloud', provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }), cloud_credential_id: null, created_at: now },
+    await seedClusters(trx, [
+      {
+        id: ids.clusterId,
+        workspace_id: workspaceId,
+        name: clusterName,
+        region_id: 'fsn1',
+        kaas_version: 'v1.31',
+        status: 'RUNNING',
+        status_message: null,
+        created_at: now,
+      },
     ]);
-    await seedMachines(trx, [machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now), machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1)]);
+    await seedComputeConfigs(trx, [
+      {
+        id: ids.configId,
+        workspace_id: workspaceId,
+        name: 'general-purpose',
+        provider: 'hcloud',
+        provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }),
+        cloud_credential_id: null,
+        created_at: now,
+      },
+    ]);
+    await seedMachines(trx, [
+      machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now),
+      machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1),
+    ]);
     await seedSuspensions(trx, [
-      { id: ids.suspensionId, workspace_id: workspaceId, cluster_id: ids.clusterId, provider_id: ids.suspendedId, node_name: `${clusterName}-worker-2`, reason: 'manual', status: 'suspended', snapshot_id: `snap_${ids.suspensionId.slice(4)}`, created_at: now, expires_at: now + 30 * 24 * 3600 },
+      {
+        id: ids.suspensionId,
+        workspace_id: workspaceId,
+        cluster_id: ids.clusterId,
+        provider_id: ids.suspendedId,
+        node_name: `${clusterName}-worker-2`,
+        reason: 'manual',
+        status: 'suspended',
+        snapshot_id: `snap_${ids.suspensionId.slice(4)}`,
+        created_at: now,
+        expires_at: now + 30 * 24 * 3600,
+      },
     ]);
     await seedProducts(trx, [
       {
@@ -64,7 +113,14 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
         workspace_id: workspaceId,
         name: 'Web Shop',
         template_id: newId('tpl'),
-        sources: JSON.stringify([{ id: ids.sourceId, chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 }, metadata: {} }]),
+        sources: JSON.stringify([
+          {
+            id: ids.sourceId,
+            chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' },
+            values: { replicaCount: 1 },
+            metadata: {},
+          },
+        ]),
         cluster_ids: JSON.stringify([ids.clusterId]),
         stripe_price_ids: JSON.stringify([]),
         settings: JSON.stringify({}),
@@ -74,7 +130,18 @@ export async function seedSampleResources(db: Kysely<Database>, clock: Clock, ow
       },
     ]);
     await seedNotifications(trx, [
-      { id: ids.notificationId, user_id: owner.userId, type: 'cluster.ready', resource_type: 'cluster', resource_id: ids.clusterId, title: `Cluster ${clusterName} is running`, body: 'Your cluster is ready for installs.', severity: 'info', read_at: null, created_at: now },
+      {
+        id: ids.notificationId,
+        user_id: owner.userId,
+        type: 'cluster.ready',
+        resource_type: 'cluster',
+        resource_id: ids.clusterId,
+        title: `Cluster ${clusterName} is running`,
+        body: 'Your cluster is ready for installs.',
+        severity: 'info',
+        read_at: null,
+        created_at: now,
+      },
     ]);
   });
   return ids;
@@ -86,14 +153,25 @@ export const DEMO_EMAIL = 'demo@platform.example';
  * Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty.
  * The demo's ready machine gets its server at the cloud provider, so suspending it works as for any other.
  */
-export async function seedDemo(db: Kysely<Database>, clock: Clock, provider: ComputeProvider, progress: (line: string) => void = () => {}): Promise<string | undefined> {
+export async function seedDemo(
+  db: Kysely<Database>,
+  clock: Clock,
+  provider: ComputeProvider,
+  progress: (line: string) => void = () => {},
+): Promise<string | undefined> {
   if (await anyUser(db)) return undefined;
   progress('Seeding the demo user and sample resources…');
   const user = await createUser(db, clock, DEMO_EMAIL, 'pro');
   const sample = await seedSampleResources(db, clock, user);
   const machine = await machineById(db, sample.providerId);
   if (!machine) throw new Error(`seeded machine ${sample.providerId} is missing`);
-  const server = await provider.createServer({ name: machine.node_name, server_type: machine.server_type, location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId } });
+  const server = await provider.createServer({
+    name: machine.node_name,
+    server_type: machine.server_type,
+    location: 'fsn1',
+    image: 'ubuntu-24.04',
+    labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId },
+  });
   await setMachineState(db, sample.providerId, { server_id: server.id });
   return user.token;
 }

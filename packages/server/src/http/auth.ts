@@ -5,9 +5,9 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { unauthorized } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
 import { findLiveToken, patChecksumValid, tokenKind } from '../services/tokens.ts';
-import { unauthorized } from '../errors.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 
@@ -52,10 +52,18 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
     }
     const row = await findLiveToken(db, clock, token, kind, workspaceId);
     if (!row) {
-      throw unauthorized('The token is unknown, has expired or was revoked.', 'Create a new personal access token, or log in again with the command-line client.');
+      throw unauthorized(
+        'The token is unknown, has expired or was revoked.',
+        'Create a new personal access token, or log in again with the command-line client.',
+      );
     }
     const namedWorkspace =
-      workspaceId === undefined ? undefined : { id: workspaceId, ref: row.workspace_id === null || row.workspace_owner_id === null ? null : { id: row.workspace_id, owner_id: row.workspace_owner_id } };
+      workspaceId === undefined
+        ? undefined
+        : {
+            id: workspaceId,
+            ref: row.workspace_id === null || row.workspace_owner_id === null ? null : { id: row.workspace_id, owner_id: row.workspace_owner_id },
+          };
     return { userId: row.user_id, kind, tokenId: row.id, namedWorkspace };
   };
 }

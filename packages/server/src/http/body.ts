@@ -4,8 +4,8 @@
 // operation that takes none is 415.
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import type { OperationMeta } from './contract.ts';
 import { ApiError } from '../errors.ts';
+import type { OperationMeta } from './contract.ts';
 
 const JSON_TYPE = 'application/json';
 const FORM_TYPE = 'application/x-www-form-urlencoded';

@@ -69,7 +69,9 @@ export async function loadContract(): Promise<Contract> {
     const security = (operation.security ?? rootSecurity) as unknown[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
-    const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }).paths[operation.path]?.[operation.method];
+    const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }).paths[operation.path]?.[
+      operation.method
+    ];
     const responses = new Map<string, Set<string>>();
     for (const [status, response] of Object.entries(raw?.responses ?? {})) {
       const headers = (resolve(response) as { headers?: Record<string, unknown> }).headers ?? {};
@@ -101,7 +103,9 @@ function resolve(value: unknown): unknown {
     node = node.$ref
       .slice(2)
       .split('/')
-      .reduce<unknown>((at, token) => (at as Record<string, unknown> | undefined)?.[token.replace(/~1/g, '/').replace(/~0/g, '~')], definition) as { $ref?: string };
+      .reduce<unknown>((at, token) => (at as Record<string, unknown> | undefined)?.[token.replace(/~1/g, '/').replace(/~0/g, '~')], definition) as {
+      $ref?: string;
+    };
   }
   return node;
 }
@@ -139,7 +143,8 @@ export function responseProblems(contract: Contract, meta: OperationMeta, status
   const problems: string[] = [];
   for (const name of Object.keys(headers)) {
     const lower = name.toLowerCase();
-    if (!declared.has(lower) && !transportHeaders.has(lower) && !lower.startsWith('access-control-')) problems.push(`header ${name} is not declared on ${status}`);
+    if (!declared.has(lower) && !transportHeaders.has(lower) && !lower.startsWith('access-control-'))
+      problems.push(`header ${name} is not declared on ${status}`);
   }
   if (status === 204 && body !== undefined && body !== null) problems.push('a 204 has a body');
   if (status !== 204 && body !== undefined && body !== null) {
@@ -235,7 +240,11 @@ export function validateRequest(contract: Contract, meta: OperationMeta, request
     if (value === undefined) continue;
     const digits = type === 'integer' ? /^-?\d{1,16}$/ : /^-?\d{1,16}(\.\d{1,16})?$/;
     if ((Array.isArray(value) ? value : [value]).some((v) => !digits.test(v))) {
-      throw validationError(name, `Parameter ${name} must be written as a decimal ${type}.`, `See the ${meta.operationId} operation in the API reference for what ${name} accepts.`);
+      throw validationError(
+        name,
+        `Parameter ${name} must be written as a decimal ${type}.`,
+        `See the ${meta.operationId} operation in the API reference for what ${name} accepts.`,
+      );
     }
   }
   const validators = (contract.api.validator.getRequestValidatorsForOperation(meta.operationId) ?? []) as CompiledValidator[];

@@ -3,14 +3,14 @@
 import type { OperationId } from '@platform/api-types';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config.ts';
+import { ApiError, OAuthError } from '../errors.ts';
 import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import type { Authenticator } from './auth.ts';
-import { clientAddress } from './client-address.ts';
 import { readBody } from './body.ts';
+import { clientAddress } from './client-address.ts';
 import { type Contract, enforceDeclaredResponse, type OperationMeta, validateRequest } from './contract.ts';
-import { ApiError, OAuthError } from '../errors.ts';
 import { writeStream } from './event-stream.ts';
 import { checkRequestValue } from './input-checks.ts';
 import { Router } from './router.ts';
@@ -91,7 +91,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
     return { body, query, headers };
   }
 
-  async function respond(ctx: Context, meta: OperationMeta, output: Output, abort: AbortController): Promise<void> {
+  async function respond(ctx: Context, _meta: OperationMeta, output: Output, abort: AbortController): Promise<void> {
     if (output.headers) ctx.set(output.headers);
     ctx.status = output.status;
     if (output.stream) {

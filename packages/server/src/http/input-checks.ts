@@ -19,7 +19,11 @@ function checkString(value: string, path: string, what: string): void {
   const field = path || 'body';
   if (value.includes('\u0000')) throw validationError(field, `${what} contains the NUL character (U+0000).`, 'Remove the NUL character.');
   if (LONE_SURROGATE.test(value)) {
-    throw validationError(field, `${what} contains a lone UTF-16 surrogate, which is not a Unicode character.`, 'Send valid Unicode text: escape characters outside the BMP as a surrogate pair, or send them as UTF-8.');
+    throw validationError(
+      field,
+      `${what} contains a lone UTF-16 surrogate, which is not a Unicode character.`,
+      'Send valid Unicode text: escape characters outside the BMP as a surrogate pair, or send them as UTF-8.',
+    );
   }
 }
 
@@ -34,7 +38,11 @@ export function checkRequestValue(value: unknown, root = ''): void {
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) {
-      throw validationError(path || 'body', `${path || 'The body'} is nested more than ${MAX_JSON_DEPTH} levels deep.`, `Flatten the value: objects and arrays may nest at most ${MAX_JSON_DEPTH} levels.`);
+      throw validationError(
+        path || 'body',
+        `${path || 'The body'} is nested more than ${MAX_JSON_DEPTH} levels deep.`,
+        `Flatten the value: objects and arrays may nest at most ${MAX_JSON_DEPTH} levels.`,
+      );
     }
     const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((item, i) => [i, item]) : Object.entries(value);
     for (const [name] of entries) {

@@ -45,9 +45,21 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
 
 function answerDraining(res: ServerResponse): void {
   const requestId = `req_${randomUUID().replaceAll('-', '')}`;
-  const body = errorJson('service_unavailable', 'The server is shutting down.', 'Retry after the number of seconds in Retry-After; another server will answer.', requestId);
+  const body = errorJson(
+    'service_unavailable',
+    'The server is shutting down.',
+    'Retry after the number of seconds in Retry-After; another server will answer.',
+    requestId,
+  );
   res.shouldKeepAlive = false;
-  res.writeHead(503, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Retry-After': '1', Connection: 'close', 'X-Request-Id': requestId, 'Cache-Control': 'no-store' });
+  res.writeHead(503, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'Retry-After': '1',
+    Connection: 'close',
+    'X-Request-Id': requestId,
+    'Cache-Control': 'no-store',
+  });
   res.end(body);
 }
 

@@ -28,6 +28,8 @@ export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers,
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await clusters.deleteCluster(db, caller.userId, params.clusterId);
   // The control plane goes after the record; one the driver fails to delete stays, labelled, to clean up.
-  await driver.deleteCluster(params.clusterId).catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));
+  await driver
+    .deleteCluster(params.clusterId)
+    .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));
   return { status: 204, body: undefined };
 };

@@ -6,7 +6,8 @@ import { requireWorkspace, resolveWorkspace, type WorkspaceCaller } from '../ser
 import type { Handler, HandlerEnv } from './types.ts';
 
 /** Operations on resources addressed by id check a named X-Workspace-Id (403 when foreign), then membership. */
-const checkNamedWorkspace = (db: HandlerEnv['db'], caller: WorkspaceCaller, header: string | undefined) => resolveWorkspace(db, caller, header, { onlyWhenNamed: true });
+const checkNamedWorkspace = (db: HandlerEnv['db'], caller: WorkspaceCaller, header: string | undefined) =>
+  resolveWorkspace(db, caller, header, { onlyWhenNamed: true });
 
 export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, { db }) => ({
   status: 200,

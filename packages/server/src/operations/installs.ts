@@ -13,14 +13,28 @@ export const createInstall: Handler<'createInstall'> = async (input, env) => {
   if (key === undefined) return { status: 202, body: await startInstall(input, env.db, env) };
   const hash = requestHash('createInstall', { body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null });
   const scope = { userId: input.caller.userId, key, operation: 'createInstall', hash };
-  const { response, replayed } = await withIdempotencyKey(env.db, env.clock, scope, async (trx) => ({ status: 202 as const, body: await startInstall(input, trx, env) }));
+  const { response, replayed } = await withIdempotencyKey(env.db, env.clock, scope, async (trx) => ({
+    status: 202 as const,
+    body: await startInstall(input, trx, env),
+  }));
   return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
 };
 
-export const streamInstallLogs: Handler<'streamInstallLogs'> = async ({ params, headers, query, caller, signal }, { db, clock, driver, shutdown, logTails, config }) => {
+export const streamInstallLogs: Handler<'streamInstallLogs'> = async (
+  { params, headers, query, caller, signal },
+  { db, clock, driver, shutdown, logTails, config },
+) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const installId = await installs.visibleInstallId(db, caller.userId, params.id);
-  const request = { installId, pod: query.pod, container: query.container, follow: query.follow ?? true, tail: query.tail, sinceSeconds: query.since_seconds ?? 0, lastEventId: headers['Last-Event-ID'] };
+  const request = {
+    installId,
+    pod: query.pod,
+    container: query.container,
+    follow: query.follow ?? true,
+    tail: query.tail,
+    sinceSeconds: query.since_seconds ?? 0,
+    lastEventId: headers['Last-Event-ID'],
+  };
   const env = { db, clock, driver, signal, shutdown, tails: logTails };
   return { status: 200, stream: await openInstallLogStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }) };
 };

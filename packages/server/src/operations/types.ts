@@ -1,17 +1,17 @@
 // Handler types, derived from the generated contract types: a handler receives the validated request of its
 // operation and returns one of the success responses the contract documents for it.
-import type { HeaderParams, OperationId, PathParams, QueryParams, RequestBody, ResponseBody, ResponseStatus, operations } from '@platform/api-types';
+import type { HeaderParams, OperationId, operations, PathParams, QueryParams, RequestBody, ResponseBody, ResponseStatus } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import type { LogTails } from '../services/log-tails.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
 import type { NamedWorkspace } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
-import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 
 export interface Caller {
   userId: string;
@@ -66,9 +66,7 @@ type SuccessStatus<Op extends OperationId> = Extract<ResponseStatus<Op>, 200 | 2
 /** Server-Sent Events, written as they are yielded; the iterator ends the stream. */
 export type EventStream = AsyncIterable<string>;
 
-type StreamsEvents<Op extends OperationId> = operations[Op]['responses'] extends { 200: { content: { 'text/event-stream': unknown } } }
-  ? true
-  : false;
+type StreamsEvents<Op extends OperationId> = operations[Op]['responses'] extends { 200: { content: { 'text/event-stream': unknown } } } ? true : false;
 
 export type OperationOutput<Op extends OperationId> =
   StreamsEvents<Op> extends true

@@ -4,10 +4,12 @@ import type { ProviderRateLimit } from './rate-limit.ts';
 import type { ComputeProvider } from './types.ts';
 
 export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit, key = 'compute-provider'): ComputeProvider {
-  const limited = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    await limit.take(key);
-    return call(...args);
-  };
+  const limited =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await limit.take(key);
+      return call(...args);
+    };
   return {
     offerings: limited((credential) => provider.offerings(credential)),
     createServer: limited((request) => provider.createServer(request)),

@@ -192,7 +192,12 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
       ON CONFLICT (workflow) DO UPDATE SET workflow = EXCLUDED.workflow
       RETURNING *`.execute(db);
     const snapshot = row.rows[0]!;
-    return { id: snapshot.id, server_id: snapshot.server_id, labels: snapshot.labels, status: this.clock.now() >= snapshot.ready_at ? 'available' : 'creating' };
+    return {
+      id: snapshot.id,
+      server_id: snapshot.server_id,
+      labels: snapshot.labels,
+      status: this.clock.now() >= snapshot.ready_at ? 'available' : 'creating',
+    };
   }
 
   async getSnapshot(id: string): Promise<Snapshot | undefined> {
@@ -201,7 +206,12 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
       SELECT * FROM simulated_cloud.snapshots WHERE id = ${id} AND deleted_at IS NULL`.execute(db);
     const snapshot = row.rows[0];
     if (!snapshot) return undefined;
-    return { id: snapshot.id, server_id: snapshot.server_id, labels: snapshot.labels, status: this.clock.now() >= snapshot.ready_at ? 'available' : 'creating' };
+    return {
+      id: snapshot.id,
+      server_id: snapshot.server_id,
+      labels: snapshot.labels,
+      status: this.clock.now() >= snapshot.ready_at ? 'available' : 'creating',
+    };
   }
 
   async deleteSnapshot(id: string): Promise<void> {
@@ -212,7 +222,16 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
   private server(row: ServerRow): Server {
     const now = this.clock.now();
     const status = row.off ? 'off' : now >= row.ready_at ? 'running' : now >= row.ready_at - 3 ? 'starting' : 'initializing';
-    return { id: row.id, name: row.name, status, server_type: row.server_type, image: row.image, location: row.location, labels: row.labels, from_snapshot: row.image.startsWith('snap-') };
+    return {
+      id: row.id,
+      name: row.name,
+      status,
+      server_type: row.server_type,
+      image: row.image,
+      location: row.location,
+      labels: row.labels,
+      from_snapshot: row.image.startsWith('snap-'),
+    };
   }
 
   // --- ClusterDriver ---
@@ -245,7 +264,9 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
       ON CONFLICT (cluster_id, node_name) DO UPDATE SET machine_id = EXCLUDED.machine_id`.execute(db);
     // The same token for the same machine, as the real driver reuses the token it minted.
     const token = createHash('sha256').update(request.machine_id).digest('hex');
-    return { user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n` };
+    return {
+      user_data: `#!/bin/sh\nkubeadm join ${request.cluster_id}.simulated:6443 --token ${token.slice(0, 6)}.${token.slice(6, 22)} --node-name ${request.node_name}\n`,
+    };
   }
 
   /**

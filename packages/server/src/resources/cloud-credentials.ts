@@ -23,10 +23,23 @@ const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredenti
 
 export const listCloudCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'cloud_credentials', toCloudCredential);
 
-export async function createCloudCredential(db: Db, workspace: WorkspaceRef, input: Schema<'CloudCredentialCreate'>, { now, secrets }: { now: number; secrets: SecretBox }): Promise<Schema<'CloudCredential'>> {
+export async function createCloudCredential(
+  db: Db,
+  workspace: WorkspaceRef,
+  input: Schema<'CloudCredentialCreate'>,
+  { now, secrets }: { now: number; secrets: SecretBox },
+): Promise<Schema<'CloudCredential'>> {
   const row = await db
     .insertInto('cloud_credentials')
-    .values({ id: newId('ccr'), workspace_id: workspace.id, name: input.name, provider: input.provider, secret_ciphertext: secrets.seal(input.secret), created_at: now, last_used_at: null })
+    .values({
+      id: newId('ccr'),
+      workspace_id: workspace.id,
+      name: input.name,
+      provider: input.provider,
+      secret_ciphertext: secrets.seal(input.secret),
+      created_at: now,
+      last_used_at: null,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toCloudCredential(row);
@@ -34,10 +47,25 @@ export async function createCloudCredential(db: Db, workspace: WorkspaceRef, inp
 
 export async function deleteCloudCredential(db: Db, userId: string, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    const credential = await trx.selectFrom('cloud_credentials').select('id').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(trx, userId)).forUpdate().executeTakeFirst();
+    const credential = await trx
+      .selectFrom('cloud_credentials')
+      .select('id')
+      .where('id', '=', id)
+      .where('workspace_id', 'in', memberWorkspaces(trx, userId))
+      .forUpdate()
+      .executeTakeFirst();
     if (!credential) throw notFound('Cloud credential', id);
-    const { configs } = await trx.selectFrom('compute_configs').select(sql<number>`count(*)::int`.as('configs')).where('cloud_credential_id', '=', credential.id).executeTakeFirstOrThrow();
-    if (configs > 0) throw conflict(`Cloud credential ${credential.id} is used by ${configs} compute config${configs === 1 ? '' : 's'}.`, 'Delete those compute configs first.', { compute_configs: configs });
+    const { configs } = await trx
+      .selectFrom('compute_configs')
+      .select(sql<number>`count(*)::int`.as('configs'))
+      .where('cloud_credential_id', '=', credential.id)
+      .executeTakeFirstOrThrow();
+    if (configs > 0)
+      throw conflict(
+        `Cloud credential ${credential.id} is used by ${configs} compute config${configs === 1 ? '' : 's'}.`,
+        'Delete those compute configs first.',
+        { compute_configs: configs },
+      );
     await trx.deleteFrom('cloud_credentials').where('id', '=', credential.id).execute();
   });
 }
@@ -46,7 +74,11 @@ export async function deleteCloudCredential(db: Db, userId: string, id: string):
 export async function requireCredentialOfWorkspace(db: Db, id: string, workspaceId: string, param = 'cloud_credential_id'): Promise<void> {
   const credential = await db.selectFrom('cloud_credentials').select('id').where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
   if (!credential) {
-    throw validationError(param, `Cloud credential ${id} was not found in workspace ${workspaceId}.`, 'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.');
+    throw validationError(
+      param,
+      `Cloud credential ${id} was not found in workspace ${workspaceId}.`,
+      'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.',
+    );
   }
 }
 

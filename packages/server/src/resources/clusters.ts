@@ -33,7 +33,13 @@ export async function visibleCluster(db: Db, userId: string, id: string, param?:
 
 export const getCluster = async (db: Db, userId: string, id: string): Promise<Schema<'Cluster'>> => toCluster(await visibleCluster(db, userId, id));
 
-export async function createCluster(db: Db, workspace: WorkspaceRef, input: Schema<'ClusterCreate'>, regionId: string, { now, workflows }: { now: number; workflows: WorkflowStarter }): Promise<Schema<'Cluster'>> {
+export async function createCluster(
+  db: Db,
+  workspace: WorkspaceRef,
+  input: Schema<'ClusterCreate'>,
+  regionId: string,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Cluster'>> {
   const row = await db.transaction().execute(async (trx) => {
     await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', input.name).executeTakeFirst();
@@ -42,7 +48,16 @@ export async function createCluster(db: Db, workspace: WorkspaceRef, input: Sche
     await workflows.start(trx, 'createCluster', id);
     return trx
       .insertInto('clusters')
-      .values({ id, workspace_id: workspace.id, name: input.name, region_id: regionId, kaas_version: input.kaas_version ?? 'v1.31', status: 'PROVISIONING', status_message: 'Creating control plane', created_at: now })
+      .values({
+        id,
+        workspace_id: workspace.id,
+        name: input.name,
+        region_id: regionId,
+        kaas_version: input.kaas_version ?? 'v1.31',
+        status: 'PROVISIONING',
+        status_message: 'Creating control plane',
+        created_at: now,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
   });
@@ -74,7 +89,12 @@ export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').sel
 
 /** PROVISIONING → RUNNING; false when it is not provisioning (a re-run after a crash: done already). */
 export async function markClusterRunning(db: Db, id: string): Promise<boolean> {
-  const changed = await db.updateTable('clusters').set({ status: 'RUNNING', status_message: null }).where('id', '=', id).where('status', '=', 'PROVISIONING').executeTakeFirst();
+  const changed = await db
+    .updateTable('clusters')
+    .set({ status: 'RUNNING', status_message: null })
+    .where('id', '=', id)
+    .where('status', '=', 'PROVISIONING')
+    .executeTakeFirst();
   return changed.numUpdatedRows > 0n;
 }
 

@@ -27,22 +27,48 @@ export const listComputeConfigs = (db: Db, input: PageInput) => workspacePage(db
 
 /** A compute config the user may see (a member of its workspace); 404 naming `param` otherwise. */
 export async function visibleComputeConfig(db: Db, userId: string, id: string, param?: string): Promise<Row<'compute_configs'>> {
-  const row = await db.selectFrom('compute_configs').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+  const row = await db
+    .selectFrom('compute_configs')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .executeTakeFirst();
   if (!row) throw notFound('Compute config', id, param);
   return row;
 }
 
-export async function createComputeConfig(db: Db, workspace: WorkspaceRef, input: Schema<'ComputeConfigCreate'>, now: number): Promise<Schema<'ComputeConfig'>> {
+export async function createComputeConfig(
+  db: Db,
+  workspace: WorkspaceRef,
+  input: Schema<'ComputeConfigCreate'>,
+  now: number,
+): Promise<Schema<'ComputeConfig'>> {
   if (input.provider_config.provider !== input.provider) {
-    throw validationError('provider_config.provider', `provider_config.provider must equal provider (${input.provider}).`, 'Send the same provider in both places.');
+    throw validationError(
+      'provider_config.provider',
+      `provider_config.provider must equal provider (${input.provider}).`,
+      'Send the same provider in both places.',
+    );
   }
   if (!SERVER_TYPES.some((t) => matchesFilter(input.provider_config.machine_type_filter, t.name))) {
-    throw validationError('provider_config.machine_type_filter', `No server type matches ${input.provider_config.machine_type_filter}.`, `Use a filter matching one of: ${SERVER_TYPES.map((t) => t.name).join(', ')}.`);
+    throw validationError(
+      'provider_config.machine_type_filter',
+      `No server type matches ${input.provider_config.machine_type_filter}.`,
+      `Use a filter matching one of: ${SERVER_TYPES.map((t) => t.name).join(', ')}.`,
+    );
   }
   if (input.cloud_credential_id !== undefined) await requireCredentialOfWorkspace(db, input.cloud_credential_id, workspace.id);
   const row = await db
     .insertInto('compute_configs')
-    .values({ id: newId('cc'), workspace_id: workspace.id, name: input.name, provider: input.provider, provider_config: JSON.stringify(input.provider_config), cloud_credential_id: input.cloud_credential_id ?? null, created_at: now })
+    .values({
+      id: newId('cc'),
+      workspace_id: workspace.id,
+      name: input.name,
+      provider: input.provider,
+      provider_config: JSON.stringify(input.provider_config),
+      cloud_credential_id: input.cloud_credential_id ?? null,
+      created_at: now,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toComputeConfig(row);
@@ -53,9 +79,15 @@ export async function deleteComputeConfig(db: Db, userId: string, id: string): P
     const config = await visibleComputeConfig(trx, userId, id);
     // Lock the config so a machine cannot start using it between the count and the delete.
     await trx.selectFrom('compute_configs').select('id').where('id', '=', config.id).forUpdate().execute();
-    const { machines } = await trx.selectFrom('machines').select(sql<number>`count(*)::int`.as('machines')).where('compute_config_id', '=', config.id).executeTakeFirstOrThrow();
+    const { machines } = await trx
+      .selectFrom('machines')
+      .select(sql<number>`count(*)::int`.as('machines'))
+      .where('compute_config_id', '=', config.id)
+      .executeTakeFirstOrThrow();
     if (machines > 0) {
-      throw conflict(`Compute config ${config.id} is used by ${machines} machine${machines === 1 ? '' : 's'}.`, 'Delete the machines that use it first.', { machines });
+      throw conflict(`Compute config ${config.id} is used by ${machines} machine${machines === 1 ? '' : 's'}.`, 'Delete the machines that use it first.', {
+        machines,
+      });
     }
     await trx.deleteFrom('compute_configs').where('id', '=', config.id).execute();
   });

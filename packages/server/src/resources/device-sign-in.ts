@@ -5,9 +5,9 @@
 // code is exchanged for a token exactly once: the poll locks the grant's row (SELECT … FOR UPDATE), so two
 // racing polls run one after the other and the second sees `issued`.
 import { createHash, randomBytes, randomInt } from 'node:crypto';
+import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import { ulid } from 'ulid';
-import type { Schema } from '@platform/api-types';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, OAuthError } from '../errors.ts';
@@ -55,7 +55,10 @@ export async function startDeviceSignIn(
 ): Promise<{ deviceCode: string; userCode: string; row: Row<'device_grants'> }> {
   const now = clock.now();
   // Long-expired grants go, so the unique user codes stay free for new grants.
-  await db.deleteFrom('device_grants').where('expires_at', '<', now - RETENTION_SECONDS).execute();
+  await db
+    .deleteFrom('device_grants')
+    .where('expires_at', '<', now - RETENTION_SECONDS)
+    .execute();
   for (let attempt = 0; ; attempt++) {
     const deviceCode = randomBytes(32).toString('base64url');
     const userCode = newUserCode();
@@ -107,7 +110,12 @@ export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, devic
     if (grant.expires_at <= now) return { kind: 'expired_token' };
     if (grant.status === 'denied') return { kind: 'access_denied' };
     if (grant.status === 'approved' && grant.user_id !== null) {
-      const { row, secret } = await createToken(trx, clock, { userId: grant.user_id, kind: 'session', name: grant.client_id ?? 'device-flow', expiresAt: null });
+      const { row, secret } = await createToken(trx, clock, {
+        userId: grant.user_id,
+        kind: 'session',
+        name: grant.client_id ?? 'device-flow',
+        expiresAt: null,
+      });
       await trx.updateTable('device_grants').set({ status: 'issued', token_id: row.id, last_polled_at: now }).where('id', '=', grant.id).execute();
       return { kind: 'token', accessToken: secret, expiresIn: SESSION_LIFETIME_SECONDS };
     }
@@ -185,7 +193,13 @@ async function decide(db: Kysely<Database>, now: number, userId: string, code: s
 // The answers of the three operations: contract records, or the errors the contract names for each outcome.
 
 /** A new sign-in request: the codes, and where the user approves it (`verificationUri`, the /device page). */
-export async function requestDeviceCode(db: Kysely<Database>, clock: Clock, settings: DeviceSettings, request: Schema<'DeviceCodeRequest'> | undefined, verificationUri: string): Promise<Schema<'DeviceAuthorization'>> {
+export async function requestDeviceCode(
+  db: Kysely<Database>,
+  clock: Clock,
+  settings: DeviceSettings,
+  request: Schema<'DeviceCodeRequest'> | undefined,
+  verificationUri: string,
+): Promise<Schema<'DeviceAuthorization'>> {
   const { deviceCode, userCode, row } = await startDeviceSignIn(db, clock, settings, { clientId: request?.client_id ?? null, scope: request?.scope ?? null });
   const shown = formatUserCode(userCode);
   return {
@@ -210,18 +224,31 @@ export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, reques
     case 'authorization_pending':
       throw new OAuthError('authorization_pending', `The user has not approved or denied this request yet; poll again in ${result.interval} seconds.`);
     case 'slow_down':
-      throw new OAuthError('slow_down', `Polled sooner than ${result.previousInterval} seconds after the previous poll; wait ${result.interval} seconds between polls from now on.`);
+      throw new OAuthError(
+        'slow_down',
+        `Polled sooner than ${result.previousInterval} seconds after the previous poll; wait ${result.interval} seconds between polls from now on.`,
+      );
     case 'access_denied':
       throw new OAuthError('access_denied', 'The user denied this sign-in request.');
     case 'expired_token':
       throw new OAuthError('expired_token', 'The device code expired before a token was issued; request a new one.');
     case 'invalid_grant':
-      throw new OAuthError('invalid_grant', result.reason === 'client_mismatch' ? 'The device code was issued to another client_id.' : 'The device code is unknown or was already exchanged for a token.');
+      throw new OAuthError(
+        'invalid_grant',
+        result.reason === 'client_mismatch'
+          ? 'The device code was issued to another client_id.'
+          : 'The device code is unknown or was already exchanged for a token.',
+      );
   }
 }
 
 /** The signed-in user approves or denies the request showing `userCode`: 404, 409 or 429 otherwise. */
-export async function approveDeviceCode(db: Kysely<Database>, clock: Clock, userId: string, approval: Schema<'DeviceApproval'>): Promise<Schema<'DeviceApprovalResult'>> {
+export async function approveDeviceCode(
+  db: Kysely<Database>,
+  clock: Clock,
+  userId: string,
+  approval: Schema<'DeviceApproval'>,
+): Promise<Schema<'DeviceApprovalResult'>> {
   const result = await decideDeviceSignIn(db, clock, userId, approval.user_code, approval.action);
   const code = normaliseUserCode(approval.user_code);
   const shown = code === undefined ? approval.user_code : formatUserCode(code);
@@ -239,13 +266,22 @@ export async function approveDeviceCode(db: Kysely<Database>, clock: Clock, user
         suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
       });
     case 'already_decided':
-      throw conflict(`Device code ${shown} was already ${result.status}.`, 'Nothing to do; to sign in again, start a new sign-in in your terminal.', { status: result.status }, 'user_code');
+      throw conflict(
+        `Device code ${shown} was already ${result.status}.`,
+        'Nothing to do; to sign in again, start a new sign-in in your terminal.',
+        { status: result.status },
+        'user_code',
+      );
     case 'rate_limited':
-      throw new ApiError('rate_limited', `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`, {
-        param: 'user_code',
-        suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
-        details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },
-        headers: { 'Retry-After': String(result.retryAfter) },
-      });
+      throw new ApiError(
+        'rate_limited',
+        `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`,
+        {
+          param: 'user_code',
+          suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
+          details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },
+          headers: { 'Retry-After': String(result.retryAfter) },
+        },
+      );
   }
 }

@@ -50,7 +50,12 @@ async function visibleInstall(db: Db, userId: string, id: string): Promise<Row<'
 export const getInstall = async (db: Db, userId: string, id: string): Promise<Schema<'Install'>> => toInstall(await visibleInstall(db, userId, id));
 
 /** A new install of a product of the workspace (none: the product is not found), with its workflow. */
-export async function createInstall(db: Db, workspace: WorkspaceRef | undefined, input: Schema<'InstallCreate'>, { now, workflows }: { now: number; workflows: WorkflowStarter }): Promise<Schema<'Install'>> {
+export async function createInstall(
+  db: Db,
+  workspace: WorkspaceRef | undefined,
+  input: Schema<'InstallCreate'>,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
   const product = workspace ? await productOfWorkspace(db, input.product_id, workspace.id) : undefined;
   if (!product) throw notFound('Product', input.product_id, 'product_id');
   const regionId = await requireRegion(db, input.region_id);
@@ -102,7 +107,11 @@ export async function placeInstall(db: Db, id: string, clusterId: string, now: n
 
 /** The template the install's releases were deployed at (updated_at too when given). */
 export async function setInstallTemplate(db: Db, id: string, templateId: string, now?: number): Promise<void> {
-  await db.updateTable('installs').set({ template_id: templateId, ...(now === undefined ? {} : { updated_at: now }) }).where('id', '=', id).execute();
+  await db
+    .updateTable('installs')
+    .set({ template_id: templateId, ...(now === undefined ? {} : { updated_at: now }) })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** → running, or → failed with its message; false when it was so already (only the run that changes it tells). */

@@ -64,20 +64,38 @@ export async function listMachines(db: Db, userId: string, clusterId: string): P
  * A new machine in a cluster: provisioning at once when the cluster has a free slot, else queued. It lives in its
  * cluster's workspace, so a named workspace must be that one, and the compute config must be of it too.
  */
-export async function requestMachine(db: Db, userId: string, named: WorkspaceRef | undefined, input: Schema<'MachineRequest'>, { now, workflows }: Effects): Promise<Schema<'Machine'>> {
+export async function requestMachine(
+  db: Db,
+  userId: string,
+  named: WorkspaceRef | undefined,
+  input: Schema<'MachineRequest'>,
+  { now, workflows }: Effects,
+): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, userId, input.cluster_id, 'cluster_id');
   if (named && cluster.workspace_id !== named.id) {
-    throw validationError('cluster_id', `Cluster ${cluster.id} was not found in workspace ${named.id}.`, "List the workspace's clusters with GET /v1/clusters and use their ids.");
+    throw validationError(
+      'cluster_id',
+      `Cluster ${cluster.id} was not found in workspace ${named.id}.`,
+      "List the workspace's clusters with GET /v1/clusters and use their ids.",
+    );
   }
   const config = await visibleComputeConfig(db, userId, input.compute_config_id, 'compute_config_id');
   if (config.workspace_id !== cluster.workspace_id) {
-    throw validationError('compute_config_id', `Compute config ${config.id} belongs to another workspace than cluster ${cluster.id}.`, 'Use a compute config of the cluster’s workspace.');
+    throw validationError(
+      'compute_config_id',
+      `Compute config ${config.id} belongs to another workspace than cluster ${cluster.id}.`,
+      'Use a compute config of the cluster’s workspace.',
+    );
   }
   const filter = config.provider_config.machine_type_filter;
   const candidates = SERVER_TYPES.filter((t) => matchesFilter(filter, t.name));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
   if (!serverType) {
-    throw validationError('server_type', `Server type ${input.server_type} does not match the compute config's filter ${filter}.`, `Choose one of: ${candidates.map((t) => t.name).join(', ')}.`);
+    throw validationError(
+      'server_type',
+      `Server type ${input.server_type} does not match the compute config's filter ${filter}.`,
+      `Choose one of: ${candidates.map((t) => t.name).join(', ')}.`,
+    );
   }
   const byom = config.cloud_credential_id !== null;
   const workspace = await ownerOf(db, cluster.workspace_id);
@@ -128,7 +146,9 @@ export async function suspendMachine(db: Db, userId: string, providerId: string,
     const machine = await visibleMachine(trx, userId, providerId);
     const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirstOrThrow();
     if (locked.status !== 'ready') {
-      throw conflict(`Machine ${machine.provider_id} is ${locked.status}; only a ready machine can be suspended.`, 'Wait until the machine is ready.', { status: locked.status });
+      throw conflict(`Machine ${machine.provider_id} is ${locked.status}; only a ready machine can be suspended.`, 'Wait until the machine is ready.', {
+        status: locked.status,
+      });
     }
     await trx.updateTable('machines').set({ status: 'suspending' }).where('provider_id', '=', machine.provider_id).execute();
     return startSuspension(trx, machine, machine.workspace_id, effects);
@@ -150,10 +170,13 @@ export async function checkDrift(db: Db, provider: ComputeProvider, userId: stri
   }
   if (desired.region !== actual.region) differences.push({ field: 'region', desired: desired.region, actual: actual.region });
   // A server restored from a snapshot runs the snapshot's image, which was made from the desired one.
-  if (server && desired.image !== actual.image && !actual.image.startsWith('snap-')) differences.push({ field: 'image', desired: desired.image, actual: actual.image });
+  if (server && desired.image !== actual.image && !actual.image.startsWith('snap-'))
+    differences.push({ field: 'image', desired: desired.image, actual: actual.image });
   if (machine.server_id && !server && machine.status === 'ready') differences.push({ field: 'server', desired: machine.server_id, actual: null });
   const drifted = differences.length > 0;
-  const reason = drifted ? `${differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ')}.` : 'The machine matches its compute config.';
+  const reason = drifted
+    ? `${differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ')}.`
+    : 'The machine matches its compute config.';
   return { drifted, reason, checked_at: now, differences };
 }
 
@@ -194,7 +217,12 @@ export async function claimSlot(trx: Db, providerId: string, now: number): Promi
 
 /** provisioning → queued without its server (a failed creation); false when it was not provisioning (counted once). */
 export async function requeueMachine(trx: Db, providerId: string): Promise<boolean> {
-  const requeued = await trx.updateTable('machines').set({ status: 'queued', server_id: null }).where('provider_id', '=', providerId).where('status', '=', 'provisioning').executeTakeFirst();
+  const requeued = await trx
+    .updateTable('machines')
+    .set({ status: 'queued', server_id: null })
+    .where('provider_id', '=', providerId)
+    .where('status', '=', 'provisioning')
+    .executeTakeFirst();
   return requeued.numUpdatedRows > 0n;
 }
 

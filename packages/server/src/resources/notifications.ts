@@ -44,10 +44,17 @@ export async function notifyWorkspace(db: Kysely<Database>, workspaceId: string,
 
 /** One notification for one user (user-level resources such as quotas). */
 export async function notifyUser(db: Kysely<Database>, userId: string, now: number, notification: NotificationInput): Promise<void> {
-  await db.insertInto('notifications').values({ id: newId('ntf'), user_id: userId, ...notification, read_at: null, created_at: now }).execute();
+  await db
+    .insertInto('notifications')
+    .values({ id: newId('ntf'), user_id: userId, ...notification, read_at: null, created_at: now })
+    .execute();
 }
 
-export async function listNotifications(db: Kysely<Database>, userId: string, { cursor, limit = 50, unread }: { cursor?: string; limit?: number; unread?: boolean }) {
+export async function listNotifications(
+  db: Kysely<Database>,
+  userId: string,
+  { cursor, limit = 50, unread }: { cursor?: string; limit?: number; unread?: boolean },
+) {
   let base = db.selectFrom('notifications').selectAll().where('user_id', '=', userId);
   if (unread) base = base.where('read_at', 'is', null);
   const rows = await afterCursor(base, 'notifications', decodeCursor(cursor), limit).execute();

@@ -51,7 +51,11 @@ async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Prom
   for (const [i, source] of body.sources.entries()) {
     const reason = await forbiddenSourceUrl(source.chart.repo_url, resolveHost);
     if (reason) {
-      throw validationError(`sources[${i}].chart.repo_url`, `${source.chart.repo_url} ${reason}.`, 'Use the public https:// (or oci://) address of the chart or Git repository.');
+      throw validationError(
+        `sources[${i}].chart.repo_url`,
+        `${source.chart.repo_url} ${reason}.`,
+        'Use the public https:// (or oci://) address of the chart or Git repository.',
+      );
     }
   }
 }
@@ -64,17 +68,29 @@ async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Prom
 async function configurationColumns(db: Db, workspaceId: string, body: Configuration, existingSourceIds: ReadonlySet<string>) {
   const sources: ProductSource[] = body.sources.map((source, i) => {
     if (source.id !== undefined && !existingSourceIds.has(source.id)) {
-      throw validationError(`sources[${i}].id`, `The product has no helm source ${source.id}.`, 'Omit id for a new source, or send the id of one of its sources.');
+      throw validationError(
+        `sources[${i}].id`,
+        `The product has no helm source ${source.id}.`,
+        'Omit id for a new source, or send the id of one of its sources.',
+      );
     }
     if ((source.chart.chart === undefined) === (source.chart.path === undefined)) {
-      throw validationError(`sources[${i}].chart`, 'A helm source names exactly one of chart (a chart repository) or path (a Git repository).', 'Send chart for a chart repository, or path for a Git repository.');
+      throw validationError(
+        `sources[${i}].chart`,
+        'A helm source names exactly one of chart (a chart repository) or path (a Git repository).',
+        'Send chart for a chart repository, or path for a Git repository.',
+      );
     }
     return { id: source.id ?? newId('src'), chart: source.chart, values: source.values ?? {}, metadata: source.metadata ?? {} };
   });
   const own = await clustersOfWorkspace(db, workspaceId, body.cluster_ids);
   body.cluster_ids.forEach((id, i) => {
     if (!own.has(id)) {
-      throw validationError(`cluster_ids[${i}]`, `Cluster ${id} was not found in the product's workspace ${workspaceId}.`, "List the workspace's clusters with GET /v1/clusters and use their ids.");
+      throw validationError(
+        `cluster_ids[${i}]`,
+        `Cluster ${id} was not found in the product's workspace ${workspaceId}.`,
+        "List the workspace's clusters with GET /v1/clusters and use their ids.",
+      );
     }
   });
   return {
@@ -88,36 +104,57 @@ async function configurationColumns(db: Db, workspaceId: string, body: Configura
   };
 }
 
-export async function createProduct(db: Db, workspace: WorkspaceRef, body: Configuration, { now, workflows, resolveHost }: Effects): Promise<Schema<'Product'>> {
+export async function createProduct(
+  db: Db,
+  workspace: WorkspaceRef,
+  body: Configuration,
+  { now, workflows, resolveHost }: Effects,
+): Promise<Schema<'Product'>> {
   await checkSourceUrls(body, resolveHost);
   const row = await db.transaction().execute(async (trx) => {
     const columns = await configurationColumns(trx, workspace.id, body, new Set());
     const id = newId('prd');
     await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: id });
-    return trx.insertInto('products').values({ id, workspace_id: workspace.id, ...columns, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
+    return trx
+      .insertInto('products')
+      .values({ id, workspace_id: workspace.id, ...columns, created_at: now, updated_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
   });
   return toProduct(row);
 }
 
 /** A full replacement of the configuration: a new template, regenerated and rolled out to the running installs. */
-export async function updateProduct(db: Db, userId: string, id: string, body: Configuration, { now, workflows, resolveHost }: Effects): Promise<Schema<'ProductUpdateResult'>> {
+export async function updateProduct(
+  db: Db,
+  userId: string,
+  id: string,
+  body: Configuration,
+  { now, workflows, resolveHost }: Effects,
+): Promise<Schema<'ProductUpdateResult'>> {
   await visibleProduct(db, userId, id);
   await checkSourceUrls(body, resolveHost);
   return db.transaction().execute(async (trx) => {
     const product = await visibleProduct(trx, userId, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
-    await trx.updateTable('products').set({ ...columns, updated_at: now }).where('id', '=', product.id).execute();
+    await trx
+      .updateTable('products')
+      .set({ ...columns, updated_at: now })
+      .where('id', '=', product.id)
+      .execute();
     await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: product.id });
     return { product_id: product.id, template_id: columns.template_id };
   });
 }
 
 /** A product of the workspace (what an install references lives in the install's workspace), or undefined. */
-export const productOfWorkspace = (db: Db, id: string, workspaceId: string) => db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+export const productOfWorkspace = (db: Db, id: string, workspaceId: string) =>
+  db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
 
 /** The product, when `templateId` is still its current template (a newer update supersedes a regeneration). */
-export const productAtTemplate = (db: Db, id: string, templateId: string) => db.selectFrom('products').selectAll().where('id', '=', id).where('template_id', '=', templateId).executeTakeFirst();
+export const productAtTemplate = (db: Db, id: string, templateId: string) =>
+  db.selectFrom('products').selectAll().where('id', '=', id).where('template_id', '=', templateId).executeTakeFirst();
 
 /** The regeneration status of a template, written only while it is the product's current one. */
 export async function setRegenerationStatus(db: Db, id: string, templateId: string, status: Row<'products'>['regeneration_status']): Promise<void> {

@@ -29,7 +29,13 @@ export function requireMetric(name: string): Metric {
 }
 
 /** One quota; compute/provisioning is counted per cluster, so it needs the cluster. */
-export async function getQuota(db: Db, userId: string, workspaceId: string | undefined, metric: Metric, clusterId: string | undefined): Promise<Schema<'QuotaEntry'>> {
+export async function getQuota(
+  db: Db,
+  userId: string,
+  workspaceId: string | undefined,
+  metric: Metric,
+  clusterId: string | undefined,
+): Promise<Schema<'QuotaEntry'>> {
   if (metric === 'compute/provisioning') {
     if (clusterId === undefined) {
       throw validationError('cluster_id', 'compute/provisioning is counted per cluster: cluster_id is required.', 'Add ?cluster_id=<cluster id>.');
@@ -48,6 +54,9 @@ export async function setQuotaOverride(db: Kysely<Database>, scope: OverrideScop
   await db.transaction().execute(async (trx) => {
     const existing = trx.deleteFrom('quota_overrides').where('metric', '=', metric);
     await (scope.user_id !== null ? existing.where('user_id', '=', scope.user_id) : existing.where('workspace_id', '=', scope.workspace_id)).execute();
-    await trx.insertInto('quota_overrides').values({ ...scope, metric, limit }).execute();
+    await trx
+      .insertInto('quota_overrides')
+      .values({ ...scope, metric, limit })
+      .execute();
   });
 }

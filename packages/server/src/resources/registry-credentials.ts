@@ -33,7 +33,11 @@ export async function createRegistryCredential(
 ): Promise<Schema<'RegistryCredential'>> {
   const host = input.registry_url.replace(/:\d+$/, '');
   if (await isForbiddenHost(host, resolveHost)) {
-    throw validationError('registry_url', `${input.registry_url} is a loopback, private, link-local or metadata address.`, 'Use the public host name of the registry, e.g. ghcr.io.');
+    throw validationError(
+      'registry_url',
+      `${input.registry_url} is a loopback, private, link-local or metadata address.`,
+      'Use the public host name of the registry, e.g. ghcr.io.',
+    );
   }
   const row = await db
     .insertInto('registry_credentials')

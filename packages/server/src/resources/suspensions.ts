@@ -45,7 +45,18 @@ export async function startSuspension(
   await workflows.start(trx, 'suspendMachine', id);
   const row = await trx
     .insertInto('suspensions')
-    .values({ id, workspace_id: workspaceId, cluster_id: machine.cluster_id, provider_id: machine.provider_id, node_name: machine.node_name, reason: 'manual', status: 'suspending', snapshot_id: null, created_at: now, expires_at: null })
+    .values({
+      id,
+      workspace_id: workspaceId,
+      cluster_id: machine.cluster_id,
+      provider_id: machine.provider_id,
+      node_name: machine.node_name,
+      reason: 'manual',
+      status: 'suspending',
+      snapshot_id: null,
+      created_at: now,
+      expires_at: null,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toSuspension(row);
@@ -54,10 +65,20 @@ export async function startSuspension(
 /** suspended → resuming, under the row's lock; the resume workflow starts in the same transaction. */
 export async function resumeSuspension(db: Db, userId: string, id: string, workflows: WorkflowStarter): Promise<Schema<'Suspension'>> {
   const row = await db.transaction().execute(async (trx) => {
-    const suspension = await trx.selectFrom('suspensions').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(trx, userId)).forUpdate().executeTakeFirst();
+    const suspension = await trx
+      .selectFrom('suspensions')
+      .selectAll()
+      .where('id', '=', id)
+      .where('workspace_id', 'in', memberWorkspaces(trx, userId))
+      .forUpdate()
+      .executeTakeFirst();
     if (!suspension) throw notFound('Suspension', id);
     if (suspension.status !== 'suspended') {
-      throw conflict(`Suspension ${suspension.id} is ${suspension.status}, not suspended.`, 'Only a suspended machine can be resumed; read the suspension to follow it.', { status: suspension.status });
+      throw conflict(
+        `Suspension ${suspension.id} is ${suspension.status}, not suspended.`,
+        'Only a suspended machine can be resumed; read the suspension to follow it.',
+        { status: suspension.status },
+      );
     }
     await workflows.start(trx, 'resumeSuspension', suspension.id);
     return trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspension.id).returningAll().executeTakeFirstOrThrow();
@@ -79,7 +100,8 @@ export async function setSuspensionStatus(db: Db, id: string, status: Status, fr
 }
 
 /** The ids and snapshots of a machine's suspensions (what deleting the machine cancels and removes). */
-export const suspensionsOfMachine = (db: Db, providerId: string) => db.selectFrom('suspensions').select(['id', 'snapshot_id']).where('provider_id', '=', providerId).execute();
+export const suspensionsOfMachine = (db: Db, providerId: string) =>
+  db.selectFrom('suspensions').select(['id', 'snapshot_id']).where('provider_id', '=', providerId).execute();
 
 export async function deleteSuspensionsOfMachine(trx: Db, providerId: string): Promise<void> {
   await trx.deleteFrom('suspensions').where('provider_id', '=', providerId).execute();

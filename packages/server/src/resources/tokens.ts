@@ -146,10 +146,19 @@ export async function listPersonalTokens(db: Kysely<Database>, userId: string, {
 }
 
 /** A new personal access token; its secret is in the answer only. */
-export async function createPersonalToken(db: Kysely<Database>, clock: Clock, userId: string, input: { name: string; expires_at?: number | null }): Promise<Schema<'TokenCreated'>> {
+export async function createPersonalToken(
+  db: Kysely<Database>,
+  clock: Clock,
+  userId: string,
+  input: { name: string; expires_at?: number | null },
+): Promise<Schema<'TokenCreated'>> {
   const expiresAt = input.expires_at ?? null;
   if (expiresAt !== null && expiresAt <= clock.now()) {
-    throw validationError('expires_at', 'expires_at must be in the future.', 'Send Unix seconds later than now, or omit expires_at for a token that never expires.');
+    throw validationError(
+      'expires_at',
+      'expires_at must be in the future.',
+      'Send Unix seconds later than now, or omit expires_at for a token that never expires.',
+    );
   }
   const { row, secret } = await createToken(db, clock, { userId, kind: 'pat', name: input.name, expiresAt });
   return { id: row.id, name: row.name, token: secret, expires_at: row.expires_at };

@@ -7,7 +7,12 @@ import { createToken } from './tokens.ts';
 import { createWorkspace } from './workspaces.ts';
 
 /** A user with a workspace of their own and a first personal access token. */
-export async function createUser(db: Kysely<Database>, clock: Clock, email: string, plan: Plan): Promise<{ userId: string; workspaceId: string; token: string }> {
+export async function createUser(
+  db: Kysely<Database>,
+  clock: Clock,
+  email: string,
+  plan: Plan,
+): Promise<{ userId: string; workspaceId: string; token: string }> {
   return db.transaction().execute(async (trx) => {
     const now = clock.now();
     const userId = newId('usr');

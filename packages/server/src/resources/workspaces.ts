@@ -40,7 +40,11 @@ export async function listWorkspaces(db: Db, userId: string, { cursor, limit = 5
 /** A new workspace owned by the user, who becomes its first member (role owner). */
 export async function createWorkspace(db: Db, ownerId: string, input: { name: string; icon?: string | null }, now: number): Promise<Schema<'Workspace'>> {
   const create = async (trx: Db) => {
-    const workspace = await trx.insertInto('workspaces').values({ id: newId('ws'), name: input.name, icon: input.icon ?? null, owner_id: ownerId, created_at: now }).returningAll().executeTakeFirstOrThrow();
+    const workspace = await trx
+      .insertInto('workspaces')
+      .values({ id: newId('ws'), name: input.name, icon: input.icon ?? null, owner_id: ownerId, created_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
     await trx.insertInto('workspace_members').values({ workspace_id: workspace.id, user_id: ownerId, role: 'owner', created_at: now }).execute();
     return workspace;
   };
@@ -71,14 +75,21 @@ async function ownership(db: Db, workspaceId: string, userId: string) {
   return workspace;
 }
 
-export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> => toWorkspace(await membership(db, workspaceId, userId));
+export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
+  toWorkspace(await membership(db, workspaceId, userId));
 
 export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit = 50 }: PageQuery) {
   await membership(db, workspaceId, userId);
   const base = db
     .selectFrom('workspace_members')
     .innerJoin('users', 'users.id', 'workspace_members.user_id')
-    .select(['workspace_members.user_id', 'workspace_members.role', 'workspace_members.created_at', 'users.email', sql<string>`workspace_members.user_id`.as('id')])
+    .select([
+      'workspace_members.user_id',
+      'workspace_members.role',
+      'workspace_members.created_at',
+      'users.email',
+      sql<string>`workspace_members.user_id`.as('id'),
+    ])
     .where('workspace_members.workspace_id', '=', workspaceId);
   const rows = await afterCursor(base, 'workspace_members', decodeCursor(cursor), limit, 'user_id').execute();
   return page(rows, limit, cursor, toWorkspaceMember);

@@ -53,14 +53,22 @@ export function apiRateLimiter(db: Kysely<Database>, clock: Clock): ApiRateLimit
       };
       if (++sinceCleanup >= CLEANUP_EVERY) {
         sinceCleanup = 0;
-        void db.deleteFrom('api_rate_limits').where('window_started_at', '<', now - STALE_SECONDS).execute().catch(() => {});
+        void db
+          .deleteFrom('api_rate_limits')
+          .where('window_started_at', '<', now - STALE_SECONDS)
+          .execute()
+          .catch(() => {});
       }
       if (requests > policy.limit) {
-        throw new ApiError('rate_limited', `Too many requests; ${policy.name === 'device' ? 'this address' : 'you'} may make ${policy.limit} requests a minute.`, {
-          suggestion: 'Wait for the number of seconds in Retry-After, then retry.',
-          details: { limit: policy.limit, window_seconds: WINDOW_SECONDS },
-          headers: { ...headers, 'Retry-After': String(resetSeconds) },
-        });
+        throw new ApiError(
+          'rate_limited',
+          `Too many requests; ${policy.name === 'device' ? 'this address' : 'you'} may make ${policy.limit} requests a minute.`,
+          {
+            suggestion: 'Wait for the number of seconds in Retry-After, then retry.',
+            details: { limit: policy.limit, window_seconds: WINDOW_SECONDS },
+            headers: { ...headers, 'Retry-After': String(resetSeconds) },
+          },
+        );
       }
       return headers;
     },

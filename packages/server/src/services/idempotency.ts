@@ -69,8 +69,24 @@ export async function withIdempotencyKey<R extends StoredResponse>(
       const response = await work(trx);
       await trx
         .insertInto('idempotency_keys')
-        .values({ user_id: scope.userId, key: scope.key, operation: scope.operation, request_hash: scope.hash, status_code: response.status, response_body: JSON.stringify(response.body), created_at: now })
-        .onConflict((oc) => oc.columns(['user_id', 'key']).doUpdateSet({ operation: scope.operation, request_hash: scope.hash, status_code: response.status, response_body: JSON.stringify(response.body), created_at: now }))
+        .values({
+          user_id: scope.userId,
+          key: scope.key,
+          operation: scope.operation,
+          request_hash: scope.hash,
+          status_code: response.status,
+          response_body: JSON.stringify(response.body),
+          created_at: now,
+        })
+        .onConflict((oc) =>
+          oc.columns(['user_id', 'key']).doUpdateSet({
+            operation: scope.operation,
+            request_hash: scope.hash,
+            status_code: response.status,
+            response_body: JSON.stringify(response.body),
+            created_at: now,
+          }),
+        )
         .execute();
       return { response, replayed: false };
     });

@@ -2,7 +2,7 @@
 // row to learn whether another page follows.
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { decodeCursor, page, type Position } from './pagination.ts';
+import { decodeCursor, type Position, page } from './pagination.ts';
 import { resolveWorkspace, type WorkspaceCaller } from './tenancy.ts';
 
 /** The keyset: rows strictly after the cursor's position, in (created_at, id) order. */
@@ -37,12 +37,7 @@ type WorkspaceTable = { [T in keyof Database]: Row<T> extends { id: string; work
  * One page of a workspace-scoped list: the workspace named by X-Workspace-Id (403 when foreign) or the
  * caller's default one (an empty page when they own none).
  */
-export async function workspacePage<T extends WorkspaceTable, R>(
-  db: Kysely<Database>,
-  input: PageInput,
-  table: T,
-  toRecord: (row: Row<T>) => R,
-) {
+export async function workspacePage<T extends WorkspaceTable, R>(db: Kysely<Database>, input: PageInput, table: T, toRecord: (row: Row<T>) => R) {
   const { cursor, limit = 50 } = input.query;
   const after = decodeCursor(cursor);
   const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);

@@ -62,7 +62,11 @@ export function parseEventId(id: string | undefined): Positions {
   if (id === undefined) return positions;
   const match = /^\d+-((?:[A-Za-z0-9_-]{6}:\d+)(?:\.[A-Za-z0-9_-]{6}:\d+)*)?$/.exec(id);
   if (!match) {
-    throw validationError('Last-Event-ID', 'Last-Event-ID is not an id this stream sent.', 'Send the id of the last log event received, or omit the header to start over.');
+    throw validationError(
+      'Last-Event-ID',
+      'Last-Event-ID is not an id this stream sent.',
+      'Send the id of the last log event received, or omit the header to start over.',
+    );
   }
   for (const part of match[1]?.split('.') ?? []) {
     const [key, position] = part.split(':') as [string, string];
@@ -71,8 +75,7 @@ export function parseEventId(id: string | undefined): Positions {
   return positions;
 }
 
-const eventId = (timestampMs: number, positions: Positions) =>
-  `${timestampMs}-${[...positions].map(([key, position]) => `${key}:${position}`).join('.')}`;
+const eventId = (timestampMs: number, positions: Positions) => `${timestampMs}-${[...positions].map(([key, position]) => `${key}:${position}`).join('.')}`;
 
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
@@ -97,7 +100,8 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
   const positions = parseEventId(request.lastEventId);
   const stop = AbortSignal.any([env.signal, env.shutdown]);
   const sinceMs = request.sinceSeconds > 0 ? env.clock.nowMs() - request.sinceSeconds * 1000 : undefined;
-  const wanted = (c: PodContainer) => (request.pod === undefined || c.pod === request.pod) && (request.container === undefined || c.container === request.container);
+  const wanted = (c: PodContainer) =>
+    (request.pod === undefined || c.pod === request.pod) && (request.container === undefined || c.container === request.container);
 
   /**
    * Lines after each container's position, read from the cluster, merged in time order. With `tail`, the last
@@ -109,7 +113,13 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
     const ends = new Map<string, number>();
     for (const target of list.filter(wanted)) {
       const key = containerKey(target);
-      for await (const entry of env.driver.readLog(clusterId, request.installId, target, { follow: false, signal: stop, after: positions.get(key), tail, since_ms: sinceMs })) {
+      for await (const entry of env.driver.readLog(clusterId, request.installId, target, {
+        follow: false,
+        signal: stop,
+        after: positions.get(key),
+        tail,
+        since_ms: sinceMs,
+      })) {
         lines.push(entry);
         ends.set(key, entry.position);
       }
@@ -182,7 +192,11 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
  * open (a cap across every process, `slots.limit` per key); over the cap, 429 before the stream starts. A slot a
  * stream never released runs out with its lease. A malformed Last-Event-ID is a 422 before the stream starts.
  */
-export async function openInstallLogStream(request: LogStreamRequest, env: LogStreamEnv, slots: { key: string; limit: number }): Promise<AsyncGenerator<string>> {
+export async function openInstallLogStream(
+  request: LogStreamRequest,
+  env: LogStreamEnv,
+  slots: { key: string; limit: number },
+): Promise<AsyncGenerator<string>> {
   parseEventId(request.lastEventId);
   const slot = await streamSlots(env.db, env.clock).acquire(slots.key, slots.limit);
   async function* stream() {

@@ -26,7 +26,11 @@ export function decodeCursor(cursor: string | undefined): Position | undefined {
   } catch {
     // fall through to the 422
   }
-  throw validationError('cursor', 'cursor is not a cursor this API returned.', 'Pass pagination.cursor from a previous page unchanged, or omit it for the first page.');
+  throw validationError(
+    'cursor',
+    'cursor is not a cursor this API returned.',
+    'Pass pagination.cursor from a previous page unchanged, or omit it for the first page.',
+  );
 }
 
 /** Builds the envelope from `limit + 1` rows fetched after the cursor. */

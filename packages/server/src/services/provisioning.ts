@@ -95,7 +95,10 @@ export async function nextQueued(trx: Kysely<Database>, clusterId: string): Prom
 export async function computeStatus(db: Kysely<Database>, cluster: ClusterRef, now: number): Promise<Schema<'ComputeStatus'>> {
   const counts = await db
     .selectFrom('machines')
-    .select([sql<number>`count(*) filter (where status <> 'queued')::int`.as('machines'), sql<number>`count(*) filter (where status = 'queued')::int`.as('queued')])
+    .select([
+      sql<number>`count(*) filter (where status <> 'queued')::int`.as('machines'),
+      sql<number>`count(*) filter (where status = 'queued')::int`.as('queued'),
+    ])
     .where('cluster_id', '=', cluster.id)
     .executeTakeFirstOrThrow();
   const provisioning = await provisioningUsage(db, cluster.id);
@@ -104,5 +107,9 @@ export async function computeStatus(db: Kysely<Database>, cluster: ClusterRef, n
   const backoff = await backoffOf(db, cluster.id, offering, now);
   // Provisioning runs only on a running cluster, and waits while the cluster backs off after failures.
   const state = cluster.status !== 'RUNNING' ? 'paused' : backoff ? 'backoff' : provisioning + counts.queued > 0 ? 'scaling' : 'idle';
-  return { machines: counts.machines, max_machines: maxMachines, autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: backoff?.until ?? null } };
+  return {
+    machines: counts.machines,
+    max_machines: maxMachines,
+    autoscaling: { state, provisioning, queued: counts.queued, provisioning_limit: provisioningLimit, backoff_until: backoff?.until ?? null },
+  };
 }

@@ -2,10 +2,10 @@
 // wins over a user override, which wins over the plan. BYOM machines count toward no allocation quota.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import { ApiError } from '../errors.ts';
-import type { WorkspaceRef } from './tenancy.ts';
 import type { Database, Plan } from '../db/schema.ts';
+import { ApiError } from '../errors.ts';
 import { notifyUser } from '../resources/notifications.ts';
+import type { WorkspaceRef } from './tenancy.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
 type Entry = Schema<'QuotaEntry'>;
@@ -86,7 +86,12 @@ const GiBFormat = (bytes: number) => `${(bytes / GiB).toFixed(bytes % GiB === 0 
  * inserts the resources. A per-owner advisory lock serialises the owner's creations across every server
  * process, so two racing requests cannot both take the last free slot.
  */
-export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRef, requested: Partial<Record<Exclude<Metric, 'compute/provisioning'>, number>>, now: number): Promise<void> {
+export async function enforceQuota(
+  trx: Kysely<Database>,
+  workspace: WorkspaceRef,
+  requested: Partial<Record<Exclude<Metric, 'compute/provisioning'>, number>>,
+  now: number,
+): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`quota:${workspace.owner_id}`}, 0))`.execute(trx);
   const usage = await allocationUsage(trx, workspace.owner_id);
   for (const [metric, amount] of Object.entries(requested) as [Exclude<Metric, 'compute/provisioning'>, number][]) {
@@ -94,7 +99,8 @@ export async function enforceQuota(trx: Kysely<Database>, workspace: WorkspaceRe
     if (usage[metric] + amount > limit) {
       const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
       throw new ApiError('quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
-        suggestion: 'Delete a resource you no longer need, upgrade to the Pro plan, or provision machines with your own cloud credential (BYOM), which count toward no quota.',
+        suggestion:
+          'Delete a resource you no longer need, upgrade to the Pro plan, or provision machines with your own cloud credential (BYOM), which count toward no quota.',
         details: { metric, limit, usage: usage[metric], requested: amount },
       });
     }

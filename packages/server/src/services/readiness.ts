@@ -22,7 +22,13 @@ async function within(check: () => Promise<unknown>): Promise<Check> {
   }
 }
 
-export async function readiness(db: Kysely<Database>, queueReady: (() => Promise<unknown>) | undefined): Promise<{ database: Check; queue: Check | 'not_used' }> {
-  const [database, queue] = await Promise.all([within(() => sql`SELECT 1`.execute(db)), queueReady ? within(queueReady) : Promise.resolve('not_used' as const)]);
+export async function readiness(
+  db: Kysely<Database>,
+  queueReady: (() => Promise<unknown>) | undefined,
+): Promise<{ database: Check; queue: Check | 'not_used' }> {
+  const [database, queue] = await Promise.all([
+    within(() => sql`SELECT 1`.execute(db)),
+    queueReady ? within(queueReady) : Promise.resolve('not_used' as const),
+  ]);
   return { database, queue };
 }

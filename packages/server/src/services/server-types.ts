@@ -30,6 +30,9 @@ export const SERVER_TYPES: readonly ServerType[] = [
 
 /** `cx2*` → /^cx2.*$/: a machine type filter is a glob over server type names. */
 export function matchesFilter(filter: string, name: string): boolean {
-  const pattern = filter.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*').replaceAll('?', '.');
+  const pattern = filter
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replaceAll('*', '.*')
+    .replaceAll('?', '.');
   return new RegExp(`^${pattern}$`).test(name);
 }

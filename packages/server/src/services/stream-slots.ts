@@ -44,9 +44,16 @@ export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
       const taken = await db.transaction().execute(async (trx) => {
         await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`stream_slots:${key}`}, 0))`.execute(trx);
         await trx.deleteFrom('stream_slots').where('key', '=', key).where('expires_at', '<=', now).execute();
-        const { held } = await trx.selectFrom('stream_slots').select((eb) => eb.fn.countAll<string>().as('held')).where('key', '=', key).executeTakeFirstOrThrow();
+        const { held } = await trx
+          .selectFrom('stream_slots')
+          .select((eb) => eb.fn.countAll<string>().as('held'))
+          .where('key', '=', key)
+          .executeTakeFirstOrThrow();
         if (Number(held) >= limit) return false;
-        await trx.insertInto('stream_slots').values({ id, key, acquired_at: now, expires_at: now + LEASE_SECONDS }).execute();
+        await trx
+          .insertInto('stream_slots')
+          .values({ id, key, acquired_at: now, expires_at: now + LEASE_SECONDS })
+          .execute();
         return true;
       });
       if (!taken) {
@@ -71,7 +78,11 @@ export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
           if (released) return;
           released = true;
           clearInterval(renew);
-          await db.deleteFrom('stream_slots').where('id', '=', id).execute().catch(() => {});
+          await db
+            .deleteFrom('stream_slots')
+            .where('id', '=', id)
+            .execute()
+            .catch(() => {});
         },
       };
     },

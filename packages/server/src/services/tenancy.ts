@@ -35,17 +35,25 @@ const forbidden = (id: string) =>
  * caller's default workspace (the oldest one they own), or undefined when they own none. With
  * `onlyWhenNamed`, only a named workspace is checked (operations on resources addressed by id).
  */
-export async function resolveWorkspace(db: Kysely<Database>, caller: WorkspaceCaller, header: string | undefined, options: { onlyWhenNamed?: boolean } = {}): Promise<WorkspaceRef | undefined> {
+export async function resolveWorkspace(
+  db: Kysely<Database>,
+  caller: WorkspaceCaller,
+  header: string | undefined,
+  options: { onlyWhenNamed?: boolean } = {},
+): Promise<WorkspaceRef | undefined> {
   const { userId } = caller;
   if (header !== undefined) {
     const prefetched = caller.namedWorkspace?.id === header ? caller.namedWorkspace.ref : undefined;
-    const named = prefetched !== undefined ? prefetched : await db
-      .selectFrom('workspace_members')
-      .innerJoin('workspaces', 'workspaces.id', 'workspace_members.workspace_id')
-      .select(['workspaces.id', 'workspaces.owner_id'])
-      .where('workspace_members.workspace_id', '=', header)
-      .where('workspace_members.user_id', '=', userId)
-      .executeTakeFirst();
+    const named =
+      prefetched !== undefined
+        ? prefetched
+        : await db
+            .selectFrom('workspace_members')
+            .innerJoin('workspaces', 'workspaces.id', 'workspace_members.workspace_id')
+            .select(['workspaces.id', 'workspaces.owner_id'])
+            .where('workspace_members.workspace_id', '=', header)
+            .where('workspace_members.user_id', '=', userId)
+            .executeTakeFirst();
     if (!named) throw forbidden(header);
     return named;
   }

@@ -16,8 +16,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import type { SecretBox } from '../services/secrets.ts';
 import { type ClusterDriver, type ComputeProvider, ProviderAuthError } from '../providers/types.ts';
+import type { SecretBox } from '../services/secrets.ts';
 
 const QUEUE = 'workflow-step';
 /** The advisory lock namespace of running workflows: (LOCK_NAMESPACE, hashtext(id) & 0x7fffffff). */
@@ -75,7 +75,10 @@ export function rowOnlyStarter(clock: Clock): WorkflowStarter {
     async start(trx, kind, subjectId, state = {}) {
       const id = newId('wf');
       const now = clock.now();
-      await trx.insertInto('workflows').values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: now, created_at: now, updated_at: now }).execute();
+      await trx
+        .insertInto('workflows')
+        .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: now, created_at: now, updated_at: now })
+        .execute();
       return id;
     },
   };
@@ -181,7 +184,13 @@ export class WorkflowEngine implements WorkflowStarter {
     const batchSize = Math.min(4, this.options.concurrency);
     await this.boss.work<{ workflow_id: string }>(
       QUEUE,
-      { batchSize, burstWhenBatchFull: batchSize > 1, localConcurrency: Math.ceil(this.options.concurrency / batchSize), pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 2 },
+      {
+        batchSize,
+        burstWhenBatchFull: batchSize > 1,
+        localConcurrency: Math.ceil(this.options.concurrency / batchSize),
+        pollingIntervalSeconds: 0.5,
+        notifyPollingIntervalSeconds: 2,
+      },
       async (jobs) => {
         await Promise.all(jobs.map((job) => this.runWorkflow(job.data.workflow_id)));
       },
@@ -208,7 +217,18 @@ export class WorkflowEngine implements WorkflowStarter {
     const now = this.options.clock.now();
     await trx
       .insertInto('workflows')
-      .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: null, enqueued_at: sql<Date>`now()`, job_id: jobId, created_at: now, updated_at: now })
+      .values({
+        id,
+        kind,
+        subject_id: subjectId,
+        status: 'pending',
+        state: JSON.stringify(state),
+        run_after: null,
+        enqueued_at: sql<Date>`now()`,
+        job_id: jobId,
+        created_at: now,
+        updated_at: now,
+      })
       .execute();
     await this.boss.send(QUEUE, { workflow_id: id }, { id: jobId, db: onTransaction(trx) });
     return id;
@@ -290,7 +310,14 @@ export class WorkflowEngine implements WorkflowStarter {
             secrets: this.options.secrets,
             workflow,
             state: workflow.state,
-            wake: (trx, other) => trx.updateTable('workflows').set({ run_after: clock.now() }).where('id', '=', other).where('status', 'in', ['pending', 'running']).execute().then(() => {}),
+            wake: (trx, other) =>
+              trx
+                .updateTable('workflows')
+                .set({ run_after: clock.now() })
+                .where('id', '=', other)
+                .where('status', 'in', ['pending', 'running'])
+                .execute()
+                .then(() => {}),
           };
           let result: StepResult;
           try {
@@ -332,7 +359,12 @@ export class WorkflowEngine implements WorkflowStarter {
           : goesOn(result)
             ? { status: 'running' as const, step: result.next, attempts: 0, run_after: null }
             : // A wake that arrived while the step ran (run_after set meanwhile) is kept, not overwritten.
-              { status: 'running' as const, step: result.next ?? workflow.step, attempts: result.attempts ?? 0, run_after: sql<number>`coalesce(run_after, ${now + result.wait})` };
+              {
+                status: 'running' as const,
+                step: result.next ?? workflow.step,
+                attempts: result.attempts ?? 0,
+                run_after: sql<number>`coalesce(run_after, ${now + result.wait})`,
+              };
     // A workflow cancelled while its step ran (its subject deleted) stays cancelled.
     await this.options.db
       .updateTable('workflows')

@@ -2,9 +2,9 @@
 // is named by the operation that starts it; regenerateProduct, started by createProduct and updateProduct, by its verb.
 import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
+import { deprovision } from './deprovision.ts';
 import type { WorkflowDefinition } from './engine.ts';
 import { createInstall } from './install.ts';
-import { deprovision } from './deprovision.ts';
 import { provision } from './provision.ts';
 import { regenerateProduct } from './regeneration.ts';
 import { resumeSuspension, suspendMachine } from './suspension.ts';

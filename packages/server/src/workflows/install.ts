@@ -15,7 +15,8 @@ const PLACEMENT_WAIT = 10;
 const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
 
 /** The install's product, only when it is of the install's workspace (what an install references lives there). */
-const productOf = (ctx: StepContext, install: { product_id: string; workspace_id: string }) => productOfWorkspace(ctx.db, install.product_id, install.workspace_id);
+const productOf = (ctx: StepContext, install: { product_id: string; workspace_id: string }) =>
+  productOfWorkspace(ctx.db, install.product_id, install.workspace_id);
 
 /** Values merged key by key; an override's value replaces the chart's where both are plain objects' leaves. */
 export function mergeValues(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
@@ -32,7 +33,11 @@ export function mergeValues(base: Record<string, unknown>, override: Record<stri
 export const releaseName = (source: ProductSource) => `${(source.chart.chart ?? 'app').replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${source.id.slice(-6)}`;
 
 /** The helm releases of an install at a product template: one per source, with the install's overrides. */
-export function releasesOf(install: { id: string; cluster_id: string; overrides: { template_helm_source_id: string; values: Record<string, unknown> }[] }, sources: ProductSource[], templateId: string): HelmReleaseRequest[] {
+export function releasesOf(
+  install: { id: string; cluster_id: string; overrides: { template_helm_source_id: string; values: Record<string, unknown> }[] },
+  sources: ProductSource[],
+  templateId: string,
+): HelmReleaseRequest[] {
   return sources.map((source) => {
     const override = install.overrides.find((o) => o.template_helm_source_id === source.id);
     return {

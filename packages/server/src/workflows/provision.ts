@@ -5,8 +5,8 @@
 import { ProviderAuthError } from '../providers/types.ts';
 import { claimSlot, machineForWorkflow, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
-import { machineCredential } from './credentials.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
+import { machineCredential } from './credentials.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */

@@ -2,8 +2,8 @@
 // install of the product to it. A newer update supersedes an older regeneration, which then ends without effect.
 import { installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
-import { releasesOf } from './install.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
+import { releasesOf } from './install.ts';
 
 /** The product, when the template this workflow regenerates is still its current one. */
 const currentProduct = (ctx: StepContext) => productAtTemplate(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id);

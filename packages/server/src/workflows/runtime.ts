@@ -6,10 +6,10 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { createComputeProvider } from '../providers/index.ts';
+import { type ProviderRateLimit, providerRateLimit } from '../providers/rate-limit.ts';
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import type { ClusterDriver } from '../providers/types.ts';
-import { type ProviderRateLimit, providerRateLimit } from '../providers/rate-limit.ts';
 import { secretBox } from '../services/secrets.ts';
 import { WorkflowEngine } from './engine.ts';
 import { workflowDefinitions } from './index.ts';
@@ -44,7 +44,10 @@ export function createRuntime(options: RuntimeOptions) {
     ...options.simulation,
   });
   const driver = options.driver ?? cloud;
-  const provider = rateLimited(createComputeProvider(config, { db: options.db, logger: options.logger, simulated: cloud }), options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit));
+  const provider = rateLimited(
+    createComputeProvider(config, { db: options.db, logger: options.logger, simulated: cloud }),
+    options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit),
+  );
   const engine = new WorkflowEngine({
     db: options.db,
     connectionString: options.connectionString,

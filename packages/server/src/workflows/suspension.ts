@@ -28,7 +28,11 @@ export const suspendMachine: WorkflowDefinition = {
     async snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      const snapshot = await ctx.provider.createSnapshot(String(ctx.state.server_id), { workflow: ctx.workflow.id, machine: subject.machine.provider_id }, await machineCredential(ctx, subject.machine.provider_id));
+      const snapshot = await ctx.provider.createSnapshot(
+        String(ctx.state.server_id),
+        { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
+        await machineCredential(ctx, subject.machine.provider_id),
+      );
       await recordSnapshot(ctx.db, subject.suspension.id, snapshot.id);
       return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
     },

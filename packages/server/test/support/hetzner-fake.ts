@@ -50,16 +50,58 @@ function validatorAt(...parts: string[]): ValidateFunction | undefined {
 }
 
 const LOCATIONS: S['location'][] = [
-  { id: 1, name: 'fsn1', city: 'Falkenstein', country: 'DE', description: 'Falkenstein DC Park 1', latitude: 50.47612, longitude: 12.370071, network_zone: 'eu-central' },
-  { id: 2, name: 'nbg1', city: 'Nuremberg', country: 'DE', description: 'Nuremberg DC Park 1', latitude: 49.452102, longitude: 11.076665, network_zone: 'eu-central' },
-  { id: 3, name: 'hel1', city: 'Helsinki', country: 'FI', description: 'Helsinki DC Park 1', latitude: 60.169855, longitude: 24.938379, network_zone: 'eu-central' },
+  {
+    id: 1,
+    name: 'fsn1',
+    city: 'Falkenstein',
+    country: 'DE',
+    description: 'Falkenstein DC Park 1',
+    latitude: 50.47612,
+    longitude: 12.370071,
+    network_zone: 'eu-central',
+  },
+  {
+    id: 2,
+    name: 'nbg1',
+    city: 'Nuremberg',
+    country: 'DE',
+    description: 'Nuremberg DC Park 1',
+    latitude: 49.452102,
+    longitude: 11.076665,
+    network_zone: 'eu-central',
+  },
+  {
+    id: 3,
+    name: 'hel1',
+    city: 'Helsinki',
+    country: 'FI',
+    description: 'Helsinki DC Park 1',
+    latitude: 60.169855,
+    longitude: 24.938379,
+    network_zone: 'eu-central',
+  },
 ];
 const price = (net: string): S['price'] => ({ net, gross: net });
 const serverType = (id: number, name: string, cores: number, memory: number, deprecated = false): S['server_type'] => ({
-  id, name, cores, memory, disk: 40, deprecated, description: name.toUpperCase(), architecture: name.startsWith('cax') ? 'arm' : 'x86',
-  cpu_type: name.startsWith('ccx') ? 'dedicated' : 'shared', storage_type: 'local', category: 'regular_purpose',
+  id,
+  name,
+  cores,
+  memory,
+  disk: 40,
+  deprecated,
+  description: name.toUpperCase(),
+  architecture: name.startsWith('cax') ? 'arm' : 'x86',
+  cpu_type: name.startsWith('ccx') ? 'dedicated' : 'shared',
+  storage_type: 'local',
+  category: 'regular_purpose',
   locations: LOCATIONS.map((l) => ({ id: l.id, name: l.name, deprecation: null })),
-  prices: LOCATIONS.map((l) => ({ location: l.name, included_traffic: 21990232555520, price_hourly: price('0.0060'), price_monthly: price('3.79'), price_per_tb_traffic: price('1.00') })),
+  prices: LOCATIONS.map((l) => ({
+    location: l.name,
+    included_traffic: 21990232555520,
+    price_hourly: price('0.0060'),
+    price_monthly: price('3.79'),
+    price_per_tb_traffic: price('1.00'),
+  })),
 });
 /** More than one page (per_page 50 → two pages at 60), so pagination is exercised. */
 export const SERVER_TYPES: S['server_type'][] = [
@@ -192,20 +234,45 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     const code = failing.get(command);
     failing.delete(command);
     const action = {
-      id: nextId++, command, status: 'running' as const, progress: 0, started: iso(), finished: null, error: null,
-      resources: [resource], finishAt: Date.now() + fake.actionMs, effect, ...(code ? { fail: { code, message: `${command} failed` } } : {}),
+      id: nextId++,
+      command,
+      status: 'running' as const,
+      progress: 0,
+      started: iso(),
+      finished: null,
+      error: null,
+      resources: [resource],
+      finishAt: Date.now() + fake.actionMs,
+      effect,
+      ...(code ? { fail: { code, message: `${command} failed` } } : {}),
     };
     project.actions.set(action.id, action);
     return publicAction(action);
   }
-  const publicAction = ({ finishAt: _f, effect: _e, fail: _x, ...action }: Project['actions'] extends Map<number, infer A> ? A : never): HAction => ({ ...action });
+  const publicAction = ({ finishAt: _f, effect: _e, fail: _x, ...action }: Project['actions'] extends Map<number, infer A> ? A : never): HAction => ({
+    ...action,
+  });
 
   function image(id: number, name: string | null, type: HImage['type'], labels: Record<string, string>, createdFrom: HServer | null): HImage {
     return {
-      id, name, type, labels, status: type === 'snapshot' ? 'creating' : 'available', architecture: 'x86', bound_to: null, created: iso(),
-      created_from: createdFrom ? { id: createdFrom.id, name: createdFrom.name } : null, deleted: null, deprecated: null,
-      description: name ?? `snapshot of ${createdFrom?.name}`, disk_size: 40, image_size: type === 'snapshot' ? 2.3 : null,
-      os_flavor: 'ubuntu', os_version: '24.04', protection: { delete: false }, rapid_deploy: type !== 'snapshot',
+      id,
+      name,
+      type,
+      labels,
+      status: type === 'snapshot' ? 'creating' : 'available',
+      architecture: 'x86',
+      bound_to: null,
+      created: iso(),
+      created_from: createdFrom ? { id: createdFrom.id, name: createdFrom.name } : null,
+      deleted: null,
+      deprecated: null,
+      description: name ?? `snapshot of ${createdFrom?.name}`,
+      disk_size: 40,
+      image_size: type === 'snapshot' ? 2.3 : null,
+      os_flavor: 'ubuntu',
+      os_version: '24.04',
+      protection: { delete: false },
+      rapid_deploy: type !== 'snapshot',
     };
   }
 
@@ -219,13 +286,40 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     if ([...project.servers.values()].some((s) => s.name === body.name)) return 'uniqueness_error';
     const id = nextId++;
     return {
-      id, name: body.name, status: 'initializing', created: iso(), labels: body.labels ?? {}, locked: false,
-      server_type: type, location, image: snapshot ?? image(1, body.image, 'system', {}, null),
-      datacenter: { id: location.id, name: `${location.name}-dc3`, description: `${location.city} DC 3`, location, server_types: { available: [type.id], available_for_migration: [type.id], supported: [type.id] } },
-      backup_window: null, included_traffic: 21990232555520, ingoing_traffic: 0, outgoing_traffic: 0, iso: null, primary_disk_size: 40,
-      private_net: [], load_balancers: [], volumes: [], placement_group: null, rescue_enabled: false,
+      id,
+      name: body.name,
+      status: 'initializing',
+      created: iso(),
+      labels: body.labels ?? {},
+      locked: false,
+      server_type: type,
+      location,
+      image: snapshot ?? image(1, body.image, 'system', {}, null),
+      datacenter: {
+        id: location.id,
+        name: `${location.name}-dc3`,
+        description: `${location.city} DC 3`,
+        location,
+        server_types: { available: [type.id], available_for_migration: [type.id], supported: [type.id] },
+      },
+      backup_window: null,
+      included_traffic: 21990232555520,
+      ingoing_traffic: 0,
+      outgoing_traffic: 0,
+      iso: null,
+      primary_disk_size: 40,
+      private_net: [],
+      load_balancers: [],
+      volumes: [],
+      placement_group: null,
+      rescue_enabled: false,
       protection: { delete: false, rebuild: false },
-      public_net: { ipv4: { id: id + 1, ip: `203.0.113.${id % 250}`, blocked: false, dns_ptr: `static.${id}.example` }, ipv6: null, floating_ips: [], firewalls: [] },
+      public_net: {
+        ipv4: { id: id + 1, ip: `203.0.113.${id % 250}`, blocked: false, dns_ptr: `static.${id}.example` },
+        ipv6: null,
+        floating_ips: [],
+        firewalls: [],
+      },
     };
   }
 
@@ -244,13 +338,30 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     const last = Math.max(1, Math.ceil(items.length / perPage));
     return {
       items: items.slice((current - 1) * perPage, current * perPage),
-      meta: { pagination: { page: current, per_page: perPage, previous_page: current > 1 ? current - 1 : null, next_page: current < last ? current + 1 : null, last_page: last, total_entries: items.length } },
+      meta: {
+        pagination: {
+          page: current,
+          per_page: perPage,
+          previous_page: current > 1 ? current - 1 : null,
+          next_page: current < last ? current + 1 : null,
+          last_page: last,
+          total_entries: items.length,
+        },
+      },
     };
   }
 
   const error = (status: number, code: string, message: string) => ({ status, body: { error: { code, message } } });
 
-  function handle(method: string, route: string, id: number | undefined, query: URLSearchParams, body: any, project: Project, token: string): { status: number; body?: unknown } {
+  function handle(
+    method: string,
+    route: string,
+    id: number | undefined,
+    query: URLSearchParams,
+    body: any,
+    project: Project,
+    token: string,
+  ): { status: number; body?: unknown } {
     const key = `${method} ${route}`;
     switch (key) {
       case 'get /servers': {
@@ -261,7 +372,12 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       case 'post /servers': {
         fake.onCreate?.(token, [...project.servers.values()]);
         const created = server(project, body);
-        if (typeof created === 'string') return error(created === 'not_found' ? 404 : created === 'uniqueness_error' ? 409 : 422, created, `server ${body.name} could not be created: ${created}`);
+        if (typeof created === 'string')
+          return error(
+            created === 'not_found' ? 404 : created === 'uniqueness_error' ? 409 : 422,
+            created,
+            `server ${body.name} could not be created: ${created}`,
+          );
         project.servers.set(created.id, created);
         const action = startAction(project, 'create_server', { id: created.id, type: 'server' }, () => {
           created.status = 'running';
@@ -303,7 +419,9 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       }
       case 'get /images': {
         const types = query.getAll('type');
-        const list = [...project.images.values()].filter((i) => (types.length === 0 || types.includes(i.type)) && matches(i.labels, query.get('label_selector')));
+        const list = [...project.images.values()].filter(
+          (i) => (types.length === 0 || types.includes(i.type)) && matches(i.labels, query.get('label_selector')),
+        );
         const { items, meta } = page(list, query);
         return { status: 200, body: { images: items, meta } };
       }

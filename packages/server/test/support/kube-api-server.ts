@@ -22,7 +22,17 @@ export const TEST_CA_PEM = readFileSync(new URL('./kube-ca.pem', import.meta.url
 type Obj = {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; creationTimestamp?: string; deletionTimestamp?: string; finalizers?: string[]; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace?: string;
+    resourceVersion?: string;
+    uid?: string;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   status?: Record<string, unknown>;
   [key: string]: unknown;
 };
@@ -36,7 +46,7 @@ interface Kind {
   validate(object: unknown): void;
 }
 
-let tcpValidator: ((object: unknown) => boolean) & { errors?: unknown } | undefined;
+let tcpValidator: (((object: unknown) => boolean) & { errors?: unknown }) | undefined;
 
 function validateTenantControlPlane(object: unknown): void {
   if (!tcpValidator) {
@@ -53,9 +63,21 @@ const KINDS: Record<string, Kind> = {
   'v1/namespaces': { apiVersion: 'v1', kind: 'Namespace', namespaced: false, statusSubresource: true, validate: (o) => new Namespace(o as never).validate() },
   'v1/nodes': { apiVersion: 'v1', kind: 'Node', namespaced: false, statusSubresource: true, validate: (o) => new Node(o as never).validate() },
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', namespaced: true, statusSubresource: true, validate: (o) => new Pod(o as never).validate() },
-  'kamaji.clastix.io/v1alpha1/tenantcontrolplanes': { apiVersion: 'kamaji.clastix.io/v1alpha1', kind: 'TenantControlPlane', namespaced: true, statusSubresource: true, validate: validateTenantControlPlane },
+  'kamaji.clastix.io/v1alpha1/tenantcontrolplanes': {
+    apiVersion: 'kamaji.clastix.io/v1alpha1',
+    kind: 'TenantControlPlane',
+    namespaced: true,
+    statusSubresource: true,
+    validate: validateTenantControlPlane,
+  },
   // Argo CD's Application CRD has no status subresource: a PUT replaces the status too.
-  'argoproj.io/v1alpha1/applications': { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespaced: true, statusSubresource: false, validate: (o) => new Application(o as never).validate() },
+  'argoproj.io/v1alpha1/applications': {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    namespaced: true,
+    statusSubresource: false,
+    validate: (o) => new Application(o as never).validate(),
+  },
 };
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -199,7 +221,15 @@ export class KubeApiServer {
     } catch (error) {
       const status = error instanceof StatusError ? error : new StatusError(500, 'InternalError', (error as Error).message);
       if (status.code === 422) this.refused.push({ method: req.method!, path: url.pathname, message: status.message });
-      this.send(res, status.code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: status.message, reason: status.reason, code: status.code });
+      this.send(res, status.code, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: status.message,
+        reason: status.reason,
+        code: status.code,
+      });
     }
   }
 
@@ -219,16 +249,26 @@ export class KubeApiServer {
   private serve(method: string, route: { resource: string; namespace?: string; name?: string }, kind: Kind, body: Obj | undefined): unknown {
     const { resource, namespace, name } = route;
     const existing = name ? this.get(resource, namespace, name) : undefined;
-    if (method === 'GET' && !name) return { apiVersion: kind.apiVersion, kind: `${kind.kind}List`, metadata: { resourceVersion: String(this.version) }, items: this.list(resource, namespace) };
+    if (method === 'GET' && !name)
+      return {
+        apiVersion: kind.apiVersion,
+        kind: `${kind.kind}List`,
+        metadata: { resourceVersion: String(this.version) },
+        items: this.list(resource, namespace),
+      };
     if (method === 'GET') {
       if (!existing) throw new StatusError(404, 'NotFound', `${resource} "${name}" not found`);
       return existing;
     }
     if (method === 'POST') {
       const object = this.check(kind, body, namespace);
-      if (this.get(resource, namespace, object.metadata.name)) throw new StatusError(409, 'AlreadyExists', `${resource} "${object.metadata.name}" already exists`);
+      if (this.get(resource, namespace, object.metadata.name))
+        throw new StatusError(409, 'AlreadyExists', `${resource} "${object.metadata.name}" already exists`);
       if (kind.statusSubresource) delete object.status;
-      return this.store(resource, { ...object, metadata: { ...object.metadata, uid: randomUUID(), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } });
+      return this.store(resource, {
+        ...object,
+        metadata: { ...object.metadata, uid: randomUUID(), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
+      });
     }
     if (method === 'PUT') {
       const object = this.check(kind, body, namespace);
@@ -239,7 +279,11 @@ export class KubeApiServer {
       }
       const status = kind.statusSubresource ? existing.status : object.status;
       const { uid, creationTimestamp, deletionTimestamp } = existing.metadata;
-      return this.store(resource, { ...object, ...(status ? { status } : { status: undefined }), metadata: { ...object.metadata, uid, creationTimestamp, deletionTimestamp } });
+      return this.store(resource, {
+        ...object,
+        ...(status ? { status } : { status: undefined }),
+        metadata: { ...object.metadata, uid, creationTimestamp, deletionTimestamp },
+      });
     }
     if (method === 'DELETE') {
       if (!existing) throw new StatusError(404, 'NotFound', `${resource} "${name}" not found`);
@@ -258,7 +302,8 @@ export class KubeApiServer {
     const object = structuredClone(body) as Obj;
     const invalid = (message: string) => new StatusError(422, 'Invalid', `${kind.kind} is invalid: ${message}`);
     if (!object || typeof object !== 'object') throw invalid('not an object');
-    if (object.apiVersion !== kind.apiVersion || object.kind !== kind.kind) throw invalid(`apiVersion/kind must be ${kind.apiVersion}/${kind.kind}, got ${object.apiVersion}/${object.kind}`);
+    if (object.apiVersion !== kind.apiVersion || object.kind !== kind.kind)
+      throw invalid(`apiVersion/kind must be ${kind.apiVersion}/${kind.kind}, got ${object.apiVersion}/${object.kind}`);
     const name = object.metadata?.name;
     if (typeof name !== 'string' || name.length > 253 || !DNS_SUBDOMAIN.test(name)) throw invalid(`metadata.name: "${name}" is not a DNS-1123 subdomain`);
     if (kind.namespaced && (object.metadata.namespace ?? namespace) !== namespace) throw invalid('metadata.namespace does not match the namespace on the URL');
@@ -295,8 +340,10 @@ export class KubeApiServer {
     const object = this.get('v1/pods', namespace, pod) as (Obj & { spec?: { containers?: { name: string }[] } }) | undefined;
     if (!object) throw new StatusError(404, 'NotFound', `pods "${pod}" not found`);
     const container = query.get('container') ?? object.spec?.containers?.[0]?.name;
-    if (!object.spec?.containers?.some((c) => c.name === container)) throw new StatusError(400, 'BadRequest', `container ${container} is not valid for pod ${pod}`);
-    if ((object.status as { phase?: string } | undefined)?.phase === 'Pending') throw new StatusError(400, 'BadRequest', `container "${container}" in pod "${pod}" is waiting to start: ContainerCreating`);
+    if (!object.spec?.containers?.some((c) => c.name === container))
+      throw new StatusError(400, 'BadRequest', `container ${container} is not valid for pod ${pod}`);
+    if ((object.status as { phase?: string } | undefined)?.phase === 'Pending')
+      throw new StatusError(400, 'BadRequest', `container "${container}" in pod "${pod}" is waiting to start: ContainerCreating`);
     if (query.has('sinceTime') && query.has('sinceSeconds')) throw new StatusError(422, 'Invalid', 'at most one of sinceTime or sinceSeconds may be specified');
     const tailRaw = query.get('tailLines');
     const tail = tailRaw === null ? undefined : Number(tailRaw);

@@ -18,4 +18,8 @@ async function rename(db: Kysely<unknown>, pairs: [from: string, to: string][]):
 
 export const up = (db: Kysely<unknown>): Promise<void> => rename(db, RENAMES);
 
-export const down = (db: Kysely<unknown>): Promise<void> => rename(db, RENAMES.map(([old, renamed]) => [renamed, old]));
+export const down = (db: Kysely<unknown>): Promise<void> =>
+  rename(
+    db,
+    RENAMES.map(([old, renamed]) => [renamed, old]),
+  );

@@ -69,7 +69,10 @@ function hetznerId(id: string): number | undefined {
  * characters becomes one dot (`compute://mch_01h…` → `compute.mch_01h…`).
  */
 export function labelValue(value: string): string {
-  return value.replace(/[^A-Za-z0-9._-]+/g, '.').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  return value
+    .replace(/[^A-Za-z0-9._-]+/g, '.')
+    .slice(0, 63)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
 }
 
 const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
@@ -92,7 +95,10 @@ export class HetznerCompute implements ComputeProvider {
     this.options = { actionPollMs: 1000, actionTimeoutMs: 600_000, shutdownTimeoutMs: 120_000, catalogTtlMs: 3_600_000, requestTimeoutMs: 30_000, ...options };
     const send = options.fetch ?? fetch;
     const timeoutMs = this.options.requestTimeoutMs;
-    this.client = createClient<paths>({ baseUrl: options.endpoint.replace(/\/+$/, ''), fetch: (request: Request) => send(request, { signal: AbortSignal.timeout(timeoutMs) }) });
+    this.client = createClient<paths>({
+      baseUrl: options.endpoint.replace(/\/+$/, ''),
+      fetch: (request: Request) => send(request, { signal: AbortSignal.timeout(timeoutMs) }),
+    });
   }
 
   /**
@@ -149,7 +155,11 @@ export class HetznerCompute implements ComputeProvider {
       current = HetznerCompute.data(answer, `read action ${current.id}`)!.action;
     }
     if (current.status === 'error') {
-      throw new HetznerError(0, current.error?.code ?? 'action_failed', `Hetzner action ${current.command} failed: ${current.error?.code ?? 'action_failed'}${current.error?.message ? ` (${current.error.message})` : ''}.`);
+      throw new HetznerError(
+        0,
+        current.error?.code ?? 'action_failed',
+        `Hetzner action ${current.command} failed: ${current.error?.code ?? 'action_failed'}${current.error?.message ? ` (${current.error.message})` : ''}.`,
+      );
     }
   }
 

@@ -9,8 +9,8 @@ import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
-import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import type {
@@ -76,7 +76,14 @@ interface TenantControlPlane {
 }
 
 interface ArgoApplication {
-  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
   spec: { source: Record<string, unknown> } & Record<string, unknown>;
   status?: {
     sync?: { status?: string; comparedTo?: { source?: unknown } };
@@ -88,7 +95,15 @@ interface ArgoApplication {
 /** Key-order-independent equality of JSON values (Argo CD echoes the source it compared, keys reordered). */
 function sameJson(a: unknown, b: unknown): boolean {
   const canonical = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
+        : v;
   return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 }
 
@@ -161,7 +176,11 @@ export class KubernetesDriver implements ClusterDriver {
 
   private async tenantControlPlane(clusterId: string): Promise<TenantControlPlane | undefined> {
     try {
-      return (await this.custom.getNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name: k8sName(clusterId) })) as TenantControlPlane;
+      return (await this.custom.getNamespacedCustomObject({
+        ...KAMAJI,
+        namespace: this.options.kamajiNamespace,
+        name: k8sName(clusterId),
+      })) as TenantControlPlane;
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -221,7 +240,9 @@ export class KubernetesDriver implements ClusterDriver {
     const cluster = tenant.getCurrentCluster();
     if (!cluster?.caData) throw new Error(`the admin kubeconfig of cluster ${request.cluster_id} has no certificate-authority-data`);
     const ca = new X509Certificate(Buffer.from(cluster.caData, 'base64'));
-    const caHash = createHash('sha256').update(ca.publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
+    const caHash = createHash('sha256')
+      .update(ca.publicKey.export({ type: 'spki', format: 'der' }))
+      .digest('hex');
     const endpoint = new URL(cluster.server).host;
     return {
       user_data: [
@@ -258,7 +279,11 @@ export class KubernetesDriver implements ClusterDriver {
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: `cluster-${clusterName}`, namespace: this.options.argocdNamespace, labels: { 'argocd.argoproj.io/secret-type': 'cluster', [LABEL.cluster]: clusterId } },
+      metadata: {
+        name: `cluster-${clusterName}`,
+        namespace: this.options.argocdNamespace,
+        labels: { 'argocd.argoproj.io/secret-type': 'cluster', [LABEL.cluster]: clusterId },
+      },
       type: 'Opaque',
       stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
     };
@@ -282,10 +307,17 @@ export class KubernetesDriver implements ClusterDriver {
     if (!request.pull_secrets?.length) return undefined;
     const core = (await this.tenant(request.cluster_id)).makeApiClient(CoreV1Api);
     const namespace = k8sName(request.namespace);
-    await core.createNamespace({ body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABEL.install]: request.namespace } } } }).catch((error) => {
-      if (!isConflict(error)) throw error;
-    });
-    const auths = Object.fromEntries(request.pull_secrets.map((c) => [c.server, { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString('base64') }]));
+    await core
+      .createNamespace({ body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABEL.install]: request.namespace } } } })
+      .catch((error) => {
+        if (!isConflict(error)) throw error;
+      });
+    const auths = Object.fromEntries(
+      request.pull_secrets.map((c) => [
+        c.server,
+        { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString('base64') },
+      ]),
+    );
     const name = pullSecretName(request.release);
     await this.upsertSecret(core, {
       apiVersion: 'v1',
@@ -302,13 +334,18 @@ export class KubernetesDriver implements ClusterDriver {
     const pullSecret = await this.pullSecret(request);
     // Charts name the pull secrets in `imagePullSecrets` (and `global.` for their subcharts).
     const values = pullSecret
-      ? { ...request.values, imagePullSecrets: [{ name: pullSecret }], global: { ...(request.values.global as object | undefined), imagePullSecrets: [{ name: pullSecret }] } }
+      ? {
+          ...request.values,
+          imagePullSecrets: [{ name: pullSecret }],
+          global: { ...(request.values.global as object | undefined), imagePullSecrets: [{ name: pullSecret }] },
+        }
       : request.values;
     const name = applicationName(request.namespace, request.release);
     const namespace = this.options.argocdNamespace;
     const existing = await this.application(name);
     const sameTemplate = existing?.metadata.annotations?.[LABEL.template] === request.template_id;
-    const revision = existing && !existing.metadata.deletionTimestamp ? Number(existing.metadata.annotations?.[LABEL.revision] ?? 1) + (sameTemplate ? 0 : 1) : 1;
+    const revision =
+      existing && !existing.metadata.deletionTimestamp ? Number(existing.metadata.annotations?.[LABEL.revision] ?? 1) + (sameTemplate ? 0 : 1) : 1;
     const application = new Application({
       metadata: {
         name,
@@ -334,9 +371,11 @@ export class KubernetesDriver implements ClusterDriver {
     application.validate(); // against Argo CD's schema, before it is sent
     // Applications have no status subresource: a replace carries Argo CD's status on, or it would be wiped.
     const body = { ...(application.toJSON() as object), ...(existing?.status ? { status: existing.status } : {}) };
-    const saved = (existing
-      ? await this.custom.replaceNamespacedCustomObject({ ...ARGO, namespace, name, body })
-      : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })) as ArgoApplication;
+    const saved = (
+      existing
+        ? await this.custom.replaceNamespacedCustomObject({ ...ARGO, namespace, name, body })
+        : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })
+    ) as ArgoApplication;
     return this.release(saved);
   }
 
@@ -347,7 +386,9 @@ export class KubernetesDriver implements ClusterDriver {
 
   async uninstallRelease(_clusterId: string, namespace: string, release: string): Promise<void> {
     // The resources finalizer makes Argo CD delete what the Application deployed before the Application goes.
-    await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: applicationName(namespace, release) }).catch(ignoreNotFound);
+    await this.custom
+      .deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: applicationName(namespace, release) })
+      .catch(ignoreNotFound);
   }
 
   private async application(name: string): Promise<ArgoApplication | undefined> {
@@ -430,7 +471,13 @@ export class KubernetesDriver implements ClusterDriver {
   }
 
   /** The raw lines of a container's log (timestamped); ends when the log does, the pod goes away, or `signal` aborts. */
-  private async *podLog(tenant: KubeConfig, namespace: string, target: PodContainer, params: { follow: boolean; tailLines?: number; sinceMicros?: number }, signal: AbortSignal): AsyncIterable<string> {
+  private async *podLog(
+    tenant: KubeConfig,
+    namespace: string,
+    target: PodContainer,
+    params: { follow: boolean; tailLines?: number; sinceMicros?: number },
+    signal: AbortSignal,
+  ): AsyncIterable<string> {
     const url = new URL(`${tenant.getCurrentCluster()!.server}/api/v1/namespaces/${k8sName(namespace)}/pods/${encodeURIComponent(target.pod)}/log`);
     url.searchParams.set('container', target.container);
     url.searchParams.set('timestamps', 'true');
@@ -444,7 +491,9 @@ export class KubernetesDriver implements ClusterDriver {
     try {
       const response = await new Promise<IncomingMessage>((resolve, reject) => {
         const send = url.protocol === 'https:' ? https.request : http.request;
-        send(url, { ...request, signal }, resolve).on('error', reject).end();
+        send(url, { ...request, signal }, resolve)
+          .on('error', reject)
+          .end();
       });
       // 404: the pod went away; 400: its container has not started yet (ContainerCreating): nothing to read.
       if (response.statusCode === 404 || response.statusCode === 400) {
