@@ -15,6 +15,13 @@ export default {
       to: { path: '^packages/[^/]+/', pathNot: ['^$1/', 'node_modules'] },
     },
     {
+      name: 'no-relative-path-into-packages',
+      comment: "The workspace's own tests and scripts use a package through its name and exports (the server: @platform/server/testing).",
+      severity: 'error',
+      from: { path: '^(test|scripts)/' },
+      to: { path: '^packages/[^/]+/(src|test)/', dependencyTypes: ['local'] },
+    },
+    {
       name: 'no-upward-from-operations',
       comment: 'Handlers are called by http/; they do not know Koa or the app.',
       severity: 'error',
@@ -46,8 +53,13 @@ export default {
       name: 'providers-are-leaves',
       comment: 'Drivers of outside systems know nothing of our tables, rules or handlers; they are handed what they need.',
       severity: 'error',
-      from: { path: `${server}providers/` },
-      to: { path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}workflows/`, `${server}db/`] },
+      // The composition root (providers/index.ts) wires drivers to the database; the sealed-secret box is a pure
+      // crypto helper (AES-256-GCM), no rule and no table.
+      from: { path: `${server}providers/`, pathNot: `${server}providers/index\\.ts$` },
+      to: {
+        path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}workflows/`, `${server}db/`],
+        pathNot: `${server}services/secrets\\.ts$`,
+      },
     },
     {
       name: 'provider-chosen-in-the-composition-root',

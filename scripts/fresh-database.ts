@@ -1,9 +1,8 @@
 // A database of a benchmark's or load run's own, made anew on the server DATABASE_URL names (or an embedded
 // one under .data/<dataDirName>) and migrated. `admin` stays connected to the server, to drop it afterwards.
 import { join } from 'node:path';
+import { type Connection, connect, migrateToLatest, openDatabase } from '@platform/server/testing';
 import { sql } from 'kysely';
-import { type Connection, connect, openDatabase } from '../packages/server/src/db/connect.ts';
-import { migrateToLatest } from '../packages/server/src/db/migrate.ts';
 import { repoRoot } from './gen.ts';
 
 export interface FreshDatabase {

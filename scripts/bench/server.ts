@@ -5,11 +5,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createUser, encodeCursor, systemClock } from '@platform/server/testing';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { systemClock } from '../../packages/server/src/clock.ts';
-import { createUser } from '../../packages/server/src/db/seed.ts';
-import { encodeCursor } from '../../packages/server/src/services/pagination.ts';
 import { freshDatabase } from '../fresh-database.ts';
 import { repoRoot } from '../gen.ts';
 import { serverNodeFlags } from '../server-process.ts';

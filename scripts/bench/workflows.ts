@@ -17,12 +17,9 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createUser, loadConfig, newId, seedSampleResources, systemClock } from '@platform/server/testing';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { systemClock } from '../../packages/server/src/clock.ts';
-import { loadConfig } from '../../packages/server/src/config.ts';
-import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
-import { newId } from '../../packages/server/src/ids.ts';
 import { freshDatabase } from '../fresh-database.ts';
 import { type ServerProcess, startServerProcess } from '../server-process.ts';
 import { median, percentile } from '../stats.ts';

@@ -10,10 +10,9 @@
 // timestamp to its arrival). Valid traffic must get no errors and no non-2xx: the script exits 1 otherwise.
 // Not part of `pnpm test`; the API rate limit and the log-stream cap are off (one token at full speed).
 import http from 'node:http';
+import { createUser, seedSampleResources, systemClock } from '@platform/server/testing';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { systemClock } from '../../packages/server/src/clock.ts';
-import { createUser, seedSampleResources } from '../../packages/server/src/db/seed.ts';
 import { freshDatabase } from '../fresh-database.ts';
 import { startServerProcess } from '../server-process.ts';
 import { percentile } from '../stats.ts';

@@ -7,18 +7,10 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from '@platform/server/testing';
 import { build } from 'esbuild';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  createTestDatabase,
-  newUser,
-  startTestServer,
-  TestClock,
-  type TestDatabase,
-  type TestServer,
-  type TestUser,
-} from '../../packages/server/test/support.ts';
 
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, '..', '..');

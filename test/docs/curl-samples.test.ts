@@ -8,16 +8,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from '@platform/server/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  createTestDatabase,
-  newUser,
-  startTestServer,
-  TestClock,
-  type TestDatabase,
-  type TestServer,
-  type TestUser,
-} from '../../packages/server/test/support.ts';
 import { codeSamples, sampleInput } from '../../scripts/code-samples.ts';
 import { listOperations, loadDocument } from '../support/openapi.ts';
 

@@ -8,9 +8,9 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from '@platform/server/testing';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from '../../packages/server/test/support.ts';
 import { isObject, listOperations, loadDocument } from '../support/openapi.ts';
 import { repoRoot } from '../support/prism.ts';
 

@@ -1,10 +1,18 @@
+import {
+  buildWorld,
+  createTestDatabase,
+  createToken,
+  idFor,
+  startTestServer,
+  TestClock,
+  type TestDatabase,
+  type TestServer,
+  type World,
+} from '@platform/server/testing';
 import fc from 'fast-check';
 import { generateSync } from 'json-schema-faker';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createToken } from '../../packages/server/src/services/tokens.ts';
-import { buildWorld, idFor, type World } from '../../packages/server/test/fixtures.ts';
-import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from '../../packages/server/test/support.ts';
 import { listOperations, loadDocument, type Operation, requestBodyOf, SchemaValidator } from '../support/openapi.ts';
 import { type PrismServer, startPrism } from '../support/prism.ts';
 

@@ -8,11 +8,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
+import {
+  createRuntime,
+  createTestDatabase,
+  loadConfig,
+  newUser,
+  startTestServer,
+  systemClock,
+  type TestDatabase,
+  type TestServer,
+  type TestUser,
+} from '@platform/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../server/src/clock.ts';
-import { loadConfig } from '../../server/src/config.ts';
-import { createRuntime } from '../../server/src/workflows/runtime.ts';
-import { createTestDatabase, newUser, startTestServer, type TestDatabase, type TestServer, type TestUser } from '../../server/test/support.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 // pino is the server's dependency, not the CLI's: loaded from there for a silent workers' logger.

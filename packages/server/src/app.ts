@@ -60,7 +60,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
     logger,
     secrets: secretBox(options.secretsKey),
     workflows: options.workflows ?? rowOnlyStarter(clock),
-    provider: options.provider ?? createComputeProvider(config, { db, logger, simulated: simulated as SimulatedCloud }),
+    provider: options.provider ?? createComputeProvider(config, { db, logger, simulated: simulated as SimulatedCloud<Database> }),
     driver,
     shutdown: options.shutdown ?? new AbortController().signal,
     logTails: new LogTails({ db, driver, pollMs: config.logPollMs }),

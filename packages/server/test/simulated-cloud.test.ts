@@ -1,11 +1,12 @@
 // The simulated cloud behaves like the real systems where callers can tell: idempotent creation by label,
 // servers that take time to boot, and a pod-log API with tail, since, resume and follow.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../src/db/schema.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { createTestDatabase, TestClock, type TestDatabase } from './support.ts';
 
 let database: TestDatabase;
-let cloud: SimulatedCloud;
+let cloud: SimulatedCloud<Database>;
 const clock = new TestClock();
 
 beforeAll(async () => {

@@ -4,21 +4,21 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import type { Database } from '../db/schema.ts';
 import { HetznerCompute } from './hetzner/compute.ts';
 import { tokenRateLimit } from './hetzner/rate-limit.ts';
 import { SimulatedCloud } from './simulated.ts';
 import type { ClusterDriver, ComputeProvider } from './types.ts';
 
-export interface ComputeProviderDeps {
-  db: Kysely<Database>;
+// Generic over the database's tables: the providers keep tables of their own and read none of ours.
+export interface ComputeProviderDeps<DB> {
+  db: Kysely<DB>;
   logger: Logger;
   /** The simulated cloud the process runs anyway (it is also the default cluster driver). */
-  simulated: SimulatedCloud;
+  simulated: SimulatedCloud<DB>;
 }
 
 /** The configured compute provider (COMPUTE_PROVIDER): the simulated cloud, or Hetzner Cloud. */
-export function createComputeProvider(config: Pick<Config, 'compute'>, deps: ComputeProviderDeps): ComputeProvider {
+export function createComputeProvider<DB>(config: Pick<Config, 'compute'>, deps: ComputeProviderDeps<DB>): ComputeProvider {
   const { compute } = config;
   if (compute.provider === 'simulated') return deps.simulated;
   return new HetznerCompute({
@@ -29,15 +29,15 @@ export function createComputeProvider(config: Pick<Config, 'compute'>, deps: Com
   });
 }
 
-export interface ClusterDriverDeps {
-  db: Kysely<Database>;
+export interface ClusterDriverDeps<DB> {
+  db: Kysely<DB>;
   clock: Clock;
   /** The simulated cloud to share (one simulation for machines and clusters); default: a new one. */
-  simulated?: SimulatedCloud;
+  simulated?: SimulatedCloud<DB>;
 }
 
 /** The configured cluster driver (CLUSTER_DRIVER); a management kubeconfig that cannot be used stops start-up. */
-export async function createClusterDriver(config: Pick<Config, 'clusterDriver' | 'simulation'>, deps: ClusterDriverDeps): Promise<ClusterDriver> {
+export async function createClusterDriver<DB>(config: Pick<Config, 'clusterDriver' | 'simulation'>, deps: ClusterDriverDeps<DB>): Promise<ClusterDriver> {
   const settings = config.clusterDriver;
   if (settings.kind === 'simulated') return deps.simulated ?? new SimulatedCloud(deps.db, deps.clock, config.simulation);
   // Loaded only when chosen: the Kubernetes client and models take seconds to import, on every process start.

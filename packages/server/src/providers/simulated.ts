@@ -10,7 +10,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
-import type { Database } from '../db/schema.ts';
 import { SERVER_TYPES } from '../services/server-types.ts';
 import type {
   ClusterDriver,
@@ -111,13 +110,14 @@ interface ReleaseRow {
   uninstalled_ms: number | null;
 }
 
-export class SimulatedCloud implements ComputeProvider, ClusterDriver {
+// Generic over the database's tables: the simulation keeps its own schema (simulated_cloud) and reads none of ours.
+export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDriver {
   readonly options: SimulationOptions;
-  private readonly db: Kysely<Database>;
+  private readonly db: Kysely<DB>;
   private readonly clock: Clock;
   private ready: Promise<void> | undefined;
 
-  constructor(db: Kysely<Database>, clock: Clock, options: Partial<SimulationOptions> = {}) {
+  constructor(db: Kysely<DB>, clock: Clock, options: Partial<SimulationOptions> = {}) {
     this.db = db;
     this.clock = clock;
     this.options = { ...defaultSimulation, ...options };
@@ -127,7 +127,7 @@ export class SimulatedCloud implements ComputeProvider, ClusterDriver {
    * Creates the simulator's schema once per process (idempotent across processes). `calls` records the cloud
    * API's calls (what its rate limit counts); the control planes' calls go to Kubernetes and are not recorded.
    */
-  private async call(method: string, cloudApi = true): Promise<Kysely<Database>> {
+  private async call(method: string, cloudApi = true): Promise<Kysely<DB>> {
     const at = Date.now(); // when the call reaches the "provider", as its own rate limiter would count it
     this.ready ??= (async () => {
       await sql`SELECT pg_advisory_lock(hashtextextended('simulated_cloud schema', 0))`.execute(this.db).catch(() => {});

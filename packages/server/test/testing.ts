@@ -1,0 +1,13 @@
+// What the workspace's other tests, benchmarks and scripts use of the server, as one entry point
+// (`@platform/server/testing`): they reach the server through this seam, never by a relative path into its files.
+export { systemClock } from '../src/clock.ts';
+export { loadConfig } from '../src/config.ts';
+export { type Connection, connect, openDatabase } from '../src/db/connect.ts';
+export { migrateToLatest } from '../src/db/migrate.ts';
+export { createUser, seedSampleResources } from '../src/db/seed.ts';
+export { newId } from '../src/ids.ts';
+export { createToken } from '../src/resources/tokens.ts';
+export { encodeCursor } from '../src/services/pagination.ts';
+export { createRuntime } from '../src/workflows/runtime.ts';
+export { buildWorld, idFor, type World } from './fixtures.ts';
+export * from './support.ts';
