@@ -5,28 +5,24 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createHttpServer } from '../src/http/server.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-const clock = new TestClock();
 let alice: TestUser;
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock, {
+const app = useTestServer({
+  env: {
     HEADERS_TIMEOUT_SECONDS: '1',
     BODY_TIMEOUT_SECONDS: '1',
     CORS_ORIGINS: 'https://app.example.com,http://localhost:5173',
-  });
-  alice = await newUser(database.db, clock);
+  },
 });
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
+const { clock } = app;
+
+beforeAll(async () => {
+  alice = await newUser(app.db, clock);
 });
 
 /** Writes `text` on a raw connection and resolves with everything the server sends until it closes. */
@@ -53,7 +49,7 @@ describe('what Node’s parser refuses gets the contract’s error body and a re
     ['headers larger than 16 KB → 431', `GET /v1/regions HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
     ['a URL larger than 16 KB → 431', `GET /v1/clusters/${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
   ])('%s', async (_what, request, status) => {
-    const response = await raw(server.baseUrl, (socket) => void socket.write(request));
+    const response = await raw(app.baseUrl, (socket) => void socket.write(request));
     expect(statusOf(response)).toBe(status);
     expect(response).toMatch(/\r\nX-Request-Id: req_[0-9a-f]{32}\r\n/i);
     expect(bodyOf(response).error).toMatchObject({ code: 'bad_request', message: expect.any(String) });
@@ -63,7 +59,7 @@ describe('what Node’s parser refuses gets the contract’s error body and a re
 describe('read time bounds (HEADERS_TIMEOUT_SECONDS, BODY_TIMEOUT_SECONDS)', () => {
   it('a client that stalls in its headers is answered 408 and disconnected', async () => {
     const started = Date.now();
-    const response = await raw(server.baseUrl, (socket) => void socket.write('POST /v1/clusters HTTP/1.1\r\nHost: x\r\n'));
+    const response = await raw(app.baseUrl, (socket) => void socket.write('POST /v1/clusters HTTP/1.1\r\nHost: x\r\n'));
     expect(statusOf(response)).toBe(408);
     expect(bodyOf(response).error.code).toBe('bad_request');
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -72,7 +68,7 @@ describe('read time bounds (HEADERS_TIMEOUT_SECONDS, BODY_TIMEOUT_SECONDS)', () 
     const started = Date.now();
     const body = JSON.stringify({ name: 'stalled', region_id: 'fsn1' });
     const response = await raw(
-      server.baseUrl,
+      app.baseUrl,
       (socket) =>
         void socket.write(
           `POST /v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
@@ -89,7 +85,7 @@ describe('read time bounds (HEADERS_TIMEOUT_SECONDS, BODY_TIMEOUT_SECONDS)', () 
 describe('operations that need no token take small bodies only', () => {
   it('the device code endpoint refuses 9 KB with 413 (an authenticated operation takes it)', async () => {
     const big = `client_id=cli&scope=${'a'.repeat(9_000)}`;
-    const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body: big, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const reply = await call(app.baseUrl, 'POST', '/v1/auth/device/code', { body: big, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe('payload_too_large');
   });
@@ -97,7 +93,7 @@ describe('operations that need no token take small bodies only', () => {
 
 describe('CORS for the origins in CORS_ORIGINS', () => {
   const preflight = (origin: string) =>
-    fetch(`${server.baseUrl}/v1/clusters`, {
+    fetch(`${app.baseUrl}/v1/clusters`, {
       method: 'OPTIONS',
       headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
     });
@@ -111,11 +107,11 @@ describe('CORS for the origins in CORS_ORIGINS', () => {
     expect(response.headers.get('vary')).toContain('Origin');
   });
   it('lets a listed origin read answers, errors included, and their request id', async () => {
-    const ok = await fetch(`${server.baseUrl}/v1/workspaces`, { headers: { origin: 'http://localhost:5173', authorization: `Bearer ${alice.token}` } });
+    const ok = await fetch(`${app.baseUrl}/v1/workspaces`, { headers: { origin: 'http://localhost:5173', authorization: `Bearer ${alice.token}` } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
     expect(ok.headers.get('access-control-expose-headers')).toContain('X-Request-Id');
-    const denied = await fetch(`${server.baseUrl}/v1/workspaces`, { headers: { origin: 'http://localhost:5173' } });
+    const denied = await fetch(`${app.baseUrl}/v1/workspaces`, { headers: { origin: 'http://localhost:5173' } });
     expect(denied.status).toBe(401);
     expect(denied.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
   });
@@ -123,7 +119,7 @@ describe('CORS for the origins in CORS_ORIGINS', () => {
     const response = await preflight('https://evil.example');
     expect(response.status).toBe(403);
     expect((await response.json()).error).toMatchObject({ code: 'forbidden', param: 'Origin' });
-    const plain = await fetch(`${server.baseUrl}/v1/regions`, { headers: { origin: 'https://evil.example', authorization: `Bearer ${alice.token}` } });
+    const plain = await fetch(`${app.baseUrl}/v1/regions`, { headers: { origin: 'https://evil.example', authorization: `Bearer ${alice.token}` } });
     expect(plain.headers.get('access-control-allow-origin')).toBeNull();
   });
   it('no origin is listed by default', () => {

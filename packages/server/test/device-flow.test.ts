@@ -2,25 +2,19 @@
 // slow_down growing the interval, approval and the one-time token (also when two polls race), denial, expiry
 // (on the test clock), user-code matching, the approval's brute-force limit, the issued session token at work
 // and revoked by logout, and the OAuth error body of the token endpoint.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { digest } from '../src/services/tokens.ts';
-import { call, createTestDatabase, newUser, type Reply, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type Reply, startTestServer, type TestUser, useTestServer } from './support.ts';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
-let database: TestDatabase;
-let server: TestServer;
 let alice: TestUser;
-const clock = new TestClock();
+
+const app = useTestServer();
+const { clock } = app;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-  alice = await newUser(database.db, clock, 'free');
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
+  alice = await newUser(app.db, clock, 'free');
 });
 
 interface DeviceAuthorization {
@@ -33,7 +27,7 @@ interface DeviceAuthorization {
 }
 
 async function start(body: unknown = { client_id: 'platform-cli' }): Promise<DeviceAuthorization> {
-  const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body });
+  const reply = await call(app.baseUrl, 'POST', '/v1/auth/device/code', { body });
   expect(reply.status).toBe(200);
   return reply.body as DeviceAuthorization;
 }
@@ -41,14 +35,14 @@ async function start(body: unknown = { client_id: 'platform-cli' }): Promise<Dev
 /** A poll as standard OAuth clients send it: form-encoded. */
 async function poll(deviceCode: string, extra: Record<string, string> = {}): Promise<Reply> {
   const form = new URLSearchParams({ grant_type: GRANT, device_code: deviceCode, ...extra });
-  return call(server.baseUrl, 'POST', '/v1/auth/device/token', {
+  return call(app.baseUrl, 'POST', '/v1/auth/device/token', {
     body: form.toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
 }
 
 const approve = (userCode: string, action: 'approve' | 'deny' = 'approve', token = alice.token) =>
-  call(server.baseUrl, 'POST', '/v1/auth/device/approve', { token, body: { user_code: userCode, action } });
+  call(app.baseUrl, 'POST', '/v1/auth/device/approve', { token, body: { user_code: userCode, action } });
 
 function expectOAuthError(reply: Reply, error: string): void {
   expect(reply.status, JSON.stringify(reply.body)).toBe(400);
@@ -61,35 +55,31 @@ describe('requestDeviceCode', () => {
     const grant = await start();
     expect(grant.device_code).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(grant.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
-    expect(grant.verification_uri).toBe(`${server.baseUrl}/device`);
-    expect(grant.verification_uri_complete).toBe(`${server.baseUrl}/device?user_code=${grant.user_code}`);
+    expect(grant.verification_uri).toBe(`${app.baseUrl}/device`);
+    expect(grant.verification_uri_complete).toBe(`${app.baseUrl}/device?user_code=${grant.user_code}`);
     expect(grant.expires_in).toBe(600);
     expect(grant.interval).toBe(5);
   });
 
   it('needs no body, takes a form-encoded one, and keeps only digests of device codes', async () => {
-    const bare = await call(server.baseUrl, 'POST', '/v1/auth/device/code');
+    const bare = await call(app.baseUrl, 'POST', '/v1/auth/device/code');
     expect(bare.status).toBe(200);
-    const form = await call(server.baseUrl, 'POST', '/v1/auth/device/code', {
+    const form = await call(app.baseUrl, 'POST', '/v1/auth/device/code', {
       body: 'client_id=platform-cli&scope=platform',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expect(form.status).toBe(200);
-    const row = await database.db
-      .selectFrom('device_grants')
-      .selectAll()
-      .where('device_code_digest', '=', digest(form.body.device_code))
-      .executeTakeFirstOrThrow();
+    const row = await app.db.selectFrom('device_grants').selectAll().where('device_code_digest', '=', digest(form.body.device_code)).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ client_id: 'platform-cli', scope: 'platform', status: 'pending', user_code: form.body.user_code.replace('-', '') });
-    const plaintext = await database.db.selectFrom('device_grants').select('id').where('user_code', '=', form.body.device_code).execute();
+    const plaintext = await app.db.selectFrom('device_grants').select('id').where('user_code', '=', form.body.device_code).execute();
     expect(plaintext).toEqual([]);
   });
 
   it('refuses unknown fields and other content types with the shared error body', async () => {
-    const unknown = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body: { client: 'x' } });
+    const unknown = await call(app.baseUrl, 'POST', '/v1/auth/device/code', { body: { client: 'x' } });
     expect(unknown.status).toBe(422);
     expect(unknown.body).toMatchObject({ error: { code: 'validation_error', param: 'client' } });
-    const text = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=x', headers: { 'content-type': 'text/plain' } });
+    const text = await call(app.baseUrl, 'POST', '/v1/auth/device/code', { body: 'client_id=x', headers: { 'content-type': 'text/plain' } });
     expect(text.status).toBe(400);
     expect(text.body).toMatchObject({ error: { code: 'bad_request' } });
   });
@@ -98,7 +88,7 @@ describe('requestDeviceCode', () => {
     const { request } = await import('node:http');
     const withHost = (host: string) =>
       new Promise<{ status: number; body: DeviceAuthorization }>((resolve, reject) => {
-        const url = new URL('/v1/auth/device/code', server.baseUrl);
+        const url = new URL('/v1/auth/device/code', app.baseUrl);
         const req = request(url, { method: 'POST', headers: { host } }, (res) => {
           let text = '';
           res.setEncoding('utf8');
@@ -117,7 +107,7 @@ describe('requestDeviceCode', () => {
   });
 
   it('uses PUBLIC_URL for the verification URI when it is set', async () => {
-    const configured = await startTestServer(database.db, clock, { PUBLIC_URL: 'https://api.platform.example/' });
+    const configured = await startTestServer(app.db, clock, { PUBLIC_URL: 'https://api.platform.example/' });
     try {
       const reply = await call(configured.baseUrl, 'POST', '/v1/auth/device/code');
       expect(reply.body.verification_uri).toBe('https://api.platform.example/device');
@@ -138,7 +128,7 @@ describe('the flow', () => {
     expect(fast.body.error_description).toContain('10 seconds');
     const interval = async () =>
       (
-        await database.db
+        await app.db
           .selectFrom('device_grants')
           .select('interval_seconds')
           .where('device_code_digest', '=', digest(grant.device_code))
@@ -162,7 +152,7 @@ describe('the flow', () => {
     expect(issued.status).toBe(200);
     expect(issued.body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9]{32}$/), token_type: 'Bearer', expires_in: 365 * 24 * 3600 });
     const token: string = issued.body.access_token;
-    const row = await database.db.selectFrom('tokens').selectAll().where('digest', '=', digest(token)).executeTakeFirstOrThrow();
+    const row = await app.db.selectFrom('tokens').selectAll().where('digest', '=', digest(token)).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ kind: 'session', user_id: alice.userId, name: 'platform-cli' });
 
     // Exchanged once: the next poll gets invalid_grant.
@@ -170,15 +160,15 @@ describe('the flow', () => {
     expectOAuthError(await poll(grant.device_code), 'invalid_grant');
 
     // The token works, as the user who approved.
-    const workspaces = await call(server.baseUrl, 'GET', '/v1/workspaces', { token });
+    const workspaces = await call(app.baseUrl, 'GET', '/v1/workspaces', { token });
     expect(workspaces.status).toBe(200);
     expect(workspaces.body.data.map((w: { id: string }) => w.id)).toContain(alice.workspaceId);
     // Logout revokes it: the next request with it is 401.
-    expect((await call(server.baseUrl, 'POST', '/v1/auth/logout', { token })).status).toBe(204);
-    const after = await call(server.baseUrl, 'GET', '/v1/workspaces', { token });
+    expect((await call(app.baseUrl, 'POST', '/v1/auth/logout', { token })).status).toBe(204);
+    const after = await call(app.baseUrl, 'GET', '/v1/workspaces', { token });
     expect(after.status).toBe(401);
     expect(after.body).toMatchObject({ error: { code: 'unauthorized' } });
-    expect(await database.db.selectFrom('tokens').select('id').where('id', '=', row.id).execute()).toEqual([]);
+    expect(await app.db.selectFrom('tokens').select('id').where('id', '=', row.id).execute()).toEqual([]);
   });
 
   it('issues the token exactly once when polls race', async () => {
@@ -191,7 +181,7 @@ describe('the flow', () => {
       expect(reply.status).toBe(400);
       expect(['invalid_grant', 'expired_token']).toContain(reply.body.error);
     }
-    const sessions = await database.db
+    const sessions = await app.db
       .selectFrom('tokens')
       .select('id')
       .where('user_id', '=', alice.userId)
@@ -199,7 +189,7 @@ describe('the flow', () => {
       .where('digest', '=', digest(issued[0]!.body.access_token))
       .execute();
     expect(sessions).toHaveLength(1);
-    const row = await database.db
+    const row = await app.db
       .selectFrom('device_grants')
       .select(['status', 'token_id'])
       .where('device_code_digest', '=', digest(grant.device_code))
@@ -256,7 +246,7 @@ describe('the flow', () => {
     expect((await approve(grant.user_code)).status).toBe(200);
     const other = await poll(grant.device_code, { client_id: 'someone-else' });
     expectOAuthError(other, 'invalid_grant');
-    const json = await call(server.baseUrl, 'POST', '/v1/auth/device/token', {
+    const json = await call(app.baseUrl, 'POST', '/v1/auth/device/token', {
       body: { grant_type: GRANT, device_code: grant.device_code, client_id: 'platform-cli' },
     });
     expect(json.status).toBe(200);
@@ -268,7 +258,7 @@ describe('the token endpoint answers every error in the OAuth 2.0 body', () => {
   it('unknown device code → invalid_grant; another grant type → unsupported_grant_type', async () => {
     expectOAuthError(await poll('no-such-device-code'), 'invalid_grant');
     const grant = await start();
-    const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/token', {
+    const reply = await call(app.baseUrl, 'POST', '/v1/auth/device/token', {
       body: new URLSearchParams({ grant_type: 'authorization_code', device_code: grant.device_code }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
@@ -277,17 +267,17 @@ describe('the token endpoint answers every error in the OAuth 2.0 body', () => {
 
   it('a missing or repeated parameter, malformed JSON or another content type → invalid_request', async () => {
     const form = (body: string) =>
-      call(server.baseUrl, 'POST', '/v1/auth/device/token', { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      call(app.baseUrl, 'POST', '/v1/auth/device/token', { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     const missing = await form(`grant_type=${encodeURIComponent(GRANT)}`);
     expectOAuthError(missing, 'invalid_request');
     expect(missing.body.error_description).toContain('device_code');
     expectOAuthError(await form(`grant_type=${encodeURIComponent(GRANT)}&device_code=a&device_code=b`), 'invalid_request');
     expectOAuthError(
-      await call(server.baseUrl, 'POST', '/v1/auth/device/token', { body: '{"grant_type":', headers: { 'content-type': 'application/json' } }),
+      await call(app.baseUrl, 'POST', '/v1/auth/device/token', { body: '{"grant_type":', headers: { 'content-type': 'application/json' } }),
       'invalid_request',
     );
-    expectOAuthError(await call(server.baseUrl, 'POST', '/v1/auth/device/token', { body: 'x', headers: { 'content-type': 'text/plain' } }), 'invalid_request');
-    expectOAuthError(await call(server.baseUrl, 'POST', '/v1/auth/device/token'), 'invalid_request');
+    expectOAuthError(await call(app.baseUrl, 'POST', '/v1/auth/device/token', { body: 'x', headers: { 'content-type': 'text/plain' } }), 'invalid_request');
+    expectOAuthError(await call(app.baseUrl, 'POST', '/v1/auth/device/token'), 'invalid_request');
   });
 
   it('ignores parameters it does not know, as RFC 6749 asks', async () => {
@@ -298,18 +288,18 @@ describe('the token endpoint answers every error in the OAuth 2.0 body', () => {
 
 describe('approveDeviceCode', () => {
   it('needs a token', async () => {
-    const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/approve', { body: { user_code: 'WDJB-MJHT', action: 'approve' } });
+    const reply = await call(app.baseUrl, 'POST', '/v1/auth/device/approve', { body: { user_code: 'WDJB-MJHT', action: 'approve' } });
     expect(reply.status).toBe(401);
   });
 
   it('rejects a malformed code or action with 422', async () => {
-    const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/approve', { token: alice.token, body: { user_code: 'WDJB-MJHT', action: 'maybe' } });
+    const reply = await call(app.baseUrl, 'POST', '/v1/auth/device/approve', { token: alice.token, body: { user_code: 'WDJB-MJHT', action: 'maybe' } });
     expect(reply.status).toBe(422);
     expect(reply.body).toMatchObject({ error: { code: 'validation_error', param: 'action' } });
   });
 
   it('limits unknown codes to 10 per user in 10 minutes (429 with Retry-After), without touching other users', async () => {
-    const mallory = await newUser(database.db, clock, 'free');
+    const mallory = await newUser(app.db, clock, 'free');
     const guess = (token = mallory.token) => approve('BCDF-GHJK', 'approve', token);
     // A real code does not count against the limit.
     const real = await start();
@@ -334,7 +324,7 @@ describe('approveDeviceCode', () => {
   });
 
   it('the limit holds when guesses race', async () => {
-    const eve = await newUser(database.db, clock, 'free');
+    const eve = await newUser(app.db, clock, 'free');
     const replies = await Promise.all(Array.from({ length: 20 }, () => approve('ZZZZ-ZZZZ', 'approve', eve.token)));
     const statuses = replies.map((reply) => reply.status);
     expect(statuses.filter((s) => s === 404)).toHaveLength(10);

@@ -3,31 +3,25 @@
 // nested deeper than the contract allows, lone UTF-16 surrogates in strings and property names, values far longer
 // than any id (never echoed whole), and idempotency keys compared on the JSON value, not its key order.
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { MAX_JSON_DEPTH } from '../src/http/input-checks.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-const clock = new TestClock();
 let alice: TestUser;
 let sample: Awaited<ReturnType<typeof seedSampleResources>>;
 
+const app = useTestServer();
+const { clock } = app;
+
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-  alice = await newUser(database.db, clock, 'pro');
-  sample = await seedSampleResources(database.db, clock, alice);
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
+  alice = await newUser(app.db, clock, 'pro');
+  sample = await seedSampleResources(app.db, clock, alice);
 });
 
 /** A request with a raw JSON text body (so it can hold what JSON.stringify would never write). */
 const send = (method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
-  call(server.baseUrl, method, path, {
+  call(app.baseUrl, method, path, {
     token: alice.token,
     ...(body === undefined ? {} : { body }),
     headers: { 'x-workspace-id': alice.workspaceId, ...headers },

@@ -1,26 +1,16 @@
 // Quotas hold under concurrency: the check and the insert share a transaction and a per-owner lock.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+import { call, newUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-const clock = new TestClock();
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
-});
+const app = useTestServer();
+const { clock } = app;
 
 describe('kaas/clusters', () => {
   it('20 parallel creations by a free user: exactly one succeeds, nineteen get 403 quota_exceeded', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const replies = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `race-${i}`, region_id: 'fsn1' } })),
+      Array.from({ length: 20 }, (_, i) => call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `race-${i}`, region_id: 'fsn1' } })),
     );
     const statuses = replies.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 202)).toHaveLength(1);
@@ -29,16 +19,16 @@ describe('kaas/clusters', () => {
       expect(reply.body).toMatchObject({ error: { code: 'quota_exceeded', details: { metric: 'kaas/clusters', limit: 1, usage: 1, requested: 1 } } });
       expect(reply.body.error.suggestion).toMatch(/Pro|BYOM/);
     }
-    const quota = await call(server.baseUrl, 'GET', '/v1/quotas/kaas%2Fclusters', { token: user.token });
+    const quota = await call(app.baseUrl, 'GET', '/v1/quotas/kaas%2Fclusters', { token: user.token });
     expect(quota.body).toMatchObject({ limit: 1, usage: 1, remaining: 0 });
   });
 
   it('counts per user across all owned workspaces: a new workspace adds no capacity', async () => {
-    const user = await newUser(database.db, clock, 'free');
-    expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'one', region_id: 'fsn1' } })).status).toBe(202);
-    const second = await call(server.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'second' } });
+    const user = await newUser(app.db, clock, 'free');
+    expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'one', region_id: 'fsn1' } })).status).toBe(202);
+    const second = await call(app.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'second' } });
     expect(second.status).toBe(201);
-    const refused = await call(server.baseUrl, 'POST', '/v1/clusters', {
+    const refused = await call(app.baseUrl, 'POST', '/v1/clusters', {
       token: user.token,
       body: { name: 'two', region_id: 'fsn1' },
       headers: { 'x-workspace-id': second.body.id },
@@ -48,20 +38,20 @@ describe('kaas/clusters', () => {
   });
 
   it('a workspace override wins over a user override, which wins over the plan', async () => {
-    const user = await newUser(database.db, clock, 'free');
-    await database.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
+    const user = await newUser(app.db, clock, 'free');
+    await app.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
     for (const name of ['a', 'b'])
-      expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name, region_id: 'fsn1' } })).status).toBe(202);
-    expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(403);
-    await database.db.insertInto('quota_overrides').values({ user_id: null, workspace_id: user.workspaceId, metric: 'kaas/clusters', limit: 3 }).execute();
-    expect((await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(202);
+      expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name, region_id: 'fsn1' } })).status).toBe(202);
+    expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(403);
+    await app.db.insertInto('quota_overrides').values({ user_id: null, workspace_id: user.workspaceId, metric: 'kaas/clusters', limit: 3 }).execute();
+    expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(202);
   });
 });
 
 describe('compute quotas and concurrency', () => {
   async function clusterWithConfig(token: string, workspaceId: string, byom: boolean) {
     const cluster = newId('cl');
-    await database.db
+    await app.db
       .insertInto('clusters')
       .values({
         id: cluster,
@@ -76,10 +66,9 @@ describe('compute quotas and concurrency', () => {
       .execute();
     let credential: string | undefined;
     if (byom)
-      credential = (
-        await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token, body: { name: 'mine', provider: 'hcloud', secret: 'hc-token' } })
-      ).body.id;
-    const config = await call(server.baseUrl, 'POST', '/v1/compute/configs', {
+      credential = (await call(app.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token, body: { name: 'mine', provider: 'hcloud', secret: 'hc-token' } }))
+        .body.id;
+    const config = await call(app.baseUrl, 'POST', '/v1/compute/configs', {
       token,
       body: {
         name: 'gp',
@@ -93,11 +82,11 @@ describe('compute quotas and concurrency', () => {
   }
 
   it('a free user gets one platform machine; the rest are 403 with details; BYOM machines are exempt', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const platform = await clusterWithConfig(user.token, user.workspaceId, false);
     const replies = await Promise.all(
       Array.from({ length: 10 }, () =>
-        call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: platform.cluster, compute_config_id: platform.config } }),
+        call(app.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: platform.cluster, compute_config_id: platform.config } }),
       ),
     );
     expect(replies.filter((r) => r.status === 202)).toHaveLength(1);
@@ -108,39 +97,39 @@ describe('compute quotas and concurrency', () => {
     const byom = await clusterWithConfig(user.token, user.workspaceId, true);
     const own = await Promise.all(
       Array.from({ length: 3 }, () =>
-        call(server.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: byom.cluster, compute_config_id: byom.config } }),
+        call(app.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: byom.cluster, compute_config_id: byom.config } }),
       ),
     );
     expect(own.map((r) => r.status)).toEqual([202, 202, 202]);
     expect(own.every((r) => r.body.byom === true)).toBe(true);
     // Free plan: one provision at a time per cluster; the others wait their turn.
     expect(own.map((r) => r.body.status).sort()).toEqual(['provisioning', 'queued', 'queued']);
-    const quota = await call(server.baseUrl, 'GET', `/v1/quotas?cluster_id=${byom.cluster}`, { token: user.token });
+    const quota = await call(app.baseUrl, 'GET', `/v1/quotas?cluster_id=${byom.cluster}`, { token: user.token });
     expect(quota.body.find((e: { metric: string }) => e.metric === 'compute/machines')).toMatchObject({ usage: 1 });
     expect(quota.body.find((e: { metric: string }) => e.metric === 'compute/provisioning')).toMatchObject({ limit: 1, usage: 1 });
-    const status = await call(server.baseUrl, 'GET', `/v1/clusters/${byom.cluster}/compute_status`, { token: user.token });
+    const status = await call(app.baseUrl, 'GET', `/v1/clusters/${byom.cluster}/compute_status`, { token: user.token });
     expect(status.body.autoscaling).toMatchObject({ state: 'scaling', provisioning: 1, queued: 2, provisioning_limit: 1 });
   });
 
   it('cpu and memory quotas count the server type', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { cluster, config } = await clusterWithConfig(user.token, user.workspaceId, false);
     // Pro: 8 cores. cx42 has 8: the first fits, a second cx22 (2 cores) does not.
     expect(
       (
-        await call(server.baseUrl, 'POST', '/v1/compute/machines', {
+        await call(app.baseUrl, 'POST', '/v1/compute/machines', {
           token: user.token,
           body: { cluster_id: cluster, compute_config_id: config, server_type: 'cx42' },
         })
       ).status,
     ).toBe(202);
-    const refused = await call(server.baseUrl, 'POST', '/v1/compute/machines', {
+    const refused = await call(app.baseUrl, 'POST', '/v1/compute/machines', {
       token: user.token,
       body: { cluster_id: cluster, compute_config_id: config, server_type: 'cx22' },
     });
     expect(refused.status).toBe(403);
     expect(refused.body.error.details).toMatchObject({ metric: 'compute/cpu', limit: 8, usage: 8, requested: 2 });
-    const wrongType = await call(server.baseUrl, 'POST', '/v1/compute/machines', {
+    const wrongType = await call(app.baseUrl, 'POST', '/v1/compute/machines', {
       token: user.token,
       body: { cluster_id: cluster, compute_config_id: config, server_type: 'cax11' },
     });

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pino from 'pino';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { type AppOptions, createApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
@@ -123,4 +123,51 @@ export async function call(
     // not JSON: keep the text
   }
   return { status: response.status, headers: response.headers, body };
+}
+
+export interface TestContext {
+  readonly clock: TestClock;
+  readonly database: TestDatabase;
+  readonly db: Kysely<Database>;
+  readonly server: TestServer;
+  readonly baseUrl: string;
+}
+
+/**
+ * The preamble every server test file shares: a database of the file's own, migrated, and the app served on a free
+ * port with response validation on, started before the file's tests and removed after them. The fields are read in
+ * tests and hooks (they exist once beforeAll ran). `env` sets configuration variables; `parts` replaces parts of
+ * the app (a provider, a driver, a resolver).
+ */
+export function useTestServer(options: { clock?: TestClock; env?: Record<string, string>; parts?: Partial<AppOptions> } = {}): TestContext {
+  const clock = options.clock ?? new TestClock();
+  let database: TestDatabase | undefined;
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    server = await startTestServer(database.db, clock, options.env, options.parts);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+  const ready = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`the test ${what} is read before beforeAll ran`);
+    return value;
+  };
+  return {
+    clock,
+    get database() {
+      return ready(database, 'database');
+    },
+    get db() {
+      return ready(database, 'database').db;
+    },
+    get server() {
+      return ready(server, 'server');
+    },
+    get baseUrl() {
+      return ready(server, 'server').baseUrl;
+    },
+  };
 }
