@@ -1,4 +1,5 @@
 // Helpers derived from the generated types; nothing here restates what the contract says.
+import type { BodyDefaults, QueryDefaults } from '../generated/defaults.d.ts';
 import type { components, operations, paths } from '../generated/schema.d.ts';
 
 export type { components, operations, paths };
@@ -45,3 +46,13 @@ export type SuccessBody<Op extends OperationId> = ResponseBody<Op, SuccessStatus
 /** The shared error body every non-2xx response carries. */
 export type ErrorBody = components['schemas']['Error'];
 export type ErrorCode = ErrorBody['error']['code'];
+
+/** The names of `Map[Op]`, or never when the operation has none. */
+type DefaultedNames<Map, Op> = Op extends keyof Map ? Map[Op] : never;
+/** `T` with the named fields present: the contract gives them a default, which the server's validator fills in. */
+type WithDefaults<T, Names> = T & { [K in Extract<Names, keyof T>]-?: Exclude<T[K], undefined> };
+
+/** The query parameters a server handler receives: those with a default in the contract are always there. */
+export type ReceivedQuery<Op extends OperationId> = WithDefaults<QueryParams<Op>, DefaultedNames<QueryDefaults, Op>>;
+/** The JSON body a server handler receives: top-level fields with a default in the contract are always there. */
+export type ReceivedBody<Op extends OperationId> = [RequestBody<Op>] extends [never] ? never : WithDefaults<RequestBody<Op>, DefaultedNames<BodyDefaults, Op>>;

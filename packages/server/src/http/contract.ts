@@ -49,7 +49,9 @@ export async function loadContract(): Promise<Contract> {
     quick: true,
     validate: true,
     customizeAjv: (_original, ajvOpts) => {
-      const ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: false });
+      // useDefaults: a parameter or body field the request leaves out gets the contract's default here, the one place
+      // defaults are applied (handlers see them as present: ReceivedQuery / ReceivedBody).
+      const ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: false, useDefaults: true });
       addFormats(ajv);
       return ajv;
     },

@@ -30,9 +30,9 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async (
     installId,
     pod: query.pod,
     container: query.container,
-    follow: query.follow ?? true,
+    follow: query.follow,
     tail: query.tail,
-    sinceSeconds: query.since_seconds ?? 0,
+    sinceSeconds: query.since_seconds,
     lastEventId: headers['Last-Event-ID'],
   };
   const env = { db, clock, driver, signal, shutdown, tails: logTails };

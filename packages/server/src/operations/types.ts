@@ -1,6 +1,6 @@
 // Handler types, derived from the generated contract types: a handler receives the validated request of its
 // operation and returns one of the success responses the contract documents for it.
-import type { HeaderParams, OperationId, operations, PathParams, QueryParams, RequestBody, ResponseBody, ResponseStatus } from '@platform/api-types';
+import type { HeaderParams, OperationId, operations, PathParams, ReceivedBody, ReceivedQuery, ResponseBody, ResponseStatus } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
@@ -32,9 +32,10 @@ export function callerKey(caller: Caller): string {
 
 export interface OperationInput<Op extends OperationId> {
   params: PathParams<Op>;
-  query: QueryParams<Op>;
+  /** With the contract's defaults filled in (by the request validator). */
+  query: ReceivedQuery<Op>;
   headers: HeaderParams<Op>;
-  body: RequestBody<Op>;
+  body: ReceivedBody<Op>;
   caller: Caller;
   requestId: string;
   signal: AbortSignal;

@@ -1,6 +1,6 @@
 // Clusters: the only writer of `clusters`. A cluster is created PROVISIONING (its workflow brings the control
 // plane up: RUNNING, or ERROR), counts toward kaas/clusters, and is deleted only when it holds no machine nor install.
-import type { Schema } from '@platform/api-types';
+import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
@@ -36,7 +36,7 @@ export const getCluster = async (db: Db, userId: string, id: string): Promise<Sc
 export async function createCluster(
   db: Db,
   workspace: WorkspaceRef,
-  input: Schema<'ClusterCreate'>,
+  input: ReceivedBody<'createCluster'>,
   regionId: string,
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Cluster'>> {
@@ -53,7 +53,7 @@ export async function createCluster(
         workspace_id: workspace.id,
         name: input.name,
         region_id: regionId,
-        kaas_version: input.kaas_version ?? 'v1.31',
+        kaas_version: input.kaas_version,
         status: 'PROVISIONING',
         status_message: 'Creating control plane',
         created_at: now,

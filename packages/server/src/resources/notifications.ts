@@ -50,11 +50,7 @@ export async function notifyUser(db: Kysely<Database>, userId: string, now: numb
     .execute();
 }
 
-export async function listNotifications(
-  db: Kysely<Database>,
-  userId: string,
-  { cursor, limit = 50, unread }: { cursor?: string; limit?: number; unread?: boolean },
-) {
+export async function listNotifications(db: Kysely<Database>, userId: string, { cursor, limit, unread }: { cursor?: string; limit: number; unread: boolean }) {
   let base = db.selectFrom('notifications').selectAll().where('user_id', '=', userId);
   if (unread) base = base.where('read_at', 'is', null);
   const rows = await afterCursor(base, 'notifications', decodeCursor(cursor), limit).execute();

@@ -14,7 +14,7 @@ const toRegion = (row: Row<'regions'>): Schema<'Region'> => ({
   created_at: row.created_at,
 });
 
-export async function listRegions(db: Kysely<Database>, { cursor, limit = 50 }: { cursor?: string; limit?: number }) {
+export async function listRegions(db: Kysely<Database>, { cursor, limit }: { cursor?: string; limit: number }) {
   const rows = await afterCursor(db.selectFrom('regions').selectAll(), 'regions', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toRegion);
 }

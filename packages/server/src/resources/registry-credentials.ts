@@ -1,6 +1,6 @@
 // Registry credentials: the only writer of `registry_credentials`. The password is sealed at rest and never
 // answered; the registry must be a public host (SSRF).
-import type { Schema } from '@platform/api-types';
+import type { ReceivedBody, Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../errors.ts';
@@ -28,7 +28,7 @@ export const listRegistryCredentials = (db: Db, input: PageInput) => workspacePa
 export async function createRegistryCredential(
   db: Db,
   workspace: WorkspaceRef,
-  input: Schema<'RegistryCredentialCreate'>,
+  input: ReceivedBody<'createRegistryCredential'>,
   { now, secrets, resolveHost }: { now: number; secrets: SecretBox; resolveHost: Resolver },
 ): Promise<Schema<'RegistryCredential'>> {
   const host = input.registry_url.replace(/:\d+$/, '');
@@ -48,7 +48,7 @@ export async function createRegistryCredential(
       registry_url: input.registry_url.toLowerCase(),
       username: input.username,
       password_ciphertext: secrets.seal(input.password),
-      is_active: input.is_active ?? true,
+      is_active: input.is_active,
       created_at: now,
       last_used_at: null,
     })

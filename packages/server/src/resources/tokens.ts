@@ -139,7 +139,7 @@ export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: 
   return row;
 }
 
-export async function listPersonalTokens(db: Kysely<Database>, userId: string, { cursor, limit = 50 }: { cursor?: string; limit?: number }) {
+export async function listPersonalTokens(db: Kysely<Database>, userId: string, { cursor, limit }: { cursor?: string; limit: number }) {
   const base = db.selectFrom('tokens').selectAll().where('user_id', '=', userId).where('kind', '=', 'pat');
   const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toToken);

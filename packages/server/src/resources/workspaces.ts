@@ -25,9 +25,9 @@ const toWorkspaceMember = (row: Pick<Row<'workspace_members'>, 'user_id' | 'role
   created_at: row.created_at,
 });
 
-type PageQuery = { cursor?: string; limit?: number };
+type PageQuery = { cursor?: string; limit: number };
 
-export async function listWorkspaces(db: Db, userId: string, { cursor, limit = 50 }: PageQuery) {
+export async function listWorkspaces(db: Db, userId: string, { cursor, limit }: PageQuery) {
   const base = db
     .selectFrom('workspaces')
     .innerJoin('workspace_members', 'workspace_members.workspace_id', 'workspaces.id')
@@ -78,7 +78,7 @@ async function ownership(db: Db, workspaceId: string, userId: string) {
 export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
   toWorkspace(await membership(db, workspaceId, userId));
 
-export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit = 50 }: PageQuery) {
+export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit }: PageQuery) {
   await membership(db, workspaceId, userId);
   const base = db
     .selectFrom('workspace_members')

@@ -27,7 +27,8 @@ export function afterCursor<DB, TB extends keyof DB, O>(
 export interface PageInput {
   caller: WorkspaceCaller;
   headers: { 'X-Workspace-Id'?: string };
-  query: { cursor?: string; limit?: number };
+  /** `limit` has the contract's default filled in by the request validator. */
+  query: { cursor?: string; limit: number };
 }
 
 /** Every table of rows that belong to one workspace and have an id (a new such table lists with no change here). */
@@ -38,7 +39,7 @@ type WorkspaceTable = { [T in keyof Database]: Row<T> extends { id: string; work
  * caller's default one (an empty page when they own none).
  */
 export async function workspacePage<T extends WorkspaceTable, R>(db: Kysely<Database>, input: PageInput, table: T, toRecord: (row: Row<T>) => R) {
-  const { cursor, limit = 50 } = input.query;
+  const { cursor, limit } = input.query;
   const after = decodeCursor(cursor);
   const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
   if (!workspace) return page([], limit, cursor, toRecord);
