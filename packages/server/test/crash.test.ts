@@ -78,7 +78,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
-describe('a worker killed with SIGKILL at each step boundary', () => {
+// Each kill starts a new worker process (a second or two on a busy machine), a dozen times per test: the time
+// budget is the suite's default of 30 s times three.
+describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000 }, () => {
   it('still completes the install, with exactly one release per source', async () => {
     const user = await newUser(database.db, systemClock, 'pro');
     const sample = await seedSampleResources(database.db, systemClock, user, 'crash-apps');
