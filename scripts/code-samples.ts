@@ -205,14 +205,10 @@ export function typescriptSample(input: SampleInput): string {
     const streamOptions = Object.keys(input.query).length > 0 ? `, ${literal(input.query)}` : '';
     return [...head, `for await (const event of api.${input.operationId}(${literal(first)}${streamOptions})) {`, '  console.log(event);', '}'].join('\n');
   }
-  const params: Json = {};
-  if (Object.keys(input.pathParams).length > 0) params.path = input.pathParams;
-  if (Object.keys(input.query).length > 0) params.query = input.query;
-  const init: Json = {};
-  if (Object.keys(params).length > 0) init.params = params;
+  // The operation-named method: path and query parameters by name and the body, in one object.
+  const init: Json = { ...input.pathParams, ...input.query };
   if (input.body) init.body = input.jsonBody ?? input.body.value;
-  const args = [literal(input.path), ...(Object.keys(init).length > 0 ? [literal(init)] : [])].join(', ');
-  const call = `await api.${input.method.toUpperCase()}(${args});`;
+  const call = `await api.${input.operationId}(${Object.keys(init).length > 0 ? literal(init) : ''});`;
   return [...head, ...(input.noContent ? [call] : [`const result = ${call}`, 'console.log(result);'])].join('\n');
 }
 

@@ -59,7 +59,7 @@ describe('request samples', () => {
         '  token: process.env.PLATFORM_TOKEN,',
         "  workspaceId: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',",
         '});',
-        "const result = await api.GET('/v1/clusters', { params: { query: { limit: 50 } } });",
+        'const result = await api.listClusters({ limit: 50 });',
         'console.log(result);',
       ].join('\n'),
     );
@@ -84,8 +84,8 @@ describe('request samples', () => {
       files.push(`${operation.operationId}.ts`);
       await writeFile(join(scratch, files.at(-1) ?? ''), `${sample}\n`);
     }
-    // The control: a sample with a path the contract does not have must not compile.
-    const wrong = (source('listClusters', 'TypeScript client') ?? '').replace("'/v1/clusters'", "'/v1/cluster'");
+    // The control: a sample calling an operation the contract does not have must not compile.
+    const wrong = (source('listClusters', 'TypeScript client') ?? '').replace('api.listClusters(', 'api.listCluster(');
     await writeFile(join(scratch, 'wrong.ts'), `${wrong}\n`);
     await writeFile(
       join(scratch, 'tsconfig.json'),
