@@ -58,7 +58,7 @@ describe('suggestionFor', () => {
   });
 
   it('answers parameters the CLI sets with its own commands and flags, list indexes ignored', () => {
-    expect(suggestionFor({ ...base, param: 'region_id', suggestion: 'Check the id; regions of workspaces you are not a member of are not visible.' })).toBe(
+    expect(suggestionFor({ ...base, param: 'region_id', suggestion: 'List the regions with GET /v1/regions and use one of their ids.' })).toBe(
       'List the regions with `platform regions`; --region takes one of their ids.',
     );
     expect(

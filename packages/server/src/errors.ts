@@ -65,10 +65,11 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (kind: string, id: string, param?: string): ApiError =>
+/** A resource that does not exist or is not visible to the caller; `suggestion` replaces the default hint. */
+export const notFound = (kind: string, id: string, param?: string, suggestion?: string): ApiError =>
   new ApiError('not_found', `${kind} ${shown(id)} not found.`, {
     ...(param === undefined ? {} : { param }),
-    suggestion: `Check the id; ${kind.toLowerCase()}s of workspaces you are not a member of are not visible.`,
+    suggestion: suggestion ?? `Check the id; ${kind.toLowerCase()}s of workspaces you are not a member of are not visible.`,
   });
 
 export const validationError = (param: string, message: string, suggestion?: string): ApiError =>

@@ -45,6 +45,8 @@ describe('listWorkspaces', () => {
   it('lists the caller’s workspaces only', async () => {
     const page = await client(alice).GET('/v1/workspaces', {});
     expect(page.data.map((w) => w.id)).toEqual([alice.workspaceId]);
+    // A new user's first workspace has a name that reads well whatever the email is.
+    expect(page.data[0]?.name).toBe('Personal workspace');
     expect(page.pagination.has_more).toBe(false);
   });
   it('rejects a limit out of range with param limit', async () => {
@@ -419,7 +421,11 @@ describe('regions and clusters', () => {
     expect(cluster).toMatchObject({ name: 'edge', region_id: 'hel1', workspace_id: user.workspaceId, kaas: { version: 'v1.31', status: 'PROVISIONING' } });
     expect(await client(user).GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).toEqual(cluster);
     expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'edge', region_id: 'hel1' } }))).toMatchObject({ status: 409, param: 'name' });
-    expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'x', region_id: 'mars1' } }))).toMatchObject({ status: 404, param: 'region_id' });
+    expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'x', region_id: 'mars1' } }))).toMatchObject({
+      status: 404,
+      param: 'region_id',
+      suggestion: 'List the regions with GET /v1/regions and use one of their ids.',
+    });
     expect(await apiError(client(user).POST('/v1/clusters', { body: { name: 'Not A Label', region_id: 'hel1' } }))).toMatchObject({
       status: 422,
       param: 'name',

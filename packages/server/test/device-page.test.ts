@@ -91,6 +91,9 @@ describe('GET /device', () => {
     await page.goto(device.verification_uri_complete);
     await expect.poll(() => page.locator('#user_code').inputValue()).toBe(device.user_code);
     await page.locator('#token').fill(alice.token);
+    // Remembering the token is opt-in: a shared browser keeps nothing unless asked to.
+    expect(await page.locator('#remember').isChecked()).toBe(false);
+    await page.locator('#remember').check();
     await page.getByRole('button', { name: 'Approve' }).click();
     const status = page.locator('#status');
     await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('approved');
@@ -101,7 +104,7 @@ describe('GET /device', () => {
     expect(issued.status).toBe(200);
     expect(issued.body).toMatchObject({ token_type: 'Bearer', access_token: expect.stringMatching(/^[A-Za-z0-9]{32}$/) });
     expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: issued.body.access_token })).status).toBe(200);
-    // The token was remembered in this browser.
+    // The token was remembered in this browser, as asked.
     expect(await page.evaluate(() => localStorage.getItem('platform.device.token'))).toBe(alice.token);
     await page.close();
   });

@@ -100,7 +100,7 @@ const html = `<!doctype html>
     <input id="user_code" name="user_code" type="text" maxlength="9" placeholder="XXXX-XXXX" spellcheck="false" required>
     <label for="token">Your token</label>
     <input id="token" name="token" type="password" placeholder="svc_pat_… or a session token" spellcheck="false">
-    <label class="remember"><input id="remember" type="checkbox" checked> Remember the token in this browser</label>
+    <label class="remember"><input id="remember" type="checkbox"> Remember the token in this browser</label>
     <button id="forget" type="button" hidden>Forget the saved token</button>
     <div class="actions">
       <button type="submit" name="action" value="approve">Approve</button>

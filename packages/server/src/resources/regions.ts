@@ -22,6 +22,7 @@ export async function listRegions(db: Kysely<Database>, { cursor, limit }: { cur
 /** The id of an existing region; 404 naming `param` otherwise. */
 export async function requireRegion(db: Kysely<Database>, id: string, param = 'region_id'): Promise<string> {
   const region = await db.selectFrom('regions').select('id').where('id', '=', id).executeTakeFirst();
-  if (!region) throw notFound('Region', id, param);
+  // Regions belong to no workspace: the hint is where to find their ids.
+  if (!region) throw notFound('Region', id, param, 'List the regions with GET /v1/regions and use one of their ids.');
   return region.id;
 }

@@ -17,7 +17,7 @@ export async function createUser(
     const now = clock.now();
     const userId = newId('usr');
     await trx.insertInto('users').values({ id: userId, email, plan, created_at: now }).execute();
-    const workspace = await createWorkspace(trx, userId, { name: `${email.split('@')[0]}'s workspace` }, now);
+    const workspace = await createWorkspace(trx, userId, { name: 'Personal workspace' }, now);
     const { secret } = await createToken(trx, clock, { userId, kind: 'pat', name: 'initial', expiresAt: null });
     return { userId, workspaceId: workspace.id, token: secret };
   });
