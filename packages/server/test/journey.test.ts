@@ -171,6 +171,11 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     nodeStatus(machine.node_name, true);
     await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
     const serverId = String(liveServers()[0]!.id);
+    // The drift check reads the server in the credential's project (the platform's token would find nothing).
+    const drift = () => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
+    expect(await drift()).toMatchObject({ drifted: false, differences: [] });
+    const driftReads = fake.requests.filter((r) => r.method === 'GET' && r.path === `/servers/${serverId}`);
+    expect(driftReads.at(-1)?.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
 
     // A product and an install: an Argo CD Application, running once Argo CD reports it Synced and Healthy.
     const product = await api.POST('/v1/products', {
@@ -252,6 +257,8 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     await until('resumed', async () => (await getSuspension()).status === 'resumed');
     expect(await machineStatus()).toBe('ready');
     expect(fake.images(BYOM_TOKEN).some((i) => String(i.id) === snapshot_id)).toBe(false);
+    // A server restored from a snapshot runs the snapshot's image, made from the desired one: no drift.
+    expect(await drift()).toMatchObject({ drifted: false, differences: [] });
     const machineServers = fake.requests.filter((r) => r.path.startsWith('/servers/') || (r.path === '/servers' && r.method === 'POST'));
     expect(new Set(machineServers.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM_TOKEN}`]));
 

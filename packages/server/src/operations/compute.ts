@@ -82,7 +82,7 @@ export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async
   return { status: 200, body: await machines.clusterComputeStatus(db, caller.userId, params.clusterId, clock.now()) };
 };
 
-export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider }) => {
+export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider, secrets }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await machines.checkDrift(db, provider, caller.userId, params.providerId, clock.now()) };
+  return { status: 200, body: await machines.checkDrift(db, { provider, secrets }, caller.userId, params.providerId, clock.now()) };
 };
