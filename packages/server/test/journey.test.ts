@@ -253,6 +253,14 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
     await until('the resumed server to run', () => liveServers()[0]?.status === 'running');
     expect(liveServers()[0]).toMatchObject({ image: { id: Number(snapshot_id), type: 'snapshot' }, location: { name: 'nbg1' } });
+    // Running is not enough: the machine is ready again once its node is Ready again.
+    const nodeReads = tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length;
+    await until(
+      'the node to be asked for again',
+      () => tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > nodeReads + 1,
+    );
+    expect((await getSuspension()).status).toBe('resuming');
+    expect(await machineStatus()).toBe('suspended');
     nodeStatus(machine.node_name, true);
     await until('resumed', async () => (await getSuspension()).status === 'resumed');
     expect(await machineStatus()).toBe('ready');
