@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
-import { k8sName } from '../src/providers/kubernetes/driver.ts';
+import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
@@ -126,8 +126,9 @@ const nodeStatus = (name: string, ready: boolean) =>
 
 type Application = {
   metadata: { name: string; annotations: Record<string, string>; labels: Record<string, string> };
-  spec: { source: { targetRevision: string; helm: { valuesObject: Record<string, unknown> } }; destination: unknown };
+  spec: { source: { targetRevision: string; helm: { releaseName: string; valuesObject: Record<string, unknown> } }; destination: unknown };
 };
+const releaseOf = (application: Application) => application.spec.source.helm.releaseName;
 
 describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
   it('cluster, BYOM machine, product and install, logs, product update, suspend and resume', { timeout: 120_000 }, async () => {
@@ -177,6 +178,12 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const driftReads = fake.requests.filter((r) => r.method === 'GET' && r.path === `/servers/${serverId}`);
     expect(driftReads.at(-1)?.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
 
+    // The workspace's active registry credentials become the install's pull secret; an inactive one does not.
+    await api.POST('/v1/registry/credentials', { body: { name: 'ghcr', registry_url: 'ghcr.io', username: 'robot', password: 'pull-secret-1' } });
+    await api.POST('/v1/registry/credentials', {
+      body: { name: 'old', registry_url: 'registry.example.com', username: 'old', password: 'retired-2', is_active: false },
+    });
+
     // A product and an install: an Argo CD Application, running once Argo CD reports it Synced and Healthy.
     const product = await api.POST('/v1/products', {
       body: {
@@ -191,6 +198,14 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const application = () => management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as Application | undefined;
     await until('the Application', () => application() !== undefined);
     expect(application()!.spec.source).toMatchObject({ targetRevision: '19.6.1', helm: { valuesObject: { replicaCount: 2 } } });
+    const namespace = k8sName(install.id);
+    const pullSecret = pullSecretName(releaseOf(application()!));
+    expect(application()!.spec.source.helm.valuesObject.imagePullSecrets).toEqual([{ name: pullSecret }]);
+    const secret = tenant.get('v1/secrets', namespace, pullSecret) as unknown as { type: string; data: Record<string, string> } | undefined;
+    expect(secret?.type).toBe('kubernetes.io/dockerconfigjson');
+    expect(JSON.parse(Buffer.from(secret!.data['.dockerconfigjson']!, 'base64').toString())).toEqual({
+      auths: { 'ghcr.io': { username: 'robot', password: 'pull-secret-1', auth: Buffer.from('robot:pull-secret-1').toString('base64') } },
+    });
     const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
     expect((await getInstall()).status).toBe('installing');
     const argoDone = () =>
@@ -202,7 +217,6 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     await until('the install to run', async () => (await getInstall()).status === 'running');
 
     // Its logs, from the pod-log API of the tenant cluster.
-    const namespace = k8sName(install.id);
     tenant.put('v1/pods', {
       metadata: { name: 'wordpress-6c9f-x1y2z', namespace },
       spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] },
@@ -235,6 +249,7 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     });
     await until('the Application to be upgraded', () => application()?.spec.source.targetRevision === '19.7.0');
     expect(application()!.metadata.annotations['platform-api/revision']).toBe('2');
+    expect(application()!.spec.source.helm.valuesObject.imagePullSecrets).toEqual([{ name: pullSecret }]);
     argoDone();
     const getProduct = () => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } });
     await until('the regeneration', async () => (await getProduct()).regeneration_status === 'succeeded');
