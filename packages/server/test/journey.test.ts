@@ -130,6 +130,36 @@ type Application = {
 };
 const releaseOf = (application: Application) => application.spec.source.helm.releaseName;
 
+describe('server types', () => {
+  it('are the ones Hetzner Cloud offers, read from its API, not a list of ours', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const post = (path: string, body: unknown) => call(server.baseUrl, 'POST', path, { token: user.token, body });
+    const hcloud = (filter: string) => ({
+      name: `cfg-${filter}`,
+      provider: 'hcloud',
+      provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: filter },
+    });
+    // The fake offers cx22, cpx31, cax41 and ccx1xx (cx11 is deprecated): no cpx1*, though the simulator has cpx11.
+    const none = await post('/v1/compute/configs', hcloud('cpx1*'));
+    expect(none.status).toBe(422);
+    expect(none.body).toMatchObject({ error: { code: 'validation_error', param: 'provider_config.machine_type_filter' } });
+    expect(none.body.error.suggestion).toContain('cx22');
+    expect((await post('/v1/compute/configs', hcloud('cx1*'))).status).toBe(422);
+    const config = await post('/v1/compute/configs', hcloud('cx*'));
+    expect(config.status).toBe(201);
+    const cluster = await post('/v1/clusters', { name: 'types', region_id: 'fsn1' });
+    // cx32 matches the filter and the simulator has it; Hetzner (here) does not offer it.
+    const refused = await post('/v1/compute/machines', { cluster_id: cluster.body.id, compute_config_id: config.body.id, server_type: 'cx32' });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ error: { param: 'server_type', suggestion: 'Choose one of: cx22.' } });
+    const machine = await post('/v1/compute/machines', { cluster_id: cluster.body.id, compute_config_id: config.body.id });
+    expect(machine.status).toBe(202);
+    expect(machine.body).toMatchObject({ server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3 });
+    // Read once and cached: one listing of the server types for all of the above.
+    expect(fake.requests.filter((r) => r.path === '/server_types').length).toBeLessThanOrEqual(2); // two pages
+  });
+});
+
 describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
   it('cluster, BYOM machine, product and install, logs, product update, suspend and resume', { timeout: 120_000 }, async () => {
     const user = await newUser(database.db, clock, 'pro');

@@ -11,12 +11,11 @@ import type { ComputeProvider } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
-import { visibleComputeConfig } from './compute-configs.ts';
+import { matchesFilter, visibleComputeConfig } from './compute-configs.ts';
 import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
 import { ownerOf } from './workspaces.ts';
 
@@ -71,7 +70,7 @@ export async function requestMachine(
   userId: string,
   named: WorkspaceRef | undefined,
   input: Schema<'MachineRequest'>,
-  { now, workflows }: Effects,
+  { now, workflows, provider }: Effects & { provider: ComputeProvider },
 ): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, userId, input.cluster_id, 'cluster_id');
   if (named && cluster.workspace_id !== named.id) {
@@ -90,7 +89,8 @@ export async function requestMachine(
     );
   }
   const filter = config.provider_config.machine_type_filter;
-  const candidates = SERVER_TYPES.filter((t) => matchesFilter(filter, t.name));
+  // The server types the provider offers now (read from its API and cached by the provider), not a list of ours.
+  const candidates = (await provider.offerings()).filter((t) => matchesFilter(filter, t.name));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
   if (!serverType) {
     throw validationError(
