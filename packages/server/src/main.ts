@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  const token = await seedDemo(connection.db, systemClock, runtime.provider, progress);
+  const token = await seedDemo(connection.db, systemClock, { provider: runtime.provider, driver: runtime.driver }, progress);
   const shutdown = new AbortController();
   const app = await createApp({
     db: connection.db,

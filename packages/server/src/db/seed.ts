@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
-import type { ComputeProvider } from '../providers/types.ts';
+import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import { seedClusters } from '../resources/clusters.ts';
 import { seedComputeConfigs } from '../resources/compute-configs.ts';
 import { machineById, seedMachines, setMachineState } from '../resources/machines.ts';
@@ -151,12 +151,12 @@ export const DEMO_EMAIL = 'demo@platform.example';
 
 /**
  * Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty.
- * The demo's ready machine gets its server at the cloud provider, so suspending it works as for any other.
+ * The demo's ready machine gets its server at the cloud provider, so suspending and resuming it work as for any other.
  */
 export async function seedDemo(
   db: Kysely<Database>,
   clock: Clock,
-  provider: ComputeProvider,
+  { provider, driver }: { provider: ComputeProvider; driver: ClusterDriver },
   progress: (line: string) => void = () => {},
 ): Promise<string | undefined> {
   if (await anyUser(db)) return undefined;
@@ -165,12 +165,18 @@ export async function seedDemo(
   const sample = await seedSampleResources(db, clock, user);
   const machine = await machineById(db, sample.providerId);
   if (!machine) throw new Error(`seeded machine ${sample.providerId} is missing`);
+  // Its node joins the cluster as a provisioned machine's does, so it is Ready again after a resume. A real
+  // cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
+  const join = await driver
+    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name })
+    .catch(() => undefined);
   const server = await provider.createServer({
     name: machine.node_name,
     server_type: machine.server_type,
     location: 'fsn1',
     image: 'ubuntu-24.04',
     labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId },
+    ...(join ? { user_data: join.user_data } : {}),
   });
   await setMachineState(db, sample.providerId, { server_id: server.id });
   return user.token;

@@ -14,9 +14,9 @@ export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, {
   body: await computeConfigs.listComputeConfigs(db, input),
 });
 
-export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body, headers, caller }, { db, clock }) => {
+export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body, headers, caller }, { db, clock, provider }) => {
   const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, clock.now()) };
+  return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, { now: clock.now(), provider }) };
 };
 
 export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ params, headers, caller }, { db }) => {
@@ -46,9 +46,9 @@ export const listMachines: Handler<'listMachines'> = async ({ query, headers, ca
   return { status: 200, body: await machines.listMachines(db, caller.userId, query.cluster_id) };
 };
 
-export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
+export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock, workflows, provider }) => {
   const named = await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 202, body: await machines.requestMachine(db, caller.userId, named, body, { now: clock.now(), workflows }) };
+  return { status: 202, body: await machines.requestMachine(db, caller.userId, named, body, { now: clock.now(), workflows, provider }) };
 };
 
 export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
@@ -82,7 +82,7 @@ export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async
   return { status: 200, body: await machines.clusterComputeStatus(db, caller.userId, params.clusterId, clock.now()) };
 };
 
-export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider }) => {
+export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider, secrets }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await machines.checkDrift(db, provider, caller.userId, params.providerId, clock.now()) };
+  return { status: 200, body: await machines.checkDrift(db, { provider, secrets }, caller.userId, params.providerId, clock.now()) };
 };

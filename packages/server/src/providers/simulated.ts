@@ -10,7 +10,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
-import { SERVER_TYPES } from '../services/server-types.ts';
 import type {
   ClusterDriver,
   ComputeProvider,
@@ -109,6 +108,29 @@ interface ReleaseRow {
   failed_message: string | null;
   uninstalled_ms: number | null;
 }
+
+const GiB = 1024 ** 3;
+const type = (name: string, cpu: number, memoryGiB: number): ServerOffering => ({ name, cpu, memory_bytes: memoryGiB * GiB });
+
+/** The simulated provider's server types, smallest first (a real provider reports its own). */
+const SERVER_TYPES: readonly ServerOffering[] = [
+  type('cpx11', 2, 2),
+  type('cx22', 2, 4),
+  type('cax11', 2, 4),
+  type('cpx21', 3, 4),
+  type('ccx13', 2, 8),
+  type('cx32', 4, 8),
+  type('cax21', 4, 8),
+  type('cpx31', 4, 8),
+  type('ccx23', 4, 16),
+  type('cx42', 8, 16),
+  type('cax31', 8, 16),
+  type('cpx41', 8, 16),
+  type('ccx33', 8, 32),
+  type('cx52', 16, 32),
+  type('cax41', 16, 32),
+  type('cpx51', 16, 32),
+];
 
 // Generic over the database's tables: the simulation keeps its own schema (simulated_cloud) and reads none of ours.
 export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDriver {

@@ -5,6 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { ProviderCredential } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
@@ -83,11 +84,26 @@ export async function requireCredentialOfWorkspace(db: Db, id: string, workspace
 }
 
 /**
- * The sealed secret of the BYOM credential a machine is driven with (its compute config's), recording the use;
- * undefined for a machine on the platform's account. The credential must be of the machine's workspace: what a
- * machine references lives in its workspace, checked again where a workflow acts on it.
+ * The BYOM credential a machine is driven with (its compute config's), recording the use; undefined for a machine
+ * on the platform's account. The credential must be of the machine's workspace: what a machine references lives
+ * in its workspace, checked again where a workflow or a drift check acts on it. The sealed secret is opened only
+ * when the driver reads the token, inside the provider call; state, logs and errors carry the id, never the token.
  */
-export async function byomCredentialOfMachine(db: Db, providerId: string, now: number): Promise<{ id: string; sealed: Buffer } | undefined> {
+export async function machineCredential(db: Db, providerId: string, now: number, secrets: SecretBox | undefined): Promise<ProviderCredential | undefined> {
+  const credential = await byomCredentialOfMachine(db, providerId, now);
+  if (!credential) return undefined;
+  const { id, sealed } = credential;
+  // Opened when the driver reads it (a simulated cloud never does); not enumerable, so no log or JSON holds it.
+  return Object.defineProperty({ id } as ProviderCredential, 'token', {
+    enumerable: false,
+    get() {
+      if (!secrets) throw new Error(`Cloud credential ${id} cannot be opened: this process has no secrets key.`);
+      return secrets.open(sealed);
+    },
+  });
+}
+
+async function byomCredentialOfMachine(db: Db, providerId: string, now: number): Promise<{ id: string; sealed: Buffer } | undefined> {
   const row = await db
     .selectFrom('machines')
     .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')

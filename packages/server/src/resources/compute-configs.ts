@@ -5,8 +5,8 @@ import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { ComputeProvider } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
-import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
 
@@ -37,11 +37,20 @@ export async function visibleComputeConfig(db: Db, userId: string, id: string, p
   return row;
 }
 
+/** `cx2*` → /^cx2.*$/: a machine type filter is a glob over the provider's server type names. */
+export function matchesFilter(filter: string, name: string): boolean {
+  const pattern = filter
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replaceAll('*', '.*')
+    .replaceAll('?', '.');
+  return new RegExp(`^${pattern}$`).test(name);
+}
+
 export async function createComputeConfig(
   db: Db,
   workspace: WorkspaceRef,
   input: Schema<'ComputeConfigCreate'>,
-  now: number,
+  { now, provider }: { now: number; provider: ComputeProvider },
 ): Promise<Schema<'ComputeConfig'>> {
   if (input.provider_config.provider !== input.provider) {
     throw validationError(
@@ -50,11 +59,13 @@ export async function createComputeConfig(
       'Send the same provider in both places.',
     );
   }
-  if (!SERVER_TYPES.some((t) => matchesFilter(input.provider_config.machine_type_filter, t.name))) {
+  // The server types the provider offers now (read from its API and cached by the provider).
+  const offerings = await provider.offerings();
+  if (!offerings.some((t) => matchesFilter(input.provider_config.machine_type_filter, t.name))) {
     throw validationError(
       'provider_config.machine_type_filter',
       `No server type matches ${input.provider_config.machine_type_filter}.`,
-      `Use a filter matching one of: ${SERVER_TYPES.map((t) => t.name).join(', ')}.`,
+      `Use a filter matching one of: ${offerings.map((t) => t.name).join(', ')}.`,
     );
   }
   if (input.cloud_credential_id !== undefined) await requireCredentialOfWorkspace(db, input.cloud_credential_id, workspace.id);

@@ -10,11 +10,12 @@ import { newId } from '../ids.ts';
 import type { ComputeProvider } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
-import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
+import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
+import { machineCredential } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
-import { visibleComputeConfig } from './compute-configs.ts';
+import { matchesFilter, visibleComputeConfig } from './compute-configs.ts';
 import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
 import { ownerOf } from './workspaces.ts';
 
@@ -69,7 +70,7 @@ export async function requestMachine(
   userId: string,
   named: WorkspaceRef | undefined,
   input: Schema<'MachineRequest'>,
-  { now, workflows }: Effects,
+  { now, workflows, provider }: Effects & { provider: ComputeProvider },
 ): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, userId, input.cluster_id, 'cluster_id');
   if (named && cluster.workspace_id !== named.id) {
@@ -88,7 +89,8 @@ export async function requestMachine(
     );
   }
   const filter = config.provider_config.machine_type_filter;
-  const candidates = SERVER_TYPES.filter((t) => matchesFilter(filter, t.name));
+  // The server types the provider offers now (read from its API and cached by the provider), not a list of ours.
+  const candidates = (await provider.offerings()).filter((t) => matchesFilter(filter, t.name));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
   if (!serverType) {
     throw validationError(
@@ -159,10 +161,17 @@ export async function suspendMachine(db: Db, userId: string, providerId: string,
  * Compares the compute config's desired state (image, server type, region) with what the provider reports of the
  * machine's server; without a server (queued, suspended) the machine's own record stands in.
  */
-export async function checkDrift(db: Db, provider: ComputeProvider, userId: string, providerId: string, now: number): Promise<Schema<'DriftResult'>> {
+export async function checkDrift(
+  db: Db,
+  { provider, secrets }: { provider: ComputeProvider; secrets: SecretBox },
+  userId: string,
+  providerId: string,
+  now: number,
+): Promise<Schema<'DriftResult'>> {
   const machine = await visibleMachine(db, userId, providerId);
   const desired = machine.provider_config;
-  const server = machine.server_id ? await provider.getServer(machine.server_id) : undefined;
+  // A BYOM machine's server is in the user's own project: only its credential can read it.
+  const server = machine.server_id ? await provider.getServer(machine.server_id, await machineCredential(db, machine.provider_id, now, secrets)) : undefined;
   const actual = { server_type: server?.server_type ?? machine.server_type, region: server?.location ?? desired.region, image: server?.image ?? desired.image };
   const differences: { field: string; desired: string | null; actual: string | null }[] = [];
   if (!matchesFilter(desired.machine_type_filter, actual.server_type)) {
@@ -170,8 +179,7 @@ export async function checkDrift(db: Db, provider: ComputeProvider, userId: stri
   }
   if (desired.region !== actual.region) differences.push({ field: 'region', desired: desired.region, actual: actual.region });
   // A server restored from a snapshot runs the snapshot's image, which was made from the desired one.
-  if (server && desired.image !== actual.image && !actual.image.startsWith('snap-'))
-    differences.push({ field: 'image', desired: desired.image, actual: actual.image });
+  if (server && !server.from_snapshot && desired.image !== actual.image) differences.push({ field: 'image', desired: desired.image, actual: actual.image });
   if (machine.server_id && !server && machine.status === 'ready') differences.push({ field: 'server', desired: machine.server_id, actual: null });
   const drifted = differences.length > 0;
   const reason = drifted

@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { HelmReleaseRequest } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { isForbiddenHost, type Resolver } from '../services/ssrf.ts';
@@ -60,4 +61,36 @@ export async function createRegistryCredential(
 export async function deleteRegistryCredential(db: Db, userId: string, id: string): Promise<void> {
   const result = await db.deleteFrom('registry_credentials').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Registry credential', id);
+}
+
+/**
+ * The workspace's active registry credentials, as the pull secrets of its installs' releases, recording the use.
+ * Each password is opened only when the driver reads it (a simulated cluster never does); not enumerable, so no
+ * log or JSON of the request holds it. A credential stored before passwords were kept has none to pass.
+ */
+export async function pullSecretsOf(
+  db: Db,
+  workspaceId: string,
+  now: number,
+  secrets: SecretBox | undefined,
+): Promise<NonNullable<HelmReleaseRequest['pull_secrets']>> {
+  const rows = await db
+    .updateTable('registry_credentials')
+    .set({ last_used_at: now })
+    .where('workspace_id', '=', workspaceId)
+    .where('is_active', '=', true)
+    .where('password_ciphertext', 'is not', null)
+    .returning(['id', 'registry_url', 'username', 'password_ciphertext'])
+    .execute();
+  return rows
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map(({ id, registry_url, username, password_ciphertext }) =>
+      Object.defineProperty({ server: registry_url, username } as { server: string; username: string; password: string }, 'password', {
+        enumerable: false,
+        get() {
+          if (!secrets) throw new Error(`Registry credential ${id} cannot be opened: this process has no secrets key.`);
+          return secrets.open(password_ciphertext!);
+        },
+      }),
+    );
 }

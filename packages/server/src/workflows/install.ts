@@ -7,6 +7,7 @@ import { clusterInWorkspace, placementCandidates } from '../resources/clusters.t
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { productOfWorkspace } from '../resources/products.ts';
+import { pullSecretsOf } from '../resources/registry-credentials.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 /** How long an install waits for a cluster of its region that is still being created. */
@@ -32,11 +33,15 @@ export function mergeValues(base: Record<string, unknown>, override: Record<stri
 /** The release name of a product source in an install's namespace. */
 export const releaseName = (source: ProductSource) => `${(source.chart.chart ?? 'app').replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${source.id.slice(-6)}`;
 
-/** The helm releases of an install at a product template: one per source, with the install's overrides. */
+/**
+ * The helm releases of an install at a product template: one per source, with the install's overrides, pulling
+ * their images with the install's workspace's active registry credentials.
+ */
 export function releasesOf(
   install: { id: string; cluster_id: string; overrides: { template_helm_source_id: string; values: Record<string, unknown> }[] },
   sources: ProductSource[],
   templateId: string,
+  pullSecrets: HelmReleaseRequest['pull_secrets'] = [],
 ): HelmReleaseRequest[] {
   return sources.map((source) => {
     const override = install.overrides.find((o) => o.template_helm_source_id === source.id);
@@ -47,6 +52,7 @@ export function releasesOf(
       chart: source.chart,
       values: mergeValues(source.values, override?.values ?? {}),
       template_id: templateId,
+      ...(pullSecrets.length ? { pull_secrets: pullSecrets } : {}),
     };
   });
 }
@@ -81,7 +87,8 @@ export const createInstall: WorkflowDefinition = {
       if (!(await clusterInWorkspace(ctx.db, install.cluster_id, install.workspace_id))) {
         return { failed: `Cluster ${install.cluster_id} is not in the install's workspace.` };
       }
-      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id)) {
+      const pullSecrets = await pullSecretsOf(ctx.db, install.workspace_id, ctx.clock.now(), ctx.secrets);
+      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id, pullSecrets)) {
         await ctx.driver.upsertRelease(release);
       }
       await setInstallTemplate(ctx.db, install.id, product.template_id);

@@ -2,6 +2,7 @@
 // install of the product to it. A newer update supersedes an older regeneration, which then ends without effect.
 import { installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
+import { pullSecretsOf } from '../resources/registry-credentials.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 import { releasesOf } from './install.ts';
 
@@ -19,9 +20,11 @@ export const regenerateProduct: WorkflowDefinition = {
     async upgrade(ctx) {
       const product = await currentProduct(ctx);
       if (!product) return { done: true };
-      for (const install of await installsBehindTemplate(ctx.db, product)) {
+      const installs = await installsBehindTemplate(ctx.db, product);
+      const pullSecrets = installs.length ? await pullSecretsOf(ctx.db, product.workspace_id, ctx.clock.now(), ctx.secrets) : [];
+      for (const install of installs) {
         if (!install.cluster_id) continue;
-        for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id)) {
+        for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id, pullSecrets)) {
           await ctx.driver.upsertRelease(release);
         }
         await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());

@@ -1,5 +1,5 @@
 // Suspend: graceful stop, snapshot, delete the server → suspension `suspended`, machine `suspended`.
-// Resume: a new server from the snapshot, wait until it runs, delete the snapshot → machine `ready` with the
+// Resume: a new server from the snapshot, wait until it runs and its node is Ready, delete the snapshot → machine `ready` with the
 // same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
 // after a crash adopts the snapshot or server the earlier run made.
 import { machineForWorkflow, setMachineState } from '../resources/machines.ts';
@@ -98,6 +98,8 @@ export const resumeSuspension: WorkflowDefinition = {
       const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       if (!server) return { next: 'start' };
       if (server.status !== 'running') return { wait: 2 };
+      // Ready again means the node is Ready in the cluster again, as for a provisioned machine.
+      if (!(await ctx.driver.nodeReady(subject.machine.cluster_id, subject.machine.node_name))) return { wait: 2 };
       return { next: 'delete_snapshot' };
     },
     async delete_snapshot(ctx) {

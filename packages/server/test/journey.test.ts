@@ -1,0 +1,321 @@
+// The whole journey with both real drivers, through the API: COMPUTE_PROVIDER=hetzner against the stateful fake
+// of Hetzner Cloud (answers validated against the committed extract) and CLUSTER_DRIVER=kubernetes against two
+// test Kubernetes API servers (the management cluster with Kamaji and Argo CD, and the tenant cluster) that
+// validate every object against its published schema. The test plays Kamaji, Argo CD and the kubelet.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPlatformClient } from '@platform/client';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { labelValue } from '../src/providers/hetzner/compute.ts';
+import { createClusterDriver } from '../src/providers/index.ts';
+import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
+import { createRuntime } from '../src/workflows/runtime.ts';
+import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+import { KubeApiServer } from './support/kube-api-server.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+
+const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
+const APP = 'argoproj.io/v1alpha1/applications';
+const KAMAJI_NS = 'kamaji-tenants';
+const ARGO_NS = 'argocd';
+const PLATFORM = 'platform-token-journey-5e1a';
+const BYOM_TOKEN = 'byom-token-journey-90d3';
+const secretsKey = randomBytes(32);
+const clock = new TestClock();
+
+let database: TestDatabase;
+let fake: HetznerFake;
+let management: KubeApiServer;
+let tenant: KubeApiServer;
+let dir: string;
+let runtime: ReturnType<typeof createRuntime>;
+let server: TestServer;
+
+beforeAll(async () => {
+  [database, fake, management, tenant] = await Promise.all([
+    createTestDatabase(),
+    startHetznerFake({ requestsPerHour: 3_600_000 }),
+    new KubeApiServer().start(),
+    new KubeApiServer().start(),
+  ]);
+  fake.addToken(PLATFORM);
+  fake.addToken(BYOM_TOKEN);
+  dir = await mkdtemp(join(tmpdir(), 'journey-'));
+  const kubeconfig = join(dir, 'management.kubeconfig');
+  await writeFile(kubeconfig, management.kubeconfig());
+  const config = loadConfig({
+    COMPUTE_PROVIDER: 'hetzner',
+    HCLOUD_TOKEN: PLATFORM,
+    HCLOUD_ENDPOINT: fake.url,
+    HCLOUD_REQUESTS_PER_HOUR: '3600000',
+    PROVIDER_RATE_LIMIT: '1000',
+    CLUSTER_DRIVER: 'kubernetes',
+    MANAGEMENT_KUBECONFIG: kubeconfig,
+    ARGOCD_NAMESPACE: ARGO_NS,
+    KAMAJI_NAMESPACE: KAMAJI_NS,
+  });
+  const driver = await createClusterDriver(config, { db: database.db, clock });
+  runtime = createRuntime({
+    db: database.db,
+    connectionString: database.url,
+    clock,
+    logger: pino({ level: 'silent' }),
+    config,
+    driver,
+    tickMs: 20,
+    secretsKey,
+  });
+  await runtime.engine.run({ work: true });
+  server = await startTestServer(
+    database.db,
+    clock,
+    { LOG_POLL_MS: '20' },
+    // Every host resolves to a public address: the SSRF checks pass for the registry and the chart repository.
+    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey, resolveHost: async () => ['93.184.216.34'] },
+  );
+});
+
+afterEach(() => {
+  expect(fake.violations).toEqual([]);
+  expect(management.refused).toEqual([]);
+  expect(tenant.refused).toEqual([]);
+});
+
+afterAll(async () => {
+  await server?.close();
+  await runtime?.engine.stop();
+  await fake?.close();
+  await management?.close();
+  await tenant?.close();
+  await database?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Waits for `check`, moving the workflows' clock on meanwhile (their waits are in clock seconds). */
+async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    clock.advance(2);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** What Kamaji does once the control plane runs: the status, and the tenant's admin kubeconfig Secret. */
+function kamajiReady(clusterId: string) {
+  const name = k8sName(clusterId);
+  management.put('v1/secrets', {
+    metadata: { name: `${name}-admin-kubeconfig`, namespace: KAMAJI_NS },
+    type: 'Opaque',
+    data: { 'admin.conf': Buffer.from(tenant.kubeconfig()).toString('base64') },
+  });
+  management.setStatus(TCP, KAMAJI_NS, name, {
+    controlPlaneEndpoint: new URL(tenant.url).host,
+    kubernetesResources: { version: { status: 'Ready', version: 'v1.33.2' } },
+    kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
+  });
+}
+
+/** What the kubelet reports of the worker's node. */
+const nodeStatus = (name: string, ready: boolean) =>
+  tenant.put('v1/nodes', { metadata: { name }, status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: 'KubeletReady' }] } });
+
+type Application = {
+  metadata: { name: string; annotations: Record<string, string>; labels: Record<string, string> };
+  spec: { source: { targetRevision: string; helm: { releaseName: string; valuesObject: Record<string, unknown> } }; destination: unknown };
+};
+const releaseOf = (application: Application) => application.spec.source.helm.releaseName;
+
+describe('server types', () => {
+  it('are the ones Hetzner Cloud offers, read from its API, not a list of ours', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const post = (path: string, body: unknown) => call(server.baseUrl, 'POST', path, { token: user.token, body });
+    const hcloud = (filter: string) => ({
+      name: `cfg-${filter}`,
+      provider: 'hcloud',
+      provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: filter },
+    });
+    // The fake offers cx22, cpx31, cax41 and ccx1xx (cx11 is deprecated): no cpx1*, though the simulator has cpx11.
+    const none = await post('/v1/compute/configs', hcloud('cpx1*'));
+    expect(none.status).toBe(422);
+    expect(none.body).toMatchObject({ error: { code: 'validation_error', param: 'provider_config.machine_type_filter' } });
+    expect(none.body.error.suggestion).toContain('cx22');
+    expect((await post('/v1/compute/configs', hcloud('cx1*'))).status).toBe(422);
+    const config = await post('/v1/compute/configs', hcloud('cx*'));
+    expect(config.status).toBe(201);
+    const cluster = await post('/v1/clusters', { name: 'types', region_id: 'fsn1' });
+    // cx32 matches the filter and the simulator has it; Hetzner (here) does not offer it.
+    const refused = await post('/v1/compute/machines', { cluster_id: cluster.body.id, compute_config_id: config.body.id, server_type: 'cx32' });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ error: { param: 'server_type', suggestion: 'Choose one of: cx22.' } });
+    const machine = await post('/v1/compute/machines', { cluster_id: cluster.body.id, compute_config_id: config.body.id });
+    expect(machine.status).toBe(202);
+    expect(machine.body).toMatchObject({ server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3 });
+    // Read once and cached: one listing of the server types for all of the above.
+    expect(fake.requests.filter((r) => r.path === '/server_types').length).toBeLessThanOrEqual(2); // two pages
+  });
+});
+
+describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
+  it('cluster, BYOM machine, product and install, logs, product update, suspend and resume', { timeout: 120_000 }, async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+
+    // A cluster: a TenantControlPlane, RUNNING once Kamaji reports it Ready.
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'journey', region_id: 'fsn1' } });
+    const getCluster = () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    expect((await getCluster()).kaas.status).toBe('PROVISIONING');
+    kamajiReady(cluster.id);
+    await until('the cluster to run', async () => (await getCluster()).kaas.status === 'RUNNING');
+
+    // A BYOM machine: the server is created in the credential's project with the kubeadm join script, and the
+    // machine is ready only once its node is Ready in the tenant cluster.
+    const credential = await api.POST('/v1/compute/cloud_credentials', { body: { name: 'own', provider: 'hcloud', secret: BYOM_TOKEN } });
+    const config = await api.POST('/v1/compute/configs', {
+      body: {
+        name: 'workers',
+        provider: 'hcloud',
+        cloud_credential_id: credential.id,
+        provider_config: { provider: 'hcloud', region: 'nbg1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      },
+    });
+    const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    const machineStatus = async () => (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } }))[0]?.status;
+    const label = labelValue(machine.provider_id);
+    const liveServers = () => fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label);
+    await until('the server to run', () => liveServers()[0]?.status === 'running');
+    await until('the node to be asked for', () => tenant.requests.some((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)));
+    expect(await machineStatus()).toBe('provisioning');
+    const creation = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && r.status === 201)!;
+    expect(creation.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
+    const userData = (creation.body as { user_data: string }).user_data;
+    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.[a-z0-9]{16} .* --node-name (\S+)$/m.exec(userData);
+    expect(join?.[1]).toBe(new URL(tenant.url).host);
+    expect(join?.[3]).toBe(machine.node_name);
+    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join![2]}`)).toBeDefined();
+    expect(fake.servers(PLATFORM)).toEqual([]);
+    nodeStatus(machine.node_name, true);
+    await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
+    const serverId = String(liveServers()[0]!.id);
+    // The drift check reads the server in the credential's project (the platform's token would find nothing).
+    const drift = () => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
+    expect(await drift()).toMatchObject({ drifted: false, differences: [] });
+    const driftReads = fake.requests.filter((r) => r.method === 'GET' && r.path === `/servers/${serverId}`);
+    expect(driftReads.at(-1)?.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
+
+    // The workspace's active registry credentials become the install's pull secret; an inactive one does not.
+    await api.POST('/v1/registry/credentials', { body: { name: 'ghcr', registry_url: 'ghcr.io', username: 'robot', password: 'pull-secret-1' } });
+    await api.POST('/v1/registry/credentials', {
+      body: { name: 'old', registry_url: 'registry.example.com', username: 'old', password: 'retired-2', is_active: false },
+    });
+
+    // A product and an install: an Argo CD Application, running once Argo CD reports it Synced and Healthy.
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Shop',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }],
+      },
+    });
+    const install = await api.POST('/v1/installs', {
+      body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] },
+    });
+    const application = () => management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as Application | undefined;
+    await until('the Application', () => application() !== undefined);
+    expect(application()!.spec.source).toMatchObject({ targetRevision: '19.6.1', helm: { valuesObject: { replicaCount: 2 } } });
+    const namespace = k8sName(install.id);
+    const pullSecret = pullSecretName(releaseOf(application()!));
+    expect(application()!.spec.source.helm.valuesObject.imagePullSecrets).toEqual([{ name: pullSecret }]);
+    const secret = tenant.get('v1/secrets', namespace, pullSecret) as unknown as { type: string; data: Record<string, string> } | undefined;
+    expect(secret?.type).toBe('kubernetes.io/dockerconfigjson');
+    expect(JSON.parse(Buffer.from(secret!.data['.dockerconfigjson']!, 'base64').toString())).toEqual({
+      auths: { 'ghcr.io': { username: 'robot', password: 'pull-secret-1', auth: Buffer.from('robot:pull-secret-1').toString('base64') } },
+    });
+    const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
+    expect((await getInstall()).status).toBe('installing');
+    const argoDone = () =>
+      management.setStatus(APP, ARGO_NS, application()!.metadata.name, {
+        sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } },
+        health: { status: 'Healthy' },
+      });
+    argoDone();
+    await until('the install to run', async () => (await getInstall()).status === 'running');
+
+    // Its logs, from the pod-log API of the tenant cluster.
+    tenant.put('v1/pods', {
+      metadata: { name: 'wordpress-6c9f-x1y2z', namespace },
+      spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] },
+      status: { phase: 'Running' },
+    });
+    tenant.appendLog(namespace, 'wordpress-6c9f-x1y2z', 'wordpress', [
+      { time: '2026-11-23T12:00:00.000000001Z', line: 'starting' },
+      { time: '2026-11-23T12:00:00.000000002Z', line: 'ready' },
+    ]);
+    const logs = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, {
+      token: user.token,
+      headers: { accept: 'text/event-stream' },
+    });
+    expect(logs.status).toBe(200);
+    const lines = String(logs.body)
+      .split('\n\n')
+      .filter((e) => e.includes('event: log'))
+      .map((e) => (JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { line: string }).line);
+    expect(lines).toEqual(['starting', 'ready']);
+    expect(tenant.requests.some((r) => r.startsWith(`GET /api/v1/namespaces/${namespace}/pods/wordpress-6c9f-x1y2z/log`))).toBe(true);
+
+    // A product update: the Application is upgraded to the new template.
+    await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: product.id } },
+      body: {
+        name: product.name,
+        cluster_ids: product.cluster_ids,
+        sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
+      },
+    });
+    await until('the Application to be upgraded', () => application()?.spec.source.targetRevision === '19.7.0');
+    expect(application()!.metadata.annotations['platform-api/revision']).toBe('2');
+    expect(application()!.spec.source.helm.valuesObject.imagePullSecrets).toEqual([{ name: pullSecret }]);
+    argoDone();
+    const getProduct = () => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } });
+    await until('the regeneration', async () => (await getProduct()).regeneration_status === 'succeeded');
+
+    // Suspend: shut down, snapshot, delete the server (the kubelet stops with it).
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+    await until('suspended', async () => (await getSuspension()).status === 'suspended');
+    const { snapshot_id } = await getSuspension();
+    expect(fake.images(BYOM_TOKEN).find((i) => String(i.id) === snapshot_id)).toMatchObject({ type: 'snapshot', created_from: { id: Number(serverId) } });
+    expect(liveServers()).toEqual([]);
+    expect(await machineStatus()).toBe('suspended');
+    nodeStatus(machine.node_name, false);
+
+    // Resume: a server from the snapshot, in the machine's location, in the credential's project.
+    await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
+    await until('the resumed server to run', () => liveServers()[0]?.status === 'running');
+    expect(liveServers()[0]).toMatchObject({ image: { id: Number(snapshot_id), type: 'snapshot' }, location: { name: 'nbg1' } });
+    // Running is not enough: the machine is ready again once its node is Ready again.
+    const nodeReads = tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length;
+    await until(
+      'the node to be asked for again',
+      () => tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > nodeReads + 1,
+    );
+    expect((await getSuspension()).status).toBe('resuming');
+    expect(await machineStatus()).toBe('suspended');
+    nodeStatus(machine.node_name, true);
+    await until('resumed', async () => (await getSuspension()).status === 'resumed');
+    expect(await machineStatus()).toBe('ready');
+    expect(fake.images(BYOM_TOKEN).some((i) => String(i.id) === snapshot_id)).toBe(false);
+    // A server restored from a snapshot runs the snapshot's image, made from the desired one: no drift.
+    expect(await drift()).toMatchObject({ drifted: false, differences: [] });
+    const machineServers = fake.requests.filter((r) => r.path.startsWith('/servers/') || (r.path === '/servers' && r.method === 'POST'));
+    expect(new Set(machineServers.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM_TOKEN}`]));
+
+    // No uninstall operation in the contract yet: the Application stays until the install's cluster goes.
+    expect(application()).toBeDefined();
+  });
+});
