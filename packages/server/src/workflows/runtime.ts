@@ -41,6 +41,7 @@ export function createRuntime(options: RuntimeOptions) {
     snapshotSeconds: config.simulation.snapshotSeconds,
     failureRate: config.simulation.failureRate,
     latencyMs: config.simulation.latencyMs,
+    serversElsewhere: config.compute.provider !== 'simulated',
     ...options.simulation,
   });
   const driver = options.driver ?? cloud;
