@@ -144,6 +144,7 @@ export const calls = {
   // Notifications
   listNotifications: (api) => api.GET('/v1/notifications', { params: { query: { unread: true } } }),
   markNotificationRead: (api) => api.PATCH('/v1/notifications/{id}/read', { params: { path: { id: ids.notification } } }),
+  listEvents: (api) => api.GET('/v1/events', { params: { query: { type: 'cluster.created' } } }),
 
   // Tokens
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),

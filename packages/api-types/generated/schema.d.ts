@@ -715,6 +715,26 @@ export interface paths {
         patch: operations["markNotificationRead"];
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description Lists the events of the workspace named by X-Workspace-Id (the default workspace without it), oldest first, optionally only those of one type or one object. Events are kept for a configured time (30 days by default).
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/user/tokens": {
         parameters: {
             query?: never;
@@ -1213,6 +1233,37 @@ export interface components {
                 details?: unknown;
             };
         };
+        /** @description A change to one of the workspace's objects, recorded in the same transaction as the change: an event exists exactly when its change happened. `object` is the object as the API returned it right after the change. */
+        Event: {
+            /** @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5 */
+            id: string;
+            type: components["schemas"]["EventType"];
+            workspace_id: string;
+            /** @enum {string} */
+            object_type: "cluster" | "machine" | "suspension" | "install";
+            /** @description The object's id (a machine's `provider_id`). */
+            object_id: string;
+            /** @description The object after the change, as its own operations return it (`object_type` names which). */
+            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"];
+            created_at: components["schemas"]["Timestamp"];
+        };
+        EventList: {
+            data: components["schemas"]["Event"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description What happened, as `<object>.<change>`:
+         *     - `cluster.created`, `cluster.running`, `cluster.failed`: a cluster was created; its control plane came up or
+         *       could not be created.
+         *     - `machine.ready`: a machine's server is up (after a provision or a resume); `machine.provision_failed`: a
+         *       provision attempt failed and the machine is queued again; `machine.failed`: it could not be provisioned.
+         *     - `suspension.suspended`, `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension
+         *       or its resume ended.
+         *     - `install.created`, `install.running`, `install.failed`: an install was created; it ran or failed.
+         *     More types may be added; a consumer should ignore a type it does not know.
+         * @enum {string}
+         */
+        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed";
         /** @description The answer of a health probe that passed. */
         Health: {
             /**
@@ -1927,6 +1978,10 @@ export interface components {
          * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
          */
         Cursor: string;
+        /** @description Only events of this object (a machine by its `provider_id`). */
+        EventObjectId: string;
+        /** @description Only events of this type. */
+        EventTypeQuery: components["schemas"]["EventType"];
         /**
          * @description Makes the request safe to retry. Keys are scoped to the caller and kept for at least 24 hours.
          *     - The same key with the same body returns the first response again (same status and body) with
@@ -3861,6 +3916,57 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type. */
+                type?: components["parameters"]["EventTypeQuery"];
+                /** @description Only events of this object (a machine by its `provider_id`). */
+                object_id?: components["parameters"]["EventObjectId"];
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
