@@ -5,7 +5,8 @@ import { createPlatformClient } from '@platform/client';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { recordEvent } from '../src/resources/events.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
@@ -32,12 +33,15 @@ beforeAll(async () => {
     simulation: { followPollMs: 20, logLinesPerSecond: 2 },
     tickMs: 20,
     orphanAfterSeconds: 1,
+    eventPruneEveryMs: 50,
   });
   await runtime.engine.run({ work: true });
+  runtime.retention.start();
   server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
 });
 
 afterAll(async () => {
+  runtime?.retention.stop();
   await server?.close();
   await runtime?.engine.stop();
   await database?.drop();
@@ -240,5 +244,30 @@ describe('the event and its change', () => {
     clock.advance(60); // past the step's retry delay
     await eventually(getCluster, (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
     expect((await allEvents(user, { object_id: cluster.id })).map((e) => e.type)).toEqual(['cluster.created', 'cluster.running']);
+  });
+});
+
+describe('retention', () => {
+  it('the worker deletes events older than EVENT_RETENTION_DAYS (30 by default), and keeps the others', async () => {
+    expect(loadConfig({}).eventRetentionDays).toBe(30);
+    expect(loadConfig({ EVENT_RETENTION_DAYS: '7' }).eventRetentionDays).toBe(7);
+    expect(() => loadConfig({ EVENT_RETENTION_DAYS: '0' })).toThrow(ConfigError);
+    const user = await newUser(database.db, clock, 'pro');
+    const api = client(user);
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'old-news', region_id: 'fsn1' } });
+    const event = (type: 'cluster.running' | 'cluster.failed', secondsAgo: number) =>
+      recordEvent(
+        database.db,
+        { type, workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster },
+        clock.now() - secondsAgo,
+      );
+    await event('cluster.failed', 30 * 86_400 + 60);
+    await event('cluster.running', 30 * 86_400 - 60);
+    await eventually(
+      () => allEvents(user, { object_id: cluster.id }),
+      (events) => events.length === 2,
+      'the expired event to go',
+    );
+    expect((await allEvents(user, { object_id: cluster.id })).map((e) => e.type).sort()).toEqual(['cluster.created', 'cluster.running']);
   });
 });
