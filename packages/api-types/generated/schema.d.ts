@@ -735,6 +735,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow events
+         * @description Streams the events of the workspace named by X-Workspace-Id (the default workspace without it) as Server-Sent Events (send `Accept: text/event-stream`), optionally only those of one type or one object: the events recorded so far, oldest first (after `Last-Event-ID` when it is sent), then each new one as it is recorded, with a `: keep-alive` comment every 15 seconds. An event may arrive up to a few seconds after a newer one; each is sent once per stream. Errors found before the stream starts are JSON error responses.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/user/tokens": {
         parameters: {
             query?: never;
@@ -1247,10 +1267,35 @@ export interface components {
             object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"];
             created_at: components["schemas"]["Timestamp"];
         };
+        /** @description One event of the events stream, as the fields of its Server-Sent Events block: `event` is always `event`, `id` the event's id and `data` the JSON text of the event. */
+        EventFeedItem: {
+            /** @constant */
+            event: "event";
+            /** @description The event's id; send it back as `Last-Event-ID` to resume after this event. */
+            id: string;
+            data: components["schemas"]["Event"];
+        };
         EventList: {
             data: components["schemas"]["Event"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /**
+         * @description A Server-Sent Events stream (UTF-8, one event per blank-line-terminated block):
+         *
+         *     ```
+         *     stream   = *( event / comment ) [ shutdown ]
+         *     event    = "id: " event-id LF "event: event" LF "data: " Event-JSON LF LF
+         *     comment  = ": keep-alive" LF LF
+         *     shutdown = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
+         *     ```
+         *
+         *     - `event`: one event of the workspace, oldest first; `id` is the event's id.
+         *     - `: keep-alive`: a comment sent every 15 seconds while nothing else is sent; clients ignore it.
+         *     - The stream stays open. A client that sees the connection drop reconnects with `Last-Event-ID` set to the
+         *       last `id` it received, and continues after that event. When the serving process shuts down it sends the
+         *       `shutdown` block first.
+         */
+        EventStream: string;
         /**
          * @description What happened, as `<object>.<change>`:
          *     - `cluster.created`, `cluster.running`, `cluster.failed`: a cluster was created; its control plane came up or
@@ -1978,6 +2023,11 @@ export interface components {
          * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
          */
         Cursor: string;
+        /**
+         * @description Resume after this event: the `id:` of the last event received (browsers' EventSource sends it by itself on reconnection). An id that is not an event of the workspace (or one deleted by the retention) → `422`.
+         * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+         */
+        EventLastEventId: string;
         /** @description Only events of this object (a machine by its `provider_id`). */
         EventObjectId: string;
         /** @description Only events of this type. */
@@ -3963,6 +4013,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type. */
+                type?: components["parameters"]["EventTypeQuery"];
+                /** @description Only events of this object (a machine by its `provider_id`). */
+                object_id?: components["parameters"]["EventObjectId"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+                /**
+                 * @description Resume after this event: the `id:` of the last event received (browsers' EventSource sends it by itself on reconnection). An id that is not an event of the workspace (or one deleted by the retention) → `422`.
+                 * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                 */
+                "Last-Event-ID"?: components["parameters"]["EventLastEventId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events stream. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["EventStream"];
                 };
             };
             401: components["responses"]["Unauthorized"];

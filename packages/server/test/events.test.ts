@@ -37,7 +37,12 @@ beforeAll(async () => {
   });
   await runtime.engine.run({ work: true });
   runtime.retention.start();
-  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+  server = await startTestServer(
+    database.db,
+    clock,
+    { EVENT_POLL_MS: '20' },
+    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
+  );
 });
 
 afterAll(async () => {
@@ -269,5 +274,101 @@ describe('retention', () => {
       'the expired event to go',
     );
     expect((await allEvents(user, { object_id: cluster.id })).map((e) => e.type).sort()).toEqual(['cluster.created', 'cluster.running']);
+  });
+});
+
+/** Reads an events stream until `count` events came (or `ms` passed), then closes it. */
+async function readStream(user: TestUser, count: number, options: { query?: string; lastEventId?: string; ms?: number } = {}) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), options.ms ?? 5000);
+  const response = await fetch(`${server.baseUrl}/v1/events/stream${options.query ? `?${options.query}` : ''}`, {
+    headers: { authorization: `Bearer ${user.token}`, accept: 'text/event-stream', ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) },
+    signal: abort.signal,
+  });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('text/event-stream');
+  const events: { id: string; type: string; object_id: string }[] = [];
+  const decoder = new TextDecoder();
+  let text = '';
+  const reader = response.body!.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      const blocks = text.split('\n\n');
+      text = blocks.pop()!;
+      for (const block of blocks) {
+        const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
+        if (fields.event !== 'event') continue;
+        const data = JSON.parse(fields.data!);
+        expect(fields.id).toBe(data.id);
+        events.push(data);
+      }
+      if (events.length >= count) break;
+    }
+  } catch (error) {
+    if (!abort.signal.aborted) throw error;
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+  return events;
+}
+
+describe('following events', () => {
+  it('sends what was recorded, then each new event as it is recorded; resumes after Last-Event-ID', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const api = client(user);
+    const first = await api.POST('/v1/clusters', { body: { name: 'followed-1', region_id: 'fsn1' } });
+    const following = readStream(user, 3, { query: 'type=cluster.created' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const second = await api.POST('/v1/clusters', { body: { name: 'followed-2', region_id: 'fsn1' } });
+    const third = await api.POST('/v1/clusters', { body: { name: 'followed-3', region_id: 'fsn1' } });
+    const events = await following;
+    expect(events.map((e) => [e.type, e.object_id])).toEqual([
+      ['cluster.created', first.id],
+      ['cluster.created', second.id],
+      ['cluster.created', third.id],
+    ]);
+    expect(events).toEqual((await allEvents(user, { type: 'cluster.created' })).slice(0, 3));
+    const resumed = await readStream(user, 2, { query: 'type=cluster.created', lastEventId: events[0]!.id });
+    expect(resumed.map((e) => e.object_id)).toEqual([second.id, third.id]);
+  });
+
+  it('sends an event committed late (after a newer one was sent) once', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const api = client(user);
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'late', region_id: 'fsn1' } });
+    const following = readStream(user, 3, { query: `object_id=${cluster.id}` });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A transaction that made its event earlier than the next one, and commits after it was sent.
+    const late = database.db.transaction().execute(async (trx) => {
+      await recordEvent(
+        trx,
+        { type: 'cluster.failed', workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster },
+        clock.now(),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await recordEvent(
+      database.db,
+      { type: 'cluster.running', workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster },
+      clock.now(),
+    );
+    await late;
+    const events = await following;
+    expect(events.map((e) => e.type)).toEqual(['cluster.created', 'cluster.running', 'cluster.failed']);
+  });
+
+  it('refuses a Last-Event-ID that is not an event of the workspace with the contract’s 422', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const reply = await call(server.baseUrl, 'GET', '/v1/events/stream', {
+      token: user.token,
+      headers: { accept: 'text/event-stream', 'last-event-id': 'evt_01jd2xd7h9k1n3q5s7v9x1z3b5' },
+    });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'Last-Event-ID' });
   });
 });
