@@ -1260,11 +1260,11 @@ export interface components {
             type: components["schemas"]["EventType"];
             workspace_id: string;
             /** @enum {string} */
-            object_type: "cluster" | "machine" | "suspension" | "install";
+            object_type: "cluster" | "machine" | "suspension" | "install" | "product";
             /** @description The object's id (a machine's `provider_id`). */
             object_id: string;
             /** @description The object after the change, as its own operations return it (`object_type` names which). */
-            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"];
+            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"] | components["schemas"]["Product"];
             created_at: components["schemas"]["Timestamp"];
         };
         /** @description One event of the events stream, as the fields of its Server-Sent Events block: `event` is always `event`, `id` the event's id and `data` the JSON text of the event. */
@@ -1305,10 +1305,12 @@ export interface components {
          *     - `suspension.suspended`, `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension
          *       or its resume ended.
          *     - `install.created`, `install.running`, `install.failed`: an install was created; it ran or failed.
+         *     - `product.regeneration_succeeded`, `product.regeneration_failed`: the charts of a product's new template were
+         *       rendered and its running installs upgraded, or that failed.
          *     More types may be added; a consumer should ignore a type it does not know.
          * @enum {string}
          */
-        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed";
+        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "product.regeneration_succeeded" | "product.regeneration_failed";
         /** @description The answer of a health probe that passed. */
         Health: {
             /**

@@ -93,7 +93,7 @@ async function allEvents(user: TestUser, query: { type?: string; object_id?: str
 
 describe('events of a workspace', () => {
   let user: TestUser;
-  const ids = { cluster: '', machine: '', suspension: '', install: '', failedInstall: '' };
+  const ids = { cluster: '', machine: '', suspension: '', product: '', install: '', failedInstall: '' };
 
   beforeAll(async () => {
     user = await newUser(database.db, clock, 'pro');
@@ -144,6 +144,7 @@ describe('events of a workspace', () => {
         sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } }],
       },
     });
+    ids.product = product.id;
     const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
     ids.install = install.id;
     const getInstall = (id: string) => () => api.GET('/v1/installs/{id}', { params: { path: { id } } });
@@ -159,7 +160,12 @@ describe('events of a workspace', () => {
   });
 
   it('lists each transition once, oldest first, with the object as the API returns it', async () => {
-    const events = await allEvents(user);
+    const all = await allEvents(user);
+    // The product's regeneration runs beside the installs: its event's place among theirs varies.
+    const regenerations = all.filter((e) => e.object_type === 'product');
+    expect(regenerations.map((e) => [e.type, e.object_id])).toEqual([['product.regeneration_succeeded', ids.product]]);
+    expect(regenerations[0].object).toEqual(await client(user).GET('/v1/products/{id}', { params: { path: { id: ids.product } } }));
+    const events = all.filter((e) => e.object_type !== 'product');
     expect(events.map((e) => [e.type, e.object_id])).toEqual([
       ['cluster.created', ids.cluster],
       ['cluster.running', ids.cluster],

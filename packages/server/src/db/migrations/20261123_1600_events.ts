@@ -12,8 +12,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         'cluster.created', 'cluster.running', 'cluster.failed',
         'machine.ready', 'machine.provision_failed', 'machine.failed',
         'suspension.suspended', 'suspension.failed', 'suspension.resumed', 'suspension.resume_failed',
-        'install.created', 'install.running', 'install.failed')),
-      object_type text NOT NULL CHECK (object_type IN ('cluster', 'machine', 'suspension', 'install')),
+        'install.created', 'install.running', 'install.failed',
+        'product.regeneration_succeeded', 'product.regeneration_failed')),
+      object_type text NOT NULL CHECK (object_type IN ('cluster', 'machine', 'suspension', 'install', 'product')),
       object_id text NOT NULL,
       -- The object as the API returned it right after the change.
       object jsonb NOT NULL,
