@@ -14,9 +14,11 @@ export type LogStreamEvent =
 /** The operation's generated success body; `undefined` for 204; the events, for the log stream. */
 export type Expected<Op extends OperationId> = Op extends 'streamInstallLogs'
   ? LogStreamEvent[]
-  : [SuccessBody<Op>] extends [never]
-    ? undefined | void
-    : SuccessBody<Op>;
+  : Op extends 'streamEvents'
+    ? Schema<'Event'>[]
+    : [SuccessBody<Op>] extends [never]
+      ? undefined | void
+      : SuccessBody<Op>;
 
 export type CallTable = { [Op in OperationId]: (api: PlatformClient) => Promise<Expected<Op>> };
 
@@ -144,6 +146,16 @@ export const calls = {
   // Notifications
   listNotifications: (api) => api.GET('/v1/notifications', { params: { query: { unread: true } } }),
   markNotificationRead: (api) => api.PATCH('/v1/notifications/{id}/read', { params: { path: { id: ids.notification } } }),
+  listEvents: (api) => api.GET('/v1/events', { params: { query: { type: 'cluster.created' } } }),
+  // The stream has no end: the first event (the examples hold one).
+  streamEvents: async (api) => {
+    const events: Schema<'Event'>[] = [];
+    for await (const event of api.streamEvents({ type: 'cluster.running' })) {
+      events.push(event);
+      break;
+    }
+    return events;
+  },
 
   // Tokens
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),

@@ -6,6 +6,7 @@ export interface QueryDefaults {
   listCloudCredentials: 'limit';
   listClusters: 'limit';
   listComputeConfigs: 'limit';
+  listEvents: 'limit';
   listInstalls: 'limit';
   listNotifications: 'unread' | 'limit';
   listProducts: 'limit';

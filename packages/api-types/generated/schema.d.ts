@@ -715,6 +715,46 @@ export interface paths {
         patch: operations["markNotificationRead"];
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description Lists the events of the workspace named by X-Workspace-Id (the default workspace without it), oldest first, optionally only those of one type or one object. Events are kept for a configured time (30 days by default).
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow events
+         * @description Streams the events of the workspace named by X-Workspace-Id (the default workspace without it) as Server-Sent Events (send `Accept: text/event-stream`), optionally only those of one type or one object: the events recorded so far, oldest first (after `Last-Event-ID` when it is sent), then each new one as it is recorded, with a `: keep-alive` comment every 15 seconds. An event may arrive up to a few seconds after a newer one; each is sent once per stream. Errors found before the stream starts are JSON error responses.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/user/tokens": {
         parameters: {
             query?: never;
@@ -1213,6 +1253,64 @@ export interface components {
                 details?: unknown;
             };
         };
+        /** @description A change to one of the workspace's objects, recorded in the same transaction as the change: an event exists exactly when its change happened. `object` is the object as the API returned it right after the change. */
+        Event: {
+            /** @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5 */
+            id: string;
+            type: components["schemas"]["EventType"];
+            workspace_id: string;
+            /** @enum {string} */
+            object_type: "cluster" | "machine" | "suspension" | "install" | "product";
+            /** @description The object's id (a machine's `provider_id`). */
+            object_id: string;
+            /** @description The object after the change, as its own operations return it (`object_type` names which). */
+            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"] | components["schemas"]["Product"];
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description One event of the events stream, as the fields of its Server-Sent Events block: `event` is always `event`, `id` the event's id and `data` the JSON text of the event. */
+        EventFeedItem: {
+            /** @constant */
+            event: "event";
+            /** @description The event's id; send it back as `Last-Event-ID` to resume after this event. */
+            id: string;
+            data: components["schemas"]["Event"];
+        };
+        EventList: {
+            data: components["schemas"]["Event"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description A Server-Sent Events stream (UTF-8, one event per blank-line-terminated block):
+         *
+         *     ```
+         *     stream   = *( event / comment ) [ shutdown ]
+         *     event    = "id: " event-id LF "event: event" LF "data: " Event-JSON LF LF
+         *     comment  = ": keep-alive" LF LF
+         *     shutdown = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
+         *     ```
+         *
+         *     - `event`: one event of the workspace, oldest first; `id` is the event's id.
+         *     - `: keep-alive`: a comment sent every 15 seconds while nothing else is sent; clients ignore it.
+         *     - The stream stays open. A client that sees the connection drop reconnects with `Last-Event-ID` set to the
+         *       last `id` it received, and continues after that event. When the serving process shuts down it sends the
+         *       `shutdown` block first.
+         */
+        EventStream: string;
+        /**
+         * @description What happened, as `<object>.<change>`:
+         *     - `cluster.created`, `cluster.running`, `cluster.failed`: a cluster was created; its control plane came up or
+         *       could not be created.
+         *     - `machine.ready`: a machine's server is up (after a provision or a resume); `machine.provision_failed`: a
+         *       provision attempt failed and the machine is queued again; `machine.failed`: it could not be provisioned.
+         *     - `suspension.suspended`, `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension
+         *       or its resume ended.
+         *     - `install.created`, `install.running`, `install.failed`: an install was created; it ran or failed.
+         *     - `product.regeneration_succeeded`, `product.regeneration_failed`: the charts of a product's new template were
+         *       rendered and its running installs upgraded, or that failed.
+         *     More types may be added; a consumer should ignore a type it does not know.
+         * @enum {string}
+         */
+        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "product.regeneration_succeeded" | "product.regeneration_failed";
         /** @description The answer of a health probe that passed. */
         Health: {
             /**
@@ -1927,6 +2025,15 @@ export interface components {
          * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
          */
         Cursor: string;
+        /**
+         * @description Resume after this event: the `id:` of the last event received (browsers' EventSource sends it by itself on reconnection). An id that is not an event of the workspace (or one deleted by the retention) → `422`.
+         * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+         */
+        EventLastEventId: string;
+        /** @description Only events of this object (a machine by its `provider_id`). */
+        EventObjectId: string;
+        /** @description Only events of this type. */
+        EventTypeQuery: components["schemas"]["EventType"];
         /**
          * @description Makes the request safe to retry. Keys are scoped to the caller and kept for at least 24 hours.
          *     - The same key with the same body returns the first response again (same status and body) with
@@ -3861,6 +3968,103 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type. */
+                type?: components["parameters"]["EventTypeQuery"];
+                /** @description Only events of this object (a machine by its `provider_id`). */
+                object_id?: components["parameters"]["EventObjectId"];
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type. */
+                type?: components["parameters"]["EventTypeQuery"];
+                /** @description Only events of this object (a machine by its `provider_id`). */
+                object_id?: components["parameters"]["EventObjectId"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+                /**
+                 * @description Resume after this event: the `id:` of the last event received (browsers' EventSource sends it by itself on reconnection). An id that is not an event of the workspace (or one deleted by the retention) → `422`.
+                 * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                 */
+                "Last-Event-ID"?: components["parameters"]["EventLastEventId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events stream. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["EventStream"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -1,7 +1,9 @@
 // createPlatformClient: openapi-fetch's methods, typed by the generated `paths`, that resolve to the success
 // body and reject with a PlatformError; one method per operationId (generated in operations.ts) over the same
-// calls; plus paginate() and streamInstallLogs().
+// calls; plus paginate(), streamInstallLogs() and streamEvents().
+import type { Schema } from '@platform/api-types';
 import { PlatformError } from './errors.ts';
+import { type EventStreamOptions, streamEvents } from './events.ts';
 import { type InstallId, type LogEvent, type LogStreamOptions, streamLogs } from './logs.ts';
 import { type OperationRoute, operationRoutes, type PlatformOperations } from './operations.ts';
 import { type RetryOptions, retryPolicy } from './retry.ts';
@@ -62,6 +64,11 @@ export interface PlatformClient extends PlatformOperations {
    * connection is resumed with `Last-Event-ID` (governed by the retry policy).
    */
   streamInstallLogs(id: InstallId, options?: LogStreamOptions): AsyncGenerator<LogEvent, void, undefined>;
+  /**
+   * The workspace's events, oldest first, then each new one as it is recorded; the iteration goes on until the
+   * caller stops it (`break`, or `signal`). A dropped connection is resumed with `Last-Event-ID`.
+   */
+  streamEvents(options?: EventStreamOptions): AsyncGenerator<Schema<'Event'>, void, undefined>;
 }
 
 // Operations whose contract declares `idempotency-key`: the client makes one up when the caller gives none, so
@@ -126,6 +133,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     DELETE: method('DELETE') as PlatformClient['DELETE'],
     paginate: paginate as PlatformClient['paginate'],
     streamInstallLogs: (id, logOptions) => streamLogs(send, retry, id, logOptions),
+    streamEvents: (eventOptions) => streamEvents(send, retry, eventOptions),
   };
 }
 

@@ -68,7 +68,7 @@ export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId
   }
 }
 
-async function* readEvents(body: unknown): AsyncGenerator<EventSourceMessage, void, undefined> {
+export async function* readEvents(body: unknown): AsyncGenerator<EventSourceMessage, void, undefined> {
   // No body (an empty 200) is a connection that ended at once.
   if (!(body instanceof ReadableStream)) return;
   const reader = (body as ReadableStream<Uint8Array>).getReader();
@@ -88,12 +88,12 @@ async function* readEvents(body: unknown): AsyncGenerator<EventSourceMessage, vo
   }
 }
 
-function parseData<Data>(message: EventSourceMessage): Data {
+export function parseData<Data>(message: EventSourceMessage): Data {
   try {
     // The contract types each event's data; the stream is trusted as the JSON API's bodies are.
     return JSON.parse(message.data) as Data;
   } catch (error) {
-    throw new PlatformError(`The log stream sent a ${message.event ?? 'message'} event whose data is not JSON`, {
+    throw new PlatformError(`The stream sent a ${message.event ?? 'message'} event whose data is not JSON`, {
       cause: error,
     });
   }

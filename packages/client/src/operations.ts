@@ -232,6 +232,12 @@ export interface PlatformOperations {
    */
   markNotificationRead(...args: OperationArgs<'markNotificationRead'>): Promise<OperationResult<'markNotificationRead'>>;
   /**
+   * List events
+   *
+   * `GET /v1/events`
+   */
+  listEvents(...args: OperationArgs<'listEvents'>): Promise<OperationResult<'listEvents'>>;
+  /**
    * List personal access tokens
    *
    * `GET /v1/user/tokens`
@@ -339,6 +345,7 @@ export const operationRoutes = {
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
+  listEvents: { method: 'GET', path: '/v1/events', path_params: [], query: ['type', 'object_id', 'cursor', 'limit'], headers: ['workspaceId'] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createUserToken: { method: 'POST', path: '/v1/user/tokens', path_params: [], query: [], headers: [] },
   revokeUserToken: { method: 'DELETE', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },

@@ -89,7 +89,7 @@ export function createTransport(options: TransportOptions): Send {
         if (parseAs === 'json' && response.ok && isEventStream(response)) {
           // Parsing a followed stream as JSON would hang on a body that never ends.
           await response.body?.cancel();
-          throw new PlatformError(`${what} answers an event stream: read it with streamInstallLogs()`);
+          throw new PlatformError(`${what} answers an event stream: read it with streamInstallLogs() or streamEvents()`);
         }
         return response;
       };

@@ -75,6 +75,10 @@ export interface Config {
   orphanAfterSeconds: number;
   /** A pause after each workflow step (ms); 0 in production, set by crash tests to kill at step boundaries. */
   workflowStepDelayMs: number;
+  /** Days an event stays in the feed; the workers delete older ones. */
+  eventRetentionDays: number;
+  /** How often (ms) an events stream looks for new events. */
+  eventPollMs: number;
 }
 
 export interface ComputeConfig {
@@ -297,6 +301,8 @@ export function loadConfig(env: Env = process.env): Config {
     role: role(env),
     orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
     workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    eventPollMs: integer(env, 'EVENT_POLL_MS', 1000, 10, 60_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 8, 1, 256),
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),

@@ -1,7 +1,10 @@
 // Opaque ids: a type prefix and a sortable random part (a lower-case ULID), readable in logs and tickets.
-import { ulid } from 'ulid';
+import { monotonicFactory } from 'ulid';
 
-export type IdPrefix = 'usr' | 'ws' | 'cl' | 'cc' | 'ccr' | 'mch' | 'sus' | 'rc' | 'prd' | 'src' | 'tpl' | 'ins' | 'wf' | 'ntf' | 'tok' | 'qo' | 'ss';
+// Monotonic within a process: ids made in the same millisecond (a change and its event) still sort in order.
+const ulid = monotonicFactory();
+
+export type IdPrefix = 'usr' | 'ws' | 'cl' | 'cc' | 'ccr' | 'mch' | 'sus' | 'rc' | 'prd' | 'src' | 'tpl' | 'ins' | 'wf' | 'ntf' | 'tok' | 'qo' | 'ss' | 'evt';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -1,6 +1,7 @@
 // Crash safety: a worker process is killed with SIGKILL at every step boundary of the install and resume
 // workflows, and a new one started each time. The workflows complete, and the simulated cloud holds exactly
-// one release per source and one server per machine: every re-run adopted what the killed run had made.
+// one release per source and one server per machine: every re-run adopted what the killed run had made; and each
+// transition has exactly one event (written in the transaction of the change, so no kill splits them).
 // Real processes (`main.ts --role worker`) on real time; the simulated cloud is fast (1 s boots).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -69,6 +70,9 @@ async function runKillingAtEachStep(workflowId: string): Promise<string[]> {
   return seen;
 }
 
+const eventsOf = async (objectId: string) =>
+  (await database.db.selectFrom('events').select('type').where('object_id', '=', objectId).orderBy('created_at').orderBy('id').execute()).map((e) => e.type);
+
 beforeAll(async () => {
   database = await createTestDatabase();
 });
@@ -115,6 +119,7 @@ describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000
     expect(rows[0]!.n).toBe(1);
     const notifications = await database.db.selectFrom('notifications').select('type').where('resource_id', '=', installId).execute();
     expect(notifications.map((n) => n.type)).toEqual(['install.running']);
+    expect(await eventsOf(installId)).toEqual(['install.running']);
   });
 
   it('still completes a suspend and a resume, with exactly one server and no snapshot left', async () => {
@@ -167,5 +172,8 @@ describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000
     expect(servers).toEqual([{ id: after.server_id, image: suspension.snapshot_id }]);
     const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE deleted_at IS NULL`.execute(database.db);
     expect(snapshots).toHaveLength(0);
+    expect(await eventsOf(suspensionId)).toEqual(['suspension.suspended', 'suspension.resumed']);
+    // Provisioned, then resumed: ready twice, each told once.
+    expect(await eventsOf(machine)).toEqual(['machine.ready', 'machine.ready']);
   });
 });

@@ -31,6 +31,8 @@ const CONTRACT_COLUMNS: Record<string, string> = {
   'cloud_credentials.provider': 'ComputeProvider',
   'notifications.resource_type': 'Notification.resource_type',
   'notifications.severity': 'Notification.severity',
+  'events.type': 'EventType',
+  'events.object_type': 'Event.object_type',
 };
 /** Constrained columns whose values the contract never shows. */
 const INTERNAL_COLUMNS = new Set(['users.plan', 'tokens.kind', 'device_grants.status']);

@@ -268,6 +268,16 @@ export interface StreamSlotsTable {
   expires_at: Seconds;
 }
 
+export interface EventsTable {
+  id: string;
+  workspace_id: string;
+  type: Schema<'Event'>['type'];
+  object_type: Schema<'Event'>['object_type'];
+  object_id: string;
+  object: Json<Schema<'Event'>['object']>;
+  created_at: Seconds;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -285,6 +295,7 @@ export interface Database {
   workflows: WorkflowsTable;
   idempotency_keys: IdempotencyKeysTable;
   notifications: NotificationsTable;
+  events: EventsTable;
   quota_overrides: QuotaOverridesTable;
   device_grants: DeviceGrantsTable;
   device_code_attempts: DeviceCodeAttemptsTable;

@@ -4,6 +4,7 @@
 import * as clusters from './clusters.ts';
 import * as compute from './compute.ts';
 import * as deviceSignIn from './device-sign-in.ts';
+import * as events from './events.ts';
 import * as health from './health.ts';
 import * as installs from './installs.ts';
 import * as notifications from './notifications.ts';
@@ -22,6 +23,7 @@ export const handlers = {
   ...products,
   ...installs,
   ...notifications,
+  ...events,
   ...tokens,
   ...deviceSignIn,
   ...quotas,

@@ -9,6 +9,7 @@ import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
+import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;
 
@@ -46,7 +47,7 @@ export async function createCluster(
     if (taken) throw conflict(`The workspace has a cluster named ${input.name} already.`, 'Choose another name.', undefined, 'name');
     const id = newId('cl');
     await workflows.start(trx, 'createCluster', id);
-    return trx
+    const row = await trx
       .insertInto('clusters')
       .values({
         id,
@@ -60,6 +61,8 @@ export async function createCluster(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await tell(trx, 'cluster.created', row, now);
+    return row;
   });
   return toCluster(row);
 }
@@ -87,19 +90,33 @@ export async function deleteCluster(db: Db, userId: string, id: string): Promise
 
 export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();
 
+const tell = (db: Db, type: 'cluster.created' | 'cluster.running' | 'cluster.failed', row: Row<'clusters'>, now: number) =>
+  recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'cluster', object_id: row.id, object: toCluster(row) }, now);
+
 /** PROVISIONING → RUNNING; false when it is not provisioning (a re-run after a crash: done already). */
-export async function markClusterRunning(db: Db, id: string): Promise<boolean> {
-  const changed = await db
+export async function markClusterRunning(db: Db, id: string, now: number): Promise<boolean> {
+  const row = await db
     .updateTable('clusters')
     .set({ status: 'RUNNING', status_message: null })
     .where('id', '=', id)
     .where('status', '=', 'PROVISIONING')
+    .returningAll()
     .executeTakeFirst();
-  return changed.numUpdatedRows > 0n;
+  if (row) await tell(db, 'cluster.running', row, now);
+  return row !== undefined;
 }
 
-export async function markClusterFailed(db: Db, id: string, message: string): Promise<void> {
-  await db.updateTable('clusters').set({ status: 'ERROR', status_message: message }).where('id', '=', id).execute();
+/** → ERROR with its message; false when it is so already (only the run that changes it tells). */
+export async function markClusterFailed(db: Db, id: string, message: string, now: number): Promise<boolean> {
+  const row = await db
+    .updateTable('clusters')
+    .set({ status: 'ERROR', status_message: message })
+    .where('id', '=', id)
+    .where('status', '<>', 'ERROR')
+    .returningAll()
+    .executeTakeFirst();
+  if (row) await tell(db, 'cluster.failed', row, now);
+  return row !== undefined;
 }
 
 /** Whether a cluster belongs to the given workspace (what an object references lives in its workspace). */

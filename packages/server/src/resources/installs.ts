@@ -10,6 +10,7 @@ import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
+import { recordEvent } from './events.ts';
 import { productOfWorkspace } from './products.ts';
 import { requireRegion } from './regions.ts';
 
@@ -75,7 +76,7 @@ export async function createInstall(
   const row = await inTransaction(db, async (trx) => {
     const installId = newId('ins');
     const workflowId = await workflows.start(trx, 'createInstall', installId);
-    return trx
+    const row = await trx
       .insertInto('installs')
       .values({
         id: installId,
@@ -92,6 +93,8 @@ export async function createInstall(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await tell(trx, 'install.created', row, now);
+    return row;
   });
   return toInstall(row);
 }
@@ -116,14 +119,19 @@ export async function setInstallTemplate(db: Db, id: string, templateId: string,
 
 /** → running, or → failed with its message; false when it was so already (only the run that changes it tells). */
 export async function finishInstall(db: Db, id: string, outcome: { status: 'running' } | { status: 'failed'; message: string }, now: number): Promise<boolean> {
-  const changed = await db
+  const row = await db
     .updateTable('installs')
     .set({ status: outcome.status, status_message: outcome.status === 'failed' ? outcome.message : null, updated_at: now })
     .where('id', '=', id)
     .where('status', '<>', outcome.status)
+    .returningAll()
     .executeTakeFirst();
-  return changed.numUpdatedRows > 0n;
+  if (row) await tell(db, `install.${outcome.status}`, row, now);
+  return row !== undefined;
 }
+
+const tell = (db: Db, type: 'install.created' | 'install.running' | 'install.failed', row: Row<'installs'>, now: number) =>
+  recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'install', object_id: row.id, object: toInstall(row) }, now);
 
 /**
  * The running installs of a product not yet at its template; only those of the product's workspace on clusters of

@@ -16,6 +16,7 @@ import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
 import { matchesFilter, visibleComputeConfig } from './compute-configs.ts';
+import { recordEvent } from './events.ts';
 import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
 import { ownerOf } from './workspaces.ts';
 
@@ -224,14 +225,34 @@ export async function claimSlot(trx: Db, providerId: string, now: number): Promi
 }
 
 /** provisioning → queued without its server (a failed creation); false when it was not provisioning (counted once). */
-export async function requeueMachine(trx: Db, providerId: string): Promise<boolean> {
-  const requeued = await trx
+export async function requeueMachine(trx: Db, providerId: string, now: number): Promise<boolean> {
+  const row = await trx
     .updateTable('machines')
     .set({ status: 'queued', server_id: null })
     .where('provider_id', '=', providerId)
     .where('status', '=', 'provisioning')
+    .returningAll()
     .executeTakeFirst();
-  return requeued.numUpdatedRows > 0n;
+  if (row) await tell(trx, 'machine.provision_failed', row, now);
+  return row !== undefined;
+}
+
+/** → ready or failed, told as an event; false when it was so already (a re-run after a crash: told already). */
+export async function markMachine(db: Db, providerId: string, status: 'ready' | 'failed', now: number): Promise<boolean> {
+  const row = await db
+    .updateTable('machines')
+    .set({ status })
+    .where('provider_id', '=', providerId)
+    .where('status', '<>', status)
+    .returningAll()
+    .executeTakeFirst();
+  if (row) await tell(db, `machine.${status}`, row, now);
+  return row !== undefined;
+}
+
+async function tell(db: Db, type: 'machine.ready' | 'machine.provision_failed' | 'machine.failed', row: Row<'machines'>, now: number): Promise<void> {
+  const { workspace_id } = await db.selectFrom('clusters').select('workspace_id').where('id', '=', row.cluster_id).executeTakeFirstOrThrow();
+  await recordEvent(db, { type, workspace_id, object_type: 'machine', object_id: row.provider_id, object: toMachine(row) }, now);
 }
 
 /** Sets the status, and the server when given (null: the server is gone). */

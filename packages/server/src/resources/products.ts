@@ -11,6 +11,7 @@ import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import { clustersOfWorkspace } from './clusters.ts';
+import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;
 
@@ -156,9 +157,30 @@ export const productOfWorkspace = (db: Db, id: string, workspaceId: string) =>
 export const productAtTemplate = (db: Db, id: string, templateId: string) =>
   db.selectFrom('products').selectAll().where('id', '=', id).where('template_id', '=', templateId).executeTakeFirst();
 
-/** The regeneration status of a template, written only while it is the product's current one. */
-export async function setRegenerationStatus(db: Db, id: string, templateId: string, status: Row<'products'>['regeneration_status']): Promise<void> {
-  await db.updateTable('products').set({ regeneration_status: status }).where('id', '=', id).where('template_id', '=', templateId).execute();
+/**
+ * The regeneration status of a template, written only while it is the product's current one; its end (succeeded
+ * or failed) is told as an event, once.
+ */
+export async function setRegenerationStatus(
+  db: Db,
+  id: string,
+  templateId: string,
+  status: Row<'products'>['regeneration_status'],
+  now: number,
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable('products')
+      .set({ regeneration_status: status })
+      .where('id', '=', id)
+      .where('template_id', '=', templateId)
+      .where('regeneration_status', '<>', status)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row || (status !== 'succeeded' && status !== 'failed')) return;
+    const event = { workspace_id: row.workspace_id, object_type: 'product', object_id: row.id, object: toProduct(row) } as const;
+    await recordEvent(trx, { type: `product.regeneration_${status}`, ...event }, now);
+  });
 }
 
 /** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */

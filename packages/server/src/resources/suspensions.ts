@@ -8,6 +8,7 @@ import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
+import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;
 
@@ -92,11 +93,24 @@ export async function recordSnapshot(db: Db, id: string, snapshotId: string): Pr
   await db.updateTable('suspensions').set({ snapshot_id: snapshotId }).where('id', '=', id).execute();
 }
 
-/** Sets the status; with `from`, only when it is that one (false otherwise: a re-run after a crash, done already). */
-export async function setSuspensionStatus(db: Db, id: string, status: Status, from?: Status): Promise<boolean> {
-  let query = db.updateTable('suspensions').set({ status }).where('id', '=', id);
-  if (from) query = query.where('status', '=', from);
-  return (await query.executeTakeFirst()).numUpdatedRows > 0n;
+/** The event each end of a workflow tells: `from` → `status`. */
+const EVENTS: Partial<Record<`${Status}→${Status}`, Schema<'EventType'>>> = {
+  'suspending→suspended': 'suspension.suspended',
+  'suspending→failed': 'suspension.failed',
+  'resuming→resumed': 'suspension.resumed',
+  'resuming→failed': 'suspension.resume_failed',
+};
+
+/**
+ * `from` → `status`, told as an event when it ends a workflow; false when the suspension is not `from` (a re-run
+ * after a crash: done and told already).
+ */
+export async function setSuspensionStatus(db: Db, id: string, from: Status, status: Status, now: number): Promise<boolean> {
+  const row = await db.updateTable('suspensions').set({ status }).where('id', '=', id).where('status', '=', from).returningAll().executeTakeFirst();
+  if (!row) return false;
+  const type = EVENTS[`${from}→${status}`];
+  if (type) await recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'suspension', object_id: row.id, object: toSuspension(row) }, now);
+  return true;
 }
 
 /** The ids and snapshots of a machine's suspensions (what deleting the machine cancels and removes). */

@@ -26,7 +26,7 @@ export const clusterCreate: WorkflowDefinition = {
       const cluster = await clusterOf(ctx);
       if (!cluster) return { done: true };
       await ctx.db.transaction().execute(async (trx) => {
-        if (!(await markClusterRunning(trx, cluster.id))) return; // a re-run after a crash: done already
+        if (!(await markClusterRunning(trx, cluster.id, ctx.clock.now()))) return; // a re-run after a crash: done already
         // Machines requested while the control plane came up wait queued; the oldest may start now.
         const next = await nextQueued(trx, cluster.id);
         if (next) await ctx.wake(trx, next);
@@ -45,14 +45,17 @@ export const clusterCreate: WorkflowDefinition = {
   async fail(ctx, message) {
     const cluster = await clusterOf(ctx);
     if (!cluster) return;
-    await markClusterFailed(ctx.db, cluster.id, message);
-    await notifyWorkspace(ctx.db, cluster.workspace_id, ctx.clock.now(), {
-      type: 'cluster.failed',
-      resource_type: 'cluster',
-      resource_id: cluster.id,
-      title: `Cluster ${cluster.name} could not be created`,
-      body: message,
-      severity: 'critical',
+    const now = ctx.clock.now();
+    await ctx.db.transaction().execute(async (trx) => {
+      if (!(await markClusterFailed(trx, cluster.id, message, now))) return; // a re-run after a crash: told already
+      await notifyWorkspace(trx, cluster.workspace_id, now, {
+        type: 'cluster.failed',
+        resource_type: 'cluster',
+        resource_id: cluster.id,
+        title: `Cluster ${cluster.name} could not be created`,
+        body: message,
+        severity: 'critical',
+      });
     });
   },
 };

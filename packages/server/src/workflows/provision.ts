@@ -3,7 +3,7 @@
 // machine. A failed creation puts the machine back in the queue and the cluster into backoff
 // (services/provisioning.ts).
 import { ProviderAuthError } from '../providers/types.ts';
-import { claimSlot, machineForWorkflow, requeueMachine, setMachineState } from '../resources/machines.ts';
+import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
@@ -65,7 +65,7 @@ export const provision: WorkflowDefinition = {
       if (!machine) return { done: true };
       await ctx.db.transaction().execute(async (trx) => {
         await lockCluster(trx, machine.cluster_id);
-        await setMachineState(trx, machine.provider_id, { status: 'ready' });
+        await markMachine(trx, machine.provider_id, 'ready', ctx.clock.now());
         await recordSuccess(trx, machine.cluster_id);
         await freeSlot(ctx, trx, machine.cluster_id);
       });
@@ -84,7 +84,7 @@ export const provision: WorkflowDefinition = {
     const backoff = await ctx.db.transaction().execute(async (trx) => {
       await lockCluster(trx, machine.cluster_id);
       // Back to the queue, counted once: a re-run of this after a crash finds the machine queued already.
-      const requeued = await requeueMachine(trx, machine.provider_id);
+      const requeued = await requeueMachine(trx, machine.provider_id, now);
       const { offering } = await offeringOf(trx, machine.workspace_id);
       if (!requeued) return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
       const backoff = await recordFailure(trx, machine.cluster_id, offering, now);
@@ -106,7 +106,7 @@ export const provision: WorkflowDefinition = {
     const machine = await machineOf(ctx);
     if (!machine) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await setMachineState(trx, machine.provider_id, { status: 'failed' });
+      await markMachine(trx, machine.provider_id, 'failed', ctx.clock.now());
       await freeSlot(ctx, trx, machine.cluster_id);
       await notifyWorkspace(trx, machine.workspace_id, ctx.clock.now(), {
         type: 'machine.failed',

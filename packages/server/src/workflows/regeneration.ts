@@ -14,7 +14,7 @@ export const regenerateProduct: WorkflowDefinition = {
     async start(ctx) {
       const product = await currentProduct(ctx);
       if (!product) return { done: true };
-      await setRegenerationStatus(ctx.db, product.id, product.template_id, 'running');
+      await setRegenerationStatus(ctx.db, product.id, product.template_id, 'running', ctx.clock.now());
       return { next: 'upgrade' };
     },
     async upgrade(ctx) {
@@ -29,11 +29,11 @@ export const regenerateProduct: WorkflowDefinition = {
         }
         await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());
       }
-      await setRegenerationStatus(ctx.db, product.id, product.template_id, 'succeeded');
+      await setRegenerationStatus(ctx.db, product.id, product.template_id, 'succeeded', ctx.clock.now());
       return { done: true };
     },
   },
   async fail(ctx) {
-    await setRegenerationStatus(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id, 'failed');
+    await setRegenerationStatus(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id, 'failed', ctx.clock.now());
   },
 };

@@ -12,6 +12,7 @@ import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.t
 import type { ClusterDriver } from '../providers/types.ts';
 import { secretBox } from '../services/secrets.ts';
 import { WorkflowEngine } from './engine.ts';
+import { eventRetention } from './event-retention.ts';
 import { workflowDefinitions } from './index.ts';
 
 export interface RuntimeOptions {
@@ -19,7 +20,10 @@ export interface RuntimeOptions {
   connectionString: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, 'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs'>;
+  config: Pick<
+    Config,
+    'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs' | 'eventRetentionDays'
+  >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
   tickMs?: number;
@@ -30,6 +34,8 @@ export interface RuntimeOptions {
   rateLimit?: ProviderRateLimit;
   /** Opens BYOM cloud credentials for the workflows. */
   secretsKey?: Buffer;
+  /** How often (real ms) a worker deletes expired events; default hourly. */
+  eventPruneEveryMs?: number;
 }
 
 export function createRuntime(options: RuntimeOptions) {
@@ -63,5 +69,12 @@ export function createRuntime(options: RuntimeOptions) {
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
     stepDelayMs: config.workflowStepDelayMs,
   });
-  return { cloud, provider, driver, engine };
+  const retention = eventRetention({
+    db: options.db,
+    clock: options.clock,
+    logger: options.logger,
+    retentionDays: config.eventRetentionDays,
+    everyMs: options.eventPruneEveryMs ?? 3_600_000,
+  });
+  return { cloud, provider, driver, engine, retention };
 }

@@ -2,7 +2,7 @@
 // Resume: a new server from the snapshot, wait until it runs and its node is Ready, delete the snapshot → machine `ready` with the
 // same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
 // after a crash adopts the snapshot or server the earlier run made.
-import { machineForWorkflow, setMachineState } from '../resources/machines.ts';
+import { machineForWorkflow, markMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resources/suspensions.ts';
 import { machineCredential } from './credentials.ts';
@@ -50,7 +50,7 @@ export const suspendMachine: WorkflowDefinition = {
       await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       await ctx.db.transaction().execute(async (trx) => {
         await setMachineState(trx, subject.machine.provider_id, { status: 'suspended', server_id: null });
-        await setSuspensionStatus(trx, subject.suspension.id, 'suspended');
+        await setSuspensionStatus(trx, subject.suspension.id, 'suspending', 'suspended', ctx.clock.now());
       });
       return { done: true };
     },
@@ -59,9 +59,10 @@ export const suspendMachine: WorkflowDefinition = {
     const subject = await subjectOf(ctx);
     if (!subject) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await setSuspensionStatus(trx, subject.suspension.id, 'failed');
-      await setMachineState(trx, subject.machine.provider_id, { status: subject.machine.server_id ? 'ready' : 'failed' });
-      await notifyWorkspace(trx, subject.suspension.workspace_id, ctx.clock.now(), {
+      const now = ctx.clock.now();
+      if (!(await setSuspensionStatus(trx, subject.suspension.id, 'suspending', 'failed', now))) return; // told already
+      await markMachine(trx, subject.machine.provider_id, subject.machine.server_id ? 'ready' : 'failed', now);
+      await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
         type: 'suspension.failed',
         resource_type: 'suspension',
         resource_id: subject.suspension.id,
@@ -108,8 +109,8 @@ export const resumeSuspension: WorkflowDefinition = {
       await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
-        if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resumed', 'resuming'))) return; // a re-run after a crash: done already
-        await setMachineState(trx, subject.machine.provider_id, { status: 'ready' });
+        if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resuming', 'resumed', now))) return; // a re-run after a crash: done already
+        await markMachine(trx, subject.machine.provider_id, 'ready', now);
         await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
           type: 'suspension.resumed',
           resource_type: 'suspension',
@@ -126,8 +127,9 @@ export const resumeSuspension: WorkflowDefinition = {
     const subject = await subjectOf(ctx);
     if (!subject) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await setSuspensionStatus(trx, subject.suspension.id, 'failed');
-      await notifyWorkspace(trx, subject.suspension.workspace_id, ctx.clock.now(), {
+      const now = ctx.clock.now();
+      if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resuming', 'failed', now))) return; // told already
+      await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
         type: 'suspension.resume_failed',
         resource_type: 'suspension',
         resource_id: subject.suspension.id,
