@@ -255,6 +255,32 @@ describe('machine provisioning', () => {
     expect((await status()).autoscaling).toMatchObject({ state: 'idle', backoff_until: null });
   });
 
+  it('a queued request looks for a slot again after 2, 4, 8 s: exponential backoff, not a constant wait', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const cluster = await runningCluster(user, 'one-slot');
+    const config = await byomConfig(user);
+    const api = client(user);
+    await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    const queued = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    const waits: number[] = [];
+    // The first machine boots for 20 s: three looks (2 + 4 + 8 s) all find its slot taken.
+    for (let look = 0; look < 3; look++) {
+      const { run_after } = await database.db
+        .selectFrom('workflows')
+        .select('run_after')
+        .where('kind', '=', 'requestMachine')
+        .where('subject_id', '=', queued.provider_id)
+        .executeTakeFirstOrThrow();
+      waits.push(run_after! - clock.now());
+      clock.advance(run_after! - clock.now());
+      await settled();
+      expect((await machinesOf(user, cluster.id)).find((m) => m.provider_id === queued.provider_id)?.status).toBe('queued');
+    }
+    expect(waits).toEqual([2, 4, 8]);
+  });
+
   it('a success resets the count: the next failure waits 30 s again', async () => {
     const user = await newUser(database.db, clock, 'pro');
     const cluster = await runningCluster(user, 'reset');
