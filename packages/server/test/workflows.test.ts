@@ -626,6 +626,47 @@ describe('installs', () => {
     expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
   });
 
+  it('an install still installing when its product regenerates ends on the new template', async () => {
+    const owner = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(owner, 'mid-install');
+    const api = client(owner);
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Blog',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: {} }],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    const getOne = () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } });
+    await eventually(getOne, (i) => i.status === 'installing', 'installing');
+    await settled(); // its releases of the first template are deploying
+    const updated = await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: product.id } },
+      body: {
+        name: product.name,
+        cluster_ids: product.cluster_ids,
+        sources: product.sources.map((s) => ({ ...s, chart: { ...s.chart, target_revision: '19.7.0' } })),
+      },
+    });
+    await eventually(
+      () => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } }),
+      (p) => p.regeneration_status === 'succeeded',
+      'regeneration',
+    );
+    for (let tries = 0; tries < 4 && (await getOne()).status !== 'running'; tries++) {
+      await settled();
+      clock.advance(8);
+      await settled();
+    }
+    expect((await getOne()).status).toBe('running');
+    const stored = await database.db.selectFrom('installs').select('template_id').where('id', '=', created.id).executeTakeFirstOrThrow();
+    expect(stored.template_id).toBe(updated.template_id);
+    const { rows } = await sql<{ template_id: string; chart: { target_revision: string } }>`
+      SELECT template_id, chart FROM simulated_cloud.releases WHERE namespace = ${created.id}`.execute(database.db);
+    expect(rows).toEqual([{ template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
+  });
+
   it('fails with a status_message when the region has no running cluster of the product', async () => {
     const api = client(user);
     const product = await api.GET('/v1/products/{id}', { params: { path: { id: (await getInstall()).product_id } } });
