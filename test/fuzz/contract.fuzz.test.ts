@@ -3,6 +3,7 @@ import {
   createTestDatabase,
   createToken,
   idFor,
+  MAX_JSON_DEPTH,
   startTestServer,
   TestClock,
   type TestDatabase,
@@ -379,7 +380,60 @@ const topFields = (op: Operation) => {
   return { properties: (schema.properties ?? {}) as Record<string, any>, required: (schema.required ?? []) as string[] };
 };
 
+/** The body as raw JSON text with `field` set to `raw` (text JSON.stringify would never write). */
+function withRawField(request: Request, field: string, raw: string): Request {
+  const marker = '__fuzz_raw_value__';
+  const text = JSON.stringify({ ...(request.body as object), [field]: marker }).replace(`"${marker}"`, raw);
+  return { ...request, body: undefined, raw: { text, type: 'application/json' } };
+}
+const objectBody = (request: Request) => request.body !== null && typeof request.body === 'object' && !Array.isArray(request.body);
+const cursorOf = (content: string) => Buffer.from(content).toString('base64url');
+
 const mutations: Record<string, Mutation> = {
+  deepJson(request, op, pick) {
+    // Nested past the contract's depth limit (and far past it, where a recursive check overflows its stack).
+    if (!jsonBody(op) || !objectBody(request)) return undefined;
+    const fields = Object.keys(topFields(op).properties);
+    if (fields.length === 0) return undefined;
+    const levels = [MAX_JSON_DEPTH + 1, 5_000, 100_000][pick % 3]!;
+    const nested = pick % 2 === 0 ? `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}` : `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    return { request: withRawField(request, fields[pick % fields.length]!, nested), mustReject: true };
+  },
+  loneSurrogates(request, op, pick) {
+    // A lone UTF-16 surrogate, escaped (the only way JSON carries one), in a string field or a property name.
+    if (!jsonBody(op) || !objectBody(request)) return undefined;
+    const strings = Object.entries(topFields(op).properties).filter(([, s]) => resolve(s).type === 'string');
+    const escape = ['\\ud800', '\\udfff', 'a\\udc00b', '\\ud83d'][pick % 4]!;
+    if (strings.length === 0 || pick % 5 === 0) {
+      const marker = '__fuzz_surrogate_key__';
+      const text = JSON.stringify({ ...(request.body as object), [marker]: 1 }).replace(marker, escape);
+      return { request: { ...request, body: undefined, raw: { text, type: 'application/json' } }, mustReject: true };
+    }
+    return { request: withRawField(request, strings[pick % strings.length]![0], `"${escape}"`), mustReject: true };
+  },
+  hugeIntegers(request, op, pick) {
+    // Beyond 2^53 - 1 (JavaScript) and beyond bigint (PostgreSQL), or not representable at all.
+    if (!jsonBody(op) || !objectBody(request)) return undefined;
+    const integers = Object.entries(topFields(op).properties).filter(([, s]) => [resolve(s).type].flat().includes('integer'));
+    if (integers.length === 0) return undefined;
+    const huge = ['9007199254740993', '9223372036854775808', '-9223372036854775809', '18446744073709551616', '1e400', `1${'0'.repeat(400)}`][pick % 6]!;
+    return { request: withRawField(request, integers[pick % integers.length]![0], huge), mustReject: true };
+  },
+  decodedCursor(request, op, pick) {
+    // A well-formed base64url cursor whose decoded content is hostile.
+    if (!op.parameters.some((p) => p.in === 'query' && p.name === 'cursor')) return undefined;
+    const content = [
+      JSON.stringify({ t: 1, i: 'ws_\u0000' }),
+      JSON.stringify({ t: 1, i: 'ws_\u0007x' }),
+      '{"t":1,"i":"ws_\\ud800"}',
+      JSON.stringify({ t: 1, i: 'x'.repeat(10_000) }),
+      JSON.stringify({ t: -1, i: 'ws_1' }),
+      '{"t":18446744073709551616,"i":"ws_1"}',
+      '[1,"ws_1"]',
+      `${'{"t":'.repeat(5_000)}1${'}'.repeat(5_000)}`,
+    ][pick % 8]!;
+    return { request: { ...request, query: { ...request.query, cursor: cursorOf(content) } }, mustReject: true };
+  },
   wrongType(request, op, pick) {
     if (!request.body || typeof request.body !== 'object' || Array.isArray(request.body)) return undefined;
     const fields = Object.keys(topFields(op).properties);

@@ -2,8 +2,11 @@
 // with SIGKILL mid-request, and PostgreSQL taken away under load. What must hold: in-flight requests complete
 // and the process exits 0; a client retrying createInstall with its idempotency key after a crash ends with
 // exactly one install; without its database the API answers 503 service_unavailable with Retry-After, recovers
-// by itself when the database is back, and every write it acknowledged with a 2xx is there afterwards.
+// by itself when the database is back, and every write it acknowledged with a 2xx is there afterwards. Each test
+// has its own database and server, and waits for events (100 Continue, the drain's log line, a committed row),
+// not for fixed times.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,6 +28,8 @@ interface Started {
   baseUrl: string;
   token: string;
   exited: Promise<number | null>;
+  /** Resolves once the process has written a line matching `pattern` (stdout or stderr). */
+  printed(pattern: RegExp): Promise<void>;
 }
 
 /** `node main.ts` on the database; resolves once it listens (its first start seeds the demo user). */
@@ -40,31 +45,54 @@ async function startServer(database: TestDatabase, port: number, env: Record<str
   let out = '';
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', () => (seeds ? /curl .+\n/ : /listening on http/).test(out) && resolve());
-    void exited.then((code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
+  const printed = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => pattern.test(out) && resolve();
+      check();
+      child.stdout!.on('data', check);
+      child.stderr!.on('data', check);
+      void exited.then((code) => reject(new Error(`server exited ${code} before printing ${pattern}: ${out}`)));
+    });
+  await printed(seeds ? /curl .+\n/ : /listening on http/);
   const token = /Token: (svc_pat_\w+)/.exec(out)?.[1] ?? '';
-  return { child, baseUrl: `http://127.0.0.1:${port}`, token, exited };
+  return { child, baseUrl: `http://127.0.0.1:${port}`, token, exited, printed };
+}
+
+/** A fresh database and the server's first start on it, which seeds the demo user and prints its token. */
+async function seededServer(env: Record<string, string> = {}): Promise<Started & { database: TestDatabase; port: number }> {
+  const database = await createTestDatabase();
+  cleanup.push(() => database.drop());
+  const port = await freePort();
+  return { ...(await startServer(database, port, env, true)), database, port };
+}
+
+/** Polls `check` every few milliseconds until it holds: for states that no event announces. */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 describe('the server process', () => {
-  let database: TestDatabase;
-  let demoToken: string;
-
   it('SIGTERM with requests in flight: each completes with its 2xx, the writes are there, and the process exits 0', async () => {
-    database = await createTestDatabase();
-    cleanup.push(() => database.drop());
-    const server = await startServer(database, await freePort(), { ROLE: 'api' }, true);
-    demoToken = server.token;
+    const server = await seededServer({ ROLE: 'api' });
+    const { database, token: demoToken } = server;
     expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: demoToken })).status).toBe(200);
-    // Requests whose headers the server has read and whose bodies are still arriving: in flight for sure.
+    // Requests whose headers the server has read and whose bodies are still arriving: in flight for sure. The
+    // server's 100 Continue (its answer to `Expect: 100-continue`) is the event that says it took the request.
     const uploads = Array.from({ length: 10 }, (_, i) => {
       const body = JSON.stringify({ name: `sigterm-${i}` });
       const half = Math.floor(body.length / 2);
       const request = httpRequest(`${server.baseUrl}/v1/workspaces`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${demoToken}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        headers: {
+          authorization: `Bearer ${demoToken}`,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          expect: '100-continue',
+        },
       });
       const reply = new Promise<{ status: number; body: string }>((resolve, reject) => {
         request.once('response', (response) => {
@@ -74,12 +102,13 @@ describe('the server process', () => {
         });
         request.once('error', reject);
       });
-      request.write(body.slice(0, half));
-      return { request, rest: body.slice(half), reply };
+      const taken = once(request, 'continue').then(() => request.write(body.slice(0, half)));
+      request.flushHeaders();
+      return { request, rest: body.slice(half), reply, taken };
     });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await Promise.all(uploads.map((u) => u.taken));
     server.child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await server.printed(/SIGTERM: draining/);
     // A newcomer is answered 503 (not reset) while the requests in flight finish.
     const late = await call(server.baseUrl, 'GET', '/v1/workspaces', { token: demoToken });
     expect(late.status).toBe(503);
@@ -95,23 +124,24 @@ describe('the server process', () => {
   });
 
   it('SIGKILL mid-request, then the client retries createInstall with its idempotency key: exactly one install per key', async () => {
-    const port = await freePort();
-    let server = await startServer(database, port, { ROLE: 'api' });
-    // The demo user's token is printed on the first start only (the previous test's); the database is seeded now.
-    expect(server.token).toBe('');
+    const seeded = await seededServer({ ROLE: 'api' });
+    const { database, port, token: demoToken } = seeded;
+    let server: Started = seeded;
     const products = await call(server.baseUrl, 'GET', '/v1/products', { token: demoToken });
     const body = { product_id: products.body.data[0].id, region_id: 'fsn1' };
     const keys = Array.from({ length: 8 }, (_, i) => `crash-${i}-${Date.now()}`);
     const first = keys.map((key) =>
       call(server.baseUrl, 'POST', '/v1/installs', { token: demoToken, body, headers: { 'idempotency-key': key } }).catch(() => undefined),
     );
-    // Kill while the requests are on the wire or in the handler; some may have committed, some not.
-    await new Promise((resolve) => setTimeout(resolve, 15));
+    // Kill once the first has committed, while the others are on the wire or in the handler.
+    await until(async () => (await database.db.selectFrom('idempotency_keys').select('key').where('key', 'in', keys).execute()).length > 0, 'a first install');
     server.child.kill('SIGKILL');
     await server.exited;
     await Promise.all(first);
 
     server = await startServer(database, port, { ROLE: 'api' });
+    // The demo user's token is printed on the first start only: the database is seeded now.
+    expect(server.token).toBe('');
     for (const key of keys) {
       // The client's retry: the same key and body until it gets an answer that is not "still running".
       let reply = await call(server.baseUrl, 'POST', '/v1/installs', { token: demoToken, body, headers: { 'idempotency-key': key } });
@@ -166,14 +196,14 @@ describe('PostgreSQL taken away under load', () => {
       }
     };
     const workers = Array.from({ length: 4 }, (_, w) => worker(w));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await until(async () => acknowledged.length >= 8, 'writes before the outage');
     phase = 'down';
     await postgres.stop();
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    await until(async () => unavailable.length >= 8, '503s during the outage');
     await postgres.start();
     phase = 'after';
     // Recovery without a restart of the server: writes succeed again on the same process and pool.
-    while (okAfter < 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(async () => okAfter >= 20, 'writes after the outage');
     stop = true;
     await Promise.all(workers);
 

@@ -1,7 +1,8 @@
 // Hostile input, by class rather than by example: whatever a caller sends is answered with the contract's error
 // body naming the field (never a 500), and nothing is stored changed. Classes: what a cursor decodes to, JSON
 // nested deeper than the contract allows, lone UTF-16 surrogates in strings and property names, values far longer
-// than any id (never echoed whole), and idempotency keys compared on the JSON value, not its key order.
+// than any id (never echoed whole), idempotency keys compared on the JSON value, not its key order, and bodies
+// that are not plain UTF-8 (invalid bytes, another charset, a Content-Encoding).
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
@@ -136,5 +137,48 @@ describe('idempotency keys compare the JSON value', () => {
     const other = await send('POST', '/v1/installs', `{"region_id":"nbg1","product_id":"${sample.productId}"}`, { 'idempotency-key': key });
     expect(other.status).toBe(422);
     expect(other.body.error.code).toBe('idempotency_key_reused');
+  });
+});
+
+describe('bodies are UTF-8 text, refused otherwise (never decoded with replacement characters)', () => {
+  /** A POST with raw bytes and headers as given. */
+  const raw = async (bytes: Uint8Array<ArrayBuffer>, headers: Record<string, string>, path = '/v1/clusters') => {
+    const response = await fetch(`${app.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.token}`, 'x-workspace-id': alice.workspaceId, ...headers },
+      body: bytes,
+    });
+    return { status: response.status, body: (await response.json()) as { error: { code: string; param?: string }; sources: { values: unknown }[] } };
+  };
+  const json = (text: string) => new TextEncoder().encode(text);
+  const cluster = (name: string) => json(`{"name":"${name}","region_id":"fsn1"}`);
+  it.each([
+    ['a byte that never starts a character', Uint8Array.of(0xff)],
+    ['a truncated sequence', Uint8Array.of(0xc3)],
+    ['an overlong encoding of "/"', Uint8Array.of(0xc0, 0xaf)],
+    ['an encoded surrogate', Uint8Array.of(0xed, 0xa0, 0x80)],
+  ])('%s in a string → 400 naming the body', async (_what, bad) => {
+    const bytes = new Uint8Array([...json('{"name":"x'), ...bad, ...json('","region_id":"fsn1"}')]);
+    const reply = await raw(bytes, { 'content-type': 'application/json' });
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toMatchObject({ code: 'bad_request', param: 'body' });
+  });
+  it.each(['iso-8859-1', 'utf-16', 'windows-1252', 'x-unknown'])('charset=%s → 415 naming Content-Type', async (charset) => {
+    const reply = await raw(cluster('latin'), { 'content-type': `application/json; charset=${charset}` });
+    expect(reply.status).toBe(415);
+    expect(reply.body.error).toMatchObject({ code: 'unsupported_media_type', param: 'Content-Type' });
+  });
+  it.each(['gzip', 'br', 'deflate', 'zstd', 'x-unknown', 'identity, gzip'])('Content-Encoding: %s → 415 naming it', async (coding) => {
+    const reply = await raw(cluster('coded'), { 'content-type': 'application/json', 'content-encoding': coding });
+    expect(reply.status).toBe(415);
+    expect(reply.body.error).toMatchObject({ code: 'unsupported_media_type', param: 'Content-Encoding' });
+  });
+  it.each([
+    ['charset=utf-8', { 'content-type': 'application/json; charset=utf-8' }],
+    ['charset=UTF-8 and Content-Encoding: identity', { 'content-type': 'application/json; charset=UTF-8', 'content-encoding': 'identity' }],
+  ])('%s is plain UTF-8 and accepted', async (_what, headers) => {
+    const reply = await raw(json(product('{"greeting":"é ü 😀"}')), headers, '/v1/products');
+    expect(reply.status).toBe(201);
+    expect(reply.body.sources[0]!.values).toEqual({ greeting: 'é ü 😀' });
   });
 });

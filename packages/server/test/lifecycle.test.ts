@@ -1,7 +1,9 @@
 // The processes users run: migrations up and down, `pnpm start` (configuration errors, seeding, SIGTERM
 // draining) and `pnpm admin`.
 import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -103,11 +105,27 @@ describe('pnpm start', () => {
     const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
     let received = (await reader.read()).value ?? '';
     expect(received).toContain('event: log');
-    // A request in flight when SIGTERM arrives completes; then the process exits 0.
-    const inFlight = call(baseUrl, 'GET', '/v1/quotas', { token });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // A request in flight when SIGTERM arrives completes; then the process exits 0. In flight for sure: the server
+    // answered its `Expect: 100-continue` and waits for the rest of the body, sent once the drain has begun.
+    const body = JSON.stringify({ name: 'in-flight' });
+    const request = httpRequest(`${baseUrl}/v1/workspaces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(body.length), expect: '100-continue' },
+    });
+    const inFlight = once(request, 'response') as Promise<[IncomingMessage]>;
+    request.flushHeaders();
+    await once(request, 'continue');
+    request.write(body.slice(0, 5));
+    let errors = '';
+    const draining = new Promise<void>((resolve) =>
+      child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()).includes('SIGTERM: draining') && resolve()),
+    );
     child.kill('SIGTERM');
-    expect((await inFlight).status).toBe(200);
+    await draining;
+    request.end(body.slice(5));
+    const [response] = await inFlight;
+    expect(response.statusCode).toBe(201);
+    response.resume();
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) received += chunk.value;
     expect(received).toMatch(/retry: 1000\n: server shutting down; reconnect with Last-Event-ID\n\n$/);
     expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(0);

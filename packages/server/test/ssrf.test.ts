@@ -1,9 +1,11 @@
 // SSRF: registry_url (registry credentials) and a helm source's repo_url (products) may not point the service
-// at loopback, link-local (cloud metadata), private, carrier-grade NAT, multicast or unspecified addresses,
-// nor at host names resolving to them; repo_url also only speaks http(s) and oci. The resolver is injected:
+// at loopback, link-local (cloud metadata), private, carrier-grade NAT, multicast or unspecified addresses, nor
+// any other block IANA's special-purpose registries call not globally reachable (checked entry by entry against
+// the table in special-purpose-addresses.ts), nor at host names resolving to them; repo_url also only speaks http(s) and oci. The resolver is injected:
 // this machine has no public DNS, and the tests decide what each name resolves to.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forbiddenSourceUrl, isBlockedAddress, isForbiddenHost } from '../src/services/ssrf.ts';
+import { BEYOND_THE_REGISTRIES, IPV4_SPECIAL_PURPOSE, IPV6_SPECIAL_PURPOSE } from '../src/services/special-purpose-addresses.ts';
+import { blockRange, forbiddenSourceUrl, isBlockedAddress, isForbiddenHost } from '../src/services/ssrf.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { call, createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
@@ -106,6 +108,78 @@ describe('the address rules', () => {
     ]) {
       expect(await forbiddenSourceUrl(url, resolver), url).toBeUndefined();
     }
+  });
+});
+
+/** An address number back to text: dotted quad, or eight hex groups. */
+const format = (family: 4 | 6, value: bigint) =>
+  family === 4
+    ? [24n, 16n, 8n, 0n].map((shift) => (value >> shift) & 255n).join('.')
+    : [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => ((value >> shift) & 0xffffn).toString(16)).join(':');
+
+describe("IANA's special-purpose registries, entry by entry", () => {
+  const entries = [...IPV4_SPECIAL_PURPOSE, ...IPV6_SPECIAL_PURPOSE, ...BEYOND_THE_REGISTRIES];
+  const refusedEntries = entries.filter((entry) => entry.globallyReachable !== true && !entry.carriesIpv4);
+  // Computed from the table, not from the code under test: the blocks an address must be outside of to be allowed.
+  const covered = entries.filter((entry) => entry.globallyReachable !== true || entry.carriesIpv4).map((entry) => blockRange(entry.prefix));
+  const coveredBy = (family: 4 | 6, value: bigint) => covered.find((range) => range.family === family && range.first <= value && value <= range.last);
+  /** The nearest address above the block (below it at the top of the space) that no refused or carrier block holds. */
+  const neighbour = (prefix: string) => {
+    const { family, first, last } = blockRange(prefix);
+    const top = family === 4 ? 0xffffffffn : (1n << 128n) - 1n;
+    let candidate = last + 1n;
+    for (let range = coveredBy(family, candidate); candidate <= top && range; range = coveredBy(family, candidate)) candidate = range.last + 1n;
+    if (candidate > top) {
+      candidate = first - 1n;
+      for (let range = coveredBy(family, candidate); range; range = coveredBy(family, candidate)) candidate = range.first - 1n;
+    }
+    return format(family, candidate);
+  };
+
+  it.each(refusedEntries.map((entry) => [entry.prefix, entry.name, entry.rfc] as const))('%s (%s, %s): refused inside, a neighbour allowed', (prefix) => {
+    const { family, first, last } = blockRange(prefix);
+    for (const inside of [first, first + (last - first) / 2n, last]) expect(isBlockedAddress(format(family, inside)), format(family, inside)).toBe(true);
+    expect(isBlockedAddress(neighbour(prefix)), neighbour(prefix)).toBe(false);
+  });
+
+  it.each(entries.filter((entry) => entry.carriesIpv4).map((entry) => [entry.prefix, entry.name] as const))(
+    '%s (%s) is judged by the IPv4 address it carries',
+    (prefix) => {
+      const { first } = blockRange(prefix);
+      expect(isBlockedAddress(format(6, first + 0xa9fea9fen)), 'carrying 169.254.169.254').toBe(true);
+      expect(isBlockedAddress(format(6, first + 0x7f000001n)), 'carrying 127.0.0.1').toBe(true);
+      expect(isBlockedAddress(format(6, first + 0x08080808n)), 'carrying 8.8.8.8').toBe(false);
+    },
+  );
+
+  it.each(entries.filter((entry) => entry.globallyReachable === true && !entry.carriesIpv4).map((entry) => [entry.prefix, entry.name] as const))(
+    'globally reachable %s (%s) is allowed, unless a refused block holds it',
+    (prefix) => {
+      const { family, first } = blockRange(prefix);
+      const enclosing = refusedEntries
+        .map((entry) => blockRange(entry.prefix))
+        .some((range) => range.family === family && range.first <= first && first <= range.last);
+      expect(isBlockedAddress(format(family, first))).toBe(enclosing);
+    },
+  );
+
+  it('the rarely routed IPv6 forms, in the notations a resolver or URL gives them', async () => {
+    for (const address of [
+      'fec0::1', // site-local
+      'feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+      '100::1', // discard-only
+      '64:ff9b:1::a9fe:a9fe', // local-use NAT64 carrying 169.254.169.254
+      '64:ff9b:1::169.254.169.254',
+      '64:ff9b::169.254.169.254', // the well-known NAT64 prefix carrying it
+      '::ffff:0:a9fe:a9fe', // IPv4-translated
+      '::ffff:0:169.254.169.254',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+      'fe80::1%eth0',
+    ])
+      expect(isBlockedAddress(address), address).toBe(true);
+    for (const url of ['https://[fec0::1]/', 'https://[100::1]/', 'https://[64:ff9b:1::a9fe:a9fe]/', 'https://[::ffff:0:a9fe:a9fe]/', 'oci://[2001::1]/charts'])
+      expect(await forbiddenSourceUrl(url, resolver), url).toMatch(/loopback, private, link-local or metadata/);
+    expect(isBlockedAddress('64:ff9b::808:808'), 'NAT64 carrying 8.8.8.8').toBe(false);
   });
 });
 

@@ -5,6 +5,7 @@ export { loadConfig } from '../src/config.ts';
 export { type Connection, connect, openDatabase } from '../src/db/connect.ts';
 export { migrateToLatest } from '../src/db/migrate.ts';
 export { createUser, seedSampleResources } from '../src/db/seed.ts';
+export { MAX_JSON_DEPTH } from '../src/http/input-checks.ts';
 export { newId } from '../src/ids.ts';
 export { createToken } from '../src/resources/tokens.ts';
 export { encodeCursor } from '../src/services/pagination.ts';

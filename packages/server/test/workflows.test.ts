@@ -93,7 +93,7 @@ async function runningCluster(user: TestUser, name: string) {
   );
 }
 
-async function byomConfig(user: TestUser) {
+async function byomConfig(user: TestUser, image = 'ubuntu-24.04') {
   const api = client(user);
   const credential = await api.POST('/v1/compute/cloud_credentials', {
     body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
@@ -102,7 +102,7 @@ async function byomConfig(user: TestUser) {
     body: {
       name: `byom-${Math.random().toString(36).slice(2, 6)}`,
       provider: 'hcloud',
-      provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      provider_config: { provider: 'hcloud', region: 'fsn1', image, machine_type_filter: 'cx2*' },
       cloud_credential_id: credential.id,
     },
   });
@@ -120,6 +120,30 @@ async function whileCloudFails(work: () => Promise<void>): Promise<void> {
   } finally {
     runtime.cloud.options.failureRate = 0;
   }
+}
+
+/** The next backoff of the cluster after `previous` (its until), and how long it waits from now. */
+async function nextBackoff(user: TestUser, clusterId: string, previous: number | null): Promise<{ until: number; wait: number }> {
+  const status = await eventually(
+    () => computeStatus(user, clusterId),
+    (s) => s.autoscaling.state === 'backoff' && s.autoscaling.backoff_until !== null && s.autoscaling.backoff_until !== previous,
+    'a backoff',
+  );
+  const until = status.autoscaling.backoff_until!;
+  return { until, wait: until - clock.now() };
+}
+
+/** Fails the cluster's provisioning twice (30 s, then 60 s) with a machine of `config`: the count stands at 2. */
+async function failTwice(user: TestUser, clusterId: string, configId: string): Promise<{ until: number }> {
+  await client(user).POST('/v1/compute/machines', { body: { cluster_id: clusterId, compute_config_id: configId } });
+  const first = await nextBackoff(user, clusterId, null);
+  expect(first.wait).toBe(30);
+  await settled();
+  clock.advance(30);
+  const second = await nextBackoff(user, clusterId, first.until);
+  expect(second.wait).toBe(60);
+  await settled();
+  return second;
 }
 
 /** A running cluster with one ready BYOM machine. */
@@ -229,6 +253,85 @@ describe('machine provisioning', () => {
       'the machine to be ready',
     );
     expect((await status()).autoscaling).toMatchObject({ state: 'idle', backoff_until: null });
+  });
+
+  it('a queued request looks for a slot again after 2, 4, 8 s: exponential backoff, not a constant wait', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const cluster = await runningCluster(user, 'one-slot');
+    const config = await byomConfig(user);
+    const api = client(user);
+    await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    const queued = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    const waits: number[] = [];
+    // The first machine boots for 20 s: three looks (2 + 4 + 8 s) all find its slot taken.
+    for (let look = 0; look < 3; look++) {
+      const { run_after } = await database.db
+        .selectFrom('workflows')
+        .select('run_after')
+        .where('kind', '=', 'requestMachine')
+        .where('subject_id', '=', queued.provider_id)
+        .executeTakeFirstOrThrow();
+      waits.push(run_after! - clock.now());
+      clock.advance(run_after! - clock.now());
+      await settled();
+      expect((await machinesOf(user, cluster.id)).find((m) => m.provider_id === queued.provider_id)?.status).toBe('queued');
+    }
+    expect(waits).toEqual([2, 4, 8]);
+  });
+
+  it('a success resets the count: the next failure waits 30 s again', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'reset');
+    const config = await byomConfig(user);
+    let backoff = { until: 0 };
+    await whileCloudFails(async () => {
+      backoff = await failTwice(user, cluster.id, config.id);
+    });
+    clock.advance(60);
+    await settled();
+    clock.advance(20);
+    await eventually(
+      () => machinesOf(user, cluster.id),
+      (m) => m[0]?.status === 'ready',
+      'the machine to be ready',
+    );
+    await whileCloudFails(async () => {
+      await client(user).POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      expect((await nextBackoff(user, cluster.id, backoff.until)).wait).toBe(30);
+      await settled();
+    });
+  });
+
+  it('a changed offering restarts the count at 30 s: a plan upgrade', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const cluster = await runningCluster(user, 'upgraded');
+    const config = await byomConfig(user);
+    await whileCloudFails(async () => {
+      const second = await failTwice(user, cluster.id, config.id);
+      await database.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
+      expect((await computeStatus(user, cluster.id)).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
+      // The queued machine tries again at the end of its wait and fails: the first wait of a new count.
+      clock.advance(60);
+      expect((await nextBackoff(user, cluster.id, second.until)).wait).toBe(30);
+      await settled();
+    });
+  });
+
+  it('a changed offering restarts the count at 30 s: a machine of another image (or server type) requested', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'other-image');
+    const first = await byomConfig(user);
+    const other = await byomConfig(user, 'debian-12');
+    await whileCloudFails(async () => {
+      const second = await failTwice(user, cluster.id, first.id);
+      await client(user).POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: other.id } });
+      // What the provider is asked for changed: no backoff holds the new machine, whose failure starts a new count.
+      expect((await computeStatus(user, cluster.id)).autoscaling.backoff_until).toBeNull();
+      expect((await nextBackoff(user, cluster.id, second.until)).wait).toBe(30);
+      await settled();
+    });
   });
 
   it('an offering change (plan upgrade) resets the backoff', async () => {
@@ -521,6 +624,47 @@ describe('installs', () => {
     const { rows } = await sql<{ revision: number; template_id: string; chart: { target_revision: string } }>`
       SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
     expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
+  });
+
+  it('an install still installing when its product regenerates ends on the new template', async () => {
+    const owner = await newUser(database.db, clock, 'pro');
+    const cluster = await runningCluster(owner, 'mid-install');
+    const api = client(owner);
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Blog',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: {} }],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    const getOne = () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } });
+    await eventually(getOne, (i) => i.status === 'installing', 'installing');
+    await settled(); // its releases of the first template are deploying
+    const updated = await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: product.id } },
+      body: {
+        name: product.name,
+        cluster_ids: product.cluster_ids,
+        sources: product.sources.map((s) => ({ ...s, chart: { ...s.chart, target_revision: '19.7.0' } })),
+      },
+    });
+    await eventually(
+      () => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } }),
+      (p) => p.regeneration_status === 'succeeded',
+      'regeneration',
+    );
+    for (let tries = 0; tries < 4 && (await getOne()).status !== 'running'; tries++) {
+      await settled();
+      clock.advance(8);
+      await settled();
+    }
+    expect((await getOne()).status).toBe('running');
+    const stored = await database.db.selectFrom('installs').select('template_id').where('id', '=', created.id).executeTakeFirstOrThrow();
+    expect(stored.template_id).toBe(updated.template_id);
+    const { rows } = await sql<{ template_id: string; chart: { target_revision: string } }>`
+      SELECT template_id, chart FROM simulated_cloud.releases WHERE namespace = ${created.id}`.execute(database.db);
+    expect(rows).toEqual([{ template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
   });
 
   it('fails with a status_message when the region has no running cluster of the product', async () => {

@@ -1,7 +1,8 @@
 // Reads a request body as the operation's contract allows: JSON, or form-encoded
 // (application/x-www-form-urlencoded, what standard OAuth clients send to the device endpoints), or nothing
 // at all when the body is optional. Anything else is 400 bad_request, oversized is 413, a body sent to an
-// operation that takes none is 415.
+// operation that takes none is 415. Bodies are UTF-8 and not content-encoded: another charset or a
+// Content-Encoding is 415, bytes that are not UTF-8 are 400 (refused, never decoded with replacement characters).
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { ApiError } from '../errors.ts';
@@ -16,14 +17,44 @@ function expected(meta: OperationMeta): string {
     : "Send a JSON object with 'Content-Type: application/json'.";
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Refuses, before reading, a body the server would have to decode from something other than UTF-8 text. */
+function checkEncoding(ctx: Context): void {
+  const codings = ctx
+    .get('content-encoding')
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  if (codings.length > 0) {
+    throw new ApiError('unsupported_media_type', `The Content-Encoding ${codings.join(', ').slice(0, 64)} is not supported.`, {
+      param: 'Content-Encoding',
+      suggestion: 'Send the body without Content-Encoding.',
+    });
+  }
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new ApiError('unsupported_media_type', `The charset ${charset.slice(0, 64)} is not supported; request bodies are UTF-8.`, {
+      param: 'Content-Type',
+      suggestion: "Send the body in UTF-8, with no charset or 'charset=utf-8' in Content-Type.",
+    });
+  }
+}
+
 async function readText(ctx: Context, limit: number): Promise<string> {
+  let bytes: Buffer;
   try {
-    return await getRawBody(ctx.req, { limit, encoding: 'utf8' });
+    bytes = await getRawBody(ctx.req, { limit });
   } catch (error) {
     if ((error as { type?: string }).type === 'entity.too.large') {
       throw new ApiError('payload_too_large', `The request body is larger than ${limit} bytes.`, { suggestion: 'Send a smaller body.' });
     }
     throw new ApiError('bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
+  }
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new ApiError('bad_request', 'The request body is not valid UTF-8.', { param: 'body', suggestion: 'Send the body encoded as UTF-8.' });
   }
 }
 
@@ -40,6 +71,7 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
     });
   }
   if (!sent && !meta.bodyRequired) return undefined;
+  checkEncoding(ctx);
   const type = ctx.is(JSON_TYPE, ...(meta.hasFormBody ? [FORM_TYPE] : []));
   if (type === FORM_TYPE) return parseForm(await readText(ctx, limit), meta);
   if (type !== JSON_TYPE) {

@@ -153,6 +153,10 @@ export async function updateProduct(
 export const productOfWorkspace = (db: Db, id: string, workspaceId: string) =>
   db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
 
+/** The product's current template, its row held against updates (which lock it) until the transaction ends. */
+export const heldTemplateOf = async (trx: Db, id: string): Promise<string | undefined> =>
+  (await trx.selectFrom('products').select('template_id').where('id', '=', id).forShare().executeTakeFirst())?.template_id;
+
 /** The product, when `templateId` is still its current template (a newer update supersedes a regeneration). */
 export const productAtTemplate = (db: Db, id: string, templateId: string) =>
   db.selectFrom('products').selectAll().where('id', '=', id).where('template_id', '=', templateId).executeTakeFirst();

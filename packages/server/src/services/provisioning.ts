@@ -2,8 +2,9 @@
 //   - at most `compute/provisioning` machines of a cluster are `provisioning` at once (Free 1, Pro 3, or an
 //     override); the others wait `queued`, and the slot goes to the oldest queued machine when one is freed;
 //   - after consecutive failed provisions the cluster waits 30 s, 60 s, 120 s, 240 s, then 300 s at most
-//     before the next attempt; a success resets it, and so does a change of what the owner is offered (a
-//     plan change or a new override), which the backoff row records as `offering`.
+//     before the next attempt; a success resets it, and so does a change of what the provider is asked for
+//     (a plan change or a new override, or another server type or image among the machines waiting for a
+//     slot), which the backoff row records as `offering`.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -17,16 +18,28 @@ export interface ClusterRef {
   status: string;
 }
 
-/** The owner's plan and provisioning limit for the cluster's workspace: what the provider is asked for. */
-export async function offeringOf(db: Kysely<Database>, workspaceId: string): Promise<{ ownerId: string; limit: number; offering: string }> {
+/**
+ * What the provider is asked for on the cluster: the owner's plan and provisioning limit, and the server types
+ * and images of the machines waiting for or holding a slot (their compute configs' choice).
+ */
+export async function offeringOf(db: Kysely<Database>, cluster: Omit<ClusterRef, 'status'>): Promise<{ ownerId: string; limit: number; offering: string }> {
   const owner = await db
     .selectFrom('workspaces')
     .innerJoin('users', 'users.id', 'workspaces.owner_id')
     .select(['users.id', 'users.plan'])
-    .where('workspaces.id', '=', workspaceId)
+    .where('workspaces.id', '=', cluster.workspace_id)
     .executeTakeFirstOrThrow();
-  const limit = await limitOf(db, owner.id, workspaceId, 'compute/provisioning');
-  return { ownerId: owner.id, limit, offering: `${owner.plan}:${limit}` };
+  const limit = await limitOf(db, owner.id, cluster.workspace_id, 'compute/provisioning');
+  const requested = await db
+    .selectFrom('machines')
+    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
+    .select(sql<string>`machines.server_type || '@' || (compute_configs.provider_config->>'image')`.as('kind'))
+    .distinct()
+    .where('machines.cluster_id', '=', cluster.id)
+    .where('machines.status', 'in', ['queued', 'provisioning'])
+    .orderBy('kind')
+    .execute();
+  return { ownerId: owner.id, limit, offering: [`${owner.plan}:${limit}`, ...requested.map((row) => row.kind)].join(' ') };
 }
 
 /** The cluster's backoff now: until when provisions wait, or null. A changed offering voids it. */
@@ -47,7 +60,7 @@ export async function lockCluster(trx: Kysely<Database>, clusterId: string): Pro
  */
 export async function slotAvailable(trx: Kysely<Database>, cluster: ClusterRef, now: number): Promise<boolean> {
   if (cluster.status !== 'RUNNING') return false;
-  const { limit, offering } = await offeringOf(trx, cluster.workspace_id);
+  const { limit, offering } = await offeringOf(trx, cluster);
   if (await backoffOf(trx, cluster.id, offering, now)) return false;
   const { count } = await trx
     .selectFrom('machines')
@@ -102,7 +115,7 @@ export async function computeStatus(db: Kysely<Database>, cluster: ClusterRef, n
     .where('cluster_id', '=', cluster.id)
     .executeTakeFirstOrThrow();
   const provisioning = await provisioningUsage(db, cluster.id);
-  const { ownerId, limit: provisioningLimit, offering } = await offeringOf(db, cluster.workspace_id);
+  const { ownerId, limit: provisioningLimit, offering } = await offeringOf(db, cluster);
   const maxMachines = await limitOf(db, ownerId, cluster.workspace_id, 'compute/machines');
   const backoff = await backoffOf(db, cluster.id, offering, now);
   // Provisioning runs only on a running cluster, and waits while the cluster backs off after failures.

@@ -1,54 +1,52 @@
-// Addresses the service must never be pointed at: loopback, private, link-local (cloud metadata lives there),
-// carrier-grade NAT, unspecified and multicast ranges, for IPv4 and IPv6.
+// Addresses the service must never be pointed at: every block of IANA's special-purpose address registries that
+// is not globally reachable (loopback, private, link-local where cloud metadata lives, carrier-grade NAT,
+// documentation, NAT64 local-use, Teredo, …) and the multicast and deprecated blocks beyond them; the table with
+// its sources is special-purpose-addresses.ts.
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { type AddressBlock, BEYOND_THE_REGISTRIES, IPV4_SPECIAL_PURPOSE, IPV6_SPECIAL_PURPOSE } from './special-purpose-addresses.ts';
 
-// Two lists: Node's BlockList checks an IPv4 address against IPv6 rules too (as ::ffff:a.b.c.d), so one list
-// holding ::ffff:0:0/96 refused every IPv4 address. IPv4-mapped IPv6 addresses are checked as the IPv4 they carry.
-const blocked = new BlockList();
-const blocked6 = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
+/** An address as a number: IPv4 in 32 bits, IPv6 in 128 (a trailing dotted quad read as its last 32 bits). */
+export function addressValue(address: string): { family: 4 | 6; value: bigint } | undefined {
+  const bare = address.replace(/%.*$/, ''); // an IPv6 zone (fe80::1%eth0) names an interface, not an address
+  const family = isIP(bare);
+  if (family === 4) return { family, value: bare.split('.').reduce((sum, part) => (sum << 8n) | BigInt(part), 0n) };
+  if (family !== 6) return undefined;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(bare);
+  const hex = dotted
+    ? `${bare.slice(0, dotted.index) + ((Number(dotted[1]) << 8) | Number(dotted[2])).toString(16)}:${((Number(dotted[3]) << 8) | Number(dotted[4])).toString(16)}`
+    : bare;
+  const [head = '', tail] = hex.split('::');
+  const groups = (text: string) => (text === '' ? [] : text.split(':'));
+  const missing = 8 - groups(head).length - (tail === undefined ? 0 : groups(tail).length);
+  const all = [...groups(head), ...Array<string>(tail === undefined ? 0 : missing).fill('0'), ...groups(tail ?? '')];
+  return { family, value: all.reduce((sum, group) => (sum << 16n) | BigInt(parseInt(group, 16)), 0n) };
 }
-for (const [network, prefix] of [
-  // Unspecified, loopback, and the deprecated IPv4-compatible ::a.b.c.d (::7f00:1 is 127.0.0.1 by another name).
-  ['::', 96],
-  ['64:ff9b::', 96],
-  ['2002::', 16],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked6.addSubnet(network, prefix, 'ipv6');
+
+/** The first and last address of a block written `network/length`. */
+export function blockRange(prefix: string): { family: 4 | 6; first: bigint; last: bigint } {
+  const [network = '', length = ''] = prefix.split('/');
+  const { family, value } = addressValue(network)!;
+  const hostBits = BigInt((family === 4 ? 32 : 128) - Number(length));
+  const first = (value >> hostBits) << hostBits;
+  return { family, first, last: first + (1n << hostBits) - 1n };
 }
+
+const refused = [...IPV4_SPECIAL_PURPOSE, ...IPV6_SPECIAL_PURPOSE, ...BEYOND_THE_REGISTRIES]
+  .filter((block) => block.globallyReachable !== true && !block.carriesIpv4)
+  .map((block) => blockRange(block.prefix));
+const carriers = [...IPV4_SPECIAL_PURPOSE, ...IPV6_SPECIAL_PURPOSE].filter((block: AddressBlock) => block.carriesIpv4).map((block) => blockRange(block.prefix));
+const within = (family: 4 | 6, value: bigint) => (range: ReturnType<typeof blockRange>) =>
+  range.family === family && range.first <= value && value <= range.last;
 
 const BLOCKED_NAMES = /(^|\.)(localhost|internal|local)$|^metadata(\.google\.internal)?$/i;
 
 export function isBlockedAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family !== 6) return false;
-  // ::ffff:a.b.c.d and ::ffff:7f00:1 (the form URL parsers write) carry an IPv4 address.
-  const dotted = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (dotted) return blocked.check(dotted, 'ipv4');
-  const hex = /^(?:0{0,4}:){0,5}:?ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex) {
-    const high = parseInt(hex[1]!, 16);
-    const low = parseInt(hex[2]!, 16);
-    return blocked.check(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, 'ipv4');
-  }
-  return blocked6.check(address, 'ipv6');
+  const parsed = addressValue(address);
+  if (!parsed) return false;
+  // ::ffff:a.b.c.d and 64:ff9b::a.b.c.d reach the IPv4 address they carry: judged as that address.
+  if (parsed.family === 6 && carriers.some(within(6, parsed.value))) return refused.some(within(4, parsed.value & 0xffffffffn));
+  return refused.some(within(parsed.family, parsed.value));
 }
 
 /** Resolves a host name to its addresses; injectable (AppOptions.resolveHost) so tests need no DNS. */

@@ -172,6 +172,10 @@ export class WorkflowEngine implements WorkflowStarter {
     // One connection per running workflow holds its advisory lock; the steps use the shared pool.
     this.lockPool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency });
     this.lockPool.on('error', () => {});
+    // A lock connection sits idle between the steps it guards: when PostgreSQL goes away it emits 'error' with
+    // no query to reject, an uncaught exception without a listener. The run's next query fails and the
+    // connection is released as broken (runWorkflow), so the event itself needs nothing more.
+    this.lockPool.on('connect', (client) => client.on('error', () => {}));
   }
 
   /** Starts pg-boss (creating its schema once); with `work`, also runs workflows in this process. */

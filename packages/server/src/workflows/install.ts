@@ -6,7 +6,7 @@ import type { HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
-import { productOfWorkspace } from '../resources/products.ts';
+import { heldTemplateOf, productOfWorkspace } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
 import type { StepContext, WorkflowDefinition } from './engine.ts';
 
@@ -110,9 +110,14 @@ export const createInstall: WorkflowDefinition = {
       const install = await installOf(ctx);
       if (!install) return { done: true };
       const now = ctx.clock.now();
-      await ctx.db.transaction().execute(async (trx) => {
+      // A product regeneration upgrades only running installs: one that landed while this install was being
+      // installed sends it back to release the new template. The product row is held until this commits, so an
+      // update after this check waits, and its regeneration then finds the install running.
+      const behind = await ctx.db.transaction().execute(async (trx) => {
+        const template = await heldTemplateOf(trx, install.product_id);
+        if (template !== undefined && template !== install.template_id) return true;
         // Only the run that makes the change tells about it (a re-run after a crash finds it made).
-        if (!(await finishInstall(trx, install.id, { status: 'running' }, now))) return;
+        if (!(await finishInstall(trx, install.id, { status: 'running' }, now))) return false;
         await notifyWorkspace(trx, install.workspace_id, now, {
           type: 'install.running',
           resource_type: 'install',
@@ -121,8 +126,9 @@ export const createInstall: WorkflowDefinition = {
           body: `Its releases are deployed on cluster ${install.cluster_id}.`,
           severity: 'info',
         });
+        return false;
       });
-      return { done: true };
+      return behind ? { next: 'release' } : { done: true };
     },
   },
 

@@ -85,7 +85,7 @@ export const provision: WorkflowDefinition = {
       await lockCluster(trx, machine.cluster_id);
       // Back to the queue, counted once: a re-run of this after a crash finds the machine queued already.
       const requeued = await requeueMachine(trx, machine.provider_id, now);
-      const { offering } = await offeringOf(trx, machine.workspace_id);
+      const { offering } = await offeringOf(trx, { id: machine.cluster_id, workspace_id: machine.workspace_id });
       if (!requeued) return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
       const backoff = await recordFailure(trx, machine.cluster_id, offering, now);
       await notifyWorkspace(trx, machine.workspace_id, now, {
