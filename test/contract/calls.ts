@@ -81,15 +81,18 @@ export const calls = {
       },
     }),
   deleteComputeConfig: (api) => api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
+  getComputeConfig: (api) => api.GET('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
   listCloudCredentials: (api) => api.GET('/v1/compute/cloud_credentials', {}),
   createCloudCredential: (api) =>
     api.POST('/v1/compute/cloud_credentials', {
       body: { name: 'hetzner-main', provider: 'hcloud', secret: 'hc_7Jq2xV9mK4pL8rT3wN6zB1cY5hF0sGaD2eR4tU6iO8pA1sD3' },
     }),
   deleteCloudCredential: (api) => api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
+  getCloudCredential: (api) => api.GET('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
   listMachines: (api) => api.GET('/v1/compute/machines', { params: { query: { cluster_id: ids.cluster } } }),
   requestMachine: (api) => api.POST('/v1/compute/machines', { body: { cluster_id: ids.cluster, compute_config_id: ids.computeConfig } }),
   deleteMachine: (api) => api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
+  getMachine: (api) => api.GET('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
   checkMachineDrift: (api) => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: ids.machine } } }),
   suspendMachine: (api) => api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: ids.machine } } }),
   listSuspensions: (api) => api.GET('/v1/compute/suspensions', {}),
@@ -111,6 +114,7 @@ export const calls = {
       },
     }),
   deleteRegistryCredential: (api) => api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
+  getRegistryCredential: (api) => api.GET('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
 
   // Products
   listProducts: (api) => api.GET('/v1/products', {}),

@@ -88,6 +88,12 @@ export interface PlatformOperations {
    */
   createComputeConfig(...args: OperationArgs<'createComputeConfig'>): Promise<OperationResult<'createComputeConfig'>>;
   /**
+   * Get a compute config
+   *
+   * `GET /v1/compute/configs/{id}`
+   */
+  getComputeConfig(...args: OperationArgs<'getComputeConfig'>): Promise<OperationResult<'getComputeConfig'>>;
+  /**
    * Delete a compute config
    *
    * `DELETE /v1/compute/configs/{id}`
@@ -106,6 +112,12 @@ export interface PlatformOperations {
    */
   createCloudCredential(...args: OperationArgs<'createCloudCredential'>): Promise<OperationResult<'createCloudCredential'>>;
   /**
+   * Get a cloud credential
+   *
+   * `GET /v1/compute/cloud_credentials/{id}`
+   */
+  getCloudCredential(...args: OperationArgs<'getCloudCredential'>): Promise<OperationResult<'getCloudCredential'>>;
+  /**
    * Delete a cloud credential
    *
    * `DELETE /v1/compute/cloud_credentials/{id}`
@@ -123,6 +135,12 @@ export interface PlatformOperations {
    * `POST /v1/compute/machines`
    */
   requestMachine(...args: OperationArgs<'requestMachine'>): Promise<OperationResult<'requestMachine'>>;
+  /**
+   * Get a machine
+   *
+   * `GET /v1/compute/machines/{providerId}`
+   */
+  getMachine(...args: OperationArgs<'getMachine'>): Promise<OperationResult<'getMachine'>>;
   /**
    * Delete a machine
    *
@@ -171,6 +189,12 @@ export interface PlatformOperations {
    * `POST /v1/registry/credentials`
    */
   createRegistryCredential(...args: OperationArgs<'createRegistryCredential'>): Promise<OperationResult<'createRegistryCredential'>>;
+  /**
+   * Get a registry credential
+   *
+   * `GET /v1/registry/credentials/{id}`
+   */
+  getRegistryCredential(...args: OperationArgs<'getRegistryCredential'>): Promise<OperationResult<'getRegistryCredential'>>;
   /**
    * Delete a registry credential
    *
@@ -315,12 +339,15 @@ export const operationRoutes = {
   getClusterComputeStatus: { method: 'GET', path: '/v1/clusters/{clusterId}/compute_status', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   listComputeConfigs: { method: 'GET', path: '/v1/compute/configs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createComputeConfig: { method: 'POST', path: '/v1/compute/configs', path_params: [], query: [], headers: ['workspaceId'] },
+  getComputeConfig: { method: 'GET', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteComputeConfig: { method: 'DELETE', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listCloudCredentials: { method: 'GET', path: '/v1/compute/cloud_credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCloudCredential: { method: 'POST', path: '/v1/compute/cloud_credentials', path_params: [], query: [], headers: ['workspaceId'] },
+  getCloudCredential: { method: 'GET', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteCloudCredential: { method: 'DELETE', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listMachines: { method: 'GET', path: '/v1/compute/machines', path_params: [], query: ['cluster_id'], headers: ['workspaceId'] },
   requestMachine: { method: 'POST', path: '/v1/compute/machines', path_params: [], query: [], headers: ['workspaceId'] },
+  getMachine: { method: 'GET', path: '/v1/compute/machines/{providerId}', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
   deleteMachine: { method: 'DELETE', path: '/v1/compute/machines/{providerId}', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
   checkMachineDrift: { method: 'GET', path: '/v1/compute/machines/{providerId}/drift', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
   suspendMachine: { method: 'POST', path: '/v1/compute/machines/{providerId}/suspend', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
@@ -329,6 +356,7 @@ export const operationRoutes = {
   resumeSuspension: { method: 'POST', path: '/v1/compute/suspensions/{id}/resume', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listRegistryCredentials: { method: 'GET', path: '/v1/registry/credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createRegistryCredential: { method: 'POST', path: '/v1/registry/credentials', path_params: [], query: [], headers: ['workspaceId'] },
+  getRegistryCredential: { method: 'GET', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteRegistryCredential: { method: 'DELETE', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listProducts: { method: 'GET', path: '/v1/products', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createProduct: { method: 'POST', path: '/v1/products', path_params: [], query: [], headers: ['workspaceId'] },

@@ -7,6 +7,11 @@ export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async
   body: await registryCredentials.listRegistryCredentials(db, input),
 });
 
+export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller.userId, params.id) };
+};
+
 export const createRegistryCredential: Handler<'createRegistryCredential'> = async ({ body, headers, caller }, { db, clock, secrets, resolveHost }) => {
   const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets, resolveHost }) };

@@ -23,6 +23,21 @@ const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredenti
 
 export const listCloudCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'cloud_credentials', toCloudCredential);
 
+/** A cloud credential the user may see (a member of its workspace); 404 otherwise. */
+async function visibleCloudCredential(db: Db, userId: string, id: string): Promise<Row<'cloud_credentials'>> {
+  const row = await db
+    .selectFrom('cloud_credentials')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .executeTakeFirst();
+  if (!row) throw notFound('Cloud credential', id);
+  return row;
+}
+
+export const getCloudCredential = async (db: Db, userId: string, id: string): Promise<Schema<'CloudCredential'>> =>
+  toCloudCredential(await visibleCloudCredential(db, userId, id));
+
 export async function createCloudCredential(
   db: Db,
   workspace: WorkspaceRef,

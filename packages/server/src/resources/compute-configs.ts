@@ -37,6 +37,9 @@ export async function visibleComputeConfig(db: Db, userId: string, id: string, p
   return row;
 }
 
+export const getComputeConfig = async (db: Db, userId: string, id: string): Promise<Schema<'ComputeConfig'>> =>
+  toComputeConfig(await visibleComputeConfig(db, userId, id));
+
 export async function createComputeConfig(
   db: Db,
   workspace: WorkspaceRef,

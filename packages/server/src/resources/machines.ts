@@ -54,6 +54,9 @@ async function visibleMachine(db: Db, userId: string, providerId: string) {
   return row;
 }
 
+export const getMachine = async (db: Db, userId: string, providerId: string): Promise<Schema<'Machine'>> =>
+  toMachine(await visibleMachine(db, userId, providerId));
+
 export async function listMachines(db: Db, userId: string, clusterId: string): Promise<Schema<'Machine'>[]> {
   const cluster = await visibleCluster(db, userId, clusterId, 'cluster_id');
   const rows = await db.selectFrom('machines').selectAll().where('cluster_id', '=', cluster.id).orderBy('created_at').orderBy('provider_id').execute();

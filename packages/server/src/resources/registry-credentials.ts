@@ -25,6 +25,21 @@ const toRegistryCredential = (row: Row<'registry_credentials'>): Schema<'Registr
 
 export const listRegistryCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'registry_credentials', toRegistryCredential);
 
+/** A registry credential the user may see (a member of its workspace); 404 otherwise. */
+async function visibleRegistryCredential(db: Db, userId: string, id: string): Promise<Row<'registry_credentials'>> {
+  const row = await db
+    .selectFrom('registry_credentials')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .executeTakeFirst();
+  if (!row) throw notFound('Registry credential', id);
+  return row;
+}
+
+export const getRegistryCredential = async (db: Db, userId: string, id: string): Promise<Schema<'RegistryCredential'>> =>
+  toRegistryCredential(await visibleRegistryCredential(db, userId, id));
+
 export async function createRegistryCredential(
   db: Db,
   workspace: WorkspaceRef,
