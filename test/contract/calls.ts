@@ -54,6 +54,7 @@ export const calls = {
   listWorkspaces: (api) => api.GET('/v1/workspaces', { params: { query: { limit: 10 } } }),
   createWorkspace: (api) => api.POST('/v1/workspaces', { body: { name: 'Acme Production', icon: '🏭' } }),
   getWorkspace: (api) => api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } }),
+  updateWorkspace: (api) => api.PATCH('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } }, body: { name: 'Acme Staging', icon: '🧪' } }),
   listWorkspaceMembers: (api) => api.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId }, query: { limit: 10 } } }),
   addWorkspaceMember: (api) =>
     api.POST('/v1/workspaces/{workspaceId}/members', {
@@ -67,6 +68,7 @@ export const calls = {
   listClusters: (api) => api.GET('/v1/clusters', { params: { query: { limit: 10 } }, workspaceId }),
   createCluster: (api) => api.POST('/v1/clusters', { body: { name: 'prod-eu', region_id: 'fsn1', kaas_version: 'v1.31' }, workspaceId }),
   getCluster: (api) => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
+  updateCluster: (api) => api.PATCH('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } }, body: { name: 'prod-eu-2' } }),
   deleteCluster: (api) => api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
 
   // Compute
@@ -82,6 +84,7 @@ export const calls = {
     }),
   deleteComputeConfig: (api) => api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
   getComputeConfig: (api) => api.GET('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
+  updateComputeConfig: (api) => api.PATCH('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } }, body: { name: 'general-purpose-eu' } }),
   listCloudCredentials: (api) => api.GET('/v1/compute/cloud_credentials', {}),
   createCloudCredential: (api) =>
     api.POST('/v1/compute/cloud_credentials', {

@@ -51,7 +51,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a workspace
+         * @description Changes a workspace's name or icon (fields left out keep their value; at least one). A workspace the caller is not a member of → 404.
+         */
+        patch: operations["updateWorkspace"];
         trace?: never;
     };
     "/v1/workspaces/{workspaceId}/members": {
@@ -186,7 +190,11 @@ export interface paths {
         delete: operations["deleteCluster"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a cluster
+         * @description Renames a cluster. Names are unique in the workspace: a name another cluster of the workspace has → 409 naming `name`. A cluster the caller cannot see → 404.
+         */
+        patch: operations["updateCluster"];
         trace?: never;
     };
     "/v1/clusters/{clusterId}/compute_status": {
@@ -266,7 +274,11 @@ export interface paths {
         delete: operations["deleteComputeConfig"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a compute config
+         * @description Renames a compute config; its provider settings do not change. A config the caller cannot see → 404.
+         */
+        patch: operations["updateComputeConfig"];
         trace?: never;
     };
     "/v1/compute/cloud_credentials": {
@@ -1021,6 +1033,10 @@ export interface components {
          * @enum {string}
          */
         ClusterStatus: "PROVISIONING" | "RUNNING" | "ERROR" | "DELETING";
+        ClusterUpdate: {
+            /** @description A DNS label, unique in the workspace. */
+            name: string;
+        };
         /** @description How a cluster's machines are provisioned. */
         ComputeConfig: {
             /** @example cc_01jd2x9a2b4c6d8e0f2g4h6j8k */
@@ -1057,6 +1073,9 @@ export interface components {
         ComputeConfigList: {
             data: components["schemas"]["ComputeConfig"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        ComputeConfigUpdate: {
+            name: string;
         };
         /**
          * @description The cloud provider machines are created with.
@@ -1769,6 +1788,12 @@ export interface components {
             data: components["schemas"]["WorkspaceMember"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** @description The fields to change; at least one. Fields left out keep their value. */
+        WorkspaceUpdate: {
+            name?: string;
+            /** @description An emoji or image URL; `null` removes the icon. */
+            icon?: string | null;
+        };
     };
     responses: {
         /** @description The request could not be read: malformed JSON, a wrong content type or an unreadable body. */
@@ -2204,6 +2229,48 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceUpdate"];
+            };
+        };
+        responses: {
+            /** @description The workspace as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWorkspaceMembers: {
         parameters: {
             query?: {
@@ -2552,6 +2619,67 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateCluster: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterUpdate"];
+            };
+        };
+        responses: {
+            /** @description The cluster as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Another cluster of the workspace has the name. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getClusterComputeStatus: {
         parameters: {
             query?: never;
@@ -2773,6 +2901,55 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateComputeConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The compute config's id.
+                 * @example cc_01jd2x9a2b4c6d8e0f2g4h6j8k
+                 */
+                id: components["parameters"]["ComputeConfigId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ComputeConfigUpdate"];
+            };
+        };
+        responses: {
+            /** @description The compute config as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComputeConfig"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -22,6 +22,12 @@ export interface PlatformOperations {
    */
   getWorkspace(...args: OperationArgs<'getWorkspace'>): Promise<OperationResult<'getWorkspace'>>;
   /**
+   * Rename a workspace
+   *
+   * `PATCH /v1/workspaces/{workspaceId}`
+   */
+  updateWorkspace(...args: OperationArgs<'updateWorkspace'>): Promise<OperationResult<'updateWorkspace'>>;
+  /**
    * List a workspace's members
    *
    * `GET /v1/workspaces/{workspaceId}/members`
@@ -64,6 +70,12 @@ export interface PlatformOperations {
    */
   getCluster(...args: OperationArgs<'getCluster'>): Promise<OperationResult<'getCluster'>>;
   /**
+   * Rename a cluster
+   *
+   * `PATCH /v1/clusters/{clusterId}`
+   */
+  updateCluster(...args: OperationArgs<'updateCluster'>): Promise<OperationResult<'updateCluster'>>;
+  /**
    * Delete a cluster
    *
    * `DELETE /v1/clusters/{clusterId}`
@@ -93,6 +105,12 @@ export interface PlatformOperations {
    * `GET /v1/compute/configs/{id}`
    */
   getComputeConfig(...args: OperationArgs<'getComputeConfig'>): Promise<OperationResult<'getComputeConfig'>>;
+  /**
+   * Rename a compute config
+   *
+   * `PATCH /v1/compute/configs/{id}`
+   */
+  updateComputeConfig(...args: OperationArgs<'updateComputeConfig'>): Promise<OperationResult<'updateComputeConfig'>>;
   /**
    * Delete a compute config
    *
@@ -328,6 +346,7 @@ export const operationRoutes = {
   listWorkspaces: { method: 'GET', path: '/v1/workspaces', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createWorkspace: { method: 'POST', path: '/v1/workspaces', path_params: [], query: [], headers: [] },
   getWorkspace: { method: 'GET', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
+  updateWorkspace: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   addWorkspaceMember: { method: 'POST', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
@@ -335,11 +354,13 @@ export const operationRoutes = {
   listClusters: { method: 'GET', path: '/v1/clusters', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCluster: { method: 'POST', path: '/v1/clusters', path_params: [], query: [], headers: ['workspaceId'] },
   getCluster: { method: 'GET', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
+  updateCluster: { method: 'PATCH', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   deleteCluster: { method: 'DELETE', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   getClusterComputeStatus: { method: 'GET', path: '/v1/clusters/{clusterId}/compute_status', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   listComputeConfigs: { method: 'GET', path: '/v1/compute/configs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createComputeConfig: { method: 'POST', path: '/v1/compute/configs', path_params: [], query: [], headers: ['workspaceId'] },
   getComputeConfig: { method: 'GET', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateComputeConfig: { method: 'PATCH', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteComputeConfig: { method: 'DELETE', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listCloudCredentials: { method: 'GET', path: '/v1/compute/cloud_credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCloudCredential: { method: 'POST', path: '/v1/compute/cloud_credentials', path_params: [], query: [], headers: ['workspaceId'] },

@@ -63,3 +63,55 @@ describe('reads of one resource', () => {
     expect(JSON.stringify(cloudRead.body)).not.toContain('hc-cloud-secret-1');
   });
 });
+
+describe('renames', () => {
+  it('renames a workspace (name, icon, or both) and answers it as it is now', async () => {
+    const path = `/v1/workspaces/${world.alice.workspaceId}`;
+    const renamed = await call(server.baseUrl, 'PATCH', path, { token: world.alice.token, body: { name: 'Acme Staging', icon: '🧪' } });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ id: world.alice.workspaceId, name: 'Acme Staging', icon: '🧪' });
+    const iconOnly = await call(server.baseUrl, 'PATCH', path, { token: world.alice.token, body: { icon: null } });
+    expect(iconOnly.body).toMatchObject({ name: 'Acme Staging', icon: null });
+    expect((await call(server.baseUrl, 'GET', path, { token: world.alice.token })).body).toMatchObject({ name: 'Acme Staging', icon: null });
+    expect((await call(server.baseUrl, 'PATCH', path, { token: world.bob.token, body: { name: 'mine' } })).status).toBe(404);
+  });
+
+  it('refuses unknown fields and an empty change with 422', async () => {
+    const unknown = await call(server.baseUrl, 'PATCH', `/v1/compute/configs/${world.ids.computeConfig}`, {
+      token: world.alice.token,
+      body: { name: 'x', provider: 'hcloud' },
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body).toMatchObject({ error: { code: 'validation_error' } });
+    const empty = await call(server.baseUrl, 'PATCH', `/v1/workspaces/${world.alice.workspaceId}`, { token: world.alice.token, body: {} });
+    expect(empty.status).toBe(422);
+    const clusterTypo = await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, { token: world.alice.token, body: { nmae: 'x' } });
+    expect(clusterTypo.status).toBe(422);
+  });
+
+  it('renames a cluster; a name another cluster of the workspace has is 409 naming name', async () => {
+    const other = await call(server.baseUrl, 'POST', '/v1/clusters', { token: world.alice.token, body: { name: 'taken-name', region_id: 'fsn1' } });
+    expect(other.status).toBe(202);
+    const taken = await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, { token: world.alice.token, body: { name: 'taken-name' } });
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ error: { code: 'conflict', param: 'name' } });
+    const renamed = await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, { token: world.alice.token, body: { name: 'prod-eu-2' } });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ id: world.ids.cluster, name: 'prod-eu-2' });
+    // Its own name again is no conflict.
+    expect((await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, { token: world.alice.token, body: { name: 'prod-eu-2' } })).status).toBe(
+      200,
+    );
+    expect((await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, { token: world.bob.token, body: { name: 'b' } })).status).toBe(404);
+  });
+
+  it('renames a compute config and keeps its provider settings', async () => {
+    const before = await call(server.baseUrl, 'GET', `/v1/compute/configs/${world.ids.computeConfig}`, { token: world.alice.token });
+    const renamed = await call(server.baseUrl, 'PATCH', `/v1/compute/configs/${world.ids.computeConfig}`, {
+      token: world.alice.token,
+      body: { name: 'general-purpose-eu' },
+    });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toEqual({ ...before.body, name: 'general-purpose-eu' });
+  });
+});

@@ -24,6 +24,11 @@ export const getCluster: Handler<'getCluster'> = async ({ params, headers, calle
   return { status: 200, body: await clusters.getCluster(db, caller.userId, params.clusterId) };
 };
 
+export const updateCluster: Handler<'updateCluster'> = async ({ params, body, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: await clusters.renameCluster(db, caller.userId, params.clusterId, body) };
+};
+
 export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db, driver, logger }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await clusters.deleteCluster(db, caller.userId, params.clusterId);

@@ -24,6 +24,11 @@ export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body
   return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, clock.now()) };
 };
 
+export const updateComputeConfig: Handler<'updateComputeConfig'> = async ({ params, body, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await computeConfigs.renameComputeConfig(db, caller.userId, params.id, body) };
+};
+
 export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   await computeConfigs.deleteComputeConfig(db, caller.userId, params.id);

@@ -43,7 +43,7 @@ export async function createCluster(
   const row = await db.transaction().execute(async (trx) => {
     await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', input.name).executeTakeFirst();
-    if (taken) throw conflict(`The workspace has a cluster named ${input.name} already.`, 'Choose another name.', undefined, 'name');
+    if (taken) throw nameTaken(input.name);
     const id = newId('cl');
     await workflows.start(trx, 'createCluster', id);
     return trx
@@ -63,6 +63,25 @@ export async function createCluster(
   });
   return toCluster(row);
 }
+
+/** A new name, unique in the workspace (the unique index decides a race between two renames): 409 naming `name`. */
+export async function renameCluster(db: Db, userId: string, id: string, input: Schema<'ClusterUpdate'>): Promise<Schema<'Cluster'>> {
+  const cluster = await visibleCluster(db, userId, id);
+  const row = await db
+    .updateTable('clusters')
+    .set({ name: input.name })
+    .where('id', '=', cluster.id)
+    .returningAll()
+    .executeTakeFirst()
+    .catch((error: unknown) => {
+      if ((error as { code?: string }).code === '23505') throw nameTaken(input.name);
+      throw error;
+    });
+  if (!row) throw notFound('Cluster', id);
+  return toCluster(row);
+}
+
+const nameTaken = (name: string) => conflict(`The workspace has a cluster named ${name} already.`, 'Choose another name.', undefined, 'name');
 
 export async function deleteCluster(db: Db, userId: string, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {

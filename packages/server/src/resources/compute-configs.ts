@@ -77,6 +77,14 @@ export async function createComputeConfig(
   return toComputeConfig(row);
 }
 
+/** A new name; the provider settings stay as they are. */
+export async function renameComputeConfig(db: Db, userId: string, id: string, input: Schema<'ComputeConfigUpdate'>): Promise<Schema<'ComputeConfig'>> {
+  const config = await visibleComputeConfig(db, userId, id);
+  const row = await db.updateTable('compute_configs').set({ name: input.name }).where('id', '=', config.id).returningAll().executeTakeFirst();
+  if (!row) throw notFound('Compute config', id);
+  return toComputeConfig(row);
+}
+
 export async function deleteComputeConfig(db: Db, userId: string, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const config = await visibleComputeConfig(trx, userId, id);

@@ -78,6 +78,18 @@ async function ownership(db: Db, workspaceId: string, userId: string) {
 export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
   toWorkspace(await membership(db, workspaceId, userId));
 
+/** A new name or icon, for any member (fields left out keep their value). */
+export async function updateWorkspace(db: Db, workspaceId: string, userId: string, input: Schema<'WorkspaceUpdate'>): Promise<Schema<'Workspace'>> {
+  const workspace = await membership(db, workspaceId, userId);
+  const row = await db
+    .updateTable('workspaces')
+    .set({ ...(input.name === undefined ? {} : { name: input.name }), ...(input.icon === undefined ? {} : { icon: input.icon }) })
+    .where('id', '=', workspace.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toWorkspace(row);
+}
+
 export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit = 50 }: PageQuery) {
   await membership(db, workspaceId, userId);
   const base = db
