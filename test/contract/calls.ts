@@ -92,6 +92,11 @@ export const calls = {
     }),
   deleteCloudCredential: (api) => api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
   getCloudCredential: (api) => api.GET('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
+  updateCloudCredential: (api) =>
+    api.PATCH('/v1/compute/cloud_credentials/{id}', {
+      params: { path: { id: ids.cloudCredential } },
+      body: { secret: 'hc_9Xw3yU1nM5qK7tR2vB8zC4dF6gH0jLaE3rT5yU7iO9pA2sD4' },
+    }),
   listMachines: (api) => api.GET('/v1/compute/machines', { params: { query: { cluster_id: ids.cluster } } }),
   requestMachine: (api) => api.POST('/v1/compute/machines', { body: { cluster_id: ids.cluster, compute_config_id: ids.computeConfig } }),
   deleteMachine: (api) => api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
@@ -118,6 +123,8 @@ export const calls = {
     }),
   deleteRegistryCredential: (api) => api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
   getRegistryCredential: (api) => api.GET('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
+  updateRegistryCredential: (api) =>
+    api.PATCH('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } }, body: { password: 'ghp_8hT2kM6pR0sV4xZ8bD2fH6jL0nQ4' } }),
 
   // Products
   listProducts: (api) => api.GET('/v1/products', {}),

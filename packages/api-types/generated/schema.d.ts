@@ -332,7 +332,11 @@ export interface paths {
         delete: operations["deleteCloudCredential"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rotate or rename a cloud credential
+         * @description Changes a cloud credential's name, secret or `is_active` (fields left out keep their value; at least one). A new secret overwrites the stored one in the same write, so the old secret is gone at once; machines made with the credential use the new one from their next provider call. An inactive credential cannot be used by new compute configs or machines (`422` naming `cloud_credential_id` or `compute_config_id`), but still drives the machines made with it. A credential the caller cannot see → 404.
+         */
+        patch: operations["updateCloudCredential"];
         trace?: never;
     };
     "/v1/compute/machines": {
@@ -564,7 +568,11 @@ export interface paths {
         delete: operations["deleteRegistryCredential"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rotate or rename a registry credential
+         * @description Changes a registry credential's name, username, password or `is_active` (fields left out keep their value; at least one). A new password overwrites the stored one in the same write, so the old password is gone at once. A credential the caller cannot see → 404.
+         */
+        patch: operations["updateRegistryCredential"];
         trace?: never;
     };
     "/v1/products": {
@@ -972,6 +980,8 @@ export interface components {
             name: string;
             workspace_id: string;
             provider: components["schemas"]["ComputeProvider"];
+            /** @description Whether new compute configs and machines may use it. An inactive credential still drives the machines made with it (to suspend, resume and delete them). */
+            is_active: boolean;
             created_at: components["schemas"]["Timestamp"];
             /**
              * Format: int64
@@ -988,6 +998,14 @@ export interface components {
         CloudCredentialList: {
             data: components["schemas"]["CloudCredential"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The fields to change; at least one. A new `secret` replaces the stored one in the same write: the old secret is gone at once. */
+        CloudCredentialUpdate: {
+            name?: string;
+            /** @description The new provider API token. Write-only; it is encrypted at rest and never appears in a response or log. */
+            secret?: string;
+            /** @description `false` stops new compute configs and machines from using it. */
+            is_active?: boolean;
         };
         Cluster: {
             /** @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g */
@@ -1655,6 +1673,15 @@ export interface components {
         RegistryCredentialList: {
             data: components["schemas"]["RegistryCredential"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The fields to change; at least one. A new `password` replaces the stored one in the same write: the old password is gone at once. */
+        RegistryCredentialUpdate: {
+            name?: string;
+            username?: string;
+            /** @description The new password or access token. Write-only; encrypted at rest, never returned or logged. */
+            password?: string;
+            /** @description Whether installs use this credential to pull images. */
+            is_active?: boolean;
         };
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {
@@ -3131,6 +3158,55 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateCloudCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cloud credential's id.
+                 * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
+                 */
+                id: components["parameters"]["CloudCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloudCredentialUpdate"];
+            };
+        };
+        responses: {
+            /** @description The credential as it is now, without its secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CloudCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listMachines: {
         parameters: {
             query: {
@@ -3699,6 +3775,55 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateRegistryCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The registry credential's id.
+                 * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
+                 */
+                id: components["parameters"]["RegistryCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegistryCredentialUpdate"];
+            };
+        };
+        responses: {
+            /** @description The credential as it is now, without its password. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -136,6 +136,12 @@ export interface PlatformOperations {
    */
   getCloudCredential(...args: OperationArgs<'getCloudCredential'>): Promise<OperationResult<'getCloudCredential'>>;
   /**
+   * Rotate or rename a cloud credential
+   *
+   * `PATCH /v1/compute/cloud_credentials/{id}`
+   */
+  updateCloudCredential(...args: OperationArgs<'updateCloudCredential'>): Promise<OperationResult<'updateCloudCredential'>>;
+  /**
    * Delete a cloud credential
    *
    * `DELETE /v1/compute/cloud_credentials/{id}`
@@ -213,6 +219,12 @@ export interface PlatformOperations {
    * `GET /v1/registry/credentials/{id}`
    */
   getRegistryCredential(...args: OperationArgs<'getRegistryCredential'>): Promise<OperationResult<'getRegistryCredential'>>;
+  /**
+   * Rotate or rename a registry credential
+   *
+   * `PATCH /v1/registry/credentials/{id}`
+   */
+  updateRegistryCredential(...args: OperationArgs<'updateRegistryCredential'>): Promise<OperationResult<'updateRegistryCredential'>>;
   /**
    * Delete a registry credential
    *
@@ -365,6 +377,7 @@ export const operationRoutes = {
   listCloudCredentials: { method: 'GET', path: '/v1/compute/cloud_credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCloudCredential: { method: 'POST', path: '/v1/compute/cloud_credentials', path_params: [], query: [], headers: ['workspaceId'] },
   getCloudCredential: { method: 'GET', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateCloudCredential: { method: 'PATCH', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteCloudCredential: { method: 'DELETE', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listMachines: { method: 'GET', path: '/v1/compute/machines', path_params: [], query: ['cluster_id'], headers: ['workspaceId'] },
   requestMachine: { method: 'POST', path: '/v1/compute/machines', path_params: [], query: [], headers: ['workspaceId'] },
@@ -378,6 +391,7 @@ export const operationRoutes = {
   listRegistryCredentials: { method: 'GET', path: '/v1/registry/credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createRegistryCredential: { method: 'POST', path: '/v1/registry/credentials', path_params: [], query: [], headers: ['workspaceId'] },
   getRegistryCredential: { method: 'GET', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateRegistryCredential: { method: 'PATCH', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteRegistryCredential: { method: 'DELETE', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listProducts: { method: 'GET', path: '/v1/products', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createProduct: { method: 'POST', path: '/v1/products', path_params: [], query: [], headers: ['workspaceId'] },

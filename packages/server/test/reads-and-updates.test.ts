@@ -1,6 +1,8 @@
 // The reads of one machine, compute config and credential, the renames, credential rotation and the
 // kubeconfig of a cluster, through the server and PostgreSQL.
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretBox } from '../src/services/secrets.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { call, createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
@@ -8,10 +10,11 @@ let database: TestDatabase;
 let server: TestServer;
 let world: World;
 const clock = new TestClock();
+const secretsKey = randomBytes(32);
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
+  server = await startTestServer(database.db, clock, {}, { secretsKey });
   world = await buildWorld(database.db, clock);
 });
 afterAll(async () => {
@@ -113,5 +116,81 @@ describe('renames', () => {
     });
     expect(renamed.status).toBe(200);
     expect(renamed.body).toEqual({ ...before.body, name: 'general-purpose-eu' });
+  });
+});
+
+describe('credential rotation', () => {
+  const box = secretBox(secretsKey);
+
+  it('a new registry password overwrites the stored one: the ciphertext changes and opens to the new password only', async () => {
+    const created = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+      token: world.alice.token,
+      body: { name: 'rotate-me', registry_url: 'ghcr.io', username: 'bot', password: 'old-registry-password' },
+    });
+    const stored = () => database.db.selectFrom('registry_credentials').selectAll().where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    const before = await stored();
+    const rotated = await call(server.baseUrl, 'PATCH', `/v1/registry/credentials/${created.body.id}`, {
+      token: world.alice.token,
+      body: { password: 'new-registry-password', username: 'bot2', is_active: false },
+    });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual({ ...created.body, is_active: false });
+    expect(JSON.stringify(rotated.body)).not.toContain('registry-password');
+    const after = await stored();
+    expect(after.password_ciphertext?.equals(before.password_ciphertext as Buffer)).toBe(false);
+    expect(box.open(after.password_ciphertext as Buffer)).toBe('new-registry-password');
+    expect(after.username).toBe('bot2');
+    const foreign = await call(server.baseUrl, 'PATCH', `/v1/registry/credentials/${created.body.id}`, { token: world.bob.token, body: { password: 'x' } });
+    expect(foreign.status).toBe(404);
+    expect(box.open((await stored()).password_ciphertext as Buffer)).toBe('new-registry-password');
+  });
+
+  it('a new cloud secret overwrites the stored one; an inactive credential makes no new configs nor machines', async () => {
+    const created = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
+      token: world.alice.token,
+      body: { name: 'own', provider: 'hcloud', secret: 'old-cloud-secret' },
+    });
+    expect(created.body.is_active).toBe(true);
+    const ciphertext = async () =>
+      (await database.db.selectFrom('cloud_credentials').select('secret_ciphertext').where('id', '=', created.body.id).executeTakeFirstOrThrow())
+        .secret_ciphertext;
+    const before = await ciphertext();
+    const rotated = await call(server.baseUrl, 'PATCH', `/v1/compute/cloud_credentials/${created.body.id}`, {
+      token: world.alice.token,
+      body: { secret: 'new-cloud-secret' },
+    });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual(created.body);
+    const after = await ciphertext();
+    expect(after.equals(before)).toBe(false);
+    expect(box.open(after)).toBe('new-cloud-secret');
+
+    const providerConfig = { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' };
+    const config = await call(server.baseUrl, 'POST', '/v1/compute/configs', {
+      token: world.alice.token,
+      body: { name: 'byom', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: created.body.id },
+    });
+    expect(config.status).toBe(201);
+    const off = await call(server.baseUrl, 'PATCH', `/v1/compute/cloud_credentials/${created.body.id}`, {
+      token: world.alice.token,
+      body: { is_active: false },
+    });
+    expect(off.body.is_active).toBe(false);
+    const newConfig = await call(server.baseUrl, 'POST', '/v1/compute/configs', {
+      token: world.alice.token,
+      body: { name: 'byom-2', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: created.body.id },
+    });
+    expect(newConfig.status).toBe(422);
+    expect(newConfig.body).toMatchObject({ error: { code: 'validation_error', param: 'cloud_credential_id' } });
+    const machine = () =>
+      call(server.baseUrl, 'POST', '/v1/compute/machines', {
+        token: world.alice.token,
+        body: { cluster_id: world.ids.cluster, compute_config_id: config.body.id },
+      });
+    const refused = await machine();
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ error: { code: 'validation_error', param: 'compute_config_id' } });
+    await call(server.baseUrl, 'PATCH', `/v1/compute/cloud_credentials/${created.body.id}`, { token: world.alice.token, body: { is_active: true } });
+    expect((await machine()).status).toBe(202);
   });
 });

@@ -50,6 +50,11 @@ export const createCloudCredential: Handler<'createCloudCredential'> = async ({ 
   return { status: 201, body: await cloudCredentials.createCloudCredential(db, workspace, body, { now: clock.now(), secrets }) };
 };
 
+export const updateCloudCredential: Handler<'updateCloudCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await cloudCredentials.updateCloudCredential(db, caller.userId, params.id, body, secrets) };
+};
+
 export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   await cloudCredentials.deleteCloudCredential(db, caller.userId, params.id);

@@ -17,6 +17,11 @@ export const createRegistryCredential: Handler<'createRegistryCredential'> = asy
   return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets, resolveHost }) };
 };
 
+export const updateRegistryCredential: Handler<'updateRegistryCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: await registryCredentials.updateRegistryCredential(db, caller.userId, params.id, body, secrets) };
+};
+
 export const deleteRegistryCredential: Handler<'deleteRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await registryCredentials.deleteRegistryCredential(db, caller.userId, params.id);

@@ -13,6 +13,7 @@ import { enforceQuota } from '../services/quotas.ts';
 import { matchesFilter, SERVER_TYPES } from '../services/server-types.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
+import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
 import { visibleComputeConfig } from './compute-configs.ts';
 import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
@@ -90,6 +91,8 @@ export async function requestMachine(
       'Use a compute config of the cluster’s workspace.',
     );
   }
+  // A switched-off credential makes no new machines (those made with it are still driven with it).
+  if (config.cloud_credential_id) await requireCredentialOfWorkspace(db, config.cloud_credential_id, cluster.workspace_id, 'compute_config_id');
   const filter = config.provider_config.machine_type_filter;
   const candidates = SERVER_TYPES.filter((t) => matchesFilter(filter, t.name));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);

@@ -72,6 +72,30 @@ export async function createRegistryCredential(
   return toRegistryCredential(row);
 }
 
+/** A new name, username, password or is_active; a new password overwrites the old ciphertext in the same UPDATE. */
+export async function updateRegistryCredential(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'RegistryCredentialUpdate'>,
+  secrets: SecretBox,
+): Promise<Schema<'RegistryCredential'>> {
+  const row = await db
+    .updateTable('registry_credentials')
+    .set({
+      ...(input.name === undefined ? {} : { name: input.name }),
+      ...(input.username === undefined ? {} : { username: input.username }),
+      ...(input.password === undefined ? {} : { password_ciphertext: secrets.seal(input.password) }),
+      ...(input.is_active === undefined ? {} : { is_active: input.is_active }),
+    })
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('Registry credential', id);
+  return toRegistryCredential(row);
+}
+
 export async function deleteRegistryCredential(db: Db, userId: string, id: string): Promise<void> {
   const result = await db.deleteFrom('registry_credentials').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Registry credential', id);
