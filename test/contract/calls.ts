@@ -73,6 +73,7 @@ export const calls = {
 
   // Compute
   getClusterComputeStatus: (api) => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: ids.cluster } } }),
+  getClusterKubeconfig: (api) => api.GET('/v1/clusters/{clusterId}/kubeconfig', { params: { path: { clusterId: ids.cluster }, query: { ttl_seconds: 3600 } } }),
   listComputeConfigs: (api) => api.GET('/v1/compute/configs', { params: { query: { limit: 10 } } }),
   createComputeConfig: (api) =>
     api.POST('/v1/compute/configs', {

@@ -223,6 +223,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/clusters/{clusterId}/kubeconfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a kubeconfig for a cluster
+         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's owner may ask (`403` for other members); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is logged with the caller, the cluster and the request id. The answer is never cached (`Cache-Control: no-store, private`).
+         */
+        get: operations["getClusterKubeconfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/compute/configs": {
         parameters: {
             query?: never;
@@ -1038,6 +1064,14 @@ export interface components {
              * @enum {string}
              */
             kaas_version?: "v1.30" | "v1.31" | "v1.32";
+        };
+        /** @description A kubeconfig for the cluster's API server, with a short-lived token: keep it out of logs and version control. */
+        ClusterKubeconfig: {
+            cluster_id: string;
+            /** @description The kubeconfig file, YAML, ready to save and use with `kubectl --kubeconfig`. */
+            kubeconfig: string;
+            /** @description Unix seconds when the token in the kubeconfig stops working; ask for a new one then. */
+            expires_at: components["schemas"]["Timestamp"];
         };
         ClusterList: {
             data: components["schemas"]["Cluster"][];
@@ -2743,6 +2777,60 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getClusterKubeconfig: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How long the token is valid, 10 minutes to 1 day.
+                 * @example 3600
+                 */
+                ttl_seconds?: number;
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kubeconfig. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description `no-store, private`: no cache, shared or not, keeps the credentials. */
+                    "Cache-Control"?: "no-store, private";
+                    /** @description `no-cache`, for HTTP/1.0 caches. */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterKubeconfig"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

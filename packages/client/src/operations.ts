@@ -88,6 +88,12 @@ export interface PlatformOperations {
    */
   getClusterComputeStatus(...args: OperationArgs<'getClusterComputeStatus'>): Promise<OperationResult<'getClusterComputeStatus'>>;
   /**
+   * Get a kubeconfig for a cluster
+   *
+   * `GET /v1/clusters/{clusterId}/kubeconfig`
+   */
+  getClusterKubeconfig(...args: OperationArgs<'getClusterKubeconfig'>): Promise<OperationResult<'getClusterKubeconfig'>>;
+  /**
    * List compute configs
    *
    * `GET /v1/compute/configs`
@@ -369,6 +375,7 @@ export const operationRoutes = {
   updateCluster: { method: 'PATCH', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   deleteCluster: { method: 'DELETE', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   getClusterComputeStatus: { method: 'GET', path: '/v1/clusters/{clusterId}/compute_status', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
+  getClusterKubeconfig: { method: 'GET', path: '/v1/clusters/{clusterId}/kubeconfig', path_params: ['clusterId'], query: ['ttl_seconds'], headers: ['workspaceId'] },
   listComputeConfigs: { method: 'GET', path: '/v1/compute/configs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createComputeConfig: { method: 'POST', path: '/v1/compute/configs', path_params: [], query: [], headers: ['workspaceId'] },
   getComputeConfig: { method: 'GET', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },

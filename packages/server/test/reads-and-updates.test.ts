@@ -1,7 +1,10 @@
 // The reads of one machine, compute config and credential, the renames, credential rotation and the
 // kubeconfig of a cluster, through the server and PostgreSQL.
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { secretBox } from '../src/services/secrets.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { call, createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
@@ -11,10 +14,21 @@ let server: TestServer;
 let world: World;
 const clock = new TestClock();
 const secretsKey = randomBytes(32);
+/** What the server logs, one JSON object a line. */
+const logLines: Record<string, unknown>[] = [];
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk, _encoding, done) {
+      logLines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  }),
+);
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  server = await startTestServer(database.db, clock, {}, { secretsKey });
+  server = await startTestServer(database.db, clock, {}, { secretsKey, logger });
   world = await buildWorld(database.db, clock);
 });
 afterAll(async () => {
@@ -192,5 +206,53 @@ describe('credential rotation', () => {
     expect(refused.body).toMatchObject({ error: { code: 'validation_error', param: 'compute_config_id' } });
     await call(server.baseUrl, 'PATCH', `/v1/compute/cloud_credentials/${created.body.id}`, { token: world.alice.token, body: { is_active: true } });
     expect((await machine()).status).toBe(202);
+  });
+});
+
+describe('kubeconfig of a cluster', () => {
+  const path = () => `/v1/clusters/${world.ids.cluster}/kubeconfig`;
+
+  it('gives the owner a kubeconfig with an expiring token, never cached, and logs who took it', async () => {
+    const reply = await call(server.baseUrl, 'GET', `${path()}?ttl_seconds=900`, { token: world.alice.token, headers: { 'x-request-id': 'req-kubeconfig-1' } });
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('cache-control')).toBe('no-store, private');
+    expect(reply.headers.get('pragma')).toBe('no-cache');
+    expect(reply.body.cluster_id).toBe(world.ids.cluster);
+    expect(reply.body.expires_at).toBe(clock.now() + 900);
+    const config = parseYaml(reply.body.kubeconfig);
+    expect(config).toMatchObject({ apiVersion: 'v1', kind: 'Config', clusters: [{ cluster: { server: expect.stringMatching(/^https:\/\//) } }] });
+    const token: string = config.users[0].user.token;
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    const again = await call(server.baseUrl, 'GET', path(), { token: world.alice.token });
+    expect(parseYaml(again.body.kubeconfig).users[0].user.token).not.toBe(token);
+    expect(again.body.expires_at).toBe(clock.now() + 3600);
+
+    const audit = logLines.find((line) => line.audit === 'getClusterKubeconfig' && line.request_id === 'req-kubeconfig-1');
+    expect(audit).toMatchObject({ actor: world.alice.userId, cluster: world.ids.cluster, token_kind: 'pat' });
+    expect(JSON.stringify(logLines)).not.toContain(token);
+  });
+
+  it('is 403 for a member who is not the owner, 404 for a stranger, 422 for a ttl out of bounds', async () => {
+    const stranger = await call(server.baseUrl, 'GET', path(), { token: world.bob.token });
+    expect(stranger.status).toBe(404);
+    const bob = await database.db.selectFrom('users').select('email').where('id', '=', world.bob.userId).executeTakeFirstOrThrow();
+    const added = await call(server.baseUrl, 'POST', `/v1/workspaces/${world.alice.workspaceId}/members`, {
+      token: world.alice.token,
+      body: { email: bob.email },
+    });
+    expect(added.status).toBe(201);
+    const member = await call(server.baseUrl, 'GET', path(), { token: world.bob.token });
+    expect(member.status).toBe(403);
+    expect(member.body).toMatchObject({ error: { code: 'forbidden' } });
+    const tooLong = await call(server.baseUrl, 'GET', `${path()}?ttl_seconds=999999`, { token: world.alice.token });
+    expect(tooLong.status).toBe(422);
+    expect(tooLong.body).toMatchObject({ error: { param: 'ttl_seconds' } });
+  });
+
+  it('is 409 while the cluster is not running', async () => {
+    const created = await call(server.baseUrl, 'POST', '/v1/clusters', { token: world.alice.token, body: { name: 'still-provisioning', region_id: 'fsn1' } });
+    const reply = await call(server.baseUrl, 'GET', `/v1/clusters/${created.body.id}/kubeconfig`, { token: world.alice.token });
+    expect(reply.status).toBe(409);
+    expect(reply.body).toMatchObject({ error: { code: 'conflict', details: { status: 'PROVISIONING' } } });
   });
 });

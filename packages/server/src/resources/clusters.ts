@@ -5,10 +5,12 @@ import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { ClusterDriver } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
+import { roleIn } from './workspaces.ts';
 
 type Db = Kysely<Database>;
 
@@ -102,6 +104,26 @@ export async function deleteCluster(db: Db, userId: string, id: string): Promise
     await deleteWorkflowsOf(trx, [cluster.id]);
     await trx.deleteFrom('clusters').where('id', '=', cluster.id).execute();
   });
+}
+
+/**
+ * A kubeconfig of a running cluster (409 otherwise) with a token that expires after ttlSeconds, for the owner of
+ * its workspace only (403 for other members) until workspace roles let admins have one too.
+ */
+export async function clusterKubeconfig(db: Db, driver: ClusterDriver, userId: string, id: string, ttlSeconds: number): Promise<Schema<'ClusterKubeconfig'>> {
+  const cluster = await visibleCluster(db, userId, id);
+  if ((await roleIn(db, cluster.workspace_id, userId)) !== 'owner') {
+    throw new ApiError('forbidden', `Only the owner of workspace ${cluster.workspace_id} gets kubeconfigs of its clusters.`, {
+      suggestion: 'Ask the workspace owner.',
+    });
+  }
+  if (cluster.status !== 'RUNNING') {
+    throw conflict(`Cluster ${cluster.id} is ${cluster.status}; a kubeconfig needs a running cluster.`, 'Wait until the cluster is RUNNING.', {
+      status: cluster.status,
+    });
+  }
+  const { kubeconfig, expires_at } = await driver.kubeconfig(cluster.id, ttlSeconds);
+  return { cluster_id: cluster.id, kubeconfig, expires_at };
 }
 
 export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();

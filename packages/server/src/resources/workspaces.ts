@@ -128,6 +128,10 @@ export async function removeMember(db: Db, workspaceId: string, callerId: string
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
 }
 
+/** The user's role in the workspace; undefined when they are not a member. */
+export const roleIn = async (db: Db, workspaceId: string, userId: string) =>
+  (await db.selectFrom('workspace_members').select('role').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).executeTakeFirst())?.role;
+
 /** The members of a workspace, who are told about its resources (notifications). */
 export async function memberIds(db: Db, workspaceId: string): Promise<string[]> {
   const rows = await db.selectFrom('workspace_members').select('user_id').where('workspace_id', '=', workspaceId).execute();
