@@ -220,17 +220,23 @@ export class KubernetesDriver implements ClusterDriver {
     const existing = (error: unknown) => {
       if (!isConflict(error)) throw error;
     };
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata } }).catch(existing);
+    await core.createNamespacedServiceAccount({ namespace, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata } }).catch(existing);
     await rbac
       .createClusterRoleBinding({
         body: {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
           metadata,
           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
           subjects: [{ kind: 'ServiceAccount', name, namespace }],
         },
       })
       .catch(existing);
-    const { status } = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: ttlSeconds } } });
+    const { status } = await core.createNamespacedServiceAccountToken({
+      name,
+      namespace,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: ttlSeconds } },
+    });
     const cluster = tenant.getCurrentCluster();
     if (!status?.token || !status.expirationTimestamp || !cluster) throw new Error(`the TokenRequest of cluster ${clusterId} returned no token`);
     return {
