@@ -56,6 +56,7 @@ export const calls = {
   listWorkspaces: (api) => api.GET('/v1/workspaces', { params: { query: { limit: 10 } } }),
   createWorkspace: (api) => api.POST('/v1/workspaces', { body: { name: 'Acme Production', icon: '🏭' } }),
   getWorkspace: (api) => api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } }),
+  updateWorkspace: (api) => api.PATCH('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } }, body: { name: 'Acme Staging', icon: '🧪' } }),
   listWorkspaceMembers: (api) => api.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId }, query: { limit: 10 } } }),
   addWorkspaceMember: (api) =>
     api.POST('/v1/workspaces/{workspaceId}/members', {
@@ -69,10 +70,12 @@ export const calls = {
   listClusters: (api) => api.GET('/v1/clusters', { params: { query: { limit: 10 } }, workspaceId }),
   createCluster: (api) => api.POST('/v1/clusters', { body: { name: 'prod-eu', region_id: 'fsn1', kaas_version: 'v1.31' }, workspaceId }),
   getCluster: (api) => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
+  updateCluster: (api) => api.PATCH('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } }, body: { name: 'prod-eu-2' } }),
   deleteCluster: (api) => api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
 
   // Compute
   getClusterComputeStatus: (api) => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: ids.cluster } } }),
+  getClusterKubeconfig: (api) => api.GET('/v1/clusters/{clusterId}/kubeconfig', { params: { path: { clusterId: ids.cluster }, query: { ttl_seconds: 3600 } } }),
   listComputeConfigs: (api) => api.GET('/v1/compute/configs', { params: { query: { limit: 10 } } }),
   createComputeConfig: (api) =>
     api.POST('/v1/compute/configs', {
@@ -83,15 +86,24 @@ export const calls = {
       },
     }),
   deleteComputeConfig: (api) => api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
+  getComputeConfig: (api) => api.GET('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
+  updateComputeConfig: (api) => api.PATCH('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } }, body: { name: 'general-purpose-eu' } }),
   listCloudCredentials: (api) => api.GET('/v1/compute/cloud_credentials', {}),
   createCloudCredential: (api) =>
     api.POST('/v1/compute/cloud_credentials', {
       body: { name: 'hetzner-main', provider: 'hcloud', secret: 'hc_7Jq2xV9mK4pL8rT3wN6zB1cY5hF0sGaD2eR4tU6iO8pA1sD3' },
     }),
   deleteCloudCredential: (api) => api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
+  getCloudCredential: (api) => api.GET('/v1/compute/cloud_credentials/{id}', { params: { path: { id: ids.cloudCredential } } }),
+  updateCloudCredential: (api) =>
+    api.PATCH('/v1/compute/cloud_credentials/{id}', {
+      params: { path: { id: ids.cloudCredential } },
+      body: { secret: 'hc_9Xw3yU1nM5qK7tR2vB8zC4dF6gH0jLaE3rT5yU7iO9pA2sD4' },
+    }),
   listMachines: (api) => api.GET('/v1/compute/machines', { params: { query: { cluster_id: ids.cluster } } }),
   requestMachine: (api) => api.POST('/v1/compute/machines', { body: { cluster_id: ids.cluster, compute_config_id: ids.computeConfig } }),
   deleteMachine: (api) => api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
+  getMachine: (api) => api.GET('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
   checkMachineDrift: (api) => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: ids.machine } } }),
   suspendMachine: (api) => api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: ids.machine } } }),
   listSuspensions: (api) => api.GET('/v1/compute/suspensions', {}),
@@ -113,6 +125,9 @@ export const calls = {
       },
     }),
   deleteRegistryCredential: (api) => api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
+  getRegistryCredential: (api) => api.GET('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } } }),
+  updateRegistryCredential: (api) =>
+    api.PATCH('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } }, body: { password: 'ghp_8hT2kM6pR0sV4xZ8bD2fH6jL0nQ4' } }),
 
   // Products
   listProducts: (api) => api.GET('/v1/products', {}),

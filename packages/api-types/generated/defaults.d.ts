@@ -3,6 +3,7 @@
 
 /** Query parameters with a default, per operationId. */
 export interface QueryDefaults {
+  getClusterKubeconfig: 'ttl_seconds';
   listCloudCredentials: 'limit';
   listClusters: 'limit';
   listComputeConfigs: 'limit';

@@ -51,7 +51,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a workspace
+         * @description Changes a workspace's name or icon (fields left out keep their value; at least one). A workspace the caller is not a member of → 404.
+         */
+        patch: operations["updateWorkspace"];
         trace?: never;
     };
     "/v1/workspaces/{workspaceId}/members": {
@@ -186,7 +190,11 @@ export interface paths {
         delete: operations["deleteCluster"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a cluster
+         * @description Renames a cluster. Names are unique in the workspace: a name another cluster of the workspace has → 409 naming `name`. A cluster the caller cannot see → 404.
+         */
+        patch: operations["updateCluster"];
         trace?: never;
     };
     "/v1/clusters/{clusterId}/compute_status": {
@@ -207,6 +215,32 @@ export interface paths {
          * @description Reports the cluster's auto-scaling state, how many machines it has, how many it may have (from its owner's `compute/machines` quota), how many provisions run and wait now, and until when provisioning backs off after repeated failures. The cluster must be in a workspace the caller is a member of, else `404`.
          */
         get: operations["getClusterComputeStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{clusterId}/kubeconfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a kubeconfig for a cluster
+         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's owner may ask (`403` for other members); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is logged with the caller, the cluster and the request id. The answer is never cached (`Cache-Control: no-store, private`).
+         */
+        get: operations["getClusterKubeconfig"];
         put?: never;
         post?: never;
         delete?: never;
@@ -252,7 +286,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a compute config
+         * @description Returns a compute config of a workspace the caller is a member of; any other → 404.
+         */
+        get: operations["getComputeConfig"];
         put?: never;
         post?: never;
         /**
@@ -262,7 +300,11 @@ export interface paths {
         delete: operations["deleteComputeConfig"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a compute config
+         * @description Renames a compute config; its provider settings do not change. A config the caller cannot see → 404.
+         */
+        patch: operations["updateComputeConfig"];
         trace?: never;
     };
     "/v1/compute/cloud_credentials": {
@@ -302,7 +344,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a cloud credential
+         * @description Returns a cloud credential of a workspace the caller is a member of (any other → 404), without its secret: the secret is write-only and never returned.
+         */
+        get: operations["getCloudCredential"];
         put?: never;
         post?: never;
         /**
@@ -312,7 +358,11 @@ export interface paths {
         delete: operations["deleteCloudCredential"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rotate or rename a cloud credential
+         * @description Changes a cloud credential's name, secret or `is_active` (fields left out keep their value; at least one). A new secret overwrites the stored one in the same write, so the old secret is gone at once; machines made with the credential use the new one from their next provider call. An inactive credential cannot be used by new compute configs or machines (`422` naming `cloud_credential_id` or `compute_config_id`), but still drives the machines made with it. A credential the caller cannot see → 404.
+         */
+        patch: operations["updateCloudCredential"];
         trace?: never;
     };
     "/v1/compute/machines": {
@@ -352,7 +402,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a machine
+         * @description Returns a machine of a cluster in a workspace the caller is a member of; any other → 404. `providerId` is the URL-encoded `compute://…` id.
+         */
+        get: operations["getMachine"];
         put?: never;
         post?: never;
         /**
@@ -526,7 +580,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a registry credential
+         * @description Returns a registry credential of a workspace the caller is a member of (any other → 404), without its password: the password is write-only and never returned.
+         */
+        get: operations["getRegistryCredential"];
         put?: never;
         post?: never;
         /**
@@ -536,7 +594,11 @@ export interface paths {
         delete: operations["deleteRegistryCredential"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rotate or rename a registry credential
+         * @description Changes a registry credential's name, username, password or `is_active` (fields left out keep their value; at least one). A new password overwrites the stored one in the same write, so the old password is gone at once. A credential the caller cannot see → 404.
+         */
+        patch: operations["updateRegistryCredential"];
         trace?: never;
     };
     "/v1/products": {
@@ -984,6 +1046,8 @@ export interface components {
             name: string;
             workspace_id: string;
             provider: components["schemas"]["ComputeProvider"];
+            /** @description Whether new compute configs and machines may use it. An inactive credential still drives the machines made with it (to suspend, resume and delete them). */
+            is_active: boolean;
             created_at: components["schemas"]["Timestamp"];
             /**
              * Format: int64
@@ -1000,6 +1064,14 @@ export interface components {
         CloudCredentialList: {
             data: components["schemas"]["CloudCredential"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The fields to change; at least one. A new `secret` replaces the stored one in the same write: the old secret is gone at once. */
+        CloudCredentialUpdate: {
+            name?: string;
+            /** @description The new provider API token. Write-only; it is encrypted at rest and never appears in a response or log. */
+            secret?: string;
+            /** @description `false` stops new compute configs and machines from using it. */
+            is_active?: boolean;
         };
         Cluster: {
             /** @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g */
@@ -1033,6 +1105,14 @@ export interface components {
              */
             kaas_version?: "v1.30" | "v1.31" | "v1.32";
         };
+        /** @description A kubeconfig for the cluster's API server, with a short-lived token: keep it out of logs and version control. */
+        ClusterKubeconfig: {
+            cluster_id: string;
+            /** @description The kubeconfig file, YAML, ready to save and use with `kubectl --kubeconfig`. */
+            kubeconfig: string;
+            /** @description Unix seconds when the token in the kubeconfig stops working; ask for a new one then. */
+            expires_at: components["schemas"]["Timestamp"];
+        };
         ClusterList: {
             data: components["schemas"]["Cluster"][];
             pagination: components["schemas"]["Pagination"];
@@ -1045,6 +1125,10 @@ export interface components {
          * @enum {string}
          */
         ClusterStatus: "PROVISIONING" | "RUNNING" | "ERROR" | "DELETING";
+        ClusterUpdate: {
+            /** @description A DNS label, unique in the workspace. */
+            name: string;
+        };
         /** @description How a cluster's machines are provisioned. */
         ComputeConfig: {
             /** @example cc_01jd2x9a2b4c6d8e0f2g4h6j8k */
@@ -1081,6 +1165,9 @@ export interface components {
         ComputeConfigList: {
             data: components["schemas"]["ComputeConfig"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        ComputeConfigUpdate: {
+            name: string;
         };
         /**
          * @description The cloud provider machines are created with.
@@ -1719,6 +1806,15 @@ export interface components {
             data: components["schemas"]["RegistryCredential"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** @description The fields to change; at least one. A new `password` replaces the stored one in the same write: the old password is gone at once. */
+        RegistryCredentialUpdate: {
+            name?: string;
+            username?: string;
+            /** @description The new password or access token. Write-only; encrypted at rest, never returned or logged. */
+            password?: string;
+            /** @description Whether installs use this credential to pull images. */
+            is_active?: boolean;
+        };
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {
             /** @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2 */
@@ -1850,6 +1946,12 @@ export interface components {
         WorkspaceMemberList: {
             data: components["schemas"]["WorkspaceMember"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The fields to change; at least one. Fields left out keep their value. */
+        WorkspaceUpdate: {
+            name?: string;
+            /** @description An emoji or image URL; `null` removes the icon. */
+            icon?: string | null;
         };
     };
     responses: {
@@ -2295,6 +2397,48 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceUpdate"];
+            };
+        };
+        responses: {
+            /** @description The workspace as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWorkspaceMembers: {
         parameters: {
             query?: {
@@ -2643,6 +2787,67 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateCluster: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterUpdate"];
+            };
+        };
+        responses: {
+            /** @description The cluster as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Another cluster of the workspace has the name. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getClusterComputeStatus: {
         parameters: {
             query?: never;
@@ -2679,6 +2884,60 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getClusterKubeconfig: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How long the token is valid, 10 minutes to 1 day.
+                 * @example 3600
+                 */
+                ttl_seconds?: number;
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cluster's id.
+                 * @example cl_01jd2x8m5r7t9v1w3y5a7c9e1g
+                 */
+                clusterId: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kubeconfig. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description `no-store, private`: no cache, shared or not, keeps the credentials. */
+                    "Cache-Control"?: "no-store, private";
+                    /** @description `no-cache`, for HTTP/1.0 caches. */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterKubeconfig"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2775,6 +3034,49 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getComputeConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The compute config's id.
+                 * @example cc_01jd2x9a2b4c6d8e0f2g4h6j8k
+                 */
+                id: components["parameters"]["ComputeConfigId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The compute config. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComputeConfig"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     deleteComputeConfig: {
         parameters: {
             query?: never;
@@ -2821,6 +3123,55 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateComputeConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The compute config's id.
+                 * @example cc_01jd2x9a2b4c6d8e0f2g4h6j8k
+                 */
+                id: components["parameters"]["ComputeConfigId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ComputeConfigUpdate"];
+            };
+        };
+        responses: {
+            /** @description The compute config as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComputeConfig"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2917,6 +3268,49 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getCloudCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cloud credential's id.
+                 * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
+                 */
+                id: components["parameters"]["CloudCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cloud credential. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CloudCredential"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     deleteCloudCredential: {
         parameters: {
             query?: never;
@@ -2952,6 +3346,55 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateCloudCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The cloud credential's id.
+                 * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
+                 */
+                id: components["parameters"]["CloudCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloudCredentialUpdate"];
+            };
+        };
+        responses: {
+            /** @description The credential as it is now, without its secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CloudCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3038,6 +3481,49 @@ export interface operations {
             403: components["responses"]["ForbiddenOrQuotaExceeded"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMachine: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The machine's provider id, `compute://<machine_id>`, URL-encoded in the path (`compute%3A%2F%2Fmch_01jd…`); the server decodes it.
+                 * @example compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v
+                 */
+                providerId: components["parameters"]["ProviderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The machine. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Machine"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3407,6 +3893,49 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getRegistryCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The registry credential's id.
+                 * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
+                 */
+                id: components["parameters"]["RegistryCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registry credential. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryCredential"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     deleteRegistryCredential: {
         parameters: {
             query?: never;
@@ -3441,6 +3970,55 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateRegistryCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The registry credential's id.
+                 * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
+                 */
+                id: components["parameters"]["RegistryCredentialId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegistryCredentialUpdate"];
+            };
+        };
+        responses: {
+            /** @description The credential as it is now, without its password. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryCredential"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

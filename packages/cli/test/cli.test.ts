@@ -190,6 +190,13 @@ describe('platform', () => {
       const record = await platform(['clusters', 'get', cluster.id]);
       expect(record.stdout).toMatch(/STATUS\s+│\s+RUNNING/);
 
+      const renamed = await platformJson<{ name: string }>(['clusters', 'rename', cluster.id, '--name', 'cli-eu-2']);
+      expect(renamed.name).toBe('cli-eu-2');
+      const kubeconfig = await platform(['clusters', 'kubeconfig', cluster.id, '--ttl', '600']);
+      expect(kubeconfig.code, kubeconfig.stderr).toBe(0);
+      expect(kubeconfig.stdout).toMatch(/^apiVersion: v1\n[\s\S]*token: \S{32,}/);
+      expect(kubeconfig.stderr).toContain('The token expires');
+
       const other = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'cli-gone', '--region', 'fsn1']);
       const deleted = await platform(['clusters', 'delete', other.id, '--yes']);
       expect(deleted.code, deleted.stderr).toBe(0);
@@ -705,6 +712,13 @@ describe('platform', () => {
       expect((await platformJson<{ data: { id: string }[] }>(['registry', 'credentials', 'list'])).data.map((c) => c.id)).toContain(credential.id);
       expect((await platform(['registry', 'credentials', 'list'])).stdout).toMatch(/ghcr\s+│\s+ghcr\.io/);
       expect((await platform(['registry', 'credentials', 'create', '--name', 'x', '--registry', 'ghcr.io', '--username', 'bot'])).code).toBe(2);
+      const rotated = await platform(['registry', 'credentials', 'rotate', credential.id, '--password-stdin', '--inactive', '--json'], {
+        input: 'registry-secret-456\n',
+      });
+      expect(rotated.code, rotated.stderr).toBe(0);
+      expect(JSON.parse(rotated.stdout)).toMatchObject({ id: credential.id, is_active: false });
+      expect((await platformJson<{ is_active: boolean }>(['registry', 'credentials', 'get', credential.id])).is_active).toBe(false);
+      expect((await platform(['registry', 'credentials', 'rotate', credential.id])).code).toBe(2);
       expect((await platform(['registry', 'credentials', 'delete', credential.id])).code).toBe(2);
       expect((await platform(['registry', 'credentials', 'delete', credential.id, '--yes'])).code).toBe(0);
     });

@@ -22,6 +22,12 @@ export interface PlatformOperations {
    */
   getWorkspace(...args: OperationArgs<'getWorkspace'>): Promise<OperationResult<'getWorkspace'>>;
   /**
+   * Rename a workspace
+   *
+   * `PATCH /v1/workspaces/{workspaceId}`
+   */
+  updateWorkspace(...args: OperationArgs<'updateWorkspace'>): Promise<OperationResult<'updateWorkspace'>>;
+  /**
    * List a workspace's members
    *
    * `GET /v1/workspaces/{workspaceId}/members`
@@ -64,6 +70,12 @@ export interface PlatformOperations {
    */
   getCluster(...args: OperationArgs<'getCluster'>): Promise<OperationResult<'getCluster'>>;
   /**
+   * Rename a cluster
+   *
+   * `PATCH /v1/clusters/{clusterId}`
+   */
+  updateCluster(...args: OperationArgs<'updateCluster'>): Promise<OperationResult<'updateCluster'>>;
+  /**
    * Delete a cluster
    *
    * `DELETE /v1/clusters/{clusterId}`
@@ -76,6 +88,12 @@ export interface PlatformOperations {
    */
   getClusterComputeStatus(...args: OperationArgs<'getClusterComputeStatus'>): Promise<OperationResult<'getClusterComputeStatus'>>;
   /**
+   * Get a kubeconfig for a cluster
+   *
+   * `GET /v1/clusters/{clusterId}/kubeconfig`
+   */
+  getClusterKubeconfig(...args: OperationArgs<'getClusterKubeconfig'>): Promise<OperationResult<'getClusterKubeconfig'>>;
+  /**
    * List compute configs
    *
    * `GET /v1/compute/configs`
@@ -87,6 +105,18 @@ export interface PlatformOperations {
    * `POST /v1/compute/configs`
    */
   createComputeConfig(...args: OperationArgs<'createComputeConfig'>): Promise<OperationResult<'createComputeConfig'>>;
+  /**
+   * Get a compute config
+   *
+   * `GET /v1/compute/configs/{id}`
+   */
+  getComputeConfig(...args: OperationArgs<'getComputeConfig'>): Promise<OperationResult<'getComputeConfig'>>;
+  /**
+   * Rename a compute config
+   *
+   * `PATCH /v1/compute/configs/{id}`
+   */
+  updateComputeConfig(...args: OperationArgs<'updateComputeConfig'>): Promise<OperationResult<'updateComputeConfig'>>;
   /**
    * Delete a compute config
    *
@@ -106,6 +136,18 @@ export interface PlatformOperations {
    */
   createCloudCredential(...args: OperationArgs<'createCloudCredential'>): Promise<OperationResult<'createCloudCredential'>>;
   /**
+   * Get a cloud credential
+   *
+   * `GET /v1/compute/cloud_credentials/{id}`
+   */
+  getCloudCredential(...args: OperationArgs<'getCloudCredential'>): Promise<OperationResult<'getCloudCredential'>>;
+  /**
+   * Rotate or rename a cloud credential
+   *
+   * `PATCH /v1/compute/cloud_credentials/{id}`
+   */
+  updateCloudCredential(...args: OperationArgs<'updateCloudCredential'>): Promise<OperationResult<'updateCloudCredential'>>;
+  /**
    * Delete a cloud credential
    *
    * `DELETE /v1/compute/cloud_credentials/{id}`
@@ -123,6 +165,12 @@ export interface PlatformOperations {
    * `POST /v1/compute/machines`
    */
   requestMachine(...args: OperationArgs<'requestMachine'>): Promise<OperationResult<'requestMachine'>>;
+  /**
+   * Get a machine
+   *
+   * `GET /v1/compute/machines/{providerId}`
+   */
+  getMachine(...args: OperationArgs<'getMachine'>): Promise<OperationResult<'getMachine'>>;
   /**
    * Delete a machine
    *
@@ -171,6 +219,18 @@ export interface PlatformOperations {
    * `POST /v1/registry/credentials`
    */
   createRegistryCredential(...args: OperationArgs<'createRegistryCredential'>): Promise<OperationResult<'createRegistryCredential'>>;
+  /**
+   * Get a registry credential
+   *
+   * `GET /v1/registry/credentials/{id}`
+   */
+  getRegistryCredential(...args: OperationArgs<'getRegistryCredential'>): Promise<OperationResult<'getRegistryCredential'>>;
+  /**
+   * Rotate or rename a registry credential
+   *
+   * `PATCH /v1/registry/credentials/{id}`
+   */
+  updateRegistryCredential(...args: OperationArgs<'updateRegistryCredential'>): Promise<OperationResult<'updateRegistryCredential'>>;
   /**
    * Delete a registry credential
    *
@@ -310,6 +370,7 @@ export const operationRoutes = {
   listWorkspaces: { method: 'GET', path: '/v1/workspaces', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createWorkspace: { method: 'POST', path: '/v1/workspaces', path_params: [], query: [], headers: [] },
   getWorkspace: { method: 'GET', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
+  updateWorkspace: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   addWorkspaceMember: { method: 'POST', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
@@ -317,16 +378,23 @@ export const operationRoutes = {
   listClusters: { method: 'GET', path: '/v1/clusters', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCluster: { method: 'POST', path: '/v1/clusters', path_params: [], query: [], headers: ['workspaceId'] },
   getCluster: { method: 'GET', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
+  updateCluster: { method: 'PATCH', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   deleteCluster: { method: 'DELETE', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
   getClusterComputeStatus: { method: 'GET', path: '/v1/clusters/{clusterId}/compute_status', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },
+  getClusterKubeconfig: { method: 'GET', path: '/v1/clusters/{clusterId}/kubeconfig', path_params: ['clusterId'], query: ['ttl_seconds'], headers: ['workspaceId'] },
   listComputeConfigs: { method: 'GET', path: '/v1/compute/configs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createComputeConfig: { method: 'POST', path: '/v1/compute/configs', path_params: [], query: [], headers: ['workspaceId'] },
+  getComputeConfig: { method: 'GET', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateComputeConfig: { method: 'PATCH', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteComputeConfig: { method: 'DELETE', path: '/v1/compute/configs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listCloudCredentials: { method: 'GET', path: '/v1/compute/cloud_credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCloudCredential: { method: 'POST', path: '/v1/compute/cloud_credentials', path_params: [], query: [], headers: ['workspaceId'] },
+  getCloudCredential: { method: 'GET', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateCloudCredential: { method: 'PATCH', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteCloudCredential: { method: 'DELETE', path: '/v1/compute/cloud_credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listMachines: { method: 'GET', path: '/v1/compute/machines', path_params: [], query: ['cluster_id'], headers: ['workspaceId'] },
   requestMachine: { method: 'POST', path: '/v1/compute/machines', path_params: [], query: [], headers: ['workspaceId'] },
+  getMachine: { method: 'GET', path: '/v1/compute/machines/{providerId}', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
   deleteMachine: { method: 'DELETE', path: '/v1/compute/machines/{providerId}', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
   checkMachineDrift: { method: 'GET', path: '/v1/compute/machines/{providerId}/drift', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
   suspendMachine: { method: 'POST', path: '/v1/compute/machines/{providerId}/suspend', path_params: ['providerId'], query: [], headers: ['workspaceId'] },
@@ -335,6 +403,8 @@ export const operationRoutes = {
   resumeSuspension: { method: 'POST', path: '/v1/compute/suspensions/{id}/resume', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listRegistryCredentials: { method: 'GET', path: '/v1/registry/credentials', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createRegistryCredential: { method: 'POST', path: '/v1/registry/credentials', path_params: [], query: [], headers: ['workspaceId'] },
+  getRegistryCredential: { method: 'GET', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateRegistryCredential: { method: 'PATCH', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   deleteRegistryCredential: { method: 'DELETE', path: '/v1/registry/credentials/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listProducts: { method: 'GET', path: '/v1/products', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createProduct: { method: 'POST', path: '/v1/products', path_params: [], query: [], headers: ['workspaceId'] },

@@ -11,6 +11,7 @@ import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernet
 import { createPlatformClient } from '@platform/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
@@ -149,6 +150,29 @@ describe('control planes (Kamaji)', () => {
     expect(await driver.getCluster(clusterId)).toBeUndefined();
     await driver.deleteCluster(clusterId); // gone already: succeeds
     expect(management.refused).toEqual([]);
+  });
+
+  it('mints a kubeconfig of the tenant with a TokenRequest token of a cluster-admin ServiceAccount, expiring as asked', async () => {
+    const clusterId = newId('cl');
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    kamajiReady(clusterId);
+    const first = await driver.kubeconfig(clusterId, 900);
+    const config = parseYaml(first.kubeconfig);
+    expect(config.clusters[0].cluster.server).toBe(tenant.url);
+    expect(config.clusters[0].cluster['certificate-authority-data']).toEqual(expect.any(String));
+    const token: string = config.users[0].user.token;
+    expect(tenant.tokens.at(-1)).toEqual({ token, serviceAccount: 'kube-system/platform-admin', expirationSeconds: 900 });
+    expect(Math.abs(first.expires_at - (Math.floor(Date.now() / 1000) + 900))).toBeLessThanOrEqual(5);
+    const binding = tenant.get('rbac.authorization.k8s.io/v1/clusterrolebindings', undefined, 'platform-admin')!;
+    expect(binding).toMatchObject({
+      roleRef: { kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'platform-admin', namespace: 'kube-system' }],
+    });
+    // Again: the ServiceAccount and its binding exist already; a new token each time.
+    const second = await driver.kubeconfig(clusterId, 3600);
+    expect(parseYaml(second.kubeconfig).users[0].user.token).not.toBe(token);
+    expect(tenant.refused).toEqual([]);
+    await driver.deleteCluster(clusterId);
   });
 
   it('goes through the cluster workflow: the cluster is RUNNING once Kamaji reports Ready', async () => {

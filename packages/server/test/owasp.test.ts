@@ -64,6 +64,7 @@ beforeAll(async () => {
     getCluster: (clusterId) => simulated.getCluster(clusterId),
     deleteCluster: (clusterId) => simulated.deleteCluster(clusterId),
     joinMachine: (request) => simulated.joinMachine(request),
+    kubeconfig: (...args) => simulated.kubeconfig(...args),
     nodeReady: (...args) => simulated.nodeReady(...args),
     upsertRelease: (request) => simulated.upsertRelease(request),
     getRelease: (...args) => simulated.getRelease(...args),

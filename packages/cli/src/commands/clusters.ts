@@ -3,7 +3,7 @@ import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
-import { type Columns, done, printPage, printRecord, time } from '../output.ts';
+import { type Columns, done, json, printPage, printRecord, time } from '../output.ts';
 import { waitFor } from '../wait.ts';
 
 const columns: Columns<Schema<'Cluster'>> = [
@@ -68,6 +68,37 @@ export function registerClusters(program: Command): void {
       }),
     ),
     'platform clusters create --name prod-eu --region fsn1 --version v1.31 --wait --timeout 900',
+  );
+
+  example(
+    clusters
+      .command('rename <id>')
+      .description('rename a cluster (names are unique in the workspace)')
+      .requiredOption('--name <name>', 'the new name, a DNS label')
+      .action(
+        action(async ({ api, out }, id: string, flags: { name: string }) => {
+          printRecord(out, await api.PATCH('/v1/clusters/{clusterId}', { params: { path: { clusterId: id } }, body: { name: flags.name } }), columns);
+        }),
+      ),
+    'platform clusters rename cl_01jd2x8m5r7t9v1w3y5a7c9e1g --name prod-eu-2',
+  );
+
+  example(
+    clusters
+      .command('kubeconfig <id>')
+      .description('print a kubeconfig with a short-lived token (workspace owners only)')
+      .option('--ttl <seconds>', 'how long the token is valid, 600 to 86400 seconds', (value) => Number(value))
+      .action(
+        action(async ({ api, out }, id: string, flags: { ttl?: number }) => {
+          const answer = await api.GET('/v1/clusters/{clusterId}/kubeconfig', { params: { path: { clusterId: id }, query: { ttl_seconds: flags.ttl } } });
+          if (out.json) return json(answer);
+          // The file alone on stdout, so it can be redirected; when it expires on stderr.
+          process.stdout.write(answer.kubeconfig);
+          process.stderr.write(`The token expires ${time(answer.expires_at)}.\n`);
+        }),
+      ),
+    'platform clusters kubeconfig cl_01jd2x8m5r7t9v1w3y5a7c9e1g > kubeconfig.yaml',
+    'platform clusters kubeconfig cl_01jd2x8m5r7t9v1w3y5a7c9e1g --ttl 600 --json',
   );
 
   example(

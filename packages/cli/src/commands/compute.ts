@@ -92,6 +92,18 @@ export function registerCompute(program: Command): void {
 
   example(
     machines
+      .command('get <providerId>')
+      .description('show one machine')
+      .action(
+        action(async ({ api, out }, providerId: string) => {
+          printRecord(out, await api.GET('/v1/compute/machines/{providerId}', { params: { path: { providerId } } }), machineColumns);
+        }),
+      ),
+    'platform compute machines get compute://mch_01jd2x9c3d5f7h9k1m3p5r7t9v',
+  );
+
+  example(
+    machines
       .command('suspend <providerId>')
       .description('suspend a machine: snapshot it and remove its server until it is resumed')
       .action(
@@ -124,6 +136,29 @@ export function registerCompute(program: Command): void {
       }),
     ),
     'platform compute configs list --json',
+  );
+  example(
+    configs
+      .command('get <id>')
+      .description('show one compute config')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/compute/configs/{id}', { params: { path: { id } } }), configColumns);
+        }),
+      ),
+    'platform compute configs get cc_01jd2x9a2b4c6d8e0f2g4h6j8k',
+  );
+  example(
+    configs
+      .command('rename <id>')
+      .description('rename a compute config (its provider settings stay)')
+      .requiredOption('--name <name>', 'the new name')
+      .action(
+        action(async ({ api, out }, id: string, flags: { name: string }) => {
+          printRecord(out, await api.PATCH('/v1/compute/configs/{id}', { params: { path: { id } }, body: { name: flags.name } }), configColumns);
+        }),
+      ),
+    'platform compute configs rename cc_01jd2x9a2b4c6d8e0f2g4h6j8k --name general-purpose-eu',
   );
   example(
     withYes(configs.command('delete <id>').description('delete a compute config (asks first unless --yes)')).action(

@@ -55,6 +55,52 @@ export function registerRegistry(program: Command): void {
   );
 
   example(
+    credentials
+      .command('get <id>')
+      .description('show one registry credential (without its password)')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/registry/credentials/{id}', { params: { path: { id } } }), columns);
+        }),
+      ),
+    'platform registry credentials get rc_01jd2xe8j0m2p4r6t8w0y2a4c6',
+  );
+
+  example(
+    credentials
+      .command('rotate <id>')
+      .description('replace the password (the old one is gone at once), or change the name, user name or whether it is active')
+      .option('--password <password>', 'the new password or token (visible in the process list: prefer --password-stdin)')
+      .option('--password-stdin', 'read the new password from standard input')
+      .option('--username <username>', 'a new user name')
+      .option('--name <name>', 'a new name')
+      .option('--active', 'switch it on')
+      .option('--inactive', 'switch it off')
+      .action(
+        action(
+          async (
+            { api, out },
+            id: string,
+            flags: { password?: string; passwordStdin?: boolean; username?: string; name?: string; active?: boolean; inactive?: boolean },
+          ) => {
+            if (flags.active && flags.inactive) throw new UsageError('give --active or --inactive, not both');
+            const password = flags.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : flags.password;
+            const body = {
+              ...(password === undefined ? {} : { password }),
+              ...(flags.username === undefined ? {} : { username: flags.username }),
+              ...(flags.name === undefined ? {} : { name: flags.name }),
+              ...(flags.active || flags.inactive ? { is_active: Boolean(flags.active) } : {}),
+            };
+            if (Object.keys(body).length === 0) throw new UsageError('give what to change: --password-stdin, --username, --name, --active or --inactive');
+            printRecord(out, await api.PATCH('/v1/registry/credentials/{id}', { params: { path: { id } }, body }), columns);
+          },
+        ),
+      ),
+    'echo "$NEW_REGISTRY_TOKEN" | platform registry credentials rotate rc_01jd2xe8j0m2p4r6t8w0y2a4c6 --password-stdin',
+    'platform registry credentials rotate rc_01jd2xe8j0m2p4r6t8w0y2a4c6 --inactive',
+  );
+
+  example(
     withYes(credentials.command('delete <id>').description('delete a registry credential (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete registry credential ${id}`;

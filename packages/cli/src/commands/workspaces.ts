@@ -2,7 +2,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { updateConfig } from '../config.ts';
-import { action, example, type PageFlags, withPage } from '../context.ts';
+import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
 import { type Columns, done, printPage, time } from '../output.ts';
 
 export function registerWorkspaces(program: Command): void {
@@ -23,6 +23,23 @@ export function registerWorkspaces(program: Command): void {
       }),
     ),
     'platform workspaces list --json',
+  );
+
+  example(
+    workspaces
+      .command('rename <id>')
+      .description('change a workspace’s name or icon')
+      .option('--name <name>', 'the new name')
+      .option('--icon <icon>', 'an emoji or image URL; "" removes the icon')
+      .action(
+        action(async ({ out, api }, id: string, flags: { name?: string; icon?: string }) => {
+          const body = { ...(flags.name === undefined ? {} : { name: flags.name }), ...(flags.icon === undefined ? {} : { icon: flags.icon || null }) };
+          if (Object.keys(body).length === 0) throw new UsageError('give --name or --icon');
+          const workspace = await api.PATCH('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: id } }, body });
+          done(out, `Workspace ${workspace.id}: ${workspace.name}`, workspace);
+        }),
+      ),
+    'platform workspaces rename ws_01jd2x8m5r7t9v1w3y5a7c9e1g --name "Acme Staging" --icon 🧪',
   );
 
   example(

@@ -124,6 +124,8 @@ export interface CloudCredentialsTable {
   provider: Schema<'ComputeProvider'>;
   /** AES-256-GCM; see services/secrets.ts. */
   secret_ciphertext: Buffer;
+  /** New compute configs and machines use only an active credential. */
+  is_active: Generated<boolean>;
   created_at: Seconds;
   last_used_at: Seconds | null;
 }

@@ -24,6 +24,31 @@ export const getCluster: Handler<'getCluster'> = async ({ params, headers, calle
   return { status: 200, body: await clusters.getCluster(db, caller.userId, params.clusterId) };
 };
 
+export const updateCluster: Handler<'updateCluster'> = async ({ params, body, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: await clusters.renameCluster(db, caller.userId, params.clusterId, body) };
+};
+
+export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, headers, caller, requestId }, { db, driver, logger }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  const body = await clusters.clusterKubeconfig(db, driver, caller.userId, params.clusterId, query.ttl_seconds ?? 3600);
+  // Who took cluster-admin credentials, and when: never the kubeconfig itself.
+  logger.info(
+    {
+      audit: 'getClusterKubeconfig',
+      actor: caller.userId,
+      token_kind: caller.kind,
+      token_id: caller.tokenId,
+      cluster: body.cluster_id,
+      request_id: requestId,
+      expires_at: body.expires_at,
+    },
+    'kubeconfig issued',
+  );
+  // Credentials: no cache, shared or private, may keep them.
+  return { status: 200, body, headers: { 'Cache-Control': 'no-store, private', Pragma: 'no-cache' } };
+};
+
 export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db, driver, logger }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   await clusters.deleteCluster(db, caller.userId, params.clusterId);

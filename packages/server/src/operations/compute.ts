@@ -14,9 +14,19 @@ export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, {
   body: await computeConfigs.listComputeConfigs(db, input),
 });
 
+export const getComputeConfig: Handler<'getComputeConfig'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await computeConfigs.getComputeConfig(db, caller.userId, params.id) };
+};
+
 export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body, headers, caller }, { db, clock, provider }) => {
   const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, { now: clock.now(), provider }) };
+};
+
+export const updateComputeConfig: Handler<'updateComputeConfig'> = async ({ params, body, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await computeConfigs.renameComputeConfig(db, caller.userId, params.id, body) };
 };
 
 export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ params, headers, caller }, { db }) => {
@@ -30,9 +40,19 @@ export const listCloudCredentials: Handler<'listCloudCredentials'> = async (inpu
   body: await cloudCredentials.listCloudCredentials(db, input),
 });
 
+export const getCloudCredential: Handler<'getCloudCredential'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await cloudCredentials.getCloudCredential(db, caller.userId, params.id) };
+};
+
 export const createCloudCredential: Handler<'createCloudCredential'> = async ({ body, headers, caller }, { db, clock, secrets }) => {
   const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   return { status: 201, body: await cloudCredentials.createCloudCredential(db, workspace, body, { now: clock.now(), secrets }) };
+};
+
+export const updateCloudCredential: Handler<'updateCloudCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await cloudCredentials.updateCloudCredential(db, caller.userId, params.id, body, secrets) };
 };
 
 export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ params, headers, caller }, { db }) => {
@@ -44,6 +64,11 @@ export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ 
 export const listMachines: Handler<'listMachines'> = async ({ query, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
   return { status: 200, body: await machines.listMachines(db, caller.userId, query.cluster_id) };
+};
+
+export const getMachine: Handler<'getMachine'> = async ({ params, headers, caller }, { db }) => {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return { status: 200, body: await machines.getMachine(db, caller.userId, params.providerId) };
 };
 
 export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock, workflows, provider }) => {

@@ -7,9 +7,19 @@ export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async
   body: await registryCredentials.listRegistryCredentials(db, input),
 });
 
+export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller.userId, params.id) };
+};
+
 export const createRegistryCredential: Handler<'createRegistryCredential'> = async ({ body, headers, caller }, { db, clock, secrets, resolveHost }) => {
   const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets, resolveHost }) };
+};
+
+export const updateRegistryCredential: Handler<'updateRegistryCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 200, body: await registryCredentials.updateRegistryCredential(db, caller.userId, params.id, body, secrets) };
 };
 
 export const deleteRegistryCredential: Handler<'deleteRegistryCredential'> = async ({ params, headers, caller }, { db }) => {

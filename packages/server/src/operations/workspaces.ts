@@ -16,6 +16,11 @@ export const getWorkspace: Handler<'getWorkspace'> = async ({ params, caller }, 
   body: await workspaces.getWorkspace(db, params.workspaceId, caller.userId),
 });
 
+export const updateWorkspace: Handler<'updateWorkspace'> = async ({ params, body, caller }, { db }) => ({
+  status: 200,
+  body: await workspaces.updateWorkspace(db, params.workspaceId, caller.userId, body),
+});
+
 export const listWorkspaceMembers: Handler<'listWorkspaceMembers'> = async ({ params, query, caller }, { db }) => ({
   status: 200,
   body: await workspaces.listMembers(db, params.workspaceId, caller.userId, query),

@@ -7,9 +7,10 @@
 // Like a real cloud it is one shared system for every server process: it keeps its state in PostgreSQL, in a
 // schema of its own (`simulated_cloud`), apart from the service's tables. Log lines are not stored: line n of a
 // container is a pure function of the pod's start time and n, so every process reads the same lines.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
+import { type Kubeconfig, kubeconfigYaml } from './kubeconfig.ts';
 import type {
   ClusterDriver,
   ComputeProvider,
@@ -278,6 +279,19 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
     const db = await this.call('getCluster', false);
     const row = await sql<{ id: string; ready_at: number }>`SELECT * FROM simulated_cloud.clusters WHERE id = ${clusterId} AND deleted_at IS NULL`.execute(db);
     return row.rows[0] ? this.controlPlane(row.rows[0]) : undefined;
+  }
+
+  /** A plausible kubeconfig: the simulated endpoint and a random token that nothing accepts, expiring as asked. */
+  async kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig> {
+    await this.call('kubeconfig', false);
+    const name = clusterId.toLowerCase().replace(/[^a-z0-9-]/g, '-');
+    return {
+      kubeconfig: kubeconfigYaml(
+        { name, server: `https://${clusterId}.simulated:6443` },
+        { name: 'platform-admin', token: randomBytes(32).toString('base64url') },
+      ),
+      expires_at: this.clock.now() + ttlSeconds,
+    };
   }
 
   async deleteCluster(clusterId: string): Promise<void> {

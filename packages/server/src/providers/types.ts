@@ -5,6 +5,8 @@
 // Every method is safe to call again after a crash: creation takes the caller's idempotency `label`
 // (a workflow id) and a second call with the same label returns what the first created.
 
+import type { Kubeconfig } from './kubeconfig.ts';
+
 export interface ServerOffering {
   name: string;
   cpu: number;
@@ -174,6 +176,8 @@ export interface ClusterDriver {
   deleteCluster(clusterId: string): Promise<void>;
   /** Mints the machine's join token and returns the cloud-init `user_data` that joins the cluster with it. */
   joinMachine(request: JoinRequest): Promise<{ user_data: string }>;
+  /** A kubeconfig of the cluster's API server whose token (cluster-admin) expires after ttlSeconds. */
+  kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig>;
   /** Whether the node has joined and is Ready. */
   nodeReady(clusterId: string, nodeName: string): Promise<boolean>;
   /** `helm upgrade --install`: installs the release or upgrades it to the given chart and values. */

@@ -18,11 +18,27 @@ const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredenti
   name: row.name,
   workspace_id: row.workspace_id,
   provider: row.provider,
+  is_active: row.is_active,
   created_at: row.created_at,
   last_used_at: row.last_used_at,
 });
 
 export const listCloudCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'cloud_credentials', toCloudCredential);
+
+/** A cloud credential the user may see (a member of its workspace); 404 otherwise. */
+async function visibleCloudCredential(db: Db, userId: string, id: string): Promise<Row<'cloud_credentials'>> {
+  const row = await db
+    .selectFrom('cloud_credentials')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .executeTakeFirst();
+  if (!row) throw notFound('Cloud credential', id);
+  return row;
+}
+
+export const getCloudCredential = async (db: Db, userId: string, id: string): Promise<Schema<'CloudCredential'>> =>
+  toCloudCredential(await visibleCloudCredential(db, userId, id));
 
 export async function createCloudCredential(
   db: Db,
@@ -43,6 +59,32 @@ export async function createCloudCredential(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+  return toCloudCredential(row);
+}
+
+/**
+ * A new name, secret or is_active. The new secret overwrites the old ciphertext in the same UPDATE: no copy of the
+ * old secret stays behind, and the next provider call of a machine made with it opens the new one.
+ */
+export async function updateCloudCredential(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'CloudCredentialUpdate'>,
+  secrets: SecretBox,
+): Promise<Schema<'CloudCredential'>> {
+  const row = await db
+    .updateTable('cloud_credentials')
+    .set({
+      ...(input.name === undefined ? {} : { name: input.name }),
+      ...(input.secret === undefined ? {} : { secret_ciphertext: secrets.seal(input.secret) }),
+      ...(input.is_active === undefined ? {} : { is_active: input.is_active }),
+    })
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('Cloud credential', id);
   return toCloudCredential(row);
 }
 
@@ -71,14 +113,26 @@ export async function deleteCloudCredential(db: Db, userId: string, id: string):
   });
 }
 
-/** A reference to a credential must name one of the workspace's own: 422 naming the field otherwise. */
+/** A reference to a credential must name an active one of the workspace's own: 422 naming the field otherwise. */
 export async function requireCredentialOfWorkspace(db: Db, id: string, workspaceId: string, param = 'cloud_credential_id'): Promise<void> {
-  const credential = await db.selectFrom('cloud_credentials').select('id').where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const credential = await db
+    .selectFrom('cloud_credentials')
+    .select(['id', 'is_active'])
+    .where('id', '=', id)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!credential) {
     throw validationError(
       param,
       `Cloud credential ${id} was not found in workspace ${workspaceId}.`,
       'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.',
+    );
+  }
+  if (!credential.is_active) {
+    throw validationError(
+      param,
+      `Cloud credential ${id} is inactive.`,
+      'Activate it with PATCH /v1/compute/cloud_credentials/{id} (is_active: true), or use another.',
     );
   }
 }

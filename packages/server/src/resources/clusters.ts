@@ -5,11 +5,13 @@ import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { ClusterDriver } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
+import { roleIn } from './workspaces.ts';
 
 type Db = Kysely<Database>;
 
@@ -44,7 +46,7 @@ export async function createCluster(
   const row = await db.transaction().execute(async (trx) => {
     await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', input.name).executeTakeFirst();
-    if (taken) throw conflict(`The workspace has a cluster named ${input.name} already.`, 'Choose another name.', undefined, 'name');
+    if (taken) throw nameTaken(input.name);
     const id = newId('cl');
     await workflows.start(trx, 'createCluster', id);
     const row = await trx
@@ -67,6 +69,25 @@ export async function createCluster(
   return toCluster(row);
 }
 
+/** A new name, unique in the workspace (the unique index decides a race between two renames): 409 naming `name`. */
+export async function renameCluster(db: Db, userId: string, id: string, input: Schema<'ClusterUpdate'>): Promise<Schema<'Cluster'>> {
+  const cluster = await visibleCluster(db, userId, id);
+  const row = await db
+    .updateTable('clusters')
+    .set({ name: input.name })
+    .where('id', '=', cluster.id)
+    .returningAll()
+    .executeTakeFirst()
+    .catch((error: unknown) => {
+      if ((error as { code?: string }).code === '23505') throw nameTaken(input.name);
+      throw error;
+    });
+  if (!row) throw notFound('Cluster', id);
+  return toCluster(row);
+}
+
+const nameTaken = (name: string) => conflict(`The workspace has a cluster named ${name} already.`, 'Choose another name.', undefined, 'name');
+
 export async function deleteCluster(db: Db, userId: string, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const cluster = await visibleCluster(trx, userId, id);
@@ -86,6 +107,26 @@ export async function deleteCluster(db: Db, userId: string, id: string): Promise
     await deleteWorkflowsOf(trx, [cluster.id]);
     await trx.deleteFrom('clusters').where('id', '=', cluster.id).execute();
   });
+}
+
+/**
+ * A kubeconfig of a running cluster (409 otherwise) with a token that expires after ttlSeconds, for the owner of
+ * its workspace only (403 for other members) until workspace roles let admins have one too.
+ */
+export async function clusterKubeconfig(db: Db, driver: ClusterDriver, userId: string, id: string, ttlSeconds: number): Promise<Schema<'ClusterKubeconfig'>> {
+  const cluster = await visibleCluster(db, userId, id);
+  if ((await roleIn(db, cluster.workspace_id, userId)) !== 'owner') {
+    throw new ApiError('forbidden', `Only the owner of workspace ${cluster.workspace_id} gets kubeconfigs of its clusters.`, {
+      suggestion: 'Ask the workspace owner.',
+    });
+  }
+  if (cluster.status !== 'RUNNING') {
+    throw conflict(`Cluster ${cluster.id} is ${cluster.status}; a kubeconfig needs a running cluster.`, 'Wait until the cluster is RUNNING.', {
+      status: cluster.status,
+    });
+  }
+  const { kubeconfig, expires_at } = await driver.kubeconfig(cluster.id, ttlSeconds);
+  return { cluster_id: cluster.id, kubeconfig, expires_at };
 }
 
 export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();

@@ -46,6 +46,9 @@ export function matchesFilter(filter: string, name: string): boolean {
   return new RegExp(`^${pattern}$`).test(name);
 }
 
+export const getComputeConfig = async (db: Db, userId: string, id: string): Promise<Schema<'ComputeConfig'>> =>
+  toComputeConfig(await visibleComputeConfig(db, userId, id));
+
 export async function createComputeConfig(
   db: Db,
   workspace: WorkspaceRef,
@@ -82,6 +85,14 @@ export async function createComputeConfig(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+  return toComputeConfig(row);
+}
+
+/** A new name; the provider settings stay as they are. */
+export async function renameComputeConfig(db: Db, userId: string, id: string, input: Schema<'ComputeConfigUpdate'>): Promise<Schema<'ComputeConfig'>> {
+  const config = await visibleComputeConfig(db, userId, id);
+  const row = await db.updateTable('compute_configs').set({ name: input.name }).where('id', '=', config.id).returningAll().executeTakeFirst();
+  if (!row) throw notFound('Compute config', id);
   return toComputeConfig(row);
 }
 

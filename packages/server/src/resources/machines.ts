@@ -13,7 +13,7 @@ import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
-import { machineCredential } from './cloud-credentials.ts';
+import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
 import { matchesFilter, visibleComputeConfig } from './compute-configs.ts';
 import { recordEvent } from './events.ts';
@@ -56,6 +56,9 @@ async function visibleMachine(db: Db, userId: string, providerId: string) {
   return row;
 }
 
+export const getMachine = async (db: Db, userId: string, providerId: string): Promise<Schema<'Machine'>> =>
+  toMachine(await visibleMachine(db, userId, providerId));
+
 export async function listMachines(db: Db, userId: string, clusterId: string): Promise<Schema<'Machine'>[]> {
   const cluster = await visibleCluster(db, userId, clusterId, 'cluster_id');
   const rows = await db.selectFrom('machines').selectAll().where('cluster_id', '=', cluster.id).orderBy('created_at').orderBy('provider_id').execute();
@@ -89,6 +92,8 @@ export async function requestMachine(
       'Use a compute config of the cluster’s workspace.',
     );
   }
+  // A switched-off credential makes no new machines (those made with it are still driven with it).
+  if (config.cloud_credential_id) await requireCredentialOfWorkspace(db, config.cloud_credential_id, cluster.workspace_id, 'compute_config_id');
   const filter = config.provider_config.machine_type_filter;
   // The server types the provider offers now (read from its API and cached by the provider), not a list of ours.
   const candidates = (await provider.offerings()).filter((t) => matchesFilter(filter, t.name));

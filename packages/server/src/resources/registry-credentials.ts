@@ -26,6 +26,21 @@ const toRegistryCredential = (row: Row<'registry_credentials'>): Schema<'Registr
 
 export const listRegistryCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'registry_credentials', toRegistryCredential);
 
+/** A registry credential the user may see (a member of its workspace); 404 otherwise. */
+async function visibleRegistryCredential(db: Db, userId: string, id: string): Promise<Row<'registry_credentials'>> {
+  const row = await db
+    .selectFrom('registry_credentials')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .executeTakeFirst();
+  if (!row) throw notFound('Registry credential', id);
+  return row;
+}
+
+export const getRegistryCredential = async (db: Db, userId: string, id: string): Promise<Schema<'RegistryCredential'>> =>
+  toRegistryCredential(await visibleRegistryCredential(db, userId, id));
+
 export async function createRegistryCredential(
   db: Db,
   workspace: WorkspaceRef,
@@ -55,6 +70,30 @@ export async function createRegistryCredential(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+  return toRegistryCredential(row);
+}
+
+/** A new name, username, password or is_active; a new password overwrites the old ciphertext in the same UPDATE. */
+export async function updateRegistryCredential(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'RegistryCredentialUpdate'>,
+  secrets: SecretBox,
+): Promise<Schema<'RegistryCredential'>> {
+  const row = await db
+    .updateTable('registry_credentials')
+    .set({
+      ...(input.name === undefined ? {} : { name: input.name }),
+      ...(input.username === undefined ? {} : { username: input.username }),
+      ...(input.password === undefined ? {} : { password_ciphertext: secrets.seal(input.password) }),
+      ...(input.is_active === undefined ? {} : { is_active: input.is_active }),
+    })
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('Registry credential', id);
   return toRegistryCredential(row);
 }
 

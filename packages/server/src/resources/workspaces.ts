@@ -78,6 +78,18 @@ async function ownership(db: Db, workspaceId: string, userId: string) {
 export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
   toWorkspace(await membership(db, workspaceId, userId));
 
+/** A new name or icon, for any member (fields left out keep their value). */
+export async function updateWorkspace(db: Db, workspaceId: string, userId: string, input: Schema<'WorkspaceUpdate'>): Promise<Schema<'Workspace'>> {
+  const workspace = await membership(db, workspaceId, userId);
+  const row = await db
+    .updateTable('workspaces')
+    .set({ ...(input.name === undefined ? {} : { name: input.name }), ...(input.icon === undefined ? {} : { icon: input.icon }) })
+    .where('id', '=', workspace.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toWorkspace(row);
+}
+
 export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit }: PageQuery) {
   await membership(db, workspaceId, userId);
   const base = db
@@ -115,6 +127,10 @@ export async function removeMember(db: Db, workspaceId: string, callerId: string
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
 }
+
+/** The user's role in the workspace; undefined when they are not a member. */
+export const roleIn = async (db: Db, workspaceId: string, userId: string) =>
+  (await db.selectFrom('workspace_members').select('role').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).executeTakeFirst())?.role;
 
 /** The members of a workspace, who are told about its resources (notifications). */
 export async function memberIds(db: Db, workspaceId: string): Promise<string[]> {

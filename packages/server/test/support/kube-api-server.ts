@@ -13,7 +13,8 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
-import { Namespace, Node, Pod, Secret } from 'kubernetes-models/v1';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
 
 const CRD = new URL('../../src/providers/kubernetes/kamaji/tenantcontrolplanes.crd.yaml', import.meta.url);
@@ -62,6 +63,20 @@ const KINDS: Record<string, Kind> = {
   'v1/secrets': { apiVersion: 'v1', kind: 'Secret', namespaced: true, statusSubresource: false, validate: (o) => new Secret(o as never).validate() },
   'v1/namespaces': { apiVersion: 'v1', kind: 'Namespace', namespaced: false, statusSubresource: true, validate: (o) => new Namespace(o as never).validate() },
   'v1/nodes': { apiVersion: 'v1', kind: 'Node', namespaced: false, statusSubresource: true, validate: (o) => new Node(o as never).validate() },
+  'v1/serviceaccounts': {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    namespaced: true,
+    statusSubresource: false,
+    validate: (o) => new ServiceAccount(o as never).validate(),
+  },
+  'rbac.authorization.k8s.io/v1/clusterrolebindings': {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    namespaced: false,
+    statusSubresource: false,
+    validate: (o) => new ClusterRoleBinding(o as never).validate(),
+  },
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', namespaced: true, statusSubresource: true, validate: (o) => new Pod(o as never).validate() },
   'kamaji.clastix.io/v1alpha1/tenantcontrolplanes': {
     apiVersion: 'kamaji.clastix.io/v1alpha1',
@@ -213,6 +228,7 @@ export class KubeApiServer {
       if (req.headers.authorization !== `Bearer ${this.token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
       const route = this.route(url.pathname);
       if (route.log) return this.serveLog(res, route.namespace!, route.name!, url.searchParams);
+      if (route.token) return this.send(res, 201, this.tokenRequest(route.namespace!, route.name!, (await this.body(req)) as never));
       const kind = KINDS[route.resource];
       if (!kind) throw new StatusError(404, 'NotFound', `the server could not find the requested resource ${route.resource}`);
       const body = req.method === 'POST' || req.method === 'PUT' ? await this.body(req) : undefined;
@@ -233,15 +249,36 @@ export class KubeApiServer {
     }
   }
 
-  private route(path: string): { resource: string; namespace?: string; name?: string; log: boolean } {
+  /** Tokens the TokenRequest API minted, with their ServiceAccount and expiry. */
+  readonly tokens: { token: string; serviceAccount: string; expirationSeconds: number }[] = [];
+
+  /** The TokenRequest API: a token of an existing ServiceAccount, valid for spec.expirationSeconds (default 1 h). */
+  private tokenRequest(namespace: string, name: string, body: { apiVersion?: string; kind?: string; spec?: { expirationSeconds?: number } }): unknown {
+    if (!this.get('v1/serviceaccounts', namespace, name)) throw new StatusError(404, 'NotFound', `serviceaccounts "${name}" not found`);
+    const expirationSeconds = body.spec?.expirationSeconds ?? 3600;
+    if (expirationSeconds < 600) throw new StatusError(422, 'Invalid', 'spec.expirationSeconds: may not specify a duration less than 10 minutes');
+    const token = randomUUID().replaceAll('-', '') + randomUUID().replaceAll('-', '');
+    this.tokens.push({ token, serviceAccount: `${namespace}/${name}`, expirationSeconds });
+    const expirationTimestamp = new Date(Date.now() + expirationSeconds * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+    return {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      metadata: {},
+      spec: { ...body.spec, expirationSeconds },
+      status: { token, expirationTimestamp },
+    };
+  }
+
+  private route(path: string): { resource: string; namespace?: string; name?: string; log: boolean; token?: boolean } {
     const match = /^\/(?:api\/(v1)|apis\/([^/]+\/[^/]+))\/(.*)$/.exec(path);
     if (!match) throw new StatusError(404, 'NotFound', `no route ${path}`);
     const group = match[1] ?? match[2]!;
     const parts = match[3]!.split('/').map(decodeURIComponent);
     if (parts[0] === 'namespaces' && parts.length >= 3) {
       const [, namespace, plural, name, sub] = parts;
-      if (sub !== undefined && !(plural === 'pods' && sub === 'log')) throw new StatusError(404, 'NotFound', `no subresource ${sub}`);
-      return { resource: `${group}/${plural}`, namespace, name, log: sub === 'log' };
+      if (sub !== undefined && !(plural === 'pods' && sub === 'log') && !(plural === 'serviceaccounts' && sub === 'token'))
+        throw new StatusError(404, 'NotFound', `no subresource ${sub}`);
+      return { resource: `${group}/${plural}`, namespace, name, log: sub === 'log', token: sub === 'token' };
     }
     return { resource: `${group}/${parts[0]}`, name: parts[1], log: false };
   }

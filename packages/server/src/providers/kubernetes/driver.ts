@@ -9,10 +9,11 @@ import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
 import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type SecretBox, secretBox } from '../../services/secrets.ts';
+import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
 import type {
   ClusterDriver,
   ControlPlane,
@@ -203,6 +204,45 @@ export class KubernetesDriver implements ClusterDriver {
     const config = new KubeConfig();
     config.loadFromString(this.box.open(sealed));
     return config;
+  }
+
+  /**
+   * A token of the tenant's ServiceAccount kube-system/platform-admin (bound to cluster-admin; both made on first
+   * use) from the TokenRequest API: the API server signs it with the expiry asked for, and nothing stores it.
+   */
+  async kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig> {
+    const tenant = await this.tenant(clusterId);
+    const core = tenant.makeApiClient(CoreV1Api);
+    const rbac = tenant.makeApiClient(RbacAuthorizationV1Api);
+    const name = 'platform-admin';
+    const namespace = 'kube-system';
+    const metadata = { name, labels: { [LABEL.cluster]: clusterId } };
+    const existing = (error: unknown) => {
+      if (!isConflict(error)) throw error;
+    };
+    await core.createNamespacedServiceAccount({ namespace, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata } }).catch(existing);
+    await rbac
+      .createClusterRoleBinding({
+        body: {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata,
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ kind: 'ServiceAccount', name, namespace }],
+        },
+      })
+      .catch(existing);
+    const { status } = await core.createNamespacedServiceAccountToken({
+      name,
+      namespace,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: ttlSeconds } },
+    });
+    const cluster = tenant.getCurrentCluster();
+    if (!status?.token || !status.expirationTimestamp || !cluster) throw new Error(`the TokenRequest of cluster ${clusterId} returned no token`);
+    return {
+      kubeconfig: kubeconfigYaml({ name: k8sName(clusterId), server: cluster.server, caData: cluster.caData }, { name, token: status.token }),
+      expires_at: Math.floor(new Date(status.expirationTimestamp).getTime() / 1000),
+    };
   }
 
   // --- nodes ---
