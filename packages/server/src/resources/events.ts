@@ -38,7 +38,7 @@ export async function recordEvent(db: Db, event: EventInput, now: number): Promi
 }
 
 export async function listEvents(db: Db, input: PageInput & { query: { type?: Event['type']; object_id?: string } }) {
-  const { cursor, limit = 50, type, object_id } = input.query;
+  const { cursor, limit, type, object_id } = input.query;
   const after = decodeCursor(cursor);
   const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
   if (!workspace) return page([], limit, cursor, toEvent);
