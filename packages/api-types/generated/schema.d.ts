@@ -1736,10 +1736,10 @@ export interface components {
             /** Format: email */
             email: string;
             /**
-             * @description `owner`: created the workspace and manages its members; `member`: uses its resources.
+             * @description `viewer` reads; `member` also creates and changes resources; `admin` also manages members, credentials and deletions; `owner` (one per workspace) also transfers ownership. Each operation's `x-required-role` is the least role it needs.
              * @enum {string}
              */
-            role: "owner" | "member";
+            role: "owner" | "admin" | "member" | "viewer";
             created_at: components["schemas"]["Timestamp"];
         };
         WorkspaceMemberCreate: {
@@ -1779,7 +1779,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of. */
+        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of, or the caller's role in the workspace is below the one the operation requires (`x-required-role`; `details` names both). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1791,7 +1791,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of. `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
+        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of, or the caller's role in it is below the operation's (`x-required-role`). `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
         ForbiddenOrQuotaExceeded: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

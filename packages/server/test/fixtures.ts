@@ -9,6 +9,8 @@ import { newUser, type TestUser } from './support.ts';
 export interface World {
   alice: TestUser;
   bob: TestUser;
+  /** Members of Alice's workspace (she is its owner), one per role below owner. */
+  members: Record<'admin' | 'member' | 'viewer', TestUser>;
   /** Alice's resources, by the kind of id a path names. */
   ids: {
     cluster: string;
@@ -28,6 +30,10 @@ export interface World {
 export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<World> {
   const alice = await newUser(db, clock, 'pro');
   const bob = await newUser(db, clock, 'pro');
+  const members = { admin: await newUser(db, clock), member: await newUser(db, clock), viewer: await newUser(db, clock) };
+  for (const [role, user] of Object.entries(members) as [keyof typeof members, TestUser][]) {
+    await db.insertInto('workspace_members').values({ workspace_id: alice.workspaceId, user_id: user.userId, role, created_at: clock.now() }).execute();
+  }
   const sample = await seedSampleResources(db, clock, alice);
   const now = clock.now();
   const ws = alice.workspaceId;
@@ -91,7 +97,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
       last_used_at: null,
     })
     .execute();
-  return { alice, bob, ids };
+  return { alice, bob, members, ids };
 }
 
 /** Which of the world's ids a path parameter names, from the path it sits in. */

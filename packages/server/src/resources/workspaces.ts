@@ -3,7 +3,7 @@
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { ApiError, conflict, notFound } from '../errors.ts';
+import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
@@ -66,15 +66,6 @@ async function membership(db: Db, workspaceId: string, userId: string) {
   return row;
 }
 
-/** The membership of the workspace's owner, who alone manages its members. */
-async function ownership(db: Db, workspaceId: string, userId: string) {
-  const workspace = await membership(db, workspaceId, userId);
-  if (workspace.role !== 'owner') {
-    throw new ApiError('forbidden', `Only the owner of workspace ${workspace.id} manages its members.`, { suggestion: 'Ask the workspace owner.' });
-  }
-  return workspace;
-}
-
 export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
   toWorkspace(await membership(db, workspaceId, userId));
 
@@ -96,7 +87,7 @@ export async function listMembers(db: Db, workspaceId: string, userId: string, {
 }
 
 export async function addMember(db: Db, workspaceId: string, callerId: string, email: string, now: number): Promise<Schema<'WorkspaceMember'>> {
-  const workspace = await ownership(db, workspaceId, callerId);
+  const workspace = await membership(db, workspaceId, callerId);
   const user = await db.selectFrom('users').select(['id', 'email']).where('email', '=', email.toLowerCase()).executeTakeFirst();
   if (!user) throw notFound('User with email', email, 'email');
   const row = await db
@@ -110,7 +101,7 @@ export async function addMember(db: Db, workspaceId: string, callerId: string, e
 }
 
 export async function removeMember(db: Db, workspaceId: string, callerId: string, userId: string): Promise<void> {
-  const workspace = await ownership(db, workspaceId, callerId);
+  const workspace = await membership(db, workspaceId, callerId);
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
