@@ -61,6 +61,10 @@ export const calls = {
       body: { email: 'dana@acme.example' },
     }),
   removeWorkspaceMember: (api) => api.DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } } }),
+  updateWorkspaceMember: (api) =>
+    api.PATCH('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } }, body: { role: 'admin' } }),
+  transferWorkspaceOwnership: (api) => api.POST('/v1/workspaces/{workspaceId}/transfer', { params: { path: { workspaceId } }, body: { user_id: ids.user } }),
+  leaveWorkspace: (api) => api.POST('/v1/workspaces/{workspaceId}/leave', { params: { path: { workspaceId } } }),
 
   // Clusters
   listRegions: (api) => api.GET('/v1/regions', {}),

@@ -107,9 +107,65 @@ export interface paths {
         post?: never;
         /**
          * Remove a member
-         * @description Removes a member from the workspace. Only the owner may remove members (another member gets 403); the owner cannot be removed (409).
+         * @description Removes a member from the workspace. The owner cannot be removed (409) until ownership is transferred.
          */
         delete: operations["removeWorkspaceMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Gives a member another role: `admin`, `member` or `viewer`. The owner's role changes only by transferring ownership (`POST /v1/workspaces/{workspaceId}/transfer`; 409 here).
+         */
+        patch: operations["updateWorkspaceMember"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Transfer ownership
+         * @description Makes another member the owner of the workspace; the previous owner stays as an admin. The workspace's quotas and provisioning limits follow its owner's plan, so they change with it. The user must be a member already (404 otherwise). Transferring to the owner themselves changes nothing.
+         */
+        post: operations["transferWorkspaceOwnership"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/leave": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave a workspace
+         * @description Ends the caller's own membership of the workspace. The owner cannot leave (409) until they transfer ownership to another member.
+         */
+        post: operations["leaveWorkspace"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1753,6 +1809,20 @@ export interface components {
             data: components["schemas"]["WorkspaceMember"][];
             pagination: components["schemas"]["Pagination"];
         };
+        WorkspaceMemberUpdate: {
+            /**
+             * @description The member's new role. The owner's role changes only by transferring ownership.
+             * @enum {string}
+             */
+            role: "admin" | "member" | "viewer";
+        };
+        WorkspaceTransfer: {
+            /**
+             * @description The member who becomes the owner.
+             * @example usr_01jd3b4c6d8e0f2g4h6j8k0m2n
+             */
+            user_id: string;
+        };
     };
     responses: {
         /** @description The request could not be read: malformed JSON, a wrong content type or an unreadable body. */
@@ -2300,6 +2370,135 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Removed. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWorkspaceMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The member's user id.
+                 * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+                 */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceMemberUpdate"];
+            };
+        };
+        responses: {
+            /** @description The membership with its new role. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    transferWorkspaceOwnership: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceTransfer"];
+            };
+        };
+        responses: {
+            /** @description The new owner's membership. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    leaveWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Left. No body. */
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -34,11 +34,29 @@ export interface PlatformOperations {
    */
   addWorkspaceMember(...args: OperationArgs<'addWorkspaceMember'>): Promise<OperationResult<'addWorkspaceMember'>>;
   /**
+   * Change a member's role
+   *
+   * `PATCH /v1/workspaces/{workspaceId}/members/{userId}`
+   */
+  updateWorkspaceMember(...args: OperationArgs<'updateWorkspaceMember'>): Promise<OperationResult<'updateWorkspaceMember'>>;
+  /**
    * Remove a member
    *
    * `DELETE /v1/workspaces/{workspaceId}/members/{userId}`
    */
   removeWorkspaceMember(...args: OperationArgs<'removeWorkspaceMember'>): Promise<OperationResult<'removeWorkspaceMember'>>;
+  /**
+   * Transfer ownership
+   *
+   * `POST /v1/workspaces/{workspaceId}/transfer`
+   */
+  transferWorkspaceOwnership(...args: OperationArgs<'transferWorkspaceOwnership'>): Promise<OperationResult<'transferWorkspaceOwnership'>>;
+  /**
+   * Leave a workspace
+   *
+   * `POST /v1/workspaces/{workspaceId}/leave`
+   */
+  leaveWorkspace(...args: OperationArgs<'leaveWorkspace'>): Promise<OperationResult<'leaveWorkspace'>>;
   /**
    * List regions
    *
@@ -306,7 +324,10 @@ export const operationRoutes = {
   getWorkspace: { method: 'GET', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   addWorkspaceMember: { method: 'POST', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: [], headers: [] },
+  updateWorkspaceMember: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
+  transferWorkspaceOwnership: { method: 'POST', path: '/v1/workspaces/{workspaceId}/transfer', path_params: ['workspaceId'], query: [], headers: [] },
+  leaveWorkspace: { method: 'POST', path: '/v1/workspaces/{workspaceId}/leave', path_params: ['workspaceId'], query: [], headers: [] },
   listRegions: { method: 'GET', path: '/v1/regions', path_params: [], query: ['cursor', 'limit'], headers: [] },
   listClusters: { method: 'GET', path: '/v1/clusters', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCluster: { method: 'POST', path: '/v1/clusters', path_params: [], query: [], headers: ['workspaceId'] },

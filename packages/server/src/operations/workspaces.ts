@@ -30,3 +30,18 @@ export const removeWorkspaceMember: Handler<'removeWorkspaceMember'> = async ({ 
   await workspaces.removeMember(db, params.workspaceId, caller.userId, params.userId);
   return { status: 204, body: undefined };
 };
+
+export const updateWorkspaceMember: Handler<'updateWorkspaceMember'> = async ({ params, body, caller }, { db }) => ({
+  status: 200,
+  body: await workspaces.setMemberRole(db, params.workspaceId, caller.userId, params.userId, body.role),
+});
+
+export const transferWorkspaceOwnership: Handler<'transferWorkspaceOwnership'> = async ({ params, body }, { db }) => ({
+  status: 200,
+  body: await workspaces.transferOwnership(db, params.workspaceId, body.user_id),
+});
+
+export const leaveWorkspace: Handler<'leaveWorkspace'> = async ({ params, caller }, { db }) => {
+  await workspaces.leave(db, params.workspaceId, caller.userId);
+  return { status: 204, body: undefined };
+};

@@ -7,6 +7,7 @@ import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+import type { Role } from '../services/roles.ts';
 
 type Db = Kysely<Database>;
 
@@ -105,6 +106,52 @@ export async function removeMember(db: Db, workspaceId: string, callerId: string
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
+}
+
+/** A member of the workspace with their email; 404 when the user is not one. */
+async function member(db: Db, workspaceId: string, userId: string) {
+  const row = await db
+    .selectFrom('workspace_members')
+    .innerJoin('users', 'users.id', 'workspace_members.user_id')
+    .select(['workspace_members.user_id', 'workspace_members.role', 'workspace_members.created_at', 'users.email'])
+    .where('workspace_members.workspace_id', '=', workspaceId)
+    .where('workspace_members.user_id', '=', userId)
+    .executeTakeFirst();
+  if (!row) throw notFound('Member', userId);
+  return row;
+}
+
+const transferSuggestion = (workspaceId: string) => `Transfer ownership first with POST /v1/workspaces/${workspaceId}/transfer.`;
+
+export async function setMemberRole(db: Db, workspaceId: string, callerId: string, userId: string, role: Exclude<Role, 'owner'>) {
+  await membership(db, workspaceId, callerId);
+  const target = await member(db, workspaceId, userId);
+  if (target.role === 'owner')
+    throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
+  await db.updateTable('workspace_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  return toWorkspaceMember({ ...target, role });
+}
+
+/** The member becomes the owner (of the workspace's row and by role); the previous owner stays as an admin. */
+export async function transferOwnership(db: Db, workspaceId: string, userId: string): Promise<Schema<'WorkspaceMember'>> {
+  return db.transaction().execute(async (trx) => {
+    // Under the workspace's row lock: two transfers at once cannot leave two owners.
+    const workspace = await trx.selectFrom('workspaces').select('owner_id').where('id', '=', workspaceId).forUpdate().executeTakeFirst();
+    if (!workspace) throw notFound('Workspace', workspaceId);
+    const target = await member(trx, workspaceId, userId);
+    if (userId === workspace.owner_id) return toWorkspaceMember(target);
+    await trx.updateTable('workspaces').set({ owner_id: userId }).where('id', '=', workspaceId).execute();
+    await trx.updateTable('workspace_members').set({ role: 'admin' }).where('workspace_id', '=', workspaceId).where('role', '=', 'owner').execute();
+    await trx.updateTable('workspace_members').set({ role: 'owner' }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+    return toWorkspaceMember({ ...target, role: 'owner' });
+  });
+}
+
+/** Ends the caller's own membership; the owner stays until they transfer ownership. */
+export async function leave(db: Db, workspaceId: string, userId: string): Promise<void> {
+  const { role } = await membership(db, workspaceId, userId);
+  if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
+  await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
 }
 
 /** The members of a workspace, who are told about its resources (notifications). */
