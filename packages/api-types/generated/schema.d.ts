@@ -73,11 +73,7 @@ export interface paths {
          */
         get: operations["listWorkspaceMembers"];
         put?: never;
-        /**
-         * Add a member
-         * @description Adds an existing user, named by email, to the workspace as a member. Only the owner may add members (another member gets 403; a non-member 404). Adding someone who is already a member is a 409.
-         */
-        post: operations["addWorkspaceMember"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -117,6 +113,32 @@ export interface paths {
          * @description Gives a member another role: `admin`, `member` or `viewer`. The owner's role changes only by transferring ownership (`POST /v1/workspaces/{workspaceId}/transfer`; 409 here).
          */
         patch: operations["updateWorkspaceMember"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite someone by email
+         * @description Invites the user of an email to the workspace with a role (`member` unless given). The answer is the same whether or not anyone has an account under the email, and so is the work done to make it: the inviter learns nothing about which emails have accounts. The invitee sees the invitation in `GET /v1/user/invitations` and accepts or declines it; it expires after 7 days.
+         */
+        post: operations["createWorkspaceInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/workspaces/{workspaceId}/transfer": {
@@ -769,6 +791,78 @@ export interface paths {
          * @description Marks one of the caller's notifications as read and returns it with `read_at` set. Idempotent: marking it again keeps the first `read_at`. No request body. Another user's notification → `404`.
          */
         patch: operations["markNotificationRead"];
+        trace?: never;
+    };
+    "/v1/user/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List my invitations
+         * @description Lists the invitations addressed to the caller's email that are neither accepted, declined nor expired, oldest first.
+         */
+        get: operations["listUserInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/invitations/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Makes the caller a member of the invitation's workspace with its role, and ends the invitation. An invitation addressed to another email, expired or ended is a 404. A caller who is a member already keeps their role.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/invitations/{id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline an invitation
+         * @description Ends the invitation without joining. An invitation addressed to another email, expired or ended is a 404.
+         */
+        post: operations["declineInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/user/tokens": {
@@ -1781,6 +1875,41 @@ export interface components {
             /** @description An emoji or image URL; omitted or `null` for none. */
             icon?: string | null;
         };
+        /** @description An invitation to join a workspace, addressed to an email. The user of that email accepts or declines it; it expires after 7 days. */
+        WorkspaceInvitation: {
+            /** @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p */
+            id: string;
+            /** @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w */
+            workspace_id: string;
+            /** @example Acme Production */
+            workspace_name: string;
+            /** Format: email */
+            email: string;
+            /**
+             * @description The role the invitee gets on accepting.
+             * @enum {string}
+             */
+            role: "admin" | "member" | "viewer";
+            created_at: components["schemas"]["Timestamp"];
+            expires_at: components["schemas"]["Timestamp"];
+        };
+        WorkspaceInvitationCreate: {
+            /**
+             * Format: email
+             * @description Whom to invite. Whether anyone has an account under it is not told.
+             */
+            email: string;
+            /**
+             * @description The role the invitee gets on accepting.
+             * @default member
+             * @enum {string}
+             */
+            role?: "admin" | "member" | "viewer";
+        };
+        WorkspaceInvitationList: {
+            data: components["schemas"]["WorkspaceInvitation"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         WorkspaceList: {
             data: components["schemas"]["Workspace"][];
             pagination: components["schemas"]["Pagination"];
@@ -1797,13 +1926,6 @@ export interface components {
              */
             role: "owner" | "admin" | "member" | "viewer";
             created_at: components["schemas"]["Timestamp"];
-        };
-        WorkspaceMemberCreate: {
-            /**
-             * Format: email
-             * @description The email of an existing user of the platform.
-             */
-            email: string;
         };
         WorkspaceMemberList: {
             data: components["schemas"]["WorkspaceMember"][];
@@ -2014,6 +2136,11 @@ export interface components {
          * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
          */
         InstallId: string;
+        /**
+         * @description The invitation's id.
+         * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+         */
+        InvitationId: string;
         /**
          * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any.
          * @example 1732268805123000000-0003
@@ -2305,50 +2432,6 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    addWorkspaceMember: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's id.
-                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
-                 */
-                workspaceId: components["parameters"]["WorkspacePathId"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["WorkspaceMemberCreate"];
-            };
-        };
-        responses: {
-            /** @description The new membership. */
-            201: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WorkspaceMember"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationError"];
-            429: components["responses"]["RateLimited"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
     removeWorkspaceMember: {
         parameters: {
             query?: never;
@@ -2431,6 +2514,49 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWorkspaceInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceInvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, waiting for the invitee. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceInvitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -4057,6 +4183,116 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Notification"];
                 };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceInvitationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's membership. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMember"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Declined. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];

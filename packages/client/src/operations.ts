@@ -28,12 +28,6 @@ export interface PlatformOperations {
    */
   listWorkspaceMembers(...args: OperationArgs<'listWorkspaceMembers'>): Promise<OperationResult<'listWorkspaceMembers'>>;
   /**
-   * Add a member
-   *
-   * `POST /v1/workspaces/{workspaceId}/members`
-   */
-  addWorkspaceMember(...args: OperationArgs<'addWorkspaceMember'>): Promise<OperationResult<'addWorkspaceMember'>>;
-  /**
    * Change a member's role
    *
    * `PATCH /v1/workspaces/{workspaceId}/members/{userId}`
@@ -45,6 +39,12 @@ export interface PlatformOperations {
    * `DELETE /v1/workspaces/{workspaceId}/members/{userId}`
    */
   removeWorkspaceMember(...args: OperationArgs<'removeWorkspaceMember'>): Promise<OperationResult<'removeWorkspaceMember'>>;
+  /**
+   * Invite someone by email
+   *
+   * `POST /v1/workspaces/{workspaceId}/invitations`
+   */
+  createWorkspaceInvitation(...args: OperationArgs<'createWorkspaceInvitation'>): Promise<OperationResult<'createWorkspaceInvitation'>>;
   /**
    * Transfer ownership
    *
@@ -250,6 +250,24 @@ export interface PlatformOperations {
    */
   markNotificationRead(...args: OperationArgs<'markNotificationRead'>): Promise<OperationResult<'markNotificationRead'>>;
   /**
+   * List my invitations
+   *
+   * `GET /v1/user/invitations`
+   */
+  listUserInvitations(...args: OperationArgs<'listUserInvitations'>): Promise<OperationResult<'listUserInvitations'>>;
+  /**
+   * Accept an invitation
+   *
+   * `POST /v1/user/invitations/{id}/accept`
+   */
+  acceptInvitation(...args: OperationArgs<'acceptInvitation'>): Promise<OperationResult<'acceptInvitation'>>;
+  /**
+   * Decline an invitation
+   *
+   * `POST /v1/user/invitations/{id}/decline`
+   */
+  declineInvitation(...args: OperationArgs<'declineInvitation'>): Promise<OperationResult<'declineInvitation'>>;
+  /**
    * List personal access tokens
    *
    * `GET /v1/user/tokens`
@@ -323,9 +341,9 @@ export const operationRoutes = {
   createWorkspace: { method: 'POST', path: '/v1/workspaces', path_params: [], query: [], headers: [] },
   getWorkspace: { method: 'GET', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
-  addWorkspaceMember: { method: 'POST', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: [], headers: [] },
   updateWorkspaceMember: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
+  createWorkspaceInvitation: { method: 'POST', path: '/v1/workspaces/{workspaceId}/invitations', path_params: ['workspaceId'], query: [], headers: [] },
   transferWorkspaceOwnership: { method: 'POST', path: '/v1/workspaces/{workspaceId}/transfer', path_params: ['workspaceId'], query: [], headers: [] },
   leaveWorkspace: { method: 'POST', path: '/v1/workspaces/{workspaceId}/leave', path_params: ['workspaceId'], query: [], headers: [] },
   listRegions: { method: 'GET', path: '/v1/regions', path_params: [], query: ['cursor', 'limit'], headers: [] },
@@ -360,6 +378,9 @@ export const operationRoutes = {
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
+  listUserInvitations: { method: 'GET', path: '/v1/user/invitations', path_params: [], query: ['cursor', 'limit'], headers: [] },
+  acceptInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/accept', path_params: ['id'], query: [], headers: [] },
+  declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createUserToken: { method: 'POST', path: '/v1/user/tokens', path_params: [], query: [], headers: [] },
   revokeUserToken: { method: 'DELETE', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },

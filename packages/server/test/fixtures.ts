@@ -24,6 +24,8 @@ export interface World {
     cloudCredential: string;
     registryCredential: string;
     token: string;
+    /** An invitation from Bob's workspace to Alice. */
+    invitation: string;
   };
 }
 
@@ -49,7 +51,21 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     cloudCredential: newId('ccr'),
     registryCredential: newId('rc'),
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
+    invitation: newId('inv'),
   };
+  const aliceEmail = (await db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
+  await db
+    .insertInto('workspace_invitations')
+    .values({
+      id: ids.invitation,
+      workspace_id: bob.workspaceId,
+      email: aliceEmail,
+      role: 'viewer',
+      invited_by: bob.userId,
+      created_at: now,
+      expires_at: now + 7 * 24 * 60 * 60,
+    })
+    .execute();
   const workflow = newId('wf');
   await db
     .insertInto('workflows')
@@ -116,6 +132,7 @@ export function idFor(world: World, path: string, param: string): string | undef
     [/^\/v1\/compute\/cloud_credentials\/\{id\}/, ids.cloudCredential],
     [/^\/v1\/registry\/credentials\/\{id\}/, ids.registryCredential],
     [/^\/v1\/user\/tokens\/\{id\}/, ids.token],
+    [/^\/v1\/user\/invitations\/\{id\}/, ids.invitation],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
 }

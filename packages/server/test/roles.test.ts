@@ -133,3 +133,59 @@ describe('the role is the one in the workspace the request acts in', () => {
     });
   });
 });
+
+describe('membership by invitation', () => {
+  const emailOf = async (user: TestUser) =>
+    (await database.db.selectFrom('users').select('email').where('id', '=', user.userId).executeTakeFirstOrThrow()).email;
+  const invite = (owner: TestUser, email: string, role?: 'admin' | 'member' | 'viewer') =>
+    fetch(`${server.baseUrl}/v1/workspaces/${owner.workspaceId}/invitations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(role ? { email, role } : { email }),
+    });
+
+  it('answers alike whether or not the email has an account', async () => {
+    const owner = await newUser(database.db, clock);
+    const dana = await newUser(database.db, clock);
+    const known = await invite(owner, await emailOf(dana));
+    const unknown = await invite(owner, 'nobody-here@nowhere.example');
+    expect([known.status, unknown.status]).toEqual([202, 202]);
+    const shape = (response: Response) => response.json().then((body: Record<string, unknown>) => ({ ...body, id: undefined, email: undefined }));
+    expect(await shape(known)).toEqual(await shape(unknown));
+    expect([...known.headers.keys()].sort()).toEqual([...unknown.headers.keys()].sort());
+  });
+
+  it('the invitee lists, accepts with the role, or declines; nobody else can', async () => {
+    const owner = await newUser(database.db, clock);
+    const dana = await newUser(database.db, clock);
+    const erin = await newUser(database.db, clock);
+    const first = (await (await invite(owner, await emailOf(dana), 'viewer')).json()) as { id: string };
+    const second = (await (await invite(owner, await emailOf(erin), 'admin')).json()) as { id: string };
+    expect((await client(dana).GET('/v1/user/invitations', {})).data).toMatchObject([{ id: first.id, role: 'viewer', workspace_id: owner.workspaceId }]);
+    // Another user's invitation is not there for them.
+    expect(await apiError(client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: second.id } } }))).toMatchObject({ status: 404 });
+    expect(await apiError(client(dana).POST('/v1/user/invitations/{id}/decline', { params: { path: { id: second.id } } }))).toMatchObject({ status: 404 });
+    expect(await client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: first.id } } })).toMatchObject({ role: 'viewer' });
+    expect(await roleOf(owner, owner.workspaceId, dana)).toBe('viewer');
+    await client(erin).POST('/v1/user/invitations/{id}/decline', { params: { path: { id: second.id } } });
+    expect((await client(erin).GET('/v1/user/invitations', {})).data).toEqual([]);
+    expect(await roleOf(owner, owner.workspaceId, erin)).toBeUndefined();
+  });
+
+  it('a member who accepts keeps their role', async () => {
+    const owner = await newUser(database.db, clock);
+    const admin = await joined(owner, 'admin');
+    const invitation = (await (await invite(owner, await emailOf(admin), 'viewer')).json()) as { id: string };
+    expect(await client(admin).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } })).toMatchObject({ role: 'admin' });
+  });
+
+  it('expires after 7 days', async () => {
+    const owner = await newUser(database.db, clock);
+    const dana = await newUser(database.db, clock);
+    const invitation = (await (await invite(owner, await emailOf(dana))).json()) as { id: string; expires_at: number; created_at: number };
+    expect(invitation.expires_at - invitation.created_at).toBe(7 * 24 * 60 * 60);
+    clock.advance(7 * 24 * 60 * 60);
+    expect((await client(dana).GET('/v1/user/invitations', {})).data).toEqual([]);
+    expect(await apiError(client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } }))).toMatchObject({ status: 404 });
+  });
+});

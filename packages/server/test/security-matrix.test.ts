@@ -134,7 +134,6 @@ describe('every operation with a foreign X-Workspace-Id is 403', () => {
   });
 });
 
-const WORKSPACE_OPERATIONS = new Set(['Workspaces']);
 /** What each role may do, from the contract: operations acting in no workspace declare no role. */
 const roleScoped = operations.filter((op) => op.operation['x-required-role'] !== undefined);
 const tokenOf = (role: Role) => (role === 'owner' ? world.alice.token : world.members[role].token);
@@ -143,9 +142,7 @@ const asRole = (op: (typeof operations)[number], role: Role) =>
 
 describe('every operation in a workspace declares its role', () => {
   it('exactly the operations that act in a workspace', () => {
-    const actsInWorkspace = (op: (typeof operations)[number]) =>
-      op.parameters.some((p) => p.name === 'X-Workspace-Id' || p.name === 'workspaceId') ||
-      ((op.operation as { tags?: string[] }).tags ?? []).some((tag) => WORKSPACE_OPERATIONS.has(tag) && op.path !== '/v1/workspaces');
+    const actsInWorkspace = (op: (typeof operations)[number]) => op.parameters.some((p) => p.name === 'X-Workspace-Id' || p.name === 'workspaceId');
     expect(roleScoped.map((op) => op.operation.operationId).sort()).toEqual(
       operations
         .filter(actsInWorkspace)

@@ -87,18 +87,89 @@ export async function listMembers(db: Db, workspaceId: string, userId: string, {
   return page(rows, limit, cursor, toWorkspaceMember);
 }
 
-export async function addMember(db: Db, workspaceId: string, callerId: string, email: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+/** How long an invitation waits for its invitee. */
+const INVITATION_SECONDS = 7 * 24 * 60 * 60;
+
+const toInvitation = (row: Row<'workspace_invitations'> & { workspace_name: string }): Schema<'WorkspaceInvitation'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  workspace_name: row.workspace_name,
+  email: row.email,
+  role: row.role,
+  created_at: row.created_at,
+  expires_at: row.expires_at,
+});
+
+/**
+ * An invitation for the email, made alike whether or not anyone has an account under it: nothing here reads
+ * `users`, so neither the answer nor its timing tells the inviter.
+ */
+export async function invite(
+  db: Db,
+  workspaceId: string,
+  callerId: string,
+  input: Schema<'WorkspaceInvitationCreate'>,
+  now: number,
+): Promise<Schema<'WorkspaceInvitation'>> {
   const workspace = await membership(db, workspaceId, callerId);
-  const user = await db.selectFrom('users').select(['id', 'email']).where('email', '=', email.toLowerCase()).executeTakeFirst();
-  if (!user) throw notFound('User with email', email, 'email');
   const row = await db
-    .insertInto('workspace_members')
-    .values({ workspace_id: workspace.id, user_id: user.id, role: 'member', created_at: now })
-    .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
+    .insertInto('workspace_invitations')
+    .values({
+      id: newId('inv'),
+      workspace_id: workspace.id,
+      email: input.email.toLowerCase(),
+      role: input.role ?? 'member',
+      invited_by: callerId,
+      created_at: now,
+      expires_at: now + INVITATION_SECONDS,
+    })
     .returningAll()
+    .executeTakeFirstOrThrow();
+  return toInvitation({ ...row, workspace_name: workspace.name });
+}
+
+/** The invitations addressed to the user's email that have not expired. */
+const openInvitations = (db: Db, userId: string, now: number) =>
+  db
+    .selectFrom('workspace_invitations')
+    .innerJoin('users', 'users.email', 'workspace_invitations.email')
+    .innerJoin('workspaces', 'workspaces.id', 'workspace_invitations.workspace_id')
+    .where('users.id', '=', userId)
+    .where('workspace_invitations.expires_at', '>', now);
+
+export async function listInvitations(db: Db, userId: string, { cursor, limit = 50 }: PageQuery, now: number) {
+  const base = openInvitations(db, userId, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
+  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
+  return page(rows, limit, cursor, toInvitation);
+}
+
+/** The invitee joins with the invitation's role (a member already keeps theirs), and the invitation ends. */
+export async function acceptInvitation(db: Db, userId: string, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+  return db.transaction().execute(async (trx) => {
+    // Deleting it claims it: of two accepts at once, one finds nothing to delete.
+    const claimed = await trx
+      .deleteFrom('workspace_invitations')
+      .where('id', '=', id)
+      .where('id', 'in', openInvitations(trx, userId, now).select('workspace_invitations.id'))
+      .returning(['workspace_id', 'role'])
+      .executeTakeFirst();
+    if (!claimed) throw notFound('Invitation', id);
+    await trx
+      .insertInto('workspace_members')
+      .values({ workspace_id: claimed.workspace_id, user_id: userId, role: claimed.role, created_at: now })
+      .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
+      .execute();
+    return toWorkspaceMember(await member(trx, claimed.workspace_id, userId));
+  });
+}
+
+export async function declineInvitation(db: Db, userId: string, id: string, now: number): Promise<void> {
+  const result = await db
+    .deleteFrom('workspace_invitations')
+    .where('id', '=', id)
+    .where('id', 'in', openInvitations(db, userId, now).select('workspace_invitations.id'))
     .executeTakeFirst();
-  if (!row) throw conflict(`${email} is a member of workspace ${workspace.id} already.`, 'Nothing to do.', undefined, 'email');
-  return toWorkspaceMember({ ...row, email: user.email });
+  if (result.numDeletedRows === 0n) throw notFound('Invitation', id);
 }
 
 export async function removeMember(db: Db, workspaceId: string, callerId: string, userId: string): Promise<void> {
