@@ -147,7 +147,7 @@ async function buildDocs(root: string): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), 'platform-docs-'));
   try {
     const source = join(scratch, 'openapi.json');
-    await writeFile(source, JSON.stringify(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8')))));
+    await writeFile(source, JSON.stringify(withRoleNotes(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8'))))));
     const options = JSON.stringify({ codeSamples: { languages: codeSampleLanguages } });
     await tool('redocly', ['build-docs', source, '--output', docs, '--title', 'Platform Management API reference', '--openapi', options], root);
   } finally {
@@ -155,6 +155,19 @@ async function buildDocs(root: string): Promise<void> {
   }
   await copyFile(installedRedoc, join(root, redocScript));
   await writeFile(join(root, docs), offlinePage(await readFile(join(root, docs), 'utf8')));
+}
+
+type DocOperation = { description?: string; 'x-required-role'?: string };
+
+/** Starts each operation's description with the role its `x-required-role` declares, for readers of the docs. */
+function withRoleNotes(doc: Record<string, unknown>): Record<string, unknown> {
+  for (const item of Object.values(doc.paths as Record<string, Record<string, DocOperation>>)) {
+    for (const operation of Object.values(item)) {
+      const role = typeof operation === 'object' ? operation['x-required-role'] : undefined;
+      if (role) operation.description = `**Requires the \`${role}\` role** in the workspace (see Roles).\n\n${operation.description ?? ''}`;
+    }
+  }
+  return doc;
 }
 
 /**

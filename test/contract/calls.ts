@@ -26,6 +26,7 @@ export type CallTable = { [Op in OperationId]: (api: PlatformClient) => Promise<
 export const ids = {
   workspace: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',
   user: 'usr_01jd2x7h3k5m7p9r1t3v5x7z9b',
+  invitation: 'inv_01jd3c5d7e9f1g3h5j7k9m1n3p',
   cluster: 'cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
   computeConfig: 'cc_01jd2x9a2b4c6d8e0f2g4h6j8k',
   cloudCredential: 'ccr_01jd2y2k7m9p1r3t5v7x9z1b3d',
@@ -58,12 +59,19 @@ export const calls = {
   getWorkspace: (api) => api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } }),
   updateWorkspace: (api) => api.PATCH('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } }, body: { name: 'Acme Staging', icon: '🧪' } }),
   listWorkspaceMembers: (api) => api.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId }, query: { limit: 10 } } }),
-  addWorkspaceMember: (api) =>
-    api.POST('/v1/workspaces/{workspaceId}/members', {
+  createWorkspaceInvitation: (api) =>
+    api.POST('/v1/workspaces/{workspaceId}/invitations', {
       params: { path: { workspaceId } },
-      body: { email: 'dana@acme.example' },
+      body: { email: 'dana@acme.example', role: 'member' },
     }),
+  listUserInvitations: (api) => api.GET('/v1/user/invitations', { params: { query: { limit: 10 } } }),
+  acceptInvitation: (api) => api.POST('/v1/user/invitations/{id}/accept', { params: { path: { id: ids.invitation } } }),
+  declineInvitation: (api) => api.POST('/v1/user/invitations/{id}/decline', { params: { path: { id: ids.invitation } } }),
   removeWorkspaceMember: (api) => api.DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } } }),
+  updateWorkspaceMember: (api) =>
+    api.PATCH('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } }, body: { role: 'admin' } }),
+  transferWorkspaceOwnership: (api) => api.POST('/v1/workspaces/{workspaceId}/transfer', { params: { path: { workspaceId } }, body: { user_id: ids.user } }),
+  leaveWorkspace: (api) => api.POST('/v1/workspaces/{workspaceId}/leave', { params: { path: { workspaceId } } }),
 
   // Clusters
   listRegions: (api) => api.GET('/v1/regions', {}),

@@ -14,6 +14,7 @@ export interface QueryDefaults {
   listRegions: 'limit';
   listRegistryCredentials: 'limit';
   listSuspensions: 'limit';
+  listUserInvitations: 'limit';
   listUserTokens: 'limit';
   listWorkspaceMembers: 'limit';
   listWorkspaces: 'limit';
@@ -24,4 +25,5 @@ export interface QueryDefaults {
 export interface BodyDefaults {
   createCluster: 'kaas_version';
   createRegistryCredential: 'is_active';
+  createWorkspaceInvitation: 'role';
 }

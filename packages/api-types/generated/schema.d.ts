@@ -77,11 +77,7 @@ export interface paths {
          */
         get: operations["listWorkspaceMembers"];
         put?: never;
-        /**
-         * Add a member
-         * @description Adds an existing user, named by email, to the workspace as a member. Only the owner may add members (another member gets 403; a non-member 404). Adding someone who is already a member is a 409.
-         */
-        post: operations["addWorkspaceMember"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -111,9 +107,91 @@ export interface paths {
         post?: never;
         /**
          * Remove a member
-         * @description Removes a member from the workspace. Only the owner may remove members (another member gets 403); the owner cannot be removed (409).
+         * @description Removes a member from the workspace. The owner cannot be removed (409) until ownership is transferred.
          */
         delete: operations["removeWorkspaceMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Gives a member another role: `admin`, `member` or `viewer`. The owner's role changes only by transferring ownership (`POST /v1/workspaces/{workspaceId}/transfer`; 409 here).
+         */
+        patch: operations["updateWorkspaceMember"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite someone by email
+         * @description Invites the user of an email to the workspace with a role (`member` unless given). The answer is the same whether or not anyone has an account under the email, and so is the work done to make it: the inviter learns nothing about which emails have accounts. The invitee sees the invitation in `GET /v1/user/invitations` and accepts or declines it; it expires after 7 days.
+         */
+        post: operations["createWorkspaceInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Transfer ownership
+         * @description Makes another member the owner of the workspace; the previous owner stays as an admin. The workspace's quotas and provisioning limits follow its owner's plan, so they change with it. The user must be a member already (404 otherwise). Transferring to the owner themselves changes nothing.
+         */
+        post: operations["transferWorkspaceOwnership"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/leave": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave a workspace
+         * @description Ends the caller's own membership of the workspace. The owner cannot leave (409) until they transfer ownership to another member.
+         */
+        post: operations["leaveWorkspace"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -811,6 +889,78 @@ export interface paths {
         get: operations["streamEvents"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List my invitations
+         * @description Lists the invitations addressed to the caller's email that are neither accepted, declined nor expired, oldest first.
+         */
+        get: operations["listUserInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/invitations/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Makes the caller a member of the invitation's workspace with its role, and ends the invitation. An invitation addressed to another email, expired or ended is a 404. A caller who is a member already keeps their role.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/invitations/{id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline an invitation
+         * @description Ends the invitation without joining. An invitation addressed to another email, expired or ended is a 404.
+         */
+        post: operations["declineInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1919,6 +2069,41 @@ export interface components {
             /** @description An emoji or image URL; omitted or `null` for none. */
             icon?: string | null;
         };
+        /** @description An invitation to join a workspace, addressed to an email. The user of that email accepts or declines it; it expires after 7 days. */
+        WorkspaceInvitation: {
+            /** @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p */
+            id: string;
+            /** @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w */
+            workspace_id: string;
+            /** @example Acme Production */
+            workspace_name: string;
+            /** Format: email */
+            email: string;
+            /**
+             * @description The role the invitee gets on accepting.
+             * @enum {string}
+             */
+            role: "admin" | "member" | "viewer";
+            created_at: components["schemas"]["Timestamp"];
+            expires_at: components["schemas"]["Timestamp"];
+        };
+        WorkspaceInvitationCreate: {
+            /**
+             * Format: email
+             * @description Whom to invite. Whether anyone has an account under it is not told.
+             */
+            email: string;
+            /**
+             * @description The role the invitee gets on accepting.
+             * @default member
+             * @enum {string}
+             */
+            role?: "admin" | "member" | "viewer";
+        };
+        WorkspaceInvitationList: {
+            data: components["schemas"]["WorkspaceInvitation"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         WorkspaceList: {
             data: components["schemas"]["Workspace"][];
             pagination: components["schemas"]["Pagination"];
@@ -1930,22 +2115,29 @@ export interface components {
             /** Format: email */
             email: string;
             /**
-             * @description `owner`: created the workspace and manages its members; `member`: uses its resources.
+             * @description `viewer` reads; `member` also creates and changes resources; `admin` also manages members, credentials and deletions; `owner` (one per workspace) also transfers ownership. Each operation's `x-required-role` is the least role it needs.
              * @enum {string}
              */
-            role: "owner" | "member";
+            role: "owner" | "admin" | "member" | "viewer";
             created_at: components["schemas"]["Timestamp"];
-        };
-        WorkspaceMemberCreate: {
-            /**
-             * Format: email
-             * @description The email of an existing user of the platform.
-             */
-            email: string;
         };
         WorkspaceMemberList: {
             data: components["schemas"]["WorkspaceMember"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        WorkspaceMemberUpdate: {
+            /**
+             * @description The member's new role. The owner's role changes only by transferring ownership.
+             * @enum {string}
+             */
+            role: "admin" | "member" | "viewer";
+        };
+        WorkspaceTransfer: {
+            /**
+             * @description The member who becomes the owner.
+             * @example usr_01jd3b4c6d8e0f2g4h6j8k0m2n
+             */
+            user_id: string;
         };
         /** @description The fields to change; at least one. Fields left out keep their value. */
         WorkspaceUpdate: {
@@ -1979,7 +2171,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of. */
+        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of, or the caller's role in the workspace is below the one the operation requires (`x-required-role`; `details` names both). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1991,7 +2183,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of. `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
+        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of, or the caller's role in it is below the operation's (`x-required-role`). `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
         ForbiddenOrQuotaExceeded: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2153,6 +2345,11 @@ export interface components {
          * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
          */
         InstallId: string;
+        /**
+         * @description The invitation's id.
+         * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+         */
+        InvitationId: string;
         /**
          * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any.
          * @example 1732268805123000000-0003
@@ -2486,7 +2683,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    addWorkspaceMember: {
+    removeWorkspaceMember: {
         parameters: {
             query?: never;
             header?: never;
@@ -2496,17 +2693,63 @@ export interface operations {
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The member's user id.
+                 * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+                 */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWorkspaceMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The member's user id.
+                 * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+                 */
+                userId: components["parameters"]["UserId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WorkspaceMemberCreate"];
+                "application/json": components["schemas"]["WorkspaceMemberUpdate"];
             };
         };
         responses: {
-            /** @description The new membership. */
-            201: {
+            /** @description The membership with its new role. */
+            200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2530,7 +2773,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    removeWorkspaceMember: {
+    createWorkspaceInvitation: {
         parameters: {
             query?: never;
             header?: never;
@@ -2540,17 +2783,99 @@ export interface operations {
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceInvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, waiting for the invitee. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceInvitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    transferWorkspaceOwnership: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
                 /**
-                 * @description The member's user id.
-                 * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
-                userId: components["parameters"]["UserId"];
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceTransfer"];
+            };
+        };
+        responses: {
+            /** @description The new owner's membership. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    leaveWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Removed. No body. */
+            /** @description Left. No body. */
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4643,6 +4968,116 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceInvitationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's membership. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceMember"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Declined. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -10,6 +10,10 @@ import type { PlatformApiError } from '@platform/client';
 export const COMMANDS = {
   listWorkspaces: 'platform workspaces list',
   getWorkspace: 'platform workspaces use <id>',
+  createWorkspaceInvitation: 'platform workspaces invite <workspace id> <email>',
+  listUserInvitations: 'platform workspaces invitations',
+  acceptInvitation: 'platform workspaces accept <invitation id>',
+  leaveWorkspace: 'platform workspaces leave <workspace id>',
   listRegions: 'platform regions',
   listClusters: 'platform clusters list',
   createCluster: 'platform clusters create',

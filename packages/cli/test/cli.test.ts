@@ -333,6 +333,21 @@ describe('platform', () => {
     });
   });
 
+  describe('invitations', () => {
+    it('an owner invites by email; the invitee lists, accepts and leaves', async () => {
+      const invitee = await newUser(database.db, systemClock);
+      const email = (await database.db.selectFrom('users').select('email').where('id', '=', invitee.userId).executeTakeFirstOrThrow()).email;
+      const invited = await platformJson<{ id: string; role: string }>(['workspaces', 'invite', user.workspaceId, email, '--role', 'viewer']);
+      expect(invited.role).toBe('viewer');
+      const listed = await platform(['workspaces', 'invitations'], { token: invitee.token });
+      expect(listed.stdout).toContain(invited.id);
+      expect(await platformJson(['workspaces', 'accept', invited.id], { token: invitee.token })).toMatchObject({ user_id: invitee.userId, role: 'viewer' });
+      const left = await platform(['workspaces', 'leave', user.workspaceId], { token: invitee.token });
+      expect(left.code, left.stderr).toBe(0);
+      expect((await platform(['workspaces', 'leave', user.workspaceId])).code).toBe(1);
+    });
+  });
+
   describe('login and logout', () => {
     it('signs in with the device flow, keeps the session token, and logout revokes it', async () => {
       const home = configHome();

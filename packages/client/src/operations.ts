@@ -34,17 +34,35 @@ export interface PlatformOperations {
    */
   listWorkspaceMembers(...args: OperationArgs<'listWorkspaceMembers'>): Promise<OperationResult<'listWorkspaceMembers'>>;
   /**
-   * Add a member
+   * Change a member's role
    *
-   * `POST /v1/workspaces/{workspaceId}/members`
+   * `PATCH /v1/workspaces/{workspaceId}/members/{userId}`
    */
-  addWorkspaceMember(...args: OperationArgs<'addWorkspaceMember'>): Promise<OperationResult<'addWorkspaceMember'>>;
+  updateWorkspaceMember(...args: OperationArgs<'updateWorkspaceMember'>): Promise<OperationResult<'updateWorkspaceMember'>>;
   /**
    * Remove a member
    *
    * `DELETE /v1/workspaces/{workspaceId}/members/{userId}`
    */
   removeWorkspaceMember(...args: OperationArgs<'removeWorkspaceMember'>): Promise<OperationResult<'removeWorkspaceMember'>>;
+  /**
+   * Invite someone by email
+   *
+   * `POST /v1/workspaces/{workspaceId}/invitations`
+   */
+  createWorkspaceInvitation(...args: OperationArgs<'createWorkspaceInvitation'>): Promise<OperationResult<'createWorkspaceInvitation'>>;
+  /**
+   * Transfer ownership
+   *
+   * `POST /v1/workspaces/{workspaceId}/transfer`
+   */
+  transferWorkspaceOwnership(...args: OperationArgs<'transferWorkspaceOwnership'>): Promise<OperationResult<'transferWorkspaceOwnership'>>;
+  /**
+   * Leave a workspace
+   *
+   * `POST /v1/workspaces/{workspaceId}/leave`
+   */
+  leaveWorkspace(...args: OperationArgs<'leaveWorkspace'>): Promise<OperationResult<'leaveWorkspace'>>;
   /**
    * List regions
    *
@@ -298,6 +316,24 @@ export interface PlatformOperations {
    */
   listEvents(...args: OperationArgs<'listEvents'>): Promise<OperationResult<'listEvents'>>;
   /**
+   * List my invitations
+   *
+   * `GET /v1/user/invitations`
+   */
+  listUserInvitations(...args: OperationArgs<'listUserInvitations'>): Promise<OperationResult<'listUserInvitations'>>;
+  /**
+   * Accept an invitation
+   *
+   * `POST /v1/user/invitations/{id}/accept`
+   */
+  acceptInvitation(...args: OperationArgs<'acceptInvitation'>): Promise<OperationResult<'acceptInvitation'>>;
+  /**
+   * Decline an invitation
+   *
+   * `POST /v1/user/invitations/{id}/decline`
+   */
+  declineInvitation(...args: OperationArgs<'declineInvitation'>): Promise<OperationResult<'declineInvitation'>>;
+  /**
    * List personal access tokens
    *
    * `GET /v1/user/tokens`
@@ -372,8 +408,11 @@ export const operationRoutes = {
   getWorkspace: { method: 'GET', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   updateWorkspace: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
-  addWorkspaceMember: { method: 'POST', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: [], headers: [] },
+  updateWorkspaceMember: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
+  createWorkspaceInvitation: { method: 'POST', path: '/v1/workspaces/{workspaceId}/invitations', path_params: ['workspaceId'], query: [], headers: [] },
+  transferWorkspaceOwnership: { method: 'POST', path: '/v1/workspaces/{workspaceId}/transfer', path_params: ['workspaceId'], query: [], headers: [] },
+  leaveWorkspace: { method: 'POST', path: '/v1/workspaces/{workspaceId}/leave', path_params: ['workspaceId'], query: [], headers: [] },
   listRegions: { method: 'GET', path: '/v1/regions', path_params: [], query: ['cursor', 'limit'], headers: [] },
   listClusters: { method: 'GET', path: '/v1/clusters', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCluster: { method: 'POST', path: '/v1/clusters', path_params: [], query: [], headers: ['workspaceId'] },
@@ -416,6 +455,9 @@ export const operationRoutes = {
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
   listEvents: { method: 'GET', path: '/v1/events', path_params: [], query: ['type', 'object_id', 'cursor', 'limit'], headers: ['workspaceId'] },
+  listUserInvitations: { method: 'GET', path: '/v1/user/invitations', path_params: [], query: ['cursor', 'limit'], headers: [] },
+  acceptInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/accept', path_params: ['id'], query: [], headers: [] },
+  declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createUserToken: { method: 'POST', path: '/v1/user/tokens', path_params: [], query: [], headers: [] },
   revokeUserToken: { method: 'DELETE', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },

@@ -9,6 +9,8 @@ import { newUser, type TestUser } from './support.ts';
 export interface World {
   alice: TestUser;
   bob: TestUser;
+  /** Members of Alice's workspace (she is its owner), one per role below owner. */
+  members: Record<'admin' | 'member' | 'viewer', TestUser>;
   /** Alice's resources, by the kind of id a path names. */
   ids: {
     cluster: string;
@@ -22,12 +24,18 @@ export interface World {
     cloudCredential: string;
     registryCredential: string;
     token: string;
+    /** An invitation from Bob's workspace to Alice. */
+    invitation: string;
   };
 }
 
 export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<World> {
   const alice = await newUser(db, clock, 'pro');
   const bob = await newUser(db, clock, 'pro');
+  const members = { admin: await newUser(db, clock), member: await newUser(db, clock), viewer: await newUser(db, clock) };
+  for (const [role, user] of Object.entries(members) as [keyof typeof members, TestUser][]) {
+    await db.insertInto('workspace_members').values({ workspace_id: alice.workspaceId, user_id: user.userId, role, created_at: clock.now() }).execute();
+  }
   const sample = await seedSampleResources(db, clock, alice);
   const now = clock.now();
   const ws = alice.workspaceId;
@@ -43,7 +51,21 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     cloudCredential: newId('ccr'),
     registryCredential: newId('rc'),
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
+    invitation: newId('inv'),
   };
+  const aliceEmail = (await db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
+  await db
+    .insertInto('workspace_invitations')
+    .values({
+      id: ids.invitation,
+      workspace_id: bob.workspaceId,
+      email: aliceEmail,
+      role: 'viewer',
+      invited_by: bob.userId,
+      created_at: now,
+      expires_at: now + 7 * 24 * 60 * 60,
+    })
+    .execute();
   const workflow = newId('wf');
   await db
     .insertInto('workflows')
@@ -91,7 +113,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
       last_used_at: null,
     })
     .execute();
-  return { alice, bob, ids };
+  return { alice, bob, members, ids };
 }
 
 /** Which of the world's ids a path parameter names, from the path it sits in. */
@@ -110,6 +132,7 @@ export function idFor(world: World, path: string, param: string): string | undef
     [/^\/v1\/compute\/cloud_credentials\/\{id\}/, ids.cloudCredential],
     [/^\/v1\/registry\/credentials\/\{id\}/, ids.registryCredential],
     [/^\/v1\/user\/tokens\/\{id\}/, ids.token],
+    [/^\/v1\/user\/invitations\/\{id\}/, ids.invitation],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
 }

@@ -21,6 +21,7 @@ const contractEnum = (path: string): string[] => {
 /** Which contract enum each constrained column holds. */
 const CONTRACT_COLUMNS: Record<string, string> = {
   'workspace_members.role': 'WorkspaceMember.role',
+  'workspace_invitations.role': 'WorkspaceInvitation.role',
   'clusters.status': 'ClusterStatus',
   'machines.status': 'MachineStatus',
   'suspensions.status': 'Suspension.status',

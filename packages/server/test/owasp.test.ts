@@ -407,14 +407,17 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
 });
 
 describe('API5:2023 Broken Function Level Authorization', () => {
-  it('a member cannot add or remove members (403); a non-member does not see the workspace (404); the owner can', async () => {
+  it('a member cannot invite or remove members (403); a non-member does not see the workspace (404); the owner can', async () => {
     const owner = await newUser(database.db, clock);
     const member = await newUser(database.db, clock);
     const outsider = await newUser(database.db, clock);
     const members = `/v1/workspaces/${owner.workspaceId}/members`;
-    expect((await call(server.baseUrl, 'POST', members, { token: owner.token, body: { email: await emailOf(member) } })).status).toBe(201);
+    const invitations = `/v1/workspaces/${owner.workspaceId}/invitations`;
+    const invited = await call(server.baseUrl, 'POST', invitations, { token: owner.token, body: { email: await emailOf(member) } });
+    expect(invited.status).toBe(202);
+    expect((await call(server.baseUrl, 'POST', `/v1/user/invitations/${invited.body.id}/accept`, { token: member.token })).status).toBe(200);
 
-    const add = await call(server.baseUrl, 'POST', members, { token: member.token, body: { email: await emailOf(outsider) } });
+    const add = await call(server.baseUrl, 'POST', invitations, { token: member.token, body: { email: await emailOf(outsider) } });
     expect(add.status).toBe(403);
     expect(add.body.error.code).toBe('forbidden');
     const remove = await call(server.baseUrl, 'DELETE', `${members}/${owner.userId}`, { token: member.token });
@@ -424,7 +427,7 @@ describe('API5:2023 Broken Function Level Authorization', () => {
     // Reading is a member's right.
     expect((await call(server.baseUrl, 'GET', members, { token: member.token })).status).toBe(200);
 
-    expect((await call(server.baseUrl, 'POST', members, { token: outsider.token, body: { email: await emailOf(outsider) } })).status).toBe(404);
+    expect((await call(server.baseUrl, 'POST', invitations, { token: outsider.token, body: { email: await emailOf(outsider) } })).status).toBe(404);
     expect((await call(server.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: outsider.token })).status).toBe(404);
     expect((await call(server.baseUrl, 'GET', members, { token: outsider.token })).status).toBe(404);
 

@@ -1,10 +1,13 @@
 // The security matrix, generated from the contract: every operation without a token → 401 (except the ones the
 // contract marks `security: []`, which must be exactly the device flow's first two steps and the health probes); every operation
 // that names a resource by id, called by a user of another workspace → 404; every operation that takes
-// X-Workspace-Id, called with a workspace the caller is not a member of → 403. A new operation is covered
-// without a new test (a path naming a new kind of resource fails until fixtures.ts knows it).
+// X-Workspace-Id, called with a workspace the caller is not a member of → 403; every operation that declares
+// `x-required-role`, called by every role of the workspace it acts in → 403 below that role, allowed from it up.
+// A new operation is covered without a new test (a path naming a new kind of resource fails until fixtures.ts
+// knows it).
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROLES, type Role } from '../src/services/roles.ts';
 import { buildWorld, idFor, type World } from './fixtures.ts';
 import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
@@ -16,6 +19,7 @@ interface Parameter {
 }
 interface Operation {
   operationId: string;
+  'x-required-role'?: Role;
   parameters?: (Parameter | { $ref: string })[];
   requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> };
   security?: unknown[];
@@ -127,5 +131,55 @@ describe('every operation with a foreign X-Workspace-Id is 403', () => {
     const response = await request(op, world.alice.token, world.bob.workspaceId);
     expect(response.status).toBe(403);
     expect(await response.json()).toMatchObject({ error: { code: 'forbidden', param: 'X-Workspace-Id' } });
+  });
+});
+
+/** What each role may do, from the contract: operations acting in no workspace declare no role. */
+const roleScoped = operations.filter((op) => op.operation['x-required-role'] !== undefined);
+const tokenOf = (role: Role) => (role === 'owner' ? world.alice.token : world.members[role].token);
+const asRole = (op: (typeof operations)[number], role: Role) =>
+  request(op, tokenOf(role), op.parameters.some((p) => p.name === 'X-Workspace-Id') ? world.alice.workspaceId : undefined);
+
+describe('every operation in a workspace declares its role', () => {
+  it('exactly the operations that act in a workspace', () => {
+    const actsInWorkspace = (op: (typeof operations)[number]) => op.parameters.some((p) => p.name === 'X-Workspace-Id' || p.name === 'workspaceId');
+    expect(roleScoped.map((op) => op.operation.operationId).sort()).toEqual(
+      operations
+        .filter(actsInWorkspace)
+        .map((op) => op.operation.operationId)
+        .sort(),
+    );
+  });
+});
+
+const below = roleScoped.flatMap((op) =>
+  ROLES.filter((role) => ROLES.indexOf(role) < ROLES.indexOf(op.operation['x-required-role']!)).map((role) => [op.operation.operationId, role, op] as const),
+);
+
+describe('every role below an operation’s x-required-role is 403', () => {
+  it.each(below)('%s as %s', async (_id, role, op) => {
+    const response = await asRole(op, role);
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject({
+      error: { code: 'forbidden', details: { required_role: op.operation['x-required-role'], role } },
+    });
+  });
+});
+
+// Reads first, and the calls that remove things or change memberships last, so each runs on the world intact
+// (a deletion done by its least role leaves the roles above it a 404, which is still not a refusal).
+const order = (op: (typeof operations)[number]) =>
+  op.path.includes('/members') || op.path.endsWith('/transfer') || op.path.endsWith('/leave') ? 3 : op.method === 'DELETE' ? 2 : op.method === 'GET' ? 0 : 1;
+const fromRequired = [...roleScoped]
+  .sort((a, b) => order(a) - order(b))
+  .flatMap((op) =>
+    ROLES.filter((role) => ROLES.indexOf(role) >= ROLES.indexOf(op.operation['x-required-role']!)).map((role) => [op.operation.operationId, role, op] as const),
+  );
+
+describe('every role from an operation’s x-required-role up is allowed', () => {
+  it.each(fromRequired)('%s as %s', async (_id, role, op) => {
+    const response = await asRole(op, role);
+    expect(response.status).toBeLessThan(500);
+    if (response.status === 403) expect(((await response.json()) as { error: { details?: unknown } }).error.details).toBeUndefined();
   });
 });

@@ -13,6 +13,7 @@ const SRC = join(import.meta.dirname, '../src');
  */
 const OWNER_EXCEPTIONS: Record<string, string> = {
   workspace_members: 'resources/workspaces.ts',
+  workspace_invitations: 'resources/workspaces.ts',
   quota_overrides: 'resources/quotas.ts',
   device_grants: 'resources/device-sign-in.ts',
   device_code_attempts: 'resources/device-sign-in.ts',

@@ -33,6 +33,7 @@ const KIND_OF_FIELD: Record<string, Kind | null> = {
   template_helm_source_id: null,
   stripe_price_ids: null,
   client_id: null, // the device flow's OAuth client, not a workspace resource
+  user_id: null, // transferWorkspaceOwnership's new owner: a member of the workspace (404 otherwise, roles.test.ts)
 };
 type Kind = 'cluster' | 'computeConfig' | 'cloudCredential' | 'product';
 

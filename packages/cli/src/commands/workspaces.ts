@@ -1,4 +1,5 @@
-// `platform workspaces`: the workspaces the caller belongs to, and the default one for later commands.
+// `platform workspaces`: the workspaces the caller belongs to, the default one for later commands, invitations
+// and leaving.
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { updateConfig } from '../config.ts';
@@ -55,5 +56,64 @@ export function registerWorkspaces(program: Command): void {
         }),
       ),
     'platform workspaces use ws_01jd2x8m5r7t9v1w3y5a7c9e1g',
+  );
+
+  example(
+    workspaces
+      .command('invite <workspace-id> <email>')
+      .description('invite someone by email (the answer is the same whether or not they have an account)')
+      .option('--role <role>', 'admin, member or viewer', 'member')
+      .action(
+        action(async ({ api, out }, workspaceId: string, email: string, flags: { role: 'admin' | 'member' | 'viewer' }) => {
+          const invitation = await api.POST('/v1/workspaces/{workspaceId}/invitations', {
+            params: { path: { workspaceId } },
+            body: { email, role: flags.role },
+          });
+          done(out, `Invited ${invitation.email} as ${invitation.role} (${invitation.id}), until ${time(invitation.expires_at)}`, invitation);
+        }),
+      ),
+    'platform workspaces invite ws_01jd2x8m5r7t9v1w3y5a7c9e1g dana@acme.example --role viewer',
+  );
+
+  example(
+    withPage(workspaces.command('invitations').description('list the invitations addressed to you')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/user/invitations', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        const columns: Columns<Schema<'WorkspaceInvitation'>> = [
+          ['ID', (i) => i.id],
+          ['WORKSPACE', (i) => `${i.workspace_name} (${i.workspace_id})`],
+          ['ROLE', (i) => i.role],
+          ['EXPIRES', (i) => time(i.expires_at)],
+        ];
+        printPage(out, page, columns);
+      }),
+    ),
+    'platform workspaces invitations',
+  );
+
+  example(
+    workspaces
+      .command('accept <invitation-id>')
+      .description('accept an invitation and join its workspace')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          const member = await api.POST('/v1/user/invitations/{id}/accept', { params: { path: { id } } });
+          done(out, `Joined as ${member.role}`, member);
+        }),
+      ),
+    'platform workspaces accept inv_01jd3c5d7e9f1g3h5j7k9m1n3p',
+  );
+
+  example(
+    workspaces
+      .command('leave <workspace-id>')
+      .description('leave a workspace (its owner transfers ownership first)')
+      .action(
+        action(async ({ api, out }, workspaceId: string) => {
+          await api.POST('/v1/workspaces/{workspaceId}/leave', { params: { path: { workspaceId } } });
+          done(out, `Left workspace ${workspaceId}`);
+        }),
+      ),
+    'platform workspaces leave ws_01jd2x8m5r7t9v1w3y5a7c9e1g',
   );
 }

@@ -12,6 +12,8 @@ import * as productClustersInWorkspace from './migrations/20261123_0008_product_
 import * as contractEnumChecks from './migrations/20261123_0009_contract_enum_checks.ts';
 import * as workflowKindsByOperation from './migrations/20261123_0010_workflow_kinds_by_operation.ts';
 import * as cloudCredentialsActive from './migrations/20261123_1200_cloud_credentials_active.ts';
+import * as workspaceRoles from './migrations/20261123_1300_workspace_roles.ts';
+import * as workspaceInvitations from './migrations/20261123_1301_workspace_invitations.ts';
 import * as events from './migrations/20261123_1600_events.ts';
 import type { Database } from './schema.ts';
 
@@ -26,6 +28,8 @@ const migrations: Record<string, Migration> = {
   '20261123_0009_contract_enum_checks': contractEnumChecks,
   '20261123_0010_workflow_kinds_by_operation': workflowKindsByOperation,
   '20261123_1200_cloud_credentials_active': cloudCredentialsActive,
+  '20261123_1300_workspace_roles': workspaceRoles,
+  '20261123_1301_workspace_invitations': workspaceInvitations,
   '20261123_1600_events': events,
 };
 

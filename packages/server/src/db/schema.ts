@@ -32,6 +32,17 @@ export interface WorkspaceMembersTable {
   created_at: Seconds;
 }
 
+export interface WorkspaceInvitationsTable {
+  id: string;
+  workspace_id: string;
+  /** Lower-case, as users' emails are stored. */
+  email: string;
+  role: Schema<'WorkspaceInvitation'>['role'];
+  invited_by: string;
+  created_at: Seconds;
+  expires_at: Seconds;
+}
+
 export interface TokensTable {
   id: string;
   user_id: string;
@@ -284,6 +295,7 @@ export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
   workspace_members: WorkspaceMembersTable;
+  workspace_invitations: WorkspaceInvitationsTable;
   tokens: TokensTable;
   regions: RegionsTable;
   clusters: ClustersTable;

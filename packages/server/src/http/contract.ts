@@ -8,6 +8,7 @@ import addFormatsModule from 'ajv-formats';
 import type { Context } from 'koa';
 import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import { ApiError, validationError } from '../errors.ts';
+import { ROLES, type Role } from '../services/roles.ts';
 import type { RouteOperation } from './router.ts';
 
 // CommonJS modules seen from ESM: the class or function is on `.default`.
@@ -35,6 +36,8 @@ export interface OperationMeta extends RouteOperation {
   oauthErrors: boolean;
   /** Declared responses: status → the lower-case names of the headers declared on it. */
   responses: Map<string, Set<string>>;
+  /** The least workspace role the operation needs (`x-required-role`); none for operations outside workspaces. */
+  requiredRole?: Role;
 }
 
 export interface Contract {
@@ -71,9 +74,11 @@ export async function loadContract(): Promise<Contract> {
     const security = (operation.security ?? rootSecurity) as unknown[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
-    const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> }).paths[operation.path]?.[
-      operation.method
-    ];
+    const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string }>> }).paths[
+      operation.path
+    ]?.[operation.method];
+    const requiredRole = raw?.['x-required-role'] as Role | undefined;
+    if (requiredRole !== undefined && !ROLES.includes(requiredRole)) throw new Error(`${operation.operationId}: unknown x-required-role ${requiredRole}`);
     const responses = new Map<string, Set<string>>();
     for (const [status, response] of Object.entries(raw?.responses ?? {})) {
       const headers = (resolve(response) as { headers?: Record<string, unknown> }).headers ?? {};
@@ -93,6 +98,7 @@ export async function loadContract(): Promise<Contract> {
       authenticated: security.length > 0,
       oauthErrors: badRequest?.content?.['application/json']?.schema?.$ref === '#/components/schemas/OAuthError',
       responses,
+      requiredRole,
     });
   }
   return { api, operations };

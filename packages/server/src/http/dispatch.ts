@@ -8,6 +8,7 @@ import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import type { Authenticator } from './auth.ts';
+import { createAuthorizer } from './authorize.ts';
 import { readBody } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import { type Contract, enforceDeclaredResponse, type OperationMeta, validateRequest } from './contract.ts';
@@ -28,6 +29,7 @@ type Output = { status: number; body?: unknown; stream?: AsyncIterable<string>; 
 export function dispatch({ contract, authenticate, rateLimiter, env, config }: DispatchParts): Middleware {
   const router = new Router([...contract.operations.values()]);
   const addressOf = clientAddress(config.trustProxy);
+  const authorize = createAuthorizer(env.db, contract.operations.values());
 
   /** The operation the request names; 404 and 405 (with Allow) otherwise. */
   function route(ctx: Context): { meta: OperationMeta; params: Record<string, string> } {
@@ -115,6 +117,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
     const caller = await authenticateFor(ctx, meta);
     await countRequest(ctx, caller);
     const { body, query, headers } = await readInput(ctx, meta, params);
+    await authorize(meta, params, caller, headers['X-Workspace-Id']);
     // Aborted when the client goes away before the response is complete (long-lived streams watch it).
     const abort = new AbortController();
     ctx.res.once('close', () => {

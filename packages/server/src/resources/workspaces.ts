@@ -3,10 +3,11 @@
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { ApiError, conflict, notFound } from '../errors.ts';
+import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+import type { Role } from '../services/roles.ts';
 
 type Db = Kysely<Database>;
 
@@ -66,15 +67,6 @@ async function membership(db: Db, workspaceId: string, userId: string) {
   return row;
 }
 
-/** The membership of the workspace's owner, who alone manages its members. */
-async function ownership(db: Db, workspaceId: string, userId: string) {
-  const workspace = await membership(db, workspaceId, userId);
-  if (workspace.role !== 'owner') {
-    throw new ApiError('forbidden', `Only the owner of workspace ${workspace.id} manages its members.`, { suggestion: 'Ask the workspace owner.' });
-  }
-  return workspace;
-}
-
 export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
   toWorkspace(await membership(db, workspaceId, userId));
 
@@ -107,22 +99,93 @@ export async function listMembers(db: Db, workspaceId: string, userId: string, {
   return page(rows, limit, cursor, toWorkspaceMember);
 }
 
-export async function addMember(db: Db, workspaceId: string, callerId: string, email: string, now: number): Promise<Schema<'WorkspaceMember'>> {
-  const workspace = await ownership(db, workspaceId, callerId);
-  const user = await db.selectFrom('users').select(['id', 'email']).where('email', '=', email.toLowerCase()).executeTakeFirst();
-  if (!user) throw notFound('User with email', email, 'email');
+/** How long an invitation waits for its invitee. */
+const INVITATION_SECONDS = 7 * 24 * 60 * 60;
+
+const toInvitation = (row: Row<'workspace_invitations'> & { workspace_name: string }): Schema<'WorkspaceInvitation'> => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  workspace_name: row.workspace_name,
+  email: row.email,
+  role: row.role,
+  created_at: row.created_at,
+  expires_at: row.expires_at,
+});
+
+/**
+ * An invitation for the email, made alike whether or not anyone has an account under it: nothing here reads
+ * `users`, so neither the answer nor its timing tells the inviter.
+ */
+export async function invite(
+  db: Db,
+  workspaceId: string,
+  callerId: string,
+  input: Schema<'WorkspaceInvitationCreate'>,
+  now: number,
+): Promise<Schema<'WorkspaceInvitation'>> {
+  const workspace = await membership(db, workspaceId, callerId);
   const row = await db
-    .insertInto('workspace_members')
-    .values({ workspace_id: workspace.id, user_id: user.id, role: 'member', created_at: now })
-    .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
+    .insertInto('workspace_invitations')
+    .values({
+      id: newId('inv'),
+      workspace_id: workspace.id,
+      email: input.email.toLowerCase(),
+      role: input.role ?? 'member',
+      invited_by: callerId,
+      created_at: now,
+      expires_at: now + INVITATION_SECONDS,
+    })
     .returningAll()
+    .executeTakeFirstOrThrow();
+  return toInvitation({ ...row, workspace_name: workspace.name });
+}
+
+/** The invitations addressed to the user's email that have not expired. */
+const openInvitations = (db: Db, userId: string, now: number) =>
+  db
+    .selectFrom('workspace_invitations')
+    .innerJoin('users', 'users.email', 'workspace_invitations.email')
+    .innerJoin('workspaces', 'workspaces.id', 'workspace_invitations.workspace_id')
+    .where('users.id', '=', userId)
+    .where('workspace_invitations.expires_at', '>', now);
+
+export async function listInvitations(db: Db, userId: string, { cursor, limit = 50 }: PageQuery, now: number) {
+  const base = openInvitations(db, userId, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
+  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
+  return page(rows, limit, cursor, toInvitation);
+}
+
+/** The invitee joins with the invitation's role (a member already keeps theirs), and the invitation ends. */
+export async function acceptInvitation(db: Db, userId: string, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+  return db.transaction().execute(async (trx) => {
+    // Deleting it claims it: of two accepts at once, one finds nothing to delete.
+    const claimed = await trx
+      .deleteFrom('workspace_invitations')
+      .where('id', '=', id)
+      .where('id', 'in', openInvitations(trx, userId, now).select('workspace_invitations.id'))
+      .returning(['workspace_id', 'role'])
+      .executeTakeFirst();
+    if (!claimed) throw notFound('Invitation', id);
+    await trx
+      .insertInto('workspace_members')
+      .values({ workspace_id: claimed.workspace_id, user_id: userId, role: claimed.role, created_at: now })
+      .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
+      .execute();
+    return toWorkspaceMember(await member(trx, claimed.workspace_id, userId));
+  });
+}
+
+export async function declineInvitation(db: Db, userId: string, id: string, now: number): Promise<void> {
+  const result = await db
+    .deleteFrom('workspace_invitations')
+    .where('id', '=', id)
+    .where('id', 'in', openInvitations(db, userId, now).select('workspace_invitations.id'))
     .executeTakeFirst();
-  if (!row) throw conflict(`${email} is a member of workspace ${workspace.id} already.`, 'Nothing to do.', undefined, 'email');
-  return toWorkspaceMember({ ...row, email: user.email });
+  if (result.numDeletedRows === 0n) throw notFound('Invitation', id);
 }
 
 export async function removeMember(db: Db, workspaceId: string, callerId: string, userId: string): Promise<void> {
-  const workspace = await ownership(db, workspaceId, callerId);
+  const workspace = await membership(db, workspaceId, callerId);
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
@@ -131,6 +194,52 @@ export async function removeMember(db: Db, workspaceId: string, callerId: string
 /** The user's role in the workspace; undefined when they are not a member. */
 export const roleIn = async (db: Db, workspaceId: string, userId: string) =>
   (await db.selectFrom('workspace_members').select('role').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).executeTakeFirst())?.role;
+
+/** A member of the workspace with their email; 404 when the user is not one. */
+async function member(db: Db, workspaceId: string, userId: string) {
+  const row = await db
+    .selectFrom('workspace_members')
+    .innerJoin('users', 'users.id', 'workspace_members.user_id')
+    .select(['workspace_members.user_id', 'workspace_members.role', 'workspace_members.created_at', 'users.email'])
+    .where('workspace_members.workspace_id', '=', workspaceId)
+    .where('workspace_members.user_id', '=', userId)
+    .executeTakeFirst();
+  if (!row) throw notFound('Member', userId);
+  return row;
+}
+
+const transferSuggestion = (workspaceId: string) => `Transfer ownership first with POST /v1/workspaces/${workspaceId}/transfer.`;
+
+export async function setMemberRole(db: Db, workspaceId: string, callerId: string, userId: string, role: Exclude<Role, 'owner'>) {
+  await membership(db, workspaceId, callerId);
+  const target = await member(db, workspaceId, userId);
+  if (target.role === 'owner')
+    throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
+  await db.updateTable('workspace_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  return toWorkspaceMember({ ...target, role });
+}
+
+/** The member becomes the owner (of the workspace's row and by role); the previous owner stays as an admin. */
+export async function transferOwnership(db: Db, workspaceId: string, userId: string): Promise<Schema<'WorkspaceMember'>> {
+  return db.transaction().execute(async (trx) => {
+    // Under the workspace's row lock: two transfers at once cannot leave two owners.
+    const workspace = await trx.selectFrom('workspaces').select('owner_id').where('id', '=', workspaceId).forUpdate().executeTakeFirst();
+    if (!workspace) throw notFound('Workspace', workspaceId);
+    const target = await member(trx, workspaceId, userId);
+    if (userId === workspace.owner_id) return toWorkspaceMember(target);
+    await trx.updateTable('workspaces').set({ owner_id: userId }).where('id', '=', workspaceId).execute();
+    await trx.updateTable('workspace_members').set({ role: 'admin' }).where('workspace_id', '=', workspaceId).where('role', '=', 'owner').execute();
+    await trx.updateTable('workspace_members').set({ role: 'owner' }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+    return toWorkspaceMember({ ...target, role: 'owner' });
+  });
+}
+
+/** Ends the caller's own membership; the owner stays until they transfer ownership. */
+export async function leave(db: Db, workspaceId: string, userId: string): Promise<void> {
+  const { role } = await membership(db, workspaceId, userId);
+  if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
+  await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+}
 
 /** The members of a workspace, who are told about its resources (notifications). */
 export async function memberIds(db: Db, workspaceId: string): Promise<string[]> {

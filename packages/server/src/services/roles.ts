@@ -1,0 +1,57 @@
+// Workspace roles: their order, and a user's role in a workspace or in the workspace holding a resource.
+import type { Schema } from '@platform/api-types';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+
+export type Role = Schema<'WorkspaceMember'>['role'];
+
+/** Least to most: each role allows what the ones before it allow. */
+export const ROLES: readonly Role[] = ['viewer', 'member', 'admin', 'owner'];
+
+export const allows = (role: Role, required: Role): boolean => ROLES.indexOf(role) >= ROLES.indexOf(required);
+
+/** The resources an operation may address by id, each with the query of its workspace. */
+const workspaceOfResource = {
+  clusters: (db: Kysely<Database>, id: string) => db.selectFrom('clusters').select('workspace_id').where('id', '=', id),
+  compute_configs: (db: Kysely<Database>, id: string) => db.selectFrom('compute_configs').select('workspace_id').where('id', '=', id),
+  cloud_credentials: (db: Kysely<Database>, id: string) => db.selectFrom('cloud_credentials').select('workspace_id').where('id', '=', id),
+  machines: (db: Kysely<Database>, id: string) =>
+    db
+      .selectFrom('machines')
+      .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
+      .select('clusters.workspace_id')
+      .where('machines.provider_id', '=', id),
+  suspensions: (db: Kysely<Database>, id: string) => db.selectFrom('suspensions').select('workspace_id').where('id', '=', id),
+  registry_credentials: (db: Kysely<Database>, id: string) => db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id),
+  products: (db: Kysely<Database>, id: string) => db.selectFrom('products').select('workspace_id').where('id', '=', id),
+  installs: (db: Kysely<Database>, id: string) => db.selectFrom('installs').select('workspace_id').where('id', '=', id),
+};
+
+export type AddressedResource = keyof typeof workspaceOfResource;
+
+export interface Membership {
+  workspaceId: string;
+  role: Role;
+}
+
+/** The user's membership of the workspace; undefined when they are not a member (or it does not exist). */
+export async function membershipOf(db: Kysely<Database>, userId: string, workspaceId: string): Promise<Membership | undefined> {
+  const row = await db
+    .selectFrom('workspace_members')
+    .select(['workspace_id', 'role'])
+    .where('user_id', '=', userId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return row && { workspaceId: row.workspace_id, role: row.role };
+}
+
+/** The user's membership of the workspace holding the resource; undefined when there is none or no such resource. */
+export async function membershipOfResource(db: Kysely<Database>, userId: string, resource: AddressedResource, id: string): Promise<Membership | undefined> {
+  const row = await db
+    .selectFrom('workspace_members')
+    .select(['workspace_id', 'role'])
+    .where('user_id', '=', userId)
+    .where('workspace_id', '=', workspaceOfResource[resource](db, id))
+    .executeTakeFirst();
+  return row && { workspaceId: row.workspace_id, role: row.role };
+}
