@@ -4,7 +4,26 @@ import { monotonicFactory } from 'ulid';
 // Monotonic within a process: ids made in the same millisecond (a change and its event) still sort in order.
 const ulid = monotonicFactory();
 
-export type IdPrefix = 'usr' | 'ws' | 'cl' | 'cc' | 'ccr' | 'mch' | 'sus' | 'rc' | 'prd' | 'src' | 'tpl' | 'ins' | 'wf' | 'ntf' | 'tok' | 'qo' | 'ss' | 'evt' | 'inv';
+export type IdPrefix =
+  | 'usr'
+  | 'ws'
+  | 'cl'
+  | 'cc'
+  | 'ccr'
+  | 'mch'
+  | 'sus'
+  | 'rc'
+  | 'prd'
+  | 'src'
+  | 'tpl'
+  | 'ins'
+  | 'wf'
+  | 'ntf'
+  | 'tok'
+  | 'qo'
+  | 'ss'
+  | 'evt'
+  | 'inv';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

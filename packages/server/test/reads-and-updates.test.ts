@@ -232,18 +232,14 @@ describe('kubeconfig of a cluster', () => {
     expect(JSON.stringify(logLines)).not.toContain(token);
   });
 
-  it('is 403 for a member who is not the owner, 404 for a stranger, 422 for a ttl out of bounds', async () => {
+  it('is for admins and the owner (x-required-role admin): 403 for a member, 200 for an admin, 404 for a stranger, 422 for a ttl out of bounds', async () => {
     const stranger = await call(server.baseUrl, 'GET', path(), { token: world.bob.token });
     expect(stranger.status).toBe(404);
-    const bob = await database.db.selectFrom('users').select('email').where('id', '=', world.bob.userId).executeTakeFirstOrThrow();
-    const added = await call(server.baseUrl, 'POST', `/v1/workspaces/${world.alice.workspaceId}/members`, {
-      token: world.alice.token,
-      body: { email: bob.email },
-    });
-    expect(added.status).toBe(201);
-    const member = await call(server.baseUrl, 'GET', path(), { token: world.bob.token });
+    const member = await call(server.baseUrl, 'GET', path(), { token: world.members.member.token });
     expect(member.status).toBe(403);
-    expect(member.body).toMatchObject({ error: { code: 'forbidden' } });
+    expect(member.body).toMatchObject({ error: { code: 'forbidden', details: { required_role: 'admin', role: 'member' } } });
+    const admin = await call(server.baseUrl, 'GET', path(), { token: world.members.admin.token });
+    expect(admin.status).toBe(200);
     const tooLong = await call(server.baseUrl, 'GET', `${path()}?ttl_seconds=999999`, { token: world.alice.token });
     expect(tooLong.status).toBe(422);
     expect(tooLong.body).toMatchObject({ error: { param: 'ttl_seconds' } });

@@ -191,10 +191,6 @@ export async function removeMember(db: Db, workspaceId: string, callerId: string
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
 }
 
-/** The user's role in the workspace; undefined when they are not a member. */
-export const roleIn = async (db: Db, workspaceId: string, userId: string) =>
-  (await db.selectFrom('workspace_members').select('role').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).executeTakeFirst())?.role;
-
 /** A member of the workspace with their email; 404 when the user is not one. */
 async function member(db: Db, workspaceId: string, userId: string) {
   const row = await db
