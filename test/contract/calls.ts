@@ -147,7 +147,8 @@ export const calls = {
 
   // Tokens
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),
-  createUserToken: (api) => api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800 } }),
+  createUserToken: (api) =>
+    api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800, scopes: ['clusters:read', 'installs:write'] } }),
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   logout: (api) => api.POST('/v1/auth/logout', {}),
 

@@ -730,7 +730,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal access token
-         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires.
+         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires. `scopes` says what it may do (see Scopes in the introduction); it cannot exceed the calling token's scopes.
          */
         post: operations["createUserToken"];
         delete?: never;
@@ -1621,6 +1621,11 @@ export interface components {
             data: components["schemas"]["RegistryCredential"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /**
+         * @description A permission of a personal access token or OAuth2 JWT: a resource group (one per tag of this reference) and `read` or `write`. `write` includes `read` of its group. Each operation lists the scope it needs under its security requirements; session tokens carry every scope.
+         * @enum {string}
+         */
+        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "tokens:read" | "tokens:write";
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {
             /** @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2 */
@@ -1682,6 +1687,8 @@ export interface components {
              * @description Unix seconds when it stops working; `null` when it never expires.
              */
             expires_at: number | null;
+            /** @description What the token may do. */
+            scopes: components["schemas"]["Scope"][];
         };
         TokenCreate: {
             /** @description What the token is for, e.g. `github-actions-deploy`. */
@@ -1691,6 +1698,8 @@ export interface components {
              * @description Unix seconds after which the token is rejected; must be in the future (else `422`, `param: expires_at`). Omitted or `null`: the token never expires.
              */
             expires_at?: number | null;
+            /** @description What the token may do. `*` stands for every scope the calling token holds (all of them for a session token). A token cannot be given a scope the calling token lacks (`403`, `details.required_scope`). */
+            scopes: (components["schemas"]["Scope"] | "*")[];
         };
         /** @description A new personal access token. `token` is shown only here and cannot be retrieved later. */
         TokenCreated: {
@@ -1704,6 +1713,8 @@ export interface components {
              * @description Unix seconds when the token stops working; `null` when it never expires.
              */
             expires_at: number | null;
+            /** @description What the token may do. */
+            scopes: components["schemas"]["Scope"][];
         };
         TokenList: {
             data: components["schemas"]["Token"][];
@@ -1779,7 +1790,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of. */
+        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of, or outside the workspaces the token is restricted to; or the token lacks the operation's scope (`details.required_scope` names it). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1791,7 +1802,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of. `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
+        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of (or outside the workspaces the token is restricted to), or the token lacks the operation's scope (`details.required_scope` names it). `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
         ForbiddenOrQuotaExceeded: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2110,6 +2121,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2144,6 +2156,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -2180,6 +2193,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -2227,6 +2241,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -2353,6 +2368,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3825,6 +3841,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3860,6 +3877,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -3901,6 +3919,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3935,6 +3954,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description A body field fails the schema or a business rule; `param` names it. */
@@ -3980,6 +4000,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -4122,6 +4143,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No device authorization request with this code is waiting (unknown or expired). */
             404: {
                 headers: {

@@ -44,6 +44,8 @@ export interface TokensTable {
   expires_at: Seconds | null;
   last_used_at: Seconds | null;
   created_at: Seconds;
+  /** A PAT's scopes; null for a session token, which holds every scope. */
+  scopes: string[] | null;
 }
 
 export interface RegionsTable {

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { unauthorized } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
+import { scopesOfClaim } from '../services/scopes.ts';
 import { findLiveToken, patChecksumValid, tokenKind } from '../services/tokens.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
@@ -41,7 +42,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
         const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
         if (!user) throw new Error('unknown subject');
         // The named workspace, if any, is looked up when an operation needs it.
-        return { userId: user.id, kind, tokenId: null };
+        return { userId: user.id, kind, tokenId: null, scopes: scopesOfClaim(payload.scope) };
       } catch {
         throw unauthorized('The token is invalid or has expired.', SUGGESTION);
       }
@@ -64,6 +65,6 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
             id: workspaceId,
             ref: row.workspace_id === null || row.workspace_owner_id === null ? null : { id: row.workspace_id, owner_id: row.workspace_owner_id },
           };
-    return { userId: row.user_id, kind, tokenId: row.id, namedWorkspace };
+    return { userId: row.user_id, kind, tokenId: row.id, scopes: row.scopes ?? 'all', namedWorkspace };
   };
 }

@@ -14,6 +14,7 @@ import { type Contract, enforceDeclaredResponse, type OperationMeta, validateReq
 import { writeStream } from './event-stream.ts';
 import { checkRequestValue } from './input-checks.ts';
 import { Router } from './router.ts';
+import { checkScope } from './scopes.ts';
 
 export interface DispatchParts {
   contract: Contract;
@@ -113,6 +114,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
   return async (ctx) => {
     const { meta, params } = route(ctx);
     const caller = await authenticateFor(ctx, meta);
+    checkScope(meta, caller);
     await countRequest(ctx, caller);
     const { body, query, headers } = await readInput(ctx, meta, params);
     // Aborted when the client goes away before the response is complete (long-lived streams watch it).

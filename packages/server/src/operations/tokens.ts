@@ -8,7 +8,7 @@ export const listUserTokens: Handler<'listUserTokens'> = async ({ query, caller 
 
 export const createUserToken: Handler<'createUserToken'> = async ({ body, caller }, { db, clock }) => ({
   status: 201,
-  body: await tokens.createPersonalToken(db, clock, caller.userId, body),
+  body: await tokens.createPersonalToken(db, clock, caller.userId, caller.scopes, body),
 });
 
 export const revokeUserToken: Handler<'revokeUserToken'> = async ({ params, caller }, { db }) => {
