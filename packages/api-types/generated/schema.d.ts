@@ -765,6 +765,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/user/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List sessions
+         * @description Lists the caller's session tokens (the command-line client's sign-ins), oldest first: the client that signed in, when, and when and from which address and user agent the session was last used (recorded at most once a minute). `current` marks the session the request is made with.
+         */
+        get: operations["listUserSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/sessions/revoke_others": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke every other session
+         * @description Ends every session of the caller except the one the request is made with (all of them when it is made with a personal access token or JWT), e.g. after a laptop is lost. Personal access tokens are not touched.
+         */
+        post: operations["revokeOtherUserSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id (a session token's record; never its secret).
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a session
+         * @description Ends one of the caller's sessions at once (the current one too): the next request with its token gets 401, and the client must sign in again.
+         */
+        delete: operations["revokeUserSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/logout": {
         parameters: {
             query?: never;
@@ -1626,6 +1692,36 @@ export interface components {
          * @enum {string}
          */
         Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "tokens:read" | "tokens:write";
+        /** @description A session token of the caller (a sign-in of the command-line client); its secret is never shown. */
+        Session: {
+            /** @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7 */
+            id: string;
+            /** @description The client that signed in (the device flow's `client_id`). */
+            name: string;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: int64
+             * @description Unix seconds of its last use, to the minute; `null` when never used.
+             */
+            last_used_at: number | null;
+            /** @description The client address of its last recorded use; `null` when never used. */
+            last_address: string | null;
+            /** @description The User-Agent of its last recorded use (at most 200 characters); `null` when never used or not sent. */
+            user_agent: string | null;
+            /** @description Whether this is the session the request was made with. */
+            current: boolean;
+        };
+        SessionList: {
+            data: components["schemas"]["Session"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        SessionsRevoked: {
+            /**
+             * Format: int32
+             * @description How many sessions were ended.
+             */
+            revoked: number;
+        };
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {
             /** @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2 */
@@ -2020,6 +2116,11 @@ export interface components {
          * @example rc_01jd2xe8j0m2p4r6t8w0y2a4c6
          */
         RegistryCredentialId: string;
+        /**
+         * @description The session's id (a session token's record; never its secret).
+         * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+         */
+        SessionId: string;
         /**
          * @description The suspension's id.
          * @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2
@@ -3984,6 +4085,112 @@ export interface operations {
                  * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
                  */
                 id: components["parameters"]["TokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserSessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOtherUserSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The other sessions are revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionsRevoked"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeUserSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id (a session token's record; never its secret).
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["SessionId"];
             };
             cookie?: never;
         };

@@ -4,6 +4,7 @@ import type { Clock } from '../src/clock.ts';
 import type { Database } from '../src/db/schema.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
+import { createToken } from '../src/services/tokens.ts';
 import { newUser, type TestUser } from './support.ts';
 
 export interface World {
@@ -22,6 +23,7 @@ export interface World {
     cloudCredential: string;
     registryCredential: string;
     token: string;
+    session: string;
   };
 }
 
@@ -43,6 +45,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     cloudCredential: newId('ccr'),
     registryCredential: newId('rc'),
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
+    session: (await createToken(db, clock, { userId: alice.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).row.id,
   };
   const workflow = newId('wf');
   await db
@@ -110,6 +113,7 @@ export function idFor(world: World, path: string, param: string): string | undef
     [/^\/v1\/compute\/cloud_credentials\/\{id\}/, ids.cloudCredential],
     [/^\/v1\/registry\/credentials\/\{id\}/, ids.registryCredential],
     [/^\/v1\/user\/tokens\/\{id\}/, ids.token],
+    [/^\/v1\/user\/sessions\/\{id\}/, ids.session],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
 }

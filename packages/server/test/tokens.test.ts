@@ -203,3 +203,41 @@ describe('the database', () => {
     }
   });
 });
+
+describe('sessions', () => {
+  it('lists the caller’s sessions with their last use (address and user agent, once a minute), revokes one and all others', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const session = async () => (await createToken(database.db, clock, { userId: user.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
+    const [laptop, desktop, phone] = [await session(), await session(), await session()];
+    const get = (token: string, userAgent: string) => call(server.baseUrl, 'GET', '/v1/user/sessions', { token, headers: { 'user-agent': userAgent } });
+    clock.advance(LAST_USED_RESOLUTION_SECONDS);
+    expect((await get(desktop, 'platform-cli/2.0')).status).toBe(200);
+    // Within the minute the use is not written again: the first user agent stays.
+    const listed = await get(desktop, 'platform-cli/2.1');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toHaveLength(3);
+    const [current, ...others] = [...listed.body.data].sort((a: { current: boolean }, b: { current: boolean }) => Number(b.current) - Number(a.current));
+    expect(current).toMatchObject({
+      name: 'platform-cli',
+      last_used_at: clock.now(),
+      last_address: '127.0.0.1',
+      user_agent: 'platform-cli/2.0',
+      current: true,
+    });
+    expect(others[0]).toMatchObject({ last_used_at: null, last_address: null, user_agent: null, current: false });
+    expect(JSON.stringify(listed.body)).not.toContain(desktop);
+    // A PAT's use is no session's.
+    expect((await call(server.baseUrl, 'GET', '/v1/user/sessions', { token: user.token })).body.data.every((s: { current: boolean }) => !s.current)).toBe(true);
+
+    const revoked = await call(server.baseUrl, 'POST', '/v1/user/sessions/revoke_others', { token: desktop });
+    expect(revoked).toMatchObject({ status: 200, body: { revoked: 2 } });
+    expect((await get(laptop, 'x')).status).toBe(401);
+    expect((await get(phone, 'x')).status).toBe(401);
+    expect((await get(desktop, 'x')).body.data.map((s: { id: string }) => s.id)).toEqual([current.id]);
+    // Personal access tokens are untouched; another user's session is not found; the last one can end itself.
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: user.token })).status).toBe(200);
+    expect((await call(server.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: alice.token })).status).toBe(404);
+    expect((await call(server.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: desktop })).status).toBe(204);
+    expect((await get(desktop, 'x')).status).toBe(401);
+  });
+});

@@ -12,6 +12,7 @@ import * as productClustersInWorkspace from './migrations/20261123_0008_product_
 import * as contractEnumChecks from './migrations/20261123_0009_contract_enum_checks.ts';
 import * as workflowKindsByOperation from './migrations/20261123_0010_workflow_kinds_by_operation.ts';
 import * as tokenScopes from './migrations/20261123_1400_token_scopes.ts';
+import * as sessionLastUse from './migrations/20261123_1401_session_last_use.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0009_contract_enum_checks': contractEnumChecks,
   '20261123_0010_workflow_kinds_by_operation': workflowKindsByOperation,
   '20261123_1400_token_scopes': tokenScopes,
+  '20261123_1401_session_last_use': sessionLastUse,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

@@ -8,19 +8,22 @@ import type { Database } from '../db/schema.ts';
 import { unauthorized } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
 import { scopesOfClaim } from '../services/scopes.ts';
-import { findLiveToken, patChecksumValid, tokenKind } from '../services/tokens.ts';
+import { findLiveToken, patChecksumValid, type RequestClient, tokenKind } from '../services/tokens.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 
-/** `workspaceId`: the request's X-Workspace-Id, looked up with a PAT or session token (Caller.namedWorkspace). */
-export type Authenticator = (authorization: string | undefined, workspaceId?: string) => Promise<Caller>;
+/**
+ * `workspaceId`: the request's X-Workspace-Id, looked up with a PAT or session token (Caller.namedWorkspace);
+ * `client`: where the request comes from, recorded with a session's last use.
+ */
+export type Authenticator = (authorization: string | undefined, workspaceId?: string, client?: RequestClient) => Promise<Caller>;
 
 export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config): Authenticator {
   const jwt = config.jwt;
   // The JWKS is cached in memory by jose; staleness is harmless (keys rotate with overlap).
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3000 }) : undefined;
 
-  return async (authorization, workspaceId) => {
+  return async (authorization, workspaceId, client) => {
     const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(authorization);
     if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION);
     const token = match[1];
@@ -51,7 +54,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
     if (kind === 'pat' ? !patChecksumValid(token) : !/^[A-Za-z0-9]{32}$/.test(token)) {
       throw unauthorized('The token is malformed.', SUGGESTION);
     }
-    const row = await findLiveToken(db, clock, token, kind, workspaceId);
+    const row = await findLiveToken(db, clock, token, kind, workspaceId, client);
     if (!row) {
       throw unauthorized(
         'The token is unknown, has expired or was revoked.',

@@ -55,7 +55,10 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
   function authenticateFor(ctx: Context, meta: OperationMeta): Promise<Caller> | undefined {
     if (!meta.authenticated) return undefined;
     const workspaceHeader = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
-    return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined);
+    return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined, {
+      address: addressOf(ctx.req),
+      userAgent: ctx.get('User-Agent') || undefined,
+    });
   }
 
   /**

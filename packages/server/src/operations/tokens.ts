@@ -16,6 +16,21 @@ export const revokeUserToken: Handler<'revokeUserToken'> = async ({ params, call
   return { status: 204, body: undefined };
 };
 
+export const listUserSessions: Handler<'listUserSessions'> = async ({ query, caller }, { db }) => ({
+  status: 200,
+  body: await tokens.listSessions(db, caller.userId, caller.tokenId, query),
+});
+
+export const revokeUserSession: Handler<'revokeUserSession'> = async ({ params, caller }, { db }) => {
+  await tokens.revokeSession(db, caller.userId, params.id);
+  return { status: 204, body: undefined };
+};
+
+export const revokeOtherUserSessions: Handler<'revokeOtherUserSessions'> = async ({ caller }, { db }) => ({
+  status: 200,
+  body: await tokens.revokeOtherSessions(db, caller.userId, caller.tokenId),
+});
+
 export const logout: Handler<'logout'> = async ({ caller }, { db }) => {
   await tokens.revokeCallerToken(db, caller.tokenId);
   return { status: 204, body: undefined };
