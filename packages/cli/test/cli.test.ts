@@ -11,6 +11,7 @@ import { createPlatformClient } from '@platform/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../server/src/clock.ts';
 import { loadConfig } from '../../server/src/config.ts';
+import { createToken } from '../../server/src/services/tokens.ts';
 import { createRuntime } from '../../server/src/workflows/runtime.ts';
 import { createTestDatabase, newUser, startTestServer, type TestDatabase, type TestServer, type TestUser } from '../../server/test/support.ts';
 
@@ -667,6 +668,24 @@ describe('platform', () => {
       expect(revoked.stdout).toContain(`Revoked token ${created.id}`);
       expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(1);
       expect((await platform(['tokens', 'create', '--name', 'x', '--scope', '*', '--expires-at', 'someday'])).code).toBe(2);
+    });
+
+    it('sessions list marks the current one; revoke-others ends the rest, revoke <id> one', async () => {
+      const someone = await newUser(database.db, systemClock, 'free');
+      const session = async () =>
+        (await createToken(database.db, systemClock, { userId: someone.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
+      const [here, there, elsewhere] = [await session(), await session(), await session()];
+      const listed = await platformJson<{ data: { id: string; current: boolean }[] }>(['sessions', 'list'], { token: here });
+      expect(listed.data).toHaveLength(3);
+      const current = listed.data.find((s) => s.current)!;
+      expect((await platform(['sessions', 'list'], { token: here })).stdout).toContain(`${current.id} *`);
+      expect((await platform(['sessions', 'revoke-others'], { token: here })).code).toBe(2);
+      expect(await platformJson(['sessions', 'revoke-others', '--yes'], { token: here })).toEqual({ revoked: 2 });
+      expect((await platform(['workspaces', 'list'], { token: there })).code).toBe(1);
+      expect((await platform(['workspaces', 'list'], { token: elsewhere })).code).toBe(1);
+      const revoked = await platform(['sessions', 'revoke', current.id, '--yes'], { token: someone.token });
+      expect(revoked.stdout).toContain(`Revoked session ${current.id}`);
+      expect((await platform(['workspaces', 'list'], { token: here })).code).toBe(1);
     });
 
     it('quotas list and get, notifications list --unread and read', async () => {
