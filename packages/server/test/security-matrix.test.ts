@@ -1,7 +1,8 @@
 // The security matrix, generated from the contract: every operation without a token → 401 (except the ones the
 // contract marks `security: []`, which must be exactly the device flow's first two steps and the health probes); every operation
 // that names a resource by id, called by a user of another workspace → 404; every operation that takes
-// X-Workspace-Id, called with a workspace the caller is not a member of → 403. A new operation is covered
+// X-Workspace-Id, called with a workspace the caller is not a member of → 403; every operation's scope (its
+// security requirements), with a PAT lacking it → 403 and with a PAT of exactly it → past the check. A new operation is covered
 // without a new test (a path naming a new kind of resource fails until fixtures.ts knows it).
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
