@@ -182,8 +182,12 @@ export const calls = {
 
   // Tokens
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),
-  createUserToken: (api) => api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800 } }),
+  createUserToken: (api) =>
+    api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800, scopes: ['clusters:read', 'installs:write'] } }),
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
+  listUserSessions: (api) => api.GET('/v1/user/sessions', {}),
+  revokeUserSession: (api) => api.DELETE('/v1/user/sessions/{id}', { params: { path: { id: ids.token } } }),
+  revokeOtherUserSessions: (api) => api.POST('/v1/user/sessions/revoke_others', {}),
   logout: (api) => api.POST('/v1/auth/logout', {}),
 
   // Authentication (the device flow; the first two need no token, the client sends its own anyway)

@@ -15,6 +15,7 @@ export interface QueryDefaults {
   listRegistryCredentials: 'limit';
   listSuspensions: 'limit';
   listUserInvitations: 'limit';
+  listUserSessions: 'limit';
   listUserTokens: 'limit';
   listWorkspaceMembers: 'limit';
   listWorkspaces: 'limit';

@@ -982,7 +982,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal access token
-         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires.
+         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires. `scopes` says what it may do (see Scopes in the introduction); it cannot exceed the calling token's scopes.
          */
         post: operations["createUserToken"];
         delete?: never;
@@ -1012,6 +1012,72 @@ export interface paths {
          * @description Revokes one of the caller's personal access tokens: it is deleted at once and cannot be recovered; the next request with it gets 401.
          */
         delete: operations["revokeUserToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List sessions
+         * @description Lists the caller's session tokens (the command-line client's sign-ins), oldest first: the client that signed in, when, and when and from which address and user agent the session was last used (recorded at most once a minute). `current` marks the session the request is made with.
+         */
+        get: operations["listUserSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/sessions/revoke_others": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke every other session
+         * @description Ends every session of the caller except the one the request is made with (all of them when it is made with a personal access token or JWT), e.g. after a laptop is lost. Personal access tokens are not touched.
+         */
+        post: operations["revokeOtherUserSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id (a session token's record; never its secret).
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a session
+         * @description Ends one of the caller's sessions at once (the current one too): the next request with its token gets 401, and the client must sign in again.
+         */
+        delete: operations["revokeUserSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1965,6 +2031,41 @@ export interface components {
             /** @description Whether installs use this credential to pull images. */
             is_active?: boolean;
         };
+        /**
+         * @description A permission of a personal access token or OAuth2 JWT: a resource group (one per tag of this reference) and `read` or `write`. `write` includes `read` of its group. Each operation lists the scope it needs under its security requirements; session tokens carry every scope.
+         * @enum {string}
+         */
+        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "tokens:read" | "tokens:write";
+        /** @description A session token of the caller (a sign-in of the command-line client); its secret is never shown. */
+        Session: {
+            /** @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7 */
+            id: string;
+            /** @description The client that signed in (the device flow's `client_id`). */
+            name: string;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: int64
+             * @description Unix seconds of its last use, to the minute; `null` when never used.
+             */
+            last_used_at: number | null;
+            /** @description The client address of its last recorded use; `null` when never used. */
+            last_address: string | null;
+            /** @description The User-Agent of its last recorded use (at most 200 characters); `null` when never used or not sent. */
+            user_agent: string | null;
+            /** @description Whether this is the session the request was made with. */
+            current: boolean;
+        };
+        SessionList: {
+            data: components["schemas"]["Session"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        SessionsRevoked: {
+            /**
+             * Format: int32
+             * @description How many sessions were ended.
+             */
+            revoked: number;
+        };
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {
             /** @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2 */
@@ -2026,6 +2127,8 @@ export interface components {
              * @description Unix seconds when it stops working; `null` when it never expires.
              */
             expires_at: number | null;
+            /** @description What the token may do. */
+            scopes: components["schemas"]["Scope"][];
         };
         TokenCreate: {
             /** @description What the token is for, e.g. `github-actions-deploy`. */
@@ -2035,6 +2138,8 @@ export interface components {
              * @description Unix seconds after which the token is rejected; must be in the future (else `422`, `param: expires_at`). Omitted or `null`: the token never expires.
              */
             expires_at?: number | null;
+            /** @description What the token may do. `*` stands for every scope the calling token holds (all of them for a session token). A token cannot be given a scope the calling token lacks (`403`, `details.required_scope`). */
+            scopes: (components["schemas"]["Scope"] | "*")[];
         };
         /** @description A new personal access token. `token` is shown only here and cannot be retrieved later. */
         TokenCreated: {
@@ -2048,6 +2153,8 @@ export interface components {
              * @description Unix seconds when the token stops working; `null` when it never expires.
              */
             expires_at: number | null;
+            /** @description What the token may do. */
+            scopes: components["schemas"]["Scope"][];
         };
         TokenList: {
             data: components["schemas"]["Token"][];
@@ -2171,7 +2278,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of, or the caller's role in the workspace is below the one the operation requires (`x-required-role`; `details` names both). */
+        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of; or the caller's role in the workspace is below the one the operation requires (`x-required-role`; `details` names both); or the token lacks the operation's scope (`details.required_scope` names it). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2183,7 +2290,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of, or the caller's role in it is below the operation's (`x-required-role`). `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
+        /** @description `forbidden`: `X-Workspace-Id` names a workspace the caller is not a member of, the caller's role in it is below the operation's (`x-required-role`; `details` names both), or the token lacks the operation's scope (`details.required_scope` names it). `quota_exceeded`: the creation would exceed one of the caller's allocation quotas; `details` says which and by how much. */
         ForbiddenOrQuotaExceeded: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2416,6 +2523,11 @@ export interface components {
          */
         RegistryCredentialId: string;
         /**
+         * @description The session's id (a session token's record; never its secret).
+         * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+         */
+        SessionId: string;
+        /**
          * @description The suspension's id.
          * @example sus_01jd2xa4e6g8j0m2p4r6t8w0y2
          */
@@ -2516,6 +2628,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2550,6 +2663,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -2586,6 +2700,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -2676,6 +2791,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -2930,6 +3046,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -4836,6 +4953,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -4871,6 +4989,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -5119,6 +5238,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -5153,6 +5273,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description A body field fails the schema or a business rule; `param` names it. */
@@ -5198,6 +5319,113 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserSessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOtherUserSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The other sessions are revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionsRevoked"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeUserSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id (a session token's record; never its secret).
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -5340,6 +5568,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No device authorization request with this code is waiting (unknown or expired). */
             404: {
                 headers: {

@@ -11,6 +11,7 @@ import { registerProducts } from './commands/products.ts';
 import { registerQuotas } from './commands/quotas.ts';
 import { registerRegions } from './commands/regions.ts';
 import { registerRegistry } from './commands/registry.ts';
+import { registerSessions } from './commands/sessions.ts';
 import { registerTokens } from './commands/tokens.ts';
 import { registerWorkspaces } from './commands/workspaces.ts';
 import { UsageError } from './context.ts';
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerProducts(program);
   registerInstalls(program);
   registerTokens(program);
+  registerSessions(program);
   registerQuotas(program);
   registerNotifications(program);
   return program;

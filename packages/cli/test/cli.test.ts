@@ -11,6 +11,7 @@ import { createPlatformClient } from '@platform/client';
 import {
   createRuntime,
   createTestDatabase,
+  createToken,
   loadConfig,
   newUser,
   startTestServer,
@@ -671,10 +672,23 @@ describe('platform', () => {
   // Independent of each other (quotas and the timeout on users of their own): side by side.
   describe.concurrent('tokens, quotas, notifications, registry credentials', () => {
     it('tokens create, list, revoke; the revoked token no longer works', async () => {
-      const created = await platformJson<{ id: string; token: string }>(['tokens', 'create', '--name', 'ci', '--expires-at', '2099-01-31']);
+      const created = await platformJson<{ id: string; token: string; scopes: string[] }>([
+        'tokens',
+        'create',
+        '--name',
+        'ci',
+        '--scope',
+        'workspaces:read',
+        '--scope',
+        'clusters:read',
+        '--expires-at',
+        '2099-01-31',
+      ]);
       expect(created.token).toMatch(/^svc_pat_/);
-      expect(created).toMatchObject({ name: 'ci', expires_at: Date.parse('2099-01-31') / 1000 });
+      expect(created).toMatchObject({ name: 'ci', expires_at: Date.parse('2099-01-31') / 1000, scopes: ['workspaces:read', 'clusters:read'] });
       expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(0);
+      // Outside its scopes: tokens:read.
+      expect((await platform(['tokens', 'list'], { token: created.token })).stderr).toContain('tokens:read');
       const table = await platform(['tokens', 'list']);
       expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+│\\s+ci\\s+│\\s+svc_pat_`));
       expect(table.stdout).not.toContain(created.token);
@@ -682,7 +696,25 @@ describe('platform', () => {
       const revoked = await platform(['tokens', 'revoke', created.id, '--yes']);
       expect(revoked.stdout).toContain(`Revoked token ${created.id}`);
       expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(1);
-      expect((await platform(['tokens', 'create', '--name', 'x', '--expires-at', 'someday'])).code).toBe(2);
+      expect((await platform(['tokens', 'create', '--name', 'x', '--scope', '*', '--expires-at', 'someday'])).code).toBe(2);
+    });
+
+    it('sessions list marks the current one; revoke-others ends the rest, revoke <id> one', async () => {
+      const someone = await newUser(database.db, systemClock, 'free');
+      const session = async () =>
+        (await createToken(database.db, systemClock, { userId: someone.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
+      const [here, there, elsewhere] = [await session(), await session(), await session()];
+      const listed = await platformJson<{ data: { id: string; current: boolean }[] }>(['sessions', 'list'], { token: here });
+      expect(listed.data).toHaveLength(3);
+      const current = listed.data.find((s) => s.current)!;
+      expect((await platform(['sessions', 'list'], { token: here })).stdout).toContain(`${current.id} *`);
+      expect((await platform(['sessions', 'revoke-others'], { token: here })).code).toBe(2);
+      expect(await platformJson(['sessions', 'revoke-others', '--yes'], { token: here })).toEqual({ revoked: 2 });
+      expect((await platform(['workspaces', 'list'], { token: there })).code).toBe(1);
+      expect((await platform(['workspaces', 'list'], { token: elsewhere })).code).toBe(1);
+      const revoked = await platform(['sessions', 'revoke', current.id, '--yes'], { token: someone.token });
+      expect(revoked.stdout).toContain(`Revoked session ${current.id}`);
+      expect((await platform(['workspaces', 'list'], { token: here })).code).toBe(1);
     });
 
     it('quotas list and get, notifications list --unread and read', async () => {

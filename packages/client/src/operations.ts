@@ -352,6 +352,24 @@ export interface PlatformOperations {
    */
   revokeUserToken(...args: OperationArgs<'revokeUserToken'>): Promise<OperationResult<'revokeUserToken'>>;
   /**
+   * List sessions
+   *
+   * `GET /v1/user/sessions`
+   */
+  listUserSessions(...args: OperationArgs<'listUserSessions'>): Promise<OperationResult<'listUserSessions'>>;
+  /**
+   * Revoke every other session
+   *
+   * `POST /v1/user/sessions/revoke_others`
+   */
+  revokeOtherUserSessions(...args: OperationArgs<'revokeOtherUserSessions'>): Promise<OperationResult<'revokeOtherUserSessions'>>;
+  /**
+   * Revoke a session
+   *
+   * `DELETE /v1/user/sessions/{id}`
+   */
+  revokeUserSession(...args: OperationArgs<'revokeUserSession'>): Promise<OperationResult<'revokeUserSession'>>;
+  /**
    * Log out
    *
    * `POST /v1/auth/logout`
@@ -461,6 +479,9 @@ export const operationRoutes = {
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createUserToken: { method: 'POST', path: '/v1/user/tokens', path_params: [], query: [], headers: [] },
   revokeUserToken: { method: 'DELETE', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },
+  listUserSessions: { method: 'GET', path: '/v1/user/sessions', path_params: [], query: ['cursor', 'limit'], headers: [] },
+  revokeOtherUserSessions: { method: 'POST', path: '/v1/user/sessions/revoke_others', path_params: [], query: [], headers: [] },
+  revokeUserSession: { method: 'DELETE', path: '/v1/user/sessions/{id}', path_params: ['id'], query: [], headers: [] },
   logout: { method: 'POST', path: '/v1/auth/logout', path_params: [], query: [], headers: [] },
   requestDeviceCode: { method: 'POST', path: '/v1/auth/device/code', path_params: [], query: [], headers: [] },
   pollDeviceToken: { method: 'POST', path: '/v1/auth/device/token', path_params: [], query: [], headers: [] },

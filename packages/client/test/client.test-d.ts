@@ -14,7 +14,7 @@ describe('responses', () => {
     expectTypeOf(api.GET('/v1/quotas')).resolves.toEqualTypeOf<Schema<'QuotaEntry'>[]>();
     expectTypeOf(api.POST('/v1/installs', { body: { product_id: 'prd_1', region_id: 'fsn1' } })).resolves.toEqualTypeOf<Schema<'Install'>>();
     expectTypeOf(api.PATCH('/v1/notifications/{id}/read', { params: { path: { id: 'ntf_1' } } })).resolves.toEqualTypeOf<Schema<'Notification'>>();
-    expectTypeOf(api.POST('/v1/user/tokens', { body: { name: 'ci' } })).resolves.toEqualTypeOf<Schema<'TokenCreated'>>();
+    expectTypeOf(api.POST('/v1/user/tokens', { body: { name: 'ci', scopes: ['clusters:read'] } })).resolves.toEqualTypeOf<Schema<'TokenCreated'>>();
   });
 
   test('a 204 resolves to undefined', () => {

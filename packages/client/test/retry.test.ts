@@ -115,7 +115,7 @@ describe('idempotency', () => {
   it('does not retry a POST without a key after a network error either', async () => {
     const { fetch, requests } = fakeFetch(networkDown);
     const { api } = testClient(fetch);
-    expect(await rejection(api.POST('/v1/user/tokens', { body: { name: 'ci' } }))).toBeInstanceOf(PlatformNetworkError);
+    expect(await rejection(api.POST('/v1/user/tokens', { body: { name: 'ci', scopes: ['*'] } }))).toBeInstanceOf(PlatformNetworkError);
     expect(requests).toHaveLength(1);
   });
 

@@ -329,16 +329,16 @@ describe('markNotificationRead', () => {
 
 describe('createUserToken', () => {
   it('creates a working token shown once; expiry must be in the future', async () => {
-    const created = await client(alice).POST('/v1/user/tokens', { body: { name: 'ci', expires_at: clock.now() + 3600 } });
+    const created = await client(alice).POST('/v1/user/tokens', { body: { name: 'ci', expires_at: clock.now() + 3600, scopes: ['*'] } });
     expect(created.token).toMatch(/^svc_pat_[A-Za-z0-9]{38}$/);
     expect(created.expires_at).toBe(clock.now() + 3600);
     const withNew = createPlatformClient({ baseUrl: server.baseUrl, token: created.token, retry: false });
     expect((await withNew.GET('/v1/workspaces', {})).data).toHaveLength(1);
     clock.advance(3600);
     expect(await apiError(withNew.GET('/v1/workspaces', {}))).toMatchObject({ status: 401, code: 'unauthorized' });
-    const past = await apiError(client(alice).POST('/v1/user/tokens', { body: { name: 'old', expires_at: clock.now() - 1 } }));
+    const past = await apiError(client(alice).POST('/v1/user/tokens', { body: { name: 'old', expires_at: clock.now() - 1, scopes: ['*'] } }));
     expect(past).toMatchObject({ status: 422, param: 'expires_at' });
-    const never = await client(alice).POST('/v1/user/tokens', { body: { name: 'forever' } });
+    const never = await client(alice).POST('/v1/user/tokens', { body: { name: 'forever', scopes: ['*'] } });
     expect(never.expires_at).toBeNull();
   });
 });
@@ -545,7 +545,7 @@ describe('products, installs and notifications', () => {
 describe('tokens and logout', () => {
   it('lists tokens without secrets, revokes one, and logout revokes the calling token', async () => {
     const user = await newUser(database.db, clock, 'free');
-    const extra = await client(user).POST('/v1/user/tokens', { body: { name: 'extra' } });
+    const extra = await client(user).POST('/v1/user/tokens', { body: { name: 'extra', scopes: ['*'] } });
     const list = await client(user).GET('/v1/user/tokens', {});
     expect(list.data.map((t) => t.name)).toEqual(['initial', 'extra']);
     expect(JSON.stringify(list)).not.toContain(extra.token);

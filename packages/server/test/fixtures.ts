@@ -4,6 +4,7 @@ import type { Clock } from '../src/clock.ts';
 import type { Database } from '../src/db/schema.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
+import { createToken } from '../src/services/tokens.ts';
 import { newUser, type TestUser } from './support.ts';
 
 export interface World {
@@ -26,6 +27,7 @@ export interface World {
     token: string;
     /** An invitation from Bob's workspace to Alice. */
     invitation: string;
+    session: string;
   };
 }
 
@@ -52,6 +54,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     registryCredential: newId('rc'),
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
     invitation: newId('inv'),
+    session: (await createToken(db, clock, { userId: alice.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).row.id,
   };
   const aliceEmail = (await db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
   await db
@@ -133,6 +136,7 @@ export function idFor(world: World, path: string, param: string): string | undef
     [/^\/v1\/registry\/credentials\/\{id\}/, ids.registryCredential],
     [/^\/v1\/user\/tokens\/\{id\}/, ids.token],
     [/^\/v1\/user\/invitations\/\{id\}/, ids.invitation],
+    [/^\/v1\/user\/sessions\/\{id\}/, ids.session],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
 }

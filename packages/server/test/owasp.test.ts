@@ -142,7 +142,7 @@ describe('API2:2023 Broken Authentication', () => {
     const expired = await createToken(database.db, clock, { userId: alice.userId, kind: 'pat', name: 'expired', expiresAt: clock.now() - 1 });
     expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: expired.secret })).status).toBe(401);
 
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'to revoke' } });
+    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'to revoke', scopes: ['*'] } });
     expect(created.status).toBe(201);
     expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: created.body.token })).status).toBe(200);
     expect((await call(server.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
@@ -156,7 +156,7 @@ describe('API2:2023 Broken Authentication', () => {
     let sign: (alg?: string) => Promise<string>;
     let publicPem: string;
     let privateKeyOf: () => CryptoKey;
-    const claims = () => ({ sub: world.alice.userId });
+    const claims = () => ({ sub: world.alice.userId, scope: 'workspaces:read' });
 
     beforeAll(async () => {
       const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
@@ -266,7 +266,7 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
     ['POST', '/v1/workspaces', { name: 'mine', owner_id: 'usr_someone_else' }, 'owner_id'],
     ['POST', '/v1/workspaces', { name: 'mine', plan: 'pro' }, 'plan'],
     ['POST', '/v1/clusters', { name: 'c1', region_id: 'fsn1', workspace_id: 'ws_other' }, 'workspace_id'],
-    ['POST', '/v1/user/tokens', { name: 't', id: 'tok_chosen' }, 'id'],
+    ['POST', '/v1/user/tokens', { name: 't', scopes: ['*'], id: 'tok_chosen' }, 'id'],
     ['POST', '/v1/compute/cloud_credentials', { name: 'cc', provider: 'hcloud', secret: 's', created_at: 1 }, 'created_at'],
   ] as const)('%s %s with a property the caller may not set is 422 naming it', async (method, path, body, param) => {
     const reply = await call(server.baseUrl, method, path, { token: world.bob.token, body });
@@ -286,7 +286,7 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
       body: { name: 'c', provider: 'hcloud', secret: secrets.cloud },
     });
     expect(cloud.status).toBe(201);
-    const pat = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'shown once' } });
+    const pat = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'shown once', scopes: ['*'] } });
     expect(pat.status).toBe(201);
     secrets.pat = pat.body.token;
     expect(secrets.pat).toMatch(/^svc_pat_/);
@@ -377,7 +377,7 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
     // before the stream starts. Minting tokens multiplies nothing.
     const other = await startTestServer(database.db, clock, { LOG_STREAMS_PER_USER: '2' });
     closers.push(() => other.close());
-    const minted = await call(other.baseUrl, 'POST', '/v1/user/tokens', { token: own.alice.token, body: { name: 'second' } });
+    const minted = await call(other.baseUrl, 'POST', '/v1/user/tokens', { token: own.alice.token, body: { name: 'second', scopes: ['*'] } });
     expect(minted.status).toBe(201);
     const refused = await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs`, { token: minted.body.token });
     expect(refused.status).toBe(429);

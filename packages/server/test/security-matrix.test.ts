@@ -2,12 +2,15 @@
 // contract marks `security: []`, which must be exactly the device flow's first two steps and the health probes); every operation
 // that names a resource by id, called by a user of another workspace → 404; every operation that takes
 // X-Workspace-Id, called with a workspace the caller is not a member of → 403; every operation that declares
-// `x-required-role`, called by every role of the workspace it acts in → 403 below that role, allowed from it up.
-// A new operation is covered without a new test (a path naming a new kind of resource fails until fixtures.ts
-// knows it).
+// `x-required-role`, called by every role of the workspace it acts in → 403 below that role, allowed from it up;
+// every operation's scope (its security requirements), with a PAT lacking it → 403 and with a PAT of exactly it →
+// past the check. A new operation is covered without a new test (a path naming a new kind of resource fails until
+// fixtures.ts knows it).
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createToken } from '../src/resources/tokens.ts';
 import { ROLES, type Role } from '../src/services/roles.ts';
+import { ALL_SCOPES, type Scope } from '../src/services/scopes.ts';
 import { buildWorld, idFor, type World } from './fixtures.ts';
 import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
@@ -181,5 +184,56 @@ describe('every role from an operation’s x-required-role up is allowed', () =>
     const response = await asRole(op, role);
     expect(response.status).toBeLessThan(500);
     if (response.status === 403) expect(((await response.json()) as { error: { details?: unknown } }).error.details).toBeUndefined();
+  });
+});
+
+// The scope matrix: each operation's scope is what its security requirements list for a PAT (and the same for a
+// JWT). Alice's PAT holding every scope but that one (and but its group's write, which includes read) gets 403
+// naming it; her PAT holding exactly that scope gets past the check.
+const scopeOf = (op: (typeof operations)[number]) =>
+  (op.operation.security as Record<string, string[]>[] | undefined)?.find((requirement) => requirement.personalAccessToken)?.personalAccessToken?.[0];
+const scoped = operations.filter((op) => scopeOf(op) !== undefined);
+// Approving a device sign-in issues a session token, which holds every scope: one scope is not enough.
+const needsEveryScope = new Set(['approveDeviceCode']);
+
+async function patWith(scopes: readonly Scope[]): Promise<string> {
+  return (await createToken(database.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'matrix', expiresAt: null, scopes })).secret;
+}
+
+describe('every operation with a token lacking its scope is 403', () => {
+  it('every operation but logout and the public ones names a scope of the Scope schema, the same for PATs and JWTs', () => {
+    const unscoped = operations.filter((op) => !isPublic(op) && scopeOf(op) === undefined).map((op) => op.operation.operationId);
+    expect(unscoped).toEqual(['logout']);
+    for (const op of scoped) {
+      const requirements = op.operation.security as Record<string, string[]>[];
+      expect(ALL_SCOPES).toContain(scopeOf(op));
+      expect(requirements.find((r) => r.oauth2Jwt)?.oauth2Jwt).toEqual([scopeOf(op)]);
+      expect(requirements.find((r) => r.sessionToken)?.sessionToken).toEqual([]);
+    }
+  });
+  it.each(scoped.map((op) => [op.operation.operationId, scopeOf(op)!, op] as const))('%s without %s', async (_id, scope, op) => {
+    const write = scope.replace(/:read$/, ':write');
+    const response = await request(op, await patWith(ALL_SCOPES.filter((s) => s !== scope && s !== write)));
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject({ error: { code: 'forbidden', param: 'Authorization', details: { required_scope: scope } } });
+  });
+});
+
+describe('every operation with a token of exactly its scope passes the scope check', () => {
+  it.each(scoped.filter((op) => !needsEveryScope.has(op.operation.operationId)).map((op) => [op.operation.operationId, scopeOf(op)!, op] as const))(
+    '%s with %s',
+    async (_id, scope, op) => {
+      const response = await request(op, await patWith([scope as Scope]));
+      expect(response.status).not.toBe(401);
+      if (response.status === 403) expect((await response.json()).error.code).not.toBe('forbidden');
+    },
+  );
+  it('approveDeviceCode takes a token of every scope', async () => {
+    const op = operations.find((op) => op.operation.operationId === 'approveDeviceCode')!;
+    const one = await request(op, await patWith(['tokens:write']));
+    expect(one.status).toBe(403);
+    expect(await one.json()).toMatchObject({ error: { code: 'forbidden', details: { required_scope: 'workspaces:read' } } });
+    const every = await request(op, await patWith(ALL_SCOPES));
+    expect([403, 401]).not.toContain(every.status);
   });
 });

@@ -1,10 +1,11 @@
 // Tokens end to end: shown once, never listed, expiry, revocation, session lifetime and refresh, the
-// once-a-minute last_used_at write, JWTs against a JWKS, and no plaintext token anywhere in the database.
+// once-a-minute last_used_at write, scopes, JWTs against a JWKS, and no plaintext token anywhere in the database.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_SCOPES } from '../src/services/scopes.ts';
 import { createToken, LAST_USED_RESOLUTION_SECONDS, SESSION_LIFETIME_SECONDS } from '../src/services/tokens.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
@@ -25,7 +26,7 @@ afterAll(async () => {
 
 describe('personal access tokens', () => {
   it('shows the secret once; the list never does; revocation makes it 401', async () => {
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'deploy' } });
+    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'deploy', scopes: ['*'] } });
     expect(created.status).toBe(201);
     const secret: string = created.body.token;
     const list = await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
@@ -42,6 +43,25 @@ describe('personal access tokens', () => {
     expect(after.status).toBe(401);
     expect(after.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expect(after.body).toMatchObject({ error: { code: 'unauthorized' } });
+  });
+
+  it('is created with scopes: shown on the record, `*` for every scope of the caller, never more than the caller holds', async () => {
+    const create = (token: string, body: Record<string, unknown>) => call(server.baseUrl, 'POST', '/v1/user/tokens', { token, body });
+    const narrow = await create(alice.token, { name: 'narrow', scopes: ['installs:read', 'tokens:write', 'clusters:read'] });
+    expect(narrow).toMatchObject({ status: 201, body: { scopes: ['clusters:read', 'installs:read', 'tokens:write'] } });
+    const listed = await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
+    expect(listed.body.data.find((t: { id: string }) => t.id === narrow.body.id).scopes).toEqual(['clusters:read', 'installs:read', 'tokens:write']);
+    // A token with tokens:write mints only what it holds itself (write includes read); `*` means its own scopes.
+    const every = await create(narrow.body.token, { name: 'every', scopes: ['*'] });
+    expect(every.body.scopes).toEqual(['clusters:read', 'installs:read', 'tokens:read', 'tokens:write']);
+    const stronger = await create(narrow.body.token, { name: 'stronger', scopes: ['clusters:read', 'clusters:write'] });
+    expect(stronger).toMatchObject({ status: 403, body: { error: { code: 'forbidden', details: { required_scope: 'clusters:write' } } } });
+    expect((await create(alice.token, { name: 'none', scopes: [] })).body).toMatchObject({ error: { code: 'validation_error', param: 'scopes' } });
+    expect((await create(alice.token, { name: 'unknown', scopes: ['clusters:admin'] })).body).toMatchObject({ error: { code: 'validation_error' } });
+    expect((await create(alice.token, { name: 'unscoped' })).body).toMatchObject({ error: { code: 'validation_error', param: 'scopes' } });
+    // A session token holds every scope.
+    const { secret: session } = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    expect((await create(session, { name: 'all', scopes: ['*'] })).body.scopes).toHaveLength(ALL_SCOPES.length);
   });
 
   it('refuses a PAT with a bad checksum, and a malformed token, without reading the database', async () => {
@@ -115,9 +135,13 @@ describe('OAuth2 JWTs', () => {
     jwks?.close();
   });
 
-  it('accepts a valid JWT whose sub is a user', async () => {
-    const token = await sign({ sub: alice.userId });
+  it('accepts a valid JWT whose sub is a user, within its scope claim', async () => {
+    const token = await sign({ sub: alice.userId, scope: 'openid workspaces:read' });
     expect((await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token })).status).toBe(200);
+    const outside = await call(jwtServer.baseUrl, 'GET', '/v1/clusters', { token });
+    expect(outside).toMatchObject({ status: 403, body: { error: { code: 'forbidden', details: { required_scope: 'clusters:read' } } } });
+    const unscoped = await call(jwtServer.baseUrl, 'GET', '/v1/workspaces', { token: await sign({ sub: alice.userId }) });
+    expect(unscoped).toMatchObject({ status: 403, body: { error: { details: { required_scope: 'workspaces:read' } } } });
   });
 
   it('refuses an unknown subject, a wrong issuer or audience, an expired token, alg none and HS256', async () => {
@@ -162,7 +186,7 @@ describe('the database', () => {
     });
     expect(cloud.status).toBe(201);
     expect(JSON.stringify([credential.body, cloud.body])).not.toMatch(/plaintext/);
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'search-me' } });
+    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'search-me', scopes: ['*'] } });
     const secrets = [alice.token, created.body.token as string, 'registry-password-plaintext', 'cloud-secret-plaintext'];
     const columns = await sql<{ table_name: string; column_name: string; data_type: string }>`
       SELECT table_name, column_name, data_type FROM information_schema.columns
@@ -177,5 +201,43 @@ describe('the database', () => {
         expect(hits.rows[0]!.n, `${secret.slice(0, 12)}… found in ${table_name}.${column_name}`).toBe(0);
       }
     }
+  });
+});
+
+describe('sessions', () => {
+  it('lists the caller’s sessions with their last use (address and user agent, once a minute), revokes one and all others', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    const session = async () => (await createToken(database.db, clock, { userId: user.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
+    const [laptop, desktop, phone] = [await session(), await session(), await session()];
+    const get = (token: string, userAgent: string) => call(server.baseUrl, 'GET', '/v1/user/sessions', { token, headers: { 'user-agent': userAgent } });
+    clock.advance(LAST_USED_RESOLUTION_SECONDS);
+    expect((await get(desktop, 'platform-cli/2.0')).status).toBe(200);
+    // Within the minute the use is not written again: the first user agent stays.
+    const listed = await get(desktop, 'platform-cli/2.1');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toHaveLength(3);
+    const [current, ...others] = [...listed.body.data].sort((a: { current: boolean }, b: { current: boolean }) => Number(b.current) - Number(a.current));
+    expect(current).toMatchObject({
+      name: 'platform-cli',
+      last_used_at: clock.now(),
+      last_address: '127.0.0.1',
+      user_agent: 'platform-cli/2.0',
+      current: true,
+    });
+    expect(others[0]).toMatchObject({ last_used_at: null, last_address: null, user_agent: null, current: false });
+    expect(JSON.stringify(listed.body)).not.toContain(desktop);
+    // A PAT's use is no session's.
+    expect((await call(server.baseUrl, 'GET', '/v1/user/sessions', { token: user.token })).body.data.every((s: { current: boolean }) => !s.current)).toBe(true);
+
+    const revoked = await call(server.baseUrl, 'POST', '/v1/user/sessions/revoke_others', { token: desktop });
+    expect(revoked).toMatchObject({ status: 200, body: { revoked: 2 } });
+    expect((await get(laptop, 'x')).status).toBe(401);
+    expect((await get(phone, 'x')).status).toBe(401);
+    expect((await get(desktop, 'x')).body.data.map((s: { id: string }) => s.id)).toEqual([current.id]);
+    // Personal access tokens are untouched; another user's session is not found; the last one can end itself.
+    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: user.token })).status).toBe(200);
+    expect((await call(server.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: alice.token })).status).toBe(404);
+    expect((await call(server.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: desktop })).status).toBe(204);
+    expect((await get(desktop, 'x')).status).toBe(401);
   });
 });

@@ -1,4 +1,5 @@
 // `platform tokens`: personal access tokens for scripts and CI.
+import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
@@ -12,9 +13,16 @@ function expiry(value: string): number {
   return Math.floor(ms / 1000);
 }
 
+type Scope = Schema<'TokenCreate'>['scopes'][number];
+
+/** `--scope` repeated: every value, in order (the server refuses an unknown scope with 422). */
+function collect(value: string, previous: Scope[] | undefined): Scope[] {
+  return [...(previous ?? []), value as Scope];
+}
+
 export function registerTokens(program: Command): void {
   const tokens = program.command('tokens').description('personal access tokens');
-  example(tokens, 'platform tokens create --name ci --expires-at 2027-01-31', 'platform tokens list');
+  example(tokens, 'platform tokens create --name ci --scope clusters:read --scope installs:write', 'platform tokens list');
 
   example(
     tokens
@@ -22,21 +30,23 @@ export function registerTokens(program: Command): void {
       .description('create a token; its secret is shown once')
       .requiredOption('--name <name>', 'what it is for')
       .option('--expires-at <when>', 'Unix seconds or a date; default: never')
+      .requiredOption('--scope <scope>', "what it may do, repeatable (clusters:read, installs:write, …); '*' for every scope of yours", collect)
       .action(
-        action(async ({ api, out }, flags: { name: string; expiresAt?: string }) => {
+        action(async ({ api, out }, flags: { name: string; expiresAt?: string; scope: Scope[] }) => {
           const created = await api.POST('/v1/user/tokens', {
-            body: { name: flags.name, expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt) },
+            body: { name: flags.name, expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt), scopes: flags.scope },
           });
           printRecord(out, created, [
             ['ID', (t) => t.id],
             ['NAME', (t) => t.name],
             ['TOKEN', (t) => t.token],
             ['EXPIRES', (t) => time(t.expires_at)],
+            ['SCOPES', (t) => t.scopes.join(' ')],
           ]);
           if (!out.json) process.stderr.write('Store the token now: it cannot be shown again.\n');
         }),
       ),
-    'platform tokens create --name ci --expires-at 2027-01-31 --json | jq -r .token',
+    'platform tokens create --name ci --scope clusters:read --expires-at 2027-01-31 --json | jq -r .token',
   );
 
   example(
@@ -50,6 +60,7 @@ export function registerTokens(program: Command): void {
           ['CREATED', (t) => time(t.created_at)],
           ['LAST USED', (t) => time(t.last_used_at)],
           ['EXPIRES', (t) => time(t.expires_at)],
+          ['SCOPES', (t) => t.scopes.join(' ')],
         ]);
       }),
     ),

@@ -14,6 +14,8 @@ import * as workflowKindsByOperation from './migrations/20261123_0010_workflow_k
 import * as cloudCredentialsActive from './migrations/20261123_1200_cloud_credentials_active.ts';
 import * as workspaceRoles from './migrations/20261123_1300_workspace_roles.ts';
 import * as workspaceInvitations from './migrations/20261123_1301_workspace_invitations.ts';
+import * as tokenScopes from './migrations/20261123_1400_token_scopes.ts';
+import * as sessionLastUse from './migrations/20261123_1401_session_last_use.ts';
 import * as events from './migrations/20261123_1600_events.ts';
 import type { Database } from './schema.ts';
 
@@ -31,6 +33,8 @@ const migrations: Record<string, Migration> = {
   '20261123_1300_workspace_roles': workspaceRoles,
   '20261123_1301_workspace_invitations': workspaceInvitations,
   '20261123_1600_events': events,
+  '20261123_1400_token_scopes': tokenScopes,
+  '20261123_1401_session_last_use': sessionLastUse,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

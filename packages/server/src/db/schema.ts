@@ -55,6 +55,11 @@ export interface TokensTable {
   expires_at: Seconds | null;
   last_used_at: Seconds | null;
   created_at: Seconds;
+  /** A PAT's scopes; null for a session token, which holds every scope. */
+  scopes: string[] | null;
+  /** A session's client address and User-Agent at its last recorded use (PATs: null). */
+  last_address: string | null;
+  user_agent: string | null;
 }
 
 export interface RegionsTable {

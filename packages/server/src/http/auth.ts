@@ -7,19 +7,23 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { unauthorized } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
-import { findLiveToken, patChecksumValid, tokenKind } from '../services/tokens.ts';
+import { scopesOfClaim } from '../services/scopes.ts';
+import { findLiveToken, patChecksumValid, type RequestClient, tokenKind } from '../services/tokens.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 
-/** `workspaceId`: the request's X-Workspace-Id, looked up with a PAT or session token (Caller.namedWorkspace). */
-export type Authenticator = (authorization: string | undefined, workspaceId?: string) => Promise<Caller>;
+/**
+ * `workspaceId`: the request's X-Workspace-Id, looked up with a PAT or session token (Caller.namedWorkspace);
+ * `client`: where the request comes from, recorded with a session's last use.
+ */
+export type Authenticator = (authorization: string | undefined, workspaceId?: string, client?: RequestClient) => Promise<Caller>;
 
 export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config): Authenticator {
   const jwt = config.jwt;
   // The JWKS is cached in memory by jose; staleness is harmless (keys rotate with overlap).
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3000 }) : undefined;
 
-  return async (authorization, workspaceId) => {
+  return async (authorization, workspaceId, client) => {
     const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(authorization);
     if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION);
     const token = match[1];
@@ -41,7 +45,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
         const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
         if (!user) throw new Error('unknown subject');
         // The named workspace, if any, is looked up when an operation needs it.
-        return { userId: user.id, kind, tokenId: null };
+        return { userId: user.id, kind, tokenId: null, scopes: scopesOfClaim(payload.scope) };
       } catch {
         throw unauthorized('The token is invalid or has expired.', SUGGESTION);
       }
@@ -50,7 +54,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
     if (kind === 'pat' ? !patChecksumValid(token) : !/^[A-Za-z0-9]{32}$/.test(token)) {
       throw unauthorized('The token is malformed.', SUGGESTION);
     }
-    const row = await findLiveToken(db, clock, token, kind, workspaceId);
+    const row = await findLiveToken(db, clock, token, kind, workspaceId, client);
     if (!row) {
       throw unauthorized(
         'The token is unknown, has expired or was revoked.',
@@ -64,6 +68,6 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
             id: workspaceId,
             ref: row.workspace_id === null || row.workspace_owner_id === null ? null : { id: row.workspace_id, owner_id: row.workspace_owner_id },
           };
-    return { userId: row.user_id, kind, tokenId: row.id, namedWorkspace };
+    return { userId: row.user_id, kind, tokenId: row.id, scopes: row.scopes ?? 'all', namedWorkspace };
   };
 }

@@ -32,6 +32,8 @@ export interface OperationMeta extends RouteOperation {
   hasFormBody: boolean;
   bodyRequired: boolean;
   authenticated: boolean;
+  /** The scope a PAT or JWT needs (its security requirements list it); none for the operations any token may call. */
+  requiredScope: string | undefined;
   /** Its 400 is the OAuth 2.0 error body (RFC 6749 §5.2) instead of the shared one: the device token endpoint. */
   oauthErrors: boolean;
   /** Declared responses: status → the lower-case names of the headers declared on it. */
@@ -71,7 +73,7 @@ export async function loadContract(): Promise<Contract> {
       const type = parameter.schema?.type;
       if (parameter.in === 'query' && (type === 'integer' || type === 'number')) numericQuery.set(parameter.name, type);
     }
-    const security = (operation.security ?? rootSecurity) as unknown[];
+    const security = (operation.security ?? rootSecurity) as Record<string, string[]>[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
     const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string }>> }).paths[
@@ -96,6 +98,7 @@ export async function loadContract(): Promise<Contract> {
       hasFormBody: Boolean(requestBody?.content?.['application/x-www-form-urlencoded']),
       bodyRequired: requestBody?.required === true,
       authenticated: security.length > 0,
+      requiredScope: security.find((requirement) => requirement.personalAccessToken)?.personalAccessToken?.[0],
       oauthErrors: badRequest?.content?.['application/json']?.schema?.$ref === '#/components/schemas/OAuthError',
       responses,
       requiredRole,

@@ -15,6 +15,7 @@ import { type Contract, enforceDeclaredResponse, type OperationMeta, validateReq
 import { writeStream } from './event-stream.ts';
 import { checkRequestValue } from './input-checks.ts';
 import { Router } from './router.ts';
+import { checkScope } from './scopes.ts';
 
 export interface DispatchParts {
   contract: Contract;
@@ -56,7 +57,10 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
   function authenticateFor(ctx: Context, meta: OperationMeta): Promise<Caller> | undefined {
     if (!meta.authenticated) return undefined;
     const workspaceHeader = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
-    return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined);
+    return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined, {
+      address: addressOf(ctx.req),
+      userAgent: ctx.get('User-Agent') || undefined,
+    });
   }
 
   /**
@@ -115,6 +119,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
   return async (ctx) => {
     const { meta, params } = route(ctx);
     const caller = await authenticateFor(ctx, meta);
+    checkScope(meta, caller);
     await countRequest(ctx, caller);
     const { body, query, headers } = await readInput(ctx, meta, params);
     await authorize(meta, params, caller, headers['X-Workspace-Id']);

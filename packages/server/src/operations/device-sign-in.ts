@@ -27,5 +27,5 @@ export const pollDeviceToken: Handler<'pollDeviceToken'> = async ({ body }, { db
 
 export const approveDeviceCode: Handler<'approveDeviceCode'> = async ({ body, caller }, { db, clock }) => ({
   status: 200,
-  body: await deviceSignIn.approveDeviceCode(db, clock, caller.userId, body),
+  body: await deviceSignIn.approveDeviceCode(db, clock, caller, body),
 });

@@ -8,13 +8,28 @@ export const listUserTokens: Handler<'listUserTokens'> = async ({ query, caller 
 
 export const createUserToken: Handler<'createUserToken'> = async ({ body, caller }, { db, clock }) => ({
   status: 201,
-  body: await tokens.createPersonalToken(db, clock, caller.userId, body),
+  body: await tokens.createPersonalToken(db, clock, caller.userId, caller.scopes, body),
 });
 
 export const revokeUserToken: Handler<'revokeUserToken'> = async ({ params, caller }, { db }) => {
   await tokens.revokePersonalToken(db, caller.userId, params.id);
   return { status: 204, body: undefined };
 };
+
+export const listUserSessions: Handler<'listUserSessions'> = async ({ query, caller }, { db }) => ({
+  status: 200,
+  body: await tokens.listSessions(db, caller.userId, caller.tokenId, query),
+});
+
+export const revokeUserSession: Handler<'revokeUserSession'> = async ({ params, caller }, { db }) => {
+  await tokens.revokeSession(db, caller.userId, params.id);
+  return { status: 204, body: undefined };
+};
+
+export const revokeOtherUserSessions: Handler<'revokeOtherUserSessions'> = async ({ caller }, { db }) => ({
+  status: 200,
+  body: await tokens.revokeOtherSessions(db, caller.userId, caller.tokenId),
+});
 
 export const logout: Handler<'logout'> = async ({ caller }, { db }) => {
   await tokens.revokeCallerToken(db, caller.tokenId);

@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import type { LogTails } from '../services/log-tails.ts';
+import type { Scopes } from '../services/scopes.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
 import type { NamedWorkspace } from '../services/tenancy.ts';
@@ -18,6 +19,8 @@ export interface Caller {
   kind: 'pat' | 'session' | 'jwt';
   /** The token's row, for PATs and session tokens. */
   tokenId: string | null;
+  /** What the token may do: every scope for a session token, else a PAT's scopes or a JWT's `scope` claim. */
+  scopes: Scopes;
   /** The workspace the request names in X-Workspace-Id, looked up with the token (see tenancy.ts). */
   namedWorkspace?: NamedWorkspace;
 }

@@ -11,6 +11,7 @@ import { ulid } from 'ulid';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, OAuthError } from '../errors.ts';
+import { requireEveryScope, type Scopes } from '../services/scopes.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -242,13 +243,18 @@ export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, reques
   }
 }
 
-/** The signed-in user approves or denies the request showing `userCode`: 404, 409 or 429 otherwise. */
+/**
+ * The signed-in user approves or denies the request showing `userCode`: 404, 409 or 429 otherwise. Approving
+ * issues a session token, which holds every scope, so it takes a caller that holds every scope (403 otherwise).
+ */
 export async function approveDeviceCode(
   db: Kysely<Database>,
   clock: Clock,
-  userId: string,
+  caller: { userId: string; scopes: Scopes },
   approval: Schema<'DeviceApproval'>,
 ): Promise<Schema<'DeviceApprovalResult'>> {
+  const { userId } = caller;
+  if (approval.action === 'approve') requireEveryScope(caller.scopes, 'approveDeviceCode');
   const result = await decideDeviceSignIn(db, clock, userId, approval.user_code, approval.action);
   const code = normaliseUserCode(approval.user_code);
   const shown = code === undefined ? approval.user_code : formatUserCode(code);
