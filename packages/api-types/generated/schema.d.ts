@@ -2035,7 +2035,7 @@ export interface components {
          * @description A permission of a personal access token or OAuth2 JWT: a resource group (one per tag of this reference) and `read` or `write`. `write` includes `read` of its group. Each operation lists the scope it needs under its security requirements; session tokens carry every scope.
          * @enum {string}
          */
-        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "tokens:read" | "tokens:write";
+        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "events:read" | "tokens:read" | "tokens:write";
         /** @description A session token of the caller (a sign-in of the command-line client); its secret is never shown. */
         Session: {
             /** @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7 */
@@ -5128,6 +5128,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -5163,6 +5164,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -5197,6 +5199,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
