@@ -135,6 +135,7 @@ export const calls = {
       workspaceId,
     }),
   getInstall: (api) => api.GET('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
+  deleteInstall: (api) => api.DELETE('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
   streamInstallLogs: async (api) => {
     const events: LogStreamEvent[] = [];
     for await (const event of api.streamInstallLogs(ids.install, { follow: false, tail: 100 })) events.push(event);

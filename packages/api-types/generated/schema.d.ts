@@ -637,7 +637,11 @@ export interface paths {
         get: operations["getInstall"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Uninstall an install
+         * @description Uninstalls an install. Whatever was under way for it (its install, an upgrade or a rollback) stops; a workflow then removes its helm releases from its cluster and the install itself, after which reads answer 404, lists leave it out and its cluster can be deleted. Until then the install reads with status `uninstalling`; uninstalling it again changes nothing and answers the same.
+         */
+        delete: operations["deleteInstall"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1272,7 +1276,7 @@ export interface components {
             /** @description The cluster the install was placed on; `null` until the workflow has chosen one. */
             cluster_id: string | null;
             status: components["schemas"]["InstallStatus"];
-            /** @description The install workflow that carries out this install. */
+            /** @description The workflow of the install's latest change (its install, or an uninstall). */
             workflow_id: string;
             overrides: components["schemas"]["InstallOverride"][];
             /** @description Why the install is in its status (always set when `failed`); `null` when there is nothing to say. */
@@ -3693,6 +3697,49 @@ export interface operations {
         responses: {
             /** @description The install. */
             200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Install"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteInstall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The uninstall is under way; the install, with status `uninstalling`. */
+            202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

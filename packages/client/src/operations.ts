@@ -220,6 +220,12 @@ export interface PlatformOperations {
    */
   getInstall(...args: OperationArgs<'getInstall'>): Promise<OperationResult<'getInstall'>>;
   /**
+   * Uninstall an install
+   *
+   * `DELETE /v1/installs/{id}`
+   */
+  deleteInstall(...args: OperationArgs<'deleteInstall'>): Promise<OperationResult<'deleteInstall'>>;
+  /**
    * List notifications
    *
    * `GET /v1/notifications`
@@ -337,6 +343,7 @@ export const operationRoutes = {
   listInstalls: { method: 'GET', path: '/v1/installs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createInstall: { method: 'POST', path: '/v1/installs', path_params: [], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  deleteInstall: { method: 'DELETE', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },

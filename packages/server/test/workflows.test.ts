@@ -537,6 +537,98 @@ describe('installs', () => {
   });
 });
 
+describe('install lifecycle', () => {
+  let user: TestUser;
+  let cluster: Awaited<ReturnType<typeof runningCluster>>;
+  let product: { id: string; sources: { id: string }[] };
+
+  beforeAll(async () => {
+    user = await newUser(database.db, clock, 'pro');
+    cluster = await runningCluster(user, 'lifecycle');
+    product = await client(user).POST('/v1/products', {
+      body: {
+        name: 'Blog',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }],
+      },
+    });
+  });
+
+  const readInstall = (id: string) => client(user).GET('/v1/installs/{id}', { params: { path: { id } } });
+  const uninstall = (id: string) => client(user).DELETE('/v1/installs/{id}', { params: { path: { id } } });
+  const status = (id: string) =>
+    readInstall(id).then(
+      (i) => i.status,
+      (error: unknown) => (error instanceof PlatformApiError ? error.status : Promise.reject(error)),
+    );
+
+  async function runningInstall() {
+    const created = await client(user).POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await eventually(
+      () => status(created.id),
+      (s) => s === 'installing',
+      'installing',
+    );
+    await settled();
+    clock.advance(8);
+    return eventually(
+      () => readInstall(created.id),
+      (i) => i.status === 'running',
+      'running',
+    );
+  }
+
+  it('uninstalls the releases, then the install is gone and its cluster can be deleted', async () => {
+    const install = await runningInstall();
+    const api = client(user);
+    await expect(api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 409 });
+
+    const uninstalling = await uninstall(install.id);
+    expect(uninstalling).toMatchObject({ id: install.id, status: 'uninstalling' });
+    expect(uninstalling.workflow_id).not.toBe(install.workflow_id);
+    // Uninstalling again is the same outcome.
+    expect((await uninstall(install.id)).workflow_id).toBe(uninstalling.workflow_id);
+
+    await eventually(
+      () => status(install.id),
+      (s) => s === 404,
+      'the install to go',
+    );
+    expect((await api.GET('/v1/installs')).data.map((i) => i.id)).not.toContain(install.id);
+    const { rows } = await sql<{ uninstalled_ms: string | null }>`
+      SELECT uninstalled_ms FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.uninstalled_ms).not.toBeNull();
+    await expect(uninstall(install.id)).rejects.toMatchObject({ status: 404 });
+    await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    await expect(api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('an install waiting for its cluster: its install workflow is cancelled and the install goes', async () => {
+    const api = client(user);
+    const provisioning = await api.POST('/v1/clusters', { body: { name: 'lifecycle-later', region_id: 'nbg1' } });
+    const later = await api.POST('/v1/products', {
+      body: {
+        name: 'Wiki',
+        cluster_ids: [provisioning.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '1.0.0', chart: 'mediawiki' } }],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: later.id, region_id: 'nbg1' } });
+    await settled(); // the install workflow waits for the cluster to run
+    expect(await status(created.id)).toBe('pending');
+
+    expect((await uninstall(created.id)).status).toBe('uninstalling');
+    await eventually(
+      () => status(created.id),
+      (s) => s === 404,
+      'the install to go',
+    );
+    const workflow = await database.db.selectFrom('workflows').select(['status', 'error']).where('id', '=', created.workflow_id).executeTakeFirstOrThrow();
+    expect(workflow).toEqual({ status: 'failed', error: 'cancelled: the install was uninstalled' });
+  });
+});
+
 describe('suspend and resume', () => {
   it('suspends (snapshot, server deleted), resumes from the snapshot on a new server with the same node name; a second resume is 409', async () => {
     const user = await newUser(database.db, clock, 'pro');

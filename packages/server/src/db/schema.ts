@@ -163,7 +163,15 @@ export interface InstallsTable {
   updated_at: Seconds;
 }
 
-export type WorkflowKind = 'createCluster' | 'requestMachine' | 'deleteMachine' | 'suspendMachine' | 'resumeSuspension' | 'createInstall' | 'regenerateProduct';
+export type WorkflowKind =
+  | 'createCluster'
+  | 'requestMachine'
+  | 'deleteMachine'
+  | 'suspendMachine'
+  | 'resumeSuspension'
+  | 'createInstall'
+  | 'deleteInstall'
+  | 'regenerateProduct';
 
 /** The truth about asynchronous work (see workflows/engine.ts); pg-boss jobs only trigger its steps. */
 export interface WorkflowsTable {

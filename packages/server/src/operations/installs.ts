@@ -48,3 +48,8 @@ export const getInstall: Handler<'getInstall'> = async ({ params, headers, calle
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 200, body: await installs.getInstall(db, caller.userId, params.id) };
 };
+
+export const deleteInstall: Handler<'deleteInstall'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 202, body: await installs.deleteInstall(db, caller.userId, params.id, { now: clock.now(), workflows }) };
+};

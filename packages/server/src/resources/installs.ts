@@ -9,7 +9,7 @@ import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
-import type { WorkflowStarter } from '../workflows/engine.ts';
+import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { productOfWorkspace } from './products.ts';
 import { requireRegion } from './regions.ts';
 
@@ -96,13 +96,60 @@ export async function createInstall(
   return toInstall(row);
 }
 
+/**
+ * any → uninstalling: whatever was under way for the install (its install workflow) stops, and its deleteInstall
+ * workflow removes the releases and then the install. Uninstalling it again answers the install as it is.
+ */
+export async function deleteInstall(
+  db: Db,
+  userId: string,
+  id: string,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
+  const install = await visibleInstall(db, userId, id);
+  const row = await db.transaction().execute(async (trx) => {
+    const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirst();
+    if (!locked) throw notFound('Install', id);
+    if (locked.status === 'uninstalling') return locked;
+    const cancelled = await cancelWorkflows(trx, [locked.id], 'cancelled: the install was uninstalled', now);
+    const workflowId = await workflows.start(trx, 'deleteInstall', locked.id, { cancelled });
+    return trx
+      .updateTable('installs')
+      .set({ status: 'uninstalling', workflow_id: workflowId, status_message: null, updated_at: now })
+      .where('id', '=', locked.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
 // What the workflows do to an install.
+
+/** uninstalling → failed with its message: the uninstall gave up; uninstalling it again starts over. */
+export async function failUninstall(db: Db, id: string, message: string, now: number): Promise<void> {
+  await db
+    .updateTable('installs')
+    .set({ status: 'failed', status_message: `Uninstall failed: ${message}`, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'uninstalling')
+    .execute();
+}
+
+/** The install is gone: its releases are uninstalled. */
+export async function removeInstall(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('installs').where('id', '=', id).where('status', '=', 'uninstalling').execute();
+}
 
 export const installById = (db: Db, id: string) => db.selectFrom('installs').selectAll().where('id', '=', id).executeTakeFirst();
 
-/** pending → installing on the chosen cluster. */
+/** pending → installing on the chosen cluster (not when it is being uninstalled meanwhile). */
 export async function placeInstall(db: Db, id: string, clusterId: string, now: number): Promise<void> {
-  await db.updateTable('installs').set({ cluster_id: clusterId, status: 'installing', status_message: null, updated_at: now }).where('id', '=', id).execute();
+  await db
+    .updateTable('installs')
+    .set({ cluster_id: clusterId, status: 'installing', status_message: null, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
 }
 
 /** The template the install's releases were deployed at (updated_at too when given). */
@@ -120,7 +167,7 @@ export async function finishInstall(db: Db, id: string, outcome: { status: 'runn
     .updateTable('installs')
     .set({ status: outcome.status, status_message: outcome.status === 'failed' ? outcome.message : null, updated_at: now })
     .where('id', '=', id)
-    .where('status', '<>', outcome.status)
+    .where('status', 'not in', [outcome.status, 'uninstalling'])
     .executeTakeFirst();
   return changed.numUpdatedRows > 0n;
 }

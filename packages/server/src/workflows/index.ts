@@ -8,12 +8,14 @@ import { createInstall } from './install.ts';
 import { provision } from './provision.ts';
 import { regenerateProduct } from './regeneration.ts';
 import { resumeSuspension, suspendMachine } from './suspension.ts';
+import { deleteInstall } from './uninstall.ts';
 
 export const workflowDefinitions = (): Record<WorkflowKind, WorkflowDefinition> => ({
   createCluster: clusterCreate,
   requestMachine: provision,
   deleteMachine: deprovision,
   createInstall,
+  deleteInstall,
   regenerateProduct,
   suspendMachine,
   resumeSuspension,
