@@ -122,6 +122,8 @@ export const calls = {
       body: { ...product, sources: [{ id: ids.source, chart, values: { replicaCount: 3 } }] },
     }),
 
+  deleteProduct: (api) => api.DELETE('/v1/products/{id}', { params: { path: { id: ids.product } } }),
+
   // Installs
   listInstalls: (api) => api.GET('/v1/installs', {}),
   createInstall: (api) =>

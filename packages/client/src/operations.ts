@@ -202,6 +202,12 @@ export interface PlatformOperations {
    */
   updateProduct(...args: OperationArgs<'updateProduct'>): Promise<OperationResult<'updateProduct'>>;
   /**
+   * Delete a product
+   *
+   * `DELETE /v1/products/{id}`
+   */
+  deleteProduct(...args: OperationArgs<'deleteProduct'>): Promise<OperationResult<'deleteProduct'>>;
+  /**
    * List installs
    *
    * `GET /v1/installs`
@@ -340,6 +346,7 @@ export const operationRoutes = {
   createProduct: { method: 'POST', path: '/v1/products', path_params: [], query: [], headers: ['workspaceId'] },
   getProduct: { method: 'GET', path: '/v1/products/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   updateProduct: { method: 'PATCH', path: '/v1/products/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  deleteProduct: { method: 'DELETE', path: '/v1/products/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listInstalls: { method: 'GET', path: '/v1/installs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createInstall: { method: 'POST', path: '/v1/installs', path_params: [], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },

@@ -582,6 +582,8 @@ describe('install lifecycle', () => {
     const install = await runningInstall();
     const api = client(user);
     await expect(api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 409 });
+    const deleteProduct = () => api.DELETE('/v1/products/{id}', { params: { path: { id: product.id } } });
+    await expect(deleteProduct()).rejects.toMatchObject({ status: 409, code: 'conflict', details: { installs: [install.id] } });
 
     const uninstalling = await uninstall(install.id);
     expect(uninstalling).toMatchObject({ id: install.id, status: 'uninstalling' });
@@ -600,6 +602,8 @@ describe('install lifecycle', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]!.uninstalled_ms).not.toBeNull();
     await expect(uninstall(install.id)).rejects.toMatchObject({ status: 404 });
+    await deleteProduct();
+    await expect(api.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).rejects.toMatchObject({ status: 404 });
     await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
     await expect(api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 404 });
   });

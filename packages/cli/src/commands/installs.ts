@@ -1,6 +1,7 @@
 // `platform installs`: products installed in a region, and their logs.
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
 import { readDocument } from '../files.ts';
 import { collectValues, type Overrides, valuesOverrides } from '../helm-values.ts';
@@ -140,5 +141,16 @@ export function registerInstalls(program: Command): void {
       ),
     'platform installs logs ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --tail 100 --container wordpress',
     'platform installs logs ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --no-follow --since 600 --json | jq .line',
+  );
+
+  example(
+    withYes(installs.command('delete <id>').description('uninstall an install: its releases, then the install (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Uninstall install ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        printRecord(out, await api.DELETE('/v1/installs/{id}', { params: { path: { id } } }), columns);
+      }),
+    ),
+    'platform installs delete ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --yes',
   );
 }
