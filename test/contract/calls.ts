@@ -137,6 +137,11 @@ export const calls = {
       workspaceId,
     }),
   getInstall: (api) => api.GET('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
+  updateInstall: (api) =>
+    api.PATCH('/v1/installs/{id}', {
+      params: { path: { id: ids.install } },
+      body: { overrides: [{ template_helm_source_id: ids.source, values: { replicaCount: 3 } }] },
+    }),
   deleteInstall: (api) => api.DELETE('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
   streamInstallLogs: async (api) => {
     const events: LogStreamEvent[] = [];

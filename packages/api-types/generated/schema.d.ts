@@ -648,7 +648,11 @@ export interface paths {
         delete: operations["deleteInstall"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an install's overrides
+         * @description Replaces the install's value overrides and starts its upgrade workflow, which re-renders its helm releases with them (`installing`, then `running` or `failed` with `status_message`). One change at a time: while the install is `pending`, `installing` or `uninstalling` the answer is `409`; a `running` or `failed` install can be changed. Overrides are checked as for createInstall (`422` with `param: overrides[i].template_helm_source_id`). Send an `idempotency-key` to make retries safe: a retry with the same key and body gets the first answer again and starts nothing.
+         */
+        patch: operations["updateInstall"];
         trace?: never;
     };
     "/v1/installs/{id}/logs": {
@@ -1280,7 +1284,7 @@ export interface components {
             /** @description The cluster the install was placed on; `null` until the workflow has chosen one. */
             cluster_id: string | null;
             status: components["schemas"]["InstallStatus"];
-            /** @description The workflow of the install's latest change (its install, or an uninstall). */
+            /** @description The workflow of the install's latest change (its install, an upgrade or an uninstall). */
             workflow_id: string;
             overrides: components["schemas"]["InstallOverride"][];
             /** @description Why the install is in its status (always set when `failed`); `null` when there is nothing to say. */
@@ -1315,6 +1319,10 @@ export interface components {
          * @enum {string}
          */
         InstallStatus: "pending" | "installing" | "running" | "failed" | "uninstalling";
+        InstallUpdate: {
+            /** @description The install's value overrides per helm source, replacing the ones it has; each source at most once. */
+            overrides: components["schemas"]["InstallOverride"][];
+        };
         /** @description The `end` event, the last event of the stream; the server closes the connection after it. */
         LogEndEvent: {
             /**
@@ -3812,6 +3820,91 @@ export interface operations {
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateInstall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+                /**
+                 * @description Makes the request safe to retry. Keys are scoped to the caller and kept for at least 24 hours.
+                 *     - The same key with the same body returns the first response again (same status and body) with
+                 *       `Idempotent-Replayed: true`; no second install is created.
+                 *     - The same key with a different body → `422 idempotency_key_reused`.
+                 *     - Requests with the same key run one at a time: a request that arrives while the first is still running
+                 *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
+                 *       retry shortly.
+                 *     A client that retries should always send one; a UUID is a good choice.
+                 * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
+                 */
+                "idempotency-key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallUpdate"];
+            };
+        };
+        responses: {
+            /** @description The upgrade workflow has started. A replay of an earlier request with the same `idempotency-key` carries `Idempotent-Replayed: true`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Install"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A change of the install is in flight (it is `pending`, `installing` or `uninstalling`), or a request with the same `idempotency-key` is still being processed after 10 seconds of waiting for it. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A body field fails the schema or a business rule (`validation_error`, `param` names it), or the `idempotency-key` was used before with a different body (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -440,7 +440,7 @@ describe('platform', () => {
     );
 
     it(
-      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3; installs delete, products delete',
+      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3; installs update --wait, delete; products delete',
       async () => {
         const client = api(owner.token);
         const productFile = join(configHome(), 'new-product.yaml');
@@ -527,6 +527,11 @@ describe('platform', () => {
         const failed = await as(['installs', 'create', '--product', product.id, '--region', 'hel1', '--wait', '--timeout', '30', '--json']);
         expect(failed.code, failed.stderr).toBe(3);
         expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed' });
+
+        writeFileSync(values, 'replicaCount: 4\n');
+        const upgraded = await as(['installs', 'update', id, '--values', `wordpress=${values}`, '--wait', '--timeout', '30', '--json']);
+        expect(upgraded.code, upgraded.stderr).toBe(0);
+        expect(JSON.parse(upgraded.stdout)).toMatchObject({ status: 'running', overrides: [{ values: { replicaCount: 4 } }] });
 
         // Uninstalled, the installs go; then the product can be deleted.
         expect((await as(['products', 'delete', product.id, '--yes'])).code).not.toBe(0);

@@ -226,6 +226,12 @@ export interface PlatformOperations {
    */
   getInstall(...args: OperationArgs<'getInstall'>): Promise<OperationResult<'getInstall'>>;
   /**
+   * Change an install's overrides
+   *
+   * `PATCH /v1/installs/{id}`
+   */
+  updateInstall(...args: OperationArgs<'updateInstall'>): Promise<OperationResult<'updateInstall'>>;
+  /**
    * Uninstall an install
    *
    * `DELETE /v1/installs/{id}`
@@ -350,6 +356,7 @@ export const operationRoutes = {
   listInstalls: { method: 'GET', path: '/v1/installs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createInstall: { method: 'POST', path: '/v1/installs', path_params: [], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateInstall: { method: 'PATCH', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   deleteInstall: { method: 'DELETE', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },

@@ -578,6 +578,49 @@ describe('install lifecycle', () => {
     );
   }
 
+  it('an update re-renders the releases with the new overrides; one change at a time; idempotent with a key', async () => {
+    const install = await runningInstall();
+    const path = `/v1/installs/${install.id}`;
+    const body = { overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 3 } }] };
+    const headers = { 'idempotency-key': `upgrade-${install.id}` };
+    const first = await call(server.baseUrl, 'PATCH', path, { token: user.token, body, headers });
+    expect(first.status).toBe(202);
+    expect(first.body).toMatchObject({ status: 'installing', overrides: body.overrides });
+    const replayed = await call(server.baseUrl, 'PATCH', path, { token: user.token, body, headers });
+    expect(replayed.status).toBe(202);
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual(first.body);
+    // Another change while this one is in flight: 409.
+    const again = await call(server.baseUrl, 'PATCH', path, { token: user.token, body: { overrides: [] } });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error: { code: 'conflict', details: { status: 'installing' } } });
+
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => readInstall(install.id),
+      (i) => i.status === 'running',
+      'running again',
+    );
+    const { rows } = await sql<{ revision: number; values: Record<string, unknown> }>`
+      SELECT revision, values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(rows).toEqual([{ revision: 2, values: expect.objectContaining({ replicaCount: 3 }) }]);
+
+    const unknown = await call(server.baseUrl, 'PATCH', path, {
+      token: user.token,
+      body: { overrides: [{ template_helm_source_id: 'src_unknown', values: {} }] },
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body).toMatchObject({ error: { param: 'overrides[0].template_helm_source_id' } });
+
+    await uninstall(install.id);
+    await eventually(
+      () => status(install.id),
+      (s) => s === 404,
+      'the install to go',
+    );
+  });
+
   it('uninstalls the releases, then the install is gone and its cluster can be deleted', async () => {
     const install = await runningInstall();
     const api = client(user);

@@ -144,6 +144,37 @@ export function registerInstalls(program: Command): void {
   );
 
   example(
+    withWait(
+      installs
+        .command('update <id>')
+        .description('replace an install’s value overrides and upgrade its releases (the sources’ names as in create)')
+        .option('--values <source=file>', 'a helm values file for the product source of that name (repeatable)', collectValues, [])
+        .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values}; none of either clears the overrides'),
+    ).action(
+      action(async ({ api, out }, id: string, flags: WaitFlags & { values: string[]; overrideFile?: string }) => {
+        const overrides: Overrides = [];
+        if (flags.values.length > 0) {
+          const install = await api.GET('/v1/installs/{id}', { params: { path: { id } } });
+          overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: install.product_id } } }))));
+        }
+        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(flags.overrideFile)));
+        const install = await api.PATCH('/v1/installs/{id}', { params: { path: { id } }, body: { overrides } });
+        if (!flags.wait) return printRecord(out, install, columns);
+        const { code, record } = await waitFor({
+          what: `install ${id}`,
+          read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
+          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
+          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, columns);
+        return code;
+      }),
+    ),
+    'platform installs update ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --values wordpress=values.yaml --wait',
+  );
+
+  example(
     withYes(installs.command('delete <id>').description('uninstall an install: its releases, then the install (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Uninstall install ${id}`;

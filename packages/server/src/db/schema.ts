@@ -170,6 +170,7 @@ export type WorkflowKind =
   | 'suspendMachine'
   | 'resumeSuspension'
   | 'createInstall'
+  | 'updateInstall'
   | 'deleteInstall'
   | 'regenerateProduct';
 

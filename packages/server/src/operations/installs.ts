@@ -53,3 +53,21 @@ export const deleteInstall: Handler<'deleteInstall'> = async ({ params, headers,
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 202, body: await installs.deleteInstall(db, caller.userId, params.id, { now: clock.now(), workflows }) };
 };
+
+const changeInstall = async ({ params, body, headers, caller }: OperationInput<'updateInstall'>, db: HandlerEnv['db'], { clock, workflows }: HandlerEnv) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return installs.updateInstall(db, caller.userId, params.id, body, { now: clock.now(), workflows });
+};
+
+/** With an Idempotency-Key, the change is made in the transaction that stores the answer to replay. */
+export const updateInstall: Handler<'updateInstall'> = async (input, env) => {
+  const key = input.headers['idempotency-key'];
+  if (key === undefined) return { status: 202, body: await changeInstall(input, env.db, env) };
+  const hash = requestHash('updateInstall', { id: input.params.id, body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null });
+  const scope = { userId: input.caller.userId, key, operation: 'updateInstall', hash };
+  const { response, replayed } = await withIdempotencyKey(env.db, env.clock, scope, async (trx) => ({
+    status: 202 as const,
+    body: await changeInstall(input, trx, env),
+  }));
+  return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
+};

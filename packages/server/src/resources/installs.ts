@@ -5,7 +5,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { notFound, validationError } from '../errors.ts';
+import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
@@ -34,6 +34,22 @@ const toInstall = (row: Row<'installs'>): Schema<'Install'> => ({
 const inTransaction = <T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
   db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
 
+/** Each override names a source of the product, each source at most once; 422 naming the override otherwise. */
+function checkOverrides(overrides: Schema<'InstallOverride'>[], sources: { id: string }[]): void {
+  const sourceIds = new Set(sources.map((s) => s.id));
+  const seen = new Set<string>();
+  overrides.forEach((override, i) => {
+    const param = `overrides[${i}].template_helm_source_id`;
+    if (!sourceIds.has(override.template_helm_source_id)) {
+      throw validationError(param, `The product has no helm source ${override.template_helm_source_id}.`, "Use the id of one of the product's sources.");
+    }
+    if (seen.has(override.template_helm_source_id)) {
+      throw validationError(param, `Helm source ${override.template_helm_source_id} is overridden twice.`, 'Merge the values into one override per source.');
+    }
+    seen.add(override.template_helm_source_id);
+  });
+}
+
 export const listInstalls = (db: Db, input: PageInput) => workspacePage(db, input, 'installs', toInstall);
 
 /** The id of an install the user may see (a member of its workspace); 404 otherwise. */
@@ -60,18 +76,7 @@ export async function createInstall(
   if (!product) throw notFound('Product', input.product_id, 'product_id');
   const regionId = await requireRegion(db, input.region_id);
   const overrides = input.overrides ?? [];
-  const sourceIds = new Set(product.sources.map((s) => s.id));
-  const seen = new Set<string>();
-  overrides.forEach((override, i) => {
-    const param = `overrides[${i}].template_helm_source_id`;
-    if (!sourceIds.has(override.template_helm_source_id)) {
-      throw validationError(param, `The product has no helm source ${override.template_helm_source_id}.`, "Use the id of one of the product's sources.");
-    }
-    if (seen.has(override.template_helm_source_id)) {
-      throw validationError(param, `Helm source ${override.template_helm_source_id} is overridden twice.`, 'Merge the values into one override per source.');
-    }
-    seen.add(override.template_helm_source_id);
-  });
+  checkOverrides(overrides, product.sources);
   const row = await inTransaction(db, async (trx) => {
     const installId = newId('ins');
     const workflowId = await workflows.start(trx, 'createInstall', installId);
@@ -90,6 +95,48 @@ export async function createInstall(
         created_at: now,
         updated_at: now,
       })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
+/** Statuses in which a change of the install may start: no workflow of it is in flight. */
+const SETTLED: Schema<'InstallStatus'>[] = ['running', 'failed'];
+
+/**
+ * running / failed → installing (pending when it was never placed) with the new overrides, and its updateInstall
+ * workflow re-renders the releases. One change at a time: 409 while another is in flight.
+ */
+export async function updateInstall(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'InstallUpdate'>,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
+  const row = await inTransaction(db, async (trx) => {
+    const install = await visibleInstall(trx, userId, id);
+    const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirstOrThrow();
+    if (!SETTLED.includes(locked.status)) {
+      throw conflict(`Install ${locked.id} is ${locked.status}; one change at a time.`, 'Wait until the install is running or failed, then try again.', {
+        status: locked.status,
+      });
+    }
+    const product = await productOfWorkspace(trx, locked.product_id, locked.workspace_id);
+    if (!product) throw notFound('Product', locked.product_id);
+    checkOverrides(input.overrides, product.sources);
+    const workflowId = await workflows.start(trx, 'updateInstall', locked.id);
+    return trx
+      .updateTable('installs')
+      .set({
+        overrides: JSON.stringify(input.overrides),
+        status: locked.cluster_id ? 'installing' : 'pending',
+        workflow_id: workflowId,
+        status_message: null,
+        updated_at: now,
+      })
+      .where('id', '=', locked.id)
       .returningAll()
       .executeTakeFirstOrThrow();
   });

@@ -15,6 +15,8 @@ export const workflowDefinitions = (): Record<WorkflowKind, WorkflowDefinition> 
   requestMachine: provision,
   deleteMachine: deprovision,
   createInstall,
+  // The same steps: placed already, it re-renders the releases with the new overrides and waits for them.
+  updateInstall: createInstall,
   deleteInstall,
   regenerateProduct,
   suspendMachine,
