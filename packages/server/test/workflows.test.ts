@@ -651,6 +651,26 @@ describe('install lifecycle', () => {
     await expect(api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 404 });
   });
 
+  it('an install of a product deleted while it is created: 404, not a foreign-key error', async () => {
+    const api = client(user);
+    const somewhere = await api.POST('/v1/clusters', { body: { name: 'lifecycle-doomed', region_id: 'nbg1' } });
+    const doomed = await api.POST('/v1/products', {
+      body: {
+        name: 'Doomed',
+        cluster_ids: [somewhere.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '1.0.0', chart: 'nginx' } }],
+      },
+    });
+    await database.db.connection().execute(async (conn) => {
+      await sql`BEGIN`.execute(conn);
+      await sql`DELETE FROM products WHERE id = ${doomed.id}`.execute(conn);
+      const created = call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: doomed.id, region_id: 'fsn1' } });
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the request now waits for the deleting transaction
+      await sql`COMMIT`.execute(conn);
+      expect((await created).status).toBe(404);
+    });
+  });
+
   it('an install waiting for its cluster: its install workflow is cancelled and the install goes', async () => {
     const api = client(user);
     const provisioning = await api.POST('/v1/clusters', { body: { name: 'lifecycle-later', region_id: 'nbg1' } });

@@ -1,6 +1,8 @@
 // Installs: the only writer of `installs`. An install of a product starts pending; its createInstall workflow
 // places it on a running cluster of the product in its region (installing), deploys one release per source
-// (running, or failed with a status_message); regenerateProduct moves running installs to a new template. What
+// (running, or failed with a status_message); regenerateProduct moves running installs to a new template.
+// updateInstall changes the overrides of a running or failed install (one change at a time), and deleteInstall
+// uninstalls its releases, then removes it. What
 // an install references (its product, its cluster) lives in its workspace, checked again where workflows act.
 import type { Schema } from '@platform/api-types';
 import type { Kysely, Transaction } from 'kysely';
@@ -78,6 +80,9 @@ export async function createInstall(
   const overrides = input.overrides ?? [];
   checkOverrides(overrides, product.sources);
   const row = await inTransaction(db, async (trx) => {
+    // Held until the install is written: a product deleted meanwhile is not found rather than a foreign-key error.
+    const held = await trx.selectFrom('products').select('id').where('id', '=', product.id).forShare().executeTakeFirst();
+    if (!held) throw notFound('Product', input.product_id, 'product_id');
     const installId = newId('ins');
     const workflowId = await workflows.start(trx, 'createInstall', installId);
     return trx
