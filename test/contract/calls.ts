@@ -142,6 +142,7 @@ export const calls = {
       params: { path: { id: ids.install } },
       body: { overrides: [{ template_helm_source_id: ids.source, values: { replicaCount: 3 } }] },
     }),
+  listInstallRevisions: (api) => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: ids.install } } }),
   deleteInstall: (api) => api.DELETE('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
   streamInstallLogs: async (api) => {
     const events: LogStreamEvent[] = [];

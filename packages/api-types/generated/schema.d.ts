@@ -681,6 +681,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/installs/{id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an install's revisions
+         * @description Lists the revisions of an install of a workspace the caller is a member of, oldest first: one per deploy (its install, each update of its overrides, each regeneration of its product that reached it), with the template and overrides it rendered and how it ended. Any other install → 404.
+         */
+        get: operations["listInstallRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/notifications": {
         parameters: {
             query?: never;
@@ -1310,6 +1336,32 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description One deploy of an install (its install, an upgrade of its overrides, or a regeneration of its product). */
+        InstallRevision: {
+            /**
+             * Format: int32
+             * @description 1 for the first deploy, one more for each after it.
+             */
+            revision: number;
+            /** @description The product template the releases were rendered from. */
+            template_id: string;
+            /** @description The install's overrides this revision rendered. */
+            overrides: components["schemas"]["InstallOverride"][];
+            status: components["schemas"]["InstallRevisionStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        InstallRevisionList: {
+            data: components["schemas"]["InstallRevision"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description - `deploying`: the releases are being rendered and deployed with this revision's template and overrides.
+         *     - `deployed`: every release reached this revision.
+         *     - `failed`: the deploy gave up; the install's `status_message` says why.
+         * @enum {string}
+         */
+        InstallRevisionStatus: "deploying" | "deployed" | "failed";
         /**
          * @description - `pending`: accepted; the install workflow is choosing a cluster.
          *     - `installing`: the product's helm releases are being installed on `cluster_id`.
@@ -3972,6 +4024,60 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["LogStream"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInstallRevisions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of revisions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallRevisionList"];
                 };
             };
             401: components["responses"]["Unauthorized"];

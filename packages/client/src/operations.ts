@@ -238,6 +238,12 @@ export interface PlatformOperations {
    */
   deleteInstall(...args: OperationArgs<'deleteInstall'>): Promise<OperationResult<'deleteInstall'>>;
   /**
+   * List an install's revisions
+   *
+   * `GET /v1/installs/{id}/revisions`
+   */
+  listInstallRevisions(...args: OperationArgs<'listInstallRevisions'>): Promise<OperationResult<'listInstallRevisions'>>;
+  /**
    * List notifications
    *
    * `GET /v1/notifications`
@@ -358,6 +364,7 @@ export const operationRoutes = {
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   updateInstall: { method: 'PATCH', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   deleteInstall: { method: 'DELETE', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  listInstallRevisions: { method: 'GET', path: '/v1/installs/{id}/revisions', path_params: ['id'], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },

@@ -521,6 +521,11 @@ describe('installs', () => {
     const { rows } = await sql<{ revision: number; template_id: string; chart: { target_revision: string } }>`
       SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
     expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
+    const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
+    expect(revisions.data.map((r) => [r.revision, r.template_id, r.status])).toEqual([
+      [1, product.template_id, 'deployed'],
+      [2, updated.template_id, 'deployed'],
+    ]);
   });
 
   it('fails with a status_message when the region has no running cluster of the product', async () => {
@@ -540,7 +545,7 @@ describe('installs', () => {
 describe('install lifecycle', () => {
   let user: TestUser;
   let cluster: Awaited<ReturnType<typeof runningCluster>>;
-  let product: { id: string; sources: { id: string }[] };
+  let product: { id: string; template_id: string; sources: { id: string }[] };
 
   beforeAll(async () => {
     user = await newUser(database.db, clock, 'pro');
@@ -605,6 +610,18 @@ describe('install lifecycle', () => {
     const { rows } = await sql<{ revision: number; values: Record<string, unknown> }>`
       SELECT revision, values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
     expect(rows).toEqual([{ revision: 2, values: expect.objectContaining({ replicaCount: 3 }) }]);
+    // Each deploy is a revision: the template and overrides it rendered, and how it ended.
+    const revisions = await client(user).GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
+    expect(revisions.data).toEqual([
+      expect.objectContaining({ revision: 1, template_id: product.template_id, overrides: [], status: 'deployed' }),
+      expect.objectContaining({ revision: 2, template_id: product.template_id, overrides: body.overrides, status: 'deployed' }),
+    ]);
+    const firstPage = await client(user).GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id }, query: { limit: 1 } } });
+    expect(firstPage.data.map((r) => r.revision)).toEqual([1]);
+    const next = await client(user).GET('/v1/installs/{id}/revisions', {
+      params: { path: { id: install.id }, query: { limit: 1, cursor: firstPage.pagination.cursor } },
+    });
+    expect(next.data.map((r) => r.revision)).toEqual([2]);
 
     const unknown = await call(server.baseUrl, 'PATCH', path, {
       token: user.token,

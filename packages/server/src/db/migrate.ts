@@ -11,6 +11,7 @@ import * as streamSlots from './migrations/20261122_0007_stream_slots.ts';
 import * as productClustersInWorkspace from './migrations/20261123_0008_product_clusters_in_workspace.ts';
 import * as contractEnumChecks from './migrations/20261123_0009_contract_enum_checks.ts';
 import * as workflowKindsByOperation from './migrations/20261123_0010_workflow_kinds_by_operation.ts';
+import * as installRevisions from './migrations/20261123_1100_install_revisions.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '20261123_0008_product_clusters_in_workspace': productClustersInWorkspace,
   '20261123_0009_contract_enum_checks': contractEnumChecks,
   '20261123_0010_workflow_kinds_by_operation': workflowKindsByOperation,
+  '20261123_1100_install_revisions': installRevisions,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

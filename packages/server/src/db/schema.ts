@@ -163,6 +163,19 @@ export interface InstallsTable {
   updated_at: Seconds;
 }
 
+/** One deploy of an install: what it rendered and how it ended. */
+export interface InstallRevisionsTable {
+  id: string;
+  install_id: string;
+  revision: number;
+  workflow_id: string;
+  template_id: string;
+  overrides: Json<InstallOverride[]>;
+  status: Schema<'InstallRevisionStatus'>;
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
 export type WorkflowKind =
   | 'createCluster'
   | 'requestMachine'
@@ -291,6 +304,7 @@ export interface Database {
   cloud_credentials: CloudCredentialsTable;
   products: ProductsTable;
   installs: InstallsTable;
+  install_revisions: InstallRevisionsTable;
   workflows: WorkflowsTable;
   idempotency_keys: IdempotencyKeysTable;
   notifications: NotificationsTable;

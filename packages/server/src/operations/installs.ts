@@ -1,3 +1,4 @@
+import * as revisions from '../resources/install-revisions.ts';
 import * as installs from '../resources/installs.ts';
 import { requestHash, withIdempotencyKey } from '../services/idempotency.ts';
 import { openInstallLogStream } from '../services/logs.ts';
@@ -70,4 +71,10 @@ export const updateInstall: Handler<'updateInstall'> = async (input, env) => {
     body: await changeInstall(input, trx, env),
   }));
   return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
+};
+
+export const listInstallRevisions: Handler<'listInstallRevisions'> = async ({ params, headers, query, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  const installId = await installs.visibleInstallId(db, caller.userId, params.id);
+  return { status: 200, body: await revisions.listRevisions(db, installId, query) };
 };

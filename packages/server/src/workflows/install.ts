@@ -4,6 +4,7 @@
 import type { ProductSource } from '../db/schema.ts';
 import type { HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
+import { finishRevision, recordRevision } from '../resources/install-revisions.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { productOfWorkspace } from '../resources/products.ts';
@@ -85,6 +86,14 @@ export const createInstall: WorkflowDefinition = {
         await ctx.driver.upsertRelease(release);
       }
       await setInstallTemplate(ctx.db, install.id, product.template_id);
+      const deploy = {
+        install_id: install.id,
+        workflow_id: ctx.workflow.id,
+        template_id: product.template_id,
+        overrides: install.overrides,
+        status: 'deploying' as const,
+      };
+      await recordRevision(ctx.db, deploy, ctx.clock.now());
       return { next: 'await', state: { releases: product.sources.map(releaseName) } };
     },
 
@@ -105,6 +114,7 @@ export const createInstall: WorkflowDefinition = {
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
         // Only the run that makes the change tells about it (a re-run after a crash finds it made).
+        await finishRevision(trx, install.id, ctx.workflow.id, 'deployed', now);
         if (!(await finishInstall(trx, install.id, { status: 'running' }, now))) return;
         await notifyWorkspace(trx, install.workspace_id, now, {
           type: 'install.running',
@@ -124,6 +134,7 @@ export const createInstall: WorkflowDefinition = {
     if (!install) return;
     const now = ctx.clock.now();
     await ctx.db.transaction().execute(async (trx) => {
+      await finishRevision(trx, install.id, ctx.workflow.id, 'failed', now);
       if (!(await finishInstall(trx, install.id, { status: 'failed', message }, now))) return;
       await notifyWorkspace(trx, install.workspace_id, now, {
         type: 'install.failed',
