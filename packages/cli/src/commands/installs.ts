@@ -18,6 +18,14 @@ const columns: Columns<Schema<'Install'>> = [
   ['UPDATED', (i) => time(i.updated_at)],
 ];
 
+const revisionColumns: Columns<Schema<'InstallRevision'>> = [
+  ['REVISION', (r) => r.revision],
+  ['TEMPLATE', (r) => r.template_id],
+  ['OVERRIDES', (r) => r.overrides.length],
+  ['STATUS', (r) => r.status],
+  ['UPDATED', (r) => time(r.updated_at)],
+];
+
 /** An override file holds the list itself, or `{overrides: [...]}`. */
 async function readOverrides(path: string): Promise<Overrides> {
   const document = await readDocument(path);
@@ -172,6 +180,16 @@ export function registerInstalls(program: Command): void {
       }),
     ),
     'platform installs update ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --values wordpress=values.yaml --wait',
+  );
+
+  example(
+    withPage(installs.command('revisions <id>').description('list an install’s revisions: each deploy’s template, overrides and outcome')).action(
+      action(async ({ api, out }, id: string, flags: PageFlags) => {
+        const page = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id }, query: { limit: flags.limit, cursor: flags.cursor } } });
+        printPage(out, page, revisionColumns);
+      }),
+    ),
+    'platform installs revisions ins_01jd2xc6g8j0m2p4r6t8w0y2a4',
   );
 
   example(
