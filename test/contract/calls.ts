@@ -143,6 +143,7 @@ export const calls = {
       body: { overrides: [{ template_helm_source_id: ids.source, values: { replicaCount: 3 } }] },
     }),
   listInstallRevisions: (api) => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: ids.install } } }),
+  rollbackInstall: (api) => api.POST('/v1/installs/{id}/rollback', { params: { path: { id: ids.install } }, body: { revision: 1 } }),
   deleteInstall: (api) => api.DELETE('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
   streamInstallLogs: async (api) => {
     const events: LogStreamEvent[] = [];

@@ -244,6 +244,12 @@ export interface PlatformOperations {
    */
   listInstallRevisions(...args: OperationArgs<'listInstallRevisions'>): Promise<OperationResult<'listInstallRevisions'>>;
   /**
+   * Roll an install back to a revision
+   *
+   * `POST /v1/installs/{id}/rollback`
+   */
+  rollbackInstall(...args: OperationArgs<'rollbackInstall'>): Promise<OperationResult<'rollbackInstall'>>;
+  /**
    * List notifications
    *
    * `GET /v1/notifications`
@@ -365,6 +371,7 @@ export const operationRoutes = {
   updateInstall: { method: 'PATCH', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   deleteInstall: { method: 'DELETE', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listInstallRevisions: { method: 'GET', path: '/v1/installs/{id}/revisions', path_params: ['id'], query: ['cursor', 'limit'], headers: ['workspaceId'] },
+  rollbackInstall: { method: 'POST', path: '/v1/installs/{id}/rollback', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },

@@ -19,7 +19,7 @@ const OLD_TO_NEW = {
 };
 
 /** Kinds added after the rename, named by their operation from the start. */
-const NEWER_KINDS = ['updateInstall', 'deleteInstall'];
+const NEWER_KINDS = ['updateInstall', 'rollbackInstall', 'deleteInstall'];
 
 let database: TestDatabase;
 beforeAll(async () => {

@@ -623,6 +623,48 @@ describe('install lifecycle', () => {
     });
     expect(next.data.map((r) => r.revision)).toEqual([2]);
 
+    // The product moves on (a regeneration is revision 3); a rollback redeploys exactly what revision 1 rendered.
+    const api = client(user);
+    const current = await api.GET('/v1/products/{id}', { params: { path: { id: product.id } } });
+    await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: product.id } },
+      body: {
+        name: current.name,
+        cluster_ids: current.cluster_ids,
+        sources: current.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
+      },
+    });
+    await eventually(
+      () => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } }),
+      (r) => r.data.length === 3,
+      'the regeneration',
+    );
+    const rollback = (revision: number) => call(server.baseUrl, 'POST', `${path}/rollback`, { token: user.token, body: { revision } });
+    const unknownRevision = await rollback(99);
+    expect(unknownRevision.status).toBe(422);
+    expect(unknownRevision.body).toMatchObject({ error: { code: 'validation_error', param: 'revision' } });
+    const rolling = await rollback(1);
+    expect(rolling.status).toBe(202);
+    expect(rolling.body).toMatchObject({ status: 'installing', overrides: [] });
+    expect((await rollback(1)).status).toBe(409);
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => readInstall(install.id),
+      (i) => i.status === 'running',
+      'rolled back',
+    );
+    const { rows: after } = await sql<{ template_id: string; values: Record<string, unknown>; chart: { target_revision: string } }>`
+      SELECT template_id, values, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(after).toEqual([{ template_id: product.template_id, values: { replicaCount: 1 }, chart: expect.objectContaining({ target_revision: '19.6.1' }) }]);
+    const history = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
+    expect(history.data.map((r) => [r.revision, r.template_id === product.template_id, r.overrides.length, r.status])).toEqual([
+      [1, true, 0, 'deployed'],
+      [2, true, 1, 'deployed'],
+      [3, false, 1, 'deployed'],
+      [4, true, 0, 'deployed'],
+    ]);
+
     const unknown = await call(server.baseUrl, 'PATCH', path, {
       token: user.token,
       body: { overrides: [{ template_helm_source_id: 'src_unknown', values: {} }] },

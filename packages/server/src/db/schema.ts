@@ -170,6 +170,7 @@ export interface InstallRevisionsTable {
   revision: number;
   workflow_id: string;
   template_id: string;
+  sources: Json<ProductSource[]>;
   overrides: Json<InstallOverride[]>;
   status: Schema<'InstallRevisionStatus'>;
   created_at: Seconds;
@@ -184,6 +185,7 @@ export type WorkflowKind =
   | 'resumeSuspension'
   | 'createInstall'
   | 'updateInstall'
+  | 'rollbackInstall'
   | 'deleteInstall'
   | 'regenerateProduct';
 

@@ -78,3 +78,8 @@ export const listInstallRevisions: Handler<'listInstallRevisions'> = async ({ pa
   const installId = await installs.visibleInstallId(db, caller.userId, params.id);
   return { status: 200, body: await revisions.listRevisions(db, installId, query) };
 };
+
+export const rollbackInstall: Handler<'rollbackInstall'> = async ({ params, body, headers, caller }, { db, clock, workflows }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 202, body: await installs.rollbackInstall(db, caller.userId, params.id, body, { now: clock.now(), workflows }) };
+};

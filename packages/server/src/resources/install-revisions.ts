@@ -3,7 +3,7 @@
 // The rows go with their install (ON DELETE CASCADE).
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import type { Database, InstallOverride, Row } from '../db/schema.ts';
+import type { Database, InstallOverride, ProductSource, Row } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
@@ -22,13 +22,20 @@ const toRevision = (row: Row<'install_revisions'>): Schema<'InstallRevision'> =>
 /** The next revision of the install, once per workflow (a re-run of the deploying step records nothing new). */
 export async function recordRevision(
   db: Db,
-  deploy: { install_id: string; workflow_id: string; template_id: string; overrides: InstallOverride[]; status: Row<'install_revisions'>['status'] },
+  deploy: {
+    install_id: string;
+    workflow_id: string;
+    template_id: string;
+    sources: ProductSource[];
+    overrides: InstallOverride[];
+    status: Row<'install_revisions'>['status'];
+  },
   now: number,
 ): Promise<void> {
   await sql`
-    INSERT INTO install_revisions (id, install_id, revision, workflow_id, template_id, overrides, status, created_at, updated_at)
+    INSERT INTO install_revisions (id, install_id, revision, workflow_id, template_id, sources, overrides, status, created_at, updated_at)
     SELECT ${newId('rev')}, ${deploy.install_id}, COALESCE(MAX(revision), 0) + 1, ${deploy.workflow_id}, ${deploy.template_id},
-      ${JSON.stringify(deploy.overrides)}::jsonb, ${deploy.status}, ${now}, ${now}
+      ${JSON.stringify(deploy.sources)}::jsonb, ${JSON.stringify(deploy.overrides)}::jsonb, ${deploy.status}, ${now}, ${now}
     FROM install_revisions WHERE install_id = ${deploy.install_id}
     ON CONFLICT (install_id, workflow_id) DO NOTHING`.execute(db);
 }
@@ -54,4 +61,14 @@ export async function listRevisions(db: Db, installId: string, query: { cursor?:
     limit,
   ).execute();
   return page(rows, limit, cursor, toRevision);
+}
+
+/** One revision of an install, with the sources it rendered; undefined when it has none of that number. */
+export const revisionOf = (db: Db, installId: string, revision: number) =>
+  db.selectFrom('install_revisions').selectAll().where('install_id', '=', installId).where('revision', '=', revision).executeTakeFirst();
+
+/** Every source any revision of the install rendered: what an uninstall removes. */
+export async function sourcesEverDeployed(db: Db, installId: string): Promise<ProductSource[]> {
+  const rows = await db.selectFrom('install_revisions').select('sources').where('install_id', '=', installId).execute();
+  return rows.flatMap((r) => r.sources);
 }

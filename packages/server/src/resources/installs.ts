@@ -12,6 +12,7 @@ import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
+import { revisionOf } from './install-revisions.ts';
 import { productOfWorkspace } from './products.ts';
 import { requireRegion } from './regions.ts';
 
@@ -109,6 +110,18 @@ export async function createInstall(
 /** Statuses in which a change of the install may start: no workflow of it is in flight. */
 const SETTLED: Schema<'InstallStatus'>[] = ['running', 'failed'];
 
+/** The install, locked, when no change of it is in flight; 409 otherwise. */
+async function lockSettled(trx: Transaction<Database>, userId: string, id: string): Promise<Row<'installs'>> {
+  const install = await visibleInstall(trx, userId, id);
+  const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirstOrThrow();
+  if (!SETTLED.includes(locked.status)) {
+    throw conflict(`Install ${locked.id} is ${locked.status}; one change at a time.`, 'Wait until the install is running or failed, then try again.', {
+      status: locked.status,
+    });
+  }
+  return locked;
+}
+
 /**
  * running / failed → installing (pending when it was never placed) with the new overrides, and its updateInstall
  * workflow re-renders the releases. One change at a time: 409 while another is in flight.
@@ -121,13 +134,7 @@ export async function updateInstall(
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Install'>> {
   const row = await inTransaction(db, async (trx) => {
-    const install = await visibleInstall(trx, userId, id);
-    const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirstOrThrow();
-    if (!SETTLED.includes(locked.status)) {
-      throw conflict(`Install ${locked.id} is ${locked.status}; one change at a time.`, 'Wait until the install is running or failed, then try again.', {
-        status: locked.status,
-      });
-    }
+    const locked = await lockSettled(trx, userId, id);
     const product = await productOfWorkspace(trx, locked.product_id, locked.workspace_id);
     if (!product) throw notFound('Product', locked.product_id);
     checkOverrides(input.overrides, product.sources);
@@ -141,6 +148,38 @@ export async function updateInstall(
         status_message: null,
         updated_at: now,
       })
+      .where('id', '=', locked.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
+/**
+ * running / failed → installing with a revision's overrides; its rollbackInstall workflow redeploys the revision's
+ * template, sources and overrides. One change at a time, as for an update; 422 for a revision it does not have.
+ */
+export async function rollbackInstall(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'InstallRollback'>,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
+  const row = await db.transaction().execute(async (trx) => {
+    const locked = await lockSettled(trx, userId, id);
+    const revision = await revisionOf(trx, locked.id, input.revision);
+    if (!revision || !locked.cluster_id) {
+      throw validationError(
+        'revision',
+        `Install ${locked.id} has no revision ${input.revision}.`,
+        'List its revisions (GET /v1/installs/{id}/revisions) and name one of them.',
+      );
+    }
+    const workflowId = await workflows.start(trx, 'rollbackInstall', locked.id, { revision: revision.revision });
+    return trx
+      .updateTable('installs')
+      .set({ overrides: JSON.stringify(revision.overrides), status: 'installing', workflow_id: workflowId, status_message: null, updated_at: now })
       .where('id', '=', locked.id)
       .returningAll()
       .executeTakeFirstOrThrow();

@@ -15,8 +15,9 @@ export const workflowDefinitions = (): Record<WorkflowKind, WorkflowDefinition> 
   requestMachine: provision,
   deleteMachine: deprovision,
   createInstall,
-  // The same steps: placed already, it re-renders the releases with the new overrides and waits for them.
+  // The same steps: placed already, they re-render the releases (a rollback, its revision's) and wait for them.
   updateInstall: createInstall,
+  rollbackInstall: createInstall,
   deleteInstall,
   regenerateProduct,
   suspendMachine,

@@ -1,10 +1,12 @@
 // Install a product: choose a running cluster of the product in the install's region, install one helm
 // release per product source with the install's overrides, wait for the pods, then `running` (or `failed`
 // with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
+// updateInstall and rollbackInstall run the same steps on a placed install; a rollback deploys its revision's
+// template and sources. Each deploy is recorded as a revision.
 import type { ProductSource } from '../db/schema.ts';
 import type { HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
-import { finishRevision, recordRevision } from '../resources/install-revisions.ts';
+import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { productOfWorkspace } from '../resources/products.ts';
@@ -82,19 +84,22 @@ export const createInstall: WorkflowDefinition = {
       if (!(await clusterInWorkspace(ctx.db, install.cluster_id, install.workspace_id))) {
         return { failed: `Cluster ${install.cluster_id} is not in the install's workspace.` };
       }
-      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id)) {
+      // A rollback redeploys what its revision rendered; the others, the product's current template.
+      const target = typeof ctx.state.revision === 'number' ? await revisionOf(ctx.db, install.id, ctx.state.revision) : product;
+      if (!target) return { failed: `Install ${install.id} has no revision ${String(ctx.state.revision)}.` };
+      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, target.sources, target.template_id)) {
         await ctx.driver.upsertRelease(release);
       }
-      await setInstallTemplate(ctx.db, install.id, product.template_id);
+      await setInstallTemplate(ctx.db, install.id, target.template_id);
       const deploy = {
         install_id: install.id,
         workflow_id: ctx.workflow.id,
-        template_id: product.template_id,
+        template_id: target.template_id,
+        sources: target.sources,
         overrides: install.overrides,
-        status: 'deploying' as const,
       };
-      await recordRevision(ctx.db, deploy, ctx.clock.now());
-      return { next: 'await', state: { releases: product.sources.map(releaseName) } };
+      await recordRevision(ctx.db, { ...deploy, status: 'deploying' }, ctx.clock.now());
+      return { next: 'await', state: { ...ctx.state, releases: target.sources.map(releaseName) } };
     },
 
     async await(ctx) {

@@ -31,6 +31,7 @@ export const regenerateProduct: WorkflowDefinition = {
           install_id: install.id,
           workflow_id: ctx.workflow.id,
           template_id: product.template_id,
+          sources: product.sources,
           overrides: install.overrides,
           status: 'deployed' as const,
         };

@@ -1,6 +1,7 @@
 // Uninstall an install: wait for any step of its other workflows that is running now (they were cancelled, but a
 // release may be in flight), uninstall the release of every product source from its cluster, then remove the
 // install. It reads as `uninstalling` until then; its cluster can be deleted after.
+import { sourcesEverDeployed } from '../resources/install-revisions.ts';
 import { failUninstall, installById, removeInstall } from '../resources/installs.ts';
 import { productOfWorkspace } from '../resources/products.ts';
 import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
@@ -18,10 +19,12 @@ export const deleteInstall: WorkflowDefinition = {
     async uninstall(ctx) {
       const install = await installOf(ctx);
       if (!install) return { done: true };
-      // Never placed: nothing was released. Uninstalling what is gone succeeds, so a re-run repeats it safely.
-      const product = install.cluster_id ? await productOfWorkspace(ctx.db, install.product_id, install.workspace_id) : undefined;
-      for (const source of product?.sources ?? []) {
-        await ctx.driver.uninstallRelease(install.cluster_id!, install.id, releaseName(source));
+      // Never placed: nothing was released. The product's sources and every source a revision rendered (a rollback
+      // may have deployed older ones); uninstalling what is gone succeeds, so a re-run repeats it safely.
+      if (install.cluster_id) {
+        const product = await productOfWorkspace(ctx.db, install.product_id, install.workspace_id);
+        const names = new Set([...(product?.sources ?? []), ...(await sourcesEverDeployed(ctx.db, install.id))].map(releaseName));
+        for (const name of names) await ctx.driver.uninstallRelease(install.cluster_id, install.id, name);
       }
       return { next: 'remove' };
     },

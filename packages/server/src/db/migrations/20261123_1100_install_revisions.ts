@@ -1,5 +1,5 @@
-// Every deploy of an install (its install, an upgrade, a product's regeneration) is a revision: the template and
-// overrides it rendered, and how it ended. Gone with the install.
+// Every deploy of an install (its install, an upgrade, a product's regeneration, a rollback) is a revision: the
+// template, sources and overrides it rendered, and how it ended. Gone with the install.
 import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -11,6 +11,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       -- The workflow that deployed it: a re-run of its step records it once.
       workflow_id text NOT NULL,
       template_id text NOT NULL,
+      -- The product's sources at that template: a rollback redeploys exactly what this revision rendered.
+      sources jsonb NOT NULL,
       overrides jsonb NOT NULL,
       status text NOT NULL CHECK (status IN ('deploying', 'deployed', 'failed')),
       created_at bigint NOT NULL,
