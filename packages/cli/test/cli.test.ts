@@ -440,7 +440,7 @@ describe('platform', () => {
     );
 
     it(
-      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3; installs update --wait, revisions, delete; products delete',
+      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3; installs update --wait, revisions, rollback --wait, delete; products delete',
       async () => {
         const client = api(owner.token);
         const productFile = join(configHome(), 'new-product.yaml');
@@ -536,6 +536,9 @@ describe('platform', () => {
         expect(revisions.code, revisions.stderr).toBe(0);
         expect(revisions.stdout).toMatch(/REVISION/);
         expect(await asJson(['installs', 'revisions', id])).toEqual(await client.GET('/v1/installs/{id}/revisions', { params: { path: { id } } }));
+        const rolledBack = await as(['installs', 'rollback', id, '--revision', '1', '--wait', '--timeout', '30', '--json']);
+        expect(rolledBack.code, rolledBack.stderr).toBe(0);
+        expect(JSON.parse(rolledBack.stdout)).toMatchObject({ status: 'running', overrides: [{ values: { replicaCount: 2 } }] });
 
         // Uninstalled, the installs go; then the product can be deleted.
         expect((await as(['products', 'delete', product.id, '--yes'])).code).not.toBe(0);

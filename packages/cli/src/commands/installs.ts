@@ -193,6 +193,30 @@ export function registerInstalls(program: Command): void {
   );
 
   example(
+    withWait(
+      installs
+        .command('rollback <id>')
+        .description('redeploy exactly what a revision rendered: its template, sources and overrides')
+        .requiredOption('--revision <n>', 'the revision (see installs revisions)', positiveInteger),
+    ).action(
+      action(async ({ api, out }, id: string, flags: WaitFlags & { revision: number }) => {
+        const install = await api.POST('/v1/installs/{id}/rollback', { params: { path: { id } }, body: { revision: flags.revision } });
+        if (!flags.wait) return printRecord(out, install, columns);
+        const { code, record } = await waitFor({
+          what: `install ${id}`,
+          read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
+          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
+          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, columns);
+        return code;
+      }),
+    ),
+    'platform installs rollback ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --revision 1 --wait',
+  );
+
+  example(
     withYes(installs.command('delete <id>').description('uninstall an install: its releases, then the install (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Uninstall install ${id}`;
