@@ -147,6 +147,8 @@ export const calls = {
       body: { ...product, sources: [{ id: ids.source, chart, values: { replicaCount: 3 } }] },
     }),
 
+  deleteProduct: (api) => api.DELETE('/v1/products/{id}', { params: { path: { id: ids.product } } }),
+
   // Installs
   listInstalls: (api) => api.GET('/v1/installs', {}),
   createInstall: (api) =>
@@ -160,6 +162,14 @@ export const calls = {
       workspaceId,
     }),
   getInstall: (api) => api.GET('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
+  updateInstall: (api) =>
+    api.PATCH('/v1/installs/{id}', {
+      params: { path: { id: ids.install } },
+      body: { overrides: [{ template_helm_source_id: ids.source, values: { replicaCount: 3 } }] },
+    }),
+  listInstallRevisions: (api) => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: ids.install } } }),
+  rollbackInstall: (api) => api.POST('/v1/installs/{id}/rollback', { params: { path: { id: ids.install } }, body: { revision: 1 } }),
+  deleteInstall: (api) => api.DELETE('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
   streamInstallLogs: async (api) => {
     const events: LogStreamEvent[] = [];
     for await (const event of api.streamInstallLogs(ids.install, { follow: false, tail: 100 })) events.push(event);

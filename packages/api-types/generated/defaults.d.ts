@@ -8,6 +8,7 @@ export interface QueryDefaults {
   listClusters: 'limit';
   listComputeConfigs: 'limit';
   listEvents: 'limit';
+  listInstallRevisions: 'limit';
   listInstalls: 'limit';
   listNotifications: 'unread' | 'limit';
   listProducts: 'limit';

@@ -723,7 +723,11 @@ export interface paths {
         get: operations["getProduct"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a product
+         * @description Deletes a product that has no installs. While any install of it exists (uninstalling ones included) the answer is 409 with the ids of its installs in `details.installs` (at most 100); uninstall them first.
+         */
+        delete: operations["deleteProduct"];
         options?: never;
         head?: never;
         /**
@@ -777,10 +781,18 @@ export interface paths {
         get: operations["getInstall"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Uninstall an install
+         * @description Uninstalls an install. Whatever was under way for it (its install, an upgrade or a rollback) stops; a workflow then removes its helm releases from its cluster and the install itself, after which reads answer 404, lists leave it out and its cluster can be deleted. Until then the install reads with status `uninstalling`; uninstalling it again changes nothing and answers the same.
+         */
+        delete: operations["deleteInstall"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an install's overrides
+         * @description Replaces the install's value overrides and starts its upgrade workflow, which re-renders its helm releases with them (`installing`, then `running` or `failed` with `status_message`). One change at a time: while the install is `pending`, `installing` or `uninstalling` the answer is `409`; a `running` or `failed` install can be changed. Overrides are checked as for createInstall (`422` with `param: overrides[i].template_helm_source_id`). Send an `idempotency-key` to make retries safe: a retry with the same key and body gets the first answer again and starts nothing.
+         */
+        patch: operations["updateInstall"];
         trace?: never;
     };
     "/v1/installs/{id}/logs": {
@@ -803,6 +815,58 @@ export interface paths {
         get: operations["streamInstallLogs"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/installs/{id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an install's revisions
+         * @description Lists the revisions of an install of a workspace the caller is a member of, oldest first: one per deploy (its install, each update of its overrides, each regeneration of its product that reached it), with the template and overrides it rendered and how it ended. Any other install → 404.
+         */
+        get: operations["listInstallRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/installs/{id}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an install back to a revision
+         * @description Redeploys exactly what a revision rendered: its product template, the product's sources as they were at that template, and its overrides (which become the install's overrides again), even when the product has changed since. The redeploy is a new revision. Like an update it needs a `running` or `failed` install: while a change is in flight (`pending`, `installing`, `uninstalling`) the answer is `409`. A revision the install does not have → `422` with `param: revision`. A later update of the product moves the install to its new template again.
+         */
+        post: operations["rollbackInstall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1673,7 +1737,7 @@ export interface components {
             /** @description The cluster the install was placed on; `null` until the workflow has chosen one. */
             cluster_id: string | null;
             status: components["schemas"]["InstallStatus"];
-            /** @description The install workflow that carries out this install. */
+            /** @description The workflow of the install's latest change (its install, an upgrade or an uninstall). */
             workflow_id: string;
             overrides: components["schemas"]["InstallOverride"][];
             /** @description Why the install is in its status (always set when `failed`); `null` when there is nothing to say. */
@@ -1699,6 +1763,39 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description One deploy of an install (its install, an upgrade of its overrides, or a regeneration of its product). */
+        InstallRevision: {
+            /**
+             * Format: int32
+             * @description 1 for the first deploy, one more for each after it.
+             */
+            revision: number;
+            /** @description The product template the releases were rendered from. */
+            template_id: string;
+            /** @description The install's overrides this revision rendered. */
+            overrides: components["schemas"]["InstallOverride"][];
+            status: components["schemas"]["InstallRevisionStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        InstallRevisionList: {
+            data: components["schemas"]["InstallRevision"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description - `deploying`: the releases are being rendered and deployed with this revision's template and overrides.
+         *     - `deployed`: every release reached this revision.
+         *     - `failed`: the deploy gave up; the install's `status_message` says why.
+         * @enum {string}
+         */
+        InstallRevisionStatus: "deploying" | "deployed" | "failed";
+        InstallRollback: {
+            /**
+             * Format: int32
+             * @description The revision to redeploy (see listInstallRevisions).
+             */
+            revision: number;
+        };
         /**
          * @description - `pending`: accepted; the install workflow is choosing a cluster.
          *     - `installing`: the product's helm releases are being installed on `cluster_id`.
@@ -1708,6 +1805,10 @@ export interface components {
          * @enum {string}
          */
         InstallStatus: "pending" | "installing" | "running" | "failed" | "uninstalling";
+        InstallUpdate: {
+            /** @description The install's value overrides per helm source, replacing the ones it has; each source at most once. */
+            overrides: components["schemas"]["InstallOverride"][];
+        };
         /** @description The `end` event, the last event of the stream; the server closes the connection after it. */
         LogEndEvent: {
             /**
@@ -4601,6 +4702,59 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    deleteProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The product's id.
+                 * @example prd_01jd2xb5f7h9k1n3q5s7v9x1z3
+                 */
+                id: components["parameters"]["ProductId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The product is deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The product still has installs; `details.installs` names them. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     updateProduct: {
         parameters: {
             query?: never;
@@ -4841,6 +4995,134 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    deleteInstall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The uninstall is under way; the install, with status `uninstalling`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Install"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateInstall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+                /**
+                 * @description Makes the request safe to retry. Keys are scoped to the caller and kept for at least 24 hours.
+                 *     - The same key with the same body returns the first response again (same status and body) with
+                 *       `Idempotent-Replayed: true`; no second install is created.
+                 *     - The same key with a different body → `422 idempotency_key_reused`.
+                 *     - Requests with the same key run one at a time: a request that arrives while the first is still running
+                 *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
+                 *       retry shortly.
+                 *     A client that retries should always send one; a UUID is a good choice.
+                 * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
+                 */
+                "idempotency-key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallUpdate"];
+            };
+        };
+        responses: {
+            /** @description The upgrade workflow has started. A replay of an earlier request with the same `idempotency-key` carries `Idempotent-Replayed: true`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Install"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A change of the install is in flight (it is `pending`, `installing` or `uninstalling`), or a request with the same `idempotency-key` is still being processed after 10 seconds of waiting for it. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A body field fails the schema or a business rule (`validation_error`, `param` names it), or the `idempotency-key` was used before with a different body (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     streamInstallLogs: {
         parameters: {
             query?: {
@@ -4910,6 +5192,132 @@ export interface operations {
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInstallRevisions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of revisions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallRevisionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rollbackInstall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The install's id.
+                 * @example ins_01jd2xc6g8j0m2p4r6t8w0y2a4
+                 */
+                id: components["parameters"]["InstallId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallRollback"];
+            };
+        };
+        responses: {
+            /** @description The rollback workflow has started; the install, `installing` with the revision's overrides. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Install"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A change of the install is in flight (it is `pending`, `installing` or `uninstalling`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A body field fails the schema, or the install has no such revision; `param` names it. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

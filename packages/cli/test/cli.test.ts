@@ -470,7 +470,7 @@ describe('platform', () => {
     );
 
     it(
-      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3',
+      'installs create --wait, logs --no-follow --tail 3, logs --follow until Ctrl-C (130); products create, list, get, update --file; a failed install exits 3; installs update --wait, revisions, rollback --wait, delete; products delete',
       async () => {
         const client = api(owner.token);
         const productFile = join(configHome(), 'new-product.yaml');
@@ -557,6 +557,32 @@ describe('platform', () => {
         const failed = await as(['installs', 'create', '--product', product.id, '--region', 'hel1', '--wait', '--timeout', '30', '--json']);
         expect(failed.code, failed.stderr).toBe(3);
         expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed' });
+
+        writeFileSync(values, 'replicaCount: 4\n');
+        const upgraded = await as(['installs', 'update', id, '--values', `wordpress=${values}`, '--wait', '--timeout', '30', '--json']);
+        expect(upgraded.code, upgraded.stderr).toBe(0);
+        expect(JSON.parse(upgraded.stdout)).toMatchObject({ status: 'running', overrides: [{ values: { replicaCount: 4 } }] });
+        const revisions = await as(['installs', 'revisions', id]);
+        expect(revisions.code, revisions.stderr).toBe(0);
+        expect(revisions.stdout).toMatch(/REVISION/);
+        expect(await asJson(['installs', 'revisions', id])).toEqual(await client.GET('/v1/installs/{id}/revisions', { params: { path: { id } } }));
+        const rolledBack = await as(['installs', 'rollback', id, '--revision', '1', '--wait', '--timeout', '30', '--json']);
+        expect(rolledBack.code, rolledBack.stderr).toBe(0);
+        expect(JSON.parse(rolledBack.stdout)).toMatchObject({ status: 'running', overrides: [{ values: { replicaCount: 2 } }] });
+
+        // Uninstalled, the installs go; then the product can be deleted.
+        expect((await as(['products', 'delete', product.id, '--yes'])).code).not.toBe(0);
+        const uninstalled = await as(['installs', 'delete', id, '--yes', '--json']);
+        expect(uninstalled.code, uninstalled.stderr).toBe(0);
+        expect(JSON.parse(uninstalled.stdout)).toMatchObject({ id, status: 'uninstalling' });
+        const ids = [id, (JSON.parse(failed.stdout) as { id: string }).id];
+        expect((await as(['installs', 'delete', ids[1]!, '--yes'])).code).toBe(0);
+        const remaining = async () => (await client.GET('/v1/installs', { params: { query: { limit: 100 } } })).data.filter((i) => ids.includes(i.id));
+        for (const deadline = Date.now() + 20_000; (await remaining()).length > 0 && Date.now() < deadline; )
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        const deleted = await as(['products', 'delete', product.id, '--yes']);
+        expect(deleted.code, deleted.stderr).toBe(0);
+        expect(deleted.stdout).toContain(`Deleted product ${product.id}`);
       },
       WORKFLOWS_MS,
     );

@@ -73,7 +73,7 @@ export interface PlatformClient extends PlatformOperations {
 
 // Operations whose contract declares `idempotency-key`: the client makes one up when the caller gives none, so
 // that their retries are safe. `satisfies` ties the list to the contract: a new one fails the type check.
-const generatesIdempotencyKey = { 'POST /v1/installs': true } satisfies Record<IdempotentOperations, true>;
+const generatesIdempotencyKey = { 'POST /v1/installs': true, 'PATCH /v1/installs/{id}': true } satisfies Record<IdempotentOperations, true>;
 const autoKeyOperations = new Set<string>(Object.keys(generatesIdempotencyKey));
 
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient {

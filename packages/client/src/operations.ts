@@ -280,6 +280,12 @@ export interface PlatformOperations {
    */
   updateProduct(...args: OperationArgs<'updateProduct'>): Promise<OperationResult<'updateProduct'>>;
   /**
+   * Delete a product
+   *
+   * `DELETE /v1/products/{id}`
+   */
+  deleteProduct(...args: OperationArgs<'deleteProduct'>): Promise<OperationResult<'deleteProduct'>>;
+  /**
    * List installs
    *
    * `GET /v1/installs`
@@ -297,6 +303,30 @@ export interface PlatformOperations {
    * `GET /v1/installs/{id}`
    */
   getInstall(...args: OperationArgs<'getInstall'>): Promise<OperationResult<'getInstall'>>;
+  /**
+   * Change an install's overrides
+   *
+   * `PATCH /v1/installs/{id}`
+   */
+  updateInstall(...args: OperationArgs<'updateInstall'>): Promise<OperationResult<'updateInstall'>>;
+  /**
+   * Uninstall an install
+   *
+   * `DELETE /v1/installs/{id}`
+   */
+  deleteInstall(...args: OperationArgs<'deleteInstall'>): Promise<OperationResult<'deleteInstall'>>;
+  /**
+   * List an install's revisions
+   *
+   * `GET /v1/installs/{id}/revisions`
+   */
+  listInstallRevisions(...args: OperationArgs<'listInstallRevisions'>): Promise<OperationResult<'listInstallRevisions'>>;
+  /**
+   * Roll an install back to a revision
+   *
+   * `POST /v1/installs/{id}/rollback`
+   */
+  rollbackInstall(...args: OperationArgs<'rollbackInstall'>): Promise<OperationResult<'rollbackInstall'>>;
   /**
    * List notifications
    *
@@ -467,9 +497,14 @@ export const operationRoutes = {
   createProduct: { method: 'POST', path: '/v1/products', path_params: [], query: [], headers: ['workspaceId'] },
   getProduct: { method: 'GET', path: '/v1/products/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   updateProduct: { method: 'PATCH', path: '/v1/products/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  deleteProduct: { method: 'DELETE', path: '/v1/products/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listInstalls: { method: 'GET', path: '/v1/installs', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createInstall: { method: 'POST', path: '/v1/installs', path_params: [], query: [], headers: ['workspaceId', 'idempotencyKey'] },
   getInstall: { method: 'GET', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateInstall: { method: 'PATCH', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId', 'idempotencyKey'] },
+  deleteInstall: { method: 'DELETE', path: '/v1/installs/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  listInstallRevisions: { method: 'GET', path: '/v1/installs/{id}/revisions', path_params: ['id'], query: ['cursor', 'limit'], headers: ['workspaceId'] },
+  rollbackInstall: { method: 'POST', path: '/v1/installs/{id}/rollback', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
   listEvents: { method: 'GET', path: '/v1/events', path_params: [], query: ['type', 'object_id', 'cursor', 'limit'], headers: ['workspaceId'] },

@@ -17,6 +17,7 @@ export type IdPrefix =
   | 'src'
   | 'tpl'
   | 'ins'
+  | 'rev'
   | 'wf'
   | 'ntf'
   | 'tok'

@@ -28,6 +28,7 @@ const CONTRACT_COLUMNS: Record<string, string> = {
   'suspensions.reason': 'Suspension.reason',
   'products.regeneration_status': 'Product.regeneration_status',
   'installs.status': 'InstallStatus',
+  'install_revisions.status': 'InstallRevisionStatus',
   'compute_configs.provider': 'ComputeProvider',
   'cloud_credentials.provider': 'ComputeProvider',
   'notifications.resource_type': 'Notification.resource_type',

@@ -624,6 +624,11 @@ describe('installs', () => {
     const { rows } = await sql<{ revision: number; template_id: string; chart: { target_revision: string } }>`
       SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
     expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
+    const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
+    expect(revisions.data.map((r) => [r.revision, r.template_id, r.status])).toEqual([
+      [1, product.template_id, 'deployed'],
+      [2, updated.template_id, 'deployed'],
+    ]);
   });
 
   it('an install still installing when its product regenerates ends on the new template', async () => {
@@ -678,6 +683,219 @@ describe('installs', () => {
     );
     expect(failed.status_message).toMatch(/No running cluster/);
     expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('install.failed');
+  });
+});
+
+describe('install lifecycle', () => {
+  let user: TestUser;
+  let cluster: Awaited<ReturnType<typeof runningCluster>>;
+  let product: { id: string; template_id: string; sources: { id: string }[] };
+
+  beforeAll(async () => {
+    user = await newUser(database.db, clock, 'pro');
+    cluster = await runningCluster(user, 'lifecycle');
+    product = await client(user).POST('/v1/products', {
+      body: {
+        name: 'Blog',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' }, values: { replicaCount: 1 } }],
+      },
+    });
+  });
+
+  const readInstall = (id: string) => client(user).GET('/v1/installs/{id}', { params: { path: { id } } });
+  const uninstall = (id: string) => client(user).DELETE('/v1/installs/{id}', { params: { path: { id } } });
+  const status = (id: string) =>
+    readInstall(id).then(
+      (i) => i.status,
+      (error: unknown) => (error instanceof PlatformApiError ? error.status : Promise.reject(error)),
+    );
+
+  async function runningInstall() {
+    const created = await client(user).POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await eventually(
+      () => status(created.id),
+      (s) => s === 'installing',
+      'installing',
+    );
+    await settled();
+    clock.advance(8);
+    return eventually(
+      () => readInstall(created.id),
+      (i) => i.status === 'running',
+      'running',
+    );
+  }
+
+  it('an update re-renders the releases with the new overrides; one change at a time; idempotent with a key', async () => {
+    const install = await runningInstall();
+    const path = `/v1/installs/${install.id}`;
+    const body = { overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 3 } }] };
+    const headers = { 'idempotency-key': `upgrade-${install.id}` };
+    const first = await call(server.baseUrl, 'PATCH', path, { token: user.token, body, headers });
+    expect(first.status).toBe(202);
+    expect(first.body).toMatchObject({ status: 'installing', overrides: body.overrides });
+    const replayed = await call(server.baseUrl, 'PATCH', path, { token: user.token, body, headers });
+    expect(replayed.status).toBe(202);
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual(first.body);
+    // Another change while this one is in flight: 409.
+    const again = await call(server.baseUrl, 'PATCH', path, { token: user.token, body: { overrides: [] } });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error: { code: 'conflict', details: { status: 'installing' } } });
+
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => readInstall(install.id),
+      (i) => i.status === 'running',
+      'running again',
+    );
+    const { rows } = await sql<{ revision: number; values: Record<string, unknown> }>`
+      SELECT revision, values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(rows).toEqual([{ revision: 2, values: expect.objectContaining({ replicaCount: 3 }) }]);
+    // Each deploy is a revision: the template and overrides it rendered, and how it ended.
+    const revisions = await client(user).GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
+    expect(revisions.data).toEqual([
+      expect.objectContaining({ revision: 1, template_id: product.template_id, overrides: [], status: 'deployed' }),
+      expect.objectContaining({ revision: 2, template_id: product.template_id, overrides: body.overrides, status: 'deployed' }),
+    ]);
+    const firstPage = await client(user).GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id }, query: { limit: 1 } } });
+    expect(firstPage.data.map((r) => r.revision)).toEqual([1]);
+    const next = await client(user).GET('/v1/installs/{id}/revisions', {
+      params: { path: { id: install.id }, query: { limit: 1, cursor: firstPage.pagination.cursor } },
+    });
+    expect(next.data.map((r) => r.revision)).toEqual([2]);
+
+    // The product moves on (a regeneration is revision 3); a rollback redeploys exactly what revision 1 rendered.
+    const api = client(user);
+    const current = await api.GET('/v1/products/{id}', { params: { path: { id: product.id } } });
+    await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: product.id } },
+      body: {
+        name: current.name,
+        cluster_ids: current.cluster_ids,
+        sources: current.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
+      },
+    });
+    await eventually(
+      () => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } }),
+      (r) => r.data.length === 3,
+      'the regeneration',
+    );
+    const rollback = (revision: number) => call(server.baseUrl, 'POST', `${path}/rollback`, { token: user.token, body: { revision } });
+    const unknownRevision = await rollback(99);
+    expect(unknownRevision.status).toBe(422);
+    expect(unknownRevision.body).toMatchObject({ error: { code: 'validation_error', param: 'revision' } });
+    const rolling = await rollback(1);
+    expect(rolling.status).toBe(202);
+    expect(rolling.body).toMatchObject({ status: 'installing', overrides: [] });
+    expect((await rollback(1)).status).toBe(409);
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => readInstall(install.id),
+      (i) => i.status === 'running',
+      'rolled back',
+    );
+    const { rows: after } = await sql<{ template_id: string; values: Record<string, unknown>; chart: { target_revision: string } }>`
+      SELECT template_id, values, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(after).toEqual([{ template_id: product.template_id, values: { replicaCount: 1 }, chart: expect.objectContaining({ target_revision: '19.6.1' }) }]);
+    const history = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
+    expect(history.data.map((r) => [r.revision, r.template_id === product.template_id, r.overrides.length, r.status])).toEqual([
+      [1, true, 0, 'deployed'],
+      [2, true, 1, 'deployed'],
+      [3, false, 1, 'deployed'],
+      [4, true, 0, 'deployed'],
+    ]);
+
+    const unknown = await call(server.baseUrl, 'PATCH', path, {
+      token: user.token,
+      body: { overrides: [{ template_helm_source_id: 'src_unknown', values: {} }] },
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body).toMatchObject({ error: { param: 'overrides[0].template_helm_source_id' } });
+
+    await uninstall(install.id);
+    await eventually(
+      () => status(install.id),
+      (s) => s === 404,
+      'the install to go',
+    );
+  });
+
+  it('uninstalls the releases, then the install is gone and its cluster can be deleted', async () => {
+    const install = await runningInstall();
+    const api = client(user);
+    await expect(api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 409 });
+    const deleteProduct = () => api.DELETE('/v1/products/{id}', { params: { path: { id: product.id } } });
+    await expect(deleteProduct()).rejects.toMatchObject({ status: 409, code: 'conflict', details: { installs: [install.id] } });
+
+    const uninstalling = await uninstall(install.id);
+    expect(uninstalling).toMatchObject({ id: install.id, status: 'uninstalling' });
+    expect(uninstalling.workflow_id).not.toBe(install.workflow_id);
+    // Uninstalling again is the same outcome.
+    expect((await uninstall(install.id)).workflow_id).toBe(uninstalling.workflow_id);
+
+    await eventually(
+      () => status(install.id),
+      (s) => s === 404,
+      'the install to go',
+    );
+    expect((await api.GET('/v1/installs')).data.map((i) => i.id)).not.toContain(install.id);
+    const { rows } = await sql<{ uninstalled_ms: string | null }>`
+      SELECT uninstalled_ms FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.uninstalled_ms).not.toBeNull();
+    await expect(uninstall(install.id)).rejects.toMatchObject({ status: 404 });
+    await deleteProduct();
+    await expect(api.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).rejects.toMatchObject({ status: 404 });
+    await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    await expect(api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('an install of a product deleted while it is created: 404, not a foreign-key error', async () => {
+    const api = client(user);
+    const somewhere = await api.POST('/v1/clusters', { body: { name: 'lifecycle-doomed', region_id: 'nbg1' } });
+    const doomed = await api.POST('/v1/products', {
+      body: {
+        name: 'Doomed',
+        cluster_ids: [somewhere.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '1.0.0', chart: 'nginx' } }],
+      },
+    });
+    await database.db.connection().execute(async (conn) => {
+      await sql`BEGIN`.execute(conn);
+      await sql`DELETE FROM products WHERE id = ${doomed.id}`.execute(conn);
+      const created = call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: doomed.id, region_id: 'fsn1' } });
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the request now waits for the deleting transaction
+      await sql`COMMIT`.execute(conn);
+      expect((await created).status).toBe(404);
+    });
+  });
+
+  it('an install waiting for its cluster: its install workflow is cancelled and the install goes', async () => {
+    const api = client(user);
+    const provisioning = await api.POST('/v1/clusters', { body: { name: 'lifecycle-later', region_id: 'nbg1' } });
+    const later = await api.POST('/v1/products', {
+      body: {
+        name: 'Wiki',
+        cluster_ids: [provisioning.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '1.0.0', chart: 'mediawiki' } }],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: later.id, region_id: 'nbg1' } });
+    await settled(); // the install workflow waits for the cluster to run
+    expect(await status(created.id)).toBe('pending');
+
+    expect((await uninstall(created.id)).status).toBe('uninstalling');
+    await eventually(
+      () => status(created.id),
+      (s) => s === 404,
+      'the install to go',
+    );
+    const workflow = await database.db.selectFrom('workflows').select(['status', 'error']).where('id', '=', created.workflow_id).executeTakeFirstOrThrow();
+    expect(workflow).toEqual({ status: 'failed', error: 'cancelled: the install was uninstalled' });
   });
 });
 

@@ -1,6 +1,7 @@
 // `platform installs`: products installed in a region, and their logs.
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
 import { readDocument } from '../files.ts';
 import { collectValues, type Overrides, valuesOverrides } from '../helm-values.ts';
@@ -15,6 +16,14 @@ const columns: Columns<Schema<'Install'>> = [
   ['STATUS', (i) => i.status],
   ['MESSAGE', (i) => i.status_message],
   ['UPDATED', (i) => time(i.updated_at)],
+];
+
+const revisionColumns: Columns<Schema<'InstallRevision'>> = [
+  ['REVISION', (r) => r.revision],
+  ['TEMPLATE', (r) => r.template_id],
+  ['OVERRIDES', (r) => r.overrides.length],
+  ['STATUS', (r) => r.status],
+  ['UPDATED', (r) => time(r.updated_at)],
 ];
 
 /** An override file holds the list itself, or `{overrides: [...]}`. */
@@ -140,5 +149,81 @@ export function registerInstalls(program: Command): void {
       ),
     'platform installs logs ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --tail 100 --container wordpress',
     'platform installs logs ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --no-follow --since 600 --json | jq .line',
+  );
+
+  example(
+    withWait(
+      installs
+        .command('update <id>')
+        .description('replace an install’s value overrides and upgrade its releases (the sources’ names as in create)')
+        .option('--values <source=file>', 'a helm values file for the product source of that name (repeatable)', collectValues, [])
+        .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values}; none of either clears the overrides'),
+    ).action(
+      action(async ({ api, out }, id: string, flags: WaitFlags & { values: string[]; overrideFile?: string }) => {
+        const overrides: Overrides = [];
+        if (flags.values.length > 0) {
+          const install = await api.GET('/v1/installs/{id}', { params: { path: { id } } });
+          overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: install.product_id } } }))));
+        }
+        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(flags.overrideFile)));
+        const install = await api.PATCH('/v1/installs/{id}', { params: { path: { id } }, body: { overrides } });
+        if (!flags.wait) return printRecord(out, install, columns);
+        const { code, record } = await waitFor({
+          what: `install ${id}`,
+          read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
+          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
+          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, columns);
+        return code;
+      }),
+    ),
+    'platform installs update ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --values wordpress=values.yaml --wait',
+  );
+
+  example(
+    withPage(installs.command('revisions <id>').description('list an install’s revisions: each deploy’s template, overrides and outcome')).action(
+      action(async ({ api, out }, id: string, flags: PageFlags) => {
+        const page = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id }, query: { limit: flags.limit, cursor: flags.cursor } } });
+        printPage(out, page, revisionColumns);
+      }),
+    ),
+    'platform installs revisions ins_01jd2xc6g8j0m2p4r6t8w0y2a4',
+  );
+
+  example(
+    withWait(
+      installs
+        .command('rollback <id>')
+        .description('redeploy exactly what a revision rendered: its template, sources and overrides')
+        .requiredOption('--revision <n>', 'the revision (see installs revisions)', positiveInteger),
+    ).action(
+      action(async ({ api, out }, id: string, flags: WaitFlags & { revision: number }) => {
+        const install = await api.POST('/v1/installs/{id}/rollback', { params: { path: { id } }, body: { revision: flags.revision } });
+        if (!flags.wait) return printRecord(out, install, columns);
+        const { code, record } = await waitFor({
+          what: `install ${id}`,
+          read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
+          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
+          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
+          timeoutSeconds: flags.timeout,
+        });
+        printRecord(out, record, columns);
+        return code;
+      }),
+    ),
+    'platform installs rollback ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --revision 1 --wait',
+  );
+
+  example(
+    withYes(installs.command('delete <id>').description('uninstall an install: its releases, then the install (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Uninstall install ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        printRecord(out, await api.DELETE('/v1/installs/{id}', { params: { path: { id } } }), columns);
+      }),
+    ),
+    'platform installs delete ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --yes',
   );
 }

@@ -1,10 +1,11 @@
 // `platform products`: helm-chart products and their configuration.
 import type { RequestBody, Schema } from '@platform/api-types';
 import type { Command } from 'commander';
+import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
 import { readDocument } from '../files.ts';
 import { sourceName } from '../helm-values.ts';
-import { type Columns, printPage, printRecord, time } from '../output.ts';
+import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 
 const columns: Columns<Schema<'Product'>> = [
   ['ID', (p) => p.id],
@@ -84,5 +85,17 @@ export function registerProducts(program: Command): void {
         }),
       ),
     'platform products update prd_01jd2x8m5r7t9v1w3y5a7c9e1g --file product.yaml',
+  );
+
+  example(
+    withYes(products.command('delete <id>').description('delete a product without installs (asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Delete product ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/products/{id}', { params: { path: { id } } });
+        done(out, `Deleted product ${id}`);
+      }),
+    ),
+    'platform products delete prd_01jd2x8m5r7t9v1w3y5a7c9e1g --yes',
   );
 }

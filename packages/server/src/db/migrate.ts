@@ -11,6 +11,7 @@ import * as streamSlots from './migrations/20261122_0007_stream_slots.ts';
 import * as productClustersInWorkspace from './migrations/20261123_0008_product_clusters_in_workspace.ts';
 import * as contractEnumChecks from './migrations/20261123_0009_contract_enum_checks.ts';
 import * as workflowKindsByOperation from './migrations/20261123_0010_workflow_kinds_by_operation.ts';
+import * as installRevisions from './migrations/20261123_1100_install_revisions.ts';
 import * as cloudCredentialsActive from './migrations/20261123_1200_cloud_credentials_active.ts';
 import * as workspaceRoles from './migrations/20261123_1300_workspace_roles.ts';
 import * as workspaceInvitations from './migrations/20261123_1301_workspace_invitations.ts';
@@ -29,12 +30,13 @@ const migrations: Record<string, Migration> = {
   '20261123_0008_product_clusters_in_workspace': productClustersInWorkspace,
   '20261123_0009_contract_enum_checks': contractEnumChecks,
   '20261123_0010_workflow_kinds_by_operation': workflowKindsByOperation,
+  '20261123_1100_install_revisions': installRevisions,
   '20261123_1200_cloud_credentials_active': cloudCredentialsActive,
   '20261123_1300_workspace_roles': workspaceRoles,
   '20261123_1301_workspace_invitations': workspaceInvitations,
-  '20261123_1600_events': events,
   '20261123_1400_token_scopes': tokenScopes,
   '20261123_1401_session_last_use': sessionLastUse,
+  '20261123_1600_events': events,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

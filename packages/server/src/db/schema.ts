@@ -181,7 +181,31 @@ export interface InstallsTable {
   updated_at: Seconds;
 }
 
-export type WorkflowKind = 'createCluster' | 'requestMachine' | 'deleteMachine' | 'suspendMachine' | 'resumeSuspension' | 'createInstall' | 'regenerateProduct';
+/** One deploy of an install: what it rendered and how it ended. */
+export interface InstallRevisionsTable {
+  id: string;
+  install_id: string;
+  revision: number;
+  workflow_id: string;
+  template_id: string;
+  sources: Json<ProductSource[]>;
+  overrides: Json<InstallOverride[]>;
+  status: Schema<'InstallRevisionStatus'>;
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
+export type WorkflowKind =
+  | 'createCluster'
+  | 'requestMachine'
+  | 'deleteMachine'
+  | 'suspendMachine'
+  | 'resumeSuspension'
+  | 'createInstall'
+  | 'updateInstall'
+  | 'rollbackInstall'
+  | 'deleteInstall'
+  | 'regenerateProduct';
 
 /** The truth about asynchronous work (see workflows/engine.ts); pg-boss jobs only trigger its steps. */
 export interface WorkflowsTable {
@@ -311,6 +335,7 @@ export interface Database {
   cloud_credentials: CloudCredentialsTable;
   products: ProductsTable;
   installs: InstallsTable;
+  install_revisions: InstallRevisionsTable;
   workflows: WorkflowsTable;
   idempotency_keys: IdempotencyKeysTable;
   notifications: NotificationsTable;

@@ -1,3 +1,4 @@
+import * as revisions from '../resources/install-revisions.ts';
 import * as installs from '../resources/installs.ts';
 import { requestHash, withIdempotencyKey } from '../services/idempotency.ts';
 import { openInstallLogStream } from '../services/logs.ts';
@@ -47,4 +48,38 @@ export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({
 export const getInstall: Handler<'getInstall'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 200, body: await installs.getInstall(db, caller.userId, params.id) };
+};
+
+export const deleteInstall: Handler<'deleteInstall'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 202, body: await installs.deleteInstall(db, caller.userId, params.id, { now: clock.now(), workflows }) };
+};
+
+const changeInstall = async ({ params, body, headers, caller }: OperationInput<'updateInstall'>, db: HandlerEnv['db'], { clock, workflows }: HandlerEnv) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return installs.updateInstall(db, caller.userId, params.id, body, { now: clock.now(), workflows });
+};
+
+/** With an Idempotency-Key, the change is made in the transaction that stores the answer to replay. */
+export const updateInstall: Handler<'updateInstall'> = async (input, env) => {
+  const key = input.headers['idempotency-key'];
+  if (key === undefined) return { status: 202, body: await changeInstall(input, env.db, env) };
+  const hash = requestHash('updateInstall', { id: input.params.id, body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null });
+  const scope = { userId: input.caller.userId, key, operation: 'updateInstall', hash };
+  const { response, replayed } = await withIdempotencyKey(env.db, env.clock, scope, async (trx) => ({
+    status: 202 as const,
+    body: await changeInstall(input, trx, env),
+  }));
+  return { status: 202, body: response.body, ...(replayed ? { headers: { 'Idempotent-Replayed': 'true' } } : {}) };
+};
+
+export const listInstallRevisions: Handler<'listInstallRevisions'> = async ({ params, headers, query, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  const installId = await installs.visibleInstallId(db, caller.userId, params.id);
+  return { status: 200, body: await revisions.listRevisions(db, installId, query) };
+};
+
+export const rollbackInstall: Handler<'rollbackInstall'> = async ({ params, body, headers, caller }, { db, clock, workflows }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  return { status: 202, body: await installs.rollbackInstall(db, caller.userId, params.id, body, { now: clock.now(), workflows }) };
 };

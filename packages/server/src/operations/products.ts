@@ -21,3 +21,9 @@ export const updateProduct: Handler<'updateProduct'> = async ({ params, headers,
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   return { status: 200, body: await products.updateProduct(db, caller.userId, params.id, body, { now: clock.now(), workflows, resolveHost }) };
 };
+
+export const deleteProduct: Handler<'deleteProduct'> = async ({ params, headers, caller }, { db }) => {
+  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  await products.deleteProduct(db, caller.userId, params.id);
+  return { status: 204, body: undefined };
+};

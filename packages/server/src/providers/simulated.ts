@@ -341,9 +341,9 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
         ${request.template_id}, 1, ${this.clock.nowMs()}, ${this.clock.now() + this.options.releaseSeconds}, ${failed})
       ON CONFLICT (cluster_id, namespace, release) DO UPDATE SET
         chart = EXCLUDED.chart, values = EXCLUDED.values, failed_message = EXCLUDED.failed_message, uninstalled_ms = NULL,
-        -- The same template again is the same revision (a re-run after a crash); a new one is an upgrade.
-        revision = releases.revision + (CASE WHEN releases.template_id = EXCLUDED.template_id THEN 0 ELSE 1 END),
-        ready_at = CASE WHEN releases.template_id = EXCLUDED.template_id THEN releases.ready_at ELSE EXCLUDED.ready_at END,
+        -- The same template and values again are the same revision (a re-run after a crash); else an upgrade.
+        revision = releases.revision + (CASE WHEN releases.template_id = EXCLUDED.template_id AND releases.values = EXCLUDED.values THEN 0 ELSE 1 END),
+        ready_at = CASE WHEN releases.template_id = EXCLUDED.template_id AND releases.values = EXCLUDED.values THEN releases.ready_at ELSE EXCLUDED.ready_at END,
         template_id = EXCLUDED.template_id
       RETURNING *`.execute(db);
     return this.release(row.rows[0] as ReleaseRow);

@@ -1,16 +1,19 @@
 // Installs: the only writer of `installs`. An install of a product starts pending; its createInstall workflow
 // places it on a running cluster of the product in its region (installing), deploys one release per source
-// (running, or failed with a status_message); regenerateProduct moves running installs to a new template. What
+// (running, or failed with a status_message); regenerateProduct moves running installs to a new template.
+// updateInstall changes the overrides of a running or failed install (one change at a time), and deleteInstall
+// uninstalls its releases, then removes it. What
 // an install references (its product, its cluster) lives in its workspace, checked again where workflows act.
 import type { Schema } from '@platform/api-types';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { notFound, validationError } from '../errors.ts';
+import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
-import type { WorkflowStarter } from '../workflows/engine.ts';
+import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
+import { revisionOf } from './install-revisions.ts';
 import { productOfWorkspace } from './products.ts';
 import { requireRegion } from './regions.ts';
 
@@ -34,6 +37,22 @@ const toInstall = (row: Row<'installs'>): Schema<'Install'> => ({
 /** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
 const inTransaction = <T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
   db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
+
+/** Each override names a source of the product, each source at most once; 422 naming the override otherwise. */
+function checkOverrides(overrides: Schema<'InstallOverride'>[], sources: { id: string }[]): void {
+  const sourceIds = new Set(sources.map((s) => s.id));
+  const seen = new Set<string>();
+  overrides.forEach((override, i) => {
+    const param = `overrides[${i}].template_helm_source_id`;
+    if (!sourceIds.has(override.template_helm_source_id)) {
+      throw validationError(param, `The product has no helm source ${override.template_helm_source_id}.`, "Use the id of one of the product's sources.");
+    }
+    if (seen.has(override.template_helm_source_id)) {
+      throw validationError(param, `Helm source ${override.template_helm_source_id} is overridden twice.`, 'Merge the values into one override per source.');
+    }
+    seen.add(override.template_helm_source_id);
+  });
+}
 
 export const listInstalls = (db: Db, input: PageInput) => workspacePage(db, input, 'installs', toInstall);
 
@@ -61,19 +80,11 @@ export async function createInstall(
   if (!product) throw notFound('Product', input.product_id, 'product_id');
   const regionId = await requireRegion(db, input.region_id);
   const overrides = input.overrides ?? [];
-  const sourceIds = new Set(product.sources.map((s) => s.id));
-  const seen = new Set<string>();
-  overrides.forEach((override, i) => {
-    const param = `overrides[${i}].template_helm_source_id`;
-    if (!sourceIds.has(override.template_helm_source_id)) {
-      throw validationError(param, `The product has no helm source ${override.template_helm_source_id}.`, "Use the id of one of the product's sources.");
-    }
-    if (seen.has(override.template_helm_source_id)) {
-      throw validationError(param, `Helm source ${override.template_helm_source_id} is overridden twice.`, 'Merge the values into one override per source.');
-    }
-    seen.add(override.template_helm_source_id);
-  });
+  checkOverrides(overrides, product.sources);
   const row = await inTransaction(db, async (trx) => {
+    // Held until the install is written: a product deleted meanwhile is not found rather than a foreign-key error.
+    const held = await trx.selectFrom('products').select('id').where('id', '=', product.id).forShare().executeTakeFirst();
+    if (!held) throw notFound('Product', input.product_id, 'product_id');
     const installId = newId('ins');
     const workflowId = await workflows.start(trx, 'createInstall', installId);
     const row = await trx
@@ -99,13 +110,140 @@ export async function createInstall(
   return toInstall(row);
 }
 
+/** Statuses in which a change of the install may start: no workflow of it is in flight. */
+const SETTLED: Schema<'InstallStatus'>[] = ['running', 'failed'];
+
+/** The install, locked, when no change of it is in flight; 409 otherwise. */
+async function lockSettled(trx: Transaction<Database>, userId: string, id: string): Promise<Row<'installs'>> {
+  const install = await visibleInstall(trx, userId, id);
+  const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirstOrThrow();
+  if (!SETTLED.includes(locked.status)) {
+    throw conflict(`Install ${locked.id} is ${locked.status}; one change at a time.`, 'Wait until the install is running or failed, then try again.', {
+      status: locked.status,
+    });
+  }
+  return locked;
+}
+
+/**
+ * running / failed → installing (pending when it was never placed) with the new overrides, and its updateInstall
+ * workflow re-renders the releases. One change at a time: 409 while another is in flight.
+ */
+export async function updateInstall(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'InstallUpdate'>,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
+  const row = await inTransaction(db, async (trx) => {
+    const locked = await lockSettled(trx, userId, id);
+    const product = await productOfWorkspace(trx, locked.product_id, locked.workspace_id);
+    if (!product) throw notFound('Product', locked.product_id);
+    checkOverrides(input.overrides, product.sources);
+    const workflowId = await workflows.start(trx, 'updateInstall', locked.id);
+    return trx
+      .updateTable('installs')
+      .set({
+        overrides: JSON.stringify(input.overrides),
+        status: locked.cluster_id ? 'installing' : 'pending',
+        workflow_id: workflowId,
+        status_message: null,
+        updated_at: now,
+      })
+      .where('id', '=', locked.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
+/**
+ * running / failed → installing with a revision's overrides; its rollbackInstall workflow redeploys the revision's
+ * template, sources and overrides. One change at a time, as for an update; 422 for a revision it does not have.
+ */
+export async function rollbackInstall(
+  db: Db,
+  userId: string,
+  id: string,
+  input: Schema<'InstallRollback'>,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
+  const row = await db.transaction().execute(async (trx) => {
+    const locked = await lockSettled(trx, userId, id);
+    const revision = await revisionOf(trx, locked.id, input.revision);
+    if (!revision || !locked.cluster_id) {
+      throw validationError(
+        'revision',
+        `Install ${locked.id} has no revision ${input.revision}.`,
+        'List its revisions (GET /v1/installs/{id}/revisions) and name one of them.',
+      );
+    }
+    const workflowId = await workflows.start(trx, 'rollbackInstall', locked.id, { revision: revision.revision });
+    return trx
+      .updateTable('installs')
+      .set({ overrides: JSON.stringify(revision.overrides), status: 'installing', workflow_id: workflowId, status_message: null, updated_at: now })
+      .where('id', '=', locked.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
+/**
+ * any → uninstalling: whatever was under way for the install (its install workflow) stops, and its deleteInstall
+ * workflow removes the releases and then the install. Uninstalling it again answers the install as it is.
+ */
+export async function deleteInstall(
+  db: Db,
+  userId: string,
+  id: string,
+  { now, workflows }: { now: number; workflows: WorkflowStarter },
+): Promise<Schema<'Install'>> {
+  const install = await visibleInstall(db, userId, id);
+  const row = await db.transaction().execute(async (trx) => {
+    const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirst();
+    if (!locked) throw notFound('Install', id);
+    if (locked.status === 'uninstalling') return locked;
+    const cancelled = await cancelWorkflows(trx, [locked.id], 'cancelled: the install was uninstalled', now);
+    const workflowId = await workflows.start(trx, 'deleteInstall', locked.id, { cancelled });
+    return trx
+      .updateTable('installs')
+      .set({ status: 'uninstalling', workflow_id: workflowId, status_message: null, updated_at: now })
+      .where('id', '=', locked.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return toInstall(row);
+}
+
 // What the workflows do to an install.
+
+/** uninstalling → failed with its message: the uninstall gave up; uninstalling it again starts over. */
+export async function failUninstall(db: Db, id: string, message: string, now: number): Promise<void> {
+  await db
+    .updateTable('installs')
+    .set({ status: 'failed', status_message: `Uninstall failed: ${message}`, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'uninstalling')
+    .execute();
+}
+
+/** The install is gone: its releases are uninstalled. */
+export async function removeInstall(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('installs').where('id', '=', id).where('status', '=', 'uninstalling').execute();
+}
 
 export const installById = (db: Db, id: string) => db.selectFrom('installs').selectAll().where('id', '=', id).executeTakeFirst();
 
-/** pending → installing on the chosen cluster. */
+/** pending → installing on the chosen cluster (not when it is being uninstalled meanwhile). */
 export async function placeInstall(db: Db, id: string, clusterId: string, now: number): Promise<void> {
-  await db.updateTable('installs').set({ cluster_id: clusterId, status: 'installing', status_message: null, updated_at: now }).where('id', '=', id).execute();
+  await db
+    .updateTable('installs')
+    .set({ cluster_id: clusterId, status: 'installing', status_message: null, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
 }
 
 /** The template the install's releases were deployed at (updated_at too when given). */
@@ -123,7 +261,7 @@ export async function finishInstall(db: Db, id: string, outcome: { status: 'runn
     .updateTable('installs')
     .set({ status: outcome.status, status_message: outcome.status === 'failed' ? outcome.message : null, updated_at: now })
     .where('id', '=', id)
-    .where('status', '<>', outcome.status)
+    .where('status', 'not in', [outcome.status, 'uninstalling'])
     .returningAll()
     .executeTakeFirst();
   if (row) await tell(db, `install.${outcome.status}`, row, now);

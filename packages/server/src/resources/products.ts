@@ -4,7 +4,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, ProductSource, Row } from '../db/schema.ts';
-import { notFound, validationError } from '../errors.ts';
+import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
@@ -146,6 +146,34 @@ export async function updateProduct(
       .execute();
     await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: product.id });
     return { product_id: product.id, template_id: columns.template_id };
+  });
+}
+
+/** How many of a product's installs a 409 names. */
+const NAMED_INSTALLS = 100;
+
+/**
+ * Deletes a product without installs; 409 naming them otherwise. The row lock orders it after an update, and an
+ * install created meanwhile holds the product's row through its foreign key.
+ */
+export async function deleteProduct(db: Db, userId: string, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const product = await visibleProduct(trx, userId, id);
+    await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
+    const installs = await trx.selectFrom('installs').select('id').where('product_id', '=', product.id).orderBy('id').limit(NAMED_INSTALLS).execute();
+    if (installs.length > 0) {
+      const { n } = await trx
+        .selectFrom('installs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('product_id', '=', product.id)
+        .executeTakeFirstOrThrow();
+      throw conflict(
+        `Product ${product.id} still has ${Number(n)} install${Number(n) === 1 ? '' : 's'}.`,
+        'Uninstall its installs (DELETE /v1/installs/{id}) first.',
+        { installs: installs.map((i) => i.id) },
+      );
+    }
+    await trx.deleteFrom('products').where('id', '=', product.id).execute();
   });
 }
 

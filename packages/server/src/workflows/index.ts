@@ -8,12 +8,17 @@ import { createInstall } from './install.ts';
 import { provision } from './provision.ts';
 import { regenerateProduct } from './regeneration.ts';
 import { resumeSuspension, suspendMachine } from './suspension.ts';
+import { deleteInstall } from './uninstall.ts';
 
 export const workflowDefinitions = (): Record<WorkflowKind, WorkflowDefinition> => ({
   createCluster: clusterCreate,
   requestMachine: provision,
   deleteMachine: deprovision,
   createInstall,
+  // The same steps: placed already, they re-render the releases (a rollback, its revision's) and wait for them.
+  updateInstall: createInstall,
+  rollbackInstall: createInstall,
+  deleteInstall,
   regenerateProduct,
   suspendMachine,
   resumeSuspension,

@@ -1,9 +1,12 @@
 // Install a product: choose a running cluster of the product in the install's region, install one helm
 // release per product source with the install's overrides, wait for the pods, then `running` (or `failed`
 // with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
+// updateInstall and rollbackInstall run the same steps on a placed install; a rollback deploys its revision's
+// template and sources. Each deploy is recorded as a revision.
 import type { ProductSource } from '../db/schema.ts';
 import type { HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
+import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { heldTemplateOf, productOfWorkspace } from '../resources/products.ts';
@@ -87,12 +90,23 @@ export const createInstall: WorkflowDefinition = {
       if (!(await clusterInWorkspace(ctx.db, install.cluster_id, install.workspace_id))) {
         return { failed: `Cluster ${install.cluster_id} is not in the install's workspace.` };
       }
+      // A rollback redeploys what its revision rendered; the others, the product's current template.
+      const target = typeof ctx.state.revision === 'number' ? await revisionOf(ctx.db, install.id, ctx.state.revision) : product;
+      if (!target) return { failed: `Install ${install.id} has no revision ${String(ctx.state.revision)}.` };
       const pullSecrets = await pullSecretsOf(ctx.db, install.workspace_id, ctx.clock.now(), ctx.secrets);
-      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id, pullSecrets)) {
+      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, target.sources, target.template_id, pullSecrets)) {
         await ctx.driver.upsertRelease(release);
       }
-      await setInstallTemplate(ctx.db, install.id, product.template_id);
-      return { next: 'await', state: { releases: product.sources.map(releaseName) } };
+      await setInstallTemplate(ctx.db, install.id, target.template_id);
+      const deploy = {
+        install_id: install.id,
+        workflow_id: ctx.workflow.id,
+        template_id: target.template_id,
+        sources: target.sources,
+        overrides: install.overrides,
+      };
+      await recordRevision(ctx.db, { ...deploy, status: 'deploying' }, ctx.clock.now());
+      return { next: 'await', state: { ...ctx.state, releases: target.sources.map(releaseName) } };
     },
 
     async await(ctx) {
@@ -115,8 +129,11 @@ export const createInstall: WorkflowDefinition = {
       // update after this check waits, and its regeneration then finds the install running.
       const behind = await ctx.db.transaction().execute(async (trx) => {
         const template = await heldTemplateOf(trx, install.product_id);
-        if (template !== undefined && template !== install.template_id) return true;
+        // A rollback deploys an older template on purpose; every other deploy ends on the product's current one.
+        const rollback = typeof ctx.state.revision === 'number';
+        if (!rollback && template !== undefined && template !== install.template_id) return true;
         // Only the run that makes the change tells about it (a re-run after a crash finds it made).
+        await finishRevision(trx, install.id, ctx.workflow.id, 'deployed', now);
         if (!(await finishInstall(trx, install.id, { status: 'running' }, now))) return false;
         await notifyWorkspace(trx, install.workspace_id, now, {
           type: 'install.running',
@@ -137,6 +154,7 @@ export const createInstall: WorkflowDefinition = {
     if (!install) return;
     const now = ctx.clock.now();
     await ctx.db.transaction().execute(async (trx) => {
+      await finishRevision(trx, install.id, ctx.workflow.id, 'failed', now);
       if (!(await finishInstall(trx, install.id, { status: 'failed', message }, now))) return;
       await notifyWorkspace(trx, install.workspace_id, now, {
         type: 'install.failed',

@@ -1,5 +1,6 @@
 // regenerateProduct, after a product is created or updated: render the new template, then upgrade every running
 // install of the product to it. A newer update supersedes an older regeneration, which then ends without effect.
+import { recordRevision } from '../resources/install-revisions.ts';
 import { installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
@@ -28,6 +29,16 @@ export const regenerateProduct: WorkflowDefinition = {
           await ctx.driver.upsertRelease(release);
         }
         await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());
+        // The regeneration does not wait for the releases: its revision is recorded as deployed.
+        const deploy = {
+          install_id: install.id,
+          workflow_id: ctx.workflow.id,
+          template_id: product.template_id,
+          sources: product.sources,
+          overrides: install.overrides,
+          status: 'deployed' as const,
+        };
+        await recordRevision(ctx.db, deploy, ctx.clock.now());
       }
       await setRegenerationStatus(ctx.db, product.id, product.template_id, 'succeeded', ctx.clock.now());
       return { done: true };

@@ -1,0 +1,39 @@
+// Uninstall an install: wait for any step of its other workflows that is running now (they were cancelled, but a
+// release may be in flight), uninstall the release of every product source from its cluster, then remove the
+// install. It reads as `uninstalling` until then; its cluster can be deleted after.
+import { sourcesEverDeployed } from '../resources/install-revisions.ts';
+import { failUninstall, installById, removeInstall } from '../resources/installs.ts';
+import { productOfWorkspace } from '../resources/products.ts';
+import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
+import { releaseName } from './install.ts';
+
+const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
+
+export const deleteInstall: WorkflowDefinition = {
+  steps: {
+    async start(ctx) {
+      const cancelled = (ctx.state.cancelled as string[] | undefined) ?? [];
+      if (await anyRunning(ctx.db, cancelled)) return { wait: 1 };
+      return { next: 'uninstall' };
+    },
+    async uninstall(ctx) {
+      const install = await installOf(ctx);
+      if (!install) return { done: true };
+      // Never placed: nothing was released. The product's sources and every source a revision rendered (a rollback
+      // may have deployed older ones); uninstalling what is gone succeeds, so a re-run repeats it safely.
+      if (install.cluster_id) {
+        const product = await productOfWorkspace(ctx.db, install.product_id, install.workspace_id);
+        const names = new Set([...(product?.sources ?? []), ...(await sourcesEverDeployed(ctx.db, install.id))].map(releaseName));
+        for (const name of names) await ctx.driver.uninstallRelease(install.cluster_id, install.id, name);
+      }
+      return { next: 'remove' };
+    },
+    async remove(ctx) {
+      await removeInstall(ctx.db, ctx.workflow.subject_id);
+      return { done: true };
+    },
+  },
+  async fail(ctx, message) {
+    await failUninstall(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
+  },
+};
