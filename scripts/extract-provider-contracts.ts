@@ -1,6 +1,8 @@
 // `pnpm contracts:extract`: makes the reduced extract of Hetzner Cloud's published OpenAPI description that
 // the Hetzner driver's types and contract tests use: only the operations the driver calls and the schemas they
-// reach, with descriptions and examples stripped. The tests read only the committed extract, never the source.
+// reach, with descriptions and named examples stripped. Schema-level `example` values stay: they are small, and with
+// them a Prism mock of the extract answers a plausible catalogue (a server type `cpx22`, a location `fsn1`) that a
+// compute config's filter can match, instead of the word "string". The tests read only the committed extract.
 //   node scripts/extract-provider-contracts.ts [path/to/hetzner-cloud/openapi.json]
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, readFile, writeFile } from 'node:fs/promises';
@@ -28,7 +30,7 @@ export const OPERATIONS: Record<string, string[]> = {
 };
 
 /** Documentation-only keys, removed everywhere except inside `properties` (where they are property names). */
-const STRIPPED = new Set(['description', 'summary', 'example', 'examples', 'externalDocs', 'title', 'x-codeSamples']);
+const STRIPPED = new Set(['description', 'summary', 'examples', 'externalDocs', 'title', 'x-codeSamples']);
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

@@ -169,27 +169,45 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         action: {
+            /** @example start_resource */
             command: string;
             error: components["schemas"]["error"] | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:55:00Z
+             */
             finished: string | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
-            /** Format: int32 */
+            /**
+             * Format: int32
+             * @example 100
+             */
             progress: number;
             resources: components["schemas"]["resource"][];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:55:00Z
+             */
             started: string;
             /** @enum {string} */
             status: "error" | "running" | "success";
         };
-        /** @enum {string} */
+        /**
+         * @example x86
+         * @enum {string}
+         */
         architecture: "arm" | "x86";
         create_image_from_server_request: {
+            /** @example my image */
             description?: string;
             labels?: components["schemas"]["labels"];
             /**
              * @default snapshot
+             * @example snapshot
              * @enum {string}
              */
             type: "backup" | "snapshot";
@@ -199,19 +217,41 @@ export interface components {
             image?: components["schemas"]["image"];
         };
         create_server_request: {
+            /** @example false */
             automount?: boolean;
-            /** @deprecated */
+            /**
+             * @deprecated
+             * @example nbg1-dc3
+             */
             datacenter?: string;
+            /**
+             * @example [
+             *       {
+             *         "firewall": 38
+             *       }
+             *     ]
+             */
             firewalls?: {
                 /** Format: int64 */
                 firewall: number;
             }[];
+            /** @example ubuntu-24.04 */
             image: string;
             labels?: components["schemas"]["labels"];
+            /** @example nbg1 */
             location?: string;
+            /** @example my-server */
             name: string;
+            /**
+             * @example [
+             *       456
+             *     ]
+             */
             networks?: number[];
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 1
+             */
             placement_group?: number;
             public_net?: {
                 /** @default true */
@@ -221,33 +261,83 @@ export interface components {
                 ipv4?: number | null;
                 ipv6?: number | null;
             };
+            /** @example cpx22 */
             server_type: string;
+            /**
+             * @example [
+             *       "my-ssh-key"
+             *     ]
+             */
             ssh_keys?: string[];
-            /** @default true */
+            /**
+             * @default true
+             * @example true
+             */
             start_after_create: boolean;
+            /**
+             * @example #cloud-config
+             *     runcmd:
+             *     - [touch, /root/cloud-init-worked]
+             */
             user_data?: string;
+            /**
+             * @example [
+             *       123
+             *     ]
+             */
             volumes?: number[];
         };
         create_server_response: {
             action: components["schemas"]["action"];
             next_actions: components["schemas"]["action"][];
+            /** @example YItygq1v3GYjjMomLaKc */
             root_password: string | null;
             server: components["schemas"]["server"];
         };
         created_from: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 1
+             */
             id: number;
+            /** @example Server */
             name: string;
         };
         data_center: {
+            /** @example Falkenstein DC Park 8 */
             description: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
             location: components["schemas"]["location"];
+            /** @example fsn1-dc8 */
             name: string;
             server_types: {
+                /**
+                 * @example [
+                 *       1,
+                 *       2,
+                 *       3
+                 *     ]
+                 */
                 available: number[];
+                /**
+                 * @example [
+                 *       1,
+                 *       2,
+                 *       3
+                 *     ]
+                 */
                 available_for_migration: number[];
+                /**
+                 * @example [
+                 *       1,
+                 *       2,
+                 *       3
+                 *     ]
+                 */
                 supported: number[];
             };
         };
@@ -255,19 +345,38 @@ export interface components {
             action?: components["schemas"]["action"];
         };
         deprecation_info: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2023-06-01T00:00:00Z
+             */
             announced: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2023-09-01T00:00:00Z
+             */
             unavailable_after: string;
         };
         dns_ptr: {
+            /** @example server.example.com */
             dns_ptr: string;
+            /** @example 2001:db8::1 */
             ip: string;
         };
         error: {
+            /** @example action_failed */
             code: string;
+            /** @example Action failed */
             message: string;
         };
+        /**
+         * @example {
+         *       "error": {
+         *         "code": "unauthorized",
+         *         "details": null,
+         *         "message": "unable to authenticate"
+         *       }
+         *     }
+         */
         error_response: {
             error: {
                 code: string;
@@ -286,55 +395,103 @@ export interface components {
         };
         image: {
             architecture: components["schemas"]["architecture"];
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example null
+             */
             bound_to: number | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:55:00Z
+             */
             created: string;
             created_from: components["schemas"]["created_from"] | null;
+            /** @example null */
             deleted: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2018-02-28T00:00:00Z
+             */
             deprecated: string | null;
+            /** @example Ubuntu 24.04 Standard 64 bit */
             description: string;
+            /** @example 10 */
             disk_size: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
+            /** @example 2.3 */
             image_size: number | null;
             labels: components["schemas"]["labels"];
+            /** @example ubuntu-24.04 */
             name: string | null;
-            /** @enum {string} */
+            /**
+             * @example ubuntu
+             * @enum {string}
+             */
             os_flavor: "alma" | "centos" | "debian" | "fedora" | "opensuse" | "rocky" | "ubuntu" | "unknown";
+            /** @example 24.04 */
             os_version: string | null;
             protection: components["schemas"]["protection"];
+            /** @example false */
             rapid_deploy?: boolean;
             /** @enum {string} */
             status: "available" | "creating" | "unavailable";
-            /** @enum {string} */
+            /**
+             * @example snapshot
+             * @enum {string}
+             */
             type: "app" | "backup" | "snapshot" | "system";
         };
         ipv4: {
+            /** @example false */
             blocked: boolean;
+            /** @example server01.example.com */
             dns_ptr: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id?: number;
+            /** @example 1.2.3.4 */
             ip: string;
         };
         ipv6: {
+            /** @example false */
             blocked: boolean;
             dns_ptr: components["schemas"]["dns_ptr"][] | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id?: number;
+            /** @example 2001:db8::/64 */
             ip: string;
         };
         iso: {
             architecture: components["schemas"]["architecture"] | null;
             deprecation: components["schemas"]["deprecation_info"] | null;
+            /** @example FreeBSD 11.0 x64 */
             description: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
+            /** @example FreeBSD-11.0-RELEASE-amd64-dvd1 */
             name: string | null;
             /** @enum {string|null} */
             type: "private" | "public" | null;
         };
+        /**
+         * @example {
+         *       "environment": "prod",
+         *       "example.com/my": "label",
+         *       "just-a-key": ""
+         *     }
+         */
         labels: {
             [key: string]: string;
         };
@@ -355,96 +512,178 @@ export interface components {
             servers: components["schemas"]["server"][];
         };
         location: {
+            /** @example Falkenstein */
             city: string;
+            /** @example DE */
             country: string;
+            /** @example Falkenstein DC Park 1 */
             description: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
-            /** Format: double */
+            /**
+             * Format: double
+             * @example 50.47612
+             */
             latitude: number;
-            /** Format: double */
+            /**
+             * Format: double
+             * @example 12.370071
+             */
             longitude: number;
+            /** @example fsn1 */
             name: string;
+            /** @example eu-central */
             network_zone: string;
         };
         meta: {
             pagination: components["schemas"]["pagination"];
         };
         pagination: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 4
+             */
             last_page: number | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 4
+             */
             next_page: number | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 3
+             */
             page: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 25
+             */
             per_page: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 2
+             */
             previous_page: number | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 100
+             */
             total_entries: number | null;
         };
         power_off_server_response: {
             action: components["schemas"]["action"];
         };
         price: {
-            /** Format: decimal */
+            /**
+             * Format: decimal
+             * @example 1.1900
+             */
             gross: string;
-            /** Format: decimal */
+            /**
+             * Format: decimal
+             * @example 1.0000
+             */
             net: string;
         };
         price_per_time: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 654321
+             */
             included_traffic: number;
+            /** @example fsn1 */
             location: string;
             price_hourly: components["schemas"]["price"];
             price_monthly: components["schemas"]["price"];
             price_per_tb_traffic: components["schemas"]["price"];
         };
         protection: {
+            /** @example false */
             delete: boolean;
         };
         resource: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
+            /** @example server */
             type: string;
         };
         server: {
+            /** @example 22-02 */
             backup_window: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:55:00Z
+             */
             created: string;
             /** @deprecated */
             datacenter: components["schemas"]["data_center"];
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
             image: components["schemas"]["image"] | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 654321
+             */
             included_traffic: number | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 123456
+             */
             ingoing_traffic: number | null;
             iso: components["schemas"]["iso"] | null;
             labels: components["schemas"]["labels"];
             load_balancers?: number[];
             location: components["schemas"]["location"];
+            /** @example false */
             locked: boolean;
+            /** @example my-resource */
             name: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 123456
+             */
             outgoing_traffic: number | null;
             placement_group?: {
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @example 2016-01-30T23:55:00Z
+                 */
                 created: string;
-                /** Format: int64 */
+                /**
+                 * Format: int64
+                 * @example 42
+                 */
                 id: number;
                 labels: components["schemas"]["labels"];
+                /** @example my-resource */
                 name: string;
+                /**
+                 * @example [
+                 *       42
+                 *     ]
+                 */
                 servers: number[];
-                /** @enum {string} */
+                /**
+                 * @example spread
+                 * @enum {string}
+                 */
                 type: "spread";
             } | null;
+            /** @example 50 */
             primary_disk_size: number;
             private_net: components["schemas"]["server_private_net"][];
             protection: components["schemas"]["server_protection"];
             public_net: components["schemas"]["server_public_net"];
+            /** @example false */
             rescue_enabled: boolean;
             server_type: components["schemas"]["server_type"];
             /** @enum {string} */
@@ -452,42 +691,79 @@ export interface components {
             volumes?: number[];
         };
         server_private_net: {
+            /**
+             * @example [
+             *       "10.0.0.3",
+             *       "10.0.0.4"
+             *     ]
+             */
             alias_ips?: string[];
+            /** @example 10.0.0.2 */
             ip?: string;
+            /** @example 86:00:ff:2a:7d:e1 */
             mac_address?: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 4711
+             */
             network?: number;
         };
         server_protection: {
+            /** @example false */
             delete: boolean;
+            /** @example false */
             rebuild: boolean;
         };
         server_public_net: {
             firewalls?: {
-                /** Format: int64 */
+                /**
+                 * Format: int64
+                 * @example 42
+                 */
                 id?: number;
-                /** @enum {string} */
+                /**
+                 * @example applied
+                 * @enum {string}
+                 */
                 status?: "applied" | "pending";
             }[];
+            /**
+             * @example [
+             *       478
+             *     ]
+             */
             floating_ips: number[];
             ipv4: components["schemas"]["ipv4"] | null;
             ipv6: components["schemas"]["ipv6"] | null;
         };
         server_type: {
             architecture: components["schemas"]["architecture"];
+            /** @example Shared vCPU */
             category?: string;
+            /** @example 2 */
             cores: number;
-            /** @enum {string} */
+            /**
+             * @example shared
+             * @enum {string}
+             */
             cpu_type: "dedicated" | "shared";
+            /** @example false */
             deprecated: boolean | null;
             /** @deprecated */
             deprecation?: components["schemas"]["deprecation_info"] | null;
+            /** @example CPX22 */
             description: string;
+            /** @example 80 */
             disk: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 1
+             */
             id: number;
             locations: components["schemas"]["server_type_location"][];
+            /** @example 4 */
             memory: number;
+            /** @example cpx22 */
             name: string;
             prices: components["schemas"]["price_per_time"][];
             /** @enum {string} */
@@ -495,8 +771,12 @@ export interface components {
         };
         server_type_location: {
             deprecation: components["schemas"]["deprecation_info"] | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             id: number;
+            /** @example fsn1 */
             name: string;
         };
         shutdown_server_response: {
