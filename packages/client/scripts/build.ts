@@ -34,7 +34,9 @@ await compile([
   ...['--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2023'],
   ...['--rootDir', apiTypesDir, '--outDir', join(dist, 'api-types')],
 ]);
-await cp(join(apiTypesDir, 'generated', 'schema.d.ts'), join(dist, 'api-types', 'generated', 'schema.d.ts'));
+for (const generated of ['schema.d.ts', 'defaults.d.ts']) {
+  await cp(join(apiTypesDir, 'generated', generated), join(dist, 'api-types', 'generated', generated));
+}
 
 const apiTypesEntry = join(dist, 'api-types', 'src', 'index.d.ts');
 async function* files(dir: string): AsyncGenerator<string> {

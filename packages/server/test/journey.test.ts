@@ -315,7 +315,18 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const machineServers = fake.requests.filter((r) => r.path.startsWith('/servers/') || (r.path === '/servers' && r.method === 'POST'));
     expect(new Set(machineServers.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM_TOKEN}`]));
 
-    // No uninstall operation in the contract yet: the Application stays until the install's cluster goes.
-    expect(application()).toBeDefined();
+    // Uninstall: the Application is deleted with Argo CD's resources finalizer; the install reads `uninstalling`
+    // until Argo CD has removed what it deployed and dropped the finalizer, then it is gone.
+    const appName = application()!.metadata.name;
+    const deleted = await call(server.baseUrl, 'DELETE', `/v1/installs/${install.id}`, { token: user.token });
+    expect(deleted.status).toBe(202);
+    expect(deleted.body.status).toBe('uninstalling');
+    await until('the Application to be deleted', () => management.get(APP, ARGO_NS, appName)?.metadata.deletionTimestamp !== undefined);
+    expect((await call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).body.status).toBe('uninstalling');
+    management.finalize(APP, ARGO_NS, appName, 'resources-finalizer.argocd.argoproj.io');
+    await until('the install to be gone', async () => (await call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).status === 404);
+    expect(management.get(APP, ARGO_NS, appName)).toBeUndefined();
+    expect(management.refused).toEqual([]);
+    expect(tenant.refused).toEqual([]);
   });
 });

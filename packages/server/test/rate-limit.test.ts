@@ -120,7 +120,7 @@ describe('the key', () => {
     try {
       const other = await newUser(database.db, clock);
       const sign = (jti: string) =>
-        new SignJWT({ sub: other.userId, jti })
+        new SignJWT({ sub: other.userId, jti, scope: 'clusters:read' })
           .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
           .setIssuer('https://id.example')
           .setAudience('platform-api')

@@ -25,8 +25,18 @@ export const deleteInstall: WorkflowDefinition = {
         const product = await productOfWorkspace(ctx.db, install.product_id, install.workspace_id);
         const names = new Set([...(product?.sources ?? []), ...(await sourcesEverDeployed(ctx.db, install.id))].map(releaseName));
         for (const name of names) await ctx.driver.uninstallRelease(install.cluster_id, install.id, name);
+        return { next: 'await_gone', state: { ...ctx.state, releases: [...names] } };
       }
       return { next: 'remove' };
+    },
+    // The releases go when their deployer has removed what they deployed (Argo CD drops the Application's
+    // resources finalizer then): until then the install reads `uninstalling`.
+    async await_gone(ctx) {
+      const install = await installOf(ctx);
+      if (!install?.cluster_id) return { next: 'remove' };
+      const names = (ctx.state.releases as string[] | undefined) ?? [];
+      const left = await Promise.all(names.map((name) => ctx.driver.getRelease(install.cluster_id!, install.id, name)));
+      return left.some((release) => release !== undefined) ? { wait: 2 } : { next: 'remove' };
     },
     async remove(ctx) {
       await removeInstall(ctx.db, ctx.workflow.subject_id);
