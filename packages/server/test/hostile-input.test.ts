@@ -11,6 +11,8 @@ import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
 let alice: TestUser;
 let sample: Awaited<ReturnType<typeof seedSampleResources>>;
+/** An install of the sample product, for the lists under an install (its revisions). */
+let installId: string;
 
 const app = useTestServer();
 const { clock } = app;
@@ -18,6 +20,7 @@ const { clock } = app;
 beforeAll(async () => {
   alice = await newUser(app.db, clock, 'pro');
   sample = await seedSampleResources(app.db, clock, alice);
+  installId = (await send('POST', '/v1/installs', JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }))).body.id;
 });
 
 /** A request with a raw JSON text body (so it can hold what JSON.stringify would never write). */
@@ -59,7 +62,7 @@ describe('what a cursor decodes to is checked, on every list', () => {
   it.each(lists.flatMap((list) => Object.entries(bad).map(([what, content]) => [list.operationId, what, list.path, content] as const)))(
     '%s: %s → 422 cursor',
     async (_op, _what, path, content) => {
-      const url = path.replace('{workspaceId}', alice.workspaceId);
+      const url = path.replace('{workspaceId}', alice.workspaceId).replace('{id}', installId);
       const reply = await send('GET', `${url}?cursor=${cursorOf(content)}`);
       expect(reply.status).toBe(422);
       expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'cursor' });

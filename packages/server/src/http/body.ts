@@ -47,7 +47,13 @@ async function readText(ctx: Context, limit: number): Promise<string> {
     bytes = await getRawBody(ctx.req, { limit });
   } catch (error) {
     if ((error as { type?: string }).type === 'entity.too.large') {
-      throw new ApiError('payload_too_large', `The request body is larger than ${limit} bytes.`, { suggestion: 'Send a smaller body.' });
+      // The rest of the body is read and dropped, so the client, still sending, gets the answer rather than a
+      // reset connection; the connection then closes (the request timeout bounds how long that may take).
+      ctx.req.resume();
+      throw new ApiError('payload_too_large', `The request body is larger than ${limit} bytes.`, {
+        suggestion: 'Send a smaller body.',
+        headers: { Connection: 'close' },
+      });
     }
     throw new ApiError('bad_request', 'The request body could not be read.', { suggestion: 'Send the body again.' });
   }
