@@ -20,8 +20,13 @@ export interface Connection {
   close(): Promise<void>;
 }
 
+/** How long opening a connection to PostgreSQL may take. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 export function openDatabase(url: string, poolSize = 10): Connection {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // A connection attempt that gets no answer (a server shutting down or starting up) fails after a while instead
+  // of waiting forever with whatever waits on it (the workflow ticker, a request).
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // A dropped idle connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   // Nor one that breaks while checked out between two queries (in a transaction, say): without a listener its

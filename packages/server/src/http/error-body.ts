@@ -2,19 +2,8 @@
 // is answered with the contract's error body; nothing else reaches the client.
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { isDatabaseDown } from '../db/outage.ts';
 import { ApiError, OAuthError } from '../errors.ts';
-
-// Connection-level failures and PostgreSQL's "cannot connect now" class: the database is unreachable.
-const DATABASE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
-
-export function isDatabaseDown(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && DATABASE_DOWN_CODES.has(code)) return true;
-  const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable/.test(
-    message,
-  );
-}
 
 /** The error the client sees for whatever was thrown; unexpected ones are logged with the request id. */
 function answerFor(thrown: unknown, requestId: string, logger: Logger): ApiError | OAuthError {

@@ -170,7 +170,8 @@ export class WorkflowEngine implements WorkflowStarter {
       if (!this.stopped) options.logger.error({ err: { message: error.message, code: (error as { code?: string }).code } }, 'pg-boss error');
     });
     // One connection per running workflow holds its advisory lock; the steps use the shared pool.
-    this.lockPool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency });
+    // A connection attempt that gets no answer (a server shutting down or starting up) fails instead of waiting forever.
+    this.lockPool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency, connectionTimeoutMillis: 10_000 });
     this.lockPool.on('error', () => {});
     // A lock connection sits idle between the steps it guards: when PostgreSQL goes away it emits 'error' with
     // no query to reject, an uncaught exception without a listener. The run's next query fails and the
@@ -238,22 +239,33 @@ export class WorkflowEngine implements WorkflowStarter {
     return id;
   }
 
-  /** Sends a job for every due workflow and every orphan, in the transaction that marks them enqueued. */
+  /** One beat of the ticker: sends what is due (sendDue); a tick that fails is retried on the next. */
   async tick(): Promise<number> {
     if (this.ticking || this.stopped) return 0;
     this.ticking = true;
     try {
-      return await this.options.db.transaction().execute(async (trx) => {
-        // Due by the clock (the partial index on run_after)…
-        const due = await sql<{ id: string; job_id: string }>`
+      return await this.sendDue();
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'workflow tick failed; retrying on the next tick');
+      return 0;
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Sends a job for every due workflow and every orphan, in the transaction that marks them enqueued. */
+  private sendDue(): Promise<number> {
+    return this.options.db.transaction().execute(async (trx) => {
+      // Due by the clock (the partial index on run_after)…
+      const due = await sql<{ id: string; job_id: string }>`
           UPDATE workflows w SET run_after = NULL, enqueued_at = now(), job_id = gen_random_uuid()
           FROM (SELECT id FROM workflows WHERE run_after <= ${this.options.clock.now()} ORDER BY run_after LIMIT 500 FOR UPDATE SKIP LOCKED) due
           WHERE w.id = due.id
           RETURNING w.id, w.job_id`.execute(trx);
-        // …and orphans (the partial index on status): unfinished, no worker holding them, and their last job no
-        // longer waiting in the queue yet not sent just now. A worker that died leaves its job active, not
-        // waiting, so its workflow is sent again after orphanAfterSeconds.
-        const orphans = await sql<{ id: string; job_id: string }>`
+      // …and orphans (the partial index on status): unfinished, no worker holding them, and their last job no
+      // longer waiting in the queue yet not sent just now. A worker that died leaves its job active, not
+      // waiting, so its workflow is sent again after orphanAfterSeconds.
+      const orphans = await sql<{ id: string; job_id: string }>`
           UPDATE workflows w SET enqueued_at = now(), job_id = gen_random_uuid()
           FROM (
             SELECT id FROM workflows
@@ -271,16 +283,10 @@ export class WorkflowEngine implements WorkflowStarter {
           ) orphan
           WHERE w.id = orphan.id
           RETURNING w.id, w.job_id`.execute(trx);
-        const jobs = [...due.rows, ...orphans.rows].map((r) => ({ id: r.job_id, data: { workflow_id: r.id } }));
-        if (jobs.length > 0) await this.boss.insert(QUEUE, jobs, { db: onTransaction(trx) });
-        return jobs.length;
-      });
-    } catch (error) {
-      this.options.logger.warn({ err: error }, 'workflow tick failed; retrying on the next tick');
-      return 0;
-    } finally {
-      this.ticking = false;
-    }
+      const jobs = [...due.rows, ...orphans.rows].map((r) => ({ id: r.job_id, data: { workflow_id: r.id } }));
+      if (jobs.length > 0) await this.boss.insert(QUEUE, jobs, { db: onTransaction(trx) });
+      return jobs.length;
+    });
   }
 
   /** Runs a workflow's steps until it waits, ends or has run STEPS_PER_JOB steps. */
