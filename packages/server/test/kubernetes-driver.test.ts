@@ -210,8 +210,11 @@ describe('control planes (Kamaji)', () => {
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
       expect((await status()).status).toBe('PROVISIONING');
       kamajiReady(clusterId);
-      clock.advance(2);
-      await until(async () => (await status()).status === 'RUNNING');
+      // The workflow looks again every 2 s of the injected clock: move it on while waiting, whenever it looked last.
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'RUNNING';
+      });
     } finally {
       await runtime.engine.stop();
     }
@@ -282,8 +285,11 @@ describe('clusters through the API', () => {
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
       expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32' } });
       kamajiReady(cluster.id);
-      clock.advance(2);
-      await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
+      // The workflow looks again every 2 s of the injected clock: move it on while waiting, whenever it looked last.
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
+      });
       await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
       expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))).toBeUndefined();
       expect(management.refused).toEqual([]);
@@ -313,8 +319,11 @@ describe('machines through the provision workflow', () => {
       const cluster = await api.POST('/v1/clusters', { body: { name: 'joined', region_id: 'fsn1' } });
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
       kamajiReady(cluster.id);
-      clock.advance(2);
-      await until(async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING');
+      // The workflow looks again every 2 s of the injected clock: move it on while waiting, whenever it looked last.
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
+      });
       const config = await api.POST('/v1/compute/configs', {
         body: {
           name: 'plain',
