@@ -3,7 +3,7 @@
 // (on the test clock), user-code matching, the approval's brute-force limit, the issued session token at work
 // and revoked by logout, and the OAuth error body of the token endpoint.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { digest } from '../src/services/tokens.ts';
+import { digest } from '../src/resources/tokens.ts';
 import { call, newUser, type Reply, startTestServer, type TestUser, useTestServer } from './support.ts';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';

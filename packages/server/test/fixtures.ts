@@ -4,7 +4,7 @@ import type { Clock } from '../src/clock.ts';
 import type { Database } from '../src/db/schema.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
-import { createToken } from '../src/services/tokens.ts';
+import { createToken } from '../src/resources/tokens.ts';
 import { newUser, type TestUser } from './support.ts';
 
 export interface World {

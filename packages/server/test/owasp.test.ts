@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import type { ClusterDriver, ComputeProvider, LogEntry, PodContainer } from '../src/providers/types.ts';
-import { createToken } from '../src/services/tokens.ts';
+import { createToken } from '../src/resources/tokens.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { freePort } from './global-setup.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';

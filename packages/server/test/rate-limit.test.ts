@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createToken } from '../src/services/tokens.ts';
+import { createToken } from '../src/resources/tokens.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
 const LIMIT = 3;

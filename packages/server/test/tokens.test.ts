@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createToken, LAST_USED_RESOLUTION_SECONDS, SESSION_LIFETIME_SECONDS } from '../src/resources/tokens.ts';
 import { ALL_SCOPES } from '../src/services/scopes.ts';
-import { createToken, LAST_USED_RESOLUTION_SECONDS, SESSION_LIFETIME_SECONDS } from '../src/services/tokens.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
 let database: TestDatabase;

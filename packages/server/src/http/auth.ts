@@ -7,8 +7,8 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { unauthorized } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
+import { findLiveToken, patChecksumValid, type RequestClient, tokenKind } from '../resources/tokens.ts';
 import { scopesOfClaim } from '../services/scopes.ts';
-import { findLiveToken, patChecksumValid, type RequestClient, tokenKind } from '../services/tokens.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 
