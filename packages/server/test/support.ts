@@ -63,7 +63,9 @@ export async function secretsInAuditLog(db: Kysely<Database>): Promise<string[]>
   if (!table[0]?.exists) return [];
   const rows = await db.selectFrom('audit_events').selectAll().execute();
   return rows.flatMap((row) => {
-    const values = Object.values(row).flat().filter((value): value is string => typeof value === 'string');
+    const values = Object.values(row)
+      .flat()
+      .filter((value): value is string => typeof value === 'string');
     return values.some((value) => SECRET_PATTERNS.some((pattern) => pattern.test(value))) ? [JSON.stringify(row)] : [];
   });
 }

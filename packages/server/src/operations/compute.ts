@@ -20,8 +20,14 @@ export const getComputeConfig: Handler<'getComputeConfig'> = async ({ params, he
   return { status: 200, body: await computeConfigs.getComputeConfig(db, caller.userId, params.id) };
 };
 
-/** The server types the provider offers now (read from its API and cached by the provider), not a list of ours. */
-const offerings = (_input: unknown, { provider }: HandlerEnv) => provider.offerings();
+/**
+ * The server types the provider offers now (read from its API and cached by the provider), not a list of ours;
+ * asked once a named workspace is known to be the caller's.
+ */
+async function offerings({ caller, headers }: { caller: WorkspaceCaller; headers: { 'X-Workspace-Id'?: string } }, { db, provider }: HandlerEnv) {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return provider.offerings();
+}
 
 export const createComputeConfig = staged<'createComputeConfig', ServerOffering[]>({
   before: offerings,

@@ -8,7 +8,11 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
 });
 
 export const createProduct = staged<'createProduct'>({
-  before: ({ body }, { resolveHost }) => products.checkSourceUrls(body, resolveHost),
+  // A workspace the caller may not act in is refused before any host is resolved.
+  before: async ({ body, headers, caller }, { db, resolveHost }) => {
+    await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+    await products.checkSourceUrls(body, resolveHost);
+  },
   change: async ({ body, headers, caller }, { db, clock, workflows }) => {
     const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
     return { status: 201, body: await products.createProduct(db, workspace, body, { now: clock.now(), workflows }) };
@@ -21,7 +25,7 @@ export const getProduct: Handler<'getProduct'> = async ({ params, headers, calle
 };
 
 export const updateProduct = staged<'updateProduct'>({
-  before: ({ body }, { resolveHost }) => products.checkSourceUrls(body, resolveHost),
+  before: ({ params, body, caller }, { db, resolveHost }) => products.checkUpdate(db, caller.userId, params.id, body, resolveHost),
   change: async ({ params, headers, body, caller }, { db, clock, workflows }) => {
     await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
     return { status: 200, body: await products.updateProduct(db, caller.userId, params.id, body, { now: clock.now(), workflows }) };

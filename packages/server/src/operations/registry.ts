@@ -13,7 +13,11 @@ export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ 
 };
 
 export const createRegistryCredential = staged<'createRegistryCredential'>({
-  before: ({ body }, { resolveHost }) => registryCredentials.checkRegistryHost(body.registry_url, resolveHost),
+  // A workspace the caller may not act in is refused before the host is resolved.
+  before: async ({ body, headers, caller }, { db, resolveHost }) => {
+    await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+    await registryCredentials.checkRegistryHost(body.registry_url, resolveHost);
+  },
   change: async ({ body, headers, caller }, { db, clock, secrets }) => {
     const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
     return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets }) };

@@ -122,6 +122,15 @@ export async function createProduct(db: Db, workspace: WorkspaceRef, body: Confi
   return toProduct(row);
 }
 
+/**
+ * The checks of an update that come before its transaction: a product the user cannot see is 404 before any of
+ * the sources' hosts is resolved, then the sources are checked (checkSourceUrls).
+ */
+export async function checkUpdate(db: Db, userId: string, id: string, body: Configuration, resolveHost: Resolver): Promise<void> {
+  await visibleProduct(db, userId, id);
+  await checkSourceUrls(body, resolveHost);
+}
+
 /** A full replacement of the configuration: a new template, regenerated and rolled out to the running installs. */
 export async function updateProduct(
   db: Db,
