@@ -36,8 +36,8 @@ function targetOf(meta: OperationMeta): Target {
 }
 
 /**
- * Checks the caller's role; returns their membership of the workspace the operation acts in when it was looked up
- * (`found`, also when it is refused: the audit log records a refusal in that workspace).
+ * Checks the caller's role. `found` is told the caller's membership of the workspace the operation acts in
+ * whenever it was looked up, also when the role falls short (the audit log records the refusal in that workspace).
  */
 export type Authorizer = (
   meta: OperationMeta,
