@@ -157,13 +157,22 @@ async function buildDocs(root: string): Promise<void> {
   await writeFile(join(root, docs), offlinePage(await readFile(join(root, docs), 'utf8')));
 }
 
-type DocOperation = { description?: string; 'x-required-role'?: string };
+type DocOperation = { description?: string; security?: unknown[]; 'x-required-role'?: string; 'x-audited'?: boolean };
 
-/** Starts each operation's description with the role its `x-required-role` declares, for readers of the docs. */
+/**
+ * Starts each operation's description with the role its `x-required-role` declares, and says which operations
+ * the audit log records (every authenticated one but GET, and the reads marked `x-audited`), for readers of the docs.
+ */
 function withRoleNotes(doc: Record<string, unknown>): Record<string, unknown> {
+  const rootSecurity = (doc.security as unknown[] | undefined) ?? [];
   for (const item of Object.values(doc.paths as Record<string, Record<string, DocOperation>>)) {
-    for (const operation of Object.values(item)) {
-      const role = typeof operation === 'object' ? operation['x-required-role'] : undefined;
+    for (const [method, operation] of Object.entries(item)) {
+      if (typeof operation !== 'object' || !['get', 'put', 'post', 'delete', 'patch'].includes(method)) continue;
+      const authenticated = (operation.security ?? rootSecurity).length > 0;
+      if (authenticated && (method !== 'get' || operation['x-audited'] === true)) {
+        operation.description = `${operation.description ?? ''}\n\n**Recorded in the audit log** (see Audit).`;
+      }
+      const role = operation['x-required-role'];
       if (role) operation.description = `**Requires the \`${role}\` role** in the workspace (see Roles).\n\n${operation.description ?? ''}`;
     }
   }

@@ -264,9 +264,9 @@ async function tokenFor(op: Operation): Promise<string | undefined> {
 // ---- the database snapshot -------------------------------------------------------------------------------
 
 // Tables whose rows a rejected request changes by design: the device flow's brute-force counter and polling
-// state (a wrong user code counts, a poll records when it came), and the API rate limit's counters. Tokens are
-// compared by id only (last_used_at is written on use, by design).
-const WRITTEN_BY_DESIGN = new Set(['device_code_attempts', 'device_grants', 'api_rate_limits', 'stream_slots']);
+// state (a wrong user code counts, a poll records when it came), the API rate limit's counters, and the audit
+// log (a refused request is recorded). Tokens are compared by id only (last_used_at is written on use, by design).
+const WRITTEN_BY_DESIGN = new Set(['device_code_attempts', 'device_grants', 'api_rate_limits', 'stream_slots', 'audit_events']);
 let snapshotQuery: string;
 
 async function snapshot(): Promise<Record<string, string>> {

@@ -4,6 +4,7 @@
 /** Query parameters with a default, per operationId. */
 export interface QueryDefaults {
   getClusterKubeconfig: 'ttl_seconds';
+  listAuditEvents: 'limit';
   listCloudCredentials: 'limit';
   listClusters: 'limit';
   listComputeConfigs: 'limit';
@@ -15,6 +16,7 @@ export interface QueryDefaults {
   listRegions: 'limit';
   listRegistryCredentials: 'limit';
   listSuspensions: 'limit';
+  listUserAuditEvents: 'limit';
   listUserInvitations: 'limit';
   listUserSessions: 'limit';
   listUserTokens: 'limit';

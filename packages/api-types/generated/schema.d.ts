@@ -316,7 +316,7 @@ export interface paths {
         };
         /**
          * Get a kubeconfig for a cluster
-         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's owner may ask (`403` for other members); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is logged with the caller, the cluster and the request id. The answer is never cached (`Cache-Control: no-store, private`).
+         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's owner may ask (`403` for other members); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is recorded in the audit log (the caller, the cluster, the request id; never the kubeconfig). The answer is never cached (`Cache-Control: no-store, private`).
          */
         get: operations["getClusterKubeconfig"];
         put?: never;
@@ -959,6 +959,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the workspace's audit events
+         * @description Lists the audit log of the workspace named by X-Workspace-Id (the default workspace without it), oldest first by (`created_at`, `id`): every change made in it by a request, refused attempts of its members, and its workflows' transitions. Only the workspace's admins and owner may read it. Filters combine: `actor_id`, `target_id`, `operation`, and the time range `since` (inclusive) to `until` (exclusive). Events are kept for a configured time (365 days by default).
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/user/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's audit events
+         * @description Lists the audit events the caller is the actor of, in every workspace and outside workspaces (tokens, sessions, invitations), oldest first by (`created_at`, `id`), including their refused attempts. Filters combine: `target_id`, `operation`, and the time range `since` (inclusive) to `until` (exclusive).
+         */
+        get: operations["listUserAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/user/invitations": {
         parameters: {
             query?: never;
@@ -1319,6 +1359,65 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description One entry of the audit log: who did what to which objects, from where, and how it ended. Every request that changes something (every operation other than GET, and the reads marked "Recorded in the audit log", which hand out credentials) writes one, in the same transaction as its change; so do workflows when they start running, succeed or fail (actor `platform`). It holds ids only: never a request or response body, a token, a secret or a password. */
+        AuditEvent: {
+            /** @example aud_01jd2xe1m3p5r7t9v1x3z5b7d9 */
+            id: string;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * @description `user` for a request, `platform` for a workflow transition.
+             * @enum {string}
+             */
+            actor_type: "user" | "platform";
+            /**
+             * @description The user who made the request; null for the platform.
+             * @example usr_01jd2x8h2n4p6r8t0v2x4z6b8d
+             */
+            actor_id: string | null;
+            /**
+             * @description The kind of token the request was made with; null for the platform.
+             * @enum {string|null}
+             */
+            token_kind: "pat" | "session" | "jwt" | null;
+            /**
+             * @description The id of the personal access token or session the request was made with (as `GET /v1/user/tokens` and `GET /v1/user/sessions` show it); null for OAuth2 JWTs and the platform. Never the token itself.
+             * @example tok_01jd2x8j3p5r7t9v1x3z5b7d9f
+             */
+            token_id: string | null;
+            /** @description The workspace the request acted in (the path's workspace, the workspace of the object the path names, the X-Workspace-Id the caller is a member of, or the workspace of the object created); null for operations outside workspaces (tokens, sessions, notifications, invitations, creating a workspace). */
+            workspace_id: string | null;
+            /**
+             * @description The operationId of the request (`createInstall`), or for workflow transitions `workflow.<kind>.<transition>` with the transition `running`, `succeeded` or `failed` (`workflow.createInstall.succeeded`).
+             * @example createInstall
+             */
+            operation: string;
+            /** @description The ids the request named in its path and the id of what it created; for a workflow transition the workflow's id and its subject's id. */
+            target_ids: string[];
+            /** @description The request's `X-Request-Id`; null for workflow transitions. */
+            request_id: string | null;
+            /**
+             * @description `succeeded`: the change was made. `failed`: it was refused (4xx) and nothing changed. `denied`: the caller's role, scope or workspace membership did not allow it (`forbidden`), and nothing changed.
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed" | "denied";
+            /**
+             * Format: int32
+             * @description The HTTP status of the answer; null for workflow transitions.
+             * @example 202
+             */
+            status: number | null;
+            /** @description The error code of a refused request; null otherwise. */
+            error_code: components["schemas"]["ErrorCode"] | null;
+            /**
+             * @description The address the request came from (behind load balancers listed in TRUST_PROXY, the client's address from X-Forwarded-For); null for workflow transitions.
+             * @example 203.0.113.7
+             */
+            client_address: string | null;
+        };
+        AuditEventList: {
+            data: components["schemas"]["AuditEvent"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** @description A user's own cloud provider key (BYOM). The secret is write-only, encrypted at rest and never returned. */
         CloudCredential: {
             /** @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d */
@@ -1605,11 +1704,7 @@ export interface components {
         /** @description The body of every error response. */
         Error: {
             error: {
-                /**
-                 * @description Machine-readable error code; see the error table in the introduction.
-                 * @enum {string}
-                 */
-                code: "bad_request" | "unauthorized" | "forbidden" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "validation_error" | "idempotency_key_reused" | "rate_limited" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "service_unavailable";
+                code: components["schemas"]["ErrorCode"];
                 /** @description Human-readable explanation. */
                 message: string;
                 /** @description The offending parameter, header or body field, as a path into the request (`limit`, `X-Workspace-Id`, `sources[0].chart.repo_url`). */
@@ -1620,6 +1715,11 @@ export interface components {
                 details?: unknown;
             };
         };
+        /**
+         * @description Machine-readable error code; see the error table in the introduction.
+         * @enum {string}
+         */
+        ErrorCode: "bad_request" | "unauthorized" | "forbidden" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "validation_error" | "idempotency_key_reused" | "rate_limited" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "service_unavailable";
         /** @description A change to one of the workspace's objects, recorded in the same transaction as the change: an event exists exactly when its change happened. `object` is the object as the API returned it right after the change. */
         Event: {
             /** @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5 */
@@ -2136,7 +2236,7 @@ export interface components {
          * @description A permission of a personal access token or OAuth2 JWT: a resource group (one per tag of this reference) and `read` or `write`. `write` includes `read` of its group. Each operation lists the scope it needs under its security requirements; session tokens carry every scope.
          * @enum {string}
          */
-        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "events:read" | "tokens:read" | "tokens:write";
+        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "events:read" | "audit:read" | "tokens:read" | "tokens:write";
         /** @description A session token of the caller (a sign-in of the command-line client); its secret is never shown. */
         Session: {
             /** @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7 */
@@ -2502,6 +2602,31 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Only events of this actor (a user id).
+         * @example usr_01jd2x8h2n4p6r8t0v2x4z6b8d
+         */
+        AuditActorId: string;
+        /**
+         * @description Only events of this operation: an operationId (`deleteCluster`) or a workflow transition (`workflow.createInstall.failed`), matched exactly.
+         * @example deleteCluster
+         */
+        AuditOperation: string;
+        /**
+         * @description Only events created at or after this moment (Unix seconds, inclusive).
+         * @example 1732262400
+         */
+        AuditSince: number;
+        /**
+         * @description Only events whose `target_ids` hold this id (a machine by its `provider_id`).
+         * @example ins_01jd2x9a7c9e1g3j5l7n9q1s3u
+         */
+        AuditTargetId: string;
+        /**
+         * @description Only events created before this moment (Unix seconds, exclusive).
+         * @example 1732348800
+         */
+        AuditUntil: number;
         /**
          * @description The cloud credential's id.
          * @example ccr_01jd2y2k7m9p1r3t5v7x9z1b3d
@@ -5492,6 +5617,139 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["EventStream"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events of this actor (a user id).
+                 * @example usr_01jd2x8h2n4p6r8t0v2x4z6b8d
+                 */
+                actor_id?: components["parameters"]["AuditActorId"];
+                /**
+                 * @description Only events whose `target_ids` hold this id (a machine by its `provider_id`).
+                 * @example ins_01jd2x9a7c9e1g3j5l7n9q1s3u
+                 */
+                target_id?: components["parameters"]["AuditTargetId"];
+                /**
+                 * @description Only events of this operation: an operationId (`deleteCluster`) or a workflow transition (`workflow.createInstall.failed`), matched exactly.
+                 * @example deleteCluster
+                 */
+                operation?: components["parameters"]["AuditOperation"];
+                /**
+                 * @description Only events created at or after this moment (Unix seconds, inclusive).
+                 * @example 1732262400
+                 */
+                since?: components["parameters"]["AuditSince"];
+                /**
+                 * @description Only events created before this moment (Unix seconds, exclusive).
+                 * @example 1732348800
+                 */
+                until?: components["parameters"]["AuditUntil"];
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events whose `target_ids` hold this id (a machine by its `provider_id`).
+                 * @example ins_01jd2x9a7c9e1g3j5l7n9q1s3u
+                 */
+                target_id?: components["parameters"]["AuditTargetId"];
+                /**
+                 * @description Only events of this operation: an operationId (`deleteCluster`) or a workflow transition (`workflow.createInstall.failed`), matched exactly.
+                 * @example deleteCluster
+                 */
+                operation?: components["parameters"]["AuditOperation"];
+                /**
+                 * @description Only events created at or after this moment (Unix seconds, inclusive).
+                 * @example 1732262400
+                 */
+                since?: components["parameters"]["AuditSince"];
+                /**
+                 * @description Only events created before this moment (Unix seconds, exclusive).
+                 * @example 1732348800
+                 */
+                until?: components["parameters"]["AuditUntil"];
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventList"];
                 };
             };
             401: components["responses"]["Unauthorized"];

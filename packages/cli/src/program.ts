@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 1 error (the service's message and suggestion on stderr), 2 usage error,
 // 3 a workflow awaited with --wait failed, 4 --wait timed out, 130 interrupted.
 import { Command, CommanderError } from 'commander';
+import { registerAudit } from './commands/audit.ts';
 import { registerAuth } from './commands/auth.ts';
 import { registerClusters } from './commands/clusters.ts';
 import { registerCompute } from './commands/compute.ts';
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerSessions(program);
   registerQuotas(program);
   registerNotifications(program);
+  registerAudit(program);
   return program;
 }
 

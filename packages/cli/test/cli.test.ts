@@ -796,6 +796,28 @@ describe('platform', () => {
       expect((await platform(['registry', 'credentials', 'delete', credential.id, '--yes'])).code).toBe(0);
     });
 
+    it("audit list: the workspace's with filters, --mine, and a usage error", async () => {
+      const someone = await newUser(database.db, systemClock, 'free');
+      const options = { token: someone.token };
+      const workspace = await api(someone.token).POST('/v1/workspaces', { body: { name: 'audited' } });
+      expect((await platform(['workspaces', 'rename', someone.workspaceId, '--name', 'renamed'], options)).code).toBe(0);
+      type Page = { data: { operation: string; actor_id: string; target_ids: string[] }[] };
+      const listed = await platformJson<Page>(['audit', 'list'], options);
+      expect(listed).toEqual(await api(someone.token).GET('/v1/audit_events'));
+      expect(listed.data.map((e) => e.operation)).toEqual(['updateWorkspace']);
+      const mine = await platformJson<Page>(['audit', 'list', '--mine', '--target', workspace.id], options);
+      expect(mine.data).toMatchObject([{ operation: 'createWorkspace', actor_id: someone.userId, target_ids: [workspace.id] }]);
+      const since = await platformJson<Page>(
+        ['audit', 'list', '--mine', '--operation', 'updateWorkspace', '--since', '2000-01-01', '--until', '4000000000'],
+        options,
+      );
+      expect(since.data).toHaveLength(1);
+      expect((await platform(['audit', 'list', '--mine', '--since', '2099-01-01'], options)).stdout).not.toContain('updateWorkspace');
+      expect((await platform(['audit', 'list'], options)).stdout).toMatch(/updateWorkspace\s+│.*succeeded 200/);
+      expect((await platform(['audit', 'list', '--mine', '--actor', someone.userId], options)).code).toBe(2);
+      expect((await platform(['audit', 'list', '--since', 'yesterday'], options)).code).toBe(2);
+    });
+
     it('--wait gives up with exit 4 after --timeout', async () => {
       const other = await newUser(database.db, systemClock, 'free');
       const run = await platform(['clusters', 'create', '--name', 'slow', '--region', 'fsn1', '--wait', '--timeout', '0'], { token: other.token });

@@ -346,6 +346,18 @@ export interface PlatformOperations {
    */
   listEvents(...args: OperationArgs<'listEvents'>): Promise<OperationResult<'listEvents'>>;
   /**
+   * List the workspace's audit events
+   *
+   * `GET /v1/audit_events`
+   */
+  listAuditEvents(...args: OperationArgs<'listAuditEvents'>): Promise<OperationResult<'listAuditEvents'>>;
+  /**
+   * List the caller's audit events
+   *
+   * `GET /v1/user/audit_events`
+   */
+  listUserAuditEvents(...args: OperationArgs<'listUserAuditEvents'>): Promise<OperationResult<'listUserAuditEvents'>>;
+  /**
    * List my invitations
    *
    * `GET /v1/user/invitations`
@@ -508,6 +520,8 @@ export const operationRoutes = {
   listNotifications: { method: 'GET', path: '/v1/notifications', path_params: [], query: ['unread', 'cursor', 'limit'], headers: [] },
   markNotificationRead: { method: 'PATCH', path: '/v1/notifications/{id}/read', path_params: ['id'], query: [], headers: [] },
   listEvents: { method: 'GET', path: '/v1/events', path_params: [], query: ['type', 'object_id', 'cursor', 'limit'], headers: ['workspaceId'] },
+  listAuditEvents: { method: 'GET', path: '/v1/audit_events', path_params: [], query: ['actor_id', 'target_id', 'operation', 'since', 'until', 'cursor', 'limit'], headers: ['workspaceId'] },
+  listUserAuditEvents: { method: 'GET', path: '/v1/user/audit_events', path_params: [], query: ['target_id', 'operation', 'since', 'until', 'cursor', 'limit'], headers: [] },
   listUserInvitations: { method: 'GET', path: '/v1/user/invitations', path_params: [], query: ['cursor', 'limit'], headers: [] },
   acceptInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/accept', path_params: ['id'], query: [], headers: [] },
   declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },

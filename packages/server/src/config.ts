@@ -77,6 +77,8 @@ export interface Config {
   workflowStepDelayMs: number;
   /** Days an event stays in the feed; the workers delete older ones. */
   eventRetentionDays: number;
+  /** Days an audit event is kept (the workers delete older ones); 0 keeps them forever. */
+  auditRetentionDays: number;
   /** How often (ms) an events stream looks for new events. */
   eventPollMs: number;
 }
@@ -302,6 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
     orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
     workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 0, 36_500),
     eventPollMs: integer(env, 'EVENT_POLL_MS', 1000, 10, 60_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 8, 1, 256),
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),

@@ -24,7 +24,8 @@ export type IdPrefix =
   | 'qo'
   | 'ss'
   | 'evt'
-  | 'inv';
+  | 'inv'
+  | 'aud';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

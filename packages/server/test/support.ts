@@ -34,11 +34,40 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     db: connection.db,
     url: url.toString(),
     drop: async () => {
+      // Every audit event the file's requests wrote is scanned for credentials before the database goes.
+      const leaks = await secretsInAuditLog(connection.db).catch((error: unknown) => [`the scan failed: ${String(error)}`]);
       await connection.close();
       await sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).execute(admin.db);
       await admin.close();
+      if (leaks.length > 0) throw new Error(`The audit log holds what looks like a credential:\n${leaks.join('\n')}`);
     },
   };
+}
+
+/**
+ * What must never be in an audit event: PATs, webhook secrets, JWTs, 32-character session tokens (a plain hex
+ * string of that length is a request id, not a token), and the passwords and secrets the tests send.
+ */
+const SECRET_PATTERNS = [
+  /svc_pat_/i,
+  /whsec_/i,
+  /eyJ[\w-]+\.[\w-]+\./,
+  /(?<![A-Za-z0-9])(?![0-9a-f]{32}(?![A-Za-z0-9]))[A-Za-z0-9]{32}(?![A-Za-z0-9])/,
+  /password|secret|hunter2|p4ssw0rd|hcloud-token|byom-token|hc-token/i,
+];
+
+/** The audit events of the database that hold something credential-like, one line each (none: empty). */
+export async function secretsInAuditLog(db: Kysely<Database>): Promise<string[]> {
+  const { sql } = await import('kysely');
+  const { rows: table } = await sql<{ exists: boolean }>`SELECT to_regclass('audit_events') IS NOT NULL AS exists`.execute(db);
+  if (!table[0]?.exists) return [];
+  const rows = await db.selectFrom('audit_events').selectAll().execute();
+  return rows.flatMap((row) => {
+    const values = Object.values(row)
+      .flat()
+      .filter((value): value is string => typeof value === 'string');
+    return values.some((value) => SECRET_PATTERNS.some((pattern) => pattern.test(value))) ? [JSON.stringify(row)] : [];
+  });
 }
 
 /** A clock the test moves by hand. */

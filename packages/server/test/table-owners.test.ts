@@ -134,3 +134,16 @@ describe('operations/ holds no SQL', () => {
     expect(new RegExp(SQL.source, 'm').test("import type { Kysely } from 'kysely';")).toBe(false);
   });
 });
+
+describe('resources/ and services/ join the request transaction', () => {
+  // A change runs in the request's transaction with its audit event (http/audit.ts): a transaction they open must
+  // join it (db/transaction.ts, inTransaction), or it would commit apart from the request's.
+  const OWN_TRANSACTION = /\.(?:transaction|startTransaction)\(\)/g;
+  it('open none of their own: inTransaction(db, work) instead of db.transaction()', () => {
+    const scanned = files.filter((f) => f.path.startsWith('resources/') || f.path.startsWith('services/'));
+    expect(scanned.length).toBeGreaterThan(10);
+    const sites = scanned.flatMap((f) => [...f.text.matchAll(OWN_TRANSACTION)].map((m) => `${f.path}:${lineOf(f.text, m.index)}`));
+    expect(sites).toEqual([]);
+    expect(OWN_TRANSACTION.test('await db.transaction().execute(')).toBe(true);
+  });
+});

@@ -320,6 +320,23 @@ export interface EventsTable {
   created_at: Seconds;
 }
 
+export interface AuditEventsTable {
+  id: string;
+  created_at: Seconds;
+  actor_type: Schema<'AuditEvent'>['actor_type'];
+  actor_id: string | null;
+  token_kind: Schema<'AuditEvent'>['token_kind'];
+  token_id: string | null;
+  workspace_id: string | null;
+  operation: string;
+  target_ids: string[];
+  request_id: string | null;
+  outcome: Schema<'AuditEvent'>['outcome'];
+  status: number | null;
+  error_code: Schema<'AuditEvent'>['error_code'];
+  client_address: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -340,6 +357,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   notifications: NotificationsTable;
   events: EventsTable;
+  audit_events: AuditEventsTable;
   quota_overrides: QuotaOverridesTable;
   device_grants: DeviceGrantsTable;
   device_code_attempts: DeviceCodeAttemptsTable;

@@ -35,11 +35,16 @@ function targetOf(meta: OperationMeta): Target {
   throw new Error(`${meta.operationId} declares x-required-role but acts in no workspace`);
 }
 
+/**
+ * Checks the caller's role. `found` is told the caller's membership of the workspace the operation acts in
+ * whenever it was looked up, also when the role falls short (the audit log records the refusal in that workspace).
+ */
 export type Authorizer = (
   meta: OperationMeta,
   params: Record<string, string>,
   caller: Caller | undefined,
   workspaceHeader: string | undefined,
+  found?: (membership: Membership) => void,
 ) => Promise<void>;
 
 export function createAuthorizer(db: Kysely<Database>, operations: Iterable<OperationMeta>): Authorizer {
@@ -71,11 +76,12 @@ export function createAuthorizer(db: Kysely<Database>, operations: Iterable<Oper
     }
   }
 
-  return async (meta, params, caller, header) => {
+  return async (meta, params, caller, header, onFound) => {
     const target = targets.get(meta.operationId);
     const required = meta.requiredRole;
     if (!target || !required || !caller) return;
     const found = await membership(target, caller.userId, params, header);
+    if (found) onFound?.(found);
     if (!found || allows(found.role, required)) return;
     throw new ApiError('forbidden', `${meta.operationId} needs the ${required} role in workspace ${found.workspaceId}; your role is ${found.role}.`, {
       suggestion: `Ask an admin or the owner of the workspace for the ${required} role.`,

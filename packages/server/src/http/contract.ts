@@ -40,6 +40,11 @@ export interface OperationMeta extends RouteOperation {
   responses: Map<string, Set<string>>;
   /** The least workspace role the operation needs (`x-required-role`); none for operations outside workspaces. */
   requiredRole?: Role;
+  /**
+   * Recorded in the audit log (http/audit.ts): every authenticated operation but GET (a change runs in one
+   * transaction with its event), and the reads the contract marks `x-audited` (they hand out credentials).
+   */
+  audit: 'change' | 'read' | undefined;
 }
 
 export interface Contract {
@@ -76,9 +81,11 @@ export async function loadContract(): Promise<Contract> {
     const security = (operation.security ?? rootSecurity) as Record<string, string[]>[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
-    const raw = (definition as unknown as { paths: Record<string, Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string }>> }).paths[
-      operation.path
-    ]?.[operation.method];
+    const raw = (
+      definition as unknown as {
+        paths: Record<string, Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string; 'x-audited'?: boolean }>>;
+      }
+    ).paths[operation.path]?.[operation.method];
     const requiredRole = raw?.['x-required-role'] as Role | undefined;
     if (requiredRole !== undefined && !ROLES.includes(requiredRole)) throw new Error(`${operation.operationId}: unknown x-required-role ${requiredRole}`);
     const responses = new Map<string, Set<string>>();
@@ -86,6 +93,8 @@ export async function loadContract(): Promise<Contract> {
       const headers = (resolve(response) as { headers?: Record<string, unknown> }).headers ?? {};
       responses.set(status, new Set(Object.keys(headers).map((name) => name.toLowerCase())));
     }
+    const authenticated = security.length > 0;
+    const audit = !authenticated ? undefined : operation.method !== 'get' ? 'change' : raw?.['x-audited'] === true ? 'read' : undefined;
     const badRequest = raw?.responses?.['400'] as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
     operations.set(operation.operationId as OperationId, {
       operationId: operation.operationId as OperationId,
@@ -97,11 +106,12 @@ export async function loadContract(): Promise<Contract> {
       hasJsonBody: Boolean(requestBody?.content?.['application/json']),
       hasFormBody: Boolean(requestBody?.content?.['application/x-www-form-urlencoded']),
       bodyRequired: requestBody?.required === true,
-      authenticated: security.length > 0,
+      authenticated,
       requiredScope: security.find((requirement) => requirement.personalAccessToken)?.personalAccessToken?.[0],
       oauthErrors: badRequest?.content?.['application/json']?.schema?.$ref === '#/components/schemas/OAuthError',
       responses,
       requiredRole,
+      audit,
     });
   }
   return { api, operations };

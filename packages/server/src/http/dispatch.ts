@@ -1,5 +1,6 @@
 // The API itself: match the request to an operation of the contract, authenticate, count it against the rate
-// limit, read and validate its input, call the operation's handler and write its answer.
+// limit, read and validate its input, call the operation's handler (a change in one transaction with its audit
+// event: audit.ts) and write its answer.
 import type { OperationId } from '@platform/api-types';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config.ts';
@@ -7,6 +8,7 @@ import { ApiError, OAuthError } from '../errors.ts';
 import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
+import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
 import { createAuthorizer } from './authorize.ts';
 import { readBody } from './body.ts';
@@ -25,12 +27,11 @@ export interface DispatchParts {
   config: Config;
 }
 
-type Output = { status: number; body?: unknown; stream?: AsyncIterable<string>; headers?: Record<string, string> };
-
 export function dispatch({ contract, authenticate, rateLimiter, env, config }: DispatchParts): Middleware {
   const router = new Router([...contract.operations.values()]);
   const addressOf = clientAddress(config.trustProxy);
   const authorize = createAuthorizer(env.db, contract.operations.values());
+  const audit = auditLog(env);
 
   /** The operation the request names; 404 and 405 (with Allow) otherwise. */
   function route(ctx: Context): { meta: OperationMeta; params: Record<string, string> } {
@@ -119,10 +120,23 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
   return async (ctx) => {
     const { meta, params } = route(ctx);
     const caller = await authenticateFor(ctx, meta);
+    const audited: AuditedRequest | undefined =
+      meta.audit && caller ? { meta, params, caller, requestId: ctx.state.requestId as string, clientAddress: addressOf(ctx.req) } : undefined;
+    try {
+      await serve(ctx, meta, params, caller, audited);
+    } catch (error) {
+      if (audited) await audit.refused(audited, error);
+      throw error;
+    }
+  };
+
+  async function serve(ctx: Context, meta: OperationMeta, params: Record<string, string>, caller: Caller | undefined, audited: AuditedRequest | undefined) {
     checkScope(meta, caller);
     await countRequest(ctx, caller);
     const { body, query, headers } = await readInput(ctx, meta, params);
-    await authorize(meta, params, caller, headers['X-Workspace-Id']);
+    await authorize(meta, params, caller, headers['X-Workspace-Id'], (membership) => {
+      if (audited) audited.membership = membership;
+    });
     // Aborted when the client goes away before the response is complete (long-lived streams watch it).
     const abort = new AbortController();
     ctx.res.once('close', () => {
@@ -140,6 +154,6 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
       origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
     };
     const handler = handlers[meta.operationId] as (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<Output>;
-    await respond(ctx, meta, await handler(input, env), abort);
-  };
+    await respond(ctx, meta, audited ? await audit.run(audited, handler, input) : await handler(input, env), abort);
+  }
 }

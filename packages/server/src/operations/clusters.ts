@@ -1,7 +1,7 @@
 import * as clusters from '../resources/clusters.ts';
 import { listRegions as regionsPage, requireRegion } from '../resources/regions.ts';
 import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
-import type { Handler } from './types.ts';
+import { type Handler, staged } from './types.ts';
 
 export const listClusters: Handler<'listClusters'> = async (input, { db }) => ({
   status: 200,
@@ -29,32 +29,24 @@ export const updateCluster: Handler<'updateCluster'> = async ({ params, body, he
   return { status: 200, body: await clusters.renameCluster(db, caller.userId, params.clusterId, body) };
 };
 
-export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, headers, caller, requestId }, { db, driver, logger }) => {
+/** Recorded in the audit log (x-audited in the contract), by the binding, before the answer is sent. */
+export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, headers, caller }, { db, driver }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
   const body = await clusters.clusterKubeconfig(db, driver, caller.userId, params.clusterId, query.ttl_seconds ?? 3600);
-  // Who took cluster-admin credentials, and when: never the kubeconfig itself.
-  logger.info(
-    {
-      audit: 'getClusterKubeconfig',
-      actor: caller.userId,
-      token_kind: caller.kind,
-      token_id: caller.tokenId,
-      cluster: body.cluster_id,
-      request_id: requestId,
-      expires_at: body.expires_at,
-    },
-    'kubeconfig issued',
-  );
   // Credentials: no cache, shared or private, may keep them.
   return { status: 200, body, headers: { 'Cache-Control': 'no-store, private', Pragma: 'no-cache' } };
 };
 
-export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db, driver, logger }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  await clusters.deleteCluster(db, caller.userId, params.clusterId);
-  // The control plane goes after the record; one the driver fails to delete stays, labelled, to clean up.
-  await driver
-    .deleteCluster(params.clusterId)
-    .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));
-  return { status: 204, body: undefined };
-};
+export const deleteCluster = staged<'deleteCluster'>({
+  change: async ({ params, headers, caller }, { db }) => {
+    await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+    await clusters.deleteCluster(db, caller.userId, params.clusterId);
+    return { status: 204, body: undefined };
+  },
+  // The control plane goes once the record's deletion is committed; one the driver fails to delete stays,
+  // labelled, to clean up.
+  after: ({ params }, { driver, logger }) =>
+    driver
+      .deleteCluster(params.clusterId)
+      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed')),
+});

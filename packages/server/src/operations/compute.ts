@@ -1,9 +1,10 @@
+import type { ServerOffering } from '../providers/types.ts';
 import * as cloudCredentials from '../resources/cloud-credentials.ts';
 import * as computeConfigs from '../resources/compute-configs.ts';
 import * as machines from '../resources/machines.ts';
 import * as suspensions from '../resources/suspensions.ts';
 import { requireWorkspace, resolveWorkspace, type WorkspaceCaller } from '../services/tenancy.ts';
-import type { Handler, HandlerEnv } from './types.ts';
+import { type Handler, type HandlerEnv, staged } from './types.ts';
 
 /** Operations on resources addressed by id check a named X-Workspace-Id (403 when foreign), then membership. */
 const checkNamedWorkspace = (db: HandlerEnv['db'], caller: WorkspaceCaller, header: string | undefined) =>
@@ -19,10 +20,22 @@ export const getComputeConfig: Handler<'getComputeConfig'> = async ({ params, he
   return { status: 200, body: await computeConfigs.getComputeConfig(db, caller.userId, params.id) };
 };
 
-export const createComputeConfig: Handler<'createComputeConfig'> = async ({ body, headers, caller }, { db, clock, provider }) => {
-  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, { now: clock.now(), provider }) };
-};
+/**
+ * The server types the provider offers now (read from its API and cached by the provider), not a list of ours;
+ * asked once a named workspace is known to be the caller's.
+ */
+async function offerings({ caller, headers }: { caller: WorkspaceCaller; headers: { 'X-Workspace-Id'?: string } }, { db, provider }: HandlerEnv) {
+  await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+  return provider.offerings();
+}
+
+export const createComputeConfig = staged<'createComputeConfig', ServerOffering[]>({
+  before: offerings,
+  change: async ({ body, headers, caller }, { db, clock }, offerings) => {
+    const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+    return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, { now: clock.now(), offerings }) };
+  },
+});
 
 export const updateComputeConfig: Handler<'updateComputeConfig'> = async ({ params, body, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
@@ -71,10 +84,13 @@ export const getMachine: Handler<'getMachine'> = async ({ params, headers, calle
   return { status: 200, body: await machines.getMachine(db, caller.userId, params.providerId) };
 };
 
-export const requestMachine: Handler<'requestMachine'> = async ({ body, headers, caller }, { db, clock, workflows, provider }) => {
-  const named = await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 202, body: await machines.requestMachine(db, caller.userId, named, body, { now: clock.now(), workflows, provider }) };
-};
+export const requestMachine = staged<'requestMachine', ServerOffering[]>({
+  before: offerings,
+  change: async ({ body, headers, caller }, { db, clock, workflows }, offerings) => {
+    const named = await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
+    return { status: 202, body: await machines.requestMachine(db, caller.userId, named, body, { now: clock.now(), workflows, offerings }) };
+  },
+});
 
 export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);

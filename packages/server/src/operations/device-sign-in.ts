@@ -3,7 +3,7 @@
 // session token. The token endpoint answers errors in the OAuth 2.0 body (OAuthError in errors.ts).
 import type { Config } from '../config.ts';
 import * as deviceSignIn from '../resources/device-sign-in.ts';
-import type { Handler } from './types.ts';
+import { type Handler, staged } from './types.ts';
 
 /** PUBLIC_URL, else the scheme and Host the request came to (a Host that is no host name gets the listen address). */
 function publicBase(config: Config, origin: string): string {
@@ -25,7 +25,7 @@ export const pollDeviceToken: Handler<'pollDeviceToken'> = async ({ body }, { db
   body: await deviceSignIn.pollDeviceToken(db, clock, body),
 });
 
-export const approveDeviceCode: Handler<'approveDeviceCode'> = async ({ body, caller }, { db, clock }) => ({
-  status: 200,
-  body: await deviceSignIn.approveDeviceCode(db, clock, caller, body),
+export const approveDeviceCode = staged<'approveDeviceCode'>({
+  before: ({ body, caller }, { db, clock }) => deviceSignIn.admitDeviceDecision(db, clock, caller, body),
+  change: async ({ body, caller }, { db, clock }) => ({ status: 200, body: await deviceSignIn.approveDeviceCode(db, clock, caller, body) }),
 });

@@ -1,6 +1,7 @@
 // The handler map: every handler exported by the operation files, one per operationId. `satisfies Handlers` makes
 // an operation added to the contract without a handler a type error; a handler added to an existing file needs no
 // change here.
+import * as audit from './audit.ts';
 import * as clusters from './clusters.ts';
 import * as compute from './compute.ts';
 import * as deviceSignIn from './device-sign-in.ts';
@@ -24,6 +25,7 @@ export const handlers = {
   ...installs,
   ...notifications,
   ...events,
+  ...audit,
   ...tokens,
   ...deviceSignIn,
   ...quotas,

@@ -1,6 +1,6 @@
 import * as registryCredentials from '../resources/registry-credentials.ts';
 import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
-import type { Handler } from './types.ts';
+import { type Handler, staged } from './types.ts';
 
 export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async (input, { db }) => ({
   status: 200,
@@ -12,10 +12,17 @@ export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ 
   return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller.userId, params.id) };
 };
 
-export const createRegistryCredential: Handler<'createRegistryCredential'> = async ({ body, headers, caller }, { db, clock, secrets, resolveHost }) => {
-  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets, resolveHost }) };
-};
+export const createRegistryCredential = staged<'createRegistryCredential'>({
+  // A workspace the caller may not act in is refused before the host is resolved.
+  before: async ({ body, headers, caller }, { db, resolveHost }) => {
+    await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+    await registryCredentials.checkRegistryHost(body.registry_url, resolveHost);
+  },
+  change: async ({ body, headers, caller }, { db, clock, secrets }) => {
+    const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+    return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets }) };
+  },
+});
 
 export const updateRegistryCredential: Handler<'updateRegistryCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });

@@ -85,5 +85,32 @@ export type OperationOutput<Op extends OperationId> =
 
 export type Handler<Op extends OperationId> = (input: OperationInput<Op>, env: HandlerEnv) => Promise<OperationOutput<Op>>;
 
+/**
+ * An operation that changes something runs in one transaction with its audit event (http/audit.ts), and a
+ * transaction is never held open across a call to a cloud provider or to DNS: such calls go in `before` (ahead of
+ * the transaction; what it returns is handed to `change`) or `after` (once the change is committed). Inside
+ * `change`, env.provider, env.driver and env.resolveHost refuse to be called. `before` is also the place of a
+ * write that must stand whatever becomes of the request (an attempt counted against a limit): in `change` it
+ * would roll back with a refusal.
+ */
+export interface Stages<Op extends OperationId, P> {
+  before?(input: OperationInput<Op>, env: HandlerEnv): Promise<P>;
+  change(input: OperationInput<Op>, env: HandlerEnv, prepared: P): Promise<OperationOutput<Op>>;
+  /** Its failure is logged: the change is made and answered. */
+  after?(input: OperationInput<Op>, env: HandlerEnv, output: OperationOutput<Op>): Promise<void>;
+}
+
+export type StagedHandler<Op extends OperationId> = Handler<Op> & { stages: Stages<Op, unknown> };
+
+/** A handler in stages; called as a plain handler (outside the binding), the stages run one after the other. */
+export function staged<Op extends OperationId, P = void>(stages: Stages<Op, P>): StagedHandler<Op> {
+  const handler: Handler<Op> = async (input, env) => {
+    const output = await stages.change(input, env, (await stages.before?.(input, env)) as P);
+    await stages.after?.(input, env, output);
+    return output;
+  };
+  return Object.assign(handler, { stages: stages as Stages<Op, unknown> });
+}
+
 /** One handler per operationId of the contract: an operation without a handler fails the type check. */
 export type Handlers = { [Op in OperationId]: Handler<Op> };

@@ -3,6 +3,7 @@
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ProviderCredential } from '../providers/types.ts';
@@ -89,7 +90,7 @@ export async function updateCloudCredential(
 }
 
 export async function deleteCloudCredential(db: Db, userId: string, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const credential = await trx
       .selectFrom('cloud_credentials')
       .select('id')

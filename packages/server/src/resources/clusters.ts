@@ -3,6 +3,7 @@
 import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ClusterDriver } from '../providers/types.ts';
@@ -42,7 +43,7 @@ export async function createCluster(
   regionId: string,
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Cluster'>> {
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     await enforceQuota(trx, workspace, { 'kaas/clusters': 1 }, now);
     const taken = await trx.selectFrom('clusters').select('id').where('workspace_id', '=', workspace.id).where('name', '=', input.name).executeTakeFirst();
     if (taken) throw nameTaken(input.name);
@@ -88,7 +89,7 @@ export async function renameCluster(db: Db, userId: string, id: string, input: S
 const nameTaken = (name: string) => conflict(`The workspace has a cluster named ${name} already.`, 'Choose another name.', undefined, 'name');
 
 export async function deleteCluster(db: Db, userId: string, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const cluster = await visibleCluster(trx, userId, id);
     await trx.selectFrom('clusters').select('id').where('id', '=', cluster.id).forUpdate().execute();
     const { machines, installs } = await trx

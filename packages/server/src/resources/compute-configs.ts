@@ -3,9 +3,10 @@
 import type { Schema } from '@platform/api-types';
 import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ComputeProvider } from '../providers/types.ts';
+import type { ServerOffering } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
@@ -53,7 +54,7 @@ export async function createComputeConfig(
   db: Db,
   workspace: WorkspaceRef,
   input: Schema<'ComputeConfigCreate'>,
-  { now, provider }: { now: number; provider: ComputeProvider },
+  { now, offerings }: { now: number; offerings: ServerOffering[] },
 ): Promise<Schema<'ComputeConfig'>> {
   if (input.provider_config.provider !== input.provider) {
     throw validationError(
@@ -62,8 +63,6 @@ export async function createComputeConfig(
       'Send the same provider in both places.',
     );
   }
-  // The server types the provider offers now (read from its API and cached by the provider).
-  const offerings = await provider.offerings();
   if (!offerings.some((t) => matchesFilter(input.provider_config.machine_type_filter, t.name))) {
     throw validationError(
       'provider_config.machine_type_filter',
@@ -97,7 +96,7 @@ export async function renameComputeConfig(db: Db, userId: string, id: string, in
 }
 
 export async function deleteComputeConfig(db: Db, userId: string, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const config = await visibleComputeConfig(trx, userId, id);
     // Lock the config so a machine cannot start using it between the count and the delete.
     await trx.selectFrom('compute_configs').select('id').where('id', '=', config.id).forUpdate().execute();

@@ -10,6 +10,7 @@ import { type Kysely, sql } from 'kysely';
 import { ulid } from 'ulid';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, OAuthError } from '../errors.ts';
 import { requireEveryScope, type Scopes } from '../services/scopes.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
@@ -102,7 +103,7 @@ export type PollResult =
  * and the one-time token issue are decided one poll at a time, across every process.
  */
 export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, deviceCode: string, clientId: string | null): Promise<PollResult> {
-  return db.transaction().execute(async (trx): Promise<PollResult> => {
+  return inTransaction(db, async (trx): Promise<PollResult> => {
     const grant = await trx.selectFrom('device_grants').selectAll().where('device_code_digest', '=', digest(deviceCode)).forUpdate().executeTakeFirst();
     if (!grant) return { kind: 'invalid_grant', reason: 'unknown' };
     if (clientId !== null && grant.client_id !== null && clientId !== grant.client_id) return { kind: 'invalid_grant', reason: 'client_mismatch' };
@@ -131,8 +132,7 @@ export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, devic
 export type DecisionResult =
   | { kind: 'decided'; row: Row<'device_grants'> }
   | { kind: 'not_found' }
-  | { kind: 'already_decided'; status: 'approved' | 'denied' }
-  | { kind: 'rate_limited'; retryAfter: number };
+  | { kind: 'already_decided'; status: 'approved' | 'denied' };
 
 /**
  * Counts one attempt of the user against the window (fixed, APPROVAL_WINDOW_SECONDS long) before the code is
@@ -159,17 +159,12 @@ async function refundAttempt(db: Kysely<Database>, userId: string): Promise<void
   await db.updateTable('device_code_attempts').set({ attempts: sql<number>`greatest(attempts - 1, 0)` }).where('user_id', '=', userId).execute();
 }
 
-/** The signed-in user's approval or denial of the grant showing `userCode` (as typed). */
-export async function decideDeviceSignIn(
-  db: Kysely<Database>,
-  clock: Clock,
-  userId: string,
-  userCode: string,
-  action: 'approve' | 'deny',
-): Promise<DecisionResult> {
+/**
+ * The signed-in user's approval or denial of the grant showing `userCode` (as typed), once countAttempt has
+ * counted it.
+ */
+async function decideDeviceSignIn(db: Kysely<Database>, clock: Clock, userId: string, userCode: string, action: 'approve' | 'deny'): Promise<DecisionResult> {
   const now = clock.now();
-  const { attempts, windowEndsAt } = await countAttempt(db, userId, now);
-  if (attempts > APPROVAL_ATTEMPT_LIMIT) return { kind: 'rate_limited', retryAfter: Math.max(1, windowEndsAt - now) };
   const code = normaliseUserCode(userCode);
   const result = code === undefined ? ({ kind: 'not_found' } as const) : await decide(db, now, userId, code, action);
   if (result.kind !== 'not_found') await refundAttempt(db, userId);
@@ -177,7 +172,7 @@ export async function decideDeviceSignIn(
 }
 
 async function decide(db: Kysely<Database>, now: number, userId: string, code: string, action: 'approve' | 'deny'): Promise<DecisionResult> {
-  return db.transaction().execute(async (trx): Promise<DecisionResult> => {
+  return inTransaction(db, async (trx): Promise<DecisionResult> => {
     const grant = await trx.selectFrom('device_grants').selectAll().where('user_code', '=', code).forUpdate().executeTakeFirst();
     if (!grant || grant.expires_at <= now) return { kind: 'not_found' };
     if (grant.status !== 'pending') return { kind: 'already_decided', status: grant.status === 'denied' ? 'denied' : 'approved' };
@@ -244,18 +239,42 @@ export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, reques
 }
 
 /**
- * The signed-in user approves or denies the request showing `userCode`: 404, 409 or 429 otherwise. Approving
- * issues a session token, which holds every scope, so it takes a caller that holds every scope (403 otherwise).
+ * Admits an approval or denial: approving issues a session token, which holds every scope, so it takes a caller
+ * that holds every scope (403 otherwise); and the attempt is counted against the user's limit of unknown codes
+ * (429 beyond it). The count must stand whatever becomes of the request, so it is not made in the request's
+ * transaction (the operation's `before` stage): a refused guess rolled back with its 404 would count nothing.
  */
-export async function approveDeviceCode(
+export async function admitDeviceDecision(
   db: Kysely<Database>,
   clock: Clock,
   caller: { userId: string; scopes: Scopes },
   approval: Schema<'DeviceApproval'>,
-): Promise<Schema<'DeviceApprovalResult'>> {
-  const { userId } = caller;
+): Promise<void> {
   if (approval.action === 'approve') requireEveryScope(caller.scopes, 'approveDeviceCode');
-  const result = await decideDeviceSignIn(db, clock, userId, approval.user_code, approval.action);
+  const now = clock.now();
+  const { attempts, windowEndsAt } = await countAttempt(db, caller.userId, now);
+  if (attempts > APPROVAL_ATTEMPT_LIMIT) {
+    throw new ApiError(
+      'rate_limited',
+      `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`,
+      {
+        param: 'user_code',
+        suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
+        details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },
+        headers: { 'Retry-After': String(Math.max(1, windowEndsAt - now)) },
+      },
+    );
+  }
+}
+
+/** The signed-in user approves or denies the request showing `userCode`, admitted by admitDeviceDecision: 404 or 409 otherwise. */
+export async function approveDeviceCode(
+  db: Kysely<Database>,
+  clock: Clock,
+  caller: { userId: string },
+  approval: Schema<'DeviceApproval'>,
+): Promise<Schema<'DeviceApprovalResult'>> {
+  const result = await decideDeviceSignIn(db, clock, caller.userId, approval.user_code, approval.action);
   const code = normaliseUserCode(approval.user_code);
   const shown = code === undefined ? approval.user_code : formatUserCode(code);
   switch (result.kind) {
@@ -277,17 +296,6 @@ export async function approveDeviceCode(
         'Nothing to do; to sign in again, start a new sign-in in your terminal.',
         { status: result.status },
         'user_code',
-      );
-    case 'rate_limited':
-      throw new ApiError(
-        'rate_limited',
-        `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`,
-        {
-          param: 'user_code',
-          suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
-          details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },
-          headers: { 'Retry-After': String(result.retryAfter) },
-        },
       );
   }
 }

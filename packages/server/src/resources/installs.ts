@@ -7,6 +7,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
@@ -33,10 +34,6 @@ const toInstall = (row: Row<'installs'>): Schema<'Install'> => ({
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
-
-/** Runs in the caller's transaction when there is one (an idempotent request), else in a new one. */
-const inTransaction = <T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
-  db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
 
 /** Each override names a source of the product, each source at most once; 422 naming the override otherwise. */
 function checkOverrides(overrides: Schema<'InstallOverride'>[], sources: { id: string }[]): void {
@@ -169,7 +166,7 @@ export async function rollbackInstall(
   input: Schema<'InstallRollback'>,
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Install'>> {
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     const locked = await lockSettled(trx, userId, id);
     const revision = await revisionOf(trx, locked.id, input.revision);
     if (!revision || !locked.cluster_id) {
@@ -201,7 +198,7 @@ export async function deleteInstall(
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Install'>> {
   const install = await visibleInstall(db, userId, id);
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirst();
     if (!locked) throw notFound('Install', id);
     if (locked.status === 'uninstalling') return locked;

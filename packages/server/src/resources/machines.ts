@@ -5,9 +5,10 @@
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ComputeProvider } from '../providers/types.ts';
+import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
@@ -74,7 +75,7 @@ export async function requestMachine(
   userId: string,
   named: WorkspaceRef | undefined,
   input: Schema<'MachineRequest'>,
-  { now, workflows, provider }: Effects & { provider: ComputeProvider },
+  { now, workflows, offerings }: Effects & { offerings: ServerOffering[] },
 ): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, userId, input.cluster_id, 'cluster_id');
   if (named && cluster.workspace_id !== named.id) {
@@ -95,8 +96,7 @@ export async function requestMachine(
   // A switched-off credential makes no new machines (those made with it are still driven with it).
   if (config.cloud_credential_id) await requireCredentialOfWorkspace(db, config.cloud_credential_id, cluster.workspace_id, 'compute_config_id');
   const filter = config.provider_config.machine_type_filter;
-  // The server types the provider offers now (read from its API and cached by the provider), not a list of ours.
-  const candidates = (await provider.offerings()).filter((t) => matchesFilter(filter, t.name));
+  const candidates = offerings.filter((t) => matchesFilter(filter, t.name));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
   if (!serverType) {
     throw validationError(
@@ -107,7 +107,7 @@ export async function requestMachine(
   }
   const byom = config.cloud_credential_id !== null;
   const workspace = await ownerOf(db, cluster.workspace_id);
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
     if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes }, now);
     // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
@@ -138,7 +138,7 @@ export async function requestMachine(
 /** any → deleting: whatever was under way for the machine stops; the deletion removes its server and snapshot. */
 export async function deleteMachine(db: Db, userId: string, providerId: string, { now, workflows }: Effects): Promise<void> {
   const machine = await visibleMachine(db, userId, providerId);
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirst();
     if (!locked || locked.status === 'deleting') return; // deleting already: the same outcome
     const suspensions = await suspensionsOfMachine(trx, machine.provider_id);
@@ -150,7 +150,7 @@ export async function deleteMachine(db: Db, userId: string, providerId: string, 
 
 /** ready → suspending, with a new suspension whose workflow snapshots the server. */
 export async function suspendMachine(db: Db, userId: string, providerId: string, effects: Effects): Promise<Schema<'Suspension'>> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const machine = await visibleMachine(trx, userId, providerId);
     const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirstOrThrow();
     if (locked.status !== 'ready') {

@@ -4,6 +4,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, ProductSource, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
@@ -33,7 +34,6 @@ type Configuration = Schema<'ProductUpdate'>;
 interface Effects {
   now: number;
   workflows: WorkflowStarter;
-  resolveHost: Resolver;
 }
 
 export const listProducts = (db: Db, input: PageInput) => workspacePage(db, input, 'products', toProduct);
@@ -47,8 +47,11 @@ async function visibleProduct(db: Db, userId: string, id: string, param?: string
 
 export const getProduct = async (db: Db, userId: string, id: string): Promise<Schema<'Product'>> => toProduct(await visibleProduct(db, userId, id));
 
-/** Refuses a helm source the service must not fetch from (SSRF): see services/ssrf.ts. Runs before any transaction. */
-async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Promise<void> {
+/**
+ * Refuses a helm source the service must not fetch from (SSRF): see services/ssrf.ts. It resolves host names, so
+ * it runs before the request's transaction (the operation's `before` stage), not inside it.
+ */
+export async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Promise<void> {
   for (const [i, source] of body.sources.entries()) {
     const reason = await forbiddenSourceUrl(source.chart.repo_url, resolveHost);
     if (reason) {
@@ -105,14 +108,8 @@ async function configurationColumns(db: Db, workspaceId: string, body: Configura
   };
 }
 
-export async function createProduct(
-  db: Db,
-  workspace: WorkspaceRef,
-  body: Configuration,
-  { now, workflows, resolveHost }: Effects,
-): Promise<Schema<'Product'>> {
-  await checkSourceUrls(body, resolveHost);
-  const row = await db.transaction().execute(async (trx) => {
+export async function createProduct(db: Db, workspace: WorkspaceRef, body: Configuration, { now, workflows }: Effects): Promise<Schema<'Product'>> {
+  const row = await inTransaction(db, async (trx) => {
     const columns = await configurationColumns(trx, workspace.id, body, new Set());
     const id = newId('prd');
     await workflows.start(trx, 'regenerateProduct', columns.template_id, { product_id: id });
@@ -125,17 +122,24 @@ export async function createProduct(
   return toProduct(row);
 }
 
+/**
+ * The checks of an update that come before its transaction: a product the user cannot see is 404 before any of
+ * the sources' hosts is resolved, then the sources are checked (checkSourceUrls).
+ */
+export async function checkUpdate(db: Db, userId: string, id: string, body: Configuration, resolveHost: Resolver): Promise<void> {
+  await visibleProduct(db, userId, id);
+  await checkSourceUrls(body, resolveHost);
+}
+
 /** A full replacement of the configuration: a new template, regenerated and rolled out to the running installs. */
 export async function updateProduct(
   db: Db,
   userId: string,
   id: string,
   body: Configuration,
-  { now, workflows, resolveHost }: Effects,
+  { now, workflows }: Effects,
 ): Promise<Schema<'ProductUpdateResult'>> {
-  await visibleProduct(db, userId, id);
-  await checkSourceUrls(body, resolveHost);
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const product = await visibleProduct(trx, userId, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
@@ -157,7 +161,7 @@ const NAMED_INSTALLS = 100;
  * install created meanwhile holds the product's row through its foreign key.
  */
 export async function deleteProduct(db: Db, userId: string, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const product = await visibleProduct(trx, userId, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const installs = await trx.selectFrom('installs').select('id').where('product_id', '=', product.id).orderBy('id').limit(NAMED_INSTALLS).execute();
@@ -200,7 +204,7 @@ export async function setRegenerationStatus(
   status: Row<'products'>['regeneration_status'],
   now: number,
 ): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const row = await trx
       .updateTable('products')
       .set({ regeneration_status: status })

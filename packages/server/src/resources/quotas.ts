@@ -3,6 +3,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { allocationUsage, entry, isMetric, limitOf, METRICS, type Metric, provisioningUsage } from '../services/quotas.ts';
 import { visibleCluster } from './clusters.ts';
@@ -51,7 +52,7 @@ export type OverrideScope = { user_id: string; workspace_id: null } | { user_id:
 
 /** Replaces the override of one metric for a user or a workspace. */
 export async function setQuotaOverride(db: Kysely<Database>, scope: OverrideScope, metric: string, limit: number): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     const existing = trx.deleteFrom('quota_overrides').where('metric', '=', metric);
     await (scope.user_id !== null ? existing.where('user_id', '=', scope.user_id) : existing.where('workspace_id', '=', scope.workspace_id)).execute();
     await trx

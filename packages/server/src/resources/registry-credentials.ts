@@ -41,20 +41,26 @@ async function visibleRegistryCredential(db: Db, userId: string, id: string): Pr
 export const getRegistryCredential = async (db: Db, userId: string, id: string): Promise<Schema<'RegistryCredential'>> =>
   toRegistryCredential(await visibleRegistryCredential(db, userId, id));
 
+/**
+ * Refuses a registry the service must not connect to (SSRF). It resolves the host name, so it runs before the
+ * request's transaction (the operation's `before` stage), not inside it.
+ */
+export async function checkRegistryHost(registryUrl: string, resolveHost: Resolver): Promise<void> {
+  if (await isForbiddenHost(registryUrl.replace(/:\d+$/, ''), resolveHost)) {
+    throw validationError(
+      'registry_url',
+      `${registryUrl} is a loopback, private, link-local or metadata address.`,
+      'Use the public host name of the registry, e.g. ghcr.io.',
+    );
+  }
+}
+
 export async function createRegistryCredential(
   db: Db,
   workspace: WorkspaceRef,
   input: ReceivedBody<'createRegistryCredential'>,
-  { now, secrets, resolveHost }: { now: number; secrets: SecretBox; resolveHost: Resolver },
+  { now, secrets }: { now: number; secrets: SecretBox },
 ): Promise<Schema<'RegistryCredential'>> {
-  const host = input.registry_url.replace(/:\d+$/, '');
-  if (await isForbiddenHost(host, resolveHost)) {
-    throw validationError(
-      'registry_url',
-      `${input.registry_url} is a loopback, private, link-local or metadata address.`,
-      'Use the public host name of the registry, e.g. ghcr.io.',
-    );
-  }
   const row = await db
     .insertInto('registry_credentials')
     .values({

@@ -3,6 +3,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
@@ -65,7 +66,7 @@ export async function startSuspension(
 
 /** suspended → resuming, under the row's lock; the resume workflow starts in the same transaction. */
 export async function resumeSuspension(db: Db, userId: string, id: string, workflows: WorkflowStarter): Promise<Schema<'Suspension'>> {
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     const suspension = await trx
       .selectFrom('suspensions')
       .selectAll()

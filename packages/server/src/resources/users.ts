@@ -2,6 +2,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, Plan } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { newId } from '../ids.ts';
 import { createToken } from './tokens.ts';
 import { createWorkspace } from './workspaces.ts';
@@ -13,7 +14,7 @@ export async function createUser(
   email: string,
   plan: Plan,
 ): Promise<{ userId: string; workspaceId: string; token: string }> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const now = clock.now();
     const userId = newId('usr');
     await trx.insertInto('users').values({ id: userId, email, plan, created_at: now }).execute();

@@ -3,6 +3,7 @@
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
@@ -49,7 +50,7 @@ export async function createWorkspace(db: Db, ownerId: string, input: { name: st
     await trx.insertInto('workspace_members').values({ workspace_id: workspace.id, user_id: ownerId, role: 'owner', created_at: now }).execute();
     return workspace;
   };
-  const row = db.isTransaction ? await create(db) : await db.transaction().execute(create);
+  const row = await inTransaction(db, create);
   return toWorkspace(row);
 }
 
@@ -157,7 +158,7 @@ export async function listInvitations(db: Db, userId: string, { cursor, limit = 
 
 /** The invitee joins with the invitation's role (a member already keeps theirs), and the invitation ends. */
 export async function acceptInvitation(db: Db, userId: string, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     // Deleting it claims it: of two accepts at once, one finds nothing to delete.
     const claimed = await trx
       .deleteFrom('workspace_invitations')
@@ -217,7 +218,7 @@ export async function setMemberRole(db: Db, workspaceId: string, callerId: strin
 
 /** The member becomes the owner (of the workspace's row and by role); the previous owner stays as an admin. */
 export async function transferOwnership(db: Db, workspaceId: string, userId: string): Promise<Schema<'WorkspaceMember'>> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     // Under the workspace's row lock: two transfers at once cannot leave two owners.
     const workspace = await trx.selectFrom('workspaces').select('owner_id').where('id', '=', workspaceId).forUpdate().executeTakeFirst();
     if (!workspace) throw notFound('Workspace', workspaceId);

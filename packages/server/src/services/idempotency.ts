@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict } from '../errors.ts';
 
 export const IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;
@@ -45,7 +46,7 @@ export async function withIdempotencyKey<R extends StoredResponse>(
   work: (trx: Transaction<Database>) => Promise<R>,
 ): Promise<{ response: R; replayed: boolean }> {
   try {
-    return await db.transaction().execute(async (trx) => {
+    return await inTransaction(db, async (trx) => {
       await sql`SET LOCAL lock_timeout = ${sql.lit(LOCK_TIMEOUT)}`.execute(trx);
       // User ids hold no ':', so "<user>:<key>" names one (user, key) pair. (PostgreSQL text cannot hold NUL.)
       await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${scope.userId}:${scope.key}`}, 0))`.execute(trx);

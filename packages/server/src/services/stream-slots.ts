@@ -14,6 +14,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { ApiError } from '../errors.ts';
 import { newId } from '../ids.ts';
 
@@ -41,7 +42,7 @@ export function streamSlots(db: Kysely<Database>, clock: Clock): StreamSlots {
       if (limit <= 0) return noSlot;
       const id = newId('ss');
       const now = clock.now();
-      const taken = await db.transaction().execute(async (trx) => {
+      const taken = await inTransaction(db, async (trx) => {
         await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`stream_slots:${key}`}, 0))`.execute(trx);
         await trx.deleteFrom('stream_slots').where('key', '=', key).where('expires_at', '<=', now).execute();
         const { held } = await trx

@@ -120,6 +120,15 @@ function retryThenFail(error: unknown, attempts: number): StepResult {
   return { wait: 2 ** attempts, attempts };
 }
 
+/** A workflow's status changed: it began running, succeeded or failed. */
+export interface WorkflowTransition {
+  workflowId: string;
+  kind: WorkflowKind;
+  subjectId: string;
+  state: Record<string, unknown>;
+  status: 'running' | 'succeeded' | 'failed';
+}
+
 const goesOn = (result: StepResult): result is { next: string; state?: Record<string, unknown> } => 'next' in result && !('wait' in result);
 
 export interface EngineOptions {
@@ -139,6 +148,11 @@ export interface EngineOptions {
   orphanAfterSeconds: number;
   /** A pause (real ms) after each step is recorded: lets crash tests kill a worker at every step boundary. */
   stepDelayMs?: number;
+  /**
+   * Told each transition in the transaction that records it, so what it writes commits with the workflow's row
+   * (the composition root records it in the audit log).
+   */
+  onTransition?: (trx: Kysely<Database>, transition: WorkflowTransition, now: number) => Promise<void>;
 }
 
 /** pg-boss statements run on the caller's Kysely transaction. */
@@ -376,11 +390,22 @@ export class WorkflowEngine implements WorkflowStarter {
                 run_after: sql<number>`coalesce(run_after, ${now + result.wait})`,
               };
     // A workflow cancelled while its step ran (its subject deleted) stays cancelled.
-    await this.options.db
-      .updateTable('workflows')
-      .set({ ...update, state: JSON.stringify(state), updated_at: now })
-      .where('id', '=', workflow.id)
-      .where('status', 'in', ['pending', 'running'])
-      .execute();
+    const write = (db: Kysely<Database>) =>
+      db
+        .updateTable('workflows')
+        .set({ ...update, state: JSON.stringify(state), updated_at: now })
+        .where('id', '=', workflow.id)
+        .where('status', 'in', ['pending', 'running'])
+        .returning('id')
+        .executeTakeFirst();
+    const { onTransition } = this.options;
+    if (update.status === workflow.status || !onTransition) {
+      await write(this.options.db);
+      return;
+    }
+    const transition = { workflowId: workflow.id, kind: workflow.kind, subjectId: workflow.subject_id, state, status: update.status };
+    await this.options.db.transaction().execute(async (trx) => {
+      if (await write(trx)) await onTransition(trx, transition, now);
+    });
   }
 }

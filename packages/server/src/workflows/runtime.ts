@@ -10,6 +10,7 @@ import { type ProviderRateLimit, providerRateLimit } from '../providers/rate-lim
 import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import type { ClusterDriver } from '../providers/types.ts';
+import { recordWorkflowTransition } from '../resources/audit-events.ts';
 import { secretBox } from '../services/secrets.ts';
 import { WorkflowEngine } from './engine.ts';
 import { eventRetention } from './event-retention.ts';
@@ -22,7 +23,14 @@ export interface RuntimeOptions {
   logger: Logger;
   config: Pick<
     Config,
-    'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs' | 'eventRetentionDays'
+    | 'workerConcurrency'
+    | 'providerRateLimit'
+    | 'compute'
+    | 'simulation'
+    | 'orphanAfterSeconds'
+    | 'workflowStepDelayMs'
+    | 'eventRetentionDays'
+    | 'auditRetentionDays'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -34,7 +42,7 @@ export interface RuntimeOptions {
   rateLimit?: ProviderRateLimit;
   /** Opens BYOM cloud credentials for the workflows. */
   secretsKey?: Buffer;
-  /** How often (real ms) a worker deletes expired events; default hourly. */
+  /** How often (real ms) a worker deletes expired events and audit events; default hourly. */
   eventPruneEveryMs?: number;
 }
 
@@ -68,12 +76,14 @@ export function createRuntime(options: RuntimeOptions) {
     tickMs: options.tickMs ?? 250,
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
     stepDelayMs: config.workflowStepDelayMs,
+    onTransition: recordWorkflowTransition,
   });
   const retention = eventRetention({
     db: options.db,
     clock: options.clock,
     logger: options.logger,
     retentionDays: config.eventRetentionDays,
+    auditRetentionDays: config.auditRetentionDays,
     everyMs: options.eventPruneEveryMs ?? 3_600_000,
   });
   return { cloud, provider, driver, engine, retention };
