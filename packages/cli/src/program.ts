@@ -13,6 +13,7 @@ import { registerRegions } from './commands/regions.ts';
 import { registerRegistry } from './commands/registry.ts';
 import { registerSessions } from './commands/sessions.ts';
 import { registerTokens } from './commands/tokens.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 import { registerWorkspaces } from './commands/workspaces.ts';
 import { UsageError } from './context.ts';
 import { printError } from './output.ts';
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerSessions(program);
   registerQuotas(program);
   registerNotifications(program);
+  registerWebhooks(program);
   return program;
 }
 
