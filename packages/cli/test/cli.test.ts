@@ -207,11 +207,17 @@ function verified(delivery: Delivery, secret: string): Forwarded {
   return new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as Forwarded;
 }
 
-/** A proxy in front of the server that can cut the events feeds passing through it. */
+/** A proxy in front of the server that can cut the events feeds passing through it, and answer 503 for a while. */
 async function startProxy() {
   const feeds = new Set<ServerResponse>();
   const feedRequests: IncomingHttpHeaders[] = [];
+  let down = false;
   const proxy = createServer((req, res) => {
+    if (down) {
+      const body = { error: { code: 'service_unavailable', message: 'The service is restarting.' } };
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(body));
+      return;
+    }
     const upstream = httpRequest(new URL(req.url ?? '/', server.baseUrl), { method: req.method, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -232,6 +238,9 @@ async function startProxy() {
     drop: () => {
       for (const feed of feeds) feed.destroy();
     },
+    setDown: (value: boolean) => {
+      down = value;
+    },
     close: () => closeServer(proxy),
   };
 }
@@ -242,18 +251,20 @@ async function startListener(args: string[], options: RunOptions = {}) {
   const secret = new Promise<string>((resolve) => (ready = resolve));
   let child: ChildProcess | undefined;
   let output = '';
+  let errors = '';
   const run = platform(['webhooks', 'listen', ...args], {
     ...options,
     onOutput: (stdout) => (output = stdout),
     onError: (stderr, process) => {
       child = process;
+      errors = stderr;
       const match = /Webhook signing secret: (whsec_\S+)\n/.exec(stderr);
       if (match) ready(match[1]!);
     },
   });
   const started = await Promise.race([secret.then((value) => ({ secret: value })), run.then((done) => ({ done }))]);
   if ('done' in started) throw new Error(`the listener exited with ${started.done.code}: ${started.done.stderr}`);
-  return { secret: started.secret, run, stdout: () => output, interrupt: () => child?.kill('SIGINT') };
+  return { secret: started.secret, run, stdout: () => output, stderr: () => errors, interrupt: () => child?.kill('SIGINT') };
 }
 
 // Each group works as its own user where it counts usage, so the groups run at once.
@@ -1009,7 +1020,7 @@ describe('platform', () => {
     );
 
     it(
-      'resumes the feed with Last-Event-ID after the connection drops, forwarding each event once',
+      'resumes the feed with Last-Event-ID after the connection drops and after the API answered 503 for a while, forwarding each event once',
       async () => {
         const someone = await newUser(database.db, systemClock, 'pro');
         const client = api(someone.token);
@@ -1027,6 +1038,14 @@ describe('platform', () => {
 
           const second = await client.POST('/v1/clusters', { body: { name: 'second', region_id: 'fsn1' } });
           await until('the second cluster’s events', () => receiver.received.length >= 4);
+
+          // An outage longer than the client's own retries: the listener keeps trying, and what happened meanwhile comes.
+          proxy.setDown(true);
+          proxy.drop();
+          await until('the outage noticed', () => listener.stderr().includes('Lost the events feed (The service is restarting.); reconnecting in 2 s'));
+          const third = await client.POST('/v1/clusters', { body: { name: 'third', region_id: 'fsn1' } });
+          proxy.setDown(false);
+          await until('the third cluster’s events', () => receiver.received.length >= 6);
           listener.interrupt();
           const run = await listener.run;
           expect(run.code, run.stderr).toBe(130);
@@ -1036,7 +1055,10 @@ describe('platform', () => {
             ['cluster.running', first.id],
             ['cluster.created', second.id],
             ['cluster.running', second.id],
+            ['cluster.created', third.id],
+            ['cluster.running', third.id],
           ]);
+          expect(proxy.feedRequests.at(-1)?.['last-event-id']).toBe(events[3]?.id);
         } finally {
           await receiver.close();
           await proxy.close();

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Schema } from '@platform/api-types';
-import { generateWebhookSecret, PlatformNetworkError, signWebhook, type WebhookEventType } from '@platform/client';
+import { generateWebhookSecret, PlatformApiError, PlatformNetworkError, signWebhook, type WebhookEventType } from '@platform/client';
 import { type Command, InvalidArgumentError } from 'commander';
 import { action, example } from '../context.ts';
 import { time } from '../output.ts';
@@ -60,6 +60,11 @@ function parseUrl(value: string): URL {
 function parseSecret(value: string): string {
   if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(value)) throw new InvalidArgumentError('expected whsec_ followed by base64, as the receiver is configured with');
   return value;
+}
+
+/** A failure that passes: the API is restarting, overloaded or out of reach for a while. */
+function transient(error: unknown): error is PlatformNetworkError | PlatformApiError {
+  return error instanceof PlatformNetworkError || (error instanceof PlatformApiError && (error.status === 429 || error.status >= 500));
 }
 
 /** The reason a request got no answer, in a few words (fetch hides it in `cause`). */
@@ -143,8 +148,8 @@ export function registerWebhooks(program: Command): void {
                   report(out.json, event, await forward(flags.forwardTo, event, secret, signal));
                 }
               } catch (error) {
-                if (signal.aborted || !(error instanceof PlatformNetworkError)) throw error;
-                // It gave up (the API is down, say): keep trying, after the last event forwarded.
+                if (signal.aborted || !transient(error)) throw error;
+                // The client gave up reconnecting (the API is down, say): keep trying, after the last event received.
                 process.stderr.write(`Lost the events feed (${error.message}); reconnecting in ${RECONNECT_MS / 1000} s\n`);
                 await sleep(RECONNECT_MS, undefined, { signal });
               }
