@@ -116,12 +116,21 @@ export function registerWebhooks(program: Command): void {
   example(
     webhooks
       .command('listen')
-      .description(
-        'forward each new event of the workspace to a local URL, signed with Standard Webhooks headers, until Ctrl-C; prints the signing secret to verify them with',
-      )
+      .description('forward the workspace’s new events to a local URL, signed as webhooks, until Ctrl-C')
       .requiredOption('--forward-to <url>', 'where to POST each event, e.g. http://localhost:3000/hook', parseUrl)
       .option('--events <types>', 'only these event types, comma-separated (e.g. cluster.running,install.failed)', parseEventTypes)
       .option('--secret <whsec_…>', 'sign with this secret instead of a new one for the session', parseSecret)
+      .addHelpText(
+        'after',
+        [
+          '',
+          'Each event is POSTed as JSON (the event as `GET /v1/events` lists it) with the Standard Webhooks headers',
+          'webhook-id (the event id), webhook-timestamp and webhook-signature, signed with the secret printed at the',
+          'start; verify them with verifyWebhook() of @platform/client or any Standard Webhooks library. Only events',
+          'recorded after the start are sent; one line per event shows its time, type, object id, the answer',
+          '(or why there was none) and how long it took. A dropped feed is resumed after the last event received.',
+        ].join('\n'),
+      )
       .action(
         action(async ({ api, out, settings }, flags: ListenFlags) => {
           // Ctrl-C ends the feed and any forward in flight; the exit code says it was interrupted.
