@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,7 +22,18 @@ const systemNode = process.env.CLIENT_CONSUMER_NODE ?? '/usr/bin/node';
 // Debian's Chromium, as the docs test uses it (the tests never download a browser).
 const chromiumPath = '/usr/bin/chromium';
 
+// The Standard Webhooks reference library, at the version the client's own tests pin, installed into the scratch
+// project beside the tarball (the test signs and checks with it; the consumers never import it).
+const clientManifest = JSON.parse(await readFile(join(repoRoot, 'packages', 'client', 'package.json'), 'utf8'));
+const standardWebhooks = `standardwebhooks@${clientManifest.devDependencies.standardwebhooks}`;
+interface ReferenceWebhook {
+  sign(id: string, timestamp: Date, payload: string): string;
+  verify(payload: string, headers: Record<string, string>): unknown;
+}
+type ReferenceWebhookClass = new (secret: string) => ReferenceWebhook;
+
 let scratch: string;
+let Webhook: ReferenceWebhookClass;
 let database: TestDatabase;
 let server: TestServer;
 let user: TestUser;
@@ -36,9 +48,16 @@ async function exec(file: string, args: string[], cwd: string) {
 }
 
 // A consumer for Node: every call style, pagination, the typed error, and a type error the compiler must catch.
-const nodeConsumer = `import { createPlatformClient, PlatformApiError, type PlatformClient } from '@platform/client';
+const nodeConsumer = `import {
+  createPlatformClient,
+  PlatformApiError,
+  type PlatformClient,
+  signWebhook,
+  verifyWebhook,
+  WebhookVerificationError,
+} from '@platform/client';
 
-const [baseUrl = '', token = ''] = process.argv.slice(2);
+const [baseUrl = '', token = '', webhookJson = '{}'] = process.argv.slice(2);
 const api: PlatformClient = createPlatformClient({ baseUrl, token });
 
 const regions = await api.listRegions({ limit: 1 });
@@ -58,11 +77,30 @@ export function neverCalled(): void {
   void api.listClusters({ limit: 'ten' });
 }
 
-console.log(JSON.stringify({ firstPage: regions.data.length, regionIds, tokens: Array.isArray(tokens.data), missing }));
+// A webhook signed by the test (the raw body as bytes, as a Node server reads it), then the same body tampered with.
+const webhook = JSON.parse(webhookJson) as { payload: string; headers: Record<string, string>; secret: string };
+const event = await verifyWebhook(Buffer.from(webhook.payload), webhook.headers, webhook.secret);
+const tampered = await verifyWebhook(webhook.payload.replace('RUNNING', 'FAILED'), webhook.headers, webhook.secret).catch((error: unknown) =>
+  error instanceof WebhookVerificationError ? error.reason : String(error),
+);
+const signed = await signWebhook(webhook.payload, { id: 'evt_from_consumer', secret: webhook.secret });
+
+console.log(
+  JSON.stringify({ firstPage: regions.data.length, regionIds, tokens: Array.isArray(tokens.data), missing, webhook: { type: event.type, tampered, signed } }),
+);
 `;
 
 // A consumer for browsers: the DOM lib only, no Node types.
-const browserConsumer = `import { createPlatformClient, PlatformApiError } from '@platform/client';
+const browserConsumer = `import { createPlatformClient, PlatformApiError, signWebhook, verifyWebhook, WebhookVerificationError } from '@platform/client';
+
+export async function checkWebhook(payload: string, headers: Record<string, string>, secret: string) {
+  const event = await verifyWebhook(payload, new Headers(headers), secret);
+  const tampered = await verifyWebhook(payload.replace('RUNNING', 'FAILED'), headers, secret).catch((error: unknown) =>
+    error instanceof WebhookVerificationError ? error.reason : String(error),
+  );
+  const signed = await signWebhook(new TextEncoder().encode(payload), { id: 'evt_from_browser', secret });
+  return { type: event.type, object: event.type === 'cluster.running' ? event.object.kaas.status : undefined, tampered, signed };
+}
 
 export async function regionNames(token: string): Promise<string[]> {
   const api = createPlatformClient({ baseUrl: location.origin, token });
@@ -84,7 +122,8 @@ beforeAll(async () => {
   if (!tarball) throw new Error('pnpm pack wrote no tarball');
   await writeFile(join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   // npm, not pnpm: the project is a stranger to the workspace. Public dependencies come from the registry.
-  await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`, '@types/node@20.19.43'], scratch);
+  await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`, '@types/node@20.19.43', standardWebhooks], scratch);
+  ({ Webhook } = createRequire(join(scratch, 'package.json'))('standardwebhooks') as { Webhook: ReferenceWebhookClass });
 
   await writeFile(join(scratch, 'node-consumer.ts'), nodeConsumer);
   await writeFile(join(scratch, 'browser-consumer.ts'), browserConsumer);
@@ -110,6 +149,35 @@ beforeAll(async () => {
   user = await newUser(database.db, clock);
 }, 300_000);
 
+/** A webhook as the platform sends it, signed by the reference library. */
+function referenceWebhook() {
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const id = 'evt_01jd2xd7h9k1n3q5s7v9x1z3b5';
+  const payload = JSON.stringify({
+    id,
+    type: 'cluster.running',
+    workspace_id: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',
+    object_type: 'cluster',
+    object_id: 'cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+    object: {
+      id: 'cl_01jd2x8m5r7t9v1w3y5a7c9e1g',
+      name: 'prod-eu',
+      workspace_id: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',
+      region_id: 'fsn1',
+      kaas: { version: 'v1.31', status: 'RUNNING', status_message: null },
+      created_at: 1732268800,
+    },
+    created_at: 1732269100,
+  });
+  const timestamp = new Date();
+  const headers = {
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign(id, timestamp, payload),
+  };
+  return { payload, headers, secret };
+}
+
 afterAll(async () => {
   await server?.close();
   await database?.drop();
@@ -129,13 +197,17 @@ describe('the packed client in a project outside the workspace', () => {
     await exec(tsc, ['-p', 'tsconfig.json'], scratch);
     const { stdout: version } = await exec(systemNode, ['--version'], scratch);
     expect(version).toMatch(/^v20\./);
-    const { stdout } = await exec(systemNode, ['out/node-consumer.js', server.baseUrl, user.token], scratch);
+    const webhook = referenceWebhook();
+    const { stdout } = await exec(systemNode, ['out/node-consumer.js', server.baseUrl, user.token, JSON.stringify(webhook)], scratch);
     const result = JSON.parse(stdout);
     expect(result.firstPage).toBe(1);
     expect(result.regionIds.length).toBeGreaterThan(1);
     expect(result.regionIds).toContain('fsn1');
     expect(result.tokens).toBe(true);
     expect(result.missing).toEqual({ status: 404, code: 'not_found' });
+    // Web Crypto on Node 20: verifies the reference's signature, refuses a tampered body, signs as the reference.
+    expect(result.webhook).toMatchObject({ type: 'cluster.running', tampered: 'no_matching_signature' });
+    expect(new Webhook(webhook.secret).verify(webhook.payload, result.webhook.signed)).toMatchObject({ type: 'cluster.running' });
   }, 120_000);
 
   test('a type error in the consumer fails tsc', async () => {
@@ -181,6 +253,20 @@ describe('the packed client in a project outside the workspace', () => {
       expect(names.length).toBeGreaterThan(2);
       expect(names).toContain('Falkenstein');
       expect(await call('svc_pat_not_a_real_token')).toEqual(['error: unauthorized']);
+
+      // Web Crypto in the browser: the reference's signature verified, a tampered body refused, its own accepted.
+      const webhook = referenceWebhook();
+      const checked = await page.evaluate(
+        ({ payload, headers, secret }) =>
+          (
+            globalThis as unknown as {
+              consumer: { checkWebhook(p: string, h: Record<string, string>, s: string): Promise<{ signed: Record<string, string> }> };
+            }
+          ).consumer.checkWebhook(payload, headers, secret),
+        webhook,
+      );
+      expect(checked).toMatchObject({ type: 'cluster.running', object: 'RUNNING', tampered: 'no_matching_signature' });
+      expect(new Webhook(webhook.secret).verify(webhook.payload, checked.signed)).toMatchObject({ type: 'cluster.running' });
     } finally {
       await browser.close();
     }

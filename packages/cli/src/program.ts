@@ -14,6 +14,7 @@ import { registerRegions } from './commands/regions.ts';
 import { registerRegistry } from './commands/registry.ts';
 import { registerSessions } from './commands/sessions.ts';
 import { registerTokens } from './commands/tokens.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 import { registerWorkspaces } from './commands/workspaces.ts';
 import { UsageError } from './context.ts';
 import { printError } from './output.ts';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerQuotas(program);
   registerNotifications(program);
   registerAudit(program);
+  registerWebhooks(program);
   return program;
 }
 

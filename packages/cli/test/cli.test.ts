@@ -3,7 +3,9 @@
 // its config directory redirected through XDG_CONFIG_HOME.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +22,7 @@ import {
   type TestServer,
   type TestUser,
 } from '@platform/server/testing';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -55,7 +58,7 @@ beforeAll(async () => {
   server = await startTestServer(
     database.db,
     systemClock,
-    { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1' },
+    { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1', EVENT_POLL_MS: '50' },
     { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
   );
   user = await newUser(database.db, systemClock, 'pro');
@@ -87,6 +90,8 @@ interface RunOptions {
   env?: Record<string, string>;
   /** Called with everything written to stdout so far, after each chunk. */
   onOutput?: (stdout: string, child: ChildProcess) => void;
+  /** Called with everything written to stderr so far, after each chunk. */
+  onError?: (stderr: string, child: ChildProcess) => void;
   /** Written to stdin. */
   input?: string;
 }
@@ -109,7 +114,10 @@ function platform(args: string[], options: RunOptions = {}): Promise<Run> {
     stdout += chunk;
     options.onOutput?.(stdout, child);
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    options.onError?.(stderr, child);
+  });
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
@@ -153,6 +161,111 @@ async function platformJson<T>(args: string[], options: RunOptions = {}): Promis
 const WORKFLOWS_MS = 90_000;
 
 const api = (token = user.token) => createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
+
+/** Polls `check` every 50 ms until it holds, failing after `ms`. */
+async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function listenOnLoopback(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+interface Delivery {
+  body: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** A webhook receiver on the loopback: keeps each request's raw body and headers; answers `status(n)` to the n-th. */
+async function startReceiver(status: (n: number) => number = () => 200) {
+  const received: Delivery[] = [];
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers });
+      res.writeHead(status(received.length)).end();
+    });
+  });
+  return { url: `${await listenOnLoopback(receiver)}/hook`, received, close: () => closeServer(receiver) };
+}
+
+type Forwarded = { id: string; type: string; object_id: string };
+
+/** Checks a delivery as a receiver would, with the reference implementation of Standard Webhooks. */
+function verified(delivery: Delivery, secret: string): Forwarded {
+  return new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as Forwarded;
+}
+
+/** A proxy in front of the server that can cut the events feeds passing through it, and answer 503 for a while. */
+async function startProxy() {
+  const feeds = new Set<ServerResponse>();
+  const feedRequests: IncomingHttpHeaders[] = [];
+  let down = false;
+  const proxy = createServer((req, res) => {
+    if (down) {
+      const body = { error: { code: 'service_unavailable', message: 'The service is restarting.' } };
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(body));
+      return;
+    }
+    const upstream = httpRequest(new URL(req.url ?? '/', server.baseUrl), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    res.on('close', () => upstream.destroy());
+    if (req.url?.startsWith('/v1/events/stream')) {
+      feedRequests.push(req.headers);
+      feeds.add(res);
+      res.on('close', () => feeds.delete(res));
+    }
+    req.pipe(upstream);
+  });
+  const url = await listenOnLoopback(proxy);
+  return {
+    url,
+    feedRequests,
+    drop: () => {
+      for (const feed of feeds) feed.destroy();
+    },
+    setDown: (value: boolean) => {
+      down = value;
+    },
+    close: () => closeServer(proxy),
+  };
+}
+
+/** Starts `platform webhooks listen …`; resolves once it says it is ready, with its secret, its output so far and its run. */
+async function startListener(args: string[], options: RunOptions = {}) {
+  let ready: (secret: string) => void = () => {};
+  const secret = new Promise<string>((resolve) => (ready = resolve));
+  let child: ChildProcess | undefined;
+  let output = '';
+  let errors = '';
+  const run = platform(['webhooks', 'listen', ...args], {
+    ...options,
+    onOutput: (stdout) => (output = stdout),
+    onError: (stderr, process) => {
+      child = process;
+      errors = stderr;
+      const match = /Webhook signing secret: (whsec_\S+)\n/.exec(stderr);
+      if (match) ready(match[1]!);
+    },
+  });
+  const started = await Promise.race([secret.then((value) => ({ secret: value })), run.then((done) => ({ done }))]);
+  if ('done' in started) throw new Error(`the listener exited with ${started.done.code}: ${started.done.stderr}`);
+  return { secret: started.secret, run, stdout: () => output, stderr: () => errors, interrupt: () => child?.kill('SIGINT') };
+}
 
 // Each group works as its own user where it counts usage, so the groups run at once.
 describe('platform', () => {
@@ -303,7 +416,7 @@ describe('platform', () => {
     });
 
     it('--help shows an example on each command and exits 0', async () => {
-      for (const args of [['--help'], ['installs', 'logs', '--help']]) {
+      for (const args of [['--help'], ['installs', 'logs', '--help'], ['webhooks', 'listen', '--help']]) {
         const run = await platform(args);
         expect(run.code, args.join(' ')).toBe(0);
         expect(run.stdout).toMatch(/Examples?:\n\s+\$ platform /);
@@ -823,6 +936,173 @@ describe('platform', () => {
       const run = await platform(['clusters', 'create', '--name', 'slow', '--region', 'fsn1', '--wait', '--timeout', '0'], { token: other.token });
       expect(run.code, run.stderr).toBe(4);
       expect(run.stderr).toContain('Timed out');
+    });
+  });
+  describe('webhooks listen', () => {
+    const otherSecret = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
+
+    it(
+      'forwards each new event, signed, to the receiver; a receiver answering 500 does not stop it; Ctrl-C exits 130',
+      async () => {
+        const someone = await newUser(database.db, systemClock, 'pro');
+        const client = api(someone.token);
+        // Events from before the listener started are not forwarded.
+        const before = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'before', '--region', 'fsn1', '--wait'], { token: someone.token });
+        const receiver = await startReceiver((n) => (n === 1 ? 500 : 200));
+        try {
+          const listener = await startListener(['--forward-to', receiver.url], { token: someone.token });
+          expect(listener.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+          const cluster = await client.POST('/v1/clusters', { body: { name: 'during', region_id: 'fsn1' } });
+          await until('two deliveries', () => receiver.received.length >= 2);
+          listener.interrupt();
+          const run = await listener.run;
+          expect(run.code, run.stderr).toBe(130);
+
+          const events = receiver.received.map((delivery) => verified(delivery, listener.secret));
+          expect(events.map((e) => [e.type, e.object_id])).toEqual([
+            ['cluster.created', cluster.id],
+            ['cluster.running', cluster.id],
+          ]);
+          expect(events.map((e) => e.object_id)).not.toContain(before.id);
+          // The body is the event as the API lists it; webhook-id is its id.
+          expect(events).toEqual((await client.GET('/v1/events', { params: { query: { object_id: cluster.id } } })).data);
+          for (const [i, delivery] of receiver.received.entries()) {
+            expect(delivery.headers['webhook-id']).toBe(events[i]?.id);
+            expect(delivery.headers['content-type']).toBe('application/json');
+          }
+          expect(() => verified(receiver.received[0]!, otherSecret)).toThrow('No matching signature found');
+
+          const lines = run.stdout.trimEnd().split('\n');
+          expect(lines).toHaveLength(2);
+          expect(lines[0]).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ  cluster\\.created +  ${cluster.id}  \\[500\\] \\d+ ms$`));
+          expect(lines[1]).toMatch(new RegExp(`  cluster\\.running +  ${cluster.id}  \\[200\\] \\d+ ms$`));
+          expect(run.stderr).toContain(`to ${receiver.url} (Ctrl-C to stop)`);
+        } finally {
+          await receiver.close();
+        }
+      },
+      WORKFLOWS_MS,
+    );
+
+    it(
+      '--events filters the types, --secret signs with that secret, --json prints a line per event; a receiver that is down is reported and skipped',
+      async () => {
+        const someone = await newUser(database.db, systemClock, 'pro');
+        const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+        const receiver = await startReceiver();
+        // A port nothing listens on any more: a receiver that is down.
+        const down = await startReceiver();
+        await down.close();
+        try {
+          const filtered = await startListener(['--forward-to', receiver.url, '--events', 'cluster.running, install.failed', '--secret', secret, '--json'], {
+            token: someone.token,
+          });
+          expect(filtered.secret).toBe(secret);
+          const failing = await startListener(['--forward-to', down.url], { token: someone.token });
+          const cluster = await api(someone.token).POST('/v1/clusters', { body: { name: 'filtered', region_id: 'fsn1' } });
+          await until('the running event', () => receiver.received.length >= 1);
+          await until('two failed forwards', () => failing.stdout().split('\n').length > 2);
+          filtered.interrupt();
+          failing.interrupt();
+          const [run, failedRun] = await Promise.all([filtered.run, failing.run]);
+
+          // cluster.created came first: it would have been forwarded before cluster.running.
+          expect(receiver.received.map((delivery) => verified(delivery, secret))).toEqual([
+            expect.objectContaining({ type: 'cluster.running', object_id: cluster.id }),
+          ]);
+          expect(() => verified(receiver.received[0]!, otherSecret)).toThrow('No matching signature found');
+          expect(run.code, run.stderr).toBe(130);
+          expect(
+            run.stdout
+              .trimEnd()
+              .split('\n')
+              .map((text) => JSON.parse(text) as unknown),
+          ).toEqual([
+            {
+              id: verified(receiver.received[0]!, secret).id,
+              type: 'cluster.running',
+              object_id: cluster.id,
+              created_at: expect.any(Number),
+              status: 200,
+              duration_ms: expect.any(Number),
+            },
+          ]);
+
+          expect(failedRun.code, failedRun.stderr).toBe(130);
+          const failures = failedRun.stdout.trimEnd().split('\n');
+          expect(failures).toEqual([
+            expect.stringMatching(new RegExp(`  cluster\\.created +  ${cluster.id}  \\[failed\\] .*ECONNREFUSED.* \\d+ ms$`)),
+            expect.stringMatching(new RegExp(`  cluster\\.running +  ${cluster.id}  \\[failed\\] .*ECONNREFUSED.* \\d+ ms$`)),
+          ]);
+        } finally {
+          await receiver.close();
+        }
+      },
+      WORKFLOWS_MS,
+    );
+
+    it(
+      'resumes the feed with Last-Event-ID after the connection drops and after the API answered 503 for a while, forwarding each event once',
+      async () => {
+        const someone = await newUser(database.db, systemClock, 'pro');
+        const client = api(someone.token);
+        const receiver = await startReceiver();
+        const proxy = await startProxy();
+        try {
+          const listener = await startListener(['--forward-to', receiver.url], { token: someone.token, env: { PLATFORM_API_URL: proxy.url } });
+          const first = await client.POST('/v1/clusters', { body: { name: 'first', region_id: 'fsn1' } });
+          await until('the first cluster’s events', () => receiver.received.length >= 2);
+          const lastBeforeDrop = verified(receiver.received[1]!, listener.secret);
+          expect(proxy.feedRequests).toHaveLength(1);
+          proxy.drop();
+          await until('a new feed', () => proxy.feedRequests.length >= 2);
+          expect(proxy.feedRequests[1]?.['last-event-id']).toBe(lastBeforeDrop.id);
+
+          const second = await client.POST('/v1/clusters', { body: { name: 'second', region_id: 'fsn1' } });
+          await until('the second cluster’s events', () => receiver.received.length >= 4);
+
+          // An outage longer than the client's own retries: the listener keeps trying, and what happened meanwhile comes.
+          proxy.setDown(true);
+          proxy.drop();
+          await until('the outage noticed', () => listener.stderr().includes('Lost the events feed (The service is restarting.); reconnecting in 2 s'));
+          const third = await client.POST('/v1/clusters', { body: { name: 'third', region_id: 'fsn1' } });
+          proxy.setDown(false);
+          await until('the third cluster’s events', () => receiver.received.length >= 6);
+          listener.interrupt();
+          const run = await listener.run;
+          expect(run.code, run.stderr).toBe(130);
+          const events = receiver.received.map((delivery) => verified(delivery, listener.secret));
+          expect(events.map((e) => [e.type, e.object_id])).toEqual([
+            ['cluster.created', first.id],
+            ['cluster.running', first.id],
+            ['cluster.created', second.id],
+            ['cluster.running', second.id],
+            ['cluster.created', third.id],
+            ['cluster.running', third.id],
+          ]);
+          expect(proxy.feedRequests.at(-1)?.['last-event-id']).toBe(events[3]?.id);
+        } finally {
+          await receiver.close();
+          await proxy.close();
+        }
+      },
+      WORKFLOWS_MS,
+    );
+
+    it('exits 2 on an unknown event type, a URL that is not http(s), a malformed secret or no --forward-to', async () => {
+      const unknown = await platform(['webhooks', 'listen', '--forward-to', 'http://127.0.0.1:9/hook', '--events', 'cluster.running,cluster.exploded']);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain('unknown event type cluster.exploded; the types are cluster.created, cluster.running');
+      expect((await platform(['webhooks', 'listen', '--forward-to', 'http://127.0.0.1:9/hook', '--events', ','])).stderr).toContain('no event type');
+      const ftp = await platform(['webhooks', 'listen', '--forward-to', 'ftp://127.0.0.1/hook']);
+      expect(ftp.code).toBe(2);
+      expect(ftp.stderr).toContain('expected an http:// or https:// URL');
+      const secret = await platform(['webhooks', 'listen', '--forward-to', 'http://127.0.0.1:9/hook', '--secret', 'sk_test_123']);
+      expect(secret.code).toBe(2);
+      expect(secret.stderr).toContain('expected whsec_ followed by base64');
+      const missing = await platform(['webhooks', 'listen']);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain("required option '--forward-to <url>' not specified");
     });
   });
 });

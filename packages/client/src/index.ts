@@ -18,3 +18,17 @@ export type {
   OperationResult,
   SuccessBody,
 } from './types.ts';
+export {
+  generateWebhookSecret,
+  type SignWebhookOptions,
+  signWebhook,
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  type WebhookEvent,
+  type WebhookEventType,
+  type WebhookHeaders,
+  type WebhookPayload,
+  type WebhookSignatureHeaders,
+  WebhookVerificationError,
+  type WebhookVerificationFailure,
+} from './webhooks.ts';
