@@ -18,6 +18,8 @@ import * as workspaceInvitations from './migrations/20261123_1301_workspace_invi
 import * as tokenScopes from './migrations/20261123_1400_token_scopes.ts';
 import * as sessionLastUse from './migrations/20261123_1401_session_last_use.ts';
 import * as events from './migrations/20261123_1600_events.ts';
+import * as tokenWorkspaces from './migrations/20261124_3000_token_workspaces.ts';
+import * as notificationWorkspace from './migrations/20261124_3001_notification_workspace.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -37,6 +39,8 @@ const migrations: Record<string, Migration> = {
   '20261123_1400_token_scopes': tokenScopes,
   '20261123_1401_session_last_use': sessionLastUse,
   '20261123_1600_events': events,
+  '20261124_3000_token_workspaces': tokenWorkspaces,
+  '20261124_3001_notification_workspace': notificationWorkspace,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

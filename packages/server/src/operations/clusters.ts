@@ -21,17 +21,17 @@ export const createCluster: Handler<'createCluster'> = async ({ body, headers, c
 
 export const getCluster: Handler<'getCluster'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await clusters.getCluster(db, caller.userId, params.clusterId) };
+  return { status: 200, body: await clusters.getCluster(db, caller, params.clusterId) };
 };
 
 export const updateCluster: Handler<'updateCluster'> = async ({ params, body, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await clusters.renameCluster(db, caller.userId, params.clusterId, body) };
+  return { status: 200, body: await clusters.renameCluster(db, caller, params.clusterId, body) };
 };
 
 export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, headers, caller, requestId }, { db, driver, logger }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  const body = await clusters.clusterKubeconfig(db, driver, caller.userId, params.clusterId, query.ttl_seconds ?? 3600);
+  const body = await clusters.clusterKubeconfig(db, driver, caller, params.clusterId, query.ttl_seconds ?? 3600);
   // Who took cluster-admin credentials, and when: never the kubeconfig itself.
   logger.info(
     {
@@ -51,7 +51,7 @@ export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ pa
 
 export const deleteCluster: Handler<'deleteCluster'> = async ({ params, headers, caller }, { db, driver, logger }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  await clusters.deleteCluster(db, caller.userId, params.clusterId);
+  await clusters.deleteCluster(db, caller, params.clusterId);
   // The control plane goes after the record; one the driver fails to delete stays, labelled, to clean up.
   await driver
     .deleteCluster(params.clusterId)

@@ -26,7 +26,7 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async (
   { db, clock, driver, shutdown, logTails, config },
 ) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  const installId = await installs.visibleInstallId(db, caller.userId, params.id);
+  const installId = await installs.visibleInstallId(db, caller, params.id);
   const request = {
     installId,
     pod: query.pod,
@@ -47,17 +47,17 @@ export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({
 
 export const getInstall: Handler<'getInstall'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await installs.getInstall(db, caller.userId, params.id) };
+  return { status: 200, body: await installs.getInstall(db, caller, params.id) };
 };
 
 export const deleteInstall: Handler<'deleteInstall'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 202, body: await installs.deleteInstall(db, caller.userId, params.id, { now: clock.now(), workflows }) };
+  return { status: 202, body: await installs.deleteInstall(db, caller, params.id, { now: clock.now(), workflows }) };
 };
 
 const changeInstall = async ({ params, body, headers, caller }: OperationInput<'updateInstall'>, db: HandlerEnv['db'], { clock, workflows }: HandlerEnv) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return installs.updateInstall(db, caller.userId, params.id, body, { now: clock.now(), workflows });
+  return installs.updateInstall(db, caller, params.id, body, { now: clock.now(), workflows });
 };
 
 /** With an Idempotency-Key, the change is made in the transaction that stores the answer to replay. */
@@ -75,11 +75,11 @@ export const updateInstall: Handler<'updateInstall'> = async (input, env) => {
 
 export const listInstallRevisions: Handler<'listInstallRevisions'> = async ({ params, headers, query, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  const installId = await installs.visibleInstallId(db, caller.userId, params.id);
+  const installId = await installs.visibleInstallId(db, caller, params.id);
   return { status: 200, body: await revisions.listRevisions(db, installId, query) };
 };
 
 export const rollbackInstall: Handler<'rollbackInstall'> = async ({ params, body, headers, caller }, { db, clock, workflows }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 202, body: await installs.rollbackInstall(db, caller.userId, params.id, body, { now: clock.now(), workflows }) };
+  return { status: 202, body: await installs.rollbackInstall(db, caller, params.id, body, { now: clock.now(), workflows }) };
 };

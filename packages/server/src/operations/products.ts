@@ -14,16 +14,16 @@ export const createProduct: Handler<'createProduct'> = async ({ body, headers, c
 
 export const getProduct: Handler<'getProduct'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await products.getProduct(db, caller.userId, params.id) };
+  return { status: 200, body: await products.getProduct(db, caller, params.id) };
 };
 
 export const updateProduct: Handler<'updateProduct'> = async ({ params, headers, body, caller }, { db, clock, workflows, resolveHost }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await products.updateProduct(db, caller.userId, params.id, body, { now: clock.now(), workflows, resolveHost }) };
+  return { status: 200, body: await products.updateProduct(db, caller, params.id, body, { now: clock.now(), workflows, resolveHost }) };
 };
 
 export const deleteProduct: Handler<'deleteProduct'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  await products.deleteProduct(db, caller.userId, params.id);
+  await products.deleteProduct(db, caller, params.id);
   return { status: 204, body: undefined };
 };

@@ -12,6 +12,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { ApiError, conflict, OAuthError } from '../errors.ts';
 import { requireEveryScope, type Scopes } from '../services/scopes.ts';
+import { requireUnrestricted, type WorkspaceCaller } from '../services/tenancy.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -245,16 +246,20 @@ export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, reques
 
 /**
  * The signed-in user approves or denies the request showing `userCode`: 404, 409 or 429 otherwise. Approving
- * issues a session token, which holds every scope, so it takes a caller that holds every scope (403 otherwise).
+ * issues a session token, which holds every scope and acts in every workspace, so it takes a caller that holds
+ * every scope and whose token is not restricted to workspaces (403 otherwise).
  */
 export async function approveDeviceCode(
   db: Kysely<Database>,
   clock: Clock,
-  caller: { userId: string; scopes: Scopes },
+  caller: WorkspaceCaller & { scopes: Scopes },
   approval: Schema<'DeviceApproval'>,
 ): Promise<Schema<'DeviceApprovalResult'>> {
   const { userId } = caller;
-  if (approval.action === 'approve') requireEveryScope(caller.scopes, 'approveDeviceCode');
+  if (approval.action === 'approve') {
+    requireEveryScope(caller.scopes, 'approveDeviceCode');
+    requireUnrestricted(caller, 'approveDeviceCode', 'would issue a session token, which acts in every workspace');
+  }
   const result = await decideDeviceSignIn(db, clock, userId, approval.user_code, approval.action);
   const code = normaliseUserCode(approval.user_code);
   const shown = code === undefined ? approval.user_code : formatUserCode(code);

@@ -8,7 +8,7 @@ import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import { clustersOfWorkspace } from './clusters.ts';
 import { recordEvent } from './events.ts';
@@ -39,13 +39,13 @@ interface Effects {
 export const listProducts = (db: Db, input: PageInput) => workspacePage(db, input, 'products', toProduct);
 
 /** A product the user may see (a member of its workspace); 404 naming `param` otherwise. */
-async function visibleProduct(db: Db, userId: string, id: string, param?: string): Promise<Row<'products'>> {
-  const row = await db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+async function visibleProduct(db: Db, caller: WorkspaceCaller, id: string, param?: string): Promise<Row<'products'>> {
+  const row = await db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
   if (!row) throw notFound('Product', id, param);
   return row;
 }
 
-export const getProduct = async (db: Db, userId: string, id: string): Promise<Schema<'Product'>> => toProduct(await visibleProduct(db, userId, id));
+export const getProduct = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'Product'>> => toProduct(await visibleProduct(db, caller, id));
 
 /** Refuses a helm source the service must not fetch from (SSRF): see services/ssrf.ts. Runs before any transaction. */
 async function checkSourceUrls(body: Configuration, resolveHost: Resolver): Promise<void> {
@@ -128,15 +128,15 @@ export async function createProduct(
 /** A full replacement of the configuration: a new template, regenerated and rolled out to the running installs. */
 export async function updateProduct(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   body: Configuration,
   { now, workflows, resolveHost }: Effects,
 ): Promise<Schema<'ProductUpdateResult'>> {
-  await visibleProduct(db, userId, id);
+  await visibleProduct(db, caller, id);
   await checkSourceUrls(body, resolveHost);
   return db.transaction().execute(async (trx) => {
-    const product = await visibleProduct(trx, userId, id);
+    const product = await visibleProduct(trx, caller, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
     await trx
@@ -156,9 +156,9 @@ const NAMED_INSTALLS = 100;
  * Deletes a product without installs; 409 naming them otherwise. The row lock orders it after an update, and an
  * install created meanwhile holds the product's row through its foreign key.
  */
-export async function deleteProduct(db: Db, userId: string, id: string): Promise<void> {
+export async function deleteProduct(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    const product = await visibleProduct(trx, userId, id);
+    const product = await visibleProduct(trx, caller, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const installs = await trx.selectFrom('installs').select('id').where('product_id', '=', product.id).orderBy('id').limit(NAMED_INSTALLS).execute();
     if (installs.length > 0) {

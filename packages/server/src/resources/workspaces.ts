@@ -1,5 +1,6 @@
-// Workspaces and their members: the only writer of `workspaces` and `workspace_members`. A workspace the
-// caller is not a member of is reported exactly like a missing one.
+// Workspaces and their members: the only writer of `workspaces`, `workspace_members` and
+// `workspace_invitations`. A workspace the caller may not act in (not a member, or outside their token's
+// restriction) is reported exactly like a missing one.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
@@ -8,6 +9,7 @@ import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
+import { memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
 
@@ -28,12 +30,8 @@ const toWorkspaceMember = (row: Pick<Row<'workspace_members'>, 'user_id' | 'role
 
 type PageQuery = { cursor?: string; limit: number };
 
-export async function listWorkspaces(db: Db, userId: string, { cursor, limit }: PageQuery) {
-  const base = db
-    .selectFrom('workspaces')
-    .innerJoin('workspace_members', 'workspace_members.workspace_id', 'workspaces.id')
-    .selectAll('workspaces')
-    .where('workspace_members.user_id', '=', userId);
+export async function listWorkspaces(db: Db, caller: WorkspaceCaller, { cursor, limit }: PageQuery) {
+  const base = db.selectFrom('workspaces').selectAll('workspaces').where('workspaces.id', 'in', memberWorkspaces(db, caller));
   const rows = await afterCursor(base, 'workspaces', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toWorkspace);
 }
@@ -53,26 +51,27 @@ export async function createWorkspace(db: Db, ownerId: string, input: { name: st
   return toWorkspace(row);
 }
 
-/** The caller's role in a workspace; 404 when they are not a member (a workspace they cannot see). */
-async function membership(db: Db, workspaceId: string, userId: string) {
+/** The caller's role in a workspace; 404 when they may not act in it (a workspace they cannot see). */
+async function membership(db: Db, workspaceId: string, caller: WorkspaceCaller) {
   const row = await db
     .selectFrom('workspaces')
     .innerJoin('workspace_members', 'workspace_members.workspace_id', 'workspaces.id')
     .selectAll('workspaces')
     .select('workspace_members.role')
     .where('workspaces.id', '=', workspaceId)
-    .where('workspace_members.user_id', '=', userId)
+    .where('workspace_members.user_id', '=', caller.userId)
+    .where(withinRestriction(caller, 'workspaces.id'))
     .executeTakeFirst();
   if (!row) throw notFound('Workspace', workspaceId);
   return row;
 }
 
-export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
-  toWorkspace(await membership(db, workspaceId, userId));
+export const getWorkspace = async (db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<Schema<'Workspace'>> =>
+  toWorkspace(await membership(db, workspaceId, caller));
 
 /** A new name or icon, for any member (fields left out keep their value). */
-export async function updateWorkspace(db: Db, workspaceId: string, userId: string, input: Schema<'WorkspaceUpdate'>): Promise<Schema<'Workspace'>> {
-  const workspace = await membership(db, workspaceId, userId);
+export async function updateWorkspace(db: Db, workspaceId: string, caller: WorkspaceCaller, input: Schema<'WorkspaceUpdate'>): Promise<Schema<'Workspace'>> {
+  const workspace = await membership(db, workspaceId, caller);
   const row = await db
     .updateTable('workspaces')
     .set({ ...(input.name === undefined ? {} : { name: input.name }), ...(input.icon === undefined ? {} : { icon: input.icon }) })
@@ -82,8 +81,8 @@ export async function updateWorkspace(db: Db, workspaceId: string, userId: strin
   return toWorkspace(row);
 }
 
-export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit }: PageQuery) {
-  await membership(db, workspaceId, userId);
+export async function listMembers(db: Db, workspaceId: string, caller: WorkspaceCaller, { cursor, limit }: PageQuery) {
+  await membership(db, workspaceId, caller);
   const base = db
     .selectFrom('workspace_members')
     .innerJoin('users', 'users.id', 'workspace_members.user_id')
@@ -119,11 +118,11 @@ const toInvitation = (row: Row<'workspace_invitations'> & { workspace_name: stri
 export async function invite(
   db: Db,
   workspaceId: string,
-  callerId: string,
+  caller: WorkspaceCaller,
   input: Schema<'WorkspaceInvitationCreate'>,
   now: number,
 ): Promise<Schema<'WorkspaceInvitation'>> {
-  const workspace = await membership(db, workspaceId, callerId);
+  const workspace = await membership(db, workspaceId, caller);
   const row = await db
     .insertInto('workspace_invitations')
     .values({
@@ -131,7 +130,7 @@ export async function invite(
       workspace_id: workspace.id,
       email: input.email.toLowerCase(),
       role: input.role ?? 'member',
-      invited_by: callerId,
+      invited_by: caller.userId,
       created_at: now,
       expires_at: now + INVITATION_SECONDS,
     })
@@ -140,29 +139,34 @@ export async function invite(
   return toInvitation({ ...row, workspace_name: workspace.name });
 }
 
-/** The invitations addressed to the user's email that have not expired. */
-const openInvitations = (db: Db, userId: string, now: number) =>
+/**
+ * The invitations addressed to the user's email that have not expired; for a token restricted to workspaces,
+ * only those of its workspaces (joining another workspace is acting beyond them).
+ */
+const openInvitations = (db: Db, caller: WorkspaceCaller, now: number) =>
   db
     .selectFrom('workspace_invitations')
     .innerJoin('users', 'users.email', 'workspace_invitations.email')
     .innerJoin('workspaces', 'workspaces.id', 'workspace_invitations.workspace_id')
-    .where('users.id', '=', userId)
-    .where('workspace_invitations.expires_at', '>', now);
+    .where('users.id', '=', caller.userId)
+    .where('workspace_invitations.expires_at', '>', now)
+    .where(withinRestriction(caller, 'workspace_invitations.workspace_id'));
 
-export async function listInvitations(db: Db, userId: string, { cursor, limit = 50 }: PageQuery, now: number) {
-  const base = openInvitations(db, userId, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
+export async function listInvitations(db: Db, caller: WorkspaceCaller, { cursor, limit = 50 }: PageQuery, now: number) {
+  const base = openInvitations(db, caller, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
   const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toInvitation);
 }
 
 /** The invitee joins with the invitation's role (a member already keeps theirs), and the invitation ends. */
-export async function acceptInvitation(db: Db, userId: string, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+export async function acceptInvitation(db: Db, caller: WorkspaceCaller, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+  const { userId } = caller;
   return db.transaction().execute(async (trx) => {
     // Deleting it claims it: of two accepts at once, one finds nothing to delete.
     const claimed = await trx
       .deleteFrom('workspace_invitations')
       .where('id', '=', id)
-      .where('id', 'in', openInvitations(trx, userId, now).select('workspace_invitations.id'))
+      .where('id', 'in', openInvitations(trx, caller, now).select('workspace_invitations.id'))
       .returning(['workspace_id', 'role'])
       .executeTakeFirst();
     if (!claimed) throw notFound('Invitation', id);
@@ -175,17 +179,17 @@ export async function acceptInvitation(db: Db, userId: string, id: string, now: 
   });
 }
 
-export async function declineInvitation(db: Db, userId: string, id: string, now: number): Promise<void> {
+export async function declineInvitation(db: Db, caller: WorkspaceCaller, id: string, now: number): Promise<void> {
   const result = await db
     .deleteFrom('workspace_invitations')
     .where('id', '=', id)
-    .where('id', 'in', openInvitations(db, userId, now).select('workspace_invitations.id'))
+    .where('id', 'in', openInvitations(db, caller, now).select('workspace_invitations.id'))
     .executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Invitation', id);
 }
 
-export async function removeMember(db: Db, workspaceId: string, callerId: string, userId: string): Promise<void> {
-  const workspace = await membership(db, workspaceId, callerId);
+export async function removeMember(db: Db, workspaceId: string, caller: WorkspaceCaller, userId: string): Promise<void> {
+  const workspace = await membership(db, workspaceId, caller);
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
@@ -206,8 +210,8 @@ async function member(db: Db, workspaceId: string, userId: string) {
 
 const transferSuggestion = (workspaceId: string) => `Transfer ownership first with POST /v1/workspaces/${workspaceId}/transfer.`;
 
-export async function setMemberRole(db: Db, workspaceId: string, callerId: string, userId: string, role: Exclude<Role, 'owner'>) {
-  await membership(db, workspaceId, callerId);
+export async function setMemberRole(db: Db, workspaceId: string, caller: WorkspaceCaller, userId: string, role: Exclude<Role, 'owner'>) {
+  await membership(db, workspaceId, caller);
   const target = await member(db, workspaceId, userId);
   if (target.role === 'owner')
     throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
@@ -231,10 +235,10 @@ export async function transferOwnership(db: Db, workspaceId: string, userId: str
 }
 
 /** Ends the caller's own membership; the owner stays until they transfer ownership. */
-export async function leave(db: Db, workspaceId: string, userId: string): Promise<void> {
-  const { role } = await membership(db, workspaceId, userId);
+export async function leave(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<void> {
+  const { role } = await membership(db, workspaceId, caller);
   if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
-  await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', caller.userId).execute();
 }
 
 /** The members of a workspace, who are told about its resources (notifications). */
