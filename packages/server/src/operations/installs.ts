@@ -3,16 +3,22 @@ import * as installs from '../resources/installs.ts';
 import { requestHash, withIdempotencyKey } from '../services/idempotency.ts';
 import { openInstallLogStream } from '../services/logs.ts';
 import { resolveWorkspace } from '../services/tenancy.ts';
-import { callerKey, type Handler, type HandlerEnv, type OperationInput } from './types.ts';
+import { type Caller, callerKey, type Handler, type HandlerEnv, type OperationInput } from './types.ts';
 
 const startInstall = async ({ body, headers, caller }: OperationInput<'createInstall'>, db: HandlerEnv['db'], { clock, workflows }: HandlerEnv) =>
   installs.createInstall(db, await resolveWorkspace(db, caller, headers['X-Workspace-Id']), body, { now: clock.now(), workflows });
+
+/**
+ * A token's restriction is part of what its request asks (a restricted token never replays an answer given in
+ * another workspace); absent for the others, so their keys' hashes stay what they were.
+ */
+const restrictionOf = (caller: Caller) => (caller.workspaceIds === null ? {} : { restriction: caller.workspaceIds });
 
 /** With an Idempotency-Key, the install is created in the transaction that stores the answer to replay. */
 export const createInstall: Handler<'createInstall'> = async (input, env) => {
   const key = input.headers['idempotency-key'];
   if (key === undefined) return { status: 202, body: await startInstall(input, env.db, env) };
-  const hash = requestHash('createInstall', { body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null });
+  const hash = requestHash('createInstall', { body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null, ...restrictionOf(input.caller) });
   const scope = { userId: input.caller.userId, key, operation: 'createInstall', hash };
   const { response, replayed } = await withIdempotencyKey(env.db, env.clock, scope, async (trx) => ({
     status: 202 as const,
@@ -64,7 +70,12 @@ const changeInstall = async ({ params, body, headers, caller }: OperationInput<'
 export const updateInstall: Handler<'updateInstall'> = async (input, env) => {
   const key = input.headers['idempotency-key'];
   if (key === undefined) return { status: 202, body: await changeInstall(input, env.db, env) };
-  const hash = requestHash('updateInstall', { id: input.params.id, body: input.body, workspace: input.headers['X-Workspace-Id'] ?? null });
+  const hash = requestHash('updateInstall', {
+    id: input.params.id,
+    body: input.body,
+    workspace: input.headers['X-Workspace-Id'] ?? null,
+    ...restrictionOf(input.caller),
+  });
   const scope = { userId: input.caller.userId, key, operation: 'updateInstall', hash };
   const { response, replayed } = await withIdempotencyKey(env.db, env.clock, scope, async (trx) => ({
     status: 202 as const,

@@ -62,6 +62,21 @@ export const transferWorkspaceOwnership: Handler<'transferWorkspaceOwnership'> =
   body: await workspaces.transferOwnership(db, params.workspaceId, body.user_id),
 });
 
+export const deleteWorkspace: Handler<'deleteWorkspace'> = async ({ params, caller }, { db }) => {
+  await workspaces.deleteWorkspace(db, params.workspaceId, caller);
+  return { status: 204, body: undefined };
+};
+
+export const listWorkspaceInvitations: Handler<'listWorkspaceInvitations'> = async ({ params, query, caller }, { db, clock }) => ({
+  status: 200,
+  body: await workspaces.listWorkspaceInvitations(db, params.workspaceId, caller, query, clock.now()),
+});
+
+export const revokeWorkspaceInvitation: Handler<'revokeWorkspaceInvitation'> = async ({ params, caller }, { db, clock }) => {
+  await workspaces.revokeInvitation(db, params.workspaceId, caller, params.invitationId, clock.now());
+  return { status: 204, body: undefined };
+};
+
 export const leaveWorkspace: Handler<'leaveWorkspace'> = async ({ params, caller }, { db }) => {
   await workspaces.leave(db, params.workspaceId, caller);
   return { status: 204, body: undefined };

@@ -8,7 +8,7 @@ import { newId } from '../ids.ts';
 import type { ProviderCredential } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
 

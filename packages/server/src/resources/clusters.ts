@@ -8,7 +8,7 @@ import { newId } from '../ids.ts';
 import type { ClusterDriver } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 
@@ -112,7 +112,13 @@ export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string)
  * A kubeconfig of a running cluster (409 otherwise) with a token that expires after ttlSeconds. Who may have one
  * (admins and the owner) is the operation's x-required-role, enforced by the binding.
  */
-export async function clusterKubeconfig(db: Db, driver: ClusterDriver, caller: WorkspaceCaller, id: string, ttlSeconds: number): Promise<Schema<'ClusterKubeconfig'>> {
+export async function clusterKubeconfig(
+  db: Db,
+  driver: ClusterDriver,
+  caller: WorkspaceCaller,
+  id: string,
+  ttlSeconds: number,
+): Promise<Schema<'ClusterKubeconfig'>> {
   const cluster = await visibleCluster(db, caller, id);
   if (cluster.status !== 'RUNNING') {
     throw conflict(`Cluster ${cluster.id} is ${cluster.status}; a kubeconfig needs a running cluster.`, 'Wait until the cluster is RUNNING.', {

@@ -7,7 +7,7 @@ import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ComputeProvider } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
 
 type Db = Kysely<Database>;

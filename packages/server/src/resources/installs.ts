@@ -10,7 +10,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 import { revisionOf } from './install-revisions.ts';

@@ -11,7 +11,7 @@ import type { ComputeProvider } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';

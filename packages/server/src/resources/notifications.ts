@@ -56,10 +56,7 @@ export async function notifyUser(db: Kysely<Database>, userId: string, now: numb
  * resources of its workspaces (not the user-level ones, which speak of every workspace the user owns).
  */
 const visible = (db: Kysely<Database>, caller: WorkspaceCaller) =>
-  db
-    .selectFrom('notifications')
-    .where('user_id', '=', caller.userId)
-    .where(withinRestriction(caller, 'notifications.workspace_id'));
+  db.selectFrom('notifications').where('user_id', '=', caller.userId).where(withinRestriction(caller, 'notifications.workspace_id'));
 
 export async function listNotifications(
   db: Kysely<Database>,

@@ -8,7 +8,7 @@ import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import { clustersOfWorkspace } from './clusters.ts';
 import { recordEvent } from './events.ts';

@@ -12,7 +12,12 @@ type Db = Kysely<Database>;
 const ALLOCATION = (Object.keys(METRICS) as Metric[]).filter((m) => METRICS[m].type === 'allocation') as Exclude<Metric, 'compute/provisioning'>[];
 
 /** The caller's allocation quotas (acting in a workspace or none), and a cluster's provisioning quota when named. */
-export async function listQuotas(db: Db, caller: WorkspaceCaller, workspaceId: string | undefined, clusterId: string | undefined): Promise<Schema<'QuotaEntry'>[]> {
+export async function listQuotas(
+  db: Db,
+  caller: WorkspaceCaller,
+  workspaceId: string | undefined,
+  clusterId: string | undefined,
+): Promise<Schema<'QuotaEntry'>[]> {
   const cluster = clusterId === undefined ? undefined : await visibleCluster(db, caller, clusterId, 'cluster_id');
   const usage = await allocationUsage(db, caller.userId);
   const entries = await Promise.all(ALLOCATION.map(async (metric) => entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric])));

@@ -9,7 +9,7 @@ import type { HelmReleaseRequest } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { isForbiddenHost, type Resolver } from '../services/ssrf.ts';
-import { memberWorkspaces, type WorkspaceRef, type WorkspaceCaller } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
 

@@ -4,12 +4,13 @@
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { conflict, notFound } from '../errors.ts';
+import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
 import { memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
+import { forgetWorkspace } from './tokens.ts';
 
 type Db = Kysely<Database>;
 
@@ -158,6 +159,31 @@ export async function listInvitations(db: Db, caller: WorkspaceCaller, { cursor,
   return page(rows, limit, cursor, toInvitation);
 }
 
+/** The workspace's pending invitations (not expired), for its admins. */
+export async function listWorkspaceInvitations(db: Db, workspaceId: string, caller: WorkspaceCaller, { cursor, limit }: PageQuery, now: number) {
+  const workspace = await membership(db, workspaceId, caller);
+  const base = db
+    .selectFrom('workspace_invitations')
+    .selectAll()
+    .select(sql<string>`${workspace.name}`.as('workspace_name'))
+    .where('workspace_id', '=', workspace.id)
+    .where('expires_at', '>', now);
+  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
+  return page(rows, limit, cursor, toInvitation);
+}
+
+/** Withdraws a pending invitation of the workspace; 404 for one of another workspace, expired or gone. */
+export async function revokeInvitation(db: Db, workspaceId: string, caller: WorkspaceCaller, invitationId: string, now: number): Promise<void> {
+  const workspace = await membership(db, workspaceId, caller);
+  const result = await db
+    .deleteFrom('workspace_invitations')
+    .where('id', '=', invitationId)
+    .where('workspace_id', '=', workspace.id)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('Invitation', invitationId, 'invitationId');
+}
+
 /** The invitee joins with the invitation's role (a member already keeps theirs), and the invitation ends. */
 export async function acceptInvitation(db: Db, caller: WorkspaceCaller, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
   const { userId } = caller;
@@ -239,6 +265,59 @@ export async function leave(db: Db, workspaceId: string, caller: WorkspaceCaller
   const { role } = await membership(db, workspaceId, caller);
   if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
   await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', caller.userId).execute();
+}
+
+/**
+ * What a workspace may not be deleted with, in the order to delete them: each kind has real infrastructure or
+ * secrets behind it (machines and suspensions belong to their cluster, so clusters cover them).
+ */
+const HELD = [
+  ['installs', 'install'],
+  ['products', 'product'],
+  ['clusters', 'cluster'],
+  ['compute_configs', 'compute config'],
+  ['cloud_credentials', 'cloud credential'],
+  ['registry_credentials', 'registry credential'],
+] as const;
+/** Ids shown per kind in a refusal. */
+const SHOWN_IDS = 20;
+
+/**
+ * Deletes an empty workspace with what only describes it: memberships, pending invitations, the tokens'
+ * restrictions naming it, and (by their foreign keys, ON DELETE CASCADE) its notifications, events and quota
+ * overrides. 409 naming what it still holds. Audit records keep its id as text and stay.
+ */
+export async function deleteWorkspace(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await membership(trx, workspaceId, caller);
+    // Under the row lock a creation in the workspace either went first (and is counted below) or waits for this
+    // transaction (its foreign key reads the row) and then fails: nothing is left behind in a deleted workspace.
+    await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
+    const remaining: { kind: string; count: number; ids: string[] }[] = [];
+    const said: string[] = [];
+    for (const [table, noun] of HELD) {
+      const { rows } = await sql<{ id: string; count: number }>`
+        SELECT id, (count(*) OVER ())::int AS count FROM ${sql.table(table)}
+        WHERE workspace_id = ${workspaceId} ORDER BY created_at, id LIMIT ${SHOWN_IDS}`.execute(trx);
+      if (rows.length === 0) continue;
+      const count = rows[0]!.count;
+      remaining.push({ kind: table, count, ids: rows.map((row) => row.id) });
+      said.push(`${count} ${noun}${count === 1 ? '' : 's'}`);
+    }
+    if (remaining.length > 0) {
+      throw new ApiError('conflict', `Workspace ${workspaceId} still holds ${said.join(', ').replace(/, ([^,]*)$/, ' and $1')}.`, {
+        suggestion:
+          'Delete them first (installs, then products and clusters with their machines, then compute configs and credentials), then delete the workspace.',
+        details: { remaining },
+      });
+    }
+    await forgetWorkspace(trx, workspaceId);
+    // Webhook endpoints, when they exist, go with their workspace: delete the workspace's endpoints here through
+    // their resource (resources/webhooks.ts), before the workspace row.
+    await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
+    await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
+    await trx.deleteFrom('workspaces').where('id', '=', workspaceId).execute();
+  });
 }
 
 /** The members of a workspace, who are told about its resources (notifications). */

@@ -3,7 +3,7 @@
 // exactly like a missing one; a workspace named outside the restriction is a 403 that says so.
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, shown, validationError } from '../errors.ts';
 
 export interface WorkspaceRef {
   id: string;
@@ -44,11 +44,15 @@ export const mayActIn = (caller: WorkspaceCaller, workspaceId: string): boolean 
 /** 403 when the caller's token is restricted to other workspaces than the one named by `param`. */
 export function requireAllowedWorkspace(caller: WorkspaceCaller, workspaceId: string, param: string): void {
   if (mayActIn(caller, workspaceId)) return;
-  throw new ApiError('forbidden', `This token is restricted to the workspaces ${caller.workspaceIds!.join(', ') || '(none left)'}; it cannot act in ${workspaceId}.`, {
-    param,
-    suggestion: 'Use a token that may act in that workspace, or create one whose workspace_ids include it (POST /v1/user/tokens).',
-    details: { workspace_ids: caller.workspaceIds },
-  });
+  throw new ApiError(
+    'forbidden',
+    `This token is restricted to the workspaces ${caller.workspaceIds!.join(', ') || '(none left)'}; it cannot act in ${workspaceId}.`,
+    {
+      param,
+      suggestion: 'Use a token that may act in that workspace, or create one whose workspace_ids include it (POST /v1/user/tokens).',
+      details: { workspace_ids: caller.workspaceIds },
+    },
+  );
 }
 
 /** 403 for a token restricted to workspaces: what `operationId` does reaches beyond any workspace. */
@@ -135,4 +139,26 @@ export function memberWorkspaces(db: Kysely<Database>, caller: WorkspaceCaller) 
     .select('workspace_members.workspace_id')
     .where('workspace_members.user_id', '=', caller.userId)
     .where(withinRestriction(caller, 'workspace_members.workspace_id'));
+}
+
+/**
+ * The workspaces a new token may be restricted to: those asked for, each one the caller may act in (403 beyond
+ * the calling token's own restriction, 422 for a workspace the user is not a member of, naming
+ * `workspace_ids[i]`); omitted, the calling token's own restriction (null: none). Never a token stronger than
+ * its maker, as with scopes.
+ */
+export async function grantableWorkspaces(db: Kysely<Database>, caller: WorkspaceCaller, requested: readonly string[] | undefined): Promise<string[] | null> {
+  if (requested === undefined) return caller.workspaceIds === null ? null : [...caller.workspaceIds];
+  requested.forEach((id, i) => requireAllowedWorkspace(caller, id, `workspace_ids[${i}]`));
+  const rows = await memberWorkspaces(db, caller).where('workspace_members.workspace_id', 'in', requested).execute();
+  const found = new Set(rows.map((row) => row.workspace_id));
+  const missing = requested.findIndex((id) => !found.has(id));
+  if (missing >= 0) {
+    throw validationError(
+      `workspace_ids[${missing}]`,
+      `You are not a member of workspace ${shown(requested[missing]!)}, or it does not exist.`,
+      'List your workspaces with GET /v1/workspaces and name some of them.',
+    );
+  }
+  return [...requested];
 }
