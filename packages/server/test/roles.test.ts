@@ -342,12 +342,12 @@ describe('deleting a workspace', () => {
     const credential = () =>
       client(owner).POST('/v1/registry/credentials', { body: { name: `r-${Math.random().toString(36).slice(2, 8)}`, registry_url: 'ghcr.io', username: 'u', password: 'p' } });
     const inDefault = await credential();
-    expect(inDefault.id).toBeDefined();
+    const where = async (id: string) => (await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id).executeTakeFirstOrThrow()).workspace_id;
+    expect(await where(inDefault.id)).toBe(owner.workspaceId);
     await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: inDefault.id } } });
     await remove(owner, owner.workspaceId);
     const inSecond = await credential();
-    const row = await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', inSecond.id).executeTakeFirstOrThrow();
-    expect(row.workspace_id).toBe(second.id);
+    expect(await where(inSecond.id)).toBe(second.id);
     await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: inSecond.id } } });
     await remove(owner, second.id);
     expect((await client(owner).GET('/v1/workspaces', {})).data).toEqual([]);
