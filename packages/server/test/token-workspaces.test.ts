@@ -3,7 +3,6 @@
 // idempotency keys. The matrix over every operation is in security-matrix.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
-import { newId } from '../src/ids.ts';
 import { createToken } from '../src/resources/tokens.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
@@ -176,7 +175,7 @@ describe('acting', () => {
     const { productId } = await seedSampleResources(database.db, clock, alice);
     const second = await workspaceOf(alice, 'second');
     const token = (await mint(alice, [second])).body.token;
-    const key = { 'idempotency-key': newId('key') };
+    const key = { 'idempotency-key': `key-${Math.random().toString(36).slice(2)}` };
     const body = { product_id: productId, region_id: 'fsn1' };
     const first = await api('POST', '/v1/installs', alice.token, { body, headers: key });
     expect(first.status).toBe(202);
