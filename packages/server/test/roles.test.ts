@@ -282,8 +282,14 @@ describe('deleting a workspace', () => {
     clock.advance(1);
     const doomed = await client(owner).POST('/v1/workspaces', { body: { name: 'doomed' } });
     const admin = await newUser(database.db, clock);
-    await database.db.insertInto('workspace_members').values({ workspace_id: doomed.id, user_id: admin.userId, role: 'admin', created_at: clock.now() }).execute();
-    await client(owner).POST('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId: doomed.id } }, body: { email: 'x@elsewhere.example' } });
+    await database.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: doomed.id, user_id: admin.userId, role: 'admin', created_at: clock.now() })
+      .execute();
+    await client(owner).POST('/v1/workspaces/{workspaceId}/invitations', {
+      params: { path: { workspaceId: doomed.id } },
+      body: { email: 'x@elsewhere.example' },
+    });
     const credential = await client(owner, doomed.id).POST('/v1/registry/credentials', {
       body: { name: 'r', registry_url: 'ghcr.io', username: 'u', password: 'p' },
     });
@@ -306,7 +312,15 @@ describe('deleting a workspace', () => {
       .execute();
     await database.db
       .insertInto('events')
-      .values({ id: newId('evt'), workspace_id: doomed.id, type: 'cluster.failed', object_type: 'cluster', object_id: 'cl_gone', object: '{}', created_at: now })
+      .values({
+        id: newId('evt'),
+        workspace_id: doomed.id,
+        type: 'cluster.failed',
+        object_type: 'cluster',
+        object_id: 'cl_gone',
+        object: '{}',
+        created_at: now,
+      })
       .execute();
     await database.db.insertInto('quota_overrides').values({ workspace_id: doomed.id, user_id: null, metric: 'kaas/clusters', limit: 5 }).execute();
     const both = (await client(owner).POST('/v1/user/tokens', { body: { name: 'both', scopes: ['*'], workspace_ids: [owner.workspaceId, doomed.id] } })) as {
@@ -340,9 +354,12 @@ describe('deleting a workspace', () => {
     clock.advance(1);
     const second = await client(owner).POST('/v1/workspaces', { body: { name: 'second' } });
     const credential = () =>
-      client(owner).POST('/v1/registry/credentials', { body: { name: `r-${Math.random().toString(36).slice(2, 8)}`, registry_url: 'ghcr.io', username: 'u', password: 'p' } });
+      client(owner).POST('/v1/registry/credentials', {
+        body: { name: `r-${Math.random().toString(36).slice(2, 8)}`, registry_url: 'ghcr.io', username: 'u', password: 'p' },
+      });
     const inDefault = await credential();
-    const where = async (id: string) => (await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id).executeTakeFirstOrThrow()).workspace_id;
+    const where = async (id: string) =>
+      (await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id).executeTakeFirstOrThrow()).workspace_id;
     expect(await where(inDefault.id)).toBe(owner.workspaceId);
     await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: inDefault.id } } });
     await remove(owner, owner.workspaceId);

@@ -158,7 +158,9 @@ describe('a token restricted to another workspace', () => {
 
   it('covers the operations of every kind', () => {
     expect(inPath.length).toBeGreaterThan(5);
-    expect(addressed.map((op) => op.operation.operationId)).toEqual(expect.arrayContaining(['getCluster', 'deleteInstall', 'acceptInvitation', 'markNotificationRead']));
+    expect(addressed.map((op) => op.operation.operationId)).toEqual(
+      expect.arrayContaining(['getCluster', 'deleteInstall', 'acceptInvitation', 'markNotificationRead']),
+    );
     expect(defaults.map((op) => op.operation.operationId)).toEqual(expect.arrayContaining(['listClusters', 'listEvents', 'listQuotas']));
   });
   it.each(workspaceScoped.map((op) => [op.operation.operationId, op] as const))('%s with the other in X-Workspace-Id is 403', async (_id, op) => {

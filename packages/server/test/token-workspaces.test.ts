@@ -36,7 +36,9 @@ async function workspaceOf(user: TestUser, name: string): Promise<string> {
 
 /** A PAT of the user with every scope, minted through the API by `maker` (the user's first token by default). */
 async function mint(user: TestUser, workspaceIds?: string[], maker = user.token) {
-  const reply = await api('POST', '/v1/user/tokens', maker, { body: { name: 'restricted', scopes: ['*'], ...(workspaceIds ? { workspace_ids: workspaceIds } : {}) } });
+  const reply = await api('POST', '/v1/user/tokens', maker, {
+    body: { name: 'restricted', scopes: ['*'], ...(workspaceIds ? { workspace_ids: workspaceIds } : {}) },
+  });
   return reply;
 }
 
