@@ -72,6 +72,10 @@ export const calls = {
     api.PATCH('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId: ids.user } }, body: { role: 'admin' } }),
   transferWorkspaceOwnership: (api) => api.POST('/v1/workspaces/{workspaceId}/transfer', { params: { path: { workspaceId } }, body: { user_id: ids.user } }),
   leaveWorkspace: (api) => api.POST('/v1/workspaces/{workspaceId}/leave', { params: { path: { workspaceId } } }),
+  deleteWorkspace: (api) => api.DELETE('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } }),
+  listWorkspaceInvitations: (api) => api.GET('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId }, query: { limit: 10 } } }),
+  revokeWorkspaceInvitation: (api) =>
+    api.DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', { params: { path: { workspaceId, invitationId: ids.invitation } } }),
 
   // Clusters
   listRegions: (api) => api.GET('/v1/regions', {}),
@@ -194,6 +198,7 @@ export const calls = {
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),
   createUserToken: (api) =>
     api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800, scopes: ['clusters:read', 'installs:write'] } }),
+  getUserToken: (api) => api.GET('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   listUserSessions: (api) => api.GET('/v1/user/sessions', {}),
   listAuditEvents: (api) => api.GET('/v1/audit_events', { params: { query: { operation: 'deleteCluster', since: 1732262400 } } }),

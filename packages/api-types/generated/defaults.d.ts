@@ -20,6 +20,7 @@ export interface QueryDefaults {
   listUserInvitations: 'limit';
   listUserSessions: 'limit';
   listUserTokens: 'limit';
+  listWorkspaceInvitations: 'limit';
   listWorkspaceMembers: 'limit';
   listWorkspaces: 'limit';
   streamInstallLogs: 'follow' | 'since_seconds';

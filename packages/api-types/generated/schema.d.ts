@@ -48,7 +48,11 @@ export interface paths {
         get: operations["getWorkspace"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a workspace
+         * @description Deletes an empty workspace. While it still holds clusters (with their machines and suspensions), compute configs, cloud or registry credentials, products or installs, the answer is 409, and `details.remaining` lists each kind with the ids left (at most 20 each) and its count: delete them first. An empty workspace goes with its memberships, pending invitations, notifications, events and quota overrides, and leaves the restriction of every token that named it (a token restricted to it alone then acts in no workspace). The owner's default workspace (the oldest they own) becomes the next oldest they own; owning none, requests without `X-Workspace-Id` act in no workspace (empty lists; creations answer 422) until they create one.
+         */
+        delete: operations["deleteWorkspace"];
         options?: never;
         head?: never;
         /**
@@ -132,7 +136,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a workspace's pending invitations
+         * @description The workspace's invitations that have been neither accepted, declined nor revoked and have not expired, oldest first. Revoke one with `DELETE /v1/workspaces/{workspaceId}/invitations/{invitationId}`.
+         */
+        get: operations["listWorkspaceInvitations"];
         put?: never;
         /**
          * Invite someone by email
@@ -140,6 +148,37 @@ export interface paths {
          */
         post: operations["createWorkspaceInvitation"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/invitations/{invitationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                invitationId: components["parameters"]["WorkspaceInvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Withdraws a pending invitation of the workspace: the invitee no longer sees it and cannot accept it. An invitation that is not the workspace's (or was accepted, declined or revoked already) → 404.
+         */
+        delete: operations["revokeWorkspaceInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1086,7 +1125,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal access token
-         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires. `scopes` says what it may do (see Scopes in the introduction); it cannot exceed the calling token's scopes.
+         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires. `scopes` says what it may do (see Scopes in the introduction); it cannot exceed the calling token's scopes. `workspace_ids` restricts it to workspaces (see Choosing a workspace); it cannot reach beyond the calling token's workspaces.
          */
         post: operations["createUserToken"];
         delete?: never;
@@ -1108,7 +1147,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a personal access token
+         * @description One of the caller's personal access tokens as listed (never its secret): its scopes and the workspaces it may act in. Another user's token, or a session → 404.
+         */
+        get: operations["getUserToken"];
         put?: never;
         post?: never;
         /**
@@ -2330,6 +2373,8 @@ export interface components {
             expires_at: number | null;
             /** @description What the token may do. */
             scopes: components["schemas"]["Scope"][];
+            /** @description The workspaces the token may act in; `null`: every workspace of its user. It never acts in a workspace the user is no longer a member of, and a workspace deleted later leaves the list. */
+            workspace_ids: string[] | null;
         };
         TokenCreate: {
             /** @description What the token is for, e.g. `github-actions-deploy`. */
@@ -2341,6 +2386,8 @@ export interface components {
             expires_at?: number | null;
             /** @description What the token may do. `*` stands for every scope the calling token holds (all of them for a session token). A token cannot be given a scope the calling token lacks (`403`, `details.required_scope`). */
             scopes: (components["schemas"]["Scope"] | "*")[];
+            /** @description The workspaces the token may act in (as a fine-grained token is restricted to repositories), each one the caller is a member of (else `422`, `param: workspace_ids[i]`). Omitted: those of the calling token, which is every workspace of the user for a session token or an unrestricted PAT. A token restricted itself can name only workspaces of its own restriction (`403`, `param: workspace_ids[i]`). */
+            workspace_ids?: string[];
         };
         /** @description A new personal access token. `token` is shown only here and cannot be retrieved later. */
         TokenCreated: {
@@ -2356,6 +2403,8 @@ export interface components {
             expires_at: number | null;
             /** @description What the token may do. */
             scopes: components["schemas"]["Scope"][];
+            /** @description The workspaces the token may act in; `null`: every workspace of its user. It never acts in a workspace the user is no longer a member of, and a workspace deleted later leaves the list. */
+            workspace_ids: string[] | null;
         };
         TokenList: {
             data: components["schemas"]["Token"][];
@@ -2479,7 +2528,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of; or the caller's role in the workspace is below the one the operation requires (`x-required-role`; `details` names both); or the token lacks the operation's scope (`details.required_scope` names it). */
+        /** @description `X-Workspace-Id` names a workspace that does not exist or that the caller is not a member of; or the caller's role in the workspace is below the one the operation requires (`x-required-role`; `details` names both); or the token lacks the operation's scope (`details.required_scope` names it); or the token is restricted to other workspaces than the one the request names (`details.workspace_ids` names them). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2779,6 +2828,11 @@ export interface components {
          */
         WorkspaceId: string;
         /**
+         * @description The invitation's id.
+         * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+         */
+        WorkspaceInvitationId: string;
+        /**
          * @description The workspace's id.
          * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
          */
@@ -2928,6 +2982,53 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The workspace still holds resources; `details.remaining` names them. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3116,6 +3217,54 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listWorkspaceInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of pending invitations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceInvitationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createWorkspaceInvitation: {
         parameters: {
             query?: never;
@@ -3152,6 +3301,46 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeWorkspaceInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workspace's id.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                workspaceId: components["parameters"]["WorkspacePathId"];
+                /**
+                 * @description The invitation's id.
+                 * @example inv_01jd3c5d7e9f1g3h5j7k9m1n3p
+                 */
+                invitationId: components["parameters"]["WorkspaceInvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -5957,6 +6146,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUserToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token's id.
+                 * @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7
+                 */
+                id: components["parameters"]["TokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Token"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -462,6 +462,50 @@ describe('platform', () => {
     });
   });
 
+  describe('workspaces', () => {
+    it('create, members list and set-role, pending and revoke-invitation, decline, transfer, members remove, delete', async () => {
+      const owner = await newUser(database.db, systemClock);
+      const dana = await newUser(database.db, systemClock);
+      const erin = await newUser(database.db, systemClock);
+      const emailOf = async (u: TestUser) => (await database.db.selectFrom('users').select('email').where('id', '=', u.userId).executeTakeFirstOrThrow()).email;
+      const as = (u: TestUser) => ({ token: u.token });
+      const created = await platformJson<{ id: string; name: string }>(['workspaces', 'create', '--name', 'Team'], as(owner));
+      expect(created.name).toBe('Team');
+      const ws = created.id;
+      const toDana = await platformJson<{ id: string }>(['workspaces', 'invite', ws, await emailOf(dana)], as(owner));
+      await platformJson(['workspaces', 'accept', toDana.id], as(dana));
+      const members = await platform(['workspaces', 'members', 'list', ws], as(owner));
+      expect(members.stdout).toMatch(new RegExp(`${dana.userId}\\s+│\\s+\\S+\\s+│\\s+member`));
+      expect(await platformJson(['workspaces', 'members', 'set-role', ws, dana.userId, 'viewer'], as(owner))).toMatchObject({ role: 'viewer' });
+      expect((await platform(['workspaces', 'members', 'set-role', ws, dana.userId, 'boss'], as(owner))).code).toBe(2);
+
+      const toErin = await platformJson<{ id: string }>(['workspaces', 'invite', ws, await emailOf(erin)], as(owner));
+      const toNobody = await platformJson<{ id: string }>(['workspaces', 'invite', ws, 'nobody@elsewhere.example'], as(owner));
+      const pending = await platformJson<{ data: { id: string }[] }>(['workspaces', 'pending', ws], as(owner));
+      expect(pending.data.map((i) => i.id)).toEqual([toErin.id, toNobody.id]);
+      expect((await platform(['workspaces', 'revoke-invitation', ws, toNobody.id], as(owner))).stdout).toContain(`Revoked invitation ${toNobody.id}`);
+      expect((await platform(['workspaces', 'decline', toErin.id], as(erin))).stdout).toContain(`Declined invitation ${toErin.id}`);
+      expect((await platformJson<{ data: unknown[] }>(['workspaces', 'pending', ws], as(owner))).data).toEqual([]);
+      expect((await platformJson<{ data: unknown[] }>(['workspaces', 'invitations'], as(erin))).data).toEqual([]);
+
+      // Transfers and removals ask first; a script says --yes.
+      expect((await platform(['workspaces', 'transfer', ws, dana.userId], as(owner))).code).toBe(2);
+      expect(await platformJson(['workspaces', 'transfer', ws, dana.userId, '--yes'], as(owner))).toMatchObject({ user_id: dana.userId, role: 'owner' });
+      expect((await platform(['workspaces', 'members', 'remove', ws, owner.userId, '--yes'], as(dana))).stdout).toContain(`Removed ${owner.userId}`);
+      const left = await platformJson<{ data: { user_id: string }[] }>(['workspaces', 'members', 'list', ws], as(dana));
+      expect(left.data.map((m) => m.user_id)).toEqual([dana.userId]);
+
+      // Deleting forgets it as the default workspace.
+      const home = configHome();
+      await platformJson(['workspaces', 'use', ws], { ...as(dana), home });
+      expect((await platform(['workspaces', 'delete', ws], { ...as(dana), home })).code).toBe(2);
+      const deleted = await platform(['workspaces', 'delete', ws, '--yes'], { ...as(dana), home });
+      expect(deleted.code, deleted.stderr).toBe(0);
+      expect(JSON.parse(readFileSync(join(home, 'platform', 'config.json'), 'utf8'))).not.toHaveProperty('workspace');
+      expect((await platform(['workspaces', 'use', ws], as(dana))).code).toBe(1);
+    });
+  });
+
   describe('login and logout', () => {
     it('signs in with the device flow, keeps the session token, and logout revokes it', async () => {
       const home = configHome();
@@ -836,6 +880,28 @@ describe('platform', () => {
       expect(revoked.stdout).toContain(`Revoked token ${created.id}`);
       expect((await platform(['workspaces', 'list'], { token: created.token })).code).toBe(1);
       expect((await platform(['tokens', 'create', '--name', 'x', '--scope', '*', '--expires-at', 'someday'])).code).toBe(2);
+    });
+
+    it('tokens create --workspace-ids restricts a token to workspaces; tokens get shows them', async () => {
+      const restricted = await platformJson<{ id: string; token: string; scopes: string[]; workspace_ids: string[] }>([
+        'tokens',
+        'create',
+        '--name',
+        'one-workspace',
+        '--scope',
+        'workspaces:read,clusters:read',
+        '--workspace-ids',
+        user.workspaceId,
+      ]);
+      expect(restricted).toMatchObject({ scopes: ['workspaces:read', 'clusters:read'], workspace_ids: [user.workspaceId] });
+      const shown = await platform(['tokens', 'get', restricted.id]);
+      expect(shown.stdout).toMatch(new RegExp(`WORKSPACES\\s+│\\s+${user.workspaceId}`));
+      const listed = await platformJson<{ data: { id: string }[] }>(['workspaces', 'list'], { token: restricted.token });
+      expect(listed.data.map((w) => w.id)).toEqual([user.workspaceId]);
+      const refused = await platform(['tokens', 'create', '--name', 'x', '--scope', '*', '--workspace-ids', 'ws_nope']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('workspace ws_nope');
+      await platform(['tokens', 'revoke', restricted.id, '--yes']);
     });
 
     it('sessions list marks the current one; revoke-others ends the rest, revoke <id> one', async () => {

@@ -35,11 +35,14 @@ describe('rewrite', () => {
       'See `platform installs create --help` for what region_id accepts.',
     );
     expect(rewrite('See the getQuota operation in the API reference.')).toBe('See `platform quotas get --help`.');
-    // No command for cloud credentials or workspace creation yet: the request stays, so the hint still works.
+    // No command for cloud credentials or events yet: the request stays, so the hint still works.
     expect(rewrite('List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.')).toBe(
       'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.',
     );
-    expect(rewrite('See the createWorkspace operation in the API reference.')).toBe('See the createWorkspace operation in the API reference.');
+    expect(rewrite('See the listEvents operation in the API reference.')).toBe('See the listEvents operation in the API reference.');
+    expect(rewrite('Or create one whose workspace_ids include it (POST /v1/user/tokens).')).toBe(
+      'Or create one whose workspace_ids include it (`platform tokens create`).',
+    );
     expect(rewrite('Send the body again.')).toBe('Send the body again.');
   });
 

@@ -28,6 +28,12 @@ export interface PlatformOperations {
    */
   updateWorkspace(...args: OperationArgs<'updateWorkspace'>): Promise<OperationResult<'updateWorkspace'>>;
   /**
+   * Delete a workspace
+   *
+   * `DELETE /v1/workspaces/{workspaceId}`
+   */
+  deleteWorkspace(...args: OperationArgs<'deleteWorkspace'>): Promise<OperationResult<'deleteWorkspace'>>;
+  /**
    * List a workspace's members
    *
    * `GET /v1/workspaces/{workspaceId}/members`
@@ -46,11 +52,23 @@ export interface PlatformOperations {
    */
   removeWorkspaceMember(...args: OperationArgs<'removeWorkspaceMember'>): Promise<OperationResult<'removeWorkspaceMember'>>;
   /**
+   * List a workspace's pending invitations
+   *
+   * `GET /v1/workspaces/{workspaceId}/invitations`
+   */
+  listWorkspaceInvitations(...args: OperationArgs<'listWorkspaceInvitations'>): Promise<OperationResult<'listWorkspaceInvitations'>>;
+  /**
    * Invite someone by email
    *
    * `POST /v1/workspaces/{workspaceId}/invitations`
    */
   createWorkspaceInvitation(...args: OperationArgs<'createWorkspaceInvitation'>): Promise<OperationResult<'createWorkspaceInvitation'>>;
+  /**
+   * Revoke an invitation
+   *
+   * `DELETE /v1/workspaces/{workspaceId}/invitations/{invitationId}`
+   */
+  revokeWorkspaceInvitation(...args: OperationArgs<'revokeWorkspaceInvitation'>): Promise<OperationResult<'revokeWorkspaceInvitation'>>;
   /**
    * Transfer ownership
    *
@@ -388,6 +406,12 @@ export interface PlatformOperations {
    */
   createUserToken(...args: OperationArgs<'createUserToken'>): Promise<OperationResult<'createUserToken'>>;
   /**
+   * Get a personal access token
+   *
+   * `GET /v1/user/tokens/{id}`
+   */
+  getUserToken(...args: OperationArgs<'getUserToken'>): Promise<OperationResult<'getUserToken'>>;
+  /**
    * Revoke a personal access token
    *
    * `DELETE /v1/user/tokens/{id}`
@@ -467,10 +491,13 @@ export const operationRoutes = {
   createWorkspace: { method: 'POST', path: '/v1/workspaces', path_params: [], query: [], headers: [] },
   getWorkspace: { method: 'GET', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   updateWorkspace: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
+  deleteWorkspace: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}', path_params: ['workspaceId'], query: [], headers: [] },
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   updateWorkspaceMember: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
+  listWorkspaceInvitations: { method: 'GET', path: '/v1/workspaces/{workspaceId}/invitations', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   createWorkspaceInvitation: { method: 'POST', path: '/v1/workspaces/{workspaceId}/invitations', path_params: ['workspaceId'], query: [], headers: [] },
+  revokeWorkspaceInvitation: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/invitations/{invitationId}', path_params: ['workspaceId', 'invitationId'], query: [], headers: [] },
   transferWorkspaceOwnership: { method: 'POST', path: '/v1/workspaces/{workspaceId}/transfer', path_params: ['workspaceId'], query: [], headers: [] },
   leaveWorkspace: { method: 'POST', path: '/v1/workspaces/{workspaceId}/leave', path_params: ['workspaceId'], query: [], headers: [] },
   listRegions: { method: 'GET', path: '/v1/regions', path_params: [], query: ['cursor', 'limit'], headers: [] },
@@ -527,6 +554,7 @@ export const operationRoutes = {
   declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createUserToken: { method: 'POST', path: '/v1/user/tokens', path_params: [], query: [], headers: [] },
+  getUserToken: { method: 'GET', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },
   revokeUserToken: { method: 'DELETE', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },
   listUserSessions: { method: 'GET', path: '/v1/user/sessions', path_params: [], query: ['cursor', 'limit'], headers: [] },
   revokeOtherUserSessions: { method: 'POST', path: '/v1/user/sessions/revoke_others', path_params: [], query: [], headers: [] },

@@ -5,11 +5,14 @@ import type { Database } from '../src/db/schema.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import { createToken } from '../src/resources/tokens.ts';
+import { createWorkspace } from '../src/resources/workspaces.ts';
 import { newUser, type TestUser } from './support.ts';
 
 export interface World {
   alice: TestUser;
   bob: TestUser;
+  /** A second workspace of Alice's, newer (so not her default) and empty: where restricted tokens are sent. */
+  aliceSecondWorkspaceId: string;
   /** Members of Alice's workspace (she is its owner), one per role below owner. */
   members: Record<'admin' | 'member' | 'viewer', TestUser>;
   /** Alice's resources, by the kind of id a path names. */
@@ -27,6 +30,8 @@ export interface World {
     token: string;
     /** An invitation from Bob's workspace to Alice. */
     invitation: string;
+    /** A pending invitation of Alice's workspace (to someone without an account). */
+    workspaceInvitation: string;
     session: string;
   };
 }
@@ -54,6 +59,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     registryCredential: newId('rc'),
     token: (await db.selectFrom('tokens').select('id').where('user_id', '=', alice.userId).executeTakeFirstOrThrow()).id,
     invitation: newId('inv'),
+    workspaceInvitation: newId('inv'),
     session: (await createToken(db, clock, { userId: alice.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).row.id,
   };
   const aliceEmail = (await db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
@@ -69,6 +75,19 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
       expires_at: now + 7 * 24 * 60 * 60,
     })
     .execute();
+  await db
+    .insertInto('workspace_invitations')
+    .values({
+      id: ids.workspaceInvitation,
+      workspace_id: ws,
+      email: 'someone@elsewhere.example',
+      role: 'member',
+      invited_by: alice.userId,
+      created_at: now,
+      expires_at: now + 7 * 24 * 60 * 60,
+    })
+    .execute();
+  const second = await createWorkspace(db, alice.userId, { name: 'second' }, now + 1);
   const workflow = newId('wf');
   await db
     .insertInto('workflows')
@@ -116,7 +135,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
       last_used_at: null,
     })
     .execute();
-  return { alice, bob, members, ids };
+  return { alice, aliceSecondWorkspaceId: second.id, bob, members, ids };
 }
 
 /** Which of the world's ids a path parameter names, from the path it sits in. */
@@ -126,6 +145,7 @@ export function idFor(world: World, path: string, param: string): string | undef
   if (param === 'providerId') return ids.machine;
   if (param === 'workspaceId') return world.alice.workspaceId;
   if (param === 'userId') return world.alice.userId;
+  if (param === 'invitationId') return ids.workspaceInvitation;
   const byCollection: [RegExp, string][] = [
     [/^\/v1\/compute\/configs\/\{id\}/, ids.computeConfig],
     [/^\/v1\/compute\/suspensions\/\{id\}/, ids.suspension],

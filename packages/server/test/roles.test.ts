@@ -3,6 +3,7 @@
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
+import { newId } from '../src/ids.ts';
 import type { Role } from '../src/services/roles.ts';
 import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
@@ -187,5 +188,190 @@ describe('membership by invitation', () => {
     clock.advance(7 * 24 * 60 * 60);
     expect((await client(dana).GET('/v1/user/invitations', {})).data).toEqual([]);
     expect(await apiError(client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } }))).toMatchObject({ status: 404 });
+  });
+});
+
+describe('a token never exceeds its user’s current role', () => {
+  it('a PAT with clusters:write of a member demoted to viewer gets 403 on a write; the read still works', async () => {
+    const owner = await newUser(database.db, clock, 'pro');
+    const dana = await joined(owner, 'member');
+    const { clusterId } = await seedSampleResources(database.db, clock, owner);
+    const { token } = (await client(dana).POST('/v1/user/tokens', { body: { name: 'ci', scopes: ['clusters:write'] } })) as { token: string };
+    const ci = createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
+    const rename = (name: string) => ci.PATCH('/v1/clusters/{clusterId}', { params: { path: { clusterId } }, body: { name } });
+    expect(await rename('renamed-by-member')).toMatchObject({ name: 'renamed-by-member' });
+    await client(owner).PATCH('/v1/workspaces/{workspaceId}/members/{userId}', {
+      params: { path: { workspaceId: owner.workspaceId, userId: dana.userId } },
+      body: { role: 'viewer' },
+    });
+    expect(await apiError(rename('renamed-by-viewer'))).toMatchObject({ status: 403, details: { required_role: 'member', role: 'viewer' } });
+    expect(await ci.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId } } })).toMatchObject({ name: 'renamed-by-member' });
+  });
+});
+
+describe('a workspace’s pending invitations', () => {
+  const invite = (admin: TestUser, workspaceId: string, email: string) =>
+    client(admin).POST('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId } }, body: { email } });
+  const pending = async (admin: TestUser, workspaceId: string) =>
+    (await client(admin).GET('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId } } })).data.map((i) => i.id);
+
+  it('are listed by its admins and revoked: the invitee can accept it no more', async () => {
+    const owner = await newUser(database.db, clock);
+    const admin = await joined(owner, 'admin');
+    const dana = await newUser(database.db, clock);
+    const email = (await database.db.selectFrom('users').select('email').where('id', '=', dana.userId).executeTakeFirstOrThrow()).email;
+    const first = await invite(admin, owner.workspaceId, email);
+    const second = await invite(admin, owner.workspaceId, 'erin@elsewhere.example');
+    expect(await pending(admin, owner.workspaceId)).toEqual([first.id, second.id]);
+    const path = (invitationId: string, workspaceId = owner.workspaceId) => ({ params: { path: { workspaceId, invitationId } } });
+    await client(admin).DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', path(first.id));
+    expect(await pending(owner, owner.workspaceId)).toEqual([second.id]);
+    expect((await client(dana).GET('/v1/user/invitations', {})).data).toEqual([]);
+    expect(await apiError(client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: first.id } } }))).toMatchObject({ status: 404 });
+    // Gone already, or of another workspace: 404, and the other workspace's invitation stays.
+    expect(await apiError(client(admin).DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', path(first.id)))).toMatchObject({
+      status: 404,
+      param: 'invitationId',
+    });
+    const other = await newUser(database.db, clock);
+    const theirs = await invite(other, other.workspaceId, 'frank@elsewhere.example');
+    expect(await apiError(client(owner).DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', path(theirs.id)))).toMatchObject({ status: 404 });
+    expect(await pending(other, other.workspaceId)).toEqual([theirs.id]);
+  });
+
+  it('do not include expired ones', async () => {
+    const owner = await newUser(database.db, clock);
+    const old = await invite(owner, owner.workspaceId, 'late@elsewhere.example');
+    clock.advance(7 * 24 * 60 * 60);
+    const fresh = await invite(owner, owner.workspaceId, 'new@elsewhere.example');
+    expect(await pending(owner, owner.workspaceId)).toEqual([fresh.id]);
+    expect(
+      await apiError(
+        client(owner).DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', {
+          params: { path: { workspaceId: owner.workspaceId, invitationId: old.id } },
+        }),
+      ),
+    ).toMatchObject({ status: 404 });
+  });
+});
+
+describe('deleting a workspace', () => {
+  const remove = (user: TestUser, workspaceId: string) => client(user).DELETE('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } });
+
+  it('is refused while it holds resources, naming each kind with its ids', async () => {
+    const owner = await newUser(database.db, clock, 'pro');
+    const { clusterId, configId, productId } = await seedSampleResources(database.db, clock, owner);
+    const refused = await apiError(remove(owner, owner.workspaceId));
+    expect(refused).toMatchObject({ status: 409, code: 'conflict' });
+    expect(refused.suggestion).toContain('Delete them first');
+    expect(refused.message).toBe(`Workspace ${owner.workspaceId} still holds 1 product, 1 cluster and 1 compute config.`);
+    expect(refused.details).toEqual({
+      remaining: [
+        { kind: 'products', count: 1, ids: [productId] },
+        { kind: 'clusters', count: 1, ids: [clusterId] },
+        { kind: 'compute_configs', count: 1, ids: [configId] },
+      ],
+    });
+    expect(await client(owner).GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: owner.workspaceId } } })).toMatchObject({
+      id: owner.workspaceId,
+    });
+  });
+
+  it('an empty one goes with its memberships, invitations, notifications, events, overrides and token restrictions', async () => {
+    const owner = await newUser(database.db, clock);
+    clock.advance(1);
+    const doomed = await client(owner).POST('/v1/workspaces', { body: { name: 'doomed' } });
+    const admin = await newUser(database.db, clock);
+    await database.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: doomed.id, user_id: admin.userId, role: 'admin', created_at: clock.now() })
+      .execute();
+    await client(owner).POST('/v1/workspaces/{workspaceId}/invitations', {
+      params: { path: { workspaceId: doomed.id } },
+      body: { email: 'x@elsewhere.example' },
+    });
+    const credential = await client(owner, doomed.id).POST('/v1/registry/credentials', {
+      body: { name: 'r', registry_url: 'ghcr.io', username: 'u', password: 'p' },
+    });
+    const now = clock.now();
+    await database.db
+      .insertInto('notifications')
+      .values({
+        id: newId('ntf'),
+        user_id: admin.userId,
+        workspace_id: doomed.id,
+        type: 'cluster.failed',
+        resource_type: 'cluster',
+        resource_id: 'cl_gone',
+        title: 't',
+        body: 'b',
+        severity: 'info',
+        read_at: null,
+        created_at: now,
+      })
+      .execute();
+    await database.db
+      .insertInto('events')
+      .values({
+        id: newId('evt'),
+        workspace_id: doomed.id,
+        type: 'cluster.failed',
+        object_type: 'cluster',
+        object_id: 'cl_gone',
+        object: '{}',
+        created_at: now,
+      })
+      .execute();
+    await database.db.insertInto('quota_overrides').values({ workspace_id: doomed.id, user_id: null, metric: 'kaas/clusters', limit: 5 }).execute();
+    const both = (await client(owner).POST('/v1/user/tokens', { body: { name: 'both', scopes: ['*'], workspace_ids: [owner.workspaceId, doomed.id] } })) as {
+      id: string;
+    };
+    const only = (await client(owner).POST('/v1/user/tokens', { body: { name: 'only', scopes: ['*'], workspace_ids: [doomed.id] } })) as {
+      id: string;
+      token: string;
+    };
+
+    // Only its owner deletes it; a credential is something it holds.
+    expect(await apiError(remove(admin, doomed.id))).toMatchObject({ status: 403, details: { required_role: 'owner', role: 'admin' } });
+    expect((await apiError(remove(owner, doomed.id))).details).toEqual({ remaining: [{ kind: 'registry_credentials', count: 1, ids: [credential.id] }] });
+    await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: credential.id } } });
+    await remove(owner, doomed.id);
+
+    expect(await apiError(client(owner).GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: doomed.id } } }))).toMatchObject({ status: 404 });
+    expect(await apiError(remove(owner, doomed.id))).toMatchObject({ status: 404 });
+    for (const table of ['workspace_members', 'workspace_invitations', 'notifications', 'events', 'quota_overrides'] as const) {
+      const left = await database.db.selectFrom(table).select('workspace_id').where('workspace_id', '=', doomed.id).execute();
+      expect(left, table).toEqual([]);
+    }
+    expect((await client(owner).GET('/v1/user/tokens/{id}', { params: { path: { id: both.id } } })).workspace_ids).toEqual([owner.workspaceId]);
+    expect((await client(owner).GET('/v1/user/tokens/{id}', { params: { path: { id: only.id } } })).workspace_ids).toEqual([]);
+    // A token left with no workspace acts in none.
+    expect((await createPlatformClient({ baseUrl: server.baseUrl, token: only.token, retry: false }).GET('/v1/workspaces', {})).data).toEqual([]);
+  });
+
+  it('the default workspace becomes the next oldest the owner owns; with none, no workspace', async () => {
+    const owner = await newUser(database.db, clock);
+    clock.advance(1);
+    const second = await client(owner).POST('/v1/workspaces', { body: { name: 'second' } });
+    const credential = () =>
+      client(owner).POST('/v1/registry/credentials', {
+        body: { name: `r-${Math.random().toString(36).slice(2, 8)}`, registry_url: 'ghcr.io', username: 'u', password: 'p' },
+      });
+    const inDefault = await credential();
+    const where = async (id: string) =>
+      (await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id).executeTakeFirstOrThrow()).workspace_id;
+    expect(await where(inDefault.id)).toBe(owner.workspaceId);
+    await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: inDefault.id } } });
+    await remove(owner, owner.workspaceId);
+    const inSecond = await credential();
+    expect(await where(inSecond.id)).toBe(second.id);
+    await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: inSecond.id } } });
+    await remove(owner, second.id);
+    expect((await client(owner).GET('/v1/workspaces', {})).data).toEqual([]);
+    expect((await client(owner).GET('/v1/registry/credentials', {})).data).toEqual([]);
+    expect(await apiError(credential())).toMatchObject({ status: 422, param: 'X-Workspace-Id' });
+    // A new workspace is the new default.
+    const third = await client(owner).POST('/v1/workspaces', { body: { name: 'third' } });
+    expect((await client(owner).GET('/v1/workspaces', {})).data.map((w) => w.id)).toEqual([third.id]);
   });
 });

@@ -137,6 +137,55 @@ describe('every operation with a foreign X-Workspace-Id is 403', () => {
   });
 });
 
+// The restriction matrix: Alice's token with every scope, restricted to her second workspace, on everything of her
+// first: a workspace named in the header or the path is 403 naming the restriction; a resource addressed by id is
+// 404 like a missing one (the user-level ones, tokens and sessions, are the user's whatever the restriction);
+// without X-Workspace-Id a list answers nothing of the first workspace.
+async function restrictedToSecond(): Promise<string> {
+  const init = { userId: world.alice.userId, kind: 'pat' as const, name: 'restricted', expiresAt: null, workspaceIds: [world.aliceSecondWorkspaceId] };
+  return (await createToken(database.db, clock, init)).secret;
+}
+const restrictionRefusal = (param: string) => ({ error: { code: 'forbidden', param, details: { workspace_ids: [world.aliceSecondWorkspaceId] } } });
+
+describe('a token restricted to another workspace', () => {
+  const inPath = operations.filter((op) => op.parameters.some((p) => p.in === 'path' && p.name === 'workspaceId'));
+  const userLevel = /^\/v1\/user\/(tokens|sessions)\//;
+  const addressed = byId.filter((op) => !op.path.includes('{workspaceId}') && !userLevel.test(op.path));
+  const isStream = (op: (typeof operations)[number]) => /\/(stream|logs)$/.test(op.path);
+  const defaults = workspaceScoped.filter(
+    (op) => op.method === 'GET' && !isStream(op) && !op.parameters.some((p) => p.in === 'path' || (p.in === 'query' && p.required)),
+  );
+
+  it('covers the operations of every kind', () => {
+    expect(inPath.length).toBeGreaterThan(5);
+    expect(addressed.map((op) => op.operation.operationId)).toEqual(
+      expect.arrayContaining(['getCluster', 'deleteInstall', 'acceptInvitation', 'markNotificationRead']),
+    );
+    expect(defaults.map((op) => op.operation.operationId)).toEqual(expect.arrayContaining(['listClusters', 'listEvents', 'listQuotas']));
+  });
+  it.each(workspaceScoped.map((op) => [op.operation.operationId, op] as const))('%s with the other in X-Workspace-Id is 403', async (_id, op) => {
+    const response = await request(op, await restrictedToSecond(), world.alice.workspaceId);
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject(restrictionRefusal('X-Workspace-Id'));
+  });
+  it.each(inPath.map((op) => [op.operation.operationId, op] as const))('%s with the other in its path is 403', async (_id, op) => {
+    const response = await request(op, await restrictedToSecond());
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject(restrictionRefusal('workspaceId'));
+  });
+  it.each(addressed.map((op) => [op.operation.operationId, op] as const))('%s on a resource of the other is 404', async (_id, op) => {
+    const response = await request(op, await restrictedToSecond());
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+  it.each(defaults.map((op) => [op.operation.operationId, op] as const))('%s without X-Workspace-Id answers nothing of the other', async (_id, op) => {
+    const response = await request(op, await restrictedToSecond());
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    for (const id of [world.alice.workspaceId, ...Object.values(world.ids)]) expect(text).not.toContain(id);
+  });
+});
+
 /** What each role may do, from the contract: operations acting in no workspace declare no role. */
 const roleScoped = operations.filter((op) => op.operation['x-required-role'] !== undefined);
 const tokenOf = (role: Role) => (role === 'owner' ? world.alice.token : world.members[role].token);

@@ -3,7 +3,9 @@
 // workspaces, with the id of that user's resource in the OTHER workspace, in both directions. It must be refused
 // with the field named, never stored. Then the same rule where a workflow acts: a product that names a foreign
 // cluster (as one could before the rule was checked) never gets an install placed or upgraded there, also after
-// its author has left the cluster's workspace.
+// its author has left the cluster's workspace. The same requests are also sent with carol's tokens restricted to
+// one workspace: acting in the other one is refused (403 naming the restriction), and acting in its own, a
+// reference into the other one is refused like any foreign reference.
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { sql } from 'kysely';
 import pino from 'pino';
@@ -11,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
+import { createToken } from '../src/resources/tokens.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
@@ -34,6 +37,7 @@ const KIND_OF_FIELD: Record<string, Kind | null> = {
   stripe_price_ids: null,
   client_id: null, // the device flow's OAuth client, not a workspace resource
   user_id: null, // transferWorkspaceOwnership's new owner: a member of the workspace (404 otherwise, roles.test.ts)
+  workspace_ids: null, // createUserToken's workspaces: any the caller is a member of (422 otherwise, token-workspaces.test.ts)
 };
 type Kind = 'cluster' | 'computeConfig' | 'cloudCredential' | 'product';
 
@@ -53,6 +57,8 @@ let runtime: ReturnType<typeof createRuntime>;
 const clock = new TestClock();
 let alice: TestUser;
 let carol: TestUser;
+/** Carol's PATs with every scope, each restricted to one of her two workspaces. */
+const restricted: Record<'shared' | 'own', string> = { shared: '', own: '' };
 /** Resources of one kind each, in alice's workspace (carol is a member) and in carol's own. */
 const ids: Record<'shared' | 'own', Record<Kind, string>> = { shared: {} as Record<Kind, string>, own: {} as Record<Kind, string> };
 
@@ -96,6 +102,10 @@ beforeAll(async () => {
     .execute();
   ids.shared = await resourcesOf(alice, 'shared-eu');
   ids.own = await resourcesOf(carol, 'own-eu');
+  for (const which of ['shared', 'own'] as const) {
+    const workspaceIds = [which === 'own' ? carol.workspaceId : alice.workspaceId];
+    restricted[which] = (await createToken(database.db, clock, { userId: carol.userId, kind: 'pat', name: which, expiresAt: null, workspaceIds })).secret;
+  }
 });
 
 afterAll(async () => {
@@ -125,23 +135,30 @@ describe('a body naming a resource of another workspace of the caller is refused
   it.each(cases.map((c) => [c.op.operationId, c.field, c.target === 'own' ? "carol's own → shared" : "shared → carol's own", c] as const))(
     '%s %s (%s)',
     async (_op, field, _direction, c) => {
-      const target = ids[c.target];
-      const example = structuredClone(Object.values(c.op.requestBody!.content['application/json']!.examples ?? {})[0]!.value) as Record<string, unknown>;
-      // Every reference of the body points into the target workspace, except the one under test.
-      for (const [name, kind] of Object.entries(KIND_OF_FIELD)) {
-        if (!kind || !(name in example || name === field)) continue;
-        const id = name === field ? ids[c.foreign][kind] : target[kind];
-        example[name] = name.endsWith('_ids') ? [id] : id;
-      }
-      if (c.op.operationId === 'createInstall') delete example.overrides;
-      // Source ids name the sources of the product the example was written for; new sources here.
-      if (Array.isArray(example.sources)) for (const source of example.sources as Record<string, unknown>[]) delete source.id;
-      if (c.op.operationId === 'createComputeConfig' && field !== 'cloud_credential_id') delete example.cloud_credential_id;
-      const path = c.path.replace('{id}', target.product);
-      const workspaceId = c.target === 'own' ? carol.workspaceId : alice.workspaceId;
+      const { path, example, workspaceId } = requestOf(c);
       const reply = await call(server.baseUrl, c.method, path, { token: carol.token, body: example, headers: { 'x-workspace-id': workspaceId } });
       expect([404, 422], JSON.stringify(reply.body)).toContain(reply.status);
       expect(reply.body.error.param).toBe(field.endsWith('_ids') ? `${field}[0]` : field);
+    },
+  );
+
+  it.each(cases.map((c) => [c.op.operationId, c.field, c.target === 'own' ? "carol's own → shared" : "shared → carol's own", c] as const))(
+    '%s %s (%s), with a token restricted to the acting workspace',
+    async (_op, field, _direction, c) => {
+      const { path, example, workspaceId } = requestOf(c);
+      const reply = await call(server.baseUrl, c.method, path, { token: restricted[c.target], body: example, headers: { 'x-workspace-id': workspaceId } });
+      expect([404, 422], JSON.stringify(reply.body)).toContain(reply.status);
+      expect(reply.body.error.param).toBe(field.endsWith('_ids') ? `${field}[0]` : field);
+    },
+  );
+
+  it.each(cases.map((c) => [c.op.operationId, c.field, c.target === 'own' ? "carol's own" : 'shared', c] as const))(
+    '%s %s acting in %s, with a token restricted to the other workspace, is 403',
+    async (_op, _field, _target, c) => {
+      const { path, example, workspaceId } = requestOf(c);
+      const reply = await call(server.baseUrl, c.method, path, { token: restricted[c.foreign], body: example, headers: { 'x-workspace-id': workspaceId } });
+      expect(reply.status).toBe(403);
+      expect(reply.body.error).toMatchObject({ code: 'forbidden', param: 'X-Workspace-Id' });
     },
   );
 
@@ -156,6 +173,25 @@ describe('a body naming a resource of another workspace of the caller is refused
     expect(rows[0]!.n).toBe(0);
   });
 });
+
+/** The case's request: every reference of the body points into the target workspace, except the one under test. */
+function requestOf(c: (typeof cases)[number]) {
+  const target = ids[c.target];
+  const { field } = c;
+  const example = structuredClone(Object.values(c.op.requestBody!.content['application/json']!.examples ?? {})[0]!.value) as Record<string, unknown>;
+  for (const [name, kind] of Object.entries(KIND_OF_FIELD)) {
+    if (!kind || !(name in example || name === field)) continue;
+    const id = name === field ? ids[c.foreign][kind] : target[kind];
+    example[name] = name.endsWith('_ids') ? [id] : id;
+  }
+  if (c.op.operationId === 'createInstall') delete example.overrides;
+  // Source ids name the sources of the product the example was written for; new sources here.
+  if (Array.isArray(example.sources)) for (const source of example.sources as Record<string, unknown>[]) delete source.id;
+  if (c.op.operationId === 'createComputeConfig' && field !== 'cloud_credential_id') delete example.cloud_credential_id;
+  const path = c.path.replace('{id}', target.product);
+  const workspaceId = c.target === 'own' ? carol.workspaceId : alice.workspaceId;
+  return { path, example, workspaceId };
+}
 
 /** Polls briefly until the install leaves pending/installing. */
 async function finalInstall(token: string, id: string) {

@@ -3,7 +3,7 @@ import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
-import { done, printPage, printRecord, time } from '../output.ts';
+import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 
 /** Unix seconds, or any date `Date.parse` reads (2027-01-31, 2027-01-31T12:00:00Z). */
 function expiry(value: string): number {
@@ -15,14 +15,37 @@ function expiry(value: string): number {
 
 type Scope = Schema<'TokenCreate'>['scopes'][number];
 
-/** `--scope` repeated: every value, in order (the server refuses an unknown scope with 422). */
+/** `--scope` repeated or comma-separated: every value, in order (the server refuses an unknown scope with 422). */
 function collect(value: string, previous: Scope[] | undefined): Scope[] {
-  return [...(previous ?? []), value as Scope];
+  return [...(previous ?? []), ...(value.split(',').filter(Boolean) as Scope[])];
 }
+
+/** `--workspace-ids` repeated or comma-separated. */
+function collectIds(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), ...value.split(',').filter(Boolean)];
+}
+
+const workspacesOf = (t: { workspace_ids: string[] | null }) => (t.workspace_ids === null ? 'all' : t.workspace_ids.join(' ') || 'none');
+
+const TOKEN_COLUMNS: Columns<Schema<'Token'>> = [
+  ['ID', (t) => t.id],
+  ['NAME', (t) => t.name],
+  ['PREFIX', (t) => t.prefix],
+  ['CREATED', (t) => time(t.created_at)],
+  ['LAST USED', (t) => time(t.last_used_at)],
+  ['EXPIRES', (t) => time(t.expires_at)],
+  ['SCOPES', (t) => t.scopes.join(' ')],
+  ['WORKSPACES', workspacesOf],
+];
 
 export function registerTokens(program: Command): void {
   const tokens = program.command('tokens').description('personal access tokens');
-  example(tokens, 'platform tokens create --name ci --scope clusters:read --scope installs:write', 'platform tokens list');
+  example(
+    tokens,
+    'platform tokens create --name ci --scope clusters:read --scope installs:write',
+    'platform tokens create --name staging --scope installs:write --workspace-ids ws_01jd2x…',
+    'platform tokens list',
+  );
 
   example(
     tokens
@@ -30,11 +53,21 @@ export function registerTokens(program: Command): void {
       .description('create a token; its secret is shown once')
       .requiredOption('--name <name>', 'what it is for')
       .option('--expires-at <when>', 'Unix seconds or a date; default: never')
-      .requiredOption('--scope <scope>', "what it may do, repeatable (clusters:read, installs:write, …); '*' for every scope of yours", collect)
+      .requiredOption(
+        '--scope <scopes>',
+        "what it may do, repeatable or comma-separated (clusters:read, installs:write, …); '*' for every scope of yours",
+        collect,
+      )
+      .option('--workspace-ids <ids>', 'the only workspaces it may act in, repeatable or comma-separated; default: those of your token', collectIds)
       .action(
-        action(async ({ api, out }, flags: { name: string; expiresAt?: string; scope: Scope[] }) => {
+        action(async ({ api, out }, flags: { name: string; expiresAt?: string; scope: Scope[]; workspaceIds?: string[] }) => {
           const created = await api.POST('/v1/user/tokens', {
-            body: { name: flags.name, expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt), scopes: flags.scope },
+            body: {
+              name: flags.name,
+              expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt),
+              scopes: flags.scope,
+              ...(flags.workspaceIds ? { workspace_ids: flags.workspaceIds } : {}),
+            },
           });
           printRecord(out, created, [
             ['ID', (t) => t.id],
@@ -42,6 +75,7 @@ export function registerTokens(program: Command): void {
             ['TOKEN', (t) => t.token],
             ['EXPIRES', (t) => time(t.expires_at)],
             ['SCOPES', (t) => t.scopes.join(' ')],
+            ['WORKSPACES', workspacesOf],
           ]);
           if (!out.json) process.stderr.write('Store the token now: it cannot be shown again.\n');
         }),
@@ -53,18 +87,22 @@ export function registerTokens(program: Command): void {
     withPage(tokens.command('list').description('list your tokens (never their secrets)')).action(
       action(async ({ api, out }, flags: PageFlags) => {
         const page = await api.GET('/v1/user/tokens', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
-        printPage(out, page, [
-          ['ID', (t) => t.id],
-          ['NAME', (t) => t.name],
-          ['PREFIX', (t) => t.prefix],
-          ['CREATED', (t) => time(t.created_at)],
-          ['LAST USED', (t) => time(t.last_used_at)],
-          ['EXPIRES', (t) => time(t.expires_at)],
-          ['SCOPES', (t) => t.scopes.join(' ')],
-        ]);
+        printPage(out, page, TOKEN_COLUMNS);
       }),
     ),
     'platform tokens list',
+  );
+
+  example(
+    tokens
+      .command('get <id>')
+      .description('show one of your tokens (never its secret)')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/user/tokens/{id}', { params: { path: { id } } }), TOKEN_COLUMNS);
+        }),
+      ),
+    'platform tokens get tok_01jd2xf9k1n3q5s7v9x1z3b5d7',
   );
 
   example(

@@ -57,6 +57,8 @@ export interface TokensTable {
   created_at: Seconds;
   /** A PAT's scopes; null for a session token, which holds every scope. */
   scopes: string[] | null;
+  /** The workspaces a PAT may act in; null: every workspace of its user (always, for a session token). */
+  workspace_ids: string[] | null;
   /** A session's client address and User-Agent at its last recorded use (PATs: null). */
   last_address: string | null;
   user_agent: string | null;
@@ -250,6 +252,8 @@ export interface IdempotencyKeysTable {
 export interface NotificationsTable {
   id: string;
   user_id: string;
+  /** The workspace of the resource it is about; null for user-level ones (a quota reached). */
+  workspace_id: string | null;
   type: Schema<'Notification'>['type'];
   resource_type: Schema<'Notification'>['resource_type'];
   resource_id: string;

@@ -133,6 +133,7 @@ export async function seedSampleResources(
       {
         id: ids.notificationId,
         user_id: owner.userId,
+        workspace_id: owner.workspaceId,
         type: 'cluster.ready',
         resource_type: 'cluster',
         resource_id: ids.clusterId,

@@ -45,7 +45,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
         const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
         if (!user) throw new Error('unknown subject');
         // The named workspace, if any, is looked up when an operation needs it.
-        return { userId: user.id, kind, tokenId: null, scopes: scopesOfClaim(payload.scope) };
+        return { userId: user.id, kind, tokenId: null, scopes: scopesOfClaim(payload.scope), workspaceIds: null };
       } catch {
         throw unauthorized('The token is invalid or has expired.', SUGGESTION);
       }
@@ -68,6 +68,6 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
             id: workspaceId,
             ref: row.workspace_id === null || row.workspace_owner_id === null ? null : { id: row.workspace_id, owner_id: row.workspace_owner_id },
           };
-    return { userId: row.user_id, kind, tokenId: row.id, scopes: row.scopes ?? 'all', namedWorkspace };
+    return { userId: row.user_id, kind, tokenId: row.id, scopes: row.scopes ?? 'all', workspaceIds: row.workspace_ids, namedWorkspace };
   };
 }

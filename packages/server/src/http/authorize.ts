@@ -1,11 +1,14 @@
 // Workspace roles, enforced by the binding: each operation's `x-required-role` in the contract is the least role
 // it needs in the workspace it acts in, which is the `{workspaceId}` of its path, the workspace holding the
-// resource its path addresses by id, or its X-Workspace-Id. Handlers check no roles.
+// resource its path addresses by id, or its X-Workspace-Id. Handlers check no roles. A workspace named by the
+// path or the header outside the token's restriction is refused here too, for every operation (403); a resource
+// addressed by id in such a workspace is not found by the operation (tenancy.ts).
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
 import { type AddressedResource, allows, type Membership, membershipOf, membershipOfResource } from '../services/roles.ts';
+import { requireAllowedWorkspace } from '../services/tenancy.ts';
 import type { OperationMeta } from './contract.ts';
 
 /** The collection a path's first id names, by the path up to that id. */
@@ -57,30 +60,32 @@ export function createAuthorizer(db: Kysely<Database>, operations: Iterable<Oper
   }
 
   /** The caller's membership of the operation's workspace; undefined where the operation itself answers a non-member. */
-  async function membership(target: Target, userId: string, params: Record<string, string>, header: string | undefined): Promise<Membership | undefined> {
+  async function membership(target: Target, caller: Caller, params: Record<string, string>, header: string | undefined): Promise<Membership | undefined> {
     switch (target.kind) {
       case 'path': {
         const workspaceId = params.workspaceId!;
-        const found = await membershipOf(db, userId, workspaceId);
+        const found = await membershipOf(db, caller, workspaceId);
         // As the operation would answer it: a workspace the caller is not a member of is not there.
         if (!found) throw notFound('Workspace', workspaceId);
         return found;
       }
       // No such resource, or one of a workspace the caller is not a member of: the operation answers 404.
       case 'resource':
-        return membershipOfResource(db, userId, target.resource, params[target.param]!);
+        return membershipOfResource(db, caller, target.resource, params[target.param]!);
       // Without the header the caller acts in their default workspace, which they own; a workspace they are not a
       // member of is the operation's 403.
       case 'header':
-        return header === undefined ? undefined : membershipOf(db, userId, header);
+        return header === undefined ? undefined : membershipOf(db, caller, header);
     }
   }
 
   return async (meta, params, caller, header, onFound) => {
+    if (caller && params.workspaceId !== undefined && meta.path.includes('{workspaceId}')) requireAllowedWorkspace(caller, params.workspaceId, 'workspaceId');
+    if (caller && header !== undefined && meta.headerNames.has('x-workspace-id')) requireAllowedWorkspace(caller, header, 'X-Workspace-Id');
     const target = targets.get(meta.operationId);
     const required = meta.requiredRole;
     if (!target || !required || !caller) return;
-    const found = await membership(target, caller.userId, params, header);
+    const found = await membership(target, caller, params, header);
     if (found) onFound?.(found);
     if (!found || allows(found.role, required)) return;
     throw new ApiError('forbidden', `${meta.operationId} needs the ${required} role in workspace ${found.workspaceId}; your role is ${found.role}.`, {

@@ -21,18 +21,18 @@ export const createCluster: Handler<'createCluster'> = async ({ body, headers, c
 
 export const getCluster: Handler<'getCluster'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await clusters.getCluster(db, caller.userId, params.clusterId) };
+  return { status: 200, body: await clusters.getCluster(db, caller, params.clusterId) };
 };
 
 export const updateCluster: Handler<'updateCluster'> = async ({ params, body, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await clusters.renameCluster(db, caller.userId, params.clusterId, body) };
+  return { status: 200, body: await clusters.renameCluster(db, caller, params.clusterId, body) };
 };
 
 /** Recorded in the audit log (x-audited in the contract), by the binding, before the answer is sent. */
 export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, headers, caller }, { db, driver }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  const body = await clusters.clusterKubeconfig(db, driver, caller.userId, params.clusterId, query.ttl_seconds ?? 3600);
+  const body = await clusters.clusterKubeconfig(db, driver, caller, params.clusterId, query.ttl_seconds ?? 3600);
   // Credentials: no cache, shared or private, may keep them.
   return { status: 200, body, headers: { 'Cache-Control': 'no-store, private', Pragma: 'no-cache' } };
 };
@@ -40,7 +40,7 @@ export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ pa
 export const deleteCluster = staged<'deleteCluster'>({
   change: async ({ params, headers, caller }, { db }) => {
     await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-    await clusters.deleteCluster(db, caller.userId, params.clusterId);
+    await clusters.deleteCluster(db, caller, params.clusterId);
     return { status: 204, body: undefined };
   },
   // The control plane goes once the record's deletion is committed; one the driver fails to delete stays,

@@ -17,7 +17,7 @@ export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, {
 
 export const getComputeConfig: Handler<'getComputeConfig'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await computeConfigs.getComputeConfig(db, caller.userId, params.id) };
+  return { status: 200, body: await computeConfigs.getComputeConfig(db, caller, params.id) };
 };
 
 /**
@@ -39,12 +39,12 @@ export const createComputeConfig = staged<'createComputeConfig', ServerOffering[
 
 export const updateComputeConfig: Handler<'updateComputeConfig'> = async ({ params, body, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await computeConfigs.renameComputeConfig(db, caller.userId, params.id, body) };
+  return { status: 200, body: await computeConfigs.renameComputeConfig(db, caller, params.id, body) };
 };
 
 export const deleteComputeConfig: Handler<'deleteComputeConfig'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  await computeConfigs.deleteComputeConfig(db, caller.userId, params.id);
+  await computeConfigs.deleteComputeConfig(db, caller, params.id);
   return { status: 204, body: undefined };
 };
 
@@ -55,7 +55,7 @@ export const listCloudCredentials: Handler<'listCloudCredentials'> = async (inpu
 
 export const getCloudCredential: Handler<'getCloudCredential'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await cloudCredentials.getCloudCredential(db, caller.userId, params.id) };
+  return { status: 200, body: await cloudCredentials.getCloudCredential(db, caller, params.id) };
 };
 
 export const createCloudCredential: Handler<'createCloudCredential'> = async ({ body, headers, caller }, { db, clock, secrets }) => {
@@ -65,42 +65,42 @@ export const createCloudCredential: Handler<'createCloudCredential'> = async ({ 
 
 export const updateCloudCredential: Handler<'updateCloudCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await cloudCredentials.updateCloudCredential(db, caller.userId, params.id, body, secrets) };
+  return { status: 200, body: await cloudCredentials.updateCloudCredential(db, caller, params.id, body, secrets) };
 };
 
 export const deleteCloudCredential: Handler<'deleteCloudCredential'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  await cloudCredentials.deleteCloudCredential(db, caller.userId, params.id);
+  await cloudCredentials.deleteCloudCredential(db, caller, params.id);
   return { status: 204, body: undefined };
 };
 
 export const listMachines: Handler<'listMachines'> = async ({ query, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await machines.listMachines(db, caller.userId, query.cluster_id) };
+  return { status: 200, body: await machines.listMachines(db, caller, query.cluster_id) };
 };
 
 export const getMachine: Handler<'getMachine'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await machines.getMachine(db, caller.userId, params.providerId) };
+  return { status: 200, body: await machines.getMachine(db, caller, params.providerId) };
 };
 
 export const requestMachine = staged<'requestMachine', ServerOffering[]>({
   before: offerings,
   change: async ({ body, headers, caller }, { db, clock, workflows }, offerings) => {
     const named = await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-    return { status: 202, body: await machines.requestMachine(db, caller.userId, named, body, { now: clock.now(), workflows, offerings }) };
+    return { status: 202, body: await machines.requestMachine(db, caller, named, body, { now: clock.now(), workflows, offerings }) };
   },
 });
 
 export const deleteMachine: Handler<'deleteMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  await machines.deleteMachine(db, caller.userId, params.providerId, { now: clock.now(), workflows });
+  await machines.deleteMachine(db, caller, params.providerId, { now: clock.now(), workflows });
   return { status: 204, body: undefined };
 };
 
 export const suspendMachine: Handler<'suspendMachine'> = async ({ params, headers, caller }, { db, clock, workflows }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 202, body: await machines.suspendMachine(db, caller.userId, params.providerId, { now: clock.now(), workflows }) };
+  return { status: 202, body: await machines.suspendMachine(db, caller, params.providerId, { now: clock.now(), workflows }) };
 };
 
 export const listSuspensions: Handler<'listSuspensions'> = async (input, { db }) => ({
@@ -110,20 +110,20 @@ export const listSuspensions: Handler<'listSuspensions'> = async (input, { db })
 
 export const getSuspension: Handler<'getSuspension'> = async ({ params, headers, caller }, { db }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await suspensions.getSuspension(db, caller.userId, params.id) };
+  return { status: 200, body: await suspensions.getSuspension(db, caller, params.id) };
 };
 
 export const resumeSuspension: Handler<'resumeSuspension'> = async ({ params, headers, caller }, { db, workflows }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 202, body: await suspensions.resumeSuspension(db, caller.userId, params.id, workflows) };
+  return { status: 202, body: await suspensions.resumeSuspension(db, caller, params.id, workflows) };
 };
 
 export const getClusterComputeStatus: Handler<'getClusterComputeStatus'> = async ({ params, headers, caller }, { db, clock }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await machines.clusterComputeStatus(db, caller.userId, params.clusterId, clock.now()) };
+  return { status: 200, body: await machines.clusterComputeStatus(db, caller, params.clusterId, clock.now()) };
 };
 
 export const checkMachineDrift: Handler<'checkMachineDrift'> = async ({ params, headers, caller }, { db, clock, provider, secrets }) => {
   await checkNamedWorkspace(db, caller, headers['X-Workspace-Id']);
-  return { status: 200, body: await machines.checkDrift(db, { provider, secrets }, caller.userId, params.providerId, clock.now()) };
+  return { status: 200, body: await machines.checkDrift(db, { provider, secrets }, caller, params.providerId, clock.now()) };
 };

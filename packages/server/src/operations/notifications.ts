@@ -3,10 +3,10 @@ import type { Handler } from './types.ts';
 
 export const listNotifications: Handler<'listNotifications'> = async ({ query, caller }, { db }) => ({
   status: 200,
-  body: await notifications.listNotifications(db, caller.userId, query),
+  body: await notifications.listNotifications(db, caller, query),
 });
 
 export const markNotificationRead: Handler<'markNotificationRead'> = async ({ params, caller }, { db, clock }) => ({
   status: 200,
-  body: await notifications.markRead(db, caller.userId, params.id, clock.now()),
+  body: await notifications.markRead(db, caller, params.id, clock.now()),
 });

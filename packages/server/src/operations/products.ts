@@ -21,19 +21,19 @@ export const createProduct = staged<'createProduct'>({
 
 export const getProduct: Handler<'getProduct'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await products.getProduct(db, caller.userId, params.id) };
+  return { status: 200, body: await products.getProduct(db, caller, params.id) };
 };
 
 export const updateProduct = staged<'updateProduct'>({
-  before: ({ params, body, caller }, { db, resolveHost }) => products.checkUpdate(db, caller.userId, params.id, body, resolveHost),
+  before: ({ params, body, caller }, { db, resolveHost }) => products.checkUpdate(db, caller, params.id, body, resolveHost),
   change: async ({ params, headers, body, caller }, { db, clock, workflows }) => {
     await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-    return { status: 200, body: await products.updateProduct(db, caller.userId, params.id, body, { now: clock.now(), workflows }) };
+    return { status: 200, body: await products.updateProduct(db, caller, params.id, body, { now: clock.now(), workflows }) };
   },
 });
 
 export const deleteProduct: Handler<'deleteProduct'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  await products.deleteProduct(db, caller.userId, params.id);
+  await products.deleteProduct(db, caller, params.id);
   return { status: 204, body: undefined };
 };

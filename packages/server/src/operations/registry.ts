@@ -9,7 +9,7 @@ export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async
 
 export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller.userId, params.id) };
+  return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller, params.id) };
 };
 
 export const createRegistryCredential = staged<'createRegistryCredential'>({
@@ -26,11 +26,11 @@ export const createRegistryCredential = staged<'createRegistryCredential'>({
 
 export const updateRegistryCredential: Handler<'updateRegistryCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  return { status: 200, body: await registryCredentials.updateRegistryCredential(db, caller.userId, params.id, body, secrets) };
+  return { status: 200, body: await registryCredentials.updateRegistryCredential(db, caller, params.id, body, secrets) };
 };
 
 export const deleteRegistryCredential: Handler<'deleteRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
   await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
-  await registryCredentials.deleteRegistryCredential(db, caller.userId, params.id);
+  await registryCredentials.deleteRegistryCredential(db, caller, params.id);
   return { status: 204, body: undefined };
 };

@@ -8,7 +8,12 @@ export const listUserTokens: Handler<'listUserTokens'> = async ({ query, caller 
 
 export const createUserToken: Handler<'createUserToken'> = async ({ body, caller }, { db, clock }) => ({
   status: 201,
-  body: await tokens.createPersonalToken(db, clock, caller.userId, caller.scopes, body),
+  body: await tokens.createPersonalToken(db, clock, caller, body),
+});
+
+export const getUserToken: Handler<'getUserToken'> = async ({ params, caller }, { db }) => ({
+  status: 200,
+  body: await tokens.getPersonalToken(db, caller.userId, params.id),
 });
 
 export const revokeUserToken: Handler<'revokeUserToken'> = async ({ params, caller }, { db }) => {

@@ -21,6 +21,8 @@ export interface Caller {
   tokenId: string | null;
   /** What the token may do: every scope for a session token, else a PAT's scopes or a JWT's `scope` claim. */
   scopes: Scopes;
+  /** The workspaces a PAT is restricted to; null: every workspace of the user (see tenancy.ts). */
+  workspaceIds: readonly string[] | null;
   /** The workspace the request names in X-Workspace-Id, looked up with the token (see tenancy.ts). */
   namedWorkspace?: NamedWorkspace;
 }

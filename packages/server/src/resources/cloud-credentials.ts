@@ -9,7 +9,7 @@ import { newId } from '../ids.ts';
 import type { ProviderCredential } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
 
@@ -27,19 +27,19 @@ const toCloudCredential = (row: Row<'cloud_credentials'>): Schema<'CloudCredenti
 export const listCloudCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'cloud_credentials', toCloudCredential);
 
 /** A cloud credential the user may see (a member of its workspace); 404 otherwise. */
-async function visibleCloudCredential(db: Db, userId: string, id: string): Promise<Row<'cloud_credentials'>> {
+async function visibleCloudCredential(db: Db, caller: WorkspaceCaller, id: string): Promise<Row<'cloud_credentials'>> {
   const row = await db
     .selectFrom('cloud_credentials')
     .selectAll()
     .where('id', '=', id)
-    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   if (!row) throw notFound('Cloud credential', id);
   return row;
 }
 
-export const getCloudCredential = async (db: Db, userId: string, id: string): Promise<Schema<'CloudCredential'>> =>
-  toCloudCredential(await visibleCloudCredential(db, userId, id));
+export const getCloudCredential = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'CloudCredential'>> =>
+  toCloudCredential(await visibleCloudCredential(db, caller, id));
 
 export async function createCloudCredential(
   db: Db,
@@ -69,7 +69,7 @@ export async function createCloudCredential(
  */
 export async function updateCloudCredential(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   input: Schema<'CloudCredentialUpdate'>,
   secrets: SecretBox,
@@ -82,20 +82,20 @@ export async function updateCloudCredential(
       ...(input.is_active === undefined ? {} : { is_active: input.is_active }),
     })
     .where('id', '=', id)
-    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .returningAll()
     .executeTakeFirst();
   if (!row) throw notFound('Cloud credential', id);
   return toCloudCredential(row);
 }
 
-export async function deleteCloudCredential(db: Db, userId: string, id: string): Promise<void> {
+export async function deleteCloudCredential(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
   await inTransaction(db, async (trx) => {
     const credential = await trx
       .selectFrom('cloud_credentials')
       .select('id')
       .where('id', '=', id)
-      .where('workspace_id', 'in', memberWorkspaces(trx, userId))
+      .where('workspace_id', 'in', memberWorkspaces(trx, caller))
       .forUpdate()
       .executeTakeFirst();
     if (!credential) throw notFound('Cloud credential', id);

@@ -9,7 +9,7 @@ import { newId } from '../ids.ts';
 import type { ClusterDriver } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 
@@ -28,13 +28,13 @@ const toCluster = (row: Row<'clusters'>): Schema<'Cluster'> => ({
 export const listClusters = (db: Db, input: PageInput) => workspacePage(db, input, 'clusters', toCluster);
 
 /** A cluster the user may see (a member of its workspace); 404 naming `param` otherwise. */
-export async function visibleCluster(db: Db, userId: string, id: string, param?: string): Promise<Row<'clusters'>> {
-  const row = await db.selectFrom('clusters').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+export async function visibleCluster(db: Db, caller: WorkspaceCaller, id: string, param?: string): Promise<Row<'clusters'>> {
+  const row = await db.selectFrom('clusters').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
   if (!row) throw notFound('Cluster', id, param);
   return row;
 }
 
-export const getCluster = async (db: Db, userId: string, id: string): Promise<Schema<'Cluster'>> => toCluster(await visibleCluster(db, userId, id));
+export const getCluster = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'Cluster'>> => toCluster(await visibleCluster(db, caller, id));
 
 export async function createCluster(
   db: Db,
@@ -70,8 +70,8 @@ export async function createCluster(
 }
 
 /** A new name, unique in the workspace (the unique index decides a race between two renames): 409 naming `name`. */
-export async function renameCluster(db: Db, userId: string, id: string, input: Schema<'ClusterUpdate'>): Promise<Schema<'Cluster'>> {
-  const cluster = await visibleCluster(db, userId, id);
+export async function renameCluster(db: Db, caller: WorkspaceCaller, id: string, input: Schema<'ClusterUpdate'>): Promise<Schema<'Cluster'>> {
+  const cluster = await visibleCluster(db, caller, id);
   const row = await db
     .updateTable('clusters')
     .set({ name: input.name })
@@ -88,9 +88,9 @@ export async function renameCluster(db: Db, userId: string, id: string, input: S
 
 const nameTaken = (name: string) => conflict(`The workspace has a cluster named ${name} already.`, 'Choose another name.', undefined, 'name');
 
-export async function deleteCluster(db: Db, userId: string, id: string): Promise<void> {
+export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const cluster = await visibleCluster(trx, userId, id);
+    const cluster = await visibleCluster(trx, caller, id);
     await trx.selectFrom('clusters').select('id').where('id', '=', cluster.id).forUpdate().execute();
     const { machines, installs } = await trx
       .selectNoFrom([
@@ -113,8 +113,14 @@ export async function deleteCluster(db: Db, userId: string, id: string): Promise
  * A kubeconfig of a running cluster (409 otherwise) with a token that expires after ttlSeconds. Who may have one
  * (admins and the owner) is the operation's x-required-role, enforced by the binding.
  */
-export async function clusterKubeconfig(db: Db, driver: ClusterDriver, userId: string, id: string, ttlSeconds: number): Promise<Schema<'ClusterKubeconfig'>> {
-  const cluster = await visibleCluster(db, userId, id);
+export async function clusterKubeconfig(
+  db: Db,
+  driver: ClusterDriver,
+  caller: WorkspaceCaller,
+  id: string,
+  ttlSeconds: number,
+): Promise<Schema<'ClusterKubeconfig'>> {
+  const cluster = await visibleCluster(db, caller, id);
   if (cluster.status !== 'RUNNING') {
     throw conflict(`Cluster ${cluster.id} is ${cluster.status}; a kubeconfig needs a running cluster.`, 'Wait until the cluster is RUNNING.', {
       status: cluster.status,

@@ -8,7 +8,7 @@ import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ServerOffering } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
 
 type Db = Kysely<Database>;
@@ -27,12 +27,12 @@ const toComputeConfig = (row: Row<'compute_configs'>): Schema<'ComputeConfig'> =
 export const listComputeConfigs = (db: Db, input: PageInput) => workspacePage(db, input, 'compute_configs', toComputeConfig);
 
 /** A compute config the user may see (a member of its workspace); 404 naming `param` otherwise. */
-export async function visibleComputeConfig(db: Db, userId: string, id: string, param?: string): Promise<Row<'compute_configs'>> {
+export async function visibleComputeConfig(db: Db, caller: WorkspaceCaller, id: string, param?: string): Promise<Row<'compute_configs'>> {
   const row = await db
     .selectFrom('compute_configs')
     .selectAll()
     .where('id', '=', id)
-    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   if (!row) throw notFound('Compute config', id, param);
   return row;
@@ -47,8 +47,8 @@ export function matchesFilter(filter: string, name: string): boolean {
   return new RegExp(`^${pattern}$`).test(name);
 }
 
-export const getComputeConfig = async (db: Db, userId: string, id: string): Promise<Schema<'ComputeConfig'>> =>
-  toComputeConfig(await visibleComputeConfig(db, userId, id));
+export const getComputeConfig = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'ComputeConfig'>> =>
+  toComputeConfig(await visibleComputeConfig(db, caller, id));
 
 export async function createComputeConfig(
   db: Db,
@@ -88,16 +88,16 @@ export async function createComputeConfig(
 }
 
 /** A new name; the provider settings stay as they are. */
-export async function renameComputeConfig(db: Db, userId: string, id: string, input: Schema<'ComputeConfigUpdate'>): Promise<Schema<'ComputeConfig'>> {
-  const config = await visibleComputeConfig(db, userId, id);
+export async function renameComputeConfig(db: Db, caller: WorkspaceCaller, id: string, input: Schema<'ComputeConfigUpdate'>): Promise<Schema<'ComputeConfig'>> {
+  const config = await visibleComputeConfig(db, caller, id);
   const row = await db.updateTable('compute_configs').set({ name: input.name }).where('id', '=', config.id).returningAll().executeTakeFirst();
   if (!row) throw notFound('Compute config', id);
   return toComputeConfig(row);
 }
 
-export async function deleteComputeConfig(db: Db, userId: string, id: string): Promise<void> {
+export async function deleteComputeConfig(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const config = await visibleComputeConfig(trx, userId, id);
+    const config = await visibleComputeConfig(trx, caller, id);
     // Lock the config so a machine cannot start using it between the count and the delete.
     await trx.selectFrom('compute_configs').select('id').where('id', '=', config.id).forUpdate().execute();
     const { machines } = await trx

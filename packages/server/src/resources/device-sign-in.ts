@@ -13,6 +13,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, OAuthError } from '../errors.ts';
 import { requireEveryScope, type Scopes } from '../services/scopes.ts';
+import { requireUnrestricted, type WorkspaceCaller } from '../services/tenancy.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -239,18 +240,21 @@ export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, reques
 }
 
 /**
- * Admits an approval or denial: approving issues a session token, which holds every scope, so it takes a caller
- * that holds every scope (403 otherwise); and the attempt is counted against the user's limit of unknown codes
- * (429 beyond it). The count must stand whatever becomes of the request, so it is not made in the request's
+ * Admits an approval or denial: approving issues a session token, which holds every scope and acts in every
+ * workspace, so it takes a caller that holds every scope and whose token is not restricted to workspaces (403
+ * otherwise); and the attempt is counted against the user's limit of unknown codes (429 beyond it). The count must stand whatever becomes of the request, so it is not made in the request's
  * transaction (the operation's `before` stage): a refused guess rolled back with its 404 would count nothing.
  */
 export async function admitDeviceDecision(
   db: Kysely<Database>,
   clock: Clock,
-  caller: { userId: string; scopes: Scopes },
+  caller: WorkspaceCaller & { scopes: Scopes },
   approval: Schema<'DeviceApproval'>,
 ): Promise<void> {
-  if (approval.action === 'approve') requireEveryScope(caller.scopes, 'approveDeviceCode');
+  if (approval.action === 'approve') {
+    requireEveryScope(caller.scopes, 'approveDeviceCode');
+    requireUnrestricted(caller, 'approveDeviceCode', 'would issue a session token, which acts in every workspace');
+  }
   const now = clock.now();
   const { attempts, windowEndsAt } = await countAttempt(db, caller.userId, now);
   if (attempts > APPROVAL_ATTEMPT_LIMIT) {

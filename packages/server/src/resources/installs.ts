@@ -11,7 +11,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 import { revisionOf } from './install-revisions.ts';
@@ -54,17 +54,17 @@ function checkOverrides(overrides: Schema<'InstallOverride'>[], sources: { id: s
 export const listInstalls = (db: Db, input: PageInput) => workspacePage(db, input, 'installs', toInstall);
 
 /** The id of an install the user may see (a member of its workspace); 404 otherwise. */
-export async function visibleInstallId(db: Db, userId: string, id: string): Promise<string> {
-  return (await visibleInstall(db, userId, id)).id;
+export async function visibleInstallId(db: Db, caller: WorkspaceCaller, id: string): Promise<string> {
+  return (await visibleInstall(db, caller, id)).id;
 }
 
-async function visibleInstall(db: Db, userId: string, id: string): Promise<Row<'installs'>> {
-  const row = await db.selectFrom('installs').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+async function visibleInstall(db: Db, caller: WorkspaceCaller, id: string): Promise<Row<'installs'>> {
+  const row = await db.selectFrom('installs').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
   if (!row) throw notFound('Install', id);
   return row;
 }
 
-export const getInstall = async (db: Db, userId: string, id: string): Promise<Schema<'Install'>> => toInstall(await visibleInstall(db, userId, id));
+export const getInstall = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'Install'>> => toInstall(await visibleInstall(db, caller, id));
 
 /** A new install of a product of the workspace (none: the product is not found), with its workflow. */
 export async function createInstall(
@@ -111,8 +111,8 @@ export async function createInstall(
 const SETTLED: Schema<'InstallStatus'>[] = ['running', 'failed'];
 
 /** The install, locked, when no change of it is in flight; 409 otherwise. */
-async function lockSettled(trx: Transaction<Database>, userId: string, id: string): Promise<Row<'installs'>> {
-  const install = await visibleInstall(trx, userId, id);
+async function lockSettled(trx: Transaction<Database>, caller: WorkspaceCaller, id: string): Promise<Row<'installs'>> {
+  const install = await visibleInstall(trx, caller, id);
   const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirstOrThrow();
   if (!SETTLED.includes(locked.status)) {
     throw conflict(`Install ${locked.id} is ${locked.status}; one change at a time.`, 'Wait until the install is running or failed, then try again.', {
@@ -128,13 +128,13 @@ async function lockSettled(trx: Transaction<Database>, userId: string, id: strin
  */
 export async function updateInstall(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   input: Schema<'InstallUpdate'>,
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Install'>> {
   const row = await inTransaction(db, async (trx) => {
-    const locked = await lockSettled(trx, userId, id);
+    const locked = await lockSettled(trx, caller, id);
     const product = await productOfWorkspace(trx, locked.product_id, locked.workspace_id);
     if (!product) throw notFound('Product', locked.product_id);
     checkOverrides(input.overrides, product.sources);
@@ -161,13 +161,13 @@ export async function updateInstall(
  */
 export async function rollbackInstall(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   input: Schema<'InstallRollback'>,
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Install'>> {
   const row = await inTransaction(db, async (trx) => {
-    const locked = await lockSettled(trx, userId, id);
+    const locked = await lockSettled(trx, caller, id);
     const revision = await revisionOf(trx, locked.id, input.revision);
     if (!revision || !locked.cluster_id) {
       throw validationError(
@@ -193,11 +193,11 @@ export async function rollbackInstall(
  */
 export async function deleteInstall(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Install'>> {
-  const install = await visibleInstall(db, userId, id);
+  const install = await visibleInstall(db, caller, id);
   const row = await inTransaction(db, async (trx) => {
     const locked = await trx.selectFrom('installs').selectAll().where('id', '=', install.id).forUpdate().executeTakeFirst();
     if (!locked) throw notFound('Install', id);

@@ -12,7 +12,7 @@ import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
@@ -43,7 +43,7 @@ interface Effects {
 }
 
 /** A machine the user may see (a member of its cluster's workspace), with its compute config's provider_config. */
-async function visibleMachine(db: Db, userId: string, providerId: string) {
+async function visibleMachine(db: Db, caller: WorkspaceCaller, providerId: string) {
   const row = await db
     .selectFrom('machines')
     .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
@@ -51,17 +51,17 @@ async function visibleMachine(db: Db, userId: string, providerId: string) {
     .selectAll('machines')
     .select(['compute_configs.provider_config', 'clusters.region_id', 'clusters.workspace_id'])
     .where('machines.provider_id', '=', providerId)
-    .where('clusters.workspace_id', 'in', memberWorkspaces(db, userId))
+    .where('clusters.workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   if (!row) throw notFound('Machine', providerId);
   return row;
 }
 
-export const getMachine = async (db: Db, userId: string, providerId: string): Promise<Schema<'Machine'>> =>
-  toMachine(await visibleMachine(db, userId, providerId));
+export const getMachine = async (db: Db, caller: WorkspaceCaller, providerId: string): Promise<Schema<'Machine'>> =>
+  toMachine(await visibleMachine(db, caller, providerId));
 
-export async function listMachines(db: Db, userId: string, clusterId: string): Promise<Schema<'Machine'>[]> {
-  const cluster = await visibleCluster(db, userId, clusterId, 'cluster_id');
+export async function listMachines(db: Db, caller: WorkspaceCaller, clusterId: string): Promise<Schema<'Machine'>[]> {
+  const cluster = await visibleCluster(db, caller, clusterId, 'cluster_id');
   const rows = await db.selectFrom('machines').selectAll().where('cluster_id', '=', cluster.id).orderBy('created_at').orderBy('provider_id').execute();
   return rows.map(toMachine);
 }
@@ -72,12 +72,12 @@ export async function listMachines(db: Db, userId: string, clusterId: string): P
  */
 export async function requestMachine(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   named: WorkspaceRef | undefined,
   input: Schema<'MachineRequest'>,
   { now, workflows, offerings }: Effects & { offerings: ServerOffering[] },
 ): Promise<Schema<'Machine'>> {
-  const cluster = await visibleCluster(db, userId, input.cluster_id, 'cluster_id');
+  const cluster = await visibleCluster(db, caller, input.cluster_id, 'cluster_id');
   if (named && cluster.workspace_id !== named.id) {
     throw validationError(
       'cluster_id',
@@ -85,7 +85,7 @@ export async function requestMachine(
       "List the workspace's clusters with GET /v1/clusters and use their ids.",
     );
   }
-  const config = await visibleComputeConfig(db, userId, input.compute_config_id, 'compute_config_id');
+  const config = await visibleComputeConfig(db, caller, input.compute_config_id, 'compute_config_id');
   if (config.workspace_id !== cluster.workspace_id) {
     throw validationError(
       'compute_config_id',
@@ -136,8 +136,8 @@ export async function requestMachine(
 }
 
 /** any → deleting: whatever was under way for the machine stops; the deletion removes its server and snapshot. */
-export async function deleteMachine(db: Db, userId: string, providerId: string, { now, workflows }: Effects): Promise<void> {
-  const machine = await visibleMachine(db, userId, providerId);
+export async function deleteMachine(db: Db, caller: WorkspaceCaller, providerId: string, { now, workflows }: Effects): Promise<void> {
+  const machine = await visibleMachine(db, caller, providerId);
   await inTransaction(db, async (trx) => {
     const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirst();
     if (!locked || locked.status === 'deleting') return; // deleting already: the same outcome
@@ -149,9 +149,9 @@ export async function deleteMachine(db: Db, userId: string, providerId: string, 
 }
 
 /** ready → suspending, with a new suspension whose workflow snapshots the server. */
-export async function suspendMachine(db: Db, userId: string, providerId: string, effects: Effects): Promise<Schema<'Suspension'>> {
+export async function suspendMachine(db: Db, caller: WorkspaceCaller, providerId: string, effects: Effects): Promise<Schema<'Suspension'>> {
   return inTransaction(db, async (trx) => {
-    const machine = await visibleMachine(trx, userId, providerId);
+    const machine = await visibleMachine(trx, caller, providerId);
     const locked = await trx.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).forUpdate().executeTakeFirstOrThrow();
     if (locked.status !== 'ready') {
       throw conflict(`Machine ${machine.provider_id} is ${locked.status}; only a ready machine can be suspended.`, 'Wait until the machine is ready.', {
@@ -170,11 +170,11 @@ export async function suspendMachine(db: Db, userId: string, providerId: string,
 export async function checkDrift(
   db: Db,
   { provider, secrets }: { provider: ComputeProvider; secrets: SecretBox },
-  userId: string,
+  caller: WorkspaceCaller,
   providerId: string,
   now: number,
 ): Promise<Schema<'DriftResult'>> {
-  const machine = await visibleMachine(db, userId, providerId);
+  const machine = await visibleMachine(db, caller, providerId);
   const desired = machine.provider_config;
   // A BYOM machine's server is in the user's own project: only its credential can read it.
   const server = machine.server_id ? await provider.getServer(machine.server_id, await machineCredential(db, machine.provider_id, now, secrets)) : undefined;
@@ -195,8 +195,8 @@ export async function checkDrift(
 }
 
 /** The machines of a cluster the user may see, and where its provisioning stands. */
-export async function clusterComputeStatus(db: Db, userId: string, clusterId: string, now: number): Promise<Schema<'ComputeStatus'>> {
-  return computeStatus(db, await visibleCluster(db, userId, clusterId), now);
+export async function clusterComputeStatus(db: Db, caller: WorkspaceCaller, clusterId: string, now: number): Promise<Schema<'ComputeStatus'>> {
+  return computeStatus(db, await visibleCluster(db, caller, clusterId), now);
 }
 
 // What the workflows do to a machine.

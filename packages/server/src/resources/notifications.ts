@@ -7,6 +7,7 @@ import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+import { type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 import { memberIds } from './workspaces.ts';
 
 /** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
@@ -38,7 +39,7 @@ export async function notifyWorkspace(db: Kysely<Database>, workspaceId: string,
   if (members.length === 0) return;
   await db
     .insertInto('notifications')
-    .values(members.map((userId) => ({ id: newId('ntf'), user_id: userId, ...notification, read_at: null, created_at: now })))
+    .values(members.map((userId) => ({ id: newId('ntf'), user_id: userId, workspace_id: workspaceId, ...notification, read_at: null, created_at: now })))
     .execute();
 }
 
@@ -46,24 +47,35 @@ export async function notifyWorkspace(db: Kysely<Database>, workspaceId: string,
 export async function notifyUser(db: Kysely<Database>, userId: string, now: number, notification: NotificationInput): Promise<void> {
   await db
     .insertInto('notifications')
-    .values({ id: newId('ntf'), user_id: userId, ...notification, read_at: null, created_at: now })
+    .values({ id: newId('ntf'), user_id: userId, workspace_id: null, ...notification, read_at: null, created_at: now })
     .execute();
 }
 
-export async function listNotifications(db: Kysely<Database>, userId: string, { cursor, limit, unread }: { cursor?: string; limit: number; unread: boolean }) {
-  let base = db.selectFrom('notifications').selectAll().where('user_id', '=', userId);
+/**
+ * What the caller may read: their notifications, and for a token restricted to workspaces only those about
+ * resources of its workspaces (not the user-level ones, which speak of every workspace the user owns).
+ */
+const visible = (db: Kysely<Database>, caller: WorkspaceCaller) =>
+  db.selectFrom('notifications').where('user_id', '=', caller.userId).where(withinRestriction(caller, 'notifications.workspace_id'));
+
+export async function listNotifications(
+  db: Kysely<Database>,
+  caller: WorkspaceCaller,
+  { cursor, limit, unread }: { cursor?: string; limit: number; unread: boolean },
+) {
+  let base = visible(db, caller).selectAll();
   if (unread) base = base.where('read_at', 'is', null);
   const rows = await afterCursor(base, 'notifications', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toNotification);
 }
 
 /** Idempotent: a second call keeps the first read_at. */
-export async function markRead(db: Kysely<Database>, userId: string, id: string, now: number): Promise<Schema<'Notification'>> {
+export async function markRead(db: Kysely<Database>, caller: WorkspaceCaller, id: string, now: number): Promise<Schema<'Notification'>> {
   const row = await db
     .updateTable('notifications')
     .set({ read_at: sql<number>`coalesce(read_at, ${now})` })
+    .where('id', 'in', visible(db, caller).select('id'))
     .where('id', '=', id)
-    .where('user_id', '=', userId)
     .returningAll()
     .executeTakeFirst();
   if (!row) throw notFound('Notification', id);

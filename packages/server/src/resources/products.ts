@@ -9,7 +9,7 @@ import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import { clustersOfWorkspace } from './clusters.ts';
 import { recordEvent } from './events.ts';
@@ -39,13 +39,13 @@ interface Effects {
 export const listProducts = (db: Db, input: PageInput) => workspacePage(db, input, 'products', toProduct);
 
 /** A product the user may see (a member of its workspace); 404 naming `param` otherwise. */
-async function visibleProduct(db: Db, userId: string, id: string, param?: string): Promise<Row<'products'>> {
-  const row = await db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+async function visibleProduct(db: Db, caller: WorkspaceCaller, id: string, param?: string): Promise<Row<'products'>> {
+  const row = await db.selectFrom('products').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
   if (!row) throw notFound('Product', id, param);
   return row;
 }
 
-export const getProduct = async (db: Db, userId: string, id: string): Promise<Schema<'Product'>> => toProduct(await visibleProduct(db, userId, id));
+export const getProduct = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'Product'>> => toProduct(await visibleProduct(db, caller, id));
 
 /**
  * Refuses a helm source the service must not fetch from (SSRF): see services/ssrf.ts. It resolves host names, so
@@ -126,21 +126,21 @@ export async function createProduct(db: Db, workspace: WorkspaceRef, body: Confi
  * The checks of an update that come before its transaction: a product the user cannot see is 404 before any of
  * the sources' hosts is resolved, then the sources are checked (checkSourceUrls).
  */
-export async function checkUpdate(db: Db, userId: string, id: string, body: Configuration, resolveHost: Resolver): Promise<void> {
-  await visibleProduct(db, userId, id);
+export async function checkUpdate(db: Db, caller: WorkspaceCaller, id: string, body: Configuration, resolveHost: Resolver): Promise<void> {
+  await visibleProduct(db, caller, id);
   await checkSourceUrls(body, resolveHost);
 }
 
 /** A full replacement of the configuration: a new template, regenerated and rolled out to the running installs. */
 export async function updateProduct(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   body: Configuration,
   { now, workflows }: Effects,
 ): Promise<Schema<'ProductUpdateResult'>> {
   return inTransaction(db, async (trx) => {
-    const product = await visibleProduct(trx, userId, id);
+    const product = await visibleProduct(trx, caller, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const columns = await configurationColumns(trx, product.workspace_id, body, new Set(product.sources.map((s) => s.id)));
     await trx
@@ -160,9 +160,9 @@ const NAMED_INSTALLS = 100;
  * Deletes a product without installs; 409 naming them otherwise. The row lock orders it after an update, and an
  * install created meanwhile holds the product's row through its foreign key.
  */
-export async function deleteProduct(db: Db, userId: string, id: string): Promise<void> {
+export async function deleteProduct(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const product = await visibleProduct(trx, userId, id);
+    const product = await visibleProduct(trx, caller, id);
     await trx.selectFrom('products').select('id').where('id', '=', product.id).forUpdate().execute();
     const installs = await trx.selectFrom('installs').select('id').where('product_id', '=', product.id).orderBy('id').limit(NAMED_INSTALLS).execute();
     if (installs.length > 0) {

@@ -6,18 +6,24 @@ import type { Database } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { allocationUsage, entry, isMetric, limitOf, METRICS, type Metric, provisioningUsage } from '../services/quotas.ts';
+import type { WorkspaceCaller } from '../services/tenancy.ts';
 import { visibleCluster } from './clusters.ts';
 
 type Db = Kysely<Database>;
 const ALLOCATION = (Object.keys(METRICS) as Metric[]).filter((m) => METRICS[m].type === 'allocation') as Exclude<Metric, 'compute/provisioning'>[];
 
 /** The caller's allocation quotas (acting in a workspace or none), and a cluster's provisioning quota when named. */
-export async function listQuotas(db: Db, userId: string, workspaceId: string | undefined, clusterId: string | undefined): Promise<Schema<'QuotaEntry'>[]> {
-  const cluster = clusterId === undefined ? undefined : await visibleCluster(db, userId, clusterId, 'cluster_id');
-  const usage = await allocationUsage(db, userId);
-  const entries = await Promise.all(ALLOCATION.map(async (metric) => entry(metric, await limitOf(db, userId, workspaceId, metric), usage[metric])));
+export async function listQuotas(
+  db: Db,
+  caller: WorkspaceCaller,
+  workspaceId: string | undefined,
+  clusterId: string | undefined,
+): Promise<Schema<'QuotaEntry'>[]> {
+  const cluster = clusterId === undefined ? undefined : await visibleCluster(db, caller, clusterId, 'cluster_id');
+  const usage = await allocationUsage(db, caller.userId);
+  const entries = await Promise.all(ALLOCATION.map(async (metric) => entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric])));
   if (cluster) {
-    const limit = await limitOf(db, userId, cluster.workspace_id, 'compute/provisioning');
+    const limit = await limitOf(db, caller.userId, cluster.workspace_id, 'compute/provisioning');
     entries.push(entry('compute/provisioning', limit, await provisioningUsage(db, cluster.id)));
   }
   return entries;
@@ -32,7 +38,7 @@ export function requireMetric(name: string): Metric {
 /** One quota; compute/provisioning is counted per cluster, so it needs the cluster. */
 export async function getQuota(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   workspaceId: string | undefined,
   metric: Metric,
   clusterId: string | undefined,
@@ -41,11 +47,11 @@ export async function getQuota(
     if (clusterId === undefined) {
       throw validationError('cluster_id', 'compute/provisioning is counted per cluster: cluster_id is required.', 'Add ?cluster_id=<cluster id>.');
     }
-    const cluster = await visibleCluster(db, userId, clusterId, 'cluster_id');
-    return entry(metric, await limitOf(db, userId, cluster.workspace_id, metric), await provisioningUsage(db, cluster.id));
+    const cluster = await visibleCluster(db, caller, clusterId, 'cluster_id');
+    return entry(metric, await limitOf(db, caller.userId, cluster.workspace_id, metric), await provisioningUsage(db, cluster.id));
   }
-  const usage = await allocationUsage(db, userId);
-  return entry(metric, await limitOf(db, userId, workspaceId, metric), usage[metric]);
+  const usage = await allocationUsage(db, caller.userId);
+  return entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric]);
 }
 
 export type OverrideScope = { user_id: string; workspace_id: null } | { user_id: null; workspace_id: string };

@@ -9,7 +9,7 @@ import type { HelmReleaseRequest } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { isForbiddenHost, type Resolver } from '../services/ssrf.ts';
-import { memberWorkspaces, type WorkspaceRef } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
 
@@ -27,19 +27,19 @@ const toRegistryCredential = (row: Row<'registry_credentials'>): Schema<'Registr
 export const listRegistryCredentials = (db: Db, input: PageInput) => workspacePage(db, input, 'registry_credentials', toRegistryCredential);
 
 /** A registry credential the user may see (a member of its workspace); 404 otherwise. */
-async function visibleRegistryCredential(db: Db, userId: string, id: string): Promise<Row<'registry_credentials'>> {
+async function visibleRegistryCredential(db: Db, caller: WorkspaceCaller, id: string): Promise<Row<'registry_credentials'>> {
   const row = await db
     .selectFrom('registry_credentials')
     .selectAll()
     .where('id', '=', id)
-    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   if (!row) throw notFound('Registry credential', id);
   return row;
 }
 
-export const getRegistryCredential = async (db: Db, userId: string, id: string): Promise<Schema<'RegistryCredential'>> =>
-  toRegistryCredential(await visibleRegistryCredential(db, userId, id));
+export const getRegistryCredential = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'RegistryCredential'>> =>
+  toRegistryCredential(await visibleRegistryCredential(db, caller, id));
 
 /**
  * Refuses a registry the service must not connect to (SSRF). It resolves the host name, so it runs before the
@@ -82,7 +82,7 @@ export async function createRegistryCredential(
 /** A new name, username, password or is_active; a new password overwrites the old ciphertext in the same UPDATE. */
 export async function updateRegistryCredential(
   db: Db,
-  userId: string,
+  caller: WorkspaceCaller,
   id: string,
   input: Schema<'RegistryCredentialUpdate'>,
   secrets: SecretBox,
@@ -96,15 +96,15 @@ export async function updateRegistryCredential(
       ...(input.is_active === undefined ? {} : { is_active: input.is_active }),
     })
     .where('id', '=', id)
-    .where('workspace_id', 'in', memberWorkspaces(db, userId))
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .returningAll()
     .executeTakeFirst();
   if (!row) throw notFound('Registry credential', id);
   return toRegistryCredential(row);
 }
 
-export async function deleteRegistryCredential(db: Db, userId: string, id: string): Promise<void> {
-  const result = await db.deleteFrom('registry_credentials').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+export async function deleteRegistryCredential(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
+  const result = await db.deleteFrom('registry_credentials').where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Registry credential', id);
 }
 

@@ -7,7 +7,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
-import { memberWorkspaces } from '../services/tenancy.ts';
+import { memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 
@@ -30,8 +30,8 @@ type Status = Row<'suspensions'>['status'];
 
 export const listSuspensions = (db: Db, input: PageInput) => workspacePage(db, input, 'suspensions', toSuspension);
 
-export async function getSuspension(db: Db, userId: string, id: string): Promise<Schema<'Suspension'>> {
-  const row = await db.selectFrom('suspensions').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, userId)).executeTakeFirst();
+export async function getSuspension(db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'Suspension'>> {
+  const row = await db.selectFrom('suspensions').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
   if (!row) throw notFound('Suspension', id);
   return toSuspension(row);
 }
@@ -65,13 +65,13 @@ export async function startSuspension(
 }
 
 /** suspended → resuming, under the row's lock; the resume workflow starts in the same transaction. */
-export async function resumeSuspension(db: Db, userId: string, id: string, workflows: WorkflowStarter): Promise<Schema<'Suspension'>> {
+export async function resumeSuspension(db: Db, caller: WorkspaceCaller, id: string, workflows: WorkflowStarter): Promise<Schema<'Suspension'>> {
   const row = await inTransaction(db, async (trx) => {
     const suspension = await trx
       .selectFrom('suspensions')
       .selectAll()
       .where('id', '=', id)
-      .where('workspace_id', 'in', memberWorkspaces(trx, userId))
+      .where('workspace_id', 'in', memberWorkspaces(trx, caller))
       .forUpdate()
       .executeTakeFirst();
     if (!suspension) throw notFound('Suspension', id);

@@ -10,6 +10,7 @@ import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { ALL_SCOPES, grantableScopes, type Scope, type Scopes } from '../services/scopes.ts';
+import { grantableWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
 
 /** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
 const toToken = (row: Row<'tokens'>): Schema<'Token'> => ({
@@ -20,6 +21,7 @@ const toToken = (row: Row<'tokens'>): Schema<'Token'> => ({
   last_used_at: row.last_used_at,
   expires_at: row.expires_at,
   scopes: (row.scopes ?? ALL_SCOPES) as Scope[],
+  workspace_ids: row.workspace_ids,
 });
 
 export const PAT_PREFIX = 'svc_pat_';
@@ -83,7 +85,15 @@ export function tokenKind(token: string): TokenKind {
 export async function createToken(
   db: Kysely<Database>,
   clock: Clock,
-  init: { userId: string; kind: 'pat' | 'session'; name: string; expiresAt: number | null; scopes?: readonly Scope[] },
+  init: {
+    userId: string;
+    kind: 'pat' | 'session';
+    name: string;
+    expiresAt: number | null;
+    scopes?: readonly Scope[];
+    /** A PAT's workspaces; omitted: every workspace of the user. */
+    workspaceIds?: readonly string[] | null;
+  },
 ): Promise<{ row: Row<'tokens'>; secret: string }> {
   const secret = init.kind === 'pat' ? newPatSecret() : newSessionSecret();
   const now = clock.now();
@@ -101,6 +111,7 @@ export async function createToken(
       created_at: now,
       // A PAT made without a choice (a new user's first token) holds every scope; a session always does.
       scopes: init.kind === 'pat' ? [...(init.scopes ?? ALL_SCOPES)] : null,
+      workspace_ids: init.kind === 'pat' && init.workspaceIds ? [...init.workspaceIds] : null,
       last_address: null,
       user_agent: null,
     })
@@ -117,6 +128,7 @@ interface LiveToken {
   workspace_id: string | null;
   workspace_owner_id: string | null;
   scopes: string[] | null;
+  workspace_ids: string[] | null;
 }
 
 /** Where a request comes from: recorded for sessions, so their owner can recognise them. */
@@ -134,7 +146,7 @@ export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: 
   // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
   // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs).
   const { rows } = await sql<LiveToken>`
-    SELECT t.id, t.user_id, t.expires_at, t.last_used_at, t.scopes, w.id AS workspace_id, w.owner_id AS workspace_owner_id
+    SELECT t.id, t.user_id, t.expires_at, t.last_used_at, t.scopes, t.workspace_ids, w.id AS workspace_id, w.owner_id AS workspace_owner_id
     FROM tokens t
     LEFT JOIN workspace_members m ON m.user_id = t.user_id AND m.workspace_id = ${workspaceId ?? null}
     LEFT JOIN workspaces w ON w.id = m.workspace_id
@@ -163,12 +175,18 @@ export async function listPersonalTokens(db: Kysely<Database>, userId: string, {
   return page(rows, limit, cursor, toToken);
 }
 
-/** A new personal access token; its secret is in the answer only. */
+/** One of the user's PATs; 404 for another user's, or a session. */
+export async function getPersonalToken(db: Kysely<Database>, userId: string, tokenId: string): Promise<Schema<'Token'>> {
+  const row = await db.selectFrom('tokens').selectAll().where('id', '=', tokenId).where('user_id', '=', userId).where('kind', '=', 'pat').executeTakeFirst();
+  if (!row) throw notFound('Token', tokenId);
+  return toToken(row);
+}
+
+/** A new personal access token, never stronger than the calling one (scopes, workspaces); its secret is in the answer only. */
 export async function createPersonalToken(
   db: Kysely<Database>,
   clock: Clock,
-  userId: string,
-  callerScopes: Scopes,
+  caller: WorkspaceCaller & { scopes: Scopes },
   input: Schema<'TokenCreate'>,
 ): Promise<Schema<'TokenCreated'>> {
   const expiresAt = input.expires_at ?? null;
@@ -179,9 +197,22 @@ export async function createPersonalToken(
       'Send Unix seconds later than now, or omit expires_at for a token that never expires.',
     );
   }
-  const scopes = grantableScopes(input.scopes, callerScopes, 'createUserToken');
-  const { row, secret } = await createToken(db, clock, { userId, kind: 'pat', name: input.name, expiresAt, scopes });
-  return { id: row.id, name: row.name, token: secret, expires_at: row.expires_at, scopes };
+  const scopes = grantableScopes(input.scopes, caller.scopes, 'createUserToken');
+  const workspaceIds = await grantableWorkspaces(db, caller, input.workspace_ids);
+  const { row, secret } = await createToken(db, clock, { userId: caller.userId, kind: 'pat', name: input.name, expiresAt, scopes, workspaceIds });
+  return { id: row.id, name: row.name, token: secret, expires_at: row.expires_at, scopes, workspace_ids: row.workspace_ids };
+}
+
+/**
+ * A deleted workspace leaves every token's restriction (ids are never reused, so this only keeps the records
+ * tidy); a token restricted to it alone is left with none, and acts in no workspace.
+ */
+export async function forgetWorkspace(db: Kysely<Database>, workspaceId: string): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ workspace_ids: sql<string[]>`array_remove(workspace_ids, ${workspaceId})` })
+    .where(sql<boolean>`${workspaceId} = any(workspace_ids)`)
+    .execute();
 }
 
 /** Revocation deletes the row: the token cannot be recovered and its next use gets 401. */

@@ -1,14 +1,17 @@
-// Workspaces and their members: the only writer of `workspaces` and `workspace_members`. A workspace the
-// caller is not a member of is reported exactly like a missing one.
+// Workspaces and their members: the only writer of `workspaces`, `workspace_members` and
+// `workspace_invitations`. A workspace the caller may not act in (not a member, or outside their token's
+// restriction) is reported exactly like a missing one.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { conflict, notFound } from '../errors.ts';
+import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
+import { memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
+import { forgetWorkspace } from './tokens.ts';
 
 type Db = Kysely<Database>;
 
@@ -29,12 +32,8 @@ const toWorkspaceMember = (row: Pick<Row<'workspace_members'>, 'user_id' | 'role
 
 type PageQuery = { cursor?: string; limit: number };
 
-export async function listWorkspaces(db: Db, userId: string, { cursor, limit }: PageQuery) {
-  const base = db
-    .selectFrom('workspaces')
-    .innerJoin('workspace_members', 'workspace_members.workspace_id', 'workspaces.id')
-    .selectAll('workspaces')
-    .where('workspace_members.user_id', '=', userId);
+export async function listWorkspaces(db: Db, caller: WorkspaceCaller, { cursor, limit }: PageQuery) {
+  const base = db.selectFrom('workspaces').selectAll('workspaces').where('workspaces.id', 'in', memberWorkspaces(db, caller));
   const rows = await afterCursor(base, 'workspaces', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toWorkspace);
 }
@@ -54,26 +53,27 @@ export async function createWorkspace(db: Db, ownerId: string, input: { name: st
   return toWorkspace(row);
 }
 
-/** The caller's role in a workspace; 404 when they are not a member (a workspace they cannot see). */
-async function membership(db: Db, workspaceId: string, userId: string) {
+/** The caller's role in a workspace; 404 when they may not act in it (a workspace they cannot see). */
+async function membership(db: Db, workspaceId: string, caller: WorkspaceCaller) {
   const row = await db
     .selectFrom('workspaces')
     .innerJoin('workspace_members', 'workspace_members.workspace_id', 'workspaces.id')
     .selectAll('workspaces')
     .select('workspace_members.role')
     .where('workspaces.id', '=', workspaceId)
-    .where('workspace_members.user_id', '=', userId)
+    .where('workspace_members.user_id', '=', caller.userId)
+    .where(withinRestriction(caller, 'workspaces.id'))
     .executeTakeFirst();
   if (!row) throw notFound('Workspace', workspaceId);
   return row;
 }
 
-export const getWorkspace = async (db: Db, workspaceId: string, userId: string): Promise<Schema<'Workspace'>> =>
-  toWorkspace(await membership(db, workspaceId, userId));
+export const getWorkspace = async (db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<Schema<'Workspace'>> =>
+  toWorkspace(await membership(db, workspaceId, caller));
 
 /** A new name or icon, for any member (fields left out keep their value). */
-export async function updateWorkspace(db: Db, workspaceId: string, userId: string, input: Schema<'WorkspaceUpdate'>): Promise<Schema<'Workspace'>> {
-  const workspace = await membership(db, workspaceId, userId);
+export async function updateWorkspace(db: Db, workspaceId: string, caller: WorkspaceCaller, input: Schema<'WorkspaceUpdate'>): Promise<Schema<'Workspace'>> {
+  const workspace = await membership(db, workspaceId, caller);
   const row = await db
     .updateTable('workspaces')
     .set({ ...(input.name === undefined ? {} : { name: input.name }), ...(input.icon === undefined ? {} : { icon: input.icon }) })
@@ -83,8 +83,8 @@ export async function updateWorkspace(db: Db, workspaceId: string, userId: strin
   return toWorkspace(row);
 }
 
-export async function listMembers(db: Db, workspaceId: string, userId: string, { cursor, limit }: PageQuery) {
-  await membership(db, workspaceId, userId);
+export async function listMembers(db: Db, workspaceId: string, caller: WorkspaceCaller, { cursor, limit }: PageQuery) {
+  await membership(db, workspaceId, caller);
   const base = db
     .selectFrom('workspace_members')
     .innerJoin('users', 'users.id', 'workspace_members.user_id')
@@ -120,11 +120,11 @@ const toInvitation = (row: Row<'workspace_invitations'> & { workspace_name: stri
 export async function invite(
   db: Db,
   workspaceId: string,
-  callerId: string,
+  caller: WorkspaceCaller,
   input: Schema<'WorkspaceInvitationCreate'>,
   now: number,
 ): Promise<Schema<'WorkspaceInvitation'>> {
-  const workspace = await membership(db, workspaceId, callerId);
+  const workspace = await membership(db, workspaceId, caller);
   const row = await db
     .insertInto('workspace_invitations')
     .values({
@@ -132,7 +132,7 @@ export async function invite(
       workspace_id: workspace.id,
       email: input.email.toLowerCase(),
       role: input.role ?? 'member',
-      invited_by: callerId,
+      invited_by: caller.userId,
       created_at: now,
       expires_at: now + INVITATION_SECONDS,
     })
@@ -141,29 +141,59 @@ export async function invite(
   return toInvitation({ ...row, workspace_name: workspace.name });
 }
 
-/** The invitations addressed to the user's email that have not expired. */
-const openInvitations = (db: Db, userId: string, now: number) =>
+/**
+ * The invitations addressed to the user's email that have not expired; for a token restricted to workspaces,
+ * only those of its workspaces (joining another workspace is acting beyond them).
+ */
+const openInvitations = (db: Db, caller: WorkspaceCaller, now: number) =>
   db
     .selectFrom('workspace_invitations')
     .innerJoin('users', 'users.email', 'workspace_invitations.email')
     .innerJoin('workspaces', 'workspaces.id', 'workspace_invitations.workspace_id')
-    .where('users.id', '=', userId)
-    .where('workspace_invitations.expires_at', '>', now);
+    .where('users.id', '=', caller.userId)
+    .where('workspace_invitations.expires_at', '>', now)
+    .where(withinRestriction(caller, 'workspace_invitations.workspace_id'));
 
-export async function listInvitations(db: Db, userId: string, { cursor, limit = 50 }: PageQuery, now: number) {
-  const base = openInvitations(db, userId, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
+export async function listInvitations(db: Db, caller: WorkspaceCaller, { cursor, limit = 50 }: PageQuery, now: number) {
+  const base = openInvitations(db, caller, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
   const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toInvitation);
 }
 
+/** The workspace's pending invitations (not expired), for its admins. */
+export async function listWorkspaceInvitations(db: Db, workspaceId: string, caller: WorkspaceCaller, { cursor, limit }: PageQuery, now: number) {
+  const workspace = await membership(db, workspaceId, caller);
+  const base = db
+    .selectFrom('workspace_invitations')
+    .selectAll()
+    .select(sql<string>`${workspace.name}`.as('workspace_name'))
+    .where('workspace_id', '=', workspace.id)
+    .where('expires_at', '>', now);
+  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
+  return page(rows, limit, cursor, toInvitation);
+}
+
+/** Withdraws a pending invitation of the workspace; 404 for one of another workspace, expired or gone. */
+export async function revokeInvitation(db: Db, workspaceId: string, caller: WorkspaceCaller, invitationId: string, now: number): Promise<void> {
+  const workspace = await membership(db, workspaceId, caller);
+  const result = await db
+    .deleteFrom('workspace_invitations')
+    .where('id', '=', invitationId)
+    .where('workspace_id', '=', workspace.id)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('Invitation', invitationId, 'invitationId');
+}
+
 /** The invitee joins with the invitation's role (a member already keeps theirs), and the invitation ends. */
-export async function acceptInvitation(db: Db, userId: string, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+export async function acceptInvitation(db: Db, caller: WorkspaceCaller, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
+  const { userId } = caller;
   return inTransaction(db, async (trx) => {
     // Deleting it claims it: of two accepts at once, one finds nothing to delete.
     const claimed = await trx
       .deleteFrom('workspace_invitations')
       .where('id', '=', id)
-      .where('id', 'in', openInvitations(trx, userId, now).select('workspace_invitations.id'))
+      .where('id', 'in', openInvitations(trx, caller, now).select('workspace_invitations.id'))
       .returning(['workspace_id', 'role'])
       .executeTakeFirst();
     if (!claimed) throw notFound('Invitation', id);
@@ -176,17 +206,17 @@ export async function acceptInvitation(db: Db, userId: string, id: string, now: 
   });
 }
 
-export async function declineInvitation(db: Db, userId: string, id: string, now: number): Promise<void> {
+export async function declineInvitation(db: Db, caller: WorkspaceCaller, id: string, now: number): Promise<void> {
   const result = await db
     .deleteFrom('workspace_invitations')
     .where('id', '=', id)
-    .where('id', 'in', openInvitations(db, userId, now).select('workspace_invitations.id'))
+    .where('id', 'in', openInvitations(db, caller, now).select('workspace_invitations.id'))
     .executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Invitation', id);
 }
 
-export async function removeMember(db: Db, workspaceId: string, callerId: string, userId: string): Promise<void> {
-  const workspace = await membership(db, workspaceId, callerId);
+export async function removeMember(db: Db, workspaceId: string, caller: WorkspaceCaller, userId: string): Promise<void> {
+  const workspace = await membership(db, workspaceId, caller);
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
@@ -207,8 +237,8 @@ async function member(db: Db, workspaceId: string, userId: string) {
 
 const transferSuggestion = (workspaceId: string) => `Transfer ownership first with POST /v1/workspaces/${workspaceId}/transfer.`;
 
-export async function setMemberRole(db: Db, workspaceId: string, callerId: string, userId: string, role: Exclude<Role, 'owner'>) {
-  await membership(db, workspaceId, callerId);
+export async function setMemberRole(db: Db, workspaceId: string, caller: WorkspaceCaller, userId: string, role: Exclude<Role, 'owner'>) {
+  await membership(db, workspaceId, caller);
   const target = await member(db, workspaceId, userId);
   if (target.role === 'owner')
     throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
@@ -232,10 +262,63 @@ export async function transferOwnership(db: Db, workspaceId: string, userId: str
 }
 
 /** Ends the caller's own membership; the owner stays until they transfer ownership. */
-export async function leave(db: Db, workspaceId: string, userId: string): Promise<void> {
-  const { role } = await membership(db, workspaceId, userId);
+export async function leave(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<void> {
+  const { role } = await membership(db, workspaceId, caller);
   if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
-  await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', caller.userId).execute();
+}
+
+/**
+ * What a workspace may not be deleted with, in the order to delete them: each kind has real infrastructure or
+ * secrets behind it (machines and suspensions belong to their cluster, so clusters cover them).
+ */
+const HELD = [
+  ['installs', 'install'],
+  ['products', 'product'],
+  ['clusters', 'cluster'],
+  ['compute_configs', 'compute config'],
+  ['cloud_credentials', 'cloud credential'],
+  ['registry_credentials', 'registry credential'],
+] as const;
+/** Ids shown per kind in a refusal. */
+const SHOWN_IDS = 20;
+
+/**
+ * Deletes an empty workspace with what only describes it: memberships, pending invitations, the tokens'
+ * restrictions naming it, and (by their foreign keys, ON DELETE CASCADE) its notifications, events and quota
+ * overrides. 409 naming what it still holds. Audit records keep its id as text and stay.
+ */
+export async function deleteWorkspace(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    await membership(trx, workspaceId, caller);
+    // Under the row lock a creation in the workspace either went first (and is counted below) or waits for this
+    // transaction (its foreign key reads the row) and then fails: nothing is left behind in a deleted workspace.
+    await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
+    const remaining: { kind: string; count: number; ids: string[] }[] = [];
+    const said: string[] = [];
+    for (const [table, noun] of HELD) {
+      const { rows } = await sql<{ id: string; count: number }>`
+        SELECT id, (count(*) OVER ())::int AS count FROM ${sql.table(table)}
+        WHERE workspace_id = ${workspaceId} ORDER BY created_at, id LIMIT ${SHOWN_IDS}`.execute(trx);
+      if (rows.length === 0) continue;
+      const count = rows[0]!.count;
+      remaining.push({ kind: table, count, ids: rows.map((row) => row.id) });
+      said.push(`${count} ${noun}${count === 1 ? '' : 's'}`);
+    }
+    if (remaining.length > 0) {
+      throw new ApiError('conflict', `Workspace ${workspaceId} still holds ${said.join(', ').replace(/, ([^,]*)$/, ' and $1')}.`, {
+        suggestion:
+          'Delete them first (installs, then products and clusters with their machines, then compute configs and credentials), then delete the workspace.',
+        details: { remaining },
+      });
+    }
+    await forgetWorkspace(trx, workspaceId);
+    // Webhook endpoints, when they exist, go with their workspace: delete the workspace's endpoints here through
+    // their resource (resources/webhooks.ts), before the workspace row.
+    await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
+    await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
+    await trx.deleteFrom('workspaces').where('id', '=', workspaceId).execute();
+  });
 }
 
 /** The members of a workspace, who are told about its resources (notifications). */

@@ -2,6 +2,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { memberWorkspaces, type WorkspaceCaller } from './tenancy.ts';
 
 export type Role = Schema<'WorkspaceMember'>['role'];
 
@@ -34,24 +35,37 @@ export interface Membership {
   role: Role;
 }
 
-/** The user's membership of the workspace; undefined when they are not a member (or it does not exist). */
-export async function membershipOf(db: Kysely<Database>, userId: string, workspaceId: string): Promise<Membership | undefined> {
+/**
+ * The caller's membership of the workspace; undefined when they are not a member (or it does not exist), or
+ * their token may not act in it.
+ */
+export async function membershipOf(db: Kysely<Database>, caller: WorkspaceCaller, workspaceId: string): Promise<Membership | undefined> {
   const row = await db
     .selectFrom('workspace_members')
     .select(['workspace_id', 'role'])
-    .where('user_id', '=', userId)
+    .where('user_id', '=', caller.userId)
     .where('workspace_id', '=', workspaceId)
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   return row && { workspaceId: row.workspace_id, role: row.role };
 }
 
-/** The user's membership of the workspace holding the resource; undefined when there is none or no such resource. */
-export async function membershipOfResource(db: Kysely<Database>, userId: string, resource: AddressedResource, id: string): Promise<Membership | undefined> {
+/**
+ * The caller's membership of the workspace holding the resource; undefined when there is none, no such resource,
+ * or their token may not act in that workspace.
+ */
+export async function membershipOfResource(
+  db: Kysely<Database>,
+  caller: WorkspaceCaller,
+  resource: AddressedResource,
+  id: string,
+): Promise<Membership | undefined> {
   const row = await db
     .selectFrom('workspace_members')
     .select(['workspace_id', 'role'])
-    .where('user_id', '=', userId)
+    .where('user_id', '=', caller.userId)
     .where('workspace_id', '=', workspaceOfResource[resource](db, id))
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   return row && { workspaceId: row.workspace_id, role: row.role };
 }
