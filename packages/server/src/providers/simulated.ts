@@ -158,18 +158,27 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
    */
   private async call(method: string, cloudApi = true): Promise<Kysely<DB>> {
     const at = Date.now(); // when the call reaches the "provider", as its own rate limiter would count it
-    this.ready ??= (async () => {
-      await sql`SELECT pg_advisory_lock(hashtextextended('simulated_cloud schema', 0))`.execute(this.db).catch(() => {});
-      try {
-        await sql.raw(SCHEMA).execute(this.db);
-      } finally {
-        await sql`SELECT pg_advisory_unlock(hashtextextended('simulated_cloud schema', 0))`.execute(this.db).catch(() => {});
-      }
-    })();
+    // An attempt that failed (the database restarting) is forgotten, so the next call tries again: a rejection
+    // kept here would fail every later call of this process with that one error.
+    this.ready ??= this.createSchema().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
     await this.ready;
     if (this.options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.latencyMs));
     if (cloudApi) await sql`INSERT INTO simulated_cloud.calls (at_ms, method) VALUES (${at}, ${method})`.execute(this.db);
     return this.db;
+  }
+
+  /**
+   * One process at a time (concurrent CREATE … IF NOT EXISTS may collide). The lock is the transaction's, so it
+   * is taken and let go on the connection that runs the statements, not on whichever pooled connection comes next.
+   */
+  private createSchema(): Promise<void> {
+    return this.db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended('simulated_cloud schema', 0))`.execute(trx);
+      await sql.raw(SCHEMA).execute(trx);
+    });
   }
 
   private fails(): boolean {
