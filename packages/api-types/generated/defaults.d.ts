@@ -18,6 +18,8 @@ export interface QueryDefaults {
   listUserInvitations: 'limit';
   listUserSessions: 'limit';
   listUserTokens: 'limit';
+  listWebhookDeliveries: 'limit';
+  listWebhookEndpoints: 'limit';
   listWorkspaceMembers: 'limit';
   listWorkspaces: 'limit';
   streamInstallLogs: 'follow' | 'since_seconds';
@@ -27,5 +29,7 @@ export interface QueryDefaults {
 export interface BodyDefaults {
   createCluster: 'kaas_version';
   createRegistryCredential: 'is_active';
+  createWebhookEndpoint: 'event_types' | 'description' | 'enabled';
   createWorkspaceInvitation: 'role';
+  rotateWebhookEndpointSecret: 'overlap_seconds';
 }
