@@ -3224,12 +3224,15 @@ export interface components {
              *     - `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension or its resume ended.
              *     - `install.running`, `install.failed`: an install ended.
              *     - `quota.reached`: a creation took the last of one of the owner's allocation quotas.
+             *     - `token.expiring_soon`: one of the caller's personal access tokens expires within 7 days.
+             *     - `webhook_endpoint.disabled`: a webhook endpoint of the workspace failed every delivery for days and was
+             *       disabled.
              *     More types may be added; clients should show an unknown type by its `title` and `body`.
              * @enum {string}
              */
-            type: "cluster.ready" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached";
+            type: "cluster.ready" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
             /** @enum {string} */
-            resource_type: "cluster" | "machine" | "suspension" | "product" | "install" | "token" | "quota";
+            resource_type: "cluster" | "machine" | "suspension" | "product" | "install" | "token" | "quota" | "webhook_endpoint";
             resource_id: string;
             title: string;
             body: string;

@@ -24,7 +24,9 @@ export type IdPrefix =
   | 'qo'
   | 'ss'
   | 'evt'
-  | 'inv';
+  | 'inv'
+  | 'whe'
+  | 'whd';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -31,12 +31,16 @@ async function main(): Promise<void> {
   const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
   const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
   await runtime.engine.run({ work: config.role !== 'api' });
-  if (config.role !== 'api') runtime.retention.start();
+  if (config.role !== 'api') {
+    runtime.retention.start();
+    await runtime.webhooks?.run();
+  }
   if (config.role === 'worker') {
     logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
     console.log('Platform workflow worker running');
     onSignals(async () => {
       runtime.retention.stop();
+      await runtime.webhooks?.stop();
       await runtime.engine.stop();
       await connection.close();
     });
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
     shutdown.abort();
     await http.drain(config.shutdownGraceMs);
     runtime.retention.stop();
+    await runtime.webhooks?.stop();
     await runtime.engine.stop();
     await connection.close();
   });

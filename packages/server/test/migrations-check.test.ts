@@ -35,6 +35,7 @@ const CONTRACT_COLUMNS: Record<string, string> = {
   'notifications.severity': 'Notification.severity',
   'events.type': 'EventType',
   'events.object_type': 'Event.object_type',
+  'webhook_deliveries.status': 'WebhookDeliveryStatus',
 };
 /** Constrained columns whose values the contract never shows. */
 const INTERNAL_COLUMNS = new Set(['users.plan', 'tokens.kind', 'device_grants.status']);

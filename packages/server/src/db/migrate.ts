@@ -18,6 +18,7 @@ import * as workspaceInvitations from './migrations/20261123_1301_workspace_invi
 import * as tokenScopes from './migrations/20261123_1400_token_scopes.ts';
 import * as sessionLastUse from './migrations/20261123_1401_session_last_use.ts';
 import * as events from './migrations/20261123_1600_events.ts';
+import * as webhooks from './migrations/20261124_2000_webhooks.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '20261123_1400_token_scopes': tokenScopes,
   '20261123_1401_session_last_use': sessionLastUse,
   '20261123_1600_events': events,
+  '20261124_2000_webhooks': webhooks,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

@@ -13,6 +13,7 @@ import * as quotas from './quotas.ts';
 import * as registry from './registry.ts';
 import * as tokens from './tokens.ts';
 import type { Handlers } from './types.ts';
+import * as webhooks from './webhooks.ts';
 import * as workspaces from './workspaces.ts';
 
 export const handlers = {
@@ -24,6 +25,7 @@ export const handlers = {
   ...installs,
   ...notifications,
   ...events,
+  ...webhooks,
   ...tokens,
   ...deviceSignIn,
   ...quotas,

@@ -11,9 +11,11 @@ import { rateLimited } from '../providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
 import type { ClusterDriver } from '../providers/types.ts';
 import { secretBox } from '../services/secrets.ts';
+import { defaultResolve, type Resolver } from '../services/ssrf.ts';
 import { WorkflowEngine } from './engine.ts';
 import { eventRetention } from './event-retention.ts';
 import { workflowDefinitions } from './index.ts';
+import { WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export interface RuntimeOptions {
   db: Kysely<Database>;
@@ -22,7 +24,7 @@ export interface RuntimeOptions {
   logger: Logger;
   config: Pick<
     Config,
-    'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs' | 'eventRetentionDays'
+    'workerConcurrency' | 'providerRateLimit' | 'compute' | 'simulation' | 'orphanAfterSeconds' | 'workflowStepDelayMs' | 'eventRetentionDays' | 'webhooks'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -32,8 +34,10 @@ export interface RuntimeOptions {
   driver?: ClusterDriver;
   /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
   rateLimit?: ProviderRateLimit;
-  /** Opens BYOM cloud credentials for the workflows. */
+  /** Opens BYOM cloud credentials for the workflows and webhook endpoints' signing secrets; without it no webhook is sent. */
   secretsKey?: Buffer;
+  /** Resolves webhook endpoints' host names for the SSRF check before each delivery; default DNS. */
+  resolveHost?: Resolver;
   /** How often (real ms) a worker deletes expired events; default hourly. */
   eventPruneEveryMs?: number;
 }
@@ -76,5 +80,18 @@ export function createRuntime(options: RuntimeOptions) {
     retentionDays: config.eventRetentionDays,
     everyMs: options.eventPruneEveryMs ?? 3_600_000,
   });
-  return { cloud, provider, driver, engine, retention };
+  const webhooks = options.secretsKey
+    ? new WebhookDispatcher({
+        db: options.db,
+        connectionString: options.connectionString,
+        clock: options.clock,
+        logger: options.logger,
+        secrets: secretBox(options.secretsKey),
+        resolve: options.resolveHost ?? defaultResolve,
+        config: config.webhooks,
+        tickMs: options.tickMs ?? 250,
+        orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
+      })
+    : undefined;
+  return { cloud, provider, driver, engine, retention, webhooks };
 }
