@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   await runtime.engine.run({ work: config.role !== 'api' });
   if (config.role !== 'api') {
     runtime.retention.start();
+    runtime.tokenExpiry.start();
     await runtime.webhooks?.run();
   }
   if (config.role === 'worker') {
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
     console.log('Platform workflow worker running');
     onSignals(async () => {
       runtime.retention.stop();
+      runtime.tokenExpiry.stop();
       await runtime.webhooks?.stop();
       await runtime.engine.stop();
       await connection.close();
@@ -70,6 +72,7 @@ async function main(): Promise<void> {
     shutdown.abort();
     await http.drain(config.shutdownGraceMs);
     runtime.retention.stop();
+    runtime.tokenExpiry.stop();
     await runtime.webhooks?.stop();
     await runtime.engine.stop();
     await connection.close();

@@ -18,6 +18,7 @@ import { loadDocument, pointer, SchemaValidator } from '../../../test/support/op
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { recordEvent } from '../src/resources/events.ts';
+import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
@@ -40,7 +41,9 @@ class Receiver {
   readonly received: Received[] = [];
   private readonly server: Server;
   answer: (request: Received, nth: number) => number | 'never' = () => 204;
-  constructor(private readonly clockMs: () => number) {
+  private readonly clockMs: () => number;
+  constructor(clockMs: () => number) {
+    this.clockMs = clockMs;
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -160,6 +163,7 @@ const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUr
 async function createEndpoint(user: TestUser, body: { url: string; event_types?: string[]; enabled?: boolean }) {
   const reply = await call(server.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body });
   expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  secretsOf.set(`${user.userId}${new URL(body.url).pathname}`, reply.body.secret);
   return reply.body as { id: string; secret: string };
 }
 
@@ -200,6 +204,10 @@ const settled = () =>
     (n) => n === 0,
     'the workers to settle',
   );
+
+const secretsOf = new Map<string, string>();
+/** The secret of the endpoint a user created for a receiver path. */
+const secretFor = (user: TestUser, path: string) => secretsOf.get(`${user.userId}${path}`);
 
 const createCluster = (user: TestUser, name: string) => client(user).POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
 
@@ -308,6 +316,112 @@ describe('deliveries of a workspace’s events', () => {
     }
     const succeeded = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${all.id}/deliveries?status=pending`, { token: user.token });
     expect(succeeded.body.data).toEqual([]);
+  });
+});
+
+describe('the install lifecycle', () => {
+  it('tells an update, a rollback and an uninstall', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, {
+      url: `${receiverUrl}/lifecycle`,
+      event_types: ['install.updated', 'install.rolled_back', 'install.uninstalled', 'install.running'],
+    });
+    const api = client(user);
+    const cluster = await createCluster(user, 'lifecycle');
+    await settled();
+    clock.advance(30);
+    await eventually(
+      () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
+      (c) => c.kaas.status === 'RUNNING',
+      'RUNNING',
+    );
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Blog',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } }],
+      },
+    });
+    const getInstall = (id: string) => () => api.GET('/v1/installs/{id}', { params: { path: { id } } });
+    const untilRunning = async (id: string) => {
+      await eventually(getInstall(id), (i) => i.status === 'installing', 'installing');
+      await settled();
+      clock.advance(8);
+      await eventually(getInstall(id), (i) => i.status === 'running', 'running');
+    };
+    const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await untilRunning(install.id);
+    await api.PATCH('/v1/installs/{id}', {
+      params: { path: { id: install.id } },
+      body: { overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] },
+    });
+    await untilRunning(install.id);
+    await api.POST('/v1/installs/{id}/rollback', { params: { path: { id: install.id } }, body: { revision: 1 } });
+    await untilRunning(install.id);
+    await api.DELETE('/v1/installs/{id}', { params: { path: { id: install.id } } });
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token }),
+      (r) => r.status === 404,
+      'the install to be gone',
+    );
+    const types = ['install.running', 'install.updated', 'install.running', 'install.rolled_back', 'install.running', 'install.uninstalled'];
+    const deliveries = await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d.length === types.length && d.every((x) => x.status === 'succeeded'),
+      'the lifecycle’s deliveries',
+    );
+    expect(deliveries.map((d) => d.event_type)).toEqual(types);
+    const bodies = receiver.at('/lifecycle').map((r) => JSON.parse(r.body));
+    expect(bodies.find((b) => b.type === 'install.updated').object).toMatchObject({ id: install.id, overrides: [{ values: { replicaCount: 2 } }] });
+    expect(bodies.find((b) => b.type === 'install.rolled_back').object).toMatchObject({ id: install.id, status: 'installing', overrides: [] });
+    expect(bodies.find((b) => b.type === 'install.uninstalled').object).toMatchObject({ id: install.id, status: 'uninstalling' });
+    for (const request of receiver.at('/lifecycle')) expect(contractErrors(request.body)).toEqual([]);
+    // The feed has the same events.
+    const feedIds = (await feed(user)).filter((e) => types.includes(e.type)).map((e) => e.id);
+    expect(deliveries.map((d) => d.event_id)).toEqual(feedIds);
+  });
+});
+
+describe('quotas and tokens', () => {
+  it('tells a quota reached, with the quota entry', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    await createEndpoint(user, { url: `${receiverUrl}/quota`, event_types: ['quota.reached'] });
+    await createCluster(user, 'the-only-one');
+    const [request] = await eventually(
+      () => receiver.at('/quota'),
+      (r) => r.length === 1,
+      'quota.reached',
+    );
+    expect(verify(secretFor(user, '/quota')!, request!)).toMatchObject({
+      type: 'quota.reached',
+      object_type: 'quota',
+      object_id: 'kaas/clusters',
+      object: { metric: 'kaas/clusters', limit: 1, usage: 1, remaining: 0 },
+    });
+    expect(contractErrors(request!.body)).toEqual([]);
+  });
+
+  it('tells once that a personal access token expires within 7 days', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    await createEndpoint(user, { url: `${receiverUrl}/tokens`, event_types: ['token.expiring_soon'] });
+    const soon = await client(user).POST('/v1/user/tokens', { body: { name: 'ci', expires_at: clock.now() + 3 * 86_400, scopes: ['clusters:read'] } });
+    await client(user).POST('/v1/user/tokens', { body: { name: 'later', expires_at: clock.now() + 30 * 86_400, scopes: ['clusters:read'] } });
+    await tellExpiringTokens(database.db, clock.now());
+    await tellExpiringTokens(database.db, clock.now());
+    const [request] = await eventually(
+      () => receiver.at('/tokens'),
+      (r) => r.length === 1,
+      'token.expiring_soon',
+    );
+    expect(JSON.parse(request!.body)).toMatchObject({ type: 'token.expiring_soon', object_type: 'token', object_id: soon.id, object: { name: 'ci' } });
+    expect(request!.body).not.toContain(soon.token);
+    expect(contractErrors(request!.body)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(receiver.at('/tokens')).toHaveLength(1);
+    const notifications = await client(user).GET('/v1/notifications', {});
+    expect(notifications.data.filter((n) => n.type === 'token.expiring_soon').map((n) => n.resource_id)).toEqual([soon.id]);
   });
 });
 
@@ -635,7 +749,7 @@ describe('a worker killed with SIGKILL in the middle of a delivery', { timeout: 
     await createWebhookEndpoint(
       own.db,
       { id: user.workspaceId, owner_id: user.userId },
-      { url: `${url}/crash` },
+      { url: `${url}/crash`, event_types: [], description: '', enabled: true },
       { now: systemClock.now(), secrets: secretBox(secretsKey), urlRules: { resolve: resolveHost, allowHttpLoopback: true } },
     );
     // The first worker's requests are never answered: it is killed while it waits for them.

@@ -71,17 +71,16 @@ export async function createWebhookEndpoint(
 ): Promise<Schema<'WebhookEndpointWithSecret'>> {
   await checkUrl(input.url, urlRules);
   const secret = newWebhookSecret();
-  const enabled = input.enabled ?? true;
   const row = await db
     .insertInto('webhook_endpoints')
     .values({
       id: newId('whe'),
       workspace_id: workspace.id,
       url: input.url,
-      event_types: input.event_types ?? [],
-      description: input.description ?? '',
-      enabled,
-      disabled_reason: enabled ? null : DISABLED_BY_REQUEST,
+      event_types: input.event_types,
+      description: input.description,
+      enabled: input.enabled,
+      disabled_reason: input.enabled ? null : DISABLED_BY_REQUEST,
       secret_ciphertext: secrets.seal(secret),
       previous_secret_ciphertext: null,
       previous_secret_expires_at: null,
@@ -142,7 +141,7 @@ export async function rotateWebhookEndpointSecret(
   { now, secrets }: { now: number; secrets: SecretBox },
 ): Promise<Schema<'WebhookEndpointWithSecret'>> {
   const current = await visibleEndpoint(db, userId, id);
-  const overlap = input.overlap_seconds ?? 86_400;
+  const overlap = input.overlap_seconds;
   const secret = newWebhookSecret();
   const row = await db
     .updateTable('webhook_endpoints')

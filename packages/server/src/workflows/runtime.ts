@@ -15,6 +15,7 @@ import { defaultResolve, type Resolver } from '../services/ssrf.ts';
 import { WorkflowEngine } from './engine.ts';
 import { eventRetention } from './event-retention.ts';
 import { workflowDefinitions } from './index.ts';
+import { tokenExpiryNotices } from './token-expiry.ts';
 import { WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export interface RuntimeOptions {
@@ -38,7 +39,7 @@ export interface RuntimeOptions {
   secretsKey?: Buffer;
   /** Resolves webhook endpoints' host names for the SSRF check before each delivery; default DNS. */
   resolveHost?: Resolver;
-  /** How often (real ms) a worker deletes expired events; default hourly. */
+  /** How often (real ms) a worker deletes expired events and looks for tokens about to expire; default hourly. */
   eventPruneEveryMs?: number;
 }
 
@@ -93,5 +94,6 @@ export function createRuntime(options: RuntimeOptions) {
         orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
       })
     : undefined;
-  return { cloud, provider, driver, engine, retention, webhooks };
+  const tokenExpiry = tokenExpiryNotices({ db: options.db, clock: options.clock, logger: options.logger, everyMs: options.eventPruneEveryMs ?? 3_600_000 });
+  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry };
 }
