@@ -31,12 +31,12 @@ const toEvent = (row: Row<'events'>): Event => ({
 export type EventInput = Pick<Event, 'type' | 'workspace_id' | 'object_type' | 'object_id' | 'object'>;
 
 /**
- * Call inside the transaction of the change it tells. Writes the event and one webhook delivery per endpoint of
+ * Call inside the transaction of the change it tells; returns the event's id. Writes the event and one webhook delivery per endpoint of
  * the workspace that subscribes to its type, together (in a transaction of their own when given none).
  */
-export async function recordEvent(db: Db, event: EventInput, now: number): Promise<void> {
+export async function recordEvent(db: Db, event: EventInput, now: number): Promise<string> {
+  const id = newId('evt');
   const write = async (trx: Db) => {
-    const id = newId('evt');
     await trx
       .insertInto('events')
       .values({ ...event, id, object: JSON.stringify(event.object), created_at: now })
@@ -44,6 +44,7 @@ export async function recordEvent(db: Db, event: EventInput, now: number): Promi
     await fanOut(trx, { id, type: event.type, workspace_id: event.workspace_id }, now);
   };
   await (db.isTransaction ? write(db) : db.transaction().execute((trx: Transaction<Database>) => write(trx)));
+  return id;
 }
 
 /** One event as the feed shows it (a webhook delivery's body); undefined once pruned. */
