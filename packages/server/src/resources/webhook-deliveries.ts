@@ -88,10 +88,12 @@ export async function listWebhookDeliveries(
   endpointId: string,
   query: { cursor?: string; limit: number; status?: Delivery['status'] },
 ) {
+  // The cursor is input: checked before anything is looked up.
+  const after = decodeCursor(query.cursor);
   await visibleEndpoint(db, userId, endpointId);
   let base = db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
   if (query.status) base = base.where('status', '=', query.status);
-  const rows = await afterCursor(base, 'webhook_deliveries', decodeCursor(query.cursor), query.limit).execute();
+  const rows = await afterCursor(base, 'webhook_deliveries', after, query.limit).execute();
   return page(rows, query.limit, query.cursor, toWebhookDelivery);
 }
 
