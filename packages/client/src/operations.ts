@@ -358,24 +358,6 @@ export interface PlatformOperations {
    */
   createWebhookEndpoint(...args: OperationArgs<'createWebhookEndpoint'>): Promise<OperationResult<'createWebhookEndpoint'>>;
   /**
-   * Get a webhook endpoint
-   *
-   * `GET /v1/webhook_endpoints/{id}`
-   */
-  getWebhookEndpoint(...args: OperationArgs<'getWebhookEndpoint'>): Promise<OperationResult<'getWebhookEndpoint'>>;
-  /**
-   * Change a webhook endpoint
-   *
-   * `PATCH /v1/webhook_endpoints/{id}`
-   */
-  updateWebhookEndpoint(...args: OperationArgs<'updateWebhookEndpoint'>): Promise<OperationResult<'updateWebhookEndpoint'>>;
-  /**
-   * Delete a webhook endpoint
-   *
-   * `DELETE /v1/webhook_endpoints/{id}`
-   */
-  deleteWebhookEndpoint(...args: OperationArgs<'deleteWebhookEndpoint'>): Promise<OperationResult<'deleteWebhookEndpoint'>>;
-  /**
    * Rotate a webhook endpoint's secret
    *
    * `POST /v1/webhook_endpoints/{id}/rotate_secret`
@@ -393,6 +375,24 @@ export interface PlatformOperations {
    * `POST /v1/webhook_endpoints/{id}/deliveries/{deliveryId}/redeliver`
    */
   redeliverWebhookDelivery(...args: OperationArgs<'redeliverWebhookDelivery'>): Promise<OperationResult<'redeliverWebhookDelivery'>>;
+  /**
+   * Get a webhook endpoint
+   *
+   * `GET /v1/webhook_endpoints/{id}`
+   */
+  getWebhookEndpoint(...args: OperationArgs<'getWebhookEndpoint'>): Promise<OperationResult<'getWebhookEndpoint'>>;
+  /**
+   * Change a webhook endpoint
+   *
+   * `PATCH /v1/webhook_endpoints/{id}`
+   */
+  updateWebhookEndpoint(...args: OperationArgs<'updateWebhookEndpoint'>): Promise<OperationResult<'updateWebhookEndpoint'>>;
+  /**
+   * Delete a webhook endpoint
+   *
+   * `DELETE /v1/webhook_endpoints/{id}`
+   */
+  deleteWebhookEndpoint(...args: OperationArgs<'deleteWebhookEndpoint'>): Promise<OperationResult<'deleteWebhookEndpoint'>>;
   /**
    * List my invitations
    *
@@ -558,12 +558,12 @@ export const operationRoutes = {
   listEvents: { method: 'GET', path: '/v1/events', path_params: [], query: ['type', 'object_id', 'cursor', 'limit'], headers: ['workspaceId'] },
   listWebhookEndpoints: { method: 'GET', path: '/v1/webhook_endpoints', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createWebhookEndpoint: { method: 'POST', path: '/v1/webhook_endpoints', path_params: [], query: [], headers: ['workspaceId'] },
-  getWebhookEndpoint: { method: 'GET', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
-  updateWebhookEndpoint: { method: 'PATCH', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
-  deleteWebhookEndpoint: { method: 'DELETE', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   rotateWebhookEndpointSecret: { method: 'POST', path: '/v1/webhook_endpoints/{id}/rotate_secret', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listWebhookDeliveries: { method: 'GET', path: '/v1/webhook_endpoints/{id}/deliveries', path_params: ['id'], query: ['status', 'cursor', 'limit'], headers: ['workspaceId'] },
   redeliverWebhookDelivery: { method: 'POST', path: '/v1/webhook_endpoints/{id}/deliveries/{deliveryId}/redeliver', path_params: ['id', 'deliveryId'], query: [], headers: ['workspaceId'] },
+  getWebhookEndpoint: { method: 'GET', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateWebhookEndpoint: { method: 'PATCH', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  deleteWebhookEndpoint: { method: 'DELETE', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listUserInvitations: { method: 'GET', path: '/v1/user/invitations', path_params: [], query: ['cursor', 'limit'], headers: [] },
   acceptInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/accept', path_params: ['id'], query: [], headers: [] },
   declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },
