@@ -1,6 +1,7 @@
 // `pnpm bench`: runs every benchmark of the project (tooling; the server against its raw node:http + pg
 // baseline, deep page against first page; workflows: createInstall against a cheap GET, installs end to end,
-// log fan-out), prints the figures, and writes under bench/results/:
+// log fan-out; webhooks: delivery latency and the fan-out's cost on createInstall), prints the figures, and writes
+// under bench/results/:
 //   <date>.md    the machine and every figure against its baseline and target,
 //   <date>.json  every figure as the benchmarks returned it (for scripts and later comparisons),
 //   latest.svg   a chart of each targeted figure's margin against its target.
@@ -14,6 +15,7 @@ import { sql } from 'kysely';
 import { benchTooling } from '../bench-tooling.ts';
 import { repoRoot } from '../gen.ts';
 import { benchServer } from './server.ts';
+import { benchWebhooks, defaultWebhooksOptions } from './webhooks.ts';
 import { benchWorkflows, defaultWorkflowsOptions, type FanOut } from './workflows.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -106,6 +108,8 @@ const server = await benchServer(DURATION);
 console.log('server:', server);
 const workflows = await benchWorkflows({ ...defaultWorkflowsOptions(), duration: DURATION });
 console.log('workflows:', workflows);
+const webhooks = await benchWebhooks({ ...defaultWebhooksOptions(), duration: DURATION });
+console.log('webhooks:', webhooks);
 const logs = workflows.logs;
 
 const checks: Check[] = [
@@ -189,6 +193,16 @@ const ratios: [string, string, string][] = [
     `${logs.delay_p99_ms} ms`,
     `one follower ${logs.single_delay_p99_ms} ms → ${round(logs.delay_p99_ms / logs.single_delay_p99_ms)}×`,
   ],
+  [
+    `webhook delivery, event committed → received, ${webhooks.options.events} events × ${webhooks.options.endpoints} endpoints at ${webhooks.options.rate} events/s`,
+    `p50 ${webhooks.latency_p50_ms} ms, p99 ${webhooks.latency_p99_ms} ms`,
+    `${webhooks.deliveries_missing} missing, ${webhooks.deliveries_duplicated} duplicated; no baseline`,
+  ],
+  [
+    'createInstall with 10 subscribed webhook endpoints (the event and 10 deliveries in its transaction)',
+    `${round(webhooks.create_install_with_endpoints_rps)} req/s, p50 ${webhooks.create_install_with_endpoints_p50_ms} ms, p99 ${webhooks.create_install_with_endpoints_p99_ms} ms`,
+    `no endpoint ${round(webhooks.create_install_rps)} req/s, p50 ${webhooks.create_install_p50_ms} ms, p99 ${webhooks.create_install_p99_ms} ms → ${round(webhooks.fan_out_throughput_ratio)}×, p99 ${round(webhooks.fan_out_p99_ratio)}×`,
+  ],
   ...[workflows.logs_multi, workflows.logs_alt]
     .filter((f) => f !== undefined)
     .map((f): [string, string, string] => [
@@ -197,7 +211,7 @@ const ratios: [string, string, string][] = [
       `one follower ${f.single_delay_p99_ms} ms → ${round(f.delay_p99_ms / f.single_delay_p99_ms)}×`,
     ]),
 ];
-const failedRequests = server.failed_requests! + workflows.failed_requests;
+const failedRequests = server.failed_requests! + workflows.failed_requests + webhooks.failed_requests;
 const fanOuts = [workflows.logs, workflows.logs_multi, workflows.logs_alt].filter((f) => f !== undefined);
 const replayed = fanOuts.reduce((sum, f) => sum + f.replayed_lines + f.single_replayed_lines, 0);
 
@@ -283,7 +297,7 @@ whose lines made the tail, so at the first update the others are read from the c
 writeFileSync(join(dir, `${date}.md`), report);
 writeFileSync(
   join(dir, `${date}.json`),
-  `${JSON.stringify({ date: startedAt.toISOString(), duration_s: DURATION, machine: facts, tooling_ms: tooling, server, workflows }, null, 2)}\n`,
+  `${JSON.stringify({ date: startedAt.toISOString(), duration_s: DURATION, machine: facts, tooling_ms: tooling, server, workflows, webhooks }, null, 2)}\n`,
 );
 writeFileSync(join(dir, 'latest.svg'), chart(checks, `pnpm bench, ${date} (${facts.CPU})`));
 console.log(`\nwrote bench/results/${date}.md, ${date}.json and latest.svg`);

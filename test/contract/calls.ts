@@ -39,6 +39,8 @@ export const ids = {
   install: 'ins_01jd2xc6g8j0m2p4r6t8w0y2a4',
   notification: 'ntf_01jd2xd7h9k1n3q5s7v9x1z3b5',
   token: 'tok_01jd2xf9k1n3q5s7v9x1z3b5d7',
+  webhookEndpoint: 'whe_01jd2xh1n3q5s7v9x1z3b5d7f9',
+  webhookDelivery: 'whd_01jd2xj2p4r6t8w0y2a4c6e8g0',
   // Holds `/`: sent as kaas%2Fclusters.
   metric: 'kaas/clusters',
 } as const;
@@ -193,6 +195,25 @@ export const calls = {
     }
     return events;
   },
+
+  // Webhooks
+  listWebhookEndpoints: (api) => api.GET('/v1/webhook_endpoints', { params: { query: { limit: 10 } }, workspaceId }),
+  createWebhookEndpoint: (api) =>
+    api.POST('/v1/webhook_endpoints', {
+      body: { url: 'https://hooks.acme.example/platform', event_types: ['cluster.running', 'install.running', 'install.failed'] },
+      workspaceId,
+    }),
+  getWebhookEndpoint: (api) => api.GET('/v1/webhook_endpoints/{id}', { params: { path: { id: ids.webhookEndpoint } } }),
+  updateWebhookEndpoint: (api) => api.PATCH('/v1/webhook_endpoints/{id}', { params: { path: { id: ids.webhookEndpoint } }, body: { enabled: false } }),
+  deleteWebhookEndpoint: (api) => api.DELETE('/v1/webhook_endpoints/{id}', { params: { path: { id: ids.webhookEndpoint } } }),
+  rotateWebhookEndpointSecret: (api) =>
+    api.POST('/v1/webhook_endpoints/{id}/rotate_secret', { params: { path: { id: ids.webhookEndpoint } }, body: { overlap_seconds: 3600 } }),
+  listWebhookDeliveries: (api) =>
+    api.GET('/v1/webhook_endpoints/{id}/deliveries', { params: { path: { id: ids.webhookEndpoint }, query: { status: 'pending' } } }),
+  redeliverWebhookDelivery: (api) =>
+    api.POST('/v1/webhook_endpoints/{id}/deliveries/{deliveryId}/redeliver', {
+      params: { path: { id: ids.webhookEndpoint, deliveryId: ids.webhookDelivery } },
+    }),
 
   // Tokens
   listUserTokens: (api) => api.GET('/v1/user/tokens', {}),

@@ -71,6 +71,7 @@ function realValues(name: string | undefined): unknown[] {
     email: [bobEmail],
     metric: ['kaas/clusters', 'compute/machines', 'compute/cpu', 'compute/memory'],
     repo_url: ['https://charts.example.com/stable', 'oci://ghcr.example.com/acme'],
+    url: ['https://hooks.example.com/platform'],
   };
   return table[name] ?? [];
 }

@@ -20,6 +20,8 @@ export interface QueryDefaults {
   listUserInvitations: 'limit';
   listUserSessions: 'limit';
   listUserTokens: 'limit';
+  listWebhookDeliveries: 'limit';
+  listWebhookEndpoints: 'limit';
   listWorkspaceInvitations: 'limit';
   listWorkspaceMembers: 'limit';
   listWorkspaces: 'limit';
@@ -30,5 +32,7 @@ export interface QueryDefaults {
 export interface BodyDefaults {
   createCluster: 'kaas_version';
   createRegistryCredential: 'is_active';
+  createWebhookEndpoint: 'event_types' | 'description' | 'enabled';
   createWorkspaceInvitation: 'role';
+  rotateWebhookEndpointSecret: 'overlap_seconds';
 }

@@ -1038,6 +1038,147 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description Admin. Lists the webhook endpoints of the workspace named by X-Workspace-Id (the default workspace without it), oldest first, without their secrets. Needs the admin role, as every webhook operation does: an endpoint's URL may carry a credential of the receiver, and its deliveries show what the receiver answered.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Admin. Adds a URL to the workspace named by X-Workspace-Id (the default workspace without it) that receives the workspace's events from now on, as signed HTTP POSTs (see the Webhooks section). The answer holds the signing secret, shown only here. The URL must be `https://` with a public host: loopback, private, link-local and metadata addresses are refused (422, `param: url`), and checked again at every delivery.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description Admin. Makes a new signing secret and answers it (shown only here). For `overlap_seconds` (1 day by default) every delivery carries two signatures in `webhook-signature`, one per secret, separated by a space, so the receiver can switch to the new secret before the old one stops signing.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description Admin. Lists the deliveries of a webhook endpoint, oldest first: each event sent to it, its status, the attempts made, the latest attempt's response status, duration and error, and when the next attempt is due. Deliveries go when their event does (after the events' retention).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+                /**
+                 * @description The delivery's id.
+                 * @example whd_01jd2xj2p4r6t8w0y2a4c6e8g0
+                 */
+                deliveryId: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver a delivery
+         * @description Admin. Sends a delivery's event to its endpoint again, at once, with a fresh retry schedule: a failed, cancelled or even succeeded delivery becomes `pending`; a pending one is attempted now instead of at `next_attempt_at`. The `webhook-id` stays the event's id, so a receiver that de-duplicates sees it as the same message. A disabled endpoint → 409 (enable it first).
+         */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description Admin. Returns a webhook endpoint of a workspace the caller is a member of (any other → 404), without its secret.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Admin. Deletes an endpoint and its deliveries; nothing more is sent to it.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Admin. Changes an endpoint's URL (checked as on creation), event types, description or `enabled`; fields left out keep their value. Disabling it cancels its pending deliveries; enabling it again clears `disabled_reason` and `failing_since`.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
     "/v1/user/invitations": {
         parameters: {
             query?: never;
@@ -1399,7 +1540,1148 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "cluster.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * cluster.created
+         * @description A cluster was created (its control plane is being provisioned). The body is the event exactly as `GET /v1/events` lists it, with `object` the cluster right after the change. Sent to every enabled endpoint of the workspace subscribed to `cluster.created` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "cluster.created";
+                        /** @constant */
+                        object_type?: "cluster";
+                        object?: components["schemas"]["Cluster"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "cluster.running": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * cluster.running
+         * @description A cluster's control plane came up: it is RUNNING. The body is the event exactly as `GET /v1/events` lists it, with `object` the cluster right after the change. Sent to every enabled endpoint of the workspace subscribed to `cluster.running` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "cluster.running";
+                        /** @constant */
+                        object_type?: "cluster";
+                        object?: components["schemas"]["Cluster"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "cluster.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * cluster.failed
+         * @description A cluster's control plane could not be created: it is ERROR. The body is the event exactly as `GET /v1/events` lists it, with `object` the cluster right after the change. Sent to every enabled endpoint of the workspace subscribed to `cluster.failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "cluster.failed";
+                        /** @constant */
+                        object_type?: "cluster";
+                        object?: components["schemas"]["Cluster"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "machine.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * machine.ready
+         * @description A machine's server is up, after a provision or a resume. The body is the event exactly as `GET /v1/events` lists it, with `object` the machine right after the change. Sent to every enabled endpoint of the workspace subscribed to `machine.ready` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "machine.ready";
+                        /** @constant */
+                        object_type?: "machine";
+                        object?: components["schemas"]["Machine"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "machine.provision_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * machine.provision_failed
+         * @description A provision attempt of a machine failed; the machine is queued again. The body is the event exactly as `GET /v1/events` lists it, with `object` the machine right after the change. Sent to every enabled endpoint of the workspace subscribed to `machine.provision_failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "machine.provision_failed";
+                        /** @constant */
+                        object_type?: "machine";
+                        object?: components["schemas"]["Machine"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "machine.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * machine.failed
+         * @description A machine could not be provisioned. The body is the event exactly as `GET /v1/events` lists it, with `object` the machine right after the change. Sent to every enabled endpoint of the workspace subscribed to `machine.failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "machine.failed";
+                        /** @constant */
+                        object_type?: "machine";
+                        object?: components["schemas"]["Machine"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "suspension.suspended": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * suspension.suspended
+         * @description A machine was suspended: its snapshot is taken and its server is gone. The body is the event exactly as `GET /v1/events` lists it, with `object` the suspension right after the change. Sent to every enabled endpoint of the workspace subscribed to `suspension.suspended` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "suspension.suspended";
+                        /** @constant */
+                        object_type?: "suspension";
+                        object?: components["schemas"]["Suspension"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "suspension.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * suspension.failed
+         * @description A suspension failed. The body is the event exactly as `GET /v1/events` lists it, with `object` the suspension right after the change. Sent to every enabled endpoint of the workspace subscribed to `suspension.failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "suspension.failed";
+                        /** @constant */
+                        object_type?: "suspension";
+                        object?: components["schemas"]["Suspension"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "suspension.resumed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * suspension.resumed
+         * @description A suspended machine was restored from its snapshot. The body is the event exactly as `GET /v1/events` lists it, with `object` the suspension right after the change. Sent to every enabled endpoint of the workspace subscribed to `suspension.resumed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "suspension.resumed";
+                        /** @constant */
+                        object_type?: "suspension";
+                        object?: components["schemas"]["Suspension"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "suspension.resume_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * suspension.resume_failed
+         * @description A resume failed. The body is the event exactly as `GET /v1/events` lists it, with `object` the suspension right after the change. Sent to every enabled endpoint of the workspace subscribed to `suspension.resume_failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "suspension.resume_failed";
+                        /** @constant */
+                        object_type?: "suspension";
+                        object?: components["schemas"]["Suspension"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "install.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * install.created
+         * @description An install was created; its install workflow starts. The body is the event exactly as `GET /v1/events` lists it, with `object` the install right after the change. Sent to every enabled endpoint of the workspace subscribed to `install.created` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "install.created";
+                        /** @constant */
+                        object_type?: "install";
+                        object?: components["schemas"]["Install"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "install.running": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * install.running
+         * @description An install (or its update, rollback or template upgrade) is running. The body is the event exactly as `GET /v1/events` lists it, with `object` the install right after the change. Sent to every enabled endpoint of the workspace subscribed to `install.running` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "install.running";
+                        /** @constant */
+                        object_type?: "install";
+                        object?: components["schemas"]["Install"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "install.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * install.failed
+         * @description An install, its update or rollback, or its uninstall failed (`status_message` says which and why). The body is the event exactly as `GET /v1/events` lists it, with `object` the install right after the change. Sent to every enabled endpoint of the workspace subscribed to `install.failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "install.failed";
+                        /** @constant */
+                        object_type?: "install";
+                        object?: components["schemas"]["Install"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "install.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * install.updated
+         * @description A change of an install's overrides started. The body is the event exactly as `GET /v1/events` lists it, with `object` the install right after the change. Sent to every enabled endpoint of the workspace subscribed to `install.updated` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "install.updated";
+                        /** @constant */
+                        object_type?: "install";
+                        object?: components["schemas"]["Install"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "install.rolled_back": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * install.rolled_back
+         * @description A rollback of an install to one of its revisions started. The body is the event exactly as `GET /v1/events` lists it, with `object` the install right after the change. Sent to every enabled endpoint of the workspace subscribed to `install.rolled_back` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "install.rolled_back";
+                        /** @constant */
+                        object_type?: "install";
+                        object?: components["schemas"]["Install"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "install.uninstalled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * install.uninstalled
+         * @description An install was uninstalled: its releases are gone and the install with them. The body is the event exactly as `GET /v1/events` lists it, with `object` the install right after the change. Sent to every enabled endpoint of the workspace subscribed to `install.uninstalled` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "install.uninstalled";
+                        /** @constant */
+                        object_type?: "install";
+                        object?: components["schemas"]["Install"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "product.regeneration_succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * product.regeneration_succeeded
+         * @description The charts of a product's new template were rendered and its running installs upgraded. The body is the event exactly as `GET /v1/events` lists it, with `object` the product right after the change. Sent to every enabled endpoint of the workspace subscribed to `product.regeneration_succeeded` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "product.regeneration_succeeded";
+                        /** @constant */
+                        object_type?: "product";
+                        object?: components["schemas"]["Product"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "product.regeneration_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * product.regeneration_failed
+         * @description The charts of a product's new template could not be rendered. The body is the event exactly as `GET /v1/events` lists it, with `object` the product right after the change. Sent to every enabled endpoint of the workspace subscribed to `product.regeneration_failed` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "product.regeneration_failed";
+                        /** @constant */
+                        object_type?: "product";
+                        object?: components["schemas"]["Product"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "quota.reached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * quota.reached
+         * @description A creation took the last of one of the workspace owner's allocation quotas; the next one is refused. The body is the event exactly as `GET /v1/events` lists it, with `object` the quota right after the change. Sent to every enabled endpoint of the workspace subscribed to `quota.reached` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "quota.reached";
+                        /** @constant */
+                        object_type?: "quota";
+                        object?: components["schemas"]["QuotaEntry"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "token.expiring_soon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * token.expiring_soon
+         * @description A personal access token of the workspace's owner expires within 7 days. The body is the event exactly as `GET /v1/events` lists it, with `object` the token right after the change. Sent to every enabled endpoint of the workspace subscribed to `token.expiring_soon` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"] & {
+                        /** @constant */
+                        type?: "token.expiring_soon";
+                        /** @constant */
+                        object_type?: "token";
+                        object?: components["schemas"]["Token"];
+                    };
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description One entry of the audit log: who did what to which objects, from where, and how it ended. Every request that changes something (every operation other than GET, and the reads marked "Recorded in the audit log", which hand out credentials) writes one, in the same transaction as its change; so do workflows when they start running, succeed or fail (actor `platform`). It holds ids only: never a request or response body, a token, a secret or a password. */
@@ -1770,11 +3052,11 @@ export interface components {
             type: components["schemas"]["EventType"];
             workspace_id: string;
             /** @enum {string} */
-            object_type: "cluster" | "machine" | "suspension" | "install" | "product";
-            /** @description The object's id (a machine's `provider_id`). */
+            object_type: "cluster" | "machine" | "suspension" | "install" | "product" | "quota" | "token";
+            /** @description The object's id (a machine's `provider_id`, a quota's `metric`). */
             object_id: string;
             /** @description The object after the change, as its own operations return it (`object_type` names which). */
-            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"] | components["schemas"]["Product"];
+            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"] | components["schemas"]["Product"] | components["schemas"]["QuotaEntry"] | components["schemas"]["Token"];
             created_at: components["schemas"]["Timestamp"];
         };
         /** @description One event of the events stream, as the fields of its Server-Sent Events block: `event` is always `event`, `id` the event's id and `data` the JSON text of the event. */
@@ -1814,13 +3096,22 @@ export interface components {
          *       provision attempt failed and the machine is queued again; `machine.failed`: it could not be provisioned.
          *     - `suspension.suspended`, `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension
          *       or its resume ended.
-         *     - `install.created`, `install.running`, `install.failed`: an install was created; it ran or failed.
+         *     - `install.created`, `install.running`, `install.failed`: an install was created; it ran or failed (also when
+         *       an uninstall gave up: its `status_message` says so).
+         *     - `install.updated`, `install.rolled_back`: a change of an install's overrides, or a rollback to one of its
+         *       revisions, started (`install.running` or `install.failed` tells how it ended).
+         *     - `install.uninstalled`: an install's releases are gone and the install with them; `object` is the install
+         *       as it was last (`uninstalling`).
          *     - `product.regeneration_succeeded`, `product.regeneration_failed`: the charts of a product's new template were
          *       rendered and its running installs upgraded, or that failed.
+         *     - `quota.reached`: a creation took the last of one of the workspace owner's allocation quotas; `object` is
+         *       the quota entry after it, `object_id` its metric.
+         *     - `token.expiring_soon`: a personal access token of the owner of the workspace expires within 7 days;
+         *       `object` is the token as listed (never its secret). Told once per token, in its owner's default workspace.
          *     More types may be added; a consumer should ignore a type it does not know.
          * @enum {string}
          */
-        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "product.regeneration_succeeded" | "product.regeneration_failed";
+        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "install.updated" | "install.rolled_back" | "install.uninstalled" | "product.regeneration_succeeded" | "product.regeneration_failed" | "quota.reached" | "token.expiring_soon";
         /** @description The answer of a health probe that passed. */
         Health: {
             /**
@@ -2076,12 +3367,15 @@ export interface components {
              *     - `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension or its resume ended.
              *     - `install.running`, `install.failed`: an install ended.
              *     - `quota.reached`: a creation took the last of one of the owner's allocation quotas.
+             *     - `token.expiring_soon`: one of the caller's personal access tokens expires within 7 days.
+             *     - `webhook_endpoint.disabled`: a webhook endpoint of the workspace failed every delivery for days and was
+             *       disabled.
              *     More types may be added; clients should show an unknown type by its `title` and `body`.
              * @enum {string}
              */
-            type: "cluster.ready" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached";
+            type: "cluster.ready" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
             /** @enum {string} */
-            resource_type: "cluster" | "machine" | "suspension" | "product" | "install" | "token" | "quota";
+            resource_type: "cluster" | "machine" | "suspension" | "product" | "install" | "token" | "quota" | "webhook_endpoint";
             resource_id: string;
             title: string;
             body: string;
@@ -2279,7 +3573,7 @@ export interface components {
          * @description A permission of a personal access token or OAuth2 JWT: a resource group (one per tag of this reference) and `read` or `write`. `write` includes `read` of its group. Each operation lists the scope it needs under its security requirements; session tokens carry every scope.
          * @enum {string}
          */
-        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "events:read" | "audit:read" | "tokens:read" | "tokens:write";
+        Scope: "workspaces:read" | "workspaces:write" | "clusters:read" | "clusters:write" | "compute:read" | "compute:write" | "registry:read" | "registry:write" | "products:read" | "products:write" | "installs:read" | "installs:write" | "notifications:read" | "notifications:write" | "quotas:read" | "events:read" | "audit:read" | "webhooks:read" | "webhooks:write" | "tokens:read" | "tokens:write";
         /** @description A session token of the caller (a sign-in of the command-line client); its secret is never shown. */
         Session: {
             /** @example tok_01jd2xf9k1n3q5s7v9x1z3b5d7 */
@@ -2409,6 +3703,147 @@ export interface components {
         TokenList: {
             data: components["schemas"]["Token"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description One event sent to one endpoint, with the outcome of its latest attempt. Its `webhook-id` header is the event's id, the same in every attempt and redelivery. */
+        WebhookDelivery: {
+            /** @example whd_01jd2xj2p4r6t8w0y2a4c6e8g0 */
+            id: string;
+            endpoint_id: string;
+            /** @description The event sent, as `GET /v1/events` lists it; also the `webhook-id` header. */
+            event_id: string;
+            event_type: components["schemas"]["EventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * Format: int32
+             * @description Attempts made so far (a redelivery counts on).
+             */
+            attempts: number;
+            /**
+             * Format: int64
+             * @description Unix seconds of the latest attempt; `null` before the first.
+             */
+            last_attempt_at: number | null;
+            /**
+             * Format: int32
+             * @description The HTTP status the endpoint answered last; `null` before the first attempt or when none came (timeout, refused connection).
+             */
+            last_response_status: number | null;
+            /**
+             * Format: int32
+             * @description How long the latest attempt took, in milliseconds.
+             */
+            last_duration_ms: number | null;
+            /** @description Why the latest attempt failed (a status, a timeout, a refused address); `null` after a success. */
+            last_error: string | null;
+            /**
+             * Format: int64
+             * @description Unix seconds of the next attempt while `pending`; `null` otherwise or while an attempt runs.
+             */
+            next_attempt_at: number | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        WebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description - `pending`: not yet delivered; attempted at `next_attempt_at` (or being attempted now when that is `null`).
+         *     - `succeeded`: the endpoint answered 2xx.
+         *     - `failed`: every attempt failed until the retries ran out (3 days after the first attempt).
+         *     - `cancelled`: the endpoint was disabled before it was delivered.
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed" | "cancelled";
+        /** @description A URL of the workspace's that receives its events as signed HTTP POSTs (Standard Webhooks). The signing secret is never shown again after the creation or rotation that made it. */
+        WebhookEndpoint: {
+            /** @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9 */
+            id: string;
+            workspace_id: string;
+            /** @description Where events are POSTed (https). */
+            url: string;
+            /** @description The event types sent to it; empty means every type, including types added later. */
+            event_types: components["schemas"]["EventType"][];
+            description: string;
+            /** @description Only enabled endpoints get deliveries. */
+            enabled: boolean;
+            /** @description Why it is disabled: by a request, or by the service after every delivery failed for days. `null` while enabled. */
+            disabled_reason: string | null;
+            /**
+             * Format: int64
+             * @description Unix seconds of the first failed attempt since the last successful one; `null` while the last attempt succeeded. An endpoint failing for 5 days (the service's setting) is disabled.
+             */
+            failing_since: number | null;
+            /**
+             * Format: int64
+             * @description After a rotation, until when deliveries are also signed with the previous secret; `null` when only the current secret signs.
+             */
+            previous_secret_expires_at: number | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        WebhookEndpointCreate: {
+            /** @description An `https://` URL with a public host. Loopback, private, link-local and metadata addresses are refused here and again at every delivery, against the addresses the host resolves to then. */
+            url: string;
+            /**
+             * @description The event types to send; empty (the default) means every type, including types added later.
+             * @default []
+             */
+            event_types?: components["schemas"]["EventType"][];
+            /** @default  */
+            description?: string;
+            /** @default true */
+            enabled?: boolean;
+        };
+        WebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The fields to change; fields left out keep their value. At least one. */
+        WebhookEndpointUpdate: {
+            /** @description A new URL, checked as on creation. */
+            url?: string;
+            event_types?: components["schemas"]["EventType"][];
+            description?: string;
+            /** @description `false` stops deliveries at once: its pending deliveries are cancelled (redeliver them once it is enabled again). `true` enables it again and clears `disabled_reason` and `failing_since`. */
+            enabled?: boolean;
+        };
+        /** @description A webhook endpoint with its signing secret, shown only in the answer of the creation or rotation that made it. */
+        WebhookEndpointWithSecret: {
+            /** @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9 */
+            id: string;
+            workspace_id: string;
+            /** @description Where events are POSTed (https). */
+            url: string;
+            /** @description The event types sent to it; empty means every type, including types added later. */
+            event_types: components["schemas"]["EventType"][];
+            description: string;
+            /** @description Only enabled endpoints get deliveries. */
+            enabled: boolean;
+            /** @description Why it is disabled: by a request, or by the service after every delivery failed for days. `null` while enabled. */
+            disabled_reason: string | null;
+            /**
+             * Format: int64
+             * @description Unix seconds of the first failed attempt since the last successful one; `null` while the last attempt succeeded. An endpoint failing for 5 days (the service's setting) is disabled.
+             */
+            failing_since: number | null;
+            /**
+             * Format: int64
+             * @description After a rotation, until when deliveries are also signed with the previous secret; `null` when only the current secret signs.
+             */
+            previous_secret_expires_at: number | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            /** @description The signing secret (Standard Webhooks: `whsec_` and the base64 of 32 random bytes); store it now. Verify each delivery's `webhook-signature` with it. */
+            secret: string;
+        };
+        WebhookSecretRotation: {
+            /**
+             * Format: int32
+             * @description How long deliveries are also signed with the current secret, so receivers can switch at their pace: 0 to 7 days, 1 day by default. A rotation during an overlap drops the older previous secret.
+             * @default 86400
+             */
+            overlap_seconds?: number;
         };
         Workspace: {
             /**
@@ -2649,6 +4084,13 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Any 2xx within 10 seconds: received. Anything else (another status, a timeout, a refused connection) is a failed attempt, retried later. */
+        WebhookAccepted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
     };
     parameters: {
         /**
@@ -2822,6 +4264,31 @@ export interface components {
          * @example usr_01jd2x7h3k5m7p9r1t3v5x7z9b
          */
         UserId: string;
+        /**
+         * @description The delivery's id.
+         * @example whd_01jd2xj2p4r6t8w0y2a4c6e8g0
+         */
+        WebhookDeliveryId: string;
+        /**
+         * @description The webhook endpoint's id.
+         * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+         */
+        WebhookEndpointId: string;
+        /**
+         * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+         * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignatureHeader: string;
+        /**
+         * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+         * @example 1732269500
+         */
+        WebhookTimestampHeader: string;
         /**
          * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
          * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
@@ -5943,6 +7410,382 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret (shown only here). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
+        responses: {
+            /** @description The endpoint with its new secret (shown only here). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this status. */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+                /**
+                 * @description The delivery's id.
+                 * @example whd_01jd2xj2p4r6t8w0y2a4c6e8g0
+                 */
+                deliveryId: components["parameters"]["WebhookDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending and due now. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_01jd2xh1n3q5s7v9x1z3b5d7f9
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -1,8 +1,8 @@
 // Helpers derived from the generated types; nothing here restates what the contract says.
 import type { BodyDefaults, QueryDefaults } from '../generated/defaults.d.ts';
-import type { components, operations, paths } from '../generated/schema.d.ts';
+import type { components, operations, paths, webhooks } from '../generated/schema.d.ts';
 
-export type { components, operations, paths };
+export type { components, operations, paths, webhooks };
 
 /** Every operationId of the contract. */
 export type OperationId = keyof operations;

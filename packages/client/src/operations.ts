@@ -376,6 +376,54 @@ export interface PlatformOperations {
    */
   listUserAuditEvents(...args: OperationArgs<'listUserAuditEvents'>): Promise<OperationResult<'listUserAuditEvents'>>;
   /**
+   * List webhook endpoints
+   *
+   * `GET /v1/webhook_endpoints`
+   */
+  listWebhookEndpoints(...args: OperationArgs<'listWebhookEndpoints'>): Promise<OperationResult<'listWebhookEndpoints'>>;
+  /**
+   * Create a webhook endpoint
+   *
+   * `POST /v1/webhook_endpoints`
+   */
+  createWebhookEndpoint(...args: OperationArgs<'createWebhookEndpoint'>): Promise<OperationResult<'createWebhookEndpoint'>>;
+  /**
+   * Rotate a webhook endpoint's secret
+   *
+   * `POST /v1/webhook_endpoints/{id}/rotate_secret`
+   */
+  rotateWebhookEndpointSecret(...args: OperationArgs<'rotateWebhookEndpointSecret'>): Promise<OperationResult<'rotateWebhookEndpointSecret'>>;
+  /**
+   * List an endpoint's deliveries
+   *
+   * `GET /v1/webhook_endpoints/{id}/deliveries`
+   */
+  listWebhookDeliveries(...args: OperationArgs<'listWebhookDeliveries'>): Promise<OperationResult<'listWebhookDeliveries'>>;
+  /**
+   * Redeliver a delivery
+   *
+   * `POST /v1/webhook_endpoints/{id}/deliveries/{deliveryId}/redeliver`
+   */
+  redeliverWebhookDelivery(...args: OperationArgs<'redeliverWebhookDelivery'>): Promise<OperationResult<'redeliverWebhookDelivery'>>;
+  /**
+   * Get a webhook endpoint
+   *
+   * `GET /v1/webhook_endpoints/{id}`
+   */
+  getWebhookEndpoint(...args: OperationArgs<'getWebhookEndpoint'>): Promise<OperationResult<'getWebhookEndpoint'>>;
+  /**
+   * Change a webhook endpoint
+   *
+   * `PATCH /v1/webhook_endpoints/{id}`
+   */
+  updateWebhookEndpoint(...args: OperationArgs<'updateWebhookEndpoint'>): Promise<OperationResult<'updateWebhookEndpoint'>>;
+  /**
+   * Delete a webhook endpoint
+   *
+   * `DELETE /v1/webhook_endpoints/{id}`
+   */
+  deleteWebhookEndpoint(...args: OperationArgs<'deleteWebhookEndpoint'>): Promise<OperationResult<'deleteWebhookEndpoint'>>;
+  /**
    * List my invitations
    *
    * `GET /v1/user/invitations`
@@ -549,6 +597,14 @@ export const operationRoutes = {
   listEvents: { method: 'GET', path: '/v1/events', path_params: [], query: ['type', 'object_id', 'cursor', 'limit'], headers: ['workspaceId'] },
   listAuditEvents: { method: 'GET', path: '/v1/audit_events', path_params: [], query: ['actor_id', 'target_id', 'operation', 'since', 'until', 'cursor', 'limit'], headers: ['workspaceId'] },
   listUserAuditEvents: { method: 'GET', path: '/v1/user/audit_events', path_params: [], query: ['target_id', 'operation', 'since', 'until', 'cursor', 'limit'], headers: [] },
+  listWebhookEndpoints: { method: 'GET', path: '/v1/webhook_endpoints', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
+  createWebhookEndpoint: { method: 'POST', path: '/v1/webhook_endpoints', path_params: [], query: [], headers: ['workspaceId'] },
+  rotateWebhookEndpointSecret: { method: 'POST', path: '/v1/webhook_endpoints/{id}/rotate_secret', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  listWebhookDeliveries: { method: 'GET', path: '/v1/webhook_endpoints/{id}/deliveries', path_params: ['id'], query: ['status', 'cursor', 'limit'], headers: ['workspaceId'] },
+  redeliverWebhookDelivery: { method: 'POST', path: '/v1/webhook_endpoints/{id}/deliveries/{deliveryId}/redeliver', path_params: ['id', 'deliveryId'], query: [], headers: ['workspaceId'] },
+  getWebhookEndpoint: { method: 'GET', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  updateWebhookEndpoint: { method: 'PATCH', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
+  deleteWebhookEndpoint: { method: 'DELETE', path: '/v1/webhook_endpoints/{id}', path_params: ['id'], query: [], headers: ['workspaceId'] },
   listUserInvitations: { method: 'GET', path: '/v1/user/invitations', path_params: [], query: ['cursor', 'limit'], headers: [] },
   acceptInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/accept', path_params: ['id'], query: [], headers: [] },
   declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },

@@ -2,7 +2,7 @@
 // `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256>`, several
 // separated by spaces while a secret rotates), over `${id}.${timestamp}.${body}`, with a `whsec_` + base64 secret.
 // Web Crypto only (Node ≥ 20 and browsers), hence async.
-import type { Schema } from '@platform/api-types';
+import type { Schema, webhooks } from '@platform/api-types';
 import { PlatformError } from './errors.ts';
 
 type Event = Schema<'Event'>;
@@ -10,18 +10,19 @@ type Event = Schema<'Event'>;
 /** What happened, as `<object>.<change>` (`cluster.running`, `install.failed`, …). */
 export type WebhookEventType = Schema<'EventType'>;
 
-/** The object an event of type `T` carries: `cluster.running` → `cluster`. */
-type ObjectTypeOf<T extends WebhookEventType> = T extends `${infer O}.${string}` ? Extract<O, Event['object_type']> : never;
+/** The body the contract's `webhooks` section declares for an event of type `T`. */
+type Payload<T extends WebhookEventType> = webhooks[T]['post']['requestBody']['content']['application/json'];
 
 /**
  * A webhook's payload: the contract's Event, one member per event type, so that checking `type` (or
- * `object_type`) narrows `object` to the record it is (`cluster.running` → Cluster).
+ * `object_type`) narrows `object` to the record it is (`cluster.running` → Cluster). The object type and object of
+ * each type are those its entry in the contract's `webhooks` section names.
  */
 export type WebhookEvent = {
   [T in WebhookEventType]: Omit<Event, 'type' | 'object_type' | 'object'> & {
     type: T;
-    object_type: ObjectTypeOf<T>;
-    object: Schema<Capitalize<ObjectTypeOf<T>>>;
+    object_type: Extract<Event['object_type'], Payload<T>['object_type']>;
+    object: Extract<Event['object'], NonNullable<Payload<T>['object']>>;
   };
 }[WebhookEventType];
 

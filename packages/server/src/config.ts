@@ -81,6 +81,19 @@ export interface Config {
   auditRetentionDays: number;
   /** How often (ms) an events stream looks for new events. */
   eventPollMs: number;
+  /** Webhook deliveries (workflows/webhook-dispatcher.ts). */
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** Development only: endpoints may be http:// URLs of loopback addresses (and https:// ones may be loopback). */
+  allowHttpLoopback: boolean;
+  /** An attempt whose answer has not come within this long (ms) failed. */
+  timeoutMs: number;
+  /** An endpoint whose every attempt failed for this many days is disabled. */
+  disableAfterDays: number;
+  /** Deliveries one worker process attempts at once. */
+  concurrency: number;
 }
 
 export interface ComputeConfig {
@@ -307,6 +320,12 @@ export function loadConfig(env: Env = process.env): Config {
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 0, 36_500),
     eventPollMs: integer(env, 'EVENT_POLL_MS', 1000, 10, 60_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 8, 1, 256),
+    webhooks: {
+      allowHttpLoopback: boolean(env, 'WEBHOOK_ALLOW_HTTP_LOOPBACK', false),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+      disableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 1, 365),
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1024),
+    },
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),

@@ -25,7 +25,9 @@ export type IdPrefix =
   | 'ss'
   | 'evt'
   | 'inv'
-  | 'aud';
+  | 'aud'
+  | 'whe'
+  | 'whd';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -31,7 +31,11 @@ async function main(): Promise<void> {
   const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
   const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
   await runtime.engine.run({ work: config.role !== 'api' });
-  if (config.role !== 'api') runtime.retention.start();
+  if (config.role !== 'api') {
+    runtime.retention.start();
+    runtime.tokenExpiry.start();
+    await runtime.webhooks?.run();
+  }
   // The workers fetch jobs and pg-boss listens for new ones from here on.
   const workersRunning = () => {
     logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
@@ -40,6 +44,8 @@ async function main(): Promise<void> {
   if (config.role === 'worker') {
     onSignals(async () => {
       runtime.retention.stop();
+      runtime.tokenExpiry.stop();
+      await runtime.webhooks?.stop();
       await runtime.engine.stop();
       await connection.close();
     });
@@ -69,6 +75,8 @@ async function main(): Promise<void> {
     shutdown.abort();
     await http.drain(config.shutdownGraceMs);
     runtime.retention.stop();
+    runtime.tokenExpiry.stop();
+    await runtime.webhooks?.stop();
     await runtime.engine.stop();
     await connection.close();
   });

@@ -141,6 +141,8 @@ describe('Notification.type', () => {
       'suspension.failed',
       'suspension.resume_failed',
       'suspension.resumed',
+      'token.expiring_soon',
+      'webhook_endpoint.disabled',
     ]);
   });
 });

@@ -33,6 +33,9 @@ export interface World {
     /** A pending invitation of Alice's workspace (to someone without an account). */
     workspaceInvitation: string;
     session: string;
+    webhookEndpoint: string;
+    /** A delivery of an event to that endpoint. */
+    webhookDelivery: string;
   };
 }
 
@@ -61,6 +64,8 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     invitation: newId('inv'),
     workspaceInvitation: newId('inv'),
     session: (await createToken(db, clock, { userId: alice.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).row.id,
+    webhookEndpoint: newId('whe'),
+    webhookDelivery: newId('whd'),
   };
   const aliceEmail = (await db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
   await db
@@ -135,6 +140,64 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
       last_used_at: null,
     })
     .execute();
+  await db
+    .insertInto('webhook_endpoints')
+    .values({
+      id: ids.webhookEndpoint,
+      workspace_id: ws,
+      url: 'https://hooks.example.com/platform',
+      event_types: [],
+      description: '',
+      enabled: true,
+      disabled_reason: null,
+      secret_ciphertext: Buffer.from('sealed'),
+      previous_secret_ciphertext: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  const event = newId('evt');
+  const cluster = await db.selectFrom('clusters').selectAll().where('id', '=', ids.cluster).executeTakeFirstOrThrow();
+  const object = {
+    id: cluster.id,
+    name: cluster.name,
+    workspace_id: cluster.workspace_id,
+    region_id: cluster.region_id,
+    kaas: { version: cluster.kaas_version, status: cluster.status, status_message: cluster.status_message },
+    created_at: cluster.created_at,
+  };
+  await db
+    .insertInto('events')
+    .values({
+      id: event,
+      workspace_id: ws,
+      type: 'cluster.created',
+      object_type: 'cluster',
+      object_id: ids.cluster,
+      object: JSON.stringify(object),
+      created_at: now,
+    })
+    .execute();
+  await db
+    .insertInto('webhook_deliveries')
+    .values({
+      id: ids.webhookDelivery,
+      endpoint_id: ids.webhookEndpoint,
+      event_id: event,
+      event_type: 'cluster.created',
+      status: 'failed',
+      first_attempt_at: now,
+      last_attempt_at: now,
+      last_response_status: 500,
+      last_duration_ms: 12,
+      last_error: 'The endpoint answered HTTP 500.',
+      next_attempt_at: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
   return { alice, aliceSecondWorkspaceId: second.id, bob, members, ids };
 }
 
@@ -146,6 +209,7 @@ export function idFor(world: World, path: string, param: string): string | undef
   if (param === 'workspaceId') return world.alice.workspaceId;
   if (param === 'userId') return world.alice.userId;
   if (param === 'invitationId') return ids.workspaceInvitation;
+  if (param === 'deliveryId') return ids.webhookDelivery;
   const byCollection: [RegExp, string][] = [
     [/^\/v1\/compute\/configs\/\{id\}/, ids.computeConfig],
     [/^\/v1\/compute\/suspensions\/\{id\}/, ids.suspension],
@@ -157,6 +221,7 @@ export function idFor(world: World, path: string, param: string): string | undef
     [/^\/v1\/user\/tokens\/\{id\}/, ids.token],
     [/^\/v1\/user\/invitations\/\{id\}/, ids.invitation],
     [/^\/v1\/user\/sessions\/\{id\}/, ids.session],
+    [/^\/v1\/webhook_endpoints\/\{id\}/, ids.webhookEndpoint],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
 }

@@ -40,6 +40,7 @@ const CONTRACT_COLUMNS: Record<string, string> = {
   'audit_events.token_kind': 'AuditEvent.token_kind',
   'audit_events.outcome': 'AuditEvent.outcome',
   'audit_events.error_code': 'ErrorCode',
+  'webhook_deliveries.status': 'WebhookDeliveryStatus',
 };
 /** Constrained columns whose values the contract never shows. */
 const INTERNAL_COLUMNS = new Set(['users.plan', 'tokens.kind', 'device_grants.status']);

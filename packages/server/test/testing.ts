@@ -7,6 +7,7 @@ export { migrateToLatest } from '../src/db/migrate.ts';
 export { createUser, seedSampleResources } from '../src/db/seed.ts';
 export { MAX_JSON_DEPTH } from '../src/http/input-checks.ts';
 export { newId } from '../src/ids.ts';
+export { recordEvent } from '../src/resources/events.ts';
 export { createToken } from '../src/resources/tokens.ts';
 export { encodeCursor } from '../src/services/pagination.ts';
 export { createRuntime } from '../src/workflows/runtime.ts';

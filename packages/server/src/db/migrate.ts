@@ -19,6 +19,7 @@ import * as tokenScopes from './migrations/20261123_1400_token_scopes.ts';
 import * as sessionLastUse from './migrations/20261123_1401_session_last_use.ts';
 import * as events from './migrations/20261123_1600_events.ts';
 import * as auditEvents from './migrations/20261124_1000_audit_events.ts';
+import * as webhooks from './migrations/20261124_2000_webhooks.ts';
 import * as tokenWorkspaces from './migrations/20261124_3000_token_workspaces.ts';
 import * as notificationWorkspace from './migrations/20261124_3001_notification_workspace.ts';
 import type { Database } from './schema.ts';
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '20261123_1401_session_last_use': sessionLastUse,
   '20261123_1600_events': events,
   '20261124_1000_audit_events': auditEvents,
+  '20261124_2000_webhooks': webhooks,
   '20261124_3000_token_workspaces': tokenWorkspaces,
   '20261124_3001_notification_workspace': notificationWorkspace,
 };

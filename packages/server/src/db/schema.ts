@@ -62,6 +62,8 @@ export interface TokensTable {
   /** A session's client address and User-Agent at its last recorded use (PATs: null). */
   last_address: string | null;
   user_agent: string | null;
+  /** When its owner was told that it expires soon (token.expiring_soon); null until then. */
+  expiry_told_at: ColumnType<Seconds | null, Seconds | null | undefined, Seconds | null>;
 }
 
 export interface RegionsTable {
@@ -341,6 +343,45 @@ export interface AuditEventsTable {
   client_address: string | null;
 }
 
+export interface WebhookEndpointsTable {
+  id: string;
+  workspace_id: string;
+  url: string;
+  /** Empty: every type. */
+  event_types: Schema<'EventType'>[];
+  description: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  /** AES-256-GCM of the whsec_ secret; see services/secrets.ts. */
+  secret_ciphertext: Buffer;
+  previous_secret_ciphertext: Buffer | null;
+  previous_secret_expires_at: Seconds | null;
+  failing_since: Seconds | null;
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
+/** One event to one endpoint (see resources/webhook-deliveries.ts). */
+export interface WebhookDeliveriesTable {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: Schema<'EventType'>;
+  status: Schema<'WebhookDeliveryStatus'>;
+  attempts: Generated<number>;
+  first_attempt_at: Seconds;
+  last_attempt_at: Seconds | null;
+  last_response_status: number | null;
+  last_duration_ms: number | null;
+  last_error: string | null;
+  next_attempt_at: Seconds | null;
+  job_id: ColumnType<string | null, string | null | undefined, string | null>;
+  enqueued_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  leased_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  created_at: Seconds;
+  updated_at: Seconds;
+}
+
 export interface Database {
   users: UsersTable;
   workspaces: WorkspacesTable;
@@ -362,6 +403,8 @@ export interface Database {
   notifications: NotificationsTable;
   events: EventsTable;
   audit_events: AuditEventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   quota_overrides: QuotaOverridesTable;
   device_grants: DeviceGrantsTable;
   device_code_attempts: DeviceCodeAttemptsTable;

@@ -21,6 +21,7 @@ const ADDRESSED: Record<string, AddressedResource> = {
   '/v1/registry/credentials/': 'registry_credentials',
   '/v1/products/': 'products',
   '/v1/installs/': 'installs',
+  '/v1/webhook_endpoints/': 'webhook_endpoints',
 };
 
 type Target = { kind: 'path' } | { kind: 'resource'; resource: AddressedResource; param: string } | { kind: 'header' };

@@ -14,6 +14,7 @@ import * as quotas from './quotas.ts';
 import * as registry from './registry.ts';
 import * as tokens from './tokens.ts';
 import type { Handlers } from './types.ts';
+import * as webhooks from './webhooks.ts';
 import * as workspaces from './workspaces.ts';
 
 export const handlers = {
@@ -26,6 +27,7 @@ export const handlers = {
   ...notifications,
   ...events,
   ...audit,
+  ...webhooks,
   ...tokens,
   ...deviceSignIn,
   ...quotas,

@@ -1,17 +1,19 @@
 // Events: the outbox of changes worth telling (a cluster came up, an install failed, …). The only writer of
 // `events`. Each resource records its events through `recordEvent` in the transaction that makes the change, so
-// a crash leaves both or neither.
+// a crash leaves both or neither; the event's webhook deliveries are written in that transaction too.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, type Position, page } from '../services/pagination.ts';
 import { streamSlots } from '../services/stream-slots.ts';
 import { resolveWorkspace } from '../services/tenancy.ts';
+import { fanOut } from './webhook-deliveries.ts';
 
 type Db = Kysely<Database>;
 type Event = Schema<'Event'>;
@@ -29,12 +31,27 @@ const toEvent = (row: Row<'events'>): Event => ({
 /** What a resource tells: the type, and the object after the change with its kind and id. */
 export type EventInput = Pick<Event, 'type' | 'workspace_id' | 'object_type' | 'object_id' | 'object'>;
 
-/** Call inside the transaction of the change it tells. */
-export async function recordEvent(db: Db, event: EventInput, now: number): Promise<void> {
-  await db
-    .insertInto('events')
-    .values({ ...event, id: newId('evt'), object: JSON.stringify(event.object), created_at: now })
-    .execute();
+/**
+ * Call inside the transaction of the change it tells; returns the event's id. Writes the event and one webhook delivery per endpoint of
+ * the workspace that subscribes to its type, together (in a transaction of their own when given none).
+ */
+export async function recordEvent(db: Db, event: EventInput, now: number): Promise<string> {
+  const id = newId('evt');
+  const write = async (trx: Db) => {
+    await trx
+      .insertInto('events')
+      .values({ ...event, id, object: JSON.stringify(event.object), created_at: now })
+      .execute();
+    await fanOut(trx, { id, type: event.type, workspace_id: event.workspace_id }, now);
+  };
+  await inTransaction(db, write);
+  return id;
+}
+
+/** One event as the feed shows it (a webhook delivery's body); undefined once pruned. */
+export async function eventById(db: Db, id: string): Promise<Event | undefined> {
+  const row = await db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toEvent(row);
 }
 
 export async function listEvents(db: Db, input: PageInput & { query: { type?: Event['type']; object_id?: string } }) {

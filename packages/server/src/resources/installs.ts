@@ -139,7 +139,7 @@ export async function updateInstall(
     if (!product) throw notFound('Product', locked.product_id);
     checkOverrides(input.overrides, product.sources);
     const workflowId = await workflows.start(trx, 'updateInstall', locked.id);
-    return trx
+    const updated = await trx
       .updateTable('installs')
       .set({
         overrides: JSON.stringify(input.overrides),
@@ -151,6 +151,8 @@ export async function updateInstall(
       .where('id', '=', locked.id)
       .returningAll()
       .executeTakeFirstOrThrow();
+    await tell(trx, 'install.updated', updated, now);
+    return updated;
   });
   return toInstall(row);
 }
@@ -177,12 +179,14 @@ export async function rollbackInstall(
       );
     }
     const workflowId = await workflows.start(trx, 'rollbackInstall', locked.id, { revision: revision.revision });
-    return trx
+    const rolledBack = await trx
       .updateTable('installs')
       .set({ overrides: JSON.stringify(revision.overrides), status: 'installing', workflow_id: workflowId, status_message: null, updated_at: now })
       .where('id', '=', locked.id)
       .returningAll()
       .executeTakeFirstOrThrow();
+    await tell(trx, 'install.rolled_back', rolledBack, now);
+    return rolledBack;
   });
   return toInstall(row);
 }
@@ -218,17 +222,24 @@ export async function deleteInstall(
 
 /** uninstalling → failed with its message: the uninstall gave up; uninstalling it again starts over. */
 export async function failUninstall(db: Db, id: string, message: string, now: number): Promise<void> {
-  await db
-    .updateTable('installs')
-    .set({ status: 'failed', status_message: `Uninstall failed: ${message}`, updated_at: now })
-    .where('id', '=', id)
-    .where('status', '=', 'uninstalling')
-    .execute();
+  await inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('installs')
+      .set({ status: 'failed', status_message: `Uninstall failed: ${message}`, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', 'uninstalling')
+      .returningAll()
+      .executeTakeFirst();
+    if (row) await tell(trx, 'install.failed', row, now);
+  });
 }
 
-/** The install is gone: its releases are uninstalled. */
-export async function removeInstall(db: Db, id: string): Promise<void> {
-  await db.deleteFrom('installs').where('id', '=', id).where('status', '=', 'uninstalling').execute();
+/** The install is gone: its releases are uninstalled. Its last event holds it as it was (uninstalling). */
+export async function removeInstall(db: Db, id: string, now: number): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const row = await trx.deleteFrom('installs').where('id', '=', id).where('status', '=', 'uninstalling').returningAll().executeTakeFirst();
+    if (row) await tell(trx, 'install.uninstalled', row, now);
+  });
 }
 
 export const installById = (db: Db, id: string) => db.selectFrom('installs').selectAll().where('id', '=', id).executeTakeFirst();
@@ -265,7 +276,9 @@ export async function finishInstall(db: Db, id: string, outcome: { status: 'runn
   return row !== undefined;
 }
 
-const tell = (db: Db, type: 'install.created' | 'install.running' | 'install.failed', row: Row<'installs'>, now: number) =>
+type InstallEvent = Extract<Schema<'EventType'>, `install.${string}`>;
+
+const tell = (db: Db, type: InstallEvent, row: Row<'installs'>, now: number) =>
   recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'install', object_id: row.id, object: toInstall(row) }, now);
 
 /**

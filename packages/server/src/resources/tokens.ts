@@ -5,12 +5,15 @@ import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { ALL_SCOPES, grantableScopes, type Scope, type Scopes } from '../services/scopes.ts';
 import { grantableWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
+import { recordEvent } from './events.ts';
+import { notifyUser } from './notifications.ts';
 
 /** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
 const toToken = (row: Row<'tokens'>): Schema<'Token'> => ({
@@ -265,4 +268,58 @@ export async function revokeCallerToken(db: Kysely<Database>, tokenId: string | 
     throw validationError('Authorization', 'An OAuth2 JWT cannot be revoked by this service.', 'Revoke the token at the identity provider that issued it.');
   }
   await db.deleteFrom('tokens').where('id', '=', tokenId).execute();
+}
+
+/** How long before its expiry a personal access token's owner is told (token.expiring_soon). */
+export const EXPIRY_NOTICE_SECONDS = 7 * 86_400;
+
+/**
+ * Tells the owners of personal access tokens expiring within EXPIRY_NOTICE_SECONDS, once per token: a
+ * token.expiring_soon event in the owner's default workspace (the oldest they own; none when they own none) and a
+ * notification. Safe to run in every worker at once: each token is claimed once. Returns how many were told.
+ */
+export async function tellExpiringTokens(db: Kysely<Database>, now: number): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    const rows = await trx
+      .updateTable('tokens')
+      .set({ expiry_told_at: now })
+      .where(
+        'id',
+        'in',
+        trx
+          .selectFrom('tokens')
+          .select('id')
+          .where('kind', '=', 'pat')
+          .where('expiry_told_at', 'is', null)
+          .where('expires_at', '>', now)
+          .where('expires_at', '<=', now + EXPIRY_NOTICE_SECONDS)
+          .limit(500)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returningAll()
+      .execute();
+    for (const row of rows) {
+      const days = Math.max(1, Math.ceil((row.expires_at! - now) / 86_400));
+      await notifyUser(trx, row.user_id, now, {
+        type: 'token.expiring_soon',
+        resource_type: 'token',
+        resource_id: row.id,
+        title: `Token ${row.name} expires soon`,
+        body: `Your personal access token ${row.name} (${row.prefix}…) stops working in ${days} day${days === 1 ? '' : 's'}. Create a new one (POST /v1/user/tokens) and replace it where it is used.`,
+        severity: 'warning',
+      });
+      const home = await trx
+        .selectFrom('workspaces')
+        .select('id')
+        .where('owner_id', '=', row.user_id)
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(1)
+        .executeTakeFirst();
+      if (home)
+        await recordEvent(trx, { type: 'token.expiring_soon', workspace_id: home.id, object_type: 'token', object_id: row.id, object: toToken(row) }, now);
+    }
+    return rows.length;
+  });
 }

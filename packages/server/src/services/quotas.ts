@@ -4,6 +4,7 @@ import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Plan } from '../db/schema.ts';
 import { ApiError } from '../errors.ts';
+import { recordEvent } from '../resources/events.ts';
 import { notifyUser } from '../resources/notifications.ts';
 import type { WorkspaceRef } from './tenancy.ts';
 
@@ -115,6 +116,11 @@ export async function enforceQuota(
         body: `You now use all ${show(limit)} of ${metric}. Further creations are refused until a resource is deleted or the limit is raised (Pro plan, or BYOM machines, which count toward no quota).`,
         severity: 'warning',
       });
+      await recordEvent(
+        trx,
+        { type: 'quota.reached', workspace_id: workspace.id, object_type: 'quota', object_id: metric, object: entry(metric, limit, limit) },
+        now,
+      );
     }
   }
 }

@@ -26,6 +26,7 @@ const workspaceOfResource = {
   registry_credentials: (db: Kysely<Database>, id: string) => db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id),
   products: (db: Kysely<Database>, id: string) => db.selectFrom('products').select('workspace_id').where('id', '=', id),
   installs: (db: Kysely<Database>, id: string) => db.selectFrom('installs').select('workspace_id').where('id', '=', id),
+  webhook_endpoints: (db: Kysely<Database>, id: string) => db.selectFrom('webhook_endpoints').select('workspace_id').where('id', '=', id),
 };
 
 export type AddressedResource = keyof typeof workspaceOfResource;

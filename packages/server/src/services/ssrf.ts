@@ -79,6 +79,37 @@ export async function isForbiddenHost(host: string, resolve: Resolver = defaultR
   return addresses.some(isBlockedAddress);
 }
 
+const LOOPBACK = ['127.0.0.0/8', '::1/128'].map(blockRange);
+
+/** 127.0.0.0/8 and ::1, also when an IPv6 address carries a loopback IPv4 address. */
+export function isLoopbackAddress(address: string): boolean {
+  const parsed = addressValue(address);
+  if (!parsed) return false;
+  if (parsed.family === 6 && carriers.some(within(6, parsed.value))) return LOOPBACK.some(within(4, parsed.value & 0xffffffffn));
+  return LOOPBACK.some(within(parsed.family, parsed.value));
+}
+
+/**
+ * The addresses a connection to `host` may use, every one checked, or why it must not be made. A client that
+ * connects to one of these addresses (never resolving the name again) leaves no window for a DNS answer to
+ * change between the check and the connection. A name that resolves to nothing gives no addresses.
+ * `allowLoopback` lets loopback addresses and the name localhost through (local development only).
+ */
+export async function resolveChecked(
+  host: string,
+  resolve: Resolver,
+  { allowLoopback = false }: { allowLoopback?: boolean } = {},
+): Promise<{ addresses: string[] } | { refused: string }> {
+  const bare = canonicalHost(host);
+  let addresses: string[];
+  if (isIP(bare)) addresses = [bare];
+  else if (BLOCKED_NAMES.test(bare) && !(allowLoopback && /^localhost$/i.test(bare))) return { refused: `${bare} is an internal name` };
+  else addresses = await resolve(bare).catch(() => []);
+  const refused = addresses.find((address) => isBlockedAddress(address) && !(allowLoopback && isLoopbackAddress(address)));
+  if (refused) return { refused: `${bare} is or resolves to ${refused}, a loopback, private, link-local or metadata address` };
+  return { addresses };
+}
+
 /** Schemes a helm source may name: chart repositories and Git over HTTP(S), OCI registries. */
 const SOURCE_SCHEMES = new Set(['https:', 'http:', 'oci:']);
 

@@ -156,7 +156,7 @@ export interface EngineOptions {
 }
 
 /** pg-boss statements run on the caller's Kysely transaction. */
-function onTransaction(trx: Kysely<Database>) {
+export function onTransaction(trx: Kysely<Database>) {
   return {
     async executeSql(text: string, values: unknown[] = []) {
       const result = await trx.executeQuery(CompiledQuery.raw(text, values));

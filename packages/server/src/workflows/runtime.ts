@@ -12,9 +12,12 @@ import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.t
 import type { ClusterDriver } from '../providers/types.ts';
 import { recordWorkflowTransition } from '../resources/audit-events.ts';
 import { secretBox } from '../services/secrets.ts';
+import { defaultResolve, type Resolver } from '../services/ssrf.ts';
 import { WorkflowEngine } from './engine.ts';
 import { eventRetention } from './event-retention.ts';
 import { workflowDefinitions } from './index.ts';
+import { tokenExpiryNotices } from './token-expiry.ts';
+import { WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export interface RuntimeOptions {
   db: Kysely<Database>;
@@ -31,6 +34,7 @@ export interface RuntimeOptions {
     | 'workflowStepDelayMs'
     | 'eventRetentionDays'
     | 'auditRetentionDays'
+    | 'webhooks'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -40,9 +44,11 @@ export interface RuntimeOptions {
   driver?: ClusterDriver;
   /** The provider rate limit; default: the one shared through PostgreSQL at `config.providerRateLimit`. */
   rateLimit?: ProviderRateLimit;
-  /** Opens BYOM cloud credentials for the workflows. */
+  /** Opens BYOM cloud credentials for the workflows and webhook endpoints' signing secrets; without it no webhook is sent. */
   secretsKey?: Buffer;
-  /** How often (real ms) a worker deletes expired events and audit events; default hourly. */
+  /** Resolves webhook endpoints' host names for the SSRF check before each delivery; default DNS. */
+  resolveHost?: Resolver;
+  /** How often (real ms) a worker deletes expired events and audit events and looks for tokens about to expire; default hourly. */
   eventPruneEveryMs?: number;
 }
 
@@ -86,5 +92,19 @@ export function createRuntime(options: RuntimeOptions) {
     auditRetentionDays: config.auditRetentionDays,
     everyMs: options.eventPruneEveryMs ?? 3_600_000,
   });
-  return { cloud, provider, driver, engine, retention };
+  const webhooks = options.secretsKey
+    ? new WebhookDispatcher({
+        db: options.db,
+        connectionString: options.connectionString,
+        clock: options.clock,
+        logger: options.logger,
+        secrets: secretBox(options.secretsKey),
+        resolve: options.resolveHost ?? defaultResolve,
+        config: config.webhooks,
+        tickMs: options.tickMs ?? 250,
+        orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
+      })
+    : undefined;
+  const tokenExpiry = tokenExpiryNotices({ db: options.db, clock: options.clock, logger: options.logger, everyMs: options.eventPruneEveryMs ?? 3_600_000 });
+  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry };
 }

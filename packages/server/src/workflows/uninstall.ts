@@ -39,7 +39,7 @@ export const deleteInstall: WorkflowDefinition = {
       return left.some((release) => release !== undefined) ? { wait: 2 } : { next: 'remove' };
     },
     async remove(ctx) {
-      await removeInstall(ctx.db, ctx.workflow.subject_id);
+      await removeInstall(ctx.db, ctx.workflow.subject_id, ctx.clock.now());
       return { done: true };
     },
   },

@@ -1,0 +1,217 @@
+// Webhook endpoints: URLs of a workspace that receive its events (see webhook-deliveries.ts for the sending). The
+// only writer of `webhook_endpoints`. The signing secret is sealed at rest and shown only by the creation or
+// rotation that made it; after a rotation the previous secret keeps signing until its deadline. The URL is
+// checked against the SSRF rules here and again at every delivery. An endpoint failing for days is disabled
+// with a notification, and nothing is delivered to a disabled endpoint (its pending deliveries are cancelled).
+import type { ReceivedBody, Schema } from '@platform/api-types';
+import type { Kysely } from 'kysely';
+import type { Database, Row } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
+import { notFound, validationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
+import type { SecretBox } from '../services/secrets.ts';
+import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
+import { forbiddenWebhookUrl, newWebhookSecret, type WebhookUrlRules } from '../services/webhooks.ts';
+import { notifyWorkspace } from './notifications.ts';
+import { cancelPendingDeliveries } from './webhook-deliveries.ts';
+
+type Db = Kysely<Database>;
+type Endpoint = Schema<'WebhookEndpoint'>;
+
+/** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
+const toWebhookEndpoint = (row: Row<'webhook_endpoints'>): Endpoint => ({
+  id: row.id,
+  workspace_id: row.workspace_id,
+  url: row.url,
+  event_types: row.event_types,
+  description: row.description,
+  enabled: row.enabled,
+  disabled_reason: row.disabled_reason,
+  failing_since: row.failing_since,
+  previous_secret_expires_at: row.previous_secret_expires_at,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+const DISABLED_BY_REQUEST = 'Disabled through the API.';
+
+/** 422 naming `url` when the URL breaks the rules (its host is resolved: call it outside a transaction). */
+export async function checkWebhookUrl(url: string, rules: WebhookUrlRules): Promise<void> {
+  const reason = await forbiddenWebhookUrl(url, rules);
+  if (reason) {
+    throw validationError(
+      'url',
+      `The webhook URL ${reason}.`,
+      rules.allowHttpLoopback
+        ? 'Use an https:// URL with a public host name, or an http:// URL of a loopback address.'
+        : 'Use an https:// URL with a public host name.',
+    );
+  }
+}
+
+export const listWebhookEndpoints = (db: Db, input: PageInput) => workspacePage(db, input, 'webhook_endpoints', toWebhookEndpoint);
+
+async function visibleEndpoint(db: Db, caller: WorkspaceCaller, id: string): Promise<Row<'webhook_endpoints'>> {
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', 'in', memberWorkspaces(db, caller))
+    .executeTakeFirst();
+  if (!row) throw notFound('Webhook endpoint', id);
+  return row;
+}
+
+export const getWebhookEndpoint = async (db: Db, caller: WorkspaceCaller, id: string): Promise<Endpoint> =>
+  toWebhookEndpoint(await visibleEndpoint(db, caller, id));
+
+/** A new endpoint (its `url` checked by checkWebhookUrl first), with its secret, shown this once. */
+export async function createWebhookEndpoint(
+  db: Db,
+  workspace: WorkspaceRef,
+  input: ReceivedBody<'createWebhookEndpoint'>,
+  { now, secrets }: { now: number; secrets: SecretBox },
+): Promise<Schema<'WebhookEndpointWithSecret'>> {
+  const secret = newWebhookSecret();
+  const row = await db
+    .insertInto('webhook_endpoints')
+    .values({
+      id: newId('whe'),
+      workspace_id: workspace.id,
+      url: input.url,
+      event_types: input.event_types,
+      description: input.description,
+      enabled: input.enabled,
+      disabled_reason: input.enabled ? null : DISABLED_BY_REQUEST,
+      secret_ciphertext: secrets.seal(secret),
+      previous_secret_ciphertext: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...toWebhookEndpoint(row), secret };
+}
+
+/** New fields (a new `url` checked by checkWebhookUrl first); disabling cancels the pending deliveries, enabling clears the reason and the failing run. */
+export async function updateWebhookEndpoint(
+  db: Db,
+  caller: WorkspaceCaller,
+  id: string,
+  input: Schema<'WebhookEndpointUpdate'>,
+  { now }: { now: number },
+): Promise<Endpoint> {
+  const current = await visibleEndpoint(db, caller, id);
+  const row = await inTransaction(db, async (trx) => {
+    const updated = await trx
+      .updateTable('webhook_endpoints')
+      .set({
+        ...(input.url === undefined ? {} : { url: input.url }),
+        ...(input.event_types === undefined ? {} : { event_types: input.event_types }),
+        ...(input.description === undefined ? {} : { description: input.description }),
+        ...(input.enabled === undefined || input.enabled === current.enabled
+          ? {}
+          : input.enabled
+            ? { enabled: true, disabled_reason: null, failing_since: null }
+            : { enabled: false, disabled_reason: DISABLED_BY_REQUEST }),
+        updated_at: now,
+      })
+      .where('id', '=', current.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (!updated.enabled) await cancelPendingDeliveries(trx, updated.id, 'Cancelled: the endpoint was disabled.', now);
+    return updated;
+  });
+  return toWebhookEndpoint(row);
+}
+
+export async function deleteWebhookEndpoint(db: Db, caller: WorkspaceCaller, id: string): Promise<void> {
+  const endpoint = await visibleEndpoint(db, caller, id);
+  // Its deliveries go with it (ON DELETE CASCADE); a job still queued for one finds nothing to send.
+  await db.deleteFrom('webhook_endpoints').where('id', '=', endpoint.id).execute();
+}
+
+/** A new secret; the current one keeps signing for `overlap_seconds` (an older previous secret is dropped). */
+export async function rotateWebhookEndpointSecret(
+  db: Db,
+  caller: WorkspaceCaller,
+  id: string,
+  input: ReceivedBody<'rotateWebhookEndpointSecret'>,
+  { now, secrets }: { now: number; secrets: SecretBox },
+): Promise<Schema<'WebhookEndpointWithSecret'>> {
+  const current = await visibleEndpoint(db, caller, id);
+  const overlap = input.overlap_seconds;
+  const secret = newWebhookSecret();
+  const row = await db
+    .updateTable('webhook_endpoints')
+    .set({
+      secret_ciphertext: secrets.seal(secret),
+      previous_secret_ciphertext: overlap > 0 ? current.secret_ciphertext : null,
+      previous_secret_expires_at: overlap > 0 ? now + overlap : null,
+      updated_at: now,
+    })
+    .where('id', '=', current.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...toWebhookEndpoint(row), secret };
+}
+
+/**
+ * Removes every endpoint of a workspace and, with them, their deliveries. The foreign key does it when the
+ * workspace row is deleted; a deletion that keeps the row for a while (a grace period) calls this.
+ */
+export async function removeWorkspaceEndpoints(trx: Db, workspaceId: string): Promise<void> {
+  await trx.deleteFrom('webhook_endpoints').where('workspace_id', '=', workspaceId).execute();
+}
+
+// What the dispatcher needs of an endpoint.
+
+export const endpointById = (db: Db, id: string) => db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+
+/** The secrets that sign a delivery now: the current one, and the previous one until its deadline. */
+export function signingSecrets(endpoint: Row<'webhook_endpoints'>, secrets: SecretBox, now: number): string[] {
+  const previous =
+    endpoint.previous_secret_ciphertext && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now
+      ? [secrets.open(endpoint.previous_secret_ciphertext)]
+      : [];
+  return [secrets.open(endpoint.secret_ciphertext), ...previous];
+}
+
+/** An attempt succeeded: the endpoint is not failing. */
+export async function endpointSucceeded(db: Db, id: string): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', id).where('failing_since', 'is not', null).execute();
+}
+
+/**
+ * An attempt failed: the endpoint is failing since its first failure after the last success. Failing for
+ * `disableAfterSeconds` → disabled, its pending deliveries cancelled, and the workspace's members notified.
+ * Returns whether this failure disabled it.
+ */
+export async function endpointFailed(db: Db, id: string, { now, disableAfterSeconds, error }: { now: number; disableAfterSeconds: number; error: string }) {
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('webhook_endpoints')
+      .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
+      .where('id', '=', id)
+      .where('enabled', '=', true)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row || row.failing_since === null || now - row.failing_since < disableAfterSeconds) return false;
+    const days = Math.round(disableAfterSeconds / 86_400);
+    const reason = `Every delivery failed for ${days} days (the last: ${error})`;
+    await trx.updateTable('webhook_endpoints').set({ enabled: false, disabled_reason: reason, updated_at: now }).where('id', '=', id).execute();
+    await cancelPendingDeliveries(trx, id, 'Cancelled: the endpoint was disabled after failing for days.', now);
+    await notifyWorkspace(trx, row.workspace_id, now, {
+      type: 'webhook_endpoint.disabled',
+      resource_type: 'webhook_endpoint',
+      resource_id: id,
+      title: 'Webhook endpoint disabled',
+      body: `${row.url} failed every delivery for ${days} days and was disabled; nothing more is sent to it. Fix it, enable it again (PATCH /v1/webhook_endpoints/${id}), then redeliver what it missed.`,
+      severity: 'warning',
+    });
+    return true;
+  });
+}

@@ -1,0 +1,793 @@
+// Webhooks end to end: endpoints created through the API, the workflow engine and the webhook dispatcher running
+// on a real PostgreSQL, and real receivers (node:http on loopback). Every delivery is verified with the Standard
+// Webhooks reference package (standardwebhooks), not with our code, and every body is validated against the
+// contract's webhooks entry of its type. The clock is injected: retries come when the test moves it. The last
+// part kills worker processes (main.ts --role worker) with SIGKILL in the middle of a delivery.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createPlatformClient } from '@platform/client';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadDocument, pointer, SchemaValidator } from '../../../test/support/openapi.ts';
+import { systemClock } from '../src/clock.ts';
+import { loadConfig } from '../src/config.ts';
+import { recordEvent } from '../src/resources/events.ts';
+import { tellExpiringTokens } from '../src/resources/tokens.ts';
+import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
+import { secretBox } from '../src/services/secrets.ts';
+import { createRuntime } from '../src/workflows/runtime.ts';
+import { nextAttemptAt, RETRY_WINDOW_SECONDS } from '../src/workflows/webhook-dispatcher.ts';
+import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+
+const document = loadDocument();
+const contract = new SchemaValidator(document);
+
+interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The injected clock's milliseconds when it arrived (the receiver's "now" for the timestamp check). */
+  at: number;
+}
+
+/** A webhook receiver on loopback: records every request, answers what `answer` says (a status, or never). */
+class Receiver {
+  readonly received: Received[] = [];
+  private readonly server: Server;
+  answer: (request: Received, nth: number) => number | 'never' = () => 204;
+  private readonly clockMs: () => number;
+  constructor(clockMs: () => number) {
+    this.clockMs = clockMs;
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const request = { path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: this.clockMs() };
+        this.received.push(request);
+        const answer = this.answer(request, this.received.filter((r) => r.path === request.path).length);
+        if (answer !== 'never') res.writeHead(answer).end();
+      });
+    });
+  }
+  async start(): Promise<string> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+  at(path: string): Received[] {
+    return this.received.filter((r) => r.path === path);
+  }
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, what: string, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * The Standard Webhooks package's verification of one request, as a receiver whose clock reads `at` (the
+ * package checks the timestamp against Date.now()). Returns the parsed payload; throws when it does not verify.
+ */
+function verify(secret: string, request: Received): unknown {
+  vi.useFakeTimers({ toFake: ['Date'], now: request.at });
+  try {
+    return new Webhook(secret).verify(request.body, request.headers as Record<string, string>);
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+/** The body against the contract's webhooks entry of its type: the event narrowed to that type. */
+function contractErrors(body: string): string[] {
+  const event = JSON.parse(body) as { type: string };
+  const at = pointer('webhooks', event.type, 'post', 'requestBody', 'content', 'application/json', 'schema');
+  return contract.errors(at, event);
+}
+
+// The clock starts at the real time, so the first attempts' timestamps are also fresh by the real clock.
+const clock = new TestClock(Math.floor(Date.now() / 1000));
+const secretsKey = randomBytes(32);
+/** Host names the SSRF checks resolve, by the test (the machines have no public DNS). */
+const dns = new Map<string, string[]>();
+const resolveHost = async (host: string) => dns.get(host) ?? [];
+const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_DISABLE_AFTER_DAYS: '1' };
+
+let database: TestDatabase;
+let server: TestServer;
+let runtime: ReturnType<typeof createRuntime>;
+let receiver: Receiver;
+let receiverUrl: string;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  runtime = createRuntime({
+    db: database.db,
+    connectionString: database.url,
+    clock,
+    logger: pino({ level: 'silent' }),
+    config: loadConfig({
+      WORKER_CONCURRENCY: '8',
+      PROVIDER_RATE_LIMIT: '1000',
+      SIM_CONTROL_PLANE_SECONDS: '30',
+      SIM_BOOT_SECONDS: '20',
+      SIM_RELEASE_SECONDS: '8',
+      ...WEBHOOK_ENV,
+    }),
+    simulation: { followPollMs: 20 },
+    tickMs: 20,
+    orphanAfterSeconds: 1,
+    secretsKey,
+    resolveHost,
+  });
+  await runtime.engine.run({ work: true });
+  await runtime.webhooks!.run();
+  server = await startTestServer(database.db, clock, WEBHOOK_ENV, {
+    workflows: runtime.engine,
+    provider: runtime.provider,
+    driver: runtime.driver,
+    secretsKey,
+    resolveHost,
+  });
+  receiver = new Receiver(() => clock.nowMs());
+  receiverUrl = await receiver.start();
+});
+
+afterAll(async () => {
+  await server?.close();
+  await runtime?.webhooks?.stop();
+  await runtime?.engine.stop();
+  await receiver?.close();
+  await database?.drop();
+});
+
+const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+
+async function createEndpoint(user: TestUser, body: { url: string; event_types?: string[]; enabled?: boolean }) {
+  const reply = await call(server.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  secretsOf.set(`${user.userId}${new URL(body.url).pathname}`, reply.body.secret);
+  return reply.body as { id: string; secret: string };
+}
+
+async function deliveriesOf(user: TestUser, endpointId: string) {
+  const all = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const reply = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+      token: user.token,
+    });
+    expect(reply.status).toBe(200);
+    all.push(...reply.body.data);
+    if (!reply.body.pagination.has_more) return all;
+    cursor = reply.body.pagination.cursor;
+  }
+}
+
+async function feed(user: TestUser) {
+  const events = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const reply = await call(server.baseUrl, 'GET', `/v1/events?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { token: user.token });
+    events.push(...reply.body.data);
+    if (!reply.body.pagination.has_more) return events;
+    cursor = reply.body.pagination.cursor;
+  }
+}
+
+/** Every workflow is finished or waits for a moment the clock has not reached. */
+const settled = () =>
+  eventually(
+    async () =>
+      (
+        await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM workflows
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+      ).rows[0]!.n,
+    (n) => n === 0,
+    'the workers to settle',
+  );
+
+const secretsOf = new Map<string, string>();
+/** The secret of the endpoint a user created for a receiver path. */
+const secretFor = (user: TestUser, path: string) => secretsOf.get(`${user.userId}${path}`);
+
+const createCluster = (user: TestUser, name: string) => client(user).POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
+
+describe('deliveries of a workspace’s events', () => {
+  let user: TestUser;
+  let all: { id: string; secret: string };
+  let installsOnly: { id: string; secret: string };
+
+  beforeAll(async () => {
+    user = await newUser(database.db, clock, 'pro');
+    all = await createEndpoint(user, { url: `${receiverUrl}/all` });
+    installsOnly = await createEndpoint(user, { url: `${receiverUrl}/installs`, event_types: ['install.running', 'install.failed'] });
+    const api = client(user);
+    const cluster = await createCluster(user, 'hooks');
+    await settled();
+    clock.advance(30);
+    await eventually(
+      () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
+      (c) => c.kaas.status === 'RUNNING',
+      'RUNNING',
+    );
+    const credential = await api.POST('/v1/compute/cloud_credentials', {
+      body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
+    });
+    const config = await api.POST('/v1/compute/configs', {
+      body: {
+        name: 'byom',
+        provider: 'hcloud',
+        provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+        cloud_credential_id: credential.id,
+      },
+    });
+    await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    clock.advance(20);
+    await eventually(
+      () => api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } }),
+      (m) => m[0]?.status === 'ready',
+      'ready',
+    );
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Shop',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } }],
+      },
+    });
+    const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await eventually(
+      () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } }),
+      (i) => i.status === 'installing',
+      'installing',
+    );
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } }),
+      (i) => i.status === 'running',
+      'running',
+    );
+    await eventually(
+      () => deliveriesOf(user, all.id),
+      (d) => d.length === 6 && d.every((x) => x.status === 'succeeded'),
+      'every delivery to succeed',
+    );
+  });
+
+  it('sends each event of the feed once, as the feed has it, signed per Standard Webhooks and valid against the contract', async () => {
+    const events = await feed(user);
+    expect(events.map((e) => e.type).sort()).toEqual(
+      ['cluster.created', 'cluster.running', 'machine.ready', 'product.regeneration_succeeded', 'install.created', 'install.running'].sort(),
+    );
+    const received = receiver.at('/all');
+    expect(received.map((r) => r.headers['webhook-id']).sort()).toEqual(events.map((e) => e.id).sort());
+    for (const request of received) {
+      const event = events.find((e) => e.id === request.headers['webhook-id']);
+      expect(verify(all.secret, request)).toEqual(event);
+      expect(contractErrors(request.body)).toEqual([]);
+      expect(request.headers['content-type']).toBe('application/json');
+      // One signature, made with this endpoint's secret only.
+      expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect(() => verify(installsOnly.secret, request)).toThrow();
+    }
+  });
+
+  it('sends an endpoint only the types it subscribes to', async () => {
+    const received = receiver.at('/installs');
+    expect(received.map((r) => JSON.parse(r.body).type)).toEqual(['install.running']);
+    expect(verify(installsOnly.secret, received[0]!)).toMatchObject({ type: 'install.running', object: { status: 'running' } });
+  });
+
+  it('lists the deliveries as the feed has the events: one each, succeeded at the first attempt', async () => {
+    const events = await feed(user);
+    const deliveries = await deliveriesOf(user, all.id);
+    expect(deliveries.map((d) => [d.event_id, d.event_type])).toEqual(events.map((e) => [e.id, e.type]));
+    for (const delivery of deliveries) {
+      expect(delivery).toMatchObject({
+        endpoint_id: all.id,
+        status: 'succeeded',
+        attempts: 1,
+        last_response_status: 204,
+        last_error: null,
+        next_attempt_at: null,
+      });
+      expect(delivery.last_duration_ms).toBeGreaterThanOrEqual(0);
+    }
+    const succeeded = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${all.id}/deliveries?status=pending`, { token: user.token });
+    expect(succeeded.body.data).toEqual([]);
+  });
+});
+
+describe('the install lifecycle', () => {
+  it('tells an update, a rollback and an uninstall', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, {
+      url: `${receiverUrl}/lifecycle`,
+      event_types: ['install.updated', 'install.rolled_back', 'install.uninstalled', 'install.running'],
+    });
+    const api = client(user);
+    const cluster = await createCluster(user, 'lifecycle');
+    await settled();
+    clock.advance(30);
+    await eventually(
+      () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
+      (c) => c.kaas.status === 'RUNNING',
+      'RUNNING',
+    );
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: 'Blog',
+        cluster_ids: [cluster.id],
+        sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } }],
+      },
+    });
+    const getInstall = (id: string) => () => api.GET('/v1/installs/{id}', { params: { path: { id } } });
+    const untilRunning = async (id: string) => {
+      await eventually(getInstall(id), (i) => i.status === 'installing', 'installing');
+      await settled();
+      clock.advance(8);
+      await eventually(getInstall(id), (i) => i.status === 'running', 'running');
+    };
+    const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await untilRunning(install.id);
+    await api.PATCH('/v1/installs/{id}', {
+      params: { path: { id: install.id } },
+      body: { overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] },
+    });
+    await untilRunning(install.id);
+    await api.POST('/v1/installs/{id}/rollback', { params: { path: { id: install.id } }, body: { revision: 1 } });
+    await untilRunning(install.id);
+    await api.DELETE('/v1/installs/{id}', { params: { path: { id: install.id } } });
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token }),
+      (r) => r.status === 404,
+      'the install to be gone',
+    );
+    const types = ['install.running', 'install.updated', 'install.running', 'install.rolled_back', 'install.running', 'install.uninstalled'];
+    const deliveries = await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d.length === types.length && d.every((x) => x.status === 'succeeded'),
+      'the lifecycle’s deliveries',
+    );
+    expect(deliveries.map((d) => d.event_type)).toEqual(types);
+    const bodies = receiver.at('/lifecycle').map((r) => JSON.parse(r.body));
+    expect(bodies.find((b) => b.type === 'install.updated').object).toMatchObject({ id: install.id, overrides: [{ values: { replicaCount: 2 } }] });
+    expect(bodies.find((b) => b.type === 'install.rolled_back').object).toMatchObject({ id: install.id, status: 'installing', overrides: [] });
+    expect(bodies.find((b) => b.type === 'install.uninstalled').object).toMatchObject({ id: install.id, status: 'uninstalling' });
+    for (const request of receiver.at('/lifecycle')) expect(contractErrors(request.body)).toEqual([]);
+    // The feed has the same events.
+    const feedIds = (await feed(user)).filter((e) => types.includes(e.type)).map((e) => e.id);
+    expect(deliveries.map((d) => d.event_id)).toEqual(feedIds);
+  });
+});
+
+describe('quotas and tokens', () => {
+  it('tells a quota reached, with the quota entry', async () => {
+    const user = await newUser(database.db, clock, 'free');
+    await createEndpoint(user, { url: `${receiverUrl}/quota`, event_types: ['quota.reached'] });
+    await createCluster(user, 'the-only-one');
+    const [request] = await eventually(
+      () => receiver.at('/quota'),
+      (r) => r.length === 1,
+      'quota.reached',
+    );
+    expect(verify(secretFor(user, '/quota')!, request!)).toMatchObject({
+      type: 'quota.reached',
+      object_type: 'quota',
+      object_id: 'kaas/clusters',
+      object: { metric: 'kaas/clusters', limit: 1, usage: 1, remaining: 0 },
+    });
+    expect(contractErrors(request!.body)).toEqual([]);
+  });
+
+  it('tells once that a personal access token expires within 7 days', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    await createEndpoint(user, { url: `${receiverUrl}/tokens`, event_types: ['token.expiring_soon'] });
+    const soon = await client(user).POST('/v1/user/tokens', { body: { name: 'ci', expires_at: clock.now() + 3 * 86_400, scopes: ['clusters:read'] } });
+    await client(user).POST('/v1/user/tokens', { body: { name: 'later', expires_at: clock.now() + 30 * 86_400, scopes: ['clusters:read'] } });
+    await tellExpiringTokens(database.db, clock.now());
+    await tellExpiringTokens(database.db, clock.now());
+    const [request] = await eventually(
+      () => receiver.at('/tokens'),
+      (r) => r.length === 1,
+      'token.expiring_soon',
+    );
+    expect(JSON.parse(request!.body)).toMatchObject({ type: 'token.expiring_soon', object_type: 'token', object_id: soon.id, object: { name: 'ci' } });
+    expect(request!.body).not.toContain(soon.token);
+    expect(contractErrors(request!.body)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(receiver.at('/tokens')).toHaveLength(1);
+    const notifications = await client(user).GET('/v1/notifications', {});
+    expect(notifications.data.filter((n) => n.type === 'token.expiring_soon').map((n) => n.resource_id)).toEqual([soon.id]);
+  });
+});
+
+describe('retries', () => {
+  it('retries after a 500, with the same webhook-id, and succeeds', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, { url: `${receiverUrl}/flaky`, event_types: ['cluster.created'] });
+    receiver.answer = (request, nth) => (request.path === '/flaky' && nth === 1 ? 500 : 204);
+    const cluster = await createCluster(user, 'flaky');
+    const [first] = await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d[0]?.attempts === 1,
+      'the first attempt',
+    );
+    expect(first).toMatchObject({ status: 'pending', last_response_status: 500, last_error: 'The endpoint answered HTTP 500.' });
+    // 5 s later, ±10 %.
+    expect(first.next_attempt_at - first.last_attempt_at).toBeGreaterThanOrEqual(4);
+    expect(first.next_attempt_at - first.last_attempt_at).toBeLessThanOrEqual(6);
+    clock.advance(6);
+    const [second] = await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d[0]?.status === 'succeeded',
+      'the retry',
+    );
+    expect(second).toMatchObject({ attempts: 2, last_response_status: 204, last_error: null });
+    const received = receiver.at('/flaky');
+    expect(received).toHaveLength(2);
+    for (const request of received) {
+      expect(request.headers['webhook-id']).toBe(first.event_id);
+      expect(verify(endpoint.secret, request)).toMatchObject({ type: 'cluster.created', object_id: cluster.id });
+    }
+    // Each attempt is signed when it is made.
+    expect(received.map((r) => Number(r.headers['webhook-timestamp']))).toEqual([received[0]!.at / 1000, received[1]!.at / 1000]);
+  });
+
+  it('retries an attempt that got no answer within the timeout', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, { url: `${receiverUrl}/slow`, event_types: ['cluster.created'] });
+    receiver.answer = (request, nth) => (request.path === '/slow' && nth === 1 ? 'never' : 204);
+    await createCluster(user, 'slow');
+    const [first] = await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d[0]?.attempts === 1,
+      'the first attempt to time out',
+    );
+    expect(first).toMatchObject({ status: 'pending', last_response_status: null, last_error: 'No answer: no answer within 500 ms.' });
+    expect(first.last_duration_ms).toBeGreaterThanOrEqual(450);
+    clock.advance(6);
+    await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d[0]?.status === 'succeeded',
+      'the retry',
+    );
+    expect(receiver.at('/slow')).toHaveLength(2);
+  });
+
+  it('follows the schedule to 3 days after the first attempt, then fails; an endpoint failing for a day (this server’s setting) is disabled and its workspace told', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, { url: `${receiverUrl}/down`, event_types: ['cluster.created'] });
+    receiver.answer = (request) => (request.path === '/down' ? 503 : 204);
+    await createCluster(user, 'down');
+    const attemptsMade = async () => (await deliveriesOf(user, endpoint.id))[0];
+    let delivery = await eventually(attemptsMade, (d) => d?.attempts === 1, 'the first attempt');
+    const gaps: number[] = [];
+    while (delivery.status === 'pending') {
+      gaps.push(delivery.next_attempt_at - delivery.last_attempt_at);
+      clock.advance(delivery.next_attempt_at - clock.now());
+      const attempts = delivery.attempts;
+      delivery = await eventually(attemptsMade, (d) => d.attempts > attempts || d.status !== 'pending', `attempt ${attempts + 1}`);
+    }
+    // 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, …, each ±10 %: the 7th attempt is ~17.6 h after the first, the 8th ~27.6 h, past a day.
+    expect(gaps.slice(0, 6).map((g, i) => Math.abs(g / [5, 300, 1800, 7200, 18_000, 36_000][i]! - 1) <= 0.1 + 0.5 / g)).toEqual(Array(6).fill(true));
+    // The endpoint failed for a day: disabled, and the delivery cancelled with it.
+    expect(delivery.status).toBe('cancelled');
+    const got = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
+    expect(got.body).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/^Every delivery failed for 1 days/) });
+    const notifications = await client(user).GET('/v1/notifications', {});
+    expect(notifications.data.map((n) => [n.type, n.resource_id])).toContainEqual(['webhook_endpoint.disabled', endpoint.id]);
+    // Nothing more is sent to it.
+    const sent = receiver.at('/down').length;
+    clock.advance(36_000);
+    await createCluster(user, 'down-2');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.at('/down')).toHaveLength(sent);
+    expect(await deliveriesOf(user, endpoint.id)).toHaveLength(1);
+  });
+
+  it('gives up 3 days after the first attempt', () => {
+    const first = 1_000_000;
+    // 5 s, 5 min, 30 min, 2 h, 5 h, then every 10 h: the 12th attempt is 67.6 h after the first, a 13th would be at 77.6 h.
+    let at = first;
+    let attempts = 1;
+    for (;;) {
+      const next = nextAttemptAt(attempts, first, at, () => 0.5);
+      if (next === undefined) break;
+      at = next;
+      attempts++;
+    }
+    expect(attempts).toBe(12);
+    expect(at - first).toBeLessThanOrEqual(RETRY_WINDOW_SECONDS);
+    // The jitter's bounds: 90 % and 110 % of the step.
+    expect(nextAttemptAt(6, first, first, () => 0)).toBe(first + 32_400);
+    expect(nextAttemptAt(9, first, first, () => 1)).toBe(first + 39_600);
+  });
+});
+
+describe('a disabled endpoint', () => {
+  it('gets nothing: no delivery is written for it, and disabling it cancels what was pending; enabled again, a delivery can be redelivered', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const off = await createEndpoint(user, { url: `${receiverUrl}/off`, enabled: false });
+    const retrying = await createEndpoint(user, { url: `${receiverUrl}/retrying`, event_types: ['cluster.created'] });
+    const on = await createEndpoint(user, { url: `${receiverUrl}/on`, event_types: ['cluster.created'] });
+    receiver.answer = (request, nth) => (request.path === '/retrying' && nth === 1 ? 500 : 204);
+    await createCluster(user, 'off');
+    await eventually(
+      () => receiver.at('/on'),
+      (r) => r.length === 1,
+      'the enabled endpoint’s delivery',
+    );
+    const [pending] = await eventually(
+      () => deliveriesOf(user, retrying.id),
+      (d) => d[0]?.attempts === 1,
+      'the failed attempt',
+    );
+    expect(pending.status).toBe('pending');
+    expect(await deliveriesOf(user, off.id)).toEqual([]);
+
+    const disabled = await call(server.baseUrl, 'PATCH', `/v1/webhook_endpoints/${retrying.id}`, { token: user.token, body: { enabled: false } });
+    expect(disabled.body).toMatchObject({ enabled: false, disabled_reason: 'Disabled through the API.' });
+    expect((await deliveriesOf(user, retrying.id))[0]).toMatchObject({ status: 'cancelled', next_attempt_at: null });
+    clock.advance(10);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.at('/retrying')).toHaveLength(1);
+    expect(receiver.at('/off')).toEqual([]);
+
+    const refused = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${retrying.id}/deliveries/${pending.id}/redeliver`, { token: user.token });
+    expect(refused.status).toBe(409);
+    await call(server.baseUrl, 'PATCH', `/v1/webhook_endpoints/${retrying.id}`, { token: user.token, body: { enabled: true } });
+    const redelivered = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${retrying.id}/deliveries/${pending.id}/redeliver`, { token: user.token });
+    expect(redelivered.status).toBe(202);
+    expect(redelivered.body).toMatchObject({ id: pending.id, status: 'pending', next_attempt_at: clock.now() });
+    await eventually(
+      () => deliveriesOf(user, retrying.id),
+      (d) => d[0]?.status === 'succeeded',
+      'the redelivery',
+    );
+    const received = receiver.at('/retrying');
+    expect(received).toHaveLength(2);
+    expect(received[1]!.headers['webhook-id']).toBe(pending.event_id);
+    expect(verify(retrying.secret, received[1]!)).toMatchObject({ id: pending.event_id });
+    // A succeeded delivery can be sent again too.
+    const again = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${on.id}/deliveries/${(await deliveriesOf(user, on.id))[0].id}/redeliver`, {
+      token: user.token,
+    });
+    expect(again.status).toBe(202);
+    await eventually(
+      () => receiver.at('/on'),
+      (r) => r.length === 2,
+      'the second delivery',
+    );
+  });
+});
+
+describe('secret rotation', () => {
+  it('signs with both secrets during the overlap, then with the new one only', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, { url: `${receiverUrl}/rotated`, event_types: ['cluster.created'] });
+    const rotated = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, {
+      token: user.token,
+      body: { overlap_seconds: 3600 },
+    });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(rotated.body.secret).not.toBe(endpoint.secret);
+    expect(rotated.body.previous_secret_expires_at).toBe(clock.now() + 3600);
+    // The secret is not shown again.
+    const got = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
+    expect(got.body).not.toHaveProperty('secret');
+
+    await createCluster(user, 'rotated-1');
+    const [during] = await eventually(
+      () => receiver.at('/rotated'),
+      (r) => r.length === 1,
+      'a delivery during the overlap',
+    );
+    expect(String(during!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(verify(endpoint.secret, during!)).toMatchObject({ type: 'cluster.created' });
+    expect(verify(rotated.body.secret, during!)).toMatchObject({ type: 'cluster.created' });
+
+    clock.advance(3601);
+    await createCluster(user, 'rotated-2');
+    const [, after] = await eventually(
+      () => receiver.at('/rotated'),
+      (r) => r.length === 2,
+      'a delivery after the overlap',
+    );
+    expect(String(after!.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(verify(rotated.body.secret, after!)).toMatchObject({ type: 'cluster.created' });
+    expect(() => verify(endpoint.secret, after!)).toThrow(/No matching signature/);
+  });
+});
+
+describe('SSRF', () => {
+  it('refuses at creation what must not be connected to, naming url', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    dns.set('intranet.example.com', ['10.1.2.3']);
+    dns.set('public.example.com', ['93.184.216.34']);
+    for (const url of [
+      'http://10.0.0.1/hook',
+      'https://10.0.0.1/hook',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[::ffff:169.254.169.254]/',
+      'https://metadata.google.internal/',
+      'https://intranet.example.com/hook',
+      'http://public.example.com/hook',
+      'https://user:pass@public.example.com/hook',
+      'ftp://public.example.com/hook',
+    ]) {
+      const reply = await call(server.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url } });
+      expect(reply.status, url).toBe(422);
+      expect(reply.body.error, url).toMatchObject({ code: 'validation_error', param: 'url' });
+    }
+    const patched = await createEndpoint(user, { url: 'https://public.example.com/hook' });
+    const reply = await call(server.baseUrl, 'PATCH', `/v1/webhook_endpoints/${patched.id}`, {
+      token: user.token,
+      body: { url: 'https://intranet.example.com/' },
+    });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error.param).toBe('url');
+  });
+
+  it('checks again at every connection: a host that now resolves to a refused address is not connected to', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    dns.set('rebinding.example.com', ['93.184.216.34']);
+    const endpoint = await createEndpoint(user, { url: 'https://rebinding.example.com/hook', event_types: ['cluster.created'] });
+    dns.set('rebinding.example.com', ['93.184.216.34', '10.9.8.7']);
+    await createCluster(user, 'rebinding');
+    const [delivery] = await eventually(
+      () => deliveriesOf(user, endpoint.id),
+      (d) => d[0]?.attempts === 1,
+      'the refused attempt',
+    );
+    expect(delivery).toMatchObject({ status: 'pending', last_response_status: null, last_duration_ms: 0 });
+    expect(delivery.last_error).toBe(
+      'Not sent: the URL rebinding.example.com is or resolves to 10.9.8.7, a loopback, private, link-local or metadata address.',
+    );
+  });
+
+  it('connects to the address it checked, never resolving the name again', async () => {
+    const user = await newUser(database.db, clock, 'pro');
+    // The name exists only in the test's resolver: the connection can only have used the address checked.
+    dns.set('receiver.test', ['127.0.0.1']);
+    await createEndpoint(user, { url: `http://receiver.test:${receiver.port}/pinned`, event_types: ['cluster.created'] });
+    await createCluster(user, 'pinned');
+    const [request] = await eventually(
+      () => receiver.at('/pinned'),
+      (r) => r.length === 1,
+      'the delivery',
+    );
+    expect(request!.headers.host).toBe(`receiver.test:${receiver.port}`);
+  });
+});
+
+describe('endpoints', () => {
+  it('are the workspace admins’: a member gets 403, another user 404', async () => {
+    const owner = await newUser(database.db, clock, 'pro');
+    const member = await newUser(database.db, clock);
+    await database.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: owner.workspaceId, user_id: member.userId, role: 'member', created_at: clock.now() })
+      .execute();
+    const endpoint = await createEndpoint(owner, { url: `${receiverUrl}/x` });
+    const asMember = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: member.token });
+    expect(asMember.status).toBe(403);
+    const stranger = await newUser(database.db, clock);
+    expect((await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: stranger.token })).status).toBe(404);
+    expect((await call(server.baseUrl, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`, { token: owner.token })).status).toBe(204);
+    expect((await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: owner.token })).status).toBe(404);
+  });
+});
+
+describe('a worker killed with SIGKILL in the middle of a delivery', { timeout: 60_000 }, () => {
+  const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+  const workers = new Set<ChildProcess>();
+  let own: TestDatabase;
+  let crashReceiver: Receiver;
+
+  const startWorker = () => {
+    const child = spawn(process.execPath, [main, '--role', 'worker'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: own.url,
+        SECRETS_KEY: secretsKey.toString('base64'),
+        LOG_LEVEL: 'silent',
+        WORKFLOW_ORPHAN_SECONDS: '1',
+        WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+        WEBHOOK_TIMEOUT_MS: '1000',
+      },
+      stdio: 'ignore',
+    });
+    workers.add(child);
+    child.once('exit', () => workers.delete(child));
+    return child;
+  };
+  const kill = async (child: ChildProcess) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  };
+
+  beforeAll(async () => {
+    own = await createTestDatabase();
+    crashReceiver = new Receiver(() => Date.now());
+  });
+  afterAll(async () => {
+    await Promise.all([...workers].map(kill));
+    await crashReceiver?.close();
+    await own?.drop();
+  });
+
+  it('loses no delivery: what the killed worker was sending is sent again by the next', async () => {
+    const url = await crashReceiver.start();
+    const user = await newUser(own.db, systemClock, 'pro');
+    await createWebhookEndpoint(
+      own.db,
+      { id: user.workspaceId, owner_id: user.userId },
+      { url: `${url}/crash`, event_types: [], description: '', enabled: true },
+      { now: systemClock.now(), secrets: secretBox(secretsKey) },
+    );
+    // The first worker's requests are never answered: it is killed while it waits for them.
+    let killing = true;
+    crashReceiver.answer = () => (killing ? 'never' : 204);
+    const events = 5;
+    for (let i = 0; i < events; i++) {
+      await recordEvent(
+        own.db,
+        {
+          type: 'quota.reached',
+          workspace_id: user.workspaceId,
+          object_type: 'quota',
+          object_id: 'kaas/clusters',
+          object: { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 },
+        },
+        systemClock.now(),
+      );
+    }
+    const first = startWorker();
+    await eventually(
+      () => crashReceiver.received,
+      (r) => r.length >= 1,
+      'the first worker to be sending',
+      20_000,
+    );
+    await kill(first);
+    const sentBeforeTheKill = new Set(crashReceiver.received.map((r) => r.headers['webhook-id']));
+    killing = false;
+    startWorker();
+    const rows = () => own.db.selectFrom('webhook_deliveries').select(['event_id', 'status', 'attempts']).execute();
+    const done = await eventually(rows, (r) => r.length === events && r.every((d) => d.status === 'succeeded'), 'every delivery to succeed', 30_000);
+    // The killed attempts never settled: each delivery counts the one attempt that did.
+    expect(done.map((d) => d.attempts)).toEqual(Array(events).fill(1));
+    const delivered = new Set(crashReceiver.received.map((r) => r.headers['webhook-id']));
+    expect([...delivered].sort()).toEqual(done.map((d) => d.event_id).sort());
+    // What the killed worker had sent came again, with the same webhook-id: receivers de-duplicate by it.
+    for (const id of sentBeforeTheKill) expect(crashReceiver.received.filter((r) => r.headers['webhook-id'] === id).length).toBeGreaterThanOrEqual(2);
+    for (const request of crashReceiver.received) expect(contractErrors(request.body)).toEqual([]);
+  });
+});
