@@ -27,7 +27,7 @@ export async function* streamEvents(send: Send, policy: RetryPolicy, options: Ev
     const { data, release } = await send('GET', '/v1/events/stream', { params: { query, header }, workspaceId, signal, timeoutMs }, 'stream');
     let cause: unknown;
     try {
-      for await (const message of readEvents(data)) {
+      for await (const message of readEvents(data, signal)) {
         // Any other event type is one this client does not know yet: skipped.
         if (message.event !== 'event') continue;
         if (message.id !== undefined) lastId = message.id;

@@ -38,7 +38,7 @@ export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId
     const { data, release } = await send('GET', path, { params: { path: { id }, query, header }, workspaceId, signal, timeoutMs }, 'stream');
     let cause: unknown;
     try {
-      for await (const message of readEvents(data)) {
+      for await (const message of readEvents(data, signal)) {
         if (message.id !== undefined) lastId = message.id;
         if (message.event === 'log') {
           drops = 0;
@@ -68,21 +68,31 @@ export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId
   }
 }
 
-export async function* readEvents(body: unknown): AsyncGenerator<EventSourceMessage, void, undefined> {
+/**
+ * The Server-Sent Events of a response body. An abort of `signal` ends a pending read at once, with the signal's
+ * reason: fetch's own abort does not always reach a body that is being read (seen with Node's fetch once the
+ * process had made another request meanwhile), and a followed stream may send nothing for a long time.
+ */
+export async function* readEvents(body: unknown, signal?: AbortSignal): AsyncGenerator<EventSourceMessage, void, undefined> {
   // No body (an empty 200) is a connection that ended at once.
   if (!(body instanceof ReadableStream)) return;
   const reader = (body as ReadableStream<Uint8Array>).getReader();
+  const stop = () => void reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener('abort', stop, { once: true });
   const decoder = new TextDecoder();
   const parsed: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (message) => parsed.push(message) });
   try {
     for (;;) {
+      if (signal?.aborted) throw signal.reason;
       const { done, value } = await reader.read();
+      if (signal?.aborted) throw signal.reason;
       if (done) return;
       parser.feed(decoder.decode(value, { stream: true }));
       for (const message of parsed.splice(0)) yield message;
     }
   } finally {
+    signal?.removeEventListener('abort', stop);
     // Closes the connection when the caller stops early or the `end` event came.
     reader.cancel().catch(() => {});
   }

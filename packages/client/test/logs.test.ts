@@ -131,6 +131,32 @@ describe('streamInstallLogs', () => {
     expect(await rejection(next)).toMatchObject({ name: 'AbortError' });
   });
 
+  it('ends a pending read on abort even when the transport leaves the body open, and closes the body', async () => {
+    // A body that does not error when its request is aborted (Node's fetch was seen doing so): the signal alone
+    // must end the iteration.
+    let cancelled = false;
+    const encoder = new TextEncoder();
+    const deaf = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start: (controller) => controller.enqueue(encoder.encode(logEvent(1))),
+          cancel: () => {
+            cancelled = true;
+          },
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      );
+    const { fetch } = fakeFetch(deaf);
+    const { api } = testClient(fetch, { retry: false });
+    const controller = new AbortController();
+    const iterator = api.streamInstallLogs('ins_1', { signal: controller.signal });
+    expect((await iterator.next()).value).toEqual(log(1));
+    const next = iterator.next();
+    controller.abort();
+    expect(await rejection(next)).toMatchObject({ name: 'AbortError' });
+    expect(cancelled).toBe(true);
+  });
+
   it('gives up with PlatformNetworkError after maxRetries drops without a new line', async () => {
     const empty = (request: Request) => streamed(request, [], 'close').response;
     const { fetch, requests } = fakeFetch(empty, empty, empty, empty);

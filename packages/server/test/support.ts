@@ -62,7 +62,9 @@ export async function secretsInAuditLog(db: Kysely<Database>): Promise<string[]>
   const { rows: table } = await sql<{ exists: boolean }>`SELECT to_regclass('audit_events') IS NOT NULL AS exists`.execute(db);
   if (!table[0]?.exists) return [];
   const rows = await db.selectFrom('audit_events').selectAll().execute();
-  return rows.flatMap((row) => {
+  return rows.flatMap(({ operation: _named, ...row }) => {
+    // `operation` is an operationId of the contract or a workflow transition, never request data (and one of them
+    // is rotateWebhookEndpointSecret).
     const values = Object.values(row)
       .flat()
       .filter((value): value is string => typeof value === 'string');
