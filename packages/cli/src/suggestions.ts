@@ -119,7 +119,6 @@ const BY_PARAM: Record<string, string> = {
   product_id: 'List your products with `platform products list`; --product takes one of their ids.',
   cluster_id: 'List your clusters with `platform clusters list`; --cluster takes one of their ids.',
   compute_config_id: 'List your compute configs with `platform compute configs list`; --config takes one of their ids.',
-  cloud_credential_id: 'List your cloud credentials with `platform compute cloud-credentials list`; --cloud-credential takes one of their ids.',
   'Last-Event-ID': 'Give --after the id of an event of the workspace (`platform events list` shows them), or --all to start from the oldest one kept.',
   'overrides[].template_helm_source_id': 'Name a source of the product in --values <source>=<file>; `platform products get <id> --json` shows its sources.',
 };

@@ -285,11 +285,11 @@ export function registerWebhooks(program: Command): void {
         'after',
         [
           '',
-          'Each event is POSTed as JSON (the event as `GET /v1/events` lists it) with the Standard Webhooks headers',
-          'webhook-id (the event id), webhook-timestamp and webhook-signature, signed with the secret printed at the',
-          'start; verify them with verifyWebhook() of @platform/client or any Standard Webhooks library. Only events',
-          'recorded after the start are sent; one line per event shows its time, type, object id, the answer',
-          '(or why there was none) and how long it took. A dropped feed is resumed after the last event received.',
+          'Each event is POSTed as JSON (the event as `platform events list --json` shows it) with the Standard',
+          'Webhooks headers webhook-id (the event id), webhook-timestamp and webhook-signature, signed with the secret',
+          'printed at the start; verify them with verifyWebhook() of @platform/client or any Standard Webhooks library.',
+          'Only events recorded after the start are sent; one line per event shows its time, type, object id, the',
+          'answer (or why there was none) and how long it took. A dropped feed is resumed after the last event received.',
         ].join('\n'),
       )
       .action(
