@@ -295,9 +295,29 @@ async function startRunning(args: string[], ready: RegExp, options: RunOptions =
       if (match) matched(match);
     },
   });
-  const started = await Promise.race([readiness.then((match) => ({ match })), run.then((done) => ({ done }))]);
+  const interrupt = () => child?.kill('SIGINT');
+  /** `promise`, or 'late' after `ms`. */
+  const within = async <T>(promise: Promise<T>, ms: number): Promise<T | 'late'> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+    return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+  };
+  // A process that hangs fails the test with what it said, instead of running into the test's time limit.
+  const started = await within(Promise.race([readiness.then((match) => ({ match })), run.then((done) => ({ done }))]), 30_000);
+  if (started === 'late') {
+    child?.kill('SIGKILL');
+    throw new Error(`platform ${args.join(' ')} was not ready after 30 s; stderr: ${errors}`);
+  }
   if ('done' in started) throw new Error(`platform ${args.join(' ')} exited with ${started.done.code}: ${started.done.stderr}`);
-  return { match: started.match, run, stdout: () => output, stderr: () => errors, interrupt: () => child?.kill('SIGINT') };
+  /** Ctrl-C, then its run. */
+  const stop = async (): Promise<Run> => {
+    interrupt();
+    const ended = await within(run, 15_000);
+    if (ended !== 'late') return ended;
+    child?.kill('SIGKILL');
+    throw new Error(`platform ${args.join(' ')} did not end 15 s after Ctrl-C; stderr: ${errors}`);
+  };
+  return { match: started.match, run, stdout: () => output, stderr: () => errors, interrupt, stop };
 }
 
 /** Starts `platform webhooks listen …`; resolves once it says it is ready, with its secret, its output so far and its run. */
@@ -1173,8 +1193,7 @@ describe('platform', () => {
         const during = await client.POST('/v1/clusters', { body: { name: 'during', region_id: 'fsn1' } });
         const count = (text: string) => text.split('\n').length - 1;
         await until('the new events', () => count(lines.stdout()) >= 2 && count(json.stdout()) >= 1 && count(all.stdout()) >= 2 && count(after.stdout()) >= 3);
-        for (const follower of [lines, json, all, after]) follower.interrupt();
-        const runs = await Promise.all([lines.run, json.run, all.run, after.run]);
+        const runs = await Promise.all([lines, json, all, after].map((follower) => follower.stop()));
         for (const run of runs) expect(run.code, run.stderr).toBe(130);
 
         const events = (await client.GET('/v1/events')).data;
