@@ -1,4 +1,5 @@
-// Request bodies read from files: YAML or JSON (YAML parses both), so a product kept in git can be applied.
+// What commands read from files: request bodies in YAML or JSON (YAML parses both), so a product kept in git can
+// be applied, and secrets.
 import { readFileSync } from 'node:fs';
 import { UsageError } from './context.ts';
 
@@ -15,4 +16,20 @@ export async function readDocument(path: string): Promise<unknown> {
   } catch (error) {
     throw new UsageError(`${path} is neither YAML nor JSON: ${(error as Error).message}`);
   }
+}
+
+/**
+ * A secret (an API token) from a file, or from standard input for `-`: never from a flag's value, which would
+ * stay in the shell's history and the process list. One trailing newline (as `echo` and editors add) is dropped.
+ */
+export function readSecret(path: string, flag: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`${flag}: cannot read ${path === '-' ? 'standard input' : path}: ${(error as Error).message}`);
+  }
+  const secret = text.replace(/\r?\n$/, '');
+  if (secret === '') throw new UsageError(`${flag}: ${path === '-' ? 'standard input' : path} is empty`);
+  return secret;
 }

@@ -6,6 +6,7 @@ import { registerAudit } from './commands/audit.ts';
 import { registerAuth } from './commands/auth.ts';
 import { registerClusters } from './commands/clusters.ts';
 import { registerCompute } from './commands/compute.ts';
+import { registerEvents } from './commands/events.ts';
 import { registerInstalls } from './commands/installs.ts';
 import { registerNotifications } from './commands/notifications.ts';
 import { registerProducts } from './commands/products.ts';
@@ -22,7 +23,7 @@ import { EXIT_ERROR, EXIT_USAGE } from './wait.ts';
 
 export function buildProgram(): Command {
   const program = new Command('platform')
-    .description('Manage clusters, compute, products and installs of the Platform Management API.')
+    .description('Manage clusters, compute, products, installs and webhooks of the Platform Management API.')
     .option('--api-url <url>', 'API address (env PLATFORM_API_URL; default http://127.0.0.1:8080)')
     .option('--token <token>', 'bearer token (env PLATFORM_TOKEN; default: the one `platform login` saved)')
     .option('--workspace <id>', 'workspace to act in (env PLATFORM_WORKSPACE; default: `platform workspaces use`)')
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerSessions(program);
   registerQuotas(program);
   registerNotifications(program);
+  registerEvents(program);
   registerAudit(program);
   registerWebhooks(program);
   return program;

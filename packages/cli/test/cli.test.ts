@@ -1,7 +1,8 @@
 // The `platform` CLI as a user runs it: a real process (Node 24 running src/main.ts) against an in-process
-// server with its workflow workers on a real PostgreSQL and the simulated cloud at second-scale timings, with
-// its config directory redirected through XDG_CONFIG_HOME.
+// server with its workflow workers and webhook dispatcher on a real PostgreSQL and the simulated cloud at
+// second-scale timings, with its config directory redirected through XDG_CONFIG_HOME.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
@@ -36,6 +37,9 @@ let runtime: ReturnType<typeof createRuntime>;
 let user: TestUser;
 const configHomes: string[] = [];
 
+// Webhook endpoints on the loopback (the receivers the tests start), as in development.
+const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', WEBHOOK_TIMEOUT_MS: '2000' };
+
 beforeAll(async () => {
   database = await createTestDatabase();
   const config = loadConfig({
@@ -44,7 +48,10 @@ beforeAll(async () => {
     SIM_BOOT_SECONDS: '1',
     SIM_RELEASE_SECONDS: '1',
     SIM_SNAPSHOT_SECONDS: '1',
+    ...WEBHOOK_ENV,
   });
+  // One key for the server that seals webhook secrets and the dispatcher that opens them.
+  const secretsKey = randomBytes(32);
   runtime = createRuntime({
     db: database.db,
     connectionString: database.url,
@@ -53,19 +60,22 @@ beforeAll(async () => {
     config,
     simulation: { followPollMs: 20, logLinesPerSecond: 20 },
     tickMs: 20,
+    secretsKey,
   });
   await runtime.engine.run({ work: true });
+  await runtime.webhooks!.run();
   server = await startTestServer(
     database.db,
     systemClock,
-    { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1', EVENT_POLL_MS: '50' },
-    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
+    { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1', EVENT_POLL_MS: '50', ...WEBHOOK_ENV },
+    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey },
   );
   user = await newUser(database.db, systemClock, 'pro');
 });
 
 afterAll(async () => {
   await server?.close();
+  await runtime?.webhooks?.stop();
   await runtime?.engine.stop();
   await database?.drop();
   for (const dir of configHomes) rmSync(dir, { recursive: true, force: true });
@@ -171,6 +181,17 @@ async function until(what: string, check: () => boolean, ms = 20_000): Promise<v
   }
 }
 
+/** Polls `read` every 50 ms until `check` holds of its answer, which it returns; fails after `ms`. */
+async function eventually<T>(what: string, read: () => Promise<T>, check: (value: T) => boolean, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function listenOnLoopback(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -207,12 +228,19 @@ function verified(delivery: Delivery, secret: string): Forwarded {
   return new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as Forwarded;
 }
 
-/** A proxy in front of the server that can cut the events feeds passing through it, and answer 503 for a while. */
+/**
+ * A proxy in front of the server that can cut the events feeds passing through it, and answer 503 for a while;
+ * it keeps each request's method, path and body (what the CLI sent).
+ */
 async function startProxy() {
   const feeds = new Set<ServerResponse>();
   const feedRequests: IncomingHttpHeaders[] = [];
+  const requests: { method: string; url: string; body: string }[] = [];
   let down = false;
   const proxy = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => requests.push({ method: req.method ?? '', url: req.url ?? '', body: Buffer.concat(chunks).toString('utf8') }));
     if (down) {
       const body = { error: { code: 'service_unavailable', message: 'The service is restarting.' } };
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(body));
@@ -235,6 +263,8 @@ async function startProxy() {
   return {
     url,
     feedRequests,
+    /** The bodies of the requests sent to `method path`, parsed. */
+    bodies: (method: string, path: string) => requests.filter((r) => r.method === method && r.url === path).map((r) => JSON.parse(r.body) as unknown),
     drop: () => {
       for (const feed of feeds) feed.destroy();
     },
@@ -245,26 +275,55 @@ async function startProxy() {
   };
 }
 
-/** Starts `platform webhooks listen …`; resolves once it says it is ready, with its secret, its output so far and its run. */
-async function startListener(args: string[], options: RunOptions = {}) {
-  let ready: (secret: string) => void = () => {};
-  const secret = new Promise<string>((resolve) => (ready = resolve));
+/**
+ * Starts a `platform …` that runs until interrupted; resolves once its stderr matches `ready`, with the match, its
+ * output so far and its run.
+ */
+async function startRunning(args: string[], ready: RegExp, options: RunOptions = {}) {
+  let matched: (match: RegExpExecArray) => void = () => {};
+  const readiness = new Promise<RegExpExecArray>((resolve) => (matched = resolve));
   let child: ChildProcess | undefined;
   let output = '';
   let errors = '';
-  const run = platform(['webhooks', 'listen', ...args], {
+  const run = platform(args, {
     ...options,
     onOutput: (stdout) => (output = stdout),
     onError: (stderr, process) => {
       child = process;
       errors = stderr;
-      const match = /Webhook signing secret: (whsec_\S+)\n/.exec(stderr);
-      if (match) ready(match[1]!);
+      const match = ready.exec(stderr);
+      if (match) matched(match);
     },
   });
-  const started = await Promise.race([secret.then((value) => ({ secret: value })), run.then((done) => ({ done }))]);
-  if ('done' in started) throw new Error(`the listener exited with ${started.done.code}: ${started.done.stderr}`);
-  return { secret: started.secret, run, stdout: () => output, stderr: () => errors, interrupt: () => child?.kill('SIGINT') };
+  const interrupt = () => child?.kill('SIGINT');
+  /** `promise`, or 'late' after `ms`. */
+  const within = async <T>(promise: Promise<T>, ms: number): Promise<T | 'late'> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+    return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+  };
+  // A process that hangs fails the test with what it said, instead of running into the test's time limit.
+  const started = await within(Promise.race([readiness.then((match) => ({ match })), run.then((done) => ({ done }))]), 30_000);
+  if (started === 'late') {
+    child?.kill('SIGKILL');
+    throw new Error(`platform ${args.join(' ')} was not ready after 30 s; stderr: ${errors}`);
+  }
+  if ('done' in started) throw new Error(`platform ${args.join(' ')} exited with ${started.done.code}: ${started.done.stderr}`);
+  /** Ctrl-C, then its run. */
+  const stop = async (): Promise<Run> => {
+    interrupt();
+    const ended = await within(run, 15_000);
+    if (ended !== 'late') return ended;
+    child?.kill('SIGKILL');
+    throw new Error(`platform ${args.join(' ')} did not end 15 s after Ctrl-C; stderr: ${errors}`);
+  };
+  return { match: started.match, run, stdout: () => output, stderr: () => errors, interrupt, stop };
+}
+
+/** Starts `platform webhooks listen …`; resolves once it says it is ready, with its secret, its output so far and its run. */
+async function startListener(args: string[], options: RunOptions = {}) {
+  const running = await startRunning(['webhooks', 'listen', ...args], /Webhook signing secret: (whsec_\S+)\n/, options);
+  return { ...running, secret: running.match[1]! };
 }
 
 // Each group works as its own user where it counts usage, so the groups run at once.
@@ -577,19 +636,23 @@ describe('platform', () => {
     });
 
     it(
-      'machines request --wait, list, drift, status, suspend, suspensions resume --wait, delete; configs list and delete',
+      'cloud-credentials create, configs create (BYOM), machines request --wait, list, drift, status, suspend, suspensions get and resume --wait, delete; configs list and delete',
       async () => {
         const client = api(owner.token);
-        const credential = await client.POST('/v1/compute/cloud_credentials', {
-          body: { name: 'own', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
+        const stored = await as(['compute', 'cloud-credentials', 'create', '--name', 'own', '--token-file', '-', '--json'], {
+          input: 'hcloud-token-0123456789abcdef0123456789abcdef\n',
         });
-        const providerConfig = { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } as const;
-        const config = await client.POST('/v1/compute/configs', {
-          body: { name: 'byom', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id },
+        expect(stored.code, stored.stderr).toBe(0);
+        const credential = JSON.parse(stored.stdout) as { id: string };
+        const configFlags = ['--region', 'fsn1', '--image', 'ubuntu-24.04', '--server-types', 'cx2*', '--cloud-credential', credential.id];
+        const config = await asJson<{ id: string }>(['compute', 'configs', 'create', '--name', 'byom', ...configFlags]);
+        expect(config).toMatchObject({
+          name: 'byom',
+          provider: 'hcloud',
+          provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+          cloud_credential_id: credential.id,
         });
-        const spare = await client.POST('/v1/compute/configs', {
-          body: { name: 'spare', provider: 'hcloud', provider_config: providerConfig, cloud_credential_id: credential.id },
-        });
+        const spare = await asJson<{ id: string }>(['compute', 'configs', 'create', '--name', 'spare', ...configFlags]);
 
         const requested = await as(['compute', 'machines', 'request', '--cluster', clusterId, '--config', config.id, '--wait', '--timeout', '30', '--json']);
         expect(requested.code, requested.stderr).toBe(0);
@@ -612,6 +675,10 @@ describe('platform', () => {
         for (let i = 0; i < 100 && (await client.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } })).status !== 'suspended'; i++)
           await new Promise((r) => setTimeout(r, 100));
         expect((await as(['compute', 'suspensions', 'list'])).stdout).toMatch(new RegExp(`${suspension.id}.+suspended`));
+        expect(await asJson(['compute', 'suspensions', 'get', suspension.id])).toEqual(
+          await client.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }),
+        );
+        expect((await as(['compute', 'suspensions', 'get', suspension.id])).stdout).toMatch(/STATUS\s+│\s+suspended/);
         const resumed = await as(['compute', 'suspensions', 'resume', suspension.id, '--wait', '--timeout', '30']);
         expect(resumed.code, resumed.stderr).toBe(0);
         expect(resumed.stdout).toMatch(/STATUS\s+│\s+resumed/);
@@ -975,6 +1042,98 @@ describe('platform', () => {
       expect((await platform(['registry', 'credentials', 'delete', credential.id, '--yes'])).code).toBe(0);
     });
 
+    it('compute cloud-credentials: the token from a file or stdin (never a flag), list, get, rotate, delete; configs create on the platform’s account or a credential', async () => {
+      const someone = await newUser(database.db, systemClock, 'pro');
+      const client = api(someone.token);
+      // Through a proxy that keeps what the CLI sent: the secret never comes back from the API.
+      const proxy = await startProxy();
+      const options = { token: someone.token, env: { PLATFORM_API_URL: proxy.url } };
+      try {
+        const tokenFile = join(configHome(), 'hcloud-token');
+        writeFileSync(tokenFile, 'hc_from_file_0123456789abcdef\n');
+        const fromFile = await platformJson<{ id: string; name: string; provider: string; is_active: boolean }>(
+          ['compute', 'cloud-credentials', 'create', '--name', 'from-file', '--token-file', tokenFile],
+          options,
+        );
+        expect(fromFile).toMatchObject({ name: 'from-file', provider: 'hcloud', is_active: true });
+        const fromStdin = await platform(['compute', 'cloud-credentials', 'create', '--name', 'from-stdin', '--token-file', '-'], {
+          ...options,
+          input: 'hc_from_stdin_0123456789abcdef\r\n',
+        });
+        expect(fromStdin.code, fromStdin.stderr).toBe(0);
+        expect(fromStdin.stdout).toMatch(/NAME\s+│\s+from-stdin/);
+        expect(fromStdin.stdout).not.toContain('hc_from_stdin');
+        // The token as it is in the file or on stdin, without the line's end.
+        expect(proxy.bodies('POST', '/v1/compute/cloud_credentials')).toEqual([
+          { name: 'from-file', provider: 'hcloud', secret: 'hc_from_file_0123456789abcdef' },
+          { name: 'from-stdin', provider: 'hcloud', secret: 'hc_from_stdin_0123456789abcdef' },
+        ]);
+
+        const listed = await platformJson<{ data: { id: string }[] }>(['compute', 'cloud-credentials', 'list'], options);
+        expect(listed).toEqual(await client.GET('/v1/compute/cloud_credentials'));
+        expect(listed.data).toHaveLength(2);
+        expect((await platform(['compute', 'cloud-credentials', 'list'], options)).stdout).toMatch(/from-file\s+│\s+hcloud\s+│\s+true/);
+        expect(await platformJson(['compute', 'cloud-credentials', 'get', fromFile.id], options)).toEqual(
+          await client.GET('/v1/compute/cloud_credentials/{id}', { params: { path: { id: fromFile.id } } }),
+        );
+
+        const rotated = await platformJson<{ name: string; is_active: boolean }>(
+          ['compute', 'cloud-credentials', 'rotate', fromFile.id, '--token-file', '-', '--name', 'rotated', '--inactive'],
+          { ...options, input: 'hc_rotated_0123456789abcdef\n' },
+        );
+        expect(rotated).toMatchObject({ name: 'rotated', is_active: false });
+        expect(proxy.bodies('PATCH', `/v1/compute/cloud_credentials/${fromFile.id}`)).toEqual([
+          { secret: 'hc_rotated_0123456789abcdef', name: 'rotated', is_active: false },
+        ]);
+
+        // An inactive credential cannot make new configs; the suggestion names the command that activates it.
+        const configFlags = ['--region', 'fsn1', '--image', 'ubuntu-24.04', '--server-types', 'cx2*'];
+        const refused = await platform(['compute', 'configs', 'create', '--name', 'byom', ...configFlags, '--cloud-credential', fromFile.id], options);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain('(422 validation_error)');
+        expect(refused.stderr).toContain('`platform compute cloud-credentials rotate <id>`');
+        expect((await platform(['compute', 'cloud-credentials', 'rotate', fromFile.id, '--active'], options)).code).toBe(0);
+        const byom = await platformJson<{ id: string; cloud_credential_id: string }>(
+          ['compute', 'configs', 'create', '--name', 'byom', ...configFlags, '--cloud-credential', fromFile.id],
+          options,
+        );
+        expect(byom.cloud_credential_id).toBe(fromFile.id);
+        const platformAccount = await platform(['compute', 'configs', 'create', '--name', 'platform', ...configFlags], options);
+        expect(platformAccount.code, platformAccount.stderr).toBe(0);
+        expect(platformAccount.stdout).toMatch(/CREDENTIAL\s+│\s+\(platform\)/);
+
+        // Still used by a config: 409; deleted once the config is gone, after the confirmation.
+        const inUse = await platform(['compute', 'cloud-credentials', 'delete', fromFile.id, '--yes'], options);
+        expect(inUse.code).toBe(1);
+        expect(inUse.stderr).toContain('(409 conflict)');
+        expect((await platform(['compute', 'configs', 'delete', byom.id, '--yes'], options)).code).toBe(0);
+        const unconfirmed = await platform(['compute', 'cloud-credentials', 'delete', fromFile.id], options);
+        expect(unconfirmed.code).toBe(2);
+        expect(unconfirmed.stderr).toContain(`Delete cloud credential ${fromFile.id}: not confirmed`);
+        const deleted = await platform(['compute', 'cloud-credentials', 'delete', fromFile.id, '--yes'], options);
+        expect(deleted.code, deleted.stderr).toBe(0);
+        expect(deleted.stdout).toContain(`Deleted cloud credential ${fromFile.id}`);
+        expect((await platform(['compute', 'cloud-credentials', 'get', fromFile.id], options)).stderr).toContain('(404 not_found)');
+
+        // Usage errors, before any request: no token, an unreadable or empty one, nothing to change.
+        const sent = proxy.bodies('POST', '/v1/compute/cloud_credentials').length;
+        for (const [args, input, message] of [
+          [['create', '--name', 'x'], undefined, "required option '--token-file <path>' not specified"],
+          [['create', '--name', 'x', '--token-file', join(configHome(), 'missing')], undefined, '--token-file: cannot read'],
+          [['create', '--name', 'x', '--token-file', '-'], '\n', '--token-file: standard input is empty'],
+          [['create', '--name', 'x', '--token-file', '-', '--provider', 'aws'], 'hc_x', "argument 'aws' is invalid"],
+          [['rotate', fromStdin.stdout.match(/ID\s+│\s+(\S+)/)![1]!], undefined, 'give what to change'],
+        ] as const) {
+          const run = await platform(['compute', 'cloud-credentials', ...args], { ...options, input });
+          expect(run.code, args.join(' ')).toBe(2);
+          expect(run.stderr).toContain(message);
+        }
+        expect(proxy.bodies('POST', '/v1/compute/cloud_credentials')).toHaveLength(sent);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("audit list: the workspace's with filters, --mine, and a usage error", async () => {
       const someone = await newUser(database.db, systemClock, 'free');
       const options = { token: someone.token };
@@ -1004,6 +1163,219 @@ describe('platform', () => {
       expect(run.stderr).toContain('Timed out');
     });
   });
+  describe('events', () => {
+    it(
+      'list with --type and --object; follow prints only new events until Ctrl-C (130), --json one event a line, --all from the oldest, --after from an event',
+      async () => {
+        const someone = await newUser(database.db, systemClock, 'pro');
+        const client = api(someone.token);
+        const options = { token: someone.token };
+        const before = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'before', '--region', 'fsn1', '--wait'], options);
+        type Event = { id: string; type: string; object_id: string };
+        const listed = await platformJson<{ data: Event[] }>(['events', 'list'], options);
+        expect(listed).toEqual(await client.GET('/v1/events'));
+        expect(listed.data.map((e) => [e.type, e.object_id])).toEqual([
+          ['cluster.created', before.id],
+          ['cluster.running', before.id],
+        ]);
+        const running = await platformJson<{ data: Event[] }>(['events', 'list', '--type', 'cluster.running', '--object', before.id], options);
+        expect(running.data).toEqual([listed.data[1]]);
+        expect((await platformJson<{ data: Event[] }>(['events', 'list', '--object', 'cl_other'], options)).data).toEqual([]);
+        const table = await platform(['events', 'list', '--limit', '1'], options);
+        expect(table.stdout).toMatch(new RegExp(`${listed.data[0]!.id}\\s+│.+│\\s+cluster\\.created\\s+│\\s+cluster ${before.id}`));
+        expect(table.stderr).toMatch(/^More results: add --cursor \S+$/m);
+
+        const ready = /Following the events of your default workspace \(Ctrl-C to stop\)\.\n/;
+        const lines = await startRunning(['events', 'follow'], ready, options);
+        const json = await startRunning(['events', 'follow', '--json', '--type', 'cluster.running'], ready, options);
+        const all = await startRunning(['events', 'follow', '--all', '--type', 'cluster.created'], ready, options);
+        const after = await startRunning(['events', 'follow', '--after', listed.data[0]!.id, '--json'], ready, options);
+        const during = await client.POST('/v1/clusters', { body: { name: 'during', region_id: 'fsn1' } });
+        const count = (text: string) => text.split('\n').length - 1;
+        await until('the new events', () => count(lines.stdout()) >= 2 && count(json.stdout()) >= 1 && count(all.stdout()) >= 2 && count(after.stdout()) >= 3);
+        const runs = await Promise.all([lines, json, all, after].map((follower) => follower.stop()));
+        for (const run of runs) expect(run.code, run.stderr).toBe(130);
+
+        const events = (await client.GET('/v1/events')).data;
+        const of = (type: string, objectId: string) => events.find((e) => e.type === type && e.object_id === objectId)!;
+        const timePattern = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ';
+        expect(runs[0]!.stdout.trimEnd().split('\n')).toEqual([
+          expect.stringMatching(new RegExp(`^${timePattern}  cluster\\.created +  cluster ${during.id}$`)),
+          expect.stringMatching(new RegExp(`^${timePattern}  cluster\\.running +  cluster ${during.id}$`)),
+        ]);
+        const parse = (stdout: string) =>
+          stdout
+            .trimEnd()
+            .split('\n')
+            .map((line) => JSON.parse(line) as unknown);
+        expect(parse(runs[1]!.stdout)).toEqual([of('cluster.running', during.id)]);
+        expect(runs[2]!.stdout).toContain(`cluster ${before.id}`);
+        expect(runs[2]!.stdout).toContain(`cluster ${during.id}`);
+        expect(runs[2]!.stdout).not.toContain('cluster.running');
+        expect(parse(runs[3]!.stdout)).toEqual([of('cluster.running', before.id), of('cluster.created', during.id), of('cluster.running', during.id)]);
+
+        for (const [args, message] of [
+          [['follow', '--all', '--after', listed.data[0]!.id], 'give --all or --after, not both'],
+          [['list', '--type', 'cluster.exploded'], 'unknown event type cluster.exploded'],
+          [['follow', '--type', 'cluster.created,cluster.running'], 'expected one event type'],
+        ] as const) {
+          const run = await platform(['events', ...args], options);
+          expect(run.code, args.join(' ')).toBe(2);
+          expect(run.stderr).toContain(message);
+        }
+        const unknown = await platform(['events', 'follow', '--after', 'evt_unknown'], options);
+        expect(unknown.code).toBe(1);
+        expect(unknown.stderr).toContain('(422 validation_error)');
+        expect(unknown.stderr).toContain('Suggestion: Give --after the id of an event of the workspace (`platform events list` shows them)');
+      },
+      WORKFLOWS_MS,
+    );
+  });
+
+  describe('webhook endpoints', () => {
+    it(
+      'create shows the secret once; deliveries are signed with it; list, get, update --disable cancels, deliveries list --status, redeliver once enabled, rotate-secret --overlap signs with both, delete asks',
+      async () => {
+        const someone = await newUser(database.db, systemClock, 'pro');
+        const client = api(someone.token);
+        const options = { token: someone.token };
+        let answer = 500;
+        const receiver = await startReceiver(() => answer);
+        try {
+          const created = await platform(
+            ['webhooks', 'create', '--url', receiver.url, '--events', 'cluster.created,cluster.failed', '--description', 'deploy bot'],
+            options,
+          );
+          expect(created.code, created.stderr).toBe(0);
+          const id = /ID\s+│\s+(whe_\S+)/.exec(created.stdout)![1]!;
+          const secret = /SECRET\s+│\s+(whsec_\S+)/.exec(created.stdout)![1]!;
+          expect(created.stdout).toMatch(/EVENTS\s+│\s+cluster\.created cluster\.failed/);
+          expect(created.stderr).toContain('Store the signing secret now: it cannot be shown again.');
+
+          // Never shown again: not by get, list or their JSON.
+          const shown = await platformJson<Record<string, unknown>>(['webhooks', 'get', id], options);
+          expect(shown).toEqual(await client.GET('/v1/webhook_endpoints/{id}', { params: { path: { id } } }));
+          expect(shown).toMatchObject({ url: receiver.url, event_types: ['cluster.created', 'cluster.failed'], description: 'deploy bot', enabled: true });
+          expect(shown).not.toHaveProperty('secret');
+          const listed = await platformJson(['webhooks', 'list'], options);
+          expect(listed).toEqual(await client.GET('/v1/webhook_endpoints'));
+          const table = await platform(['webhooks', 'list'], options);
+          expect(table.stdout).toMatch(new RegExp(`${id}\\s+│\\s+${receiver.url}\\s+│`));
+          for (const run of [JSON.stringify(listed), table.stdout, (await platform(['webhooks', 'get', id], options)).stdout])
+            expect(run).not.toContain(secret);
+
+          // The receiver fails the first delivery: it stays pending until the endpoint is disabled, which cancels it.
+          const cluster = await client.POST('/v1/clusters', { body: { name: 'hooked', region_id: 'fsn1' } });
+          await until('the first attempt', () => receiver.received.length >= 1);
+          expect(verified(receiver.received[0]!, secret)).toMatchObject({ type: 'cluster.created', object_id: cluster.id });
+          type Deliveries = { data: { id: string; event_type: string; status: string; attempts: number; last_response_status: number | null }[] };
+          const deliveries = (status: string) => platformJson<Deliveries>(['webhooks', 'deliveries', 'list', id, '--status', status], options);
+          await eventually(
+            'the failure recorded',
+            () => client.GET('/v1/webhook_endpoints/{id}/deliveries', { params: { path: { id } } }),
+            (page) => page.data[0]?.last_response_status === 500,
+          );
+          const disabled = await platformJson<{ enabled: boolean; disabled_reason: string }>(['webhooks', 'update', id, '--disable'], options);
+          expect(disabled.enabled).toBe(false);
+          const cancelled = await deliveries('cancelled');
+          expect(cancelled.data).toMatchObject([{ event_type: 'cluster.created', status: 'cancelled', last_response_status: 500 }]);
+          expect((await deliveries('pending')).data).toEqual([]);
+          const delivery = cancelled.data[0]!;
+          const listedTable = await platform(['webhooks', 'deliveries', 'list', id], options);
+          expect(listedTable.stdout).toMatch(new RegExp(`${delivery.id}\\s+│.+│\\s+cluster\\.created\\s+│\\s+cancelled\\s+│`));
+
+          const whileDisabled = await platform(['webhooks', 'deliveries', 'redeliver', id, delivery.id], options);
+          expect(whileDisabled.code).toBe(1);
+          expect(whileDisabled.stderr).toContain('(409 conflict)');
+          const enabled = await platform(['webhooks', 'update', id, '--enable'], options);
+          expect(enabled.stdout).toMatch(/ENABLED\s+│\s+yes/);
+          answer = 200;
+          const redelivered = await platformJson<{ id: string; status: string }>(['webhooks', 'deliveries', 'redeliver', id, delivery.id], options);
+          expect(redelivered).toMatchObject({ id: delivery.id, status: 'pending' });
+          const succeeded = await eventually(
+            'the redelivery',
+            () => deliveries('succeeded'),
+            (page) => page.data.length > 0,
+          );
+          expect(verified(receiver.received.at(-1)!, secret)).toMatchObject({ type: 'cluster.created', object_id: cluster.id });
+          expect(succeeded.data).toMatchObject([{ id: delivery.id, status: 'succeeded', last_response_status: 200 }]);
+          expect(succeeded.data[0]!.attempts).toBeGreaterThanOrEqual(2);
+
+          // A new secret, shown once; for the overlap the deliveries carry a signature by each.
+          const before = Math.floor(Date.now() / 1000);
+          const rotation = await platform(['webhooks', 'rotate-secret', id, '--overlap', '3600'], options);
+          expect(rotation.code, rotation.stderr).toBe(0);
+          const newSecret = /SECRET\s+│\s+(whsec_\S+)/.exec(rotation.stdout)![1]!;
+          expect(newSecret).not.toBe(secret);
+          expect(rotation.stderr).toContain('Store the new signing secret now');
+          const oldSecretUntil = (await client.GET('/v1/webhook_endpoints/{id}', { params: { path: { id } } })).previous_secret_expires_at!;
+          expect(oldSecretUntil - before).toBeGreaterThanOrEqual(3600);
+          expect(oldSecretUntil - before).toBeLessThanOrEqual(3600 + 60);
+          const count = receiver.received.length;
+          await platform(['webhooks', 'deliveries', 'redeliver', id, delivery.id], options);
+          await until('the delivery after the rotation', () => receiver.received.length > count);
+          const latest = receiver.received.at(-1)!;
+          expect(verified(latest, newSecret)).toMatchObject({ object_id: cluster.id });
+          expect(verified(latest, secret)).toMatchObject({ object_id: cluster.id });
+
+          const changed = await platformJson(['webhooks', 'update', id, '--all-events', '--description', 'everything', '--url', `${receiver.url}/v2`], options);
+          expect(changed).toMatchObject({ event_types: [], description: 'everything', url: `${receiver.url}/v2` });
+          expect((await platform(['webhooks', 'get', id], options)).stdout).toMatch(/EVENTS\s+│\s+all/);
+
+          const unconfirmed = await platform(['webhooks', 'delete', id], options);
+          expect(unconfirmed.code).toBe(2);
+          expect(unconfirmed.stderr).toContain(`Delete webhook endpoint ${id}: not confirmed`);
+          const deleted = await platform(['webhooks', 'delete', id, '--yes'], options);
+          expect(deleted.code, deleted.stderr).toBe(0);
+          expect(deleted.stdout).toContain(`Deleted webhook endpoint ${id}`);
+          expect((await platform(['webhooks', 'get', id], options)).stderr).toContain('(404 not_found)');
+        } finally {
+          await receiver.close();
+        }
+      },
+      WORKFLOWS_MS,
+    );
+
+    it('create --json prints the secret in the JSON; a private address is refused (422); usage errors exit 2', async () => {
+      const someone = await newUser(database.db, systemClock, 'pro');
+      const options = { token: someone.token };
+      const receiver = await startReceiver();
+      try {
+        const created = await platformJson<{ id: string; secret: string; enabled: boolean; event_types: string[] }>(
+          ['webhooks', 'create', '--url', receiver.url, '--disabled'],
+          options,
+        );
+        expect(created).toMatchObject({ enabled: false, event_types: [] });
+        expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+        const rotated = await platformJson<{ secret: string; previous_secret_expires_at: number }>(['webhooks', 'rotate-secret', created.id], options);
+        // The service's default overlap: a day.
+        expect(rotated.previous_secret_expires_at - Math.floor(Date.now() / 1000)).toBeGreaterThan(86_400 - 60);
+        expect(rotated.secret).not.toBe(created.secret);
+
+        const refused = await platform(['webhooks', 'create', '--url', 'https://10.0.0.1/hook'], options);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toMatch(/^Error: The webhook URL .*10\.0\.0\.1.* \(422 validation_error\)$/m);
+
+        for (const [args, message] of [
+          [['create'], "required option '--url <url>' not specified"],
+          [['create', '--url', receiver.url, '--events', 'cluster.exploded'], 'unknown event type cluster.exploded'],
+          [['update', created.id], 'give what to change'],
+          [['update', created.id, '--enable', '--disable'], 'give --enable or --disable, not both'],
+          [['update', created.id, '--events', 'cluster.running', '--all-events'], 'give --events or --all-events, not both'],
+          [['rotate-secret', created.id, '--overlap', 'a-day'], 'expected a whole number'],
+          [['deliveries', 'list', created.id, '--status', 'lost'], "argument 'lost' is invalid"],
+          [['deliveries', 'redeliver', created.id], "missing required argument 'delivery-id'"],
+        ] as const) {
+          const run = await platform(['webhooks', ...args], options);
+          expect(run.code, args.join(' ')).toBe(2);
+          expect(run.stderr).toContain(message);
+        }
+      } finally {
+        await receiver.close();
+      }
+    });
+  });
+
   describe('webhooks listen', () => {
     const otherSecret = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
 
@@ -1133,11 +1505,14 @@ describe('platform', () => {
           await until('the outage noticed', () => listener.stderr().includes('Lost the events feed (The service is restarting.); reconnecting in 2 s'));
           const third = await client.POST('/v1/clusters', { body: { name: 'third', region_id: 'fsn1' } });
           proxy.setDown(false);
-          await until('the third cluster’s events', () => receiver.received.length >= 6);
+          // The third cluster also reaches the plan's limit of 3: a quota.reached event besides the clusters' six.
+          await until('the third cluster’s events', () => receiver.received.length >= 7);
           listener.interrupt();
           const run = await listener.run;
           expect(run.code, run.stderr).toBe(130);
-          const events = receiver.received.map((delivery) => verified(delivery, listener.secret));
+          const received = receiver.received.map((delivery) => verified(delivery, listener.secret));
+          expect(received.filter((e) => e.type === 'quota.reached').map((e) => e.object_id)).toEqual(['kaas/clusters']);
+          const events = received.filter((e) => e.type !== 'quota.reached');
           expect(events.map((e) => [e.type, e.object_id])).toEqual([
             ['cluster.created', first.id],
             ['cluster.running', first.id],

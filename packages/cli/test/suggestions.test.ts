@@ -35,11 +35,13 @@ describe('rewrite', () => {
       'See `platform installs create --help` for what region_id accepts.',
     );
     expect(rewrite('See the getQuota operation in the API reference.')).toBe('See `platform quotas get --help`.');
-    // No command for cloud credentials or events yet: the request stays, so the hint still works.
     expect(rewrite('List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.')).toBe(
-      'List the workspace’s cloud credentials with GET /v1/compute/cloud_credentials.',
+      'List the workspace’s cloud credentials with `platform compute cloud-credentials list`.',
     );
-    expect(rewrite('See the listEvents operation in the API reference.')).toBe('See the listEvents operation in the API reference.');
+    expect(rewrite('Enable it first (PATCH /v1/webhook_endpoints/{id}).')).toBe('Enable it first (`platform webhooks update <id>`).');
+    // Operations without a command (UNCOVERED) stay as they are, so the hint still works.
+    expect(rewrite('Approve it with POST /v1/auth/device/approve.')).toBe('Approve it with POST /v1/auth/device/approve.');
+    expect(rewrite('See the approveDeviceCode operation in the API reference.')).toBe('See the approveDeviceCode operation in the API reference.');
     expect(rewrite('Or create one whose workspace_ids include it (POST /v1/user/tokens).')).toBe(
       'Or create one whose workspace_ids include it (`platform tokens create`).',
     );

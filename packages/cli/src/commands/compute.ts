@@ -1,8 +1,10 @@
-// `platform compute`: machines of a cluster, compute configs, suspensions, drift and auto-scaling status.
+// `platform compute`: machines of a cluster, compute configs, cloud credentials (your own provider account),
+// suspensions, drift and auto-scaling status.
 import type { Schema } from '@platform/api-types';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
-import { action, example, type PageFlags, type WaitFlags, withPage, withWait } from '../context.ts';
+import { action, example, type PageFlags, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
+import { readSecret } from '../files.ts';
 import { type Columns, done, printList, printPage, printRecord, quantity, time } from '../output.ts';
 import { waitFor } from '../wait.ts';
 
@@ -38,8 +40,23 @@ const configColumns: Columns<Schema<'ComputeConfig'>> = [
   ['CREATED', (c) => time(c.created_at)],
 ];
 
+const credentialColumns: Columns<Schema<'CloudCredential'>> = [
+  ['ID', (c) => c.id],
+  ['NAME', (c) => c.name],
+  ['PROVIDER', (c) => c.provider],
+  ['ACTIVE', (c) => c.is_active],
+  ['CREATED', (c) => time(c.created_at)],
+  ['LAST USED', (c) => time(c.last_used_at)],
+];
+
+type Provider = Schema<'ComputeProvider'>;
+const PROVIDERS = ['hcloud'] as const satisfies readonly Provider[];
+
+/** `--provider`, one of the contract's providers; hcloud, the only one today, by default. */
+const providerOption = () => new Option('--provider <provider>', 'the cloud provider').choices(PROVIDERS).default('hcloud');
+
 export function registerCompute(program: Command): void {
-  const compute = program.command('compute').description('machines, compute configs, suspensions, drift and scaling status');
+  const compute = program.command('compute').description('machines, compute configs, cloud credentials, suspensions, drift and scaling status');
   example(compute, 'platform compute machines list --cluster cl_01jd…', 'platform compute status cl_01jd…');
 
   const machines = compute.command('machines').description('the machines (servers) of clusters');
@@ -127,7 +144,11 @@ export function registerCompute(program: Command): void {
   );
 
   const configs = compute.command('configs').description('compute configurations (provider, region, image, server types)');
-  example(configs, 'platform compute configs list');
+  example(
+    configs,
+    'platform compute configs list',
+    "platform compute configs create --name general-purpose --region fsn1 --image ubuntu-24.04 --server-types 'cx2*'",
+  );
   example(
     withPage(configs.command('list').description('list the compute configs of the workspace')).action(
       action(async ({ api, out }, flags: PageFlags) => {
@@ -136,6 +157,32 @@ export function registerCompute(program: Command): void {
       }),
     ),
     'platform compute configs list --json',
+  );
+  example(
+    configs
+      .command('create')
+      .description('create a compute config: where and from which image its machines are made, on the platform’s account or your own')
+      .requiredOption('--name <name>', 'its name')
+      .requiredOption('--region <location>', 'the provider’s location, e.g. fsn1')
+      .requiredOption('--image <image>', 'the provider’s image the machines boot from, e.g. ubuntu-24.04')
+      .requiredOption('--server-types <glob>', 'the server types it may use (* any characters, ? one), e.g. cx2*; the cheapest match is taken')
+      .addOption(providerOption())
+      .option('--cloud-credential <id>', 'make its machines with this cloud credential of yours (BYOM) instead of the platform’s account')
+      .action(
+        action(
+          async ({ api, out }, flags: { name: string; region: string; image: string; serverTypes: string; provider: Provider; cloudCredential?: string }) => {
+            const body = {
+              name: flags.name,
+              provider: flags.provider,
+              provider_config: { provider: flags.provider, region: flags.region, image: flags.image, machine_type_filter: flags.serverTypes },
+              cloud_credential_id: flags.cloudCredential,
+            };
+            printRecord(out, await api.POST('/v1/compute/configs', { body }), configColumns);
+          },
+        ),
+      ),
+    "platform compute configs create --name general-purpose --region fsn1 --image ubuntu-24.04 --server-types 'cx2*'",
+    "platform compute configs create --name own-arm --region nbg1 --image ubuntu-24.04 --server-types 'cax*' --cloud-credential ccr_01jd…",
   );
   example(
     configs
@@ -172,6 +219,83 @@ export function registerCompute(program: Command): void {
     'platform compute configs delete cc_01jd2x8m5r7t9v1w3y5a7c9e1g --yes',
   );
 
+  const credentials = compute.command('cloud-credentials').description('your own cloud provider API tokens, for machines on your account (BYOM)');
+  example(
+    credentials,
+    'platform compute cloud-credentials create --name hetzner-main --token-file - < hcloud-token.txt',
+    'platform compute cloud-credentials list',
+  );
+  example(
+    withPage(credentials.command('list').description('list the cloud credentials of the workspace (never their tokens)')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/compute/cloud_credentials', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printPage(out, page, credentialColumns);
+      }),
+    ),
+    'platform compute cloud-credentials list --json',
+  );
+  example(
+    credentials
+      .command('create')
+      .description('store a provider API token (admins); it is encrypted and cannot be read back')
+      .requiredOption('--name <name>', 'a name for it')
+      .requiredOption('--token-file <path>', 'a file holding the provider API token, or - for standard input')
+      .addOption(providerOption())
+      .action(
+        action(async ({ api, out }, flags: { name: string; tokenFile: string; provider: Provider }) => {
+          const body = { name: flags.name, provider: flags.provider, secret: readSecret(flags.tokenFile, '--token-file') };
+          printRecord(out, await api.POST('/v1/compute/cloud_credentials', { body }), credentialColumns);
+        }),
+      ),
+    'platform compute cloud-credentials create --name hetzner-main --token-file ~/.config/hcloud/token',
+    'echo "$HCLOUD_TOKEN" | platform compute cloud-credentials create --name hetzner-main --token-file -',
+  );
+  example(
+    credentials
+      .command('get <id>')
+      .description('show one cloud credential (never its token)')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/compute/cloud_credentials/{id}', { params: { path: { id } } }), credentialColumns);
+        }),
+      ),
+    'platform compute cloud-credentials get ccr_01jd2y2k7m9p1r3t5v7x9z1b3d',
+  );
+  example(
+    credentials
+      .command('rotate <id>')
+      .description('replace the token (the old one is gone at once), rename it, or switch it off or on (admins)')
+      .option('--token-file <path>', 'a file holding the new provider API token, or - for standard input')
+      .option('--name <name>', 'a new name')
+      .option('--active', 'switch it on')
+      .option('--inactive', 'switch it off: no new compute configs or machines use it; its machines keep working')
+      .action(
+        action(async ({ api, out }, id: string, flags: { tokenFile?: string; name?: string; active?: boolean; inactive?: boolean }) => {
+          if (flags.active && flags.inactive) throw new UsageError('give --active or --inactive, not both');
+          const body = {
+            ...(flags.tokenFile === undefined ? {} : { secret: readSecret(flags.tokenFile, '--token-file') }),
+            ...(flags.name === undefined ? {} : { name: flags.name }),
+            ...(flags.active || flags.inactive ? { is_active: Boolean(flags.active) } : {}),
+          };
+          if (Object.keys(body).length === 0) throw new UsageError('give what to change: --token-file, --name, --active or --inactive');
+          printRecord(out, await api.PATCH('/v1/compute/cloud_credentials/{id}', { params: { path: { id } }, body }), credentialColumns);
+        }),
+      ),
+    'echo "$NEW_HCLOUD_TOKEN" | platform compute cloud-credentials rotate ccr_01jd2y2k7m9p1r3t5v7x9z1b3d --token-file -',
+    'platform compute cloud-credentials rotate ccr_01jd2y2k7m9p1r3t5v7x9z1b3d --inactive',
+  );
+  example(
+    withYes(credentials.command('delete <id>').description('delete a cloud credential no compute config uses (admins; asks first unless --yes)')).action(
+      action(async ({ api, out }, id: string, flags: YesFlags) => {
+        const what = `Delete cloud credential ${id}`;
+        if (!(await confirm(what, flags))) return declined(what);
+        await api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id } } });
+        done(out, `Deleted cloud credential ${id}`);
+      }),
+    ),
+    'platform compute cloud-credentials delete ccr_01jd2y2k7m9p1r3t5v7x9z1b3d --yes',
+  );
+
   const suspensions = compute.command('suspensions').description('suspended machines and their resumption');
   example(suspensions, 'platform compute suspensions list', 'platform compute suspensions resume sus_01jd… --wait');
   example(
@@ -182,6 +306,17 @@ export function registerCompute(program: Command): void {
       }),
     ),
     'platform compute suspensions list --json',
+  );
+  example(
+    suspensions
+      .command('get <id>')
+      .description('show one suspension')
+      .action(
+        action(async ({ api, out }, id: string) => {
+          printRecord(out, await api.GET('/v1/compute/suspensions/{id}', { params: { path: { id } } }), suspensionColumns);
+        }),
+      ),
+    'platform compute suspensions get sus_01jd2x8m5r7t9v1w3y5a7c9e1g',
   );
   example(
     withWait(suspensions.command('resume <id>').description('resume a suspended machine from its snapshot')).action(

@@ -1,9 +1,9 @@
 // `platform registry credentials`: logins to private helm/OCI registries. The password is write-only.
-import { readFileSync } from 'node:fs';
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, UsageError, withPage } from '../context.ts';
+import { readSecret } from '../files.ts';
 import { type Columns, done, printPage, printRecord, time } from '../output.ts';
 
 const columns: Columns<Schema<'RegistryCredential'>> = [
@@ -44,7 +44,7 @@ export function registerRegistry(program: Command): void {
       .action(
         action(
           async ({ api, out }, flags: { name: string; registry: string; username: string; password?: string; passwordStdin?: boolean; inactive?: boolean }) => {
-            const password = flags.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : flags.password;
+            const password = flags.passwordStdin ? readSecret('-', '--password-stdin') : flags.password;
             if (password === undefined) throw new UsageError('give --password or --password-stdin');
             const body = { name: flags.name, registry_url: flags.registry, username: flags.username, password, is_active: !flags.inactive };
             printRecord(out, await api.POST('/v1/registry/credentials', { body }), columns);
@@ -84,7 +84,7 @@ export function registerRegistry(program: Command): void {
             flags: { password?: string; passwordStdin?: boolean; username?: string; name?: string; active?: boolean; inactive?: boolean },
           ) => {
             if (flags.active && flags.inactive) throw new UsageError('give --active or --inactive, not both');
-            const password = flags.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : flags.password;
+            const password = flags.passwordStdin ? readSecret('-', '--password-stdin') : flags.password;
             const body = {
               ...(password === undefined ? {} : { password }),
               ...(flags.username === undefined ? {} : { username: flags.username }),
