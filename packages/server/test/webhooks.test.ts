@@ -22,7 +22,7 @@ import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { nextAttemptAt, RETRY_WINDOW_SECONDS } from '../src/workflows/webhook-dispatcher.ts';
+import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
 
 const document = loadDocument();
@@ -789,5 +789,76 @@ describe('a worker killed with SIGKILL in the middle of a delivery', { timeout: 
     // What the killed worker had sent came again, with the same webhook-id: receivers de-duplicate by it.
     for (const id of sentBeforeTheKill) expect(crashReceiver.received.filter((r) => r.headers['webhook-id'] === id).length).toBeGreaterThanOrEqual(2);
     for (const request of crashReceiver.received) expect(contractErrors(request.body)).toEqual([]);
+  });
+});
+
+describe('a committed event reaches the dispatcher at once', () => {
+  let own: TestDatabase;
+  let dispatcher: WebhookDispatcher | undefined;
+  let quick: Receiver;
+  beforeAll(async () => {
+    own = await createTestDatabase();
+    quick = new Receiver(() => Date.now());
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await quick?.close();
+    await own?.drop();
+  });
+
+  it('is sent on the NOTIFY of its commit, not at the next tick (an hour away here); a rolled-back one never', async () => {
+    const url = await quick.start();
+    const user = await newUser(own.db, systemClock, 'pro');
+    await createWebhookEndpoint(
+      own.db,
+      { id: user.workspaceId, owner_id: user.userId },
+      { url: `${url}/notify`, event_types: [], description: '', enabled: true },
+      { now: systemClock.now(), secrets: secretBox(secretsKey) },
+    );
+    dispatcher = new WebhookDispatcher({
+      db: own.db,
+      connectionString: own.url,
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+      secrets: secretBox(secretsKey),
+      resolve: resolveHost,
+      config: loadConfig(WEBHOOK_ENV).webhooks,
+      tickMs: 3_600_000,
+      orphanAfterSeconds: 3600,
+    });
+    await dispatcher.run();
+    const quota = {
+      type: 'quota.reached' as const,
+      workspace_id: user.workspaceId,
+      object_type: 'quota' as const,
+      object_id: 'kaas/clusters',
+      object: {
+        metric: 'kaas/clusters' as const,
+        type: 'allocation' as const,
+        displayName: 'Managed clusters',
+        unit: 'count' as const,
+        limit: 3,
+        usage: 3,
+        remaining: 0,
+      },
+    };
+    const rolledBack = new Error('rolled back');
+    await expect(
+      own.db.transaction().execute(async (trx) => {
+        await recordEvent(trx, quota, systemClock.now());
+        throw rolledBack;
+      }),
+    ).rejects.toBe(rolledBack);
+    const id = await recordEvent(own.db, quota, systemClock.now());
+    const [arrived] = await eventually(
+      () => quick.at('/notify'),
+      (r) => r.length >= 1,
+      'the delivery',
+      10_000,
+    );
+    expect(arrived?.headers['webhook-id']).toBe(id);
+    // Nothing of the rolled-back event: it has no row, and its NOTIFY was never sent.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(quick.at('/notify')).toHaveLength(1);
   });
 });

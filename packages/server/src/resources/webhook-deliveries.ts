@@ -38,6 +38,14 @@ const toWebhookDelivery = (row: Row<'webhook_deliveries'>): Delivery => ({
  * One pending delivery, due now, for every enabled endpoint of the event's workspace that subscribes to its type.
  * Call in the event's transaction.
  */
+/**
+ * The channel on which a commit that makes deliveries due is told: NOTIFY is sent at commit (never before the rows
+ * exist, nor for a rollback), so a dispatcher listening sends them at once instead of at its next tick.
+ */
+export const DELIVERIES_DUE_CHANNEL = 'webhook_deliveries_due';
+
+const tellDue = (db: Db) => sql`SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`.execute(db);
+
 export async function fanOut(trx: Db, event: { id: string; type: Schema<'EventType'>; workspace_id: string }, now: number): Promise<number> {
   const endpoints = await trx
     .selectFrom('webhook_endpoints')
@@ -67,6 +75,7 @@ export async function fanOut(trx: Db, event: { id: string; type: Schema<'EventTy
       })),
     )
     .execute();
+  await tellDue(trx);
   return endpoints.length;
 }
 
@@ -114,6 +123,7 @@ export async function redeliver(db: Db, caller: WorkspaceCaller, endpointId: str
     .returningAll()
     .executeTakeFirst();
   if (!row) throw notFound('Webhook delivery', deliveryId);
+  await tellDue(db);
   return toWebhookDelivery(row);
 }
 

@@ -1,4 +1,5 @@
 // Sends webhook deliveries (resources/webhook-deliveries.ts holds the rows, the truth). Like the workflow engine:
+//   - a commit that makes deliveries due (a new event's, a redelivery) NOTIFYs the workers, which look at once;
 //   - each worker's ticker sends a pg-boss job for every delivery due by the injected clock (a new event's, a
 //     retry's, a redelivery's) and for orphans (an attempt whose worker died: its lease ran out and its job is no
 //     longer waiting), in the transaction that marks them sent;
@@ -8,13 +9,14 @@
 // At least once: a worker killed after the receiver answered but before the row was settled sends it again.
 
 import type { Kysely } from 'kysely';
+import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { eventById } from '../resources/events.ts';
-import { leaseDelivery, type Settlement, settleDelivery, takeDueDeliveries } from '../resources/webhook-deliveries.ts';
+import { DELIVERIES_DUE_CHANNEL, leaseDelivery, type Settlement, settleDelivery, takeDueDeliveries } from '../resources/webhook-deliveries.ts';
 import { endpointById, endpointFailed, endpointSucceeded, signingSecrets } from '../resources/webhook-endpoints.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
@@ -59,6 +61,12 @@ export class WebhookDispatcher {
   private readonly boss: PgBoss;
   private ticker: NodeJS.Timeout | undefined;
   private ticking = false;
+  /** Asked to look again while a look was under way (a NOTIFY arrived meanwhile). */
+  private again = false;
+  /** The connection LISTENing for due deliveries; undefined until connected, or after it dropped. */
+  private listener: pg.Client | undefined;
+  private listening: Promise<void> | undefined;
+  private listenFailing = false;
   private stopped = false;
   private started = false;
 
@@ -91,18 +99,57 @@ export class WebhookDispatcher {
         await Promise.all(jobs.map((job) => this.deliver(job.data.delivery_id, job.id)));
       },
     );
+    await this.listen();
     this.ticker = setInterval(() => void this.tick(), this.options.tickMs);
+  }
+
+  /**
+   * LISTENs for commits that make deliveries due. Without it (not yet connected, or dropped by an outage) the
+   * ticker still sends everything, only later; the next tick connects again.
+   */
+  private listen(): Promise<void> {
+    this.listening ??= (async () => {
+      const client = new pg.Client({ connectionString: this.options.connectionString });
+      const drop = () => {
+        if (this.listener === client) this.listener = undefined;
+        client.end().catch(() => {});
+      };
+      client.on('error', drop);
+      client.on('end', drop);
+      client.on('notification', () => void this.tick());
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${DELIVERIES_DUE_CHANNEL}`);
+        if (this.stopped) drop();
+        else this.listener = client;
+        this.listenFailing = false;
+      } catch (error) {
+        drop();
+        // Told once per outage: the next ticks try again.
+        if (!this.listenFailing) this.options.logger.warn({ err: error }, 'webhook dispatcher cannot LISTEN; the ticker sends deliveries meanwhile');
+        this.listenFailing = true;
+      }
+    })().finally(() => {
+      this.listening = undefined;
+    });
+    return this.listening;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
+    await this.listener?.end().catch(() => {});
     if (this.started) await this.boss.stop({ graceful: true, timeout: this.options.config.timeoutMs + 1000 });
   }
 
   /** One beat of the ticker: sends a job for each due delivery and each orphan; a beat that fails is retried on the next. */
   async tick(): Promise<number> {
-    if (this.ticking || this.stopped) return 0;
+    if (this.stopped) return 0;
+    if (this.ticking) {
+      this.again = true;
+      return 0;
+    }
+    if (!this.listener) void this.listen();
     this.ticking = true;
     try {
       return await this.options.db.transaction().execute(async (trx) => {
@@ -126,6 +173,10 @@ export class WebhookDispatcher {
       return 0;
     } finally {
       this.ticking = false;
+      if (this.again) {
+        this.again = false;
+        void this.tick();
+      }
     }
   }
 
