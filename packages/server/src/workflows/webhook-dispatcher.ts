@@ -217,7 +217,8 @@ export class WebhookDispatcher {
       const now = clock.now();
       if (outcome.error === undefined) {
         await settle(attempt, { status: 'succeeded' });
-        await endpointSucceeded(db, endpoint.id);
+        // Only a failing endpoint has a run of failures to end (the common case skips the round trip).
+        if (endpoint.failing_since !== null) await endpointSucceeded(db, endpoint.id);
         return;
       }
       const next = nextAttemptAt(delivery.attempts + 1, delivery.first_attempt_at, now);
