@@ -1,5 +1,6 @@
 // What server tests share: a database of their own, migrated, and the app served on a free port with
-// response validation on (a response that breaks the contract fails the test).
+// response validation on (a response that breaks the contract fails the test), with the workflow runtime when
+// they ask for it: useTestServer() at the top of a file.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pino from 'pino';
@@ -12,6 +13,9 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
+import { createClusterDriver } from '../src/providers/index.ts';
+import type { Resolver } from '../src/services/ssrf.ts';
+import { createRuntime, type RuntimeOptions } from '../src/workflows/runtime.ts';
 
 export interface TestDatabase {
   db: Kysely<Database>;
@@ -158,36 +162,93 @@ export async function call(
 
 export interface TestContext {
   readonly clock: TestClock;
+  /** The key that seals secrets, shared by the app and the workflow runtime. */
+  readonly secretsKey: Buffer;
   readonly database: TestDatabase;
   readonly db: Kysely<Database>;
   readonly server: TestServer;
   readonly baseUrl: string;
+  /** The workflow runtime (only with the `runtime` option). */
+  readonly runtime: Runtime;
+}
+
+export type Runtime = ReturnType<typeof createRuntime>;
+
+export interface TestServerOptions {
+  clock?: TestClock;
+  /**
+   * Configuration variables of the server and of its workflow runtime, one configuration as in main.ts. A function
+   * is read in beforeAll, after the file's earlier hooks (which may start a fake the variables point at).
+   */
+  env?: Record<string, string> | (() => Record<string, string>);
+  /** Replaces parts of the app (a provider, a driver, a logger, a workflow starter). */
+  parts?: Partial<Omit<AppOptions, 'db' | 'config' | 'clock' | 'secretsKey' | 'resolveHost'>>;
+  /** Resolves host names for the SSRF checks of the app and of webhook deliveries; default DNS. */
+  resolveHost?: Resolver;
+  /** Runs the workflow engine on the file's database, and the app starts its workflows there. */
+  runtime?: Pick<RuntimeOptions, 'simulation' | 'tickMs' | 'orphanAfterSeconds' | 'eventPruneEveryMs'> & {
+    /** Also runs the webhook dispatcher (deliveries are sent). */
+    webhooks?: boolean;
+    /** Also runs the retention of events and audit events. */
+    retention?: boolean;
+  };
 }
 
 /**
  * The preamble every server test file shares: a database of the file's own, migrated, and the app served on a free
- * port with response validation on, started before the file's tests and removed after them. The fields are read in
- * tests and hooks (they exist once beforeAll ran). `env` sets configuration variables; `parts` replaces parts of
- * the app (a provider, a driver, a resolver).
+ * port with response validation on, started before the file's tests and removed after them; with `runtime`, the
+ * workflow runtime main.ts runs as well, before the server. The fields are read in tests and hooks (they exist
+ * once beforeAll ran), except `clock` and `secretsKey`. Hooks the file registers before this call run before its
+ * beforeAll and after its afterAll; those registered after it, the other way round.
  */
-export function useTestServer(options: { clock?: TestClock; env?: Record<string, string>; parts?: Partial<AppOptions> } = {}): TestContext {
+export function useTestServer(options: TestServerOptions = {}): TestContext {
   const clock = options.clock ?? new TestClock();
+  const secretsKey = randomBytes(32);
   let database: TestDatabase | undefined;
   let server: TestServer | undefined;
+  let runtime: Runtime | undefined;
   beforeAll(async () => {
+    const env = typeof options.env === 'function' ? options.env() : (options.env ?? {});
     database = await createTestDatabase();
-    server = await startTestServer(database.db, clock, options.env, options.parts);
+    let parts: Partial<AppOptions> = { secretsKey, ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}), ...options.parts };
+    if (options.runtime) {
+      const { webhooks, retention, ...tuning } = options.runtime;
+      const config = loadConfig(env);
+      const db = database.db;
+      runtime = createRuntime({
+        db,
+        connectionString: database.url,
+        clock,
+        logger: options.parts?.logger ?? pino({ level: 'silent' }),
+        config,
+        // As main.ts builds it, but the simulated cloud is the runtime's own (with the test's simulation options).
+        driver: config.clusterDriver.kind === 'simulated' ? undefined : await createClusterDriver(config, { db, clock }),
+        secretsKey,
+        resolveHost: options.resolveHost,
+        ...tuning,
+      });
+      await runtime.engine.run({ work: true });
+      if (retention) runtime.retention.start();
+      if (webhooks) await runtime.webhooks?.run();
+      parts = { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, ...parts };
+    }
+    server = await startTestServer(database.db, clock, env, parts);
   });
   afterAll(async () => {
+    runtime?.retention.stop();
     await server?.close();
+    await runtime?.webhooks?.stop();
+    await runtime?.engine.stop();
     await database?.drop();
   });
   const ready = <T>(value: T | undefined, what: string): T => {
-    if (value === undefined) throw new Error(`the test ${what} is read before beforeAll ran`);
+    if (value === undefined)
+      throw new Error(`the test ${what} is read before beforeAll ran${what === 'runtime' && !options.runtime ? ' (or without the runtime option)' : ''}`);
     return value;
   };
   return {
     clock,
+    secretsKey,
     get database() {
       return ready(database, 'database');
     },
@@ -199,6 +260,9 @@ export function useTestServer(options: { clock?: TestClock; env?: Record<string,
     },
     get baseUrl() {
       return ready(server, 'server').baseUrl;
+    },
+    get runtime() {
+      return ready(runtime, 'runtime');
     },
   };
 }
