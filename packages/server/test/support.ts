@@ -174,6 +174,8 @@ export interface TestContext {
 
 export type Runtime = ReturnType<typeof createRuntime>;
 
+type TestAppParts = Partial<Omit<AppOptions, 'db' | 'config' | 'clock' | 'secretsKey' | 'resolveHost'>>;
+
 export interface TestServerOptions {
   clock?: TestClock;
   /**
@@ -181,8 +183,8 @@ export interface TestServerOptions {
    * is read in beforeAll, after the file's earlier hooks (which may start a fake the variables point at).
    */
   env?: Record<string, string> | (() => Record<string, string>);
-  /** Replaces parts of the app (a provider, a driver, a logger, a workflow starter). */
-  parts?: Partial<Omit<AppOptions, 'db' | 'config' | 'clock' | 'secretsKey' | 'resolveHost'>>;
+  /** Replaces parts of the app (a provider, a driver, a logger, a workflow starter); a function is given the database. */
+  parts?: TestAppParts | ((db: Kysely<Database>) => TestAppParts);
   /** Resolves host names for the SSRF checks of the app and of webhook deliveries; default DNS. */
   resolveHost?: Resolver;
   /** Runs the workflow engine on the file's database, and the app starts its workflows there. */
@@ -210,7 +212,8 @@ export function useTestServer(options: TestServerOptions = {}): TestContext {
   beforeAll(async () => {
     const env = typeof options.env === 'function' ? options.env() : (options.env ?? {});
     database = await createTestDatabase();
-    let parts: Partial<AppOptions> = { secretsKey, ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}), ...options.parts };
+    const own = typeof options.parts === 'function' ? options.parts(database.db) : options.parts;
+    let parts: Partial<AppOptions> = { secretsKey, ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}), ...own };
     if (options.runtime) {
       const { webhooks, retention, ...tuning } = options.runtime;
       const config = loadConfig(env);
@@ -219,7 +222,7 @@ export function useTestServer(options: TestServerOptions = {}): TestContext {
         db,
         connectionString: database.url,
         clock,
-        logger: options.parts?.logger ?? pino({ level: 'silent' }),
+        logger: own?.logger ?? pino({ level: 'silent' }),
         config,
         // As main.ts builds it, but the simulated cloud is the runtime's own (with the test's simulation options).
         driver: config.clusterDriver.kind === 'simulated' ? undefined : await createClusterDriver(config, { db, clock }),
