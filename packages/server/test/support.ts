@@ -160,12 +160,42 @@ export async function call(
   return { status: response.status, headers: response.headers, body };
 }
 
-export interface TestContext {
+const ready = <T>(value: T | undefined, what: string): T => {
+  if (value === undefined) throw new Error(`the test ${what} is read before beforeAll ran`);
+  return value;
+};
+
+export interface TestDatabaseContext {
+  readonly database: TestDatabase;
+  readonly db: Kysely<Database>;
+}
+
+/**
+ * A database of the file's own, migrated, made before the file's tests and dropped after them (for tests below the
+ * HTTP layer; useTestServer serves the app on one). The fields are read in tests and hooks.
+ */
+export function useTestDatabase(): TestDatabaseContext {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  return {
+    get database() {
+      return ready(database, 'database');
+    },
+    get db() {
+      return ready(database, 'database').db;
+    },
+  };
+}
+
+export interface TestContext extends TestDatabaseContext {
   readonly clock: TestClock;
   /** The key that seals secrets, shared by the app and the workflow runtime. */
   readonly secretsKey: Buffer;
-  readonly database: TestDatabase;
-  readonly db: Kysely<Database>;
   readonly server: TestServer;
   readonly baseUrl: string;
   /** The workflow runtime (only with the `runtime` option). */
@@ -197,30 +227,29 @@ export interface TestServerOptions {
 }
 
 /**
- * The preamble every server test file shares: a database of the file's own, migrated, and the app served on a free
- * port with response validation on, started before the file's tests and removed after them; with `runtime`, the
- * workflow runtime main.ts runs as well, before the server. The fields are read in tests and hooks (they exist
+ * The preamble every server test file shares: a database of the file's own (useTestDatabase), and the app served on
+ * a free port with response validation on, started before the file's tests and removed after them; with `runtime`,
+ * the workflow runtime main.ts runs as well, before the server. The fields are read in tests and hooks (they exist
  * once beforeAll ran), except `clock` and `secretsKey`. Hooks the file registers before this call run before its
  * beforeAll and after its afterAll; those registered after it, the other way round.
  */
 export function useTestServer(options: TestServerOptions = {}): TestContext {
   const clock = options.clock ?? new TestClock();
   const secretsKey = randomBytes(32);
-  let database: TestDatabase | undefined;
+  const data = useTestDatabase();
   let server: TestServer | undefined;
   let runtime: Runtime | undefined;
   beforeAll(async () => {
+    const { db, url } = data.database;
     const env = typeof options.env === 'function' ? options.env() : (options.env ?? {});
-    database = await createTestDatabase();
-    const own = typeof options.parts === 'function' ? options.parts(database.db) : options.parts;
+    const own = typeof options.parts === 'function' ? options.parts(db) : options.parts;
     let parts: Partial<AppOptions> = { secretsKey, ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}), ...own };
     if (options.runtime) {
       const { webhooks, retention, ...tuning } = options.runtime;
       const config = loadConfig(env);
-      const db = database.db;
       runtime = createRuntime({
         db,
-        connectionString: database.url,
+        connectionString: url,
         clock,
         logger: own?.logger ?? pino({ level: 'silent' }),
         config,
@@ -235,28 +264,23 @@ export function useTestServer(options: TestServerOptions = {}): TestContext {
       if (webhooks) await runtime.webhooks?.run();
       parts = { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, ...parts };
     }
-    server = await startTestServer(database.db, clock, env, parts);
+    server = await startTestServer(db, clock, env, parts);
   });
+  // Runs before the database's afterAll (registered first).
   afterAll(async () => {
     runtime?.retention.stop();
     await server?.close();
     await runtime?.webhooks?.stop();
     await runtime?.engine.stop();
-    await database?.drop();
   });
-  const ready = <T>(value: T | undefined, what: string): T => {
-    if (value === undefined)
-      throw new Error(`the test ${what} is read before beforeAll ran${what === 'runtime' && !options.runtime ? ' (or without the runtime option)' : ''}`);
-    return value;
-  };
   return {
     clock,
     secretsKey,
     get database() {
-      return ready(database, 'database');
+      return data.database;
     },
     get db() {
-      return ready(database, 'database').db;
+      return data.db;
     },
     get server() {
       return ready(server, 'server');
@@ -265,6 +289,7 @@ export function useTestServer(options: TestServerOptions = {}): TestContext {
       return ready(server, 'server').baseUrl;
     },
     get runtime() {
+      if (!options.runtime) throw new Error('the test runtime is read, but useTestServer was not asked for one');
       return ready(runtime, 'runtime');
     },
   };
