@@ -192,8 +192,8 @@ export function useTestDatabase(): TestDatabaseContext {
   };
 }
 
-export interface TestContext extends TestDatabaseContext {
-  readonly clock: TestClock;
+export interface TestContext<C extends Clock = TestClock> extends TestDatabaseContext {
+  readonly clock: C;
   /** The key that seals secrets, shared by the app and the workflow runtime. */
   readonly secretsKey: Buffer;
   readonly server: TestServer;
@@ -206,8 +206,9 @@ export type Runtime = ReturnType<typeof createRuntime>;
 
 type TestAppParts = Partial<Omit<AppOptions, 'db' | 'config' | 'clock' | 'secretsKey' | 'resolveHost'>>;
 
-export interface TestServerOptions {
-  clock?: TestClock;
+export interface TestServerOptions<C extends Clock = TestClock> {
+  /** Default a new TestClock; systemClock where other processes (on real time) talk to the server. */
+  clock?: C;
   /**
    * Configuration variables of the server and of its workflow runtime, one configuration as in main.ts. A function
    * is read in beforeAll, after the file's earlier hooks (which may start a fake the variables point at).
@@ -233,8 +234,8 @@ export interface TestServerOptions {
  * once beforeAll ran), except `clock` and `secretsKey`. Hooks the file registers before this call run before its
  * beforeAll and after its afterAll; those registered after it, the other way round.
  */
-export function useTestServer(options: TestServerOptions = {}): TestContext {
-  const clock = options.clock ?? new TestClock();
+export function useTestServer<C extends Clock = TestClock>(options: TestServerOptions<C> = {}): TestContext<C> {
+  const clock = options.clock ?? (new TestClock() as Clock as C);
   const secretsKey = randomBytes(32);
   const data = useTestDatabase();
   let server: TestServer | undefined;
