@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from '@platform/server/testing';
+import { newUser, type TestUser, useTestServer } from '@platform/server/testing';
 import { build } from 'esbuild';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -34,8 +34,7 @@ type ReferenceWebhookClass = new (secret: string) => ReferenceWebhook;
 
 let scratch: string;
 let Webhook: ReferenceWebhookClass;
-let database: TestDatabase;
-let server: TestServer;
+const app = useTestServer();
 let user: TestUser;
 
 async function exec(file: string, args: string[], cwd: string) {
@@ -143,10 +142,7 @@ beforeAll(async () => {
     }),
   );
 
-  database = await createTestDatabase();
-  const clock = new TestClock();
-  server = await startTestServer(database.db, clock);
-  user = await newUser(database.db, clock);
+  user = await newUser(app.db, app.clock);
 }, 300_000);
 
 /** A webhook as the platform sends it, signed by the reference library. */
@@ -179,8 +175,6 @@ function referenceWebhook() {
 }
 
 afterAll(async () => {
-  await server?.close();
-  await database?.drop();
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
@@ -198,7 +192,7 @@ describe('the packed client in a project outside the workspace', () => {
     const { stdout: version } = await exec(systemNode, ['--version'], scratch);
     expect(version).toMatch(/^v20\./);
     const webhook = referenceWebhook();
-    const { stdout } = await exec(systemNode, ['out/node-consumer.js', server.baseUrl, user.token, JSON.stringify(webhook)], scratch);
+    const { stdout } = await exec(systemNode, ['out/node-consumer.js', app.baseUrl, user.token, JSON.stringify(webhook)], scratch);
     const result = JSON.parse(stdout);
     expect(result.firstPage).toBe(1);
     expect(result.regionIds.length).toBeGreaterThan(1);
@@ -243,10 +237,10 @@ describe('the packed client in a project outside the workspace', () => {
     const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox', '--disable-gpu'] });
     try {
       const page = await browser.newPage();
-      await page.route(`${server.baseUrl}/consumer.html`, (route) =>
+      await page.route(`${app.baseUrl}/consumer.html`, (route) =>
         route.fulfill({ contentType: 'text/html', body: `<!doctype html><script>${bundle}</script>` }),
       );
-      await page.goto(`${server.baseUrl}/consumer.html`);
+      await page.goto(`${app.baseUrl}/consumer.html`);
       const call = (token: string) =>
         page.evaluate((t) => (globalThis as unknown as { consumer: { regionNames(t: string): Promise<string[]> } }).consumer.regionNames(t), token);
       const names = await call(user.token);

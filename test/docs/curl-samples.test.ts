@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from '@platform/server/testing';
+import { newUser, TestClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { codeSamples, sampleInput } from '../../scripts/code-samples.ts';
 import { listOperations, loadDocument } from '../support/openapi.ts';
@@ -17,20 +17,15 @@ const run = promisify(execFile);
 const doc = loadDocument();
 const operations = listOperations(doc);
 
-let database: TestDatabase;
-let server: TestServer;
-let scratch: string;
 // The examples' time: their expiry dates are in its future.
-const clock = new TestClock(1_732_268_800);
+const app = useTestServer({ clock: new TestClock(1_732_268_800) });
+const { clock } = app;
+let scratch: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
   scratch = await mkdtemp(join(tmpdir(), 'platform-curl-samples-'));
 });
 afterAll(async () => {
-  await server?.close();
-  await database?.drop();
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
@@ -38,12 +33,12 @@ it('every curl sample is a request the server understands', { timeout: 120_000 }
   const misunderstood: string[] = [];
   for (const operation of operations) {
     // Its own user: one sample (logout) revokes the token it is given.
-    const user: TestUser = await newUser(database.db, clock, 'free');
+    const user: TestUser = await newUser(app.db, clock, 'free');
     const pathItem = doc.paths[operation.path];
     if (!pathItem) throw new Error(`no path item ${operation.path}`);
     const input = sampleInput(doc, operation.path, operation.method, pathItem, operation.object);
     const curl = codeSamples(input).find((sample) => sample.label === 'curl')?.source ?? '';
-    let command = curl.replace(`'${input.baseUrl}`, `'${server.baseUrl}`);
+    let command = curl.replace(`'${input.baseUrl}`, `'${app.baseUrl}`);
     if (input.workspaceId) command = command.replace(`X-Workspace-Id: ${input.workspaceId}`, `X-Workspace-Id: ${user.workspaceId}`);
     const bodyFile = join(scratch, `${operation.operationId}.json`);
     // A followed stream does not end: curl stopping it after a while (exit code 28) is its expected end.

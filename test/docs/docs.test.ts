@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from '@platform/server/testing';
+import { useTestServer } from '@platform/server/testing';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isObject, listOperations, loadDocument } from '../support/openapi.ts';
@@ -31,8 +31,7 @@ const anchorOf = (operation: (typeof operations)[number]) =>
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')}/${operation.operationId.toLowerCase()}`;
 
-let database: TestDatabase;
-let server: TestServer;
+const app = useTestServer();
 let context: BrowserContext | undefined;
 let userDataDir: string | undefined;
 const offsite: string[] = [];
@@ -40,8 +39,6 @@ const pageErrors: string[] = [];
 const policyViolations: string[] = [];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, new TestClock());
   // Without Chromium the browser tests fail (not skipped), with the install command.
   if (!existsSync(chromiumPath)) return;
   userDataDir = await mkdtemp(join(tmpdir(), 'platform-docs-chromium-'));
@@ -54,7 +51,7 @@ beforeAll(async () => {
   // The network is cut off: only the server under test answers.
   await context.route(/.*/, async (route) => {
     const url = route.request().url();
-    if (url.startsWith(`${server.baseUrl}/`)) return route.continue();
+    if (url.startsWith(`${app.baseUrl}/`)) return route.continue();
     offsite.push(`${route.request().resourceType()} ${url}`);
     return route.abort();
   });
@@ -73,8 +70,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await context?.close();
   if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
-  await server?.close();
-  await database?.drop();
 });
 
 async function openDocs(hash = ''): Promise<Page> {
@@ -86,7 +81,7 @@ async function openDocs(hash = ''): Promise<Page> {
   if (!context) throw new Error('the browser did not start');
   const page = await context.newPage();
   page.on('pageerror', (error) => pageErrors.push(error.message));
-  await page.goto(`${server.baseUrl}/docs${hash}`);
+  await page.goto(`${app.baseUrl}/docs${hash}`);
   // Hydrated: the search box is Redoc's live trigger, not the server-rendered placeholder.
   await page.getByTestId('search-trigger').waitFor({ state: 'visible', timeout: 20_000 });
   return page;
@@ -106,7 +101,7 @@ async function showOperation(page: Page, operation: (typeof operations)[number])
 
 describe('/docs over HTTP', () => {
   it('serves the built page and the Redoc script it imports; HEAD answers like GET without a body', async () => {
-    const page = await fetch(`${server.baseUrl}/docs`);
+    const page = await fetch(`${app.baseUrl}/docs`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = await page.text();
@@ -119,19 +114,19 @@ describe('/docs over HTTP', () => {
     expect(html).toContain(' href="#/clusters"');
     expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self' 'sha256-/);
 
-    const head = await fetch(`${server.baseUrl}/docs`, { method: 'HEAD' });
+    const head = await fetch(`${app.baseUrl}/docs`, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-type')).toBe(page.headers.get('content-type'));
     expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(html)));
     expect(await head.text()).toBe('');
 
-    const script = await fetch(`${server.baseUrl}/docs/redoc.standalone.js`);
+    const script = await fetch(`${app.baseUrl}/docs/redoc.standalone.js`);
     expect(script.status).toBe(200);
     expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(Buffer.from(await script.arrayBuffer()).equals(await readFile(join(dist, 'redoc.standalone.js')))).toBe(true);
 
     // Anything else under /docs is the API's 404, not the page.
-    const other = await fetch(`${server.baseUrl}/docs/clusters`);
+    const other = await fetch(`${app.baseUrl}/docs/clusters`);
     expect(other.status).toBe(404);
     expect(((await other.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
@@ -175,7 +170,7 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
       .filter({ hasText: /^Errors$/ })
       .first()
       .click();
-    await expect.poll(() => page.url(), { timeout: 5000 }).toBe(`${server.baseUrl}/docs#/section/errors`);
+    await expect.poll(() => page.url(), { timeout: 5000 }).toBe(`${app.baseUrl}/docs#/section/errors`);
     await expect.poll(() => page.getByRole('heading', { name: 'Errors' }).first().isVisible(), { timeout: 5000 }).toBe(true);
     await page.close();
   });

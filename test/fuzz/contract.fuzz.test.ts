@@ -1,17 +1,4 @@
-import {
-  buildWorld,
-  createTestDatabase,
-  createToken,
-  idFor,
-  MAX_JSON_DEPTH,
-  newUser,
-  startTestServer,
-  TestClock,
-  type TestDatabase,
-  type TestServer,
-  type TestUser,
-  type World,
-} from '@platform/server/testing';
+import { buildWorld, createToken, idFor, MAX_JSON_DEPTH, newUser, TestClock, type TestUser, useTestServer, type World } from '@platform/server/testing';
 import fc from 'fast-check';
 import { generateSync } from 'json-schema-faker';
 import { sql } from 'kysely';
@@ -38,18 +25,22 @@ const resolve = (schema: any): Schema => {
 
 // ---- the seeded world, and the real values ids are drawn from -------------------------------------------
 
-let database: TestDatabase;
-let server: TestServer;
 let prism: PrismServer;
 let world: World;
 let fuzzToken: string;
 /** A user whose workspace nobody of the world ever joins. */
 let outsider: TestUser;
 let bobEmail: string;
-const clock = new TestClock(1_800_000_000);
 
 // The injected resolver: the machines have no public DNS; every name is public except the test's private one.
 const resolveHost = async (host: string) => (host.endsWith('.private.test') ? ['10.0.0.1'] : ['93.184.216.34']);
+
+const app = useTestServer({
+  clock: new TestClock(1_800_000_000),
+  env: { RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_DEVICE_PER_MINUTE: '0' },
+  resolveHost,
+});
+const { clock } = app;
 
 /** Real values for fields and parameters that name things, so generated requests often find them. */
 function realValues(name: string | undefined): unknown[] {
@@ -258,7 +249,7 @@ async function send(base: string, request: Request, token: string | undefined): 
 async function tokenFor(op: Operation): Promise<string | undefined> {
   if (Array.isArray(op.object.security) && op.object.security.length === 0) return undefined;
   if (op.operationId === 'logout')
-    return (await createToken(database.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'logout', expiresAt: null })).secret;
+    return (await createToken(app.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'logout', expiresAt: null })).secret;
   return fuzzToken;
 }
 
@@ -271,22 +262,20 @@ const WRITTEN_BY_DESIGN = new Set(['device_code_attempts', 'device_grants', 'api
 let snapshotQuery: string;
 
 async function snapshot(): Promise<Record<string, string>> {
-  const { rows } = await sql<Record<string, string>>`${sql.raw(snapshotQuery)}`.execute(database.db);
+  const { rows } = await sql<Record<string, string>>`${sql.raw(snapshotQuery)}`.execute(app.db);
   return rows[0]!;
 }
 
 // ---- the run ---------------------------------------------------------------------------------------------
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock, { RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_DEVICE_PER_MINUTE: '0' }, { resolveHost });
-  world = await buildWorld(database.db, clock);
-  fuzzToken = (await createToken(database.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'fuzzer', expiresAt: null })).secret;
-  outsider = await newUser(database.db, clock, 'pro');
-  bobEmail = (await database.db.selectFrom('users').select('email').where('id', '=', world.bob.userId).executeTakeFirstOrThrow()).email;
+  world = await buildWorld(app.db, clock);
+  fuzzToken = (await createToken(app.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'fuzzer', expiresAt: null })).secret;
+  outsider = await newUser(app.db, clock, 'pro');
+  bobEmail = (await app.db.selectFrom('users').select('email').where('id', '=', world.bob.userId).executeTakeFirstOrThrow()).email;
   // One request first, so the fuzz token's last_used_at is written before any snapshot.
-  await send(server.baseUrl, { method: 'GET', path: '/v1/workspaces', query: {}, headers: {} }, fuzzToken);
-  const tables = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`.execute(database.db);
+  await send(app.baseUrl, { method: 'GET', path: '/v1/workspaces', query: {}, headers: {} }, fuzzToken);
+  const tables = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`.execute(app.db);
   snapshotQuery = `SELECT ${tables.rows
     .filter((t) => !WRITTEN_BY_DESIGN.has(t.tablename))
     .map((t) => {
@@ -294,14 +283,12 @@ beforeAll(async () => {
       return `(SELECT count(*) || ':' || coalesce(md5(string_agg(md5(${row}), '' ORDER BY md5(${row}))), '') FROM "${t.tablename}" t) AS "${t.tablename}"`;
     })
     .join(', ')}`;
-  prism = await startPrism({ mode: 'proxy', upstream: server.baseUrl, errors: true, verbose: 'error' });
+  prism = await startPrism({ mode: 'proxy', upstream: app.baseUrl, errors: true, verbose: 'error' });
   console.info(`fuzz: seed ${SEED}, ${RUNS} runs per operation and kind (FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS} to repeat)`);
 }, 120_000);
 
 afterAll(async () => {
   await prism?.stop();
-  await server?.close();
-  await database?.drop();
 });
 
 const documented = (op: Operation) => Object.keys((op.object.responses ?? {}) as object);
@@ -332,7 +319,7 @@ describe('(a) schema-valid requests through Prism (proxy, --errors)', () => {
       const statuses: Record<number, number> = {};
       await fc.assert(
         fc.asyncProperty(requestArbitrary(op), async (request) => {
-          const reply = await send(ENDLESS_STREAMS.has(op.operationId) ? server.baseUrl : prism.url, request, await tokenFor(op));
+          const reply = await send(ENDLESS_STREAMS.has(op.operationId) ? app.baseUrl : prism.url, request, await tokenFor(op));
           statuses[reply.status] = (statuses[reply.status] ?? 0) + 1;
           const where = `${op.operationId} ${request.method} ${request.path}?${new URLSearchParams(request.query)} ${JSON.stringify(request.body ?? null).slice(0, 300)} → ${reply.status} ${reply.text.slice(0, 400)}`;
           expect(reply.headers.get('sl-violations'), where).toBeNull();
@@ -577,7 +564,7 @@ describe('(b) mutated and invalid requests straight at the server', () => {
           const { request: bad, mustReject } = mutated!;
           const token = await tokenFor(op);
           const before = await snapshot();
-          const reply = await send(server.baseUrl, bad, token);
+          const reply = await send(app.baseUrl, bad, token);
           const where = `${op.operationId} [${name}] ${bad.method} ${bad.path.slice(0, 200)}?${new URLSearchParams(bad.query).toString().slice(0, 200)} ${(bad.raw?.text ?? JSON.stringify(bad.body ?? null)).slice(0, 300)} → ${reply.status} ${reply.text.slice(0, 300)}`;
           expect(reply.status, where).toBeLessThan(500);
           if (mustReject) expect(reply.status, where).toBeGreaterThanOrEqual(400);

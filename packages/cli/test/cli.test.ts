@@ -2,82 +2,45 @@
 // server with its workflow workers and webhook dispatcher on a real PostgreSQL and the simulated cloud at
 // second-scale timings, with its config directory redirected through XDG_CONFIG_HOME.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
-import {
-  createRuntime,
-  createTestDatabase,
-  createToken,
-  loadConfig,
-  newUser,
-  startTestServer,
-  systemClock,
-  type TestDatabase,
-  type TestServer,
-  type TestUser,
-} from '@platform/server/testing';
+import { createToken, newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-// pino is the server's dependency, not the CLI's: loaded from there for a silent workers' logger.
-type Logger = Parameters<typeof createRuntime>[0]['logger'];
-const pino = createRequire(new URL('../../server/package.json', import.meta.url))('pino') as (options: { level: string }) => Logger;
 
-let database: TestDatabase;
-let server: TestServer;
-let runtime: ReturnType<typeof createRuntime>;
-let user: TestUser;
-const configHomes: string[] = [];
-
-// Webhook endpoints on the loopback (the receivers the tests start), as in development.
-const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', WEBHOOK_TIMEOUT_MS: '2000' };
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  const config = loadConfig({
+// On real time: the CLI is another process, and its clock is the machine's.
+const app = useTestServer({
+  clock: systemClock,
+  env: {
     PROVIDER_RATE_LIMIT: '1000',
     SIM_CONTROL_PLANE_SECONDS: '1',
     SIM_BOOT_SECONDS: '1',
     SIM_RELEASE_SECONDS: '1',
     SIM_SNAPSHOT_SECONDS: '1',
-    ...WEBHOOK_ENV,
-  });
-  // One key for the server that seals webhook secrets and the dispatcher that opens them.
-  const secretsKey = randomBytes(32);
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    config,
-    simulation: { followPollMs: 20, logLinesPerSecond: 20 },
-    tickMs: 20,
-    secretsKey,
-  });
-  await runtime.engine.run({ work: true });
-  await runtime.webhooks!.run();
-  server = await startTestServer(
-    database.db,
-    systemClock,
-    { LOG_POLL_MS: '20', DEVICE_POLL_INTERVAL_SECONDS: '1', EVENT_POLL_MS: '50', ...WEBHOOK_ENV },
-    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey },
-  );
-  user = await newUser(database.db, systemClock, 'pro');
+    LOG_POLL_MS: '20',
+    DEVICE_POLL_INTERVAL_SECONDS: '1',
+    EVENT_POLL_MS: '50',
+    // Webhook endpoints on the loopback (the receivers the tests start), as in development.
+    WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+    WEBHOOK_TIMEOUT_MS: '2000',
+  },
+  runtime: { simulation: { followPollMs: 20, logLinesPerSecond: 20 }, tickMs: 20, webhooks: true },
+});
+let user: TestUser;
+const configHomes: string[] = [];
+
+beforeAll(async () => {
+  user = await newUser(app.db, systemClock, 'pro');
 });
 
 afterAll(async () => {
-  await server?.close();
-  await runtime?.webhooks?.stop();
-  await runtime?.engine.stop();
-  await database?.drop();
   for (const dir of configHomes) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -112,7 +75,7 @@ function platform(args: string[], options: RunOptions = {}): Promise<Run> {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     XDG_CONFIG_HOME: options.home ?? configHome(),
-    PLATFORM_API_URL: server.baseUrl,
+    PLATFORM_API_URL: app.baseUrl,
     ...(token === null ? {} : { PLATFORM_TOKEN: token }),
     ...options.env,
   };
@@ -145,7 +108,7 @@ function platformOnTerminal(args: string[], input: string, options: RunOptions =
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     XDG_CONFIG_HOME: options.home ?? configHome(),
-    PLATFORM_API_URL: server.baseUrl,
+    PLATFORM_API_URL: app.baseUrl,
     ...(token === null ? {} : { PLATFORM_TOKEN: token }),
   };
   const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -170,7 +133,7 @@ async function platformJson<T>(args: string[], options: RunOptions = {}): Promis
 // too close to the suite's 30 s default.
 const WORKFLOWS_MS = 90_000;
 
-const api = (token = user.token) => createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
+const api = (token = user.token) => createPlatformClient({ baseUrl: app.baseUrl, token, retry: false });
 
 /** Polls `check` every 50 ms until it holds, failing after `ms`. */
 async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
@@ -246,7 +209,7 @@ async function startProxy() {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end(JSON.stringify(body));
       return;
     }
-    const upstream = httpRequest(new URL(req.url ?? '/', server.baseUrl), { method: req.method, headers: req.headers }, (answer) => {
+    const upstream = httpRequest(new URL(req.url ?? '/', app.baseUrl), { method: req.method, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
@@ -377,7 +340,7 @@ describe('platform', () => {
     });
 
     it('delete asks on a terminal (n keeps the cluster, y deletes it); without a terminal and without --yes it refuses with exit 2', async () => {
-      const someone = await newUser(database.db, systemClock, 'pro');
+      const someone = await newUser(app.db, systemClock, 'pro');
       const cluster = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'asked', '--region', 'fsn1'], { token: someone.token });
       const stillThere = async () => (await api(someone.token).GET('/v1/clusters')).data.some((c) => c.id === cluster.id);
 
@@ -501,15 +464,15 @@ describe('platform', () => {
       const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
       expect(flagged.code).toBe(1);
       // And the environment beats the file: a wrong PLATFORM_API_URL is used even though the file has none.
-      const elsewhere = await platform(['workspaces', 'list', '--json'], { home, env: { PLATFORM_API_URL: `${server.baseUrl}/nowhere` } });
+      const elsewhere = await platform(['workspaces', 'list', '--json'], { home, env: { PLATFORM_API_URL: `${app.baseUrl}/nowhere` } });
       expect(elsewhere.code).toBe(1);
     });
   });
 
   describe('invitations', () => {
     it('an owner invites by email; the invitee lists, accepts and leaves', async () => {
-      const invitee = await newUser(database.db, systemClock);
-      const email = (await database.db.selectFrom('users').select('email').where('id', '=', invitee.userId).executeTakeFirstOrThrow()).email;
+      const invitee = await newUser(app.db, systemClock);
+      const email = (await app.db.selectFrom('users').select('email').where('id', '=', invitee.userId).executeTakeFirstOrThrow()).email;
       const invited = await platformJson<{ id: string; role: string }>(['workspaces', 'invite', user.workspaceId, email, '--role', 'viewer']);
       expect(invited.role).toBe('viewer');
       const listed = await platform(['workspaces', 'invitations'], { token: invitee.token });
@@ -523,10 +486,10 @@ describe('platform', () => {
 
   describe('workspaces', () => {
     it('create, members list and set-role, pending and revoke-invitation, decline, transfer, members remove, delete', async () => {
-      const owner = await newUser(database.db, systemClock);
-      const dana = await newUser(database.db, systemClock);
-      const erin = await newUser(database.db, systemClock);
-      const emailOf = async (u: TestUser) => (await database.db.selectFrom('users').select('email').where('id', '=', u.userId).executeTakeFirstOrThrow()).email;
+      const owner = await newUser(app.db, systemClock);
+      const dana = await newUser(app.db, systemClock);
+      const erin = await newUser(app.db, systemClock);
+      const emailOf = async (u: TestUser) => (await app.db.selectFrom('users').select('email').where('id', '=', u.userId).executeTakeFirstOrThrow()).email;
       const as = (u: TestUser) => ({ token: u.token });
       const created = await platformJson<{ id: string; name: string }>(['workspaces', 'create', '--name', 'Team'], as(owner));
       expect(created.name).toBe('Team');
@@ -580,13 +543,13 @@ describe('platform', () => {
       });
       await approving;
       expect(login.code, login.stderr).toBe(0);
-      expect(login.stdout).toContain(`${server.baseUrl}/device`);
+      expect(login.stdout).toContain(`${app.baseUrl}/device`);
       expect(login.stdout).toContain('Logged in');
       const file = join(home, 'platform', 'config.json');
       expect(statSync(file).mode & 0o777).toBe(0o600);
       const stored = JSON.parse(readFileSync(file, 'utf8')) as { token: string; api_url: string };
       expect(stored.token).toMatch(/^[A-Za-z0-9]{32}$/);
-      expect(stored.api_url).toBe(server.baseUrl);
+      expect(stored.api_url).toBe(app.baseUrl);
 
       const listed = await platformJson<{ data: { id: string }[] }>(['workspaces', 'list'], { home, token: null });
       expect(listed.data.map((w) => w.id)).toContain(user.workspaceId);
@@ -630,7 +593,7 @@ describe('platform', () => {
     const asJson = <T>(args: string[], options: RunOptions = {}) => platformJson<T>(args, { token: owner.token, ...options });
 
     beforeAll(async () => {
-      owner = await newUser(database.db, systemClock, 'pro');
+      owner = await newUser(app.db, systemClock, 'pro');
       const cluster = await asJson<{ id: string }>(['clusters', 'create', '--name', 'apps', '--region', 'fsn1', '--wait']);
       clusterId = cluster.id;
     });
@@ -814,7 +777,7 @@ describe('platform', () => {
 
   describe('helm values files', () => {
     it('installs create --values <source>=<file>: sources named by metadata.name, chart, path or id; unknown, ambiguous and repeated names exit 2; --override-file still works', async () => {
-      const someone = await newUser(database.db, systemClock, 'pro');
+      const someone = await newUser(app.db, systemClock, 'pro');
       const client = api(someone.token);
       const as = (args: string[]) => platform(args, { token: someone.token });
       const asJson = <T>(args: string[]) => platformJson<T>(args, { token: someone.token });
@@ -972,9 +935,9 @@ describe('platform', () => {
     });
 
     it('sessions list marks the current one; revoke-others ends the rest, revoke <id> one', async () => {
-      const someone = await newUser(database.db, systemClock, 'free');
+      const someone = await newUser(app.db, systemClock, 'free');
       const session = async () =>
-        (await createToken(database.db, systemClock, { userId: someone.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
+        (await createToken(app.db, systemClock, { userId: someone.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
       const [here, there, elsewhere] = [await session(), await session(), await session()];
       const listed = await platformJson<{ data: { id: string; current: boolean }[] }>(['sessions', 'list'], { token: here });
       expect(listed.data).toHaveLength(3);
@@ -990,7 +953,7 @@ describe('platform', () => {
     });
 
     it('quotas list and get, notifications list --unread and read', async () => {
-      const someone = await newUser(database.db, systemClock, 'free');
+      const someone = await newUser(app.db, systemClock, 'free');
       const options = { token: someone.token };
       // A running cluster: it fills the free plan's cluster quota and tells the workspace it is ready.
       const cluster = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'one', '--region', 'fsn1', '--wait'], options);
@@ -1043,7 +1006,7 @@ describe('platform', () => {
     });
 
     it('compute cloud-credentials: the token from a file or stdin (never a flag), list, get, rotate, delete; configs create on the platform’s account or a credential', async () => {
-      const someone = await newUser(database.db, systemClock, 'pro');
+      const someone = await newUser(app.db, systemClock, 'pro');
       const client = api(someone.token);
       // Through a proxy that keeps what the CLI sent: the secret never comes back from the API.
       const proxy = await startProxy();
@@ -1135,7 +1098,7 @@ describe('platform', () => {
     });
 
     it("audit list: the workspace's with filters, --mine, and a usage error", async () => {
-      const someone = await newUser(database.db, systemClock, 'free');
+      const someone = await newUser(app.db, systemClock, 'free');
       const options = { token: someone.token };
       const workspace = await api(someone.token).POST('/v1/workspaces', { body: { name: 'audited' } });
       expect((await platform(['workspaces', 'rename', someone.workspaceId, '--name', 'renamed'], options)).code).toBe(0);
@@ -1157,7 +1120,7 @@ describe('platform', () => {
     });
 
     it('--wait gives up with exit 4 after --timeout', async () => {
-      const other = await newUser(database.db, systemClock, 'free');
+      const other = await newUser(app.db, systemClock, 'free');
       const run = await platform(['clusters', 'create', '--name', 'slow', '--region', 'fsn1', '--wait', '--timeout', '0'], { token: other.token });
       expect(run.code, run.stderr).toBe(4);
       expect(run.stderr).toContain('Timed out');
@@ -1167,7 +1130,7 @@ describe('platform', () => {
     it(
       'list with --type and --object; follow prints only new events until Ctrl-C (130), --json one event a line, --all from the oldest, --after from an event',
       async () => {
-        const someone = await newUser(database.db, systemClock, 'pro');
+        const someone = await newUser(app.db, systemClock, 'pro');
         const client = api(someone.token);
         const options = { token: someone.token };
         const before = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'before', '--region', 'fsn1', '--wait'], options);
@@ -1236,7 +1199,7 @@ describe('platform', () => {
     it(
       'create shows the secret once; deliveries are signed with it; list, get, update --disable cancels, deliveries list --status, redeliver once enabled, rotate-secret --overlap signs with both, delete asks',
       async () => {
-        const someone = await newUser(database.db, systemClock, 'pro');
+        const someone = await newUser(app.db, systemClock, 'pro');
         const client = api(someone.token);
         const options = { token: someone.token };
         let answer = 500;
@@ -1337,7 +1300,7 @@ describe('platform', () => {
     );
 
     it('create --json prints the secret in the JSON; a private address is refused (422); usage errors exit 2', async () => {
-      const someone = await newUser(database.db, systemClock, 'pro');
+      const someone = await newUser(app.db, systemClock, 'pro');
       const options = { token: someone.token };
       const receiver = await startReceiver();
       try {
@@ -1382,7 +1345,7 @@ describe('platform', () => {
     it(
       'forwards each new event, signed, to the receiver; a receiver answering 500 does not stop it; Ctrl-C exits 130',
       async () => {
-        const someone = await newUser(database.db, systemClock, 'pro');
+        const someone = await newUser(app.db, systemClock, 'pro');
         const client = api(someone.token);
         // Events from before the listener started are not forwarded.
         const before = await platformJson<{ id: string }>(['clusters', 'create', '--name', 'before', '--region', 'fsn1', '--wait'], { token: someone.token });
@@ -1425,7 +1388,7 @@ describe('platform', () => {
     it(
       '--events filters the types, --secret signs with that secret, --json prints a line per event; a receiver that is down is reported and skipped',
       async () => {
-        const someone = await newUser(database.db, systemClock, 'pro');
+        const someone = await newUser(app.db, systemClock, 'pro');
         const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
         const receiver = await startReceiver();
         // A port nothing listens on any more: a receiver that is down.
@@ -1482,7 +1445,7 @@ describe('platform', () => {
     it(
       'resumes the feed with Last-Event-ID after the connection drops and after the API answered 503 for a while, forwarding each event once',
       async () => {
-        const someone = await newUser(database.db, systemClock, 'pro');
+        const someone = await newUser(app.db, systemClock, 'pro');
         const client = api(someone.token);
         const receiver = await startReceiver();
         const proxy = await startProxy();

@@ -1,19 +1,18 @@
 // Every operation through the generated client against the real server and a real PostgreSQL, with
 // response validation on: the success path and each documented error.
 import { createPlatformClient, PlatformApiError } from '@platform/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-const clock = new TestClock();
+const app = useTestServer();
+const { clock } = app;
 let alice: TestUser;
 let bob: TestUser;
 
 const client = (user: TestUser, workspaceId?: string) =>
-  createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false, ...(workspaceId ? { workspaceId } : {}) });
+  createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false, ...(workspaceId ? { workspaceId } : {}) });
 
 async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
   const error = await promise.then(
@@ -24,21 +23,14 @@ async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
   return error as PlatformApiError;
 }
 
-const seedCompute = (user: TestUser) => seedSampleResources(database.db, clock, user, `c-${user.userId.slice(-6)}`);
+const seedCompute = (user: TestUser) => seedSampleResources(app.db, clock, user, `c-${user.userId.slice(-6)}`);
 
 let a: Awaited<ReturnType<typeof seedCompute>>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-  alice = await newUser(database.db, clock, 'pro');
-  bob = await newUser(database.db, clock, 'free');
+  alice = await newUser(app.db, clock, 'pro');
+  bob = await newUser(app.db, clock, 'free');
   a = await seedCompute(alice);
-});
-
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
 });
 
 describe('listWorkspaces', () => {
@@ -69,13 +61,13 @@ describe('listClusters', () => {
     expect(error).toMatchObject({ status: 403, code: 'forbidden', param: 'X-Workspace-Id' });
   });
   it('pages with a cursor that never repeats or skips', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) {
       const id = newId('cl');
       ids.push(id);
       // Same created_at for several rows: the id breaks the tie.
-      await database.db
+      await app.db
         .insertInto('clusters')
         .values({
           id,
@@ -102,7 +94,7 @@ describe('listClusters', () => {
     expect(seen).toEqual(byCreatedThenId.map((r) => r.id));
     // The last cursor, kept, later returns only what was added since.
     const later = newId('cl');
-    await database.db
+    await app.db
       .insertInto('clusters')
       .values({
         id: later,
@@ -152,7 +144,7 @@ describe('compute', () => {
     const inSync = await client(alice).GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: a.providerId } } });
     expect(inSync).toMatchObject({ drifted: false, differences: [] });
     // Someone resized the server outside the platform.
-    await database.db.updateTable('machines').set({ server_type: 'cx32' }).where('provider_id', '=', a.suspendedId).execute();
+    await app.db.updateTable('machines').set({ server_type: 'cx32' }).where('provider_id', '=', a.suspendedId).execute();
     const drifted = await client(alice).GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: a.suspendedId } } });
     expect(drifted).toMatchObject({ drifted: true, differences: [{ field: 'server_type', desired: 'cx2*', actual: 'cx32' }] });
     const foreign = await apiError(client(bob).GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: a.providerId } } }));
@@ -164,7 +156,7 @@ describe('compute', () => {
     const missing = await apiError(client(alice).DELETE('/v1/compute/configs/{id}', { params: { path: { id: 'cc_missing' } } }));
     expect(missing).toMatchObject({ status: 404, code: 'not_found' });
     const free = newId('cc');
-    await database.db
+    await app.db
       .insertInto('compute_configs')
       .values({
         id: free,
@@ -179,7 +171,7 @@ describe('compute', () => {
     const foreign = await apiError(client(bob).DELETE('/v1/compute/configs/{id}', { params: { path: { id: free } } }));
     expect(foreign.status).toBe(404);
     await expect(client(alice).DELETE('/v1/compute/configs/{id}', { params: { path: { id: free } } })).resolves.toBeUndefined();
-    expect(await database.db.selectFrom('compute_configs').select('id').where('id', '=', free).execute()).toEqual([]);
+    expect(await app.db.selectFrom('compute_configs').select('id').where('id', '=', free).execute()).toEqual([]);
   });
   it('resumeSuspension: 202 resuming, then 409 on a second resume, 404 for others', async () => {
     const foreign = await apiError(client(bob).POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: a.suspensionId } } }));
@@ -188,14 +180,14 @@ describe('compute', () => {
     expect(resumed).toMatchObject({ id: a.suspensionId, status: 'resuming' });
     const again = await apiError(client(alice).POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: a.suspensionId } } }));
     expect(again).toMatchObject({ status: 409, code: 'conflict' });
-    const workflows = await database.db.selectFrom('workflows').selectAll().where('subject_id', '=', a.suspensionId).execute();
+    const workflows = await app.db.selectFrom('workflows').selectAll().where('subject_id', '=', a.suspensionId).execute();
     expect(workflows).toHaveLength(1);
   });
 });
 
 describe('listRegistryCredentials', () => {
   it('lists credentials without secrets', async () => {
-    await database.db
+    await app.db
       .insertInto('registry_credentials')
       .values({
         id: newId('rc'),
@@ -222,11 +214,11 @@ describe('updateProduct', () => {
     cluster_ids: [clusterId],
   });
   it('replaces the configuration, keeps a sent source id and makes a new template', async () => {
-    const before = await database.db.selectFrom('products').selectAll().where('id', '=', a.productId).executeTakeFirstOrThrow();
+    const before = await app.db.selectFrom('products').selectAll().where('id', '=', a.productId).executeTakeFirstOrThrow();
     const result = await client(alice).PATCH('/v1/products/{id}', { params: { path: { id: a.productId } }, body: body(a.clusterId, a.sourceId) });
     expect(result.product_id).toBe(a.productId);
     expect(result.template_id).not.toBe(before.template_id);
-    const after = await database.db.selectFrom('products').selectAll().where('id', '=', a.productId).executeTakeFirstOrThrow();
+    const after = await app.db.selectFrom('products').selectAll().where('id', '=', a.productId).executeTakeFirstOrThrow();
     expect(after).toMatchObject({ name: 'Shop v2', regeneration_status: 'pending', stripe_price_ids: [], settings: {} });
     expect(after.sources.map((s) => s.id)).toEqual([a.sourceId]);
   });
@@ -253,7 +245,7 @@ describe('createInstall', () => {
       body: { product_id: a.productId, region_id: 'fsn1', overrides: [{ template_helm_source_id: a.sourceId, values: { replicas: 2 } }] },
     });
     expect(install).toMatchObject({ status: 'pending', product_id: a.productId, cluster_id: null, workspace_id: alice.workspaceId });
-    const workflow = await database.db.selectFrom('workflows').selectAll().where('id', '=', install.workflow_id).executeTakeFirstOrThrow();
+    const workflow = await app.db.selectFrom('workflows').selectAll().where('id', '=', install.workflow_id).executeTakeFirstOrThrow();
     expect(workflow).toMatchObject({ kind: 'createInstall', subject_id: install.id, status: 'pending' });
   });
   it('404 with param for an unknown product or region; 422 for an unknown source', async () => {
@@ -286,7 +278,7 @@ describe('createInstall', () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => api.POST('/v1/installs', { body, idempotencyKey: key })));
     const ids = new Set(results.map((install) => install.id));
     expect(ids.size).toBe(1);
-    const rows = await database.db
+    const rows = await app.db
       .selectFrom('installs')
       .select('id')
       .where('id', 'in', [...ids])
@@ -300,14 +292,14 @@ describe('createInstall', () => {
 describe('streamInstallLogs', () => {
   it('is 404 for another user’s install and 422 for a bad tail', async () => {
     const install = await client(alice).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1' } });
-    const foreign = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs`, {
+    const foreign = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs`, {
       headers: { authorization: `Bearer ${bob.token}`, accept: 'text/event-stream' },
     });
     expect(foreign.status).toBe(404);
-    const bad = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?tail=0`, { headers: { authorization: `Bearer ${alice.token}` } });
+    const bad = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs?tail=0`, { headers: { authorization: `Bearer ${alice.token}` } });
     expect(bad.status).toBe(422);
     expect((await bad.json()) as unknown).toMatchObject({ error: { param: 'tail' } });
-    const ok = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?follow=false`, {
+    const ok = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs?follow=false`, {
       headers: { authorization: `Bearer ${alice.token}`, accept: 'text/event-stream' },
     });
     expect(ok.status).toBe(200);
@@ -332,7 +324,7 @@ describe('createUserToken', () => {
     const created = await client(alice).POST('/v1/user/tokens', { body: { name: 'ci', expires_at: clock.now() + 3600, scopes: ['*'] } });
     expect(created.token).toMatch(/^svc_pat_[A-Za-z0-9]{38}$/);
     expect(created.expires_at).toBe(clock.now() + 3600);
-    const withNew = createPlatformClient({ baseUrl: server.baseUrl, token: created.token, retry: false });
+    const withNew = createPlatformClient({ baseUrl: app.baseUrl, token: created.token, retry: false });
     expect((await withNew.GET('/v1/workspaces', {})).data).toHaveLength(1);
     clock.advance(3600);
     expect(await apiError(withNew.GET('/v1/workspaces', {}))).toMatchObject({ status: 401, code: 'unauthorized' });
@@ -356,11 +348,11 @@ describe('quotas', () => {
   it('getQuota decodes %2F, honours overrides and 404s an unknown metric', async () => {
     const entry = await client(bob).GET('/v1/quotas/{metric}', { params: { path: { metric: 'kaas/clusters' } } });
     expect(entry).toMatchObject({ metric: 'kaas/clusters', limit: 1 });
-    await database.db.insertInto('quota_overrides').values({ user_id: bob.userId, workspace_id: null, metric: 'kaas/clusters', limit: 5 }).execute();
+    await app.db.insertInto('quota_overrides').values({ user_id: bob.userId, workspace_id: null, metric: 'kaas/clusters', limit: 5 }).execute();
     expect(await client(bob).GET('/v1/quotas/{metric}', { params: { path: { metric: 'kaas/clusters' } } })).toMatchObject({ limit: 5 });
-    await database.db.insertInto('quota_overrides').values({ user_id: null, workspace_id: bob.workspaceId, metric: 'kaas/clusters', limit: 7 }).execute();
+    await app.db.insertInto('quota_overrides').values({ user_id: null, workspace_id: bob.workspaceId, metric: 'kaas/clusters', limit: 7 }).execute();
     expect(await client(bob).GET('/v1/quotas/{metric}', { params: { path: { metric: 'kaas/clusters' } } })).toMatchObject({ limit: 7 });
-    const raw = await fetch(`${server.baseUrl}/v1/quotas/kaas%2Fclusters`, { headers: { authorization: `Bearer ${bob.token}` } });
+    const raw = await fetch(`${app.baseUrl}/v1/quotas/kaas%2Fclusters`, { headers: { authorization: `Bearer ${bob.token}` } });
     expect(raw.status).toBe(200);
     expect((await apiError(client(bob).GET('/v1/quotas/{metric}', { params: { path: { metric: 'gpu/cards' } } }))).status).toBe(404);
   });
@@ -368,11 +360,11 @@ describe('quotas', () => {
 
 describe('workspaces and members', () => {
   it('creates a workspace owned by the caller, gets it, and manages members (admins only)', async () => {
-    const carol = await newUser(database.db, clock, 'free');
+    const carol = await newUser(app.db, clock, 'free');
     const created = await client(alice).POST('/v1/workspaces', { body: { name: 'Team', icon: '🚀' } });
     expect(created).toMatchObject({ name: 'Team', icon: '🚀' });
     expect(await client(alice).GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: created.id } } })).toEqual(created);
-    const carolEmail = (await database.db.selectFrom('users').select('email').where('id', '=', carol.userId).executeTakeFirstOrThrow()).email;
+    const carolEmail = (await app.db.selectFrom('users').select('email').where('id', '=', carol.userId).executeTakeFirstOrThrow()).email;
     const invitation = await client(alice).POST('/v1/workspaces/{workspaceId}/invitations', {
       params: { path: { workspaceId: created.id } },
       body: { email: carolEmail.toUpperCase() },
@@ -409,7 +401,7 @@ describe('regions and clusters', () => {
     expect(regions.data.map((r) => r.id)).toEqual(expect.arrayContaining(['fsn1', 'nbg1', 'hel1', 'ash', 'hil', 'sin']));
   });
   it('creates a cluster (202 PROVISIONING), gets it, refuses a duplicate name, deletes it', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const cluster = await client(user).POST('/v1/clusters', { body: { name: 'edge', region_id: 'hel1' } });
     expect(cluster).toMatchObject({ name: 'edge', region_id: 'hel1', workspace_id: user.workspaceId, kaas: { version: 'v1.31', status: 'PROVISIONING' } });
     expect(await client(user).GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).toEqual(cluster);
@@ -436,7 +428,7 @@ describe('regions and clusters', () => {
 
 describe('compute configs, cloud credentials, machines and suspensions', () => {
   it('creates a BYOM config from a cloud credential whose secret never comes back', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const credential = await client(user).POST('/v1/compute/cloud_credentials', { body: { name: 'mine', provider: 'hcloud', secret: 'hc-secret-value' } });
     expect(JSON.stringify(credential)).not.toContain('hc-secret-value');
     expect((await client(user).GET('/v1/compute/cloud_credentials', {})).data).toEqual([credential]);
@@ -468,7 +460,7 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
   });
 
   it('requests, suspends and deletes a machine; lists and gets suspensions', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const world = await seedCompute(user);
     const machine = await client(user).POST('/v1/compute/machines', { body: { cluster_id: world.clusterId, compute_config_id: world.configId } });
     expect(machine).toMatchObject({ status: 'provisioning', server_type: 'cx22', cpu: 2, byom: false, cluster_id: world.clusterId });
@@ -490,7 +482,7 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
 
 describe('registry credentials', () => {
   it('creates one without ever returning the password, refuses private hosts, deletes it', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const created = await client(user).POST('/v1/registry/credentials', {
       body: { name: 'ghcr', registry_url: 'ghcr.io', username: 'bot', password: 'p4ssw0rd-value' },
     });
@@ -533,7 +525,7 @@ describe('products, installs and notifications', () => {
     expect((await client(alice).GET('/v1/installs', {})).data.map((i) => i.id)).toContain(install.id);
   });
   it('lists notifications, optionally only unread ones', async () => {
-    const fresh = await newUser(database.db, clock, 'free');
+    const fresh = await newUser(app.db, clock, 'free');
     const world = await seedCompute(fresh);
     expect((await client(fresh).GET('/v1/notifications', {})).data.map((n) => n.id)).toEqual([world.notificationId]);
     await client(fresh).PATCH('/v1/notifications/{id}/read', { params: { path: { id: world.notificationId } } });
@@ -544,14 +536,14 @@ describe('products, installs and notifications', () => {
 
 describe('tokens and logout', () => {
   it('lists tokens without secrets, revokes one, and logout revokes the calling token', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const extra = await client(user).POST('/v1/user/tokens', { body: { name: 'extra', scopes: ['*'] } });
     const list = await client(user).GET('/v1/user/tokens', {});
     expect(list.data.map((t) => t.name)).toEqual(['initial', 'extra']);
     expect(JSON.stringify(list)).not.toContain(extra.token);
     expect(await apiError(client(bob).DELETE('/v1/user/tokens/{id}', { params: { path: { id: extra.id } } }))).toMatchObject({ status: 404 });
     await client(user).DELETE('/v1/user/tokens/{id}', { params: { path: { id: extra.id } } });
-    const viaExtra = createPlatformClient({ baseUrl: server.baseUrl, token: extra.token, retry: false });
+    const viaExtra = createPlatformClient({ baseUrl: app.baseUrl, token: extra.token, retry: false });
     expect(await apiError(viaExtra.GET('/v1/workspaces', {}))).toMatchObject({ status: 401 });
     await client(user).POST('/v1/auth/logout', {});
     expect(await apiError(client(user).GET('/v1/workspaces', {}))).toMatchObject({ status: 401 });
@@ -561,33 +553,33 @@ describe('tokens and logout', () => {
 describe('the wire', () => {
   it('answers unknown paths 404, wrong methods 405 with Allow, malformed JSON 400, and echoes X-Request-Id', async () => {
     const headers = { authorization: `Bearer ${alice.token}` };
-    const unknown = await fetch(`${server.baseUrl}/v2/clusters`, { headers });
+    const unknown = await fetch(`${app.baseUrl}/v2/clusters`, { headers });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: { code: 'not_found' } });
-    const wrongMethod = await fetch(`${server.baseUrl}/v1/quotas`, { method: 'POST', headers });
+    const wrongMethod = await fetch(`${app.baseUrl}/v1/quotas`, { method: 'POST', headers });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get('allow')).toBe('GET');
-    const malformed = await fetch(`${server.baseUrl}/v1/user/tokens`, {
+    const malformed = await fetch(`${app.baseUrl}/v1/user/tokens`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
       body: '{"name": ',
     });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ error: { code: 'bad_request' } });
-    const notJson = await fetch(`${server.baseUrl}/v1/user/tokens`, { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' }, body: 'name=x' });
+    const notJson = await fetch(`${app.baseUrl}/v1/user/tokens`, { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' }, body: 'name=x' });
     expect(notJson.status).toBe(400);
-    const echoed = await fetch(`${server.baseUrl}/v1/workspaces`, { headers: { ...headers, 'x-request-id': 'trace-123' } });
+    const echoed = await fetch(`${app.baseUrl}/v1/workspaces`, { headers: { ...headers, 'x-request-id': 'trace-123' } });
     expect(echoed.headers.get('x-request-id')).toBe('trace-123');
-    const made = await fetch(`${server.baseUrl}/v1/workspaces`, { headers: { ...headers, 'x-request-id': 'bad id with spaces' } });
+    const made = await fetch(`${app.baseUrl}/v1/workspaces`, { headers: { ...headers, 'x-request-id': 'bad id with spaces' } });
     expect(made.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
     expect(made.headers.get('x-powered-by')).toBeNull();
   });
   it('rejects unknown query parameters and a too-large body', async () => {
     const headers = { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' };
-    const typo = await fetch(`${server.baseUrl}/v1/clusters?limt=5`, { headers });
+    const typo = await fetch(`${app.baseUrl}/v1/clusters?limt=5`, { headers });
     expect(typo.status).toBe(422);
     expect(await typo.json()).toMatchObject({ error: { param: 'limt' } });
-    const huge = await fetch(`${server.baseUrl}/v1/user/tokens`, { method: 'POST', headers, body: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }) });
+    const huge = await fetch(`${app.baseUrl}/v1/user/tokens`, { method: 'POST', headers, body: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }) });
     expect(huge.status).toBe(413);
   });
 });

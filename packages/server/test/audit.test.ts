@@ -4,7 +4,7 @@
 // what is theirs, old events are pruned, and a kubeconfig handed out is recorded.
 import { sql } from 'kysely';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import type { Row } from '../src/db/schema.ts';
 import { auditLog } from '../src/http/audit.ts';
@@ -12,50 +12,18 @@ import { newId } from '../src/ids.ts';
 import type { HandlerEnv } from '../src/operations/types.ts';
 import { recordRequestEvent } from '../src/resources/audit-events.ts';
 import { rowOnlyStarter, type WorkflowStarter } from '../src/workflows/engine.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
 import { buildWorld, type World } from './fixtures.ts';
-import {
-  call,
-  createTestDatabase,
-  newUser,
-  type Reply,
-  secretsInAuditLog,
-  startTestServer,
-  TestClock,
-  type TestDatabase,
-  type TestServer,
-  type TestUser,
-} from './support.ts';
+import { call, createTestDatabase, newUser, type Reply, secretsInAuditLog, startTestServer, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-let runtime: ReturnType<typeof createRuntime>;
+const app = useTestServer({
+  env: { WORKER_CONCURRENCY: '4', PROVIDER_RATE_LIMIT: '1000', SIM_CONTROL_PLANE_SECONDS: '30', AUDIT_RETENTION_DAYS: '90' },
+  runtime: { tickMs: 20, orphanAfterSeconds: 1, eventPruneEveryMs: 50, retention: true },
+});
+const { clock } = app;
 let world: World;
-const clock = new TestClock();
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config: loadConfig({ WORKER_CONCURRENCY: '4', PROVIDER_RATE_LIMIT: '1000', SIM_CONTROL_PLANE_SECONDS: '30', AUDIT_RETENTION_DAYS: '90' }),
-    tickMs: 20,
-    orphanAfterSeconds: 1,
-    eventPruneEveryMs: 50,
-  });
-  await runtime.engine.run({ work: true });
-  runtime.retention.start();
-  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
-  world = await buildWorld(database.db, clock);
-});
-
-afterAll(async () => {
-  runtime?.retention.stop();
-  await server?.close();
-  await runtime?.engine.stop();
-  await database?.drop();
+  world = await buildWorld(app.db, clock);
 });
 
 async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
@@ -68,12 +36,12 @@ async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolea
   }
 }
 
-const eventsOfRequest = (requestId: string) => database.db.selectFrom('audit_events').selectAll().where('request_id', '=', requestId).execute();
+const eventsOfRequest = (requestId: string) => app.db.selectFrom('audit_events').selectAll().where('request_id', '=', requestId).execute();
 /** Events of requests (the workers record workflow transitions meanwhile). */
 const countRequestEvents = async () =>
   Number(
     (
-      await database.db
+      await app.db
         .selectFrom('audit_events')
         .select((eb) => eb.fn.countAll().as('n'))
         .where('actor_type', '=', 'user')
@@ -81,7 +49,7 @@ const countRequestEvents = async () =>
     ).n,
   );
 const patIdOf = async (user: TestUser) =>
-  (await database.db.selectFrom('tokens').select('id').where('user_id', '=', user.userId).where('kind', '=', 'pat').executeTakeFirstOrThrow()).id;
+  (await app.db.selectFrom('tokens').select('id').where('user_id', '=', user.userId).where('kind', '=', 'pat').executeTakeFirstOrThrow()).id;
 
 /** Every page of a list, following the cursor. */
 async function allPages(user: TestUser, path: string, query: Record<string, string | number>, headers: Record<string, string> = {}) {
@@ -89,7 +57,7 @@ async function allPages(user: TestUser, path: string, query: Record<string, stri
   let cursor: string | undefined;
   for (;;) {
     const params = new URLSearchParams(Object.entries({ ...query, ...(cursor ? { cursor } : {}) }).map(([k, v]) => [k, String(v)]));
-    const reply: Reply = await call(server.baseUrl, 'GET', `${path}?${params}`, { token: user.token, headers });
+    const reply: Reply = await call(app.baseUrl, 'GET', `${path}?${params}`, { token: user.token, headers });
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
     data.push(...reply.body.data);
     if (!reply.body.pagination.has_more) return data;
@@ -99,7 +67,7 @@ async function allPages(user: TestUser, path: string, query: Record<string, stri
 
 describe('a change', () => {
   it('writes exactly one event, in its transaction, with who, how, where, what and the outcome', async () => {
-    const created = await call(server.baseUrl, 'POST', '/v1/clusters', {
+    const created = await call(app.baseUrl, 'POST', '/v1/clusters', {
       token: world.alice.token,
       body: { name: 'audited', region_id: 'fsn1' },
       headers: { 'x-request-id': 'req-audit-create' },
@@ -124,7 +92,7 @@ describe('a change', () => {
       },
     ]);
     // By id: the workspace of the object the path names, the path's id as the target.
-    const renamed = await call(server.baseUrl, 'PATCH', `/v1/clusters/${created.body.id}`, {
+    const renamed = await call(app.baseUrl, 'PATCH', `/v1/clusters/${created.body.id}`, {
       token: world.members.member.token,
       body: { name: 'audited-2' },
       headers: { 'x-request-id': 'req-audit-rename' },
@@ -137,12 +105,12 @@ describe('a change', () => {
 
   it('a replayed idempotent request is recorded as a request of its own; the install is made once', async () => {
     const body = { product_id: world.ids.product, region_id: 'fsn1' };
-    const first = await call(server.baseUrl, 'POST', '/v1/installs', {
+    const first = await call(app.baseUrl, 'POST', '/v1/installs', {
       token: world.alice.token,
       body,
       headers: { 'idempotency-key': 'audit-k1', 'x-request-id': 'req-idem-1' },
     });
-    const again = await call(server.baseUrl, 'POST', '/v1/installs', {
+    const again = await call(app.baseUrl, 'POST', '/v1/installs', {
       token: world.alice.token,
       body,
       headers: { 'idempotency-key': 'audit-k1', 'x-request-id': 'req-idem-2' },
@@ -158,7 +126,7 @@ describe('a change', () => {
   it('reads write nothing', async () => {
     const before = await countRequestEvents();
     for (const path of ['/v1/clusters', `/v1/clusters/${world.ids.cluster}`, '/v1/installs', '/v1/audit_events', '/v1/user/audit_events']) {
-      expect((await call(server.baseUrl, 'GET', path, { token: world.alice.token })).status).toBe(200);
+      expect((await call(app.baseUrl, 'GET', path, { token: world.alice.token })).status).toBe(200);
     }
     expect(await countRequestEvents()).toBe(before);
   });
@@ -166,7 +134,7 @@ describe('a change', () => {
 
 describe('a refused request', () => {
   it('writes one event, denied (forbidden) or failed, and changes nothing', async () => {
-    const denied = await call(server.baseUrl, 'DELETE', `/v1/clusters/${world.ids.cluster}`, {
+    const denied = await call(app.baseUrl, 'DELETE', `/v1/clusters/${world.ids.cluster}`, {
       token: world.members.member.token,
       headers: { 'x-request-id': 'req-denied' },
     });
@@ -182,9 +150,9 @@ describe('a refused request', () => {
         error_code: 'forbidden',
       },
     ]);
-    expect(await database.db.selectFrom('clusters').select('id').where('id', '=', world.ids.cluster).executeTakeFirst()).toBeDefined();
+    expect(await app.db.selectFrom('clusters').select('id').where('id', '=', world.ids.cluster).executeTakeFirst()).toBeDefined();
 
-    const invalid = await call(server.baseUrl, 'POST', '/v1/clusters', {
+    const invalid = await call(app.baseUrl, 'POST', '/v1/clusters', {
       token: world.alice.token,
       body: { name: 'nowhere', region_id: 'xx9' },
       headers: { 'x-request-id': 'req-failed' },
@@ -193,10 +161,10 @@ describe('a refused request', () => {
     expect(await eventsOfRequest('req-failed')).toMatchObject([
       { operation: 'createCluster', outcome: 'failed', status: 404, error_code: 'not_found', workspace_id: null, target_ids: [] },
     ]);
-    expect(await database.db.selectFrom('clusters').select('id').where('name', '=', 'nowhere').execute()).toEqual([]);
+    expect(await app.db.selectFrom('clusters').select('id').where('name', '=', 'nowhere').execute()).toEqual([]);
 
     // A stranger's attempt on another workspace's cluster is theirs alone: no workspace, so its admins never see it.
-    const foreign = await call(server.baseUrl, 'DELETE', `/v1/clusters/${world.ids.cluster}`, {
+    const foreign = await call(app.baseUrl, 'DELETE', `/v1/clusters/${world.ids.cluster}`, {
       token: world.bob.token,
       headers: { 'x-request-id': 'req-foreign' },
     });
@@ -205,30 +173,30 @@ describe('a refused request', () => {
   });
 
   it('a token pasted where an id belongs, or sent as the request id, is never recorded', async () => {
-    const pasted = await call(server.baseUrl, 'DELETE', `/v1/user/tokens/${world.alice.token}`, {
+    const pasted = await call(app.baseUrl, 'DELETE', `/v1/user/tokens/${world.alice.token}`, {
       token: world.alice.token,
       headers: { 'x-request-id': 'req-pasted' },
     });
     expect([404, 422]).toContain(pasted.status);
     expect(await eventsOfRequest('req-pasted')).toMatchObject([{ operation: 'revokeUserToken', target_ids: [], outcome: 'failed' }]);
     const sessionLike = 'Q7xk2LmN9pR4sT6vW8yZ0aB3cD5eF7gH';
-    const asRequestId = await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, {
+    const asRequestId = await call(app.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, {
       token: world.alice.token,
       body: { name: 'renamed-once' },
       headers: { 'x-request-id': sessionLike },
     });
     expect(asRequestId.headers.get('x-request-id')).toBe(sessionLike);
     expect(
-      await database.db.selectFrom('audit_events').select('request_id').where('operation', '=', 'updateCluster').orderBy('created_at').orderBy('id').execute(),
+      await app.db.selectFrom('audit_events').select('request_id').where('operation', '=', 'updateCluster').orderBy('created_at').orderBy('id').execute(),
     ).toContainEqual({
       request_id: null,
     });
-    expect(await secretsInAuditLog(database.db)).toEqual([]);
+    expect(await secretsInAuditLog(app.db)).toEqual([]);
   });
 
   it('without a token is not recorded (no actor to show, and anyone could make the server write)', async () => {
     const before = await countRequestEvents();
-    expect((await call(server.baseUrl, 'POST', '/v1/clusters', { body: { name: 'x', region_id: 'fsn1' } })).status).toBe(401);
+    expect((await call(app.baseUrl, 'POST', '/v1/clusters', { body: { name: 'x', region_id: 'fsn1' } })).status).toBe(401);
     expect(await countRequestEvents()).toBe(before);
   });
 });
@@ -239,18 +207,18 @@ describe('the change and its event commit together', () => {
     await sql`
       CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.request_id = 'req-no-audit' THEN RAISE EXCEPTION 'audit refused'; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit();`.execute(database.db);
+      CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit();`.execute(app.db);
     try {
-      const reply = await call(server.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, {
+      const reply = await call(app.baseUrl, 'PATCH', `/v1/clusters/${world.ids.cluster}`, {
         token: world.alice.token,
         body: { name: 'never-renamed' },
         headers: { 'x-request-id': 'req-no-audit' },
       });
       expect(reply.status).toBe(500);
     } finally {
-      await sql`DROP TRIGGER refuse_audit ON audit_events; DROP FUNCTION refuse_audit();`.execute(database.db);
+      await sql`DROP TRIGGER refuse_audit ON audit_events; DROP FUNCTION refuse_audit();`.execute(app.db);
     }
-    expect(await database.db.selectFrom('clusters').select('name').where('id', '=', world.ids.cluster).executeTakeFirstOrThrow()).not.toEqual({
+    expect(await app.db.selectFrom('clusters').select('name').where('id', '=', world.ids.cluster).executeTakeFirstOrThrow()).not.toEqual({
       name: 'never-renamed',
     });
     expect(await eventsOfRequest('req-no-audit')).toEqual([]);
@@ -265,7 +233,7 @@ describe('the change and its event commit together', () => {
         throw new Error('the queue broke');
       },
     };
-    const broken = await startTestServer(database.db, clock, {}, { workflows: breaking });
+    const broken = await startTestServer(app.db, clock, {}, { workflows: breaking });
     try {
       const reply = await call(broken.baseUrl, 'POST', '/v1/clusters', {
         token: world.alice.token,
@@ -276,18 +244,18 @@ describe('the change and its event commit together', () => {
     } finally {
       await broken.close();
     }
-    expect(await database.db.selectFrom('clusters').select('id').where('name', '=', 'half-made').execute()).toEqual([]);
+    expect(await app.db.selectFrom('clusters').select('id').where('name', '=', 'half-made').execute()).toEqual([]);
     expect(await eventsOfRequest('req-crash')).toEqual([]);
   });
 });
 
 describe('workflow transitions', () => {
   it('are recorded as the platform, in the workspace of their subject, with the workflow and subject as targets', async () => {
-    const user = await newUser(database.db, clock, 'pro');
-    const cluster = await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'flows', region_id: 'fsn1' } });
-    const workflowId = (await database.db.selectFrom('workflows').select('id').where('subject_id', '=', cluster.body.id).executeTakeFirstOrThrow()).id;
+    const user = await newUser(app.db, clock, 'pro');
+    const cluster = await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'flows', region_id: 'fsn1' } });
+    const workflowId = (await app.db.selectFrom('workflows').select('id').where('subject_id', '=', cluster.body.id).executeTakeFirstOrThrow()).id;
     const transitions = () =>
-      database.db
+      app.db
         .selectFrom('audit_events')
         .selectAll()
         .where('actor_type', '=', 'platform')
@@ -312,7 +280,7 @@ describe('workflow transitions', () => {
       });
     }
     // No running cluster in hel1: the install's workflow fails.
-    const product = await call(server.baseUrl, 'POST', '/v1/products', {
+    const product = await call(app.baseUrl, 'POST', '/v1/products', {
       token: user.token,
       body: {
         name: 'Shop',
@@ -321,7 +289,7 @@ describe('workflow transitions', () => {
       },
     });
     expect(product.status).toBe(201);
-    const install = await call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: product.body.id, region_id: 'hel1' } });
+    const install = await call(app.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: product.body.id, region_id: 'hel1' } });
     const failed = await eventually(
       () => allPages(user, '/v1/audit_events', { target_id: install.body.id, operation: 'workflow.createInstall.failed' }),
       (events) => events.length === 1,
@@ -338,13 +306,13 @@ describe('workflow transitions', () => {
 
 describe('the lists', () => {
   it('page oldest first without repeats, and filter by actor, target, operation and time (since inclusive, until exclusive)', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const start = clock.now();
     const names: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const reply = await call(server.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: `ws-${i}` } });
+      const reply = await call(app.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: `ws-${i}` } });
       names.push(reply.body.id);
-      const renamed = await call(server.baseUrl, 'PATCH', `/v1/workspaces/${user.workspaceId}`, { token: user.token, body: { name: `home-${i}` } });
+      const renamed = await call(app.baseUrl, 'PATCH', `/v1/workspaces/${user.workspaceId}`, { token: user.token, body: { name: `home-${i}` } });
       expect(renamed.status).toBe(200);
       clock.advance(10);
     }
@@ -362,7 +330,7 @@ describe('the lists', () => {
     expect(await allPages(user, '/v1/audit_events', { actor_id: world.alice.userId })).toEqual([]);
     expect(await allPages(user, '/v1/user/audit_events', { target_id: names[2]! })).toMatchObject([{ operation: 'createWorkspace', target_ids: [names[2]] }]);
     expect(await allPages(user, '/v1/user/audit_events', { since: start + 40 })).toHaveLength(2);
-    const cursorTampered = await call(server.baseUrl, 'GET', '/v1/user/audit_events?cursor=nope', { token: user.token });
+    const cursorTampered = await call(app.baseUrl, 'GET', '/v1/user/audit_events?cursor=nope', { token: user.token });
     expect(cursorTampered.status).toBe(422);
   });
 
@@ -373,10 +341,10 @@ describe('the lists', () => {
       [world.members.member, 403],
       [world.members.viewer, 403],
     ] as const) {
-      const reply = await call(server.baseUrl, 'GET', '/v1/audit_events', { token: who.token, headers: { 'x-workspace-id': world.alice.workspaceId } });
+      const reply = await call(app.baseUrl, 'GET', '/v1/audit_events', { token: who.token, headers: { 'x-workspace-id': world.alice.workspaceId } });
       expect(reply.status, who.userId).toBe(status);
     }
-    const stranger = await call(server.baseUrl, 'GET', '/v1/audit_events', { token: world.bob.token, headers: { 'x-workspace-id': world.alice.workspaceId } });
+    const stranger = await call(app.baseUrl, 'GET', '/v1/audit_events', { token: world.bob.token, headers: { 'x-workspace-id': world.alice.workspaceId } });
     expect(stranger.status).toBe(403);
     const alices = await allPages(world.alice, '/v1/audit_events', {});
     expect(alices.length).toBeGreaterThan(0);
@@ -390,9 +358,9 @@ describe('the lists', () => {
   });
 
   it('need the audit:read scope', async () => {
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: world.alice.token, body: { name: 'no-audit', scopes: ['clusters:read'] } });
+    const created = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: world.alice.token, body: { name: 'no-audit', scopes: ['clusters:read'] } });
     for (const path of ['/v1/audit_events', '/v1/user/audit_events']) {
-      const reply = await call(server.baseUrl, 'GET', path, { token: created.body.token });
+      const reply = await call(app.baseUrl, 'GET', path, { token: created.body.token });
       expect(reply.status).toBe(403);
       expect(reply.body).toMatchObject({ error: { code: 'forbidden', details: { required_scope: 'audit:read' } } });
     }
@@ -401,7 +369,7 @@ describe('the lists', () => {
 
 describe('a kubeconfig handed out', () => {
   it('is recorded (the caller, the cluster, the request; never the kubeconfig)', async () => {
-    const reply = await call(server.baseUrl, 'GET', `/v1/clusters/${world.ids.cluster}/kubeconfig`, {
+    const reply = await call(app.baseUrl, 'GET', `/v1/clusters/${world.ids.cluster}/kubeconfig`, {
       token: world.members.admin.token,
       headers: { 'x-request-id': 'req-kube' },
     });
@@ -416,7 +384,7 @@ describe('a kubeconfig handed out', () => {
         status: 200,
       },
     ]);
-    const refused = await call(server.baseUrl, 'GET', `/v1/clusters/${world.ids.cluster}/kubeconfig`, {
+    const refused = await call(app.baseUrl, 'GET', `/v1/clusters/${world.ids.cluster}/kubeconfig`, {
       token: world.members.member.token,
       headers: { 'x-request-id': 'req-kube-2' },
     });
@@ -432,7 +400,7 @@ describe('retention', () => {
     expect(() => loadConfig({ AUDIT_RETENTION_DAYS: '-1' })).toThrow(ConfigError);
     const event = (requestId: string, secondsAgo: number) =>
       recordRequestEvent(
-        database.db,
+        app.db,
         {
           actor_id: world.alice.userId,
           token_kind: 'pat',
@@ -462,7 +430,7 @@ describe('retention', () => {
 
 describe('the binding', () => {
   it('refuses calls to the provider, the driver and DNS inside a change’s transaction', async () => {
-    const env = { db: database.db, clock, logger: pino({ level: 'silent' }) } as unknown as HandlerEnv;
+    const env = { db: app.db, clock, logger: pino({ level: 'silent' }) } as unknown as HandlerEnv;
     const caller = { userId: world.alice.userId, kind: 'pat' as const, tokenId: null, scopes: 'all' as const };
     const request = { meta: { operationId: 'createComputeConfig', audit: 'change' }, params: {}, caller, requestId: 'req-guard', clientAddress: '127.0.0.1' };
     for (const callOut of [

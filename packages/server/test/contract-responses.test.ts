@@ -3,9 +3,9 @@
 // the check catches each, and the statuses the contract gained for it (413, 415, 422 on path parameters).
 import { request } from 'node:http';
 import type { Context } from 'koa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type Contract, enforceDeclaredResponse, loadContract, type OperationMeta, responseProblems } from '../src/http/contract.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, TestClock, type TestUser, useTestServer } from './support.ts';
 
 let contract: Contract;
 let getCluster: OperationMeta;
@@ -18,21 +18,14 @@ const cluster = {
   created_at: 1732268900,
 };
 
-let database: TestDatabase;
-let server: TestServer;
+const app = useTestServer({ clock: new TestClock(1_800_000_000), env: { RATE_LIMIT_PER_MINUTE: '100', BODY_LIMIT_BYTES: '1024' } });
+const { clock } = app;
 let user: TestUser;
-const clock = new TestClock(1_800_000_000);
 
 beforeAll(async () => {
   contract = await loadContract();
   getCluster = contract.operations.get('getCluster') as OperationMeta;
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock, { RATE_LIMIT_PER_MINUTE: '100', BODY_LIMIT_BYTES: '1024' });
-  user = await newUser(database.db, clock);
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
+  user = await newUser(app.db, clock);
 });
 
 describe('the response check', () => {
@@ -69,7 +62,7 @@ describe('the response check', () => {
 /** A raw request: fetch refuses a body on GET. */
 function send(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${server.baseUrl}${path}`, { method, headers }, (res) => {
+    const req = request(`${app.baseUrl}${path}`, { method, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
@@ -99,7 +92,7 @@ describe('a body sent to an operation that takes none', () => {
 
 describe('statuses the contract declares', () => {
   it('413 for a body over the limit, with the RateLimit headers every counted answer carries', async () => {
-    const reply = await call(server.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'x'.repeat(2000) } });
+    const reply = await call(app.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'x'.repeat(2000) } });
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe('payload_too_large');
     expect(reply.headers.get('RateLimit')).toMatch(/^"default";r=\d+;t=\d+$/);
@@ -108,19 +101,19 @@ describe('statuses the contract declares', () => {
 
 describe('bounds the contract gives every request string and integer', () => {
   it('an integer beyond what JavaScript and bigint hold exactly is 422, not stored as another number', async () => {
-    const reply = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: user.token, body: { name: 'ci', expires_at: 2 ** 53 + 2, scopes: ['*'] } });
+    const reply = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: user.token, body: { name: 'ci', expires_at: 2 ** 53 + 2, scopes: ['*'] } });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'expires_at' });
   });
 
   it('an id longer than any id is 422 naming the field, not a 404 echoing it', async () => {
-    const reply = await call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: `prd_${'x'.repeat(200)}`, region_id: 'fsn1' } });
+    const reply = await call(app.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: `prd_${'x'.repeat(200)}`, region_id: 'fsn1' } });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'product_id' });
   });
 
   it('a path parameter over its maxLength is 422 (declared on every operation with path parameters)', async () => {
-    const reply = await call(server.baseUrl, 'GET', `/v1/clusters/cl_${'x'.repeat(100)}`, { token: user.token });
+    const reply = await call(app.baseUrl, 'GET', `/v1/clusters/cl_${'x'.repeat(100)}`, { token: user.token });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'clusterId' });
   });

@@ -9,25 +9,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
 const chromiumPath = '/usr/bin/chromium';
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
-let database: TestDatabase;
-let server: TestServer;
+const app = useTestServer();
+const { clock } = app;
 let alice: TestUser;
 let context: BrowserContext | undefined;
 let userDataDir: string | undefined;
-const clock = new TestClock();
 const requests: string[] = [];
 const pageErrors: string[] = [];
 const consoleErrors: string[] = [];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-  alice = await newUser(database.db, clock, 'free');
+  alice = await newUser(app.db, clock, 'free');
   // Without Chromium the tests fail (not skipped), naming the install command.
   if (!existsSync(chromiumPath)) return;
   userDataDir = await mkdtemp(join(tmpdir(), 'platform-device-chromium-'));
@@ -44,8 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await context?.close();
   if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
-  await server?.close();
-  await database?.drop();
 });
 
 async function openPage(): Promise<Page> {
@@ -59,20 +54,20 @@ async function openPage(): Promise<Page> {
 }
 
 async function startDevice(): Promise<{ device_code: string; user_code: string; verification_uri_complete: string }> {
-  const reply = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
+  const reply = await call(app.baseUrl, 'POST', '/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
   expect(reply.status).toBe(200);
   return reply.body;
 }
 
 const poll = (deviceCode: string) =>
-  call(server.baseUrl, 'POST', '/v1/auth/device/token', {
+  call(app.baseUrl, 'POST', '/v1/auth/device/token', {
     body: new URLSearchParams({ grant_type: GRANT, device_code: deviceCode }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
 
 describe('GET /device', () => {
   it('is served with a strict Content-Security-Policy and cannot be framed', async () => {
-    const reply = await fetch(`${server.baseUrl}/device`);
+    const reply = await fetch(`${app.baseUrl}/device`);
     expect(reply.status).toBe(200);
     expect(reply.headers.get('content-type')).toMatch(/^text\/html/);
     const csp = reply.headers.get('content-security-policy') ?? '';
@@ -103,7 +98,7 @@ describe('GET /device', () => {
     const issued = await poll(device.device_code);
     expect(issued.status).toBe(200);
     expect(issued.body).toMatchObject({ token_type: 'Bearer', access_token: expect.stringMatching(/^[A-Za-z0-9]{32}$/) });
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: issued.body.access_token })).status).toBe(200);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: issued.body.access_token })).status).toBe(200);
     // The token was remembered in this browser, as asked.
     expect(await page.evaluate(() => localStorage.getItem('platform.device.token'))).toBe(alice.token);
     await page.close();
@@ -112,7 +107,7 @@ describe('GET /device', () => {
   it('denies a code typed by hand, with the token remembered from before; the device gets access_denied', { timeout: 60_000 }, async () => {
     const device = await startDevice();
     const page = await openPage();
-    await page.goto(`${server.baseUrl}/device`);
+    await page.goto(`${app.baseUrl}/device`);
     // The saved token is filled in; the code is typed in lower case, without the dash.
     await expect.poll(() => page.locator('#token').inputValue()).toBe(alice.token);
     expect(await page.locator('#user_code').inputValue()).toBe('');
@@ -149,7 +144,7 @@ describe('GET /device', () => {
 
   it('loaded nothing but the server, with no errors in the page', () => {
     expect(requests.length).toBeGreaterThan(0);
-    expect(requests.filter((request) => !request.split(' ')[1]!.startsWith(`${server.baseUrl}/`))).toEqual([]);
+    expect(requests.filter((request) => !request.split(' ')[1]!.startsWith(`${app.baseUrl}/`))).toEqual([]);
     expect(pageErrors).toEqual([]);
     // Chromium logs each non-2xx fetch (the refused token's 401, the second decision's 409); anything else,
     // such as a Content-Security-Policy violation, fails the test.

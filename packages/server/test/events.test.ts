@@ -3,56 +3,26 @@
 // object. With pg-boss workers on a real PostgreSQL, the simulated cloud and an injected clock.
 import { createPlatformClient } from '@platform/client';
 import { sql } from 'kysely';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { recordEvent } from '../src/resources/events.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-let runtime: ReturnType<typeof createRuntime>;
-const clock = new TestClock();
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config: loadConfig({
-      WORKER_CONCURRENCY: '8',
-      PROVIDER_RATE_LIMIT: '1000',
-      SIM_BOOT_SECONDS: '20',
-      SIM_CONTROL_PLANE_SECONDS: '30',
-      SIM_RELEASE_SECONDS: '8',
-      SIM_SNAPSHOT_SECONDS: '15',
-    }),
-    simulation: { followPollMs: 20, logLinesPerSecond: 2 },
-    tickMs: 20,
-    orphanAfterSeconds: 1,
-    eventPruneEveryMs: 50,
-  });
-  await runtime.engine.run({ work: true });
-  runtime.retention.start();
-  server = await startTestServer(
-    database.db,
-    clock,
-    { EVENT_POLL_MS: '20' },
-    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
-  );
+const app = useTestServer({
+  env: {
+    WORKER_CONCURRENCY: '8',
+    PROVIDER_RATE_LIMIT: '1000',
+    SIM_BOOT_SECONDS: '20',
+    SIM_CONTROL_PLANE_SECONDS: '30',
+    SIM_RELEASE_SECONDS: '8',
+    SIM_SNAPSHOT_SECONDS: '15',
+    EVENT_POLL_MS: '20',
+  },
+  runtime: { simulation: { followPollMs: 20, logLinesPerSecond: 2 }, tickMs: 20, orphanAfterSeconds: 1, eventPruneEveryMs: 50, retention: true },
 });
+const { clock } = app;
 
-afterAll(async () => {
-  runtime?.retention.stop();
-  await server?.close();
-  await runtime?.engine.stop();
-  await database?.drop();
-});
-
-const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
 async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -71,7 +41,7 @@ const settled = () =>
       (
         await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
       ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
@@ -83,7 +53,7 @@ async function allEvents(user: TestUser, query: { type?: string; object_id?: str
   let cursor: string | undefined;
   for (;;) {
     const params = new URLSearchParams(Object.entries({ ...query, ...(cursor ? { cursor } : {}) }).map(([k, v]) => [k, String(v)]));
-    const reply = await call(server.baseUrl, 'GET', `/v1/events?${params}`, { token: user.token });
+    const reply = await call(app.baseUrl, 'GET', `/v1/events?${params}`, { token: user.token });
     expect(reply.status).toBe(200);
     events.push(...reply.body.data);
     if (!reply.body.pagination.has_more) return events;
@@ -96,7 +66,7 @@ describe('events of a workspace', () => {
   const ids = { cluster: '', machine: '', suspension: '', product: '', install: '', failedInstall: '' };
 
   beforeAll(async () => {
-    user = await newUser(database.db, clock, 'pro');
+    user = await newUser(app.db, clock, 'pro');
     const api = client(user);
     const cluster = await api.POST('/v1/clusters', { body: { name: 'events', region_id: 'fsn1' } });
     ids.cluster = cluster.id;
@@ -203,16 +173,16 @@ describe('events of a workspace', () => {
   });
 
   it('are the workspace’s own: another user sees none, and naming a foreign workspace is 403', async () => {
-    const other = await newUser(database.db, clock, 'pro');
+    const other = await newUser(app.db, clock, 'pro');
     expect(await allEvents(other)).toEqual([]);
-    const foreign = await call(server.baseUrl, 'GET', '/v1/events', { token: other.token, headers: { 'X-Workspace-Id': user.workspaceId } });
+    const foreign = await call(app.baseUrl, 'GET', '/v1/events', { token: other.token, headers: { 'X-Workspace-Id': user.workspaceId } });
     expect(foreign.status).toBe(403);
-    const member = await call(server.baseUrl, 'GET', '/v1/events', { token: user.token, headers: { 'X-Workspace-Id': user.workspaceId } });
+    const member = await call(app.baseUrl, 'GET', '/v1/events', { token: user.token, headers: { 'X-Workspace-Id': user.workspaceId } });
     expect(member.body.data.length).toBeGreaterThan(0);
   });
 
   it('rejects an unknown type with the contract’s 422', async () => {
-    const reply = await call(server.baseUrl, 'GET', '/v1/events?type=cluster.exploded', { token: user.token });
+    const reply = await call(app.baseUrl, 'GET', '/v1/events?type=cluster.exploded', { token: user.token });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'type' });
   });
@@ -220,37 +190,37 @@ describe('events of a workspace', () => {
 
 describe('the event and its change', () => {
   it('commit together: when the event cannot be written, the change is rolled back and retried', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const api = client(user);
     // Every event write fails while the trigger exists.
     await sql`
       CREATE FUNCTION refuse_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'events refused'; END $$;
-      CREATE TRIGGER refuse_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_events();`.execute(database.db);
+      CREATE TRIGGER refuse_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_events();`.execute(app.db);
     try {
-      const refused = await call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'atomic', region_id: 'fsn1' } });
+      const refused = await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'atomic', region_id: 'fsn1' } });
       expect(refused.status).toBe(500);
       expect(await api.GET('/v1/clusters')).toMatchObject({ data: [] });
     } finally {
-      await sql`DROP TRIGGER refuse_events ON events; DROP FUNCTION refuse_events();`.execute(database.db);
+      await sql`DROP TRIGGER refuse_events ON events; DROP FUNCTION refuse_events();`.execute(app.db);
     }
     const cluster = await api.POST('/v1/clusters', { body: { name: 'atomic', region_id: 'fsn1' } });
     await settled();
     // The control plane is up; the step that marks the cluster running cannot write its event.
     await sql`
       CREATE FUNCTION refuse_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'events refused'; END $$;
-      CREATE TRIGGER refuse_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_events();`.execute(database.db);
+      CREATE TRIGGER refuse_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_events();`.execute(app.db);
     const getCluster = () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
     try {
       clock.advance(30);
       await eventually(
-        () => database.db.selectFrom('workflows').select('step').where('subject_id', '=', cluster.id).executeTakeFirstOrThrow(),
+        () => app.db.selectFrom('workflows').select('step').where('subject_id', '=', cluster.id).executeTakeFirstOrThrow(),
         (w) => w.step === 'running',
         'the running step',
       );
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await getCluster()).kaas.status).toBe('PROVISIONING');
     } finally {
-      await sql`DROP TRIGGER refuse_events ON events; DROP FUNCTION refuse_events();`.execute(database.db);
+      await sql`DROP TRIGGER refuse_events ON events; DROP FUNCTION refuse_events();`.execute(app.db);
     }
     clock.advance(60); // past the step's retry delay
     await eventually(getCluster, (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
@@ -263,15 +233,11 @@ describe('retention', () => {
     expect(loadConfig({}).eventRetentionDays).toBe(30);
     expect(loadConfig({ EVENT_RETENTION_DAYS: '7' }).eventRetentionDays).toBe(7);
     expect(() => loadConfig({ EVENT_RETENTION_DAYS: '0' })).toThrow(ConfigError);
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const api = client(user);
     const cluster = await api.POST('/v1/clusters', { body: { name: 'old-news', region_id: 'fsn1' } });
     const event = (type: 'cluster.running' | 'cluster.failed', secondsAgo: number) =>
-      recordEvent(
-        database.db,
-        { type, workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster },
-        clock.now() - secondsAgo,
-      );
+      recordEvent(app.db, { type, workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster }, clock.now() - secondsAgo);
     await event('cluster.failed', 30 * 86_400 + 60);
     await event('cluster.running', 30 * 86_400 - 60);
     await eventually(
@@ -287,7 +253,7 @@ describe('retention', () => {
 async function readStream(user: TestUser, count: number, options: { query?: string; lastEventId?: string; ms?: number } = {}) {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), options.ms ?? 5000);
-  const response = await fetch(`${server.baseUrl}/v1/events/stream${options.query ? `?${options.query}` : ''}`, {
+  const response = await fetch(`${app.baseUrl}/v1/events/stream${options.query ? `?${options.query}` : ''}`, {
     headers: { authorization: `Bearer ${user.token}`, accept: 'text/event-stream', ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) },
     signal: abort.signal,
   });
@@ -324,7 +290,7 @@ async function readStream(user: TestUser, count: number, options: { query?: stri
 
 describe('following events', () => {
   it('sends what was recorded, then each new event as it is recorded; resumes after Last-Event-ID', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const api = client(user);
     const first = await api.POST('/v1/clusters', { body: { name: 'followed-1', region_id: 'fsn1' } });
     const following = readStream(user, 3, { query: 'type=cluster.created' });
@@ -343,13 +309,13 @@ describe('following events', () => {
   });
 
   it('sends an event committed late (after a newer one was sent) once', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const api = client(user);
     const cluster = await api.POST('/v1/clusters', { body: { name: 'late', region_id: 'fsn1' } });
     const following = readStream(user, 3, { query: `object_id=${cluster.id}` });
     await new Promise((resolve) => setTimeout(resolve, 200));
     // A transaction that made its event earlier than the next one, and commits after it was sent.
-    const late = database.db.transaction().execute(async (trx) => {
+    const late = app.db.transaction().execute(async (trx) => {
       await recordEvent(
         trx,
         { type: 'cluster.failed', workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster },
@@ -359,7 +325,7 @@ describe('following events', () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
     await recordEvent(
-      database.db,
+      app.db,
       { type: 'cluster.running', workspace_id: user.workspaceId, object_type: 'cluster', object_id: cluster.id, object: cluster },
       clock.now(),
     );
@@ -369,8 +335,8 @@ describe('following events', () => {
   });
 
   it('refuses a Last-Event-ID that is not an event of the workspace with the contract’s 422', async () => {
-    const user = await newUser(database.db, clock, 'pro');
-    const reply = await call(server.baseUrl, 'GET', '/v1/events/stream', {
+    const user = await newUser(app.db, clock, 'pro');
+    const reply = await call(app.baseUrl, 'GET', '/v1/events/stream', {
       token: user.token,
       headers: { accept: 'text/event-stream', 'last-event-id': 'evt_01jd2xd7h9k1n3q5s7v9x1z3b5' },
     });

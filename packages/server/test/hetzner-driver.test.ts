@@ -9,13 +9,13 @@ import { HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.t
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
-import { createTestDatabase, type TestDatabase } from './support.ts';
+import { useTestDatabase } from './support.ts';
 
 const PLATFORM = 'platform-token-7f3a9c';
 const BYOM: ProviderCredential = { id: 'ccr_byom1', token: 'byom-token-1d44e0' };
 const FAST = 3_600_000; // requests an hour: 1 ms apart, so the tests are not slowed by spacing
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let fake: HetznerFake;
 const logLines: string[] = [];
 const logger = pino(
@@ -49,7 +49,6 @@ const request = (workflow: string, overrides: Partial<Parameters<HetznerCompute[
 });
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   fake = await startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: FAST });
 });
 
@@ -59,7 +58,6 @@ afterEach(() => {
 
 afterAll(async () => {
   await fake?.close();
-  await database?.drop();
   // No token ever reached a log line.
   const all = logLines.join('');
   expect(all).not.toContain(PLATFORM);

@@ -1,65 +1,44 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated.
-import { randomBytes } from 'node:crypto';
 import { createPlatformClient } from '@platform/client';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { newUser, type TestUser, useTestServer } from './support.ts';
 
 const PLATFORM = 'platform-token-wf-81b2';
 const BYOM_TOKEN = 'byom-token-wf-4c07';
-const secretsKey = randomBytes(32);
-
-let database: TestDatabase;
-let server: TestServer;
 let fake: HetznerFake;
-let runtime: ReturnType<typeof createRuntime>;
-const clock = new TestClock();
-
+// Registered first: the fake is up when the runtime is configured, and outlives it.
 beforeAll(async () => {
-  [database, fake] = await Promise.all([createTestDatabase(), startHetznerFake({ requestsPerHour: 3_600_000 })]);
+  fake = await startHetznerFake({ requestsPerHour: 3_600_000 });
   // Hetzner's default bucket for the platform token in the fake: one more request a second once spent.
   fake.addToken(PLATFORM, 3600);
   fake.addToken(BYOM_TOKEN);
-  const config = loadConfig({
+});
+afterAll(async () => {
+  await fake?.close();
+});
+
+const app = useTestServer({
+  env: () => ({
     COMPUTE_PROVIDER: 'hetzner',
     HCLOUD_TOKEN: PLATFORM,
     HCLOUD_ENDPOINT: fake.url,
     HCLOUD_REQUESTS_PER_HOUR: '3600000',
     PROVIDER_RATE_LIMIT: '1000',
     SIM_CONTROL_PLANE_SECONDS: '30',
-  });
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config,
-    tickMs: 20,
-    orphanAfterSeconds: 1,
-    secretsKey,
-  });
-  await runtime.engine.run({ work: true });
-  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey });
+  }),
+  runtime: { tickMs: 20, orphanAfterSeconds: 1 },
 });
+const { clock } = app;
 
 afterEach(() => {
   expect(fake.violations).toEqual([]);
 });
 
-afterAll(async () => {
-  await server?.close();
-  await runtime?.engine.stop();
-  await fake?.close();
-  await database?.drop();
-});
-
-const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
 async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -77,7 +56,7 @@ async function settled(): Promise<void> {
       (
         await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
       ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
@@ -109,11 +88,11 @@ async function machineOnNewCluster(user: TestUser, name: string, options: { byom
   return { api, cluster, machine, credential };
 }
 
-const machineRow = (providerId: string) => database.db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirstOrThrow();
+const machineRow = (providerId: string) => app.db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirstOrThrow();
 
 describe('provisioning on Hetzner Cloud', () => {
   it('creates a server labelled with the workflow, reaches ready, and the drift check reads the live server', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-ready');
     const ready = await eventually(
       async () => {
@@ -128,7 +107,7 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(servers).toHaveLength(1);
     expect(String(servers[0]!.id)).toBe(ready.server_id);
     expect(servers[0]).toMatchObject({ status: 'running', location: { name: 'nbg1' }, server_type: { name: ready.server_type } });
-    const workflow = await database.db
+    const workflow = await app.db
       .selectFrom('workflows')
       .select('id')
       .where('subject_id', '=', machine.provider_id)
@@ -148,7 +127,7 @@ describe('provisioning on Hetzner Cloud', () => {
   });
 
   it('a spent rate limit (429) makes provisioning wait, not fail', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-429');
     fake.exhaust(PLATFORM);
     await eventually(
@@ -167,7 +146,7 @@ describe('provisioning on Hetzner Cloud', () => {
   });
 
   it('a refused platform token fails the machine at once, with a notification naming the credential', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-401');
     fake.revoke(PLATFORM);
     const failed = await eventually(
@@ -190,7 +169,7 @@ describe('provisioning on Hetzner Cloud', () => {
   });
 
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { api, machine, credential } = await machineOnNewCluster(user, 'hz-byom', { byom: true });
     const until = (status: string) =>
       eventually(
@@ -249,12 +228,12 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(live[0]).toMatchObject({ image: { id: Number(suspended.snapshot_id), type: 'snapshot' }, location: { name: 'nbg1' }, status: 'running' });
     expect(fake.images(BYOM_TOKEN).some((i) => String(i.id) === suspended.snapshot_id)).toBe(false);
     expect(fake.requests.filter((r) => r.authorization === `Bearer ${PLATFORM}` && r.path.includes(String(resumed.server_id)))).toEqual([]);
-    const used = await database.db.selectFrom('cloud_credentials').select('last_used_at').where('id', '=', credential!.id).executeTakeFirstOrThrow();
+    const used = await app.db.selectFrom('cloud_credentials').select('last_used_at').where('id', '=', credential!.id).executeTakeFirstOrThrow();
     expect(used.last_used_at).not.toBeNull();
   });
 
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     fake.failNextAction('create_server', 'resource_unavailable');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-backoff', { byom: true });
     const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
@@ -291,13 +270,9 @@ describe('provisioning on Hetzner Cloud', () => {
   });
 
   it('never has more than the plan’s provisioning limit at once on Hetzner, and creates each server once', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-slots', { byom: true });
-    const config = await database.db
-      .selectFrom('machines')
-      .select('compute_config_id')
-      .where('provider_id', '=', machine.provider_id)
-      .executeTakeFirstOrThrow();
+    const config = await app.db.selectFrom('machines').select('compute_config_id').where('provider_id', '=', machine.provider_id).executeTakeFirstOrThrow();
     const more = [];
     for (let i = 0; i < 2; i++)
       more.push(await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.compute_config_id } }));
@@ -313,7 +288,7 @@ describe('provisioning on Hetzner Cloud', () => {
         async () => {
           await settled();
           clock.advance(2);
-          return database.db.selectFrom('machines').select('status').where('provider_id', 'in', ids).execute();
+          return app.db.selectFrom('machines').select('status').where('provider_id', 'in', ids).execute();
         },
         (rows) => rows.every((r) => r.status === 'ready'),
         'every machine to be ready',

@@ -1,21 +1,17 @@
 // Idempotency while the first request is still running: a second request with the same key does not run the
 // work again and does not wait forever; it gives up with 409 conflict naming the key once the lock timeout
 // passes. After the first finishes, the same key replays its response.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { ApiError } from '../src/errors.ts';
 import { requestHash, withIdempotencyKey } from '../src/services/idempotency.ts';
-import { createTestDatabase, newUser, TestClock, type TestDatabase, type TestUser } from './support.ts';
+import { newUser, TestClock, type TestUser, useTestDatabase } from './support.ts';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let user: TestUser;
 const clock = new TestClock();
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   user = await newUser(database.db, clock, 'pro');
-});
-afterAll(async () => {
-  await database?.drop();
 });
 
 it('a second request with the key of one still in flight is 409 conflict; once it ends, the key replays', { timeout: 30_000 }, async () => {

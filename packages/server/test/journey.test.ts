@@ -2,21 +2,16 @@
 // of Hetzner Cloud (answers validated against the committed extract) and CLUSTER_DRIVER=kubernetes against two
 // test Kubernetes API servers (the management cluster with Kamaji and Argo CD, and the tenant cluster) that
 // validate every object against its published schema. The test plays Kamaji, Argo CD and the kubelet.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPlatformClient } from '@platform/client';
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
-import { createClusterDriver } from '../src/providers/index.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+import { call, newUser, useTestServer } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
 const APP = 'argoproj.io/v1alpha1/applications';
@@ -24,75 +19,48 @@ const KAMAJI_NS = 'kamaji-tenants';
 const ARGO_NS = 'argocd';
 const PLATFORM = 'platform-token-journey-5e1a';
 const BYOM_TOKEN = 'byom-token-journey-90d3';
-const secretsKey = randomBytes(32);
-const clock = new TestClock();
-
-let database: TestDatabase;
 let fake: HetznerFake;
 let management: KubeApiServer;
 let tenant: KubeApiServer;
 let dir: string;
-let runtime: ReturnType<typeof createRuntime>;
-let server: TestServer;
-
+// Registered first: the fake and the API servers are up when the runtime is configured, and outlive it.
 beforeAll(async () => {
-  [database, fake, management, tenant] = await Promise.all([
-    createTestDatabase(),
-    startHetznerFake({ requestsPerHour: 3_600_000 }),
-    new KubeApiServer().start(),
-    new KubeApiServer().start(),
-  ]);
+  [fake, management, tenant] = await Promise.all([startHetznerFake({ requestsPerHour: 3_600_000 }), new KubeApiServer().start(), new KubeApiServer().start()]);
   fake.addToken(PLATFORM);
   fake.addToken(BYOM_TOKEN);
   dir = await mkdtemp(join(tmpdir(), 'journey-'));
-  const kubeconfig = join(dir, 'management.kubeconfig');
-  await writeFile(kubeconfig, management.kubeconfig());
-  const config = loadConfig({
+  await writeFile(join(dir, 'management.kubeconfig'), management.kubeconfig());
+});
+afterAll(async () => {
+  await fake?.close();
+  await management?.close();
+  await tenant?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const app = useTestServer({
+  env: () => ({
     COMPUTE_PROVIDER: 'hetzner',
     HCLOUD_TOKEN: PLATFORM,
     HCLOUD_ENDPOINT: fake.url,
     HCLOUD_REQUESTS_PER_HOUR: '3600000',
     PROVIDER_RATE_LIMIT: '1000',
     CLUSTER_DRIVER: 'kubernetes',
-    MANAGEMENT_KUBECONFIG: kubeconfig,
+    MANAGEMENT_KUBECONFIG: join(dir, 'management.kubeconfig'),
     ARGOCD_NAMESPACE: ARGO_NS,
     KAMAJI_NAMESPACE: KAMAJI_NS,
-  });
-  const driver = await createClusterDriver(config, { db: database.db, clock });
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config,
-    driver,
-    tickMs: 20,
-    secretsKey,
-  });
-  await runtime.engine.run({ work: true });
-  server = await startTestServer(
-    database.db,
-    clock,
-    { LOG_POLL_MS: '20' },
-    // Every host resolves to a public address: the SSRF checks pass for the registry and the chart repository.
-    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, secretsKey, resolveHost: async () => ['93.184.216.34'] },
-  );
+    LOG_POLL_MS: '20',
+  }),
+  // Every host resolves to a public address: the SSRF checks pass for the registry and the chart repository.
+  resolveHost: async () => ['93.184.216.34'],
+  runtime: { tickMs: 20 },
 });
+const { clock } = app;
 
 afterEach(() => {
   expect(fake.violations).toEqual([]);
   expect(management.refused).toEqual([]);
   expect(tenant.refused).toEqual([]);
-});
-
-afterAll(async () => {
-  await server?.close();
-  await runtime?.engine.stop();
-  await fake?.close();
-  await management?.close();
-  await tenant?.close();
-  await database?.drop();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** Waits for `check`, moving the workflows' clock on meanwhile (their waits are in clock seconds). */
@@ -132,8 +100,8 @@ const releaseOf = (application: Application) => application.spec.source.helm.rel
 
 describe('server types', () => {
   it('are the ones Hetzner Cloud offers, read from its API, not a list of ours', async () => {
-    const user = await newUser(database.db, clock, 'pro');
-    const post = (path: string, body: unknown) => call(server.baseUrl, 'POST', path, { token: user.token, body });
+    const user = await newUser(app.db, clock, 'pro');
+    const post = (path: string, body: unknown) => call(app.baseUrl, 'POST', path, { token: user.token, body });
     const hcloud = (filter: string) => ({
       name: `cfg-${filter}`,
       provider: 'hcloud',
@@ -162,8 +130,8 @@ describe('server types', () => {
 
 describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
   it('cluster, BYOM machine, product and install, logs, product update, suspend and resume', { timeout: 120_000 }, async () => {
-    const user = await newUser(database.db, clock, 'pro');
-    const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
     // A cluster: a TenantControlPlane, RUNNING once Kamaji reports it Ready.
     const cluster = await api.POST('/v1/clusters', { body: { name: 'journey', region_id: 'fsn1' } });
@@ -256,7 +224,7 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
       { time: '2026-11-23T12:00:00.000000001Z', line: 'starting' },
       { time: '2026-11-23T12:00:00.000000002Z', line: 'ready' },
     ]);
-    const logs = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, {
+    const logs = await call(app.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, {
       token: user.token,
       headers: { accept: 'text/event-stream' },
     });
@@ -318,13 +286,13 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     // Uninstall: the Application is deleted with Argo CD's resources finalizer; the install reads `uninstalling`
     // until Argo CD has removed what it deployed and dropped the finalizer, then it is gone.
     const appName = application()!.metadata.name;
-    const deleted = await call(server.baseUrl, 'DELETE', `/v1/installs/${install.id}`, { token: user.token });
+    const deleted = await call(app.baseUrl, 'DELETE', `/v1/installs/${install.id}`, { token: user.token });
     expect(deleted.status).toBe(202);
     expect(deleted.body.status).toBe('uninstalling');
     await until('the Application to be deleted', () => management.get(APP, ARGO_NS, appName)?.metadata.deletionTimestamp !== undefined);
-    expect((await call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).body.status).toBe('uninstalling');
+    expect((await call(app.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).body.status).toBe('uninstalling');
     management.finalize(APP, ARGO_NS, appName, 'resources-finalizer.argocd.argoproj.io');
-    await until('the install to be gone', async () => (await call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).status === 404);
+    await until('the install to be gone', async () => (await call(app.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).status === 404);
     expect(management.get(APP, ARGO_NS, appName)).toBeUndefined();
     expect(management.refused).toEqual([]);
     expect(tenant.refused).toEqual([]);

@@ -3,8 +3,8 @@
 // the contract without a migration (or the reverse) fails here, not at the first insert of that value.
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from './support.ts';
 
 type JsonSchema = { $ref?: string; enum?: (string | null)[]; properties?: Record<string, JsonSchema> };
 const schemas = (definition as unknown as { components: { schemas: Record<string, JsonSchema> } }).components.schemas;
@@ -45,11 +45,10 @@ const CONTRACT_COLUMNS: Record<string, string> = {
 /** Constrained columns whose values the contract never shows. */
 const INTERNAL_COLUMNS = new Set(['users.plan', 'tokens.kind', 'device_grants.status']);
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let checks: Map<string, string[]>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   const { rows } = await sql<{ table: string; definition: string }>`
     SELECT conrelid::regclass::text AS table, pg_get_constraintdef(oid) AS definition
     FROM pg_constraint WHERE contype = 'c' AND connamespace = 'public'::regnamespace`.execute(database.db);
@@ -65,7 +64,6 @@ beforeAll(async () => {
     );
   }
 });
-afterAll(() => database?.drop());
 
 describe('CHECK constraints of enum columns', () => {
   it('every such constraint is either a contract value or known to be internal', () => {

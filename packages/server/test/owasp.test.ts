@@ -7,19 +7,18 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
+import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
+import type { Database } from '../src/db/schema.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import type { ClusterDriver, ComputeProvider, LogEntry, PodContainer } from '../src/providers/types.ts';
 import { createToken } from '../src/resources/tokens.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { freePort } from './global-setup.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, startTestServer, type TestServer, type TestUser, useTestServer } from './support.ts';
 
-const clock = new TestClock();
-let database: TestDatabase;
-let server: TestServer;
 let world: World;
 const closers: (() => Promise<unknown> | unknown)[] = [];
 
@@ -48,9 +47,12 @@ const EVIL_POD = 'web-0\n\nevent: end\ndata: {"reason":"forged"}';
 const EVIL_LINE = 'GET / 200\n\nevent: end\ndata: {"reason":"pods_gone"}\n\nid: 1\r\nretry: 1\r\r: \u0000\u001b[2J\u2028done';
 const INTERNAL_FAILURE = 'relation "users" does not exist: SELECT password FROM users at Object.getServer (/srv/app/src/providers/hcloud.ts:42:7)';
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  const simulated = new SimulatedCloud(database.db, clock);
+const app = useTestServer({ parts: (db) => ({ logger, ...failingParts(db) }), resolveHost });
+const { clock } = app;
+
+/** A provider whose getServer fails unexpectedly, and a driver whose pods and log lines are hostile. */
+function failingParts(db: Kysely<Database>): { provider: ComputeProvider; driver: ClusterDriver } {
+  const simulated = new SimulatedCloud(db, clock);
   // The provider fails unexpectedly on getServer (a drift check): the 500 must not leak what it says.
   const provider = new Proxy(simulated, {
     get(target, property) {
@@ -74,28 +76,29 @@ beforeAll(async () => {
       yield { ...target, position: 1, timestamp_ms: clock.nowMs(), line: EVIL_LINE };
     },
   };
-  server = await startTestServer(database.db, clock, {}, { logger, provider, driver, resolveHost });
-  world = await buildWorld(database.db, clock);
+  return { provider, driver };
+}
+
+beforeAll(async () => {
+  world = await buildWorld(app.db, clock);
 });
 afterAll(async () => {
   for (const close of closers.reverse()) await close();
-  await server?.close();
-  await database?.drop();
 });
 
 async function emailOf(user: TestUser): Promise<string> {
-  return (await database.db.selectFrom('users').select('email').where('id', '=', user.userId).executeTakeFirstOrThrow()).email;
+  return (await app.db.selectFrom('users').select('email').where('id', '=', user.userId).executeTakeFirstOrThrow()).email;
 }
 
 describe('API1:2023 Broken Object Level Authorization', () => {
   it("another user's cluster, install and install log stream are 404, as if they did not exist", async () => {
     const { bob } = world;
     for (const path of [`/v1/clusters/${world.ids.cluster}`, `/v1/installs/${world.ids.install}`, `/v1/clusters/${world.ids.cluster}/compute_status`]) {
-      const reply = await call(server.baseUrl, 'GET', path, { token: bob.token });
+      const reply = await call(app.baseUrl, 'GET', path, { token: bob.token });
       expect(reply.status, path).toBe(404);
       expect(reply.body.error.code).toBe('not_found');
     }
-    const stream = await call(server.baseUrl, 'GET', `/v1/installs/${world.ids.install}/logs?follow=false`, {
+    const stream = await call(app.baseUrl, 'GET', `/v1/installs/${world.ids.install}/logs?follow=false`, {
       token: bob.token,
       headers: { accept: 'text/event-stream' },
     });
@@ -103,14 +106,14 @@ describe('API1:2023 Broken Object Level Authorization', () => {
     expect(stream.headers.get('content-type')).toMatch(/^application\/json/);
     expect(stream.body.error.code).toBe('not_found');
     // The owner sees them: the 404s are about visibility, not about missing rows.
-    expect((await call(server.baseUrl, 'GET', `/v1/clusters/${world.ids.cluster}`, { token: world.alice.token })).status).toBe(200);
+    expect((await call(app.baseUrl, 'GET', `/v1/clusters/${world.ids.cluster}`, { token: world.alice.token })).status).toBe(200);
   });
 
   it("naming another user's workspace in X-Workspace-Id is 403", async () => {
-    const reply = await call(server.baseUrl, 'GET', '/v1/clusters', { token: world.bob.token, headers: { 'x-workspace-id': world.alice.workspaceId } });
+    const reply = await call(app.baseUrl, 'GET', '/v1/clusters', { token: world.bob.token, headers: { 'x-workspace-id': world.alice.workspaceId } });
     expect(reply.status).toBe(403);
     expect(reply.body.error.code).toBe('forbidden');
-    const own = await call(server.baseUrl, 'GET', '/v1/clusters', { token: world.bob.token, headers: { 'x-workspace-id': world.bob.workspaceId } });
+    const own = await call(app.baseUrl, 'GET', '/v1/clusters', { token: world.bob.token, headers: { 'x-workspace-id': world.bob.workspaceId } });
     expect(own.status).toBe(200);
   });
 });
@@ -139,14 +142,14 @@ describe('API2:2023 Broken Authentication', () => {
 
   it('refuses expired and revoked tokens', async () => {
     const { alice } = world;
-    const expired = await createToken(database.db, clock, { userId: alice.userId, kind: 'pat', name: 'expired', expiresAt: clock.now() - 1 });
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: expired.secret })).status).toBe(401);
+    const expired = await createToken(app.db, clock, { userId: alice.userId, kind: 'pat', name: 'expired', expiresAt: clock.now() - 1 });
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: expired.secret })).status).toBe(401);
 
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'to revoke', scopes: ['*'] } });
+    const created = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'to revoke', scopes: ['*'] } });
     expect(created.status).toBe(201);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: created.body.token })).status).toBe(200);
-    expect((await call(server.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
-    const revoked = await call(server.baseUrl, 'GET', '/v1/workspaces', { token: created.body.token });
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: created.body.token })).status).toBe(200);
+    expect((await call(app.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
+    const revoked = await call(app.baseUrl, 'GET', '/v1/workspaces', { token: created.body.token });
     expect(revoked.status).toBe(401);
     expect(revoked.body.error.code).toBe('unauthorized');
   });
@@ -166,7 +169,7 @@ describe('API2:2023 Broken Authentication', () => {
       const jwks: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
       await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
       closers.push(() => new Promise((resolve) => jwks.close(resolve)));
-      jwtServer = await startTestServer(database.db, clock, {
+      jwtServer = await startTestServer(app.db, clock, {
         JWT_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
         JWT_ISSUER: 'https://id.example',
         JWT_AUDIENCE: 'platform-api',
@@ -249,9 +252,9 @@ describe('API2:2023 Broken Authentication', () => {
       );
       const token = await sign();
       for (const jwksUrl of [`http://127.0.0.1:${await freePort()}/jwks.json`, `http://127.0.0.1:${(silent.address() as AddressInfo).port}/jwks.json`]) {
-        const app = await startTestServer(database.db, clock, { JWT_JWKS_URL: jwksUrl, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' });
-        closers.push(() => app.close());
-        const reply = await call(app.baseUrl, 'GET', '/v1/workspaces', { token });
+        const verifier = await startTestServer(app.db, clock, { JWT_JWKS_URL: jwksUrl, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'platform-api' });
+        closers.push(() => verifier.close());
+        const reply = await call(verifier.baseUrl, 'GET', '/v1/workspaces', { token });
         expect(reply.status, jwksUrl).toBe(401);
         expect(reply.body.error.code).toBe('unauthorized');
       }
@@ -269,24 +272,24 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
     ['POST', '/v1/user/tokens', { name: 't', scopes: ['*'], id: 'tok_chosen' }, 'id'],
     ['POST', '/v1/compute/cloud_credentials', { name: 'cc', provider: 'hcloud', secret: 's', created_at: 1 }, 'created_at'],
   ] as const)('%s %s with a property the caller may not set is 422 naming it', async (method, path, body, param) => {
-    const reply = await call(server.baseUrl, method, path, { token: world.bob.token, body });
+    const reply = await call(app.baseUrl, method, path, { token: world.bob.token, body });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param });
   });
 
   it('never returns a registry password, a cloud credential secret, or a PAT after its creation', async () => {
     const { alice } = world;
-    const registry = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+    const registry = await call(app.baseUrl, 'POST', '/v1/registry/credentials', {
       token: alice.token,
       body: { name: 'r', registry_url: 'registry.example.com', username: 'u', password: secrets.registry },
     });
     expect(registry.status).toBe(201);
-    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
+    const cloud = await call(app.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
       token: alice.token,
       body: { name: 'c', provider: 'hcloud', secret: secrets.cloud },
     });
     expect(cloud.status).toBe(201);
-    const pat = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'shown once', scopes: ['*'] } });
+    const pat = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'shown once', scopes: ['*'] } });
     expect(pat.status).toBe(201);
     secrets.pat = pat.body.token;
     expect(secrets.pat).toMatch(/^svc_pat_/);
@@ -294,10 +297,10 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
     const replies = [
       registry,
       cloud,
-      await call(server.baseUrl, 'GET', '/v1/registry/credentials', { token: alice.token }),
-      await call(server.baseUrl, 'GET', '/v1/compute/cloud_credentials', { token: alice.token }),
-      await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token }),
-      await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: secrets.pat }),
+      await call(app.baseUrl, 'GET', '/v1/registry/credentials', { token: alice.token }),
+      await call(app.baseUrl, 'GET', '/v1/compute/cloud_credentials', { token: alice.token }),
+      await call(app.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token }),
+      await call(app.baseUrl, 'GET', '/v1/user/tokens', { token: secrets.pat }),
     ];
     for (const reply of replies) {
       expect(reply.status).toBeLessThan(300);
@@ -314,17 +317,17 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
   it('logs no token and no secret, on success or on failure', async () => {
     const { alice } = world;
     // Some failures that log more than a request line: an unhandled error, bad bodies carrying secrets.
-    expect((await call(server.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: secrets.pat })).status).toBe(200);
-    await database.db.updateTable('machines').set({ server_id: 'srv_broken' }).where('provider_id', '=', world.ids.machine).execute();
-    expect((await call(server.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: secrets.pat })).status).toBe(500);
-    await database.db.updateTable('machines').set({ server_id: null }).where('provider_id', '=', world.ids.machine).execute();
-    await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+    expect((await call(app.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: secrets.pat })).status).toBe(200);
+    await app.db.updateTable('machines').set({ server_id: 'srv_broken' }).where('provider_id', '=', world.ids.machine).execute();
+    expect((await call(app.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: secrets.pat })).status).toBe(500);
+    await app.db.updateTable('machines').set({ server_id: null }).where('provider_id', '=', world.ids.machine).execute();
+    await call(app.baseUrl, 'POST', '/v1/registry/credentials', {
       token: alice.token,
       body: { name: 'r', registry_url: '127.0.0.1', username: 'u', password: secrets.registry },
     });
-    await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token: alice.token, body: { name: 'c', provider: 'nope', secret: secrets.cloud } });
-    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: `${secrets.pat.slice(0, -1)}x` });
-    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secrets.pat, headers: { 'x-request-id': 'owasp-log-check' } });
+    await call(app.baseUrl, 'POST', '/v1/compute/cloud_credentials', { token: alice.token, body: { name: 'c', provider: 'nope', secret: secrets.cloud } });
+    await call(app.baseUrl, 'GET', '/v1/workspaces', { token: `${secrets.pat.slice(0, -1)}x` });
+    await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secrets.pat, headers: { 'x-request-id': 'owasp-log-check' } });
 
     expect(logLines.some((line) => line.includes('owasp-log-check'))).toBe(true);
     expect(logLines.some((line) => JSON.parse(line).level === 50)).toBe(true); // the unhandled error was logged
@@ -341,19 +344,19 @@ describe('API3:2023 Broken Object Property Level Authorization', () => {
 describe('API4:2023 Unrestricted Resource Consumption', () => {
   let limited: TestServer;
   beforeAll(async () => {
-    limited = await startTestServer(database.db, clock, { BODY_LIMIT_BYTES: '1024', RATE_LIMIT_PER_MINUTE: '3' });
+    limited = await startTestServer(app.db, clock, { BODY_LIMIT_BYTES: '1024', RATE_LIMIT_PER_MINUTE: '3' });
     closers.push(() => limited.close());
   });
 
   it('refuses a body over BODY_LIMIT_BYTES with 413', async () => {
-    const user = await newUser(database.db, clock);
+    const user = await newUser(app.db, clock);
     const reply = await call(limited.baseUrl, 'POST', '/v1/workspaces', { token: user.token, body: { name: 'x', icon: 'a'.repeat(2000) } });
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe('payload_too_large');
   });
 
   it('refuses request N+1 of a token in a window with 429 and Retry-After', async () => {
-    const user = await newUser(database.db, clock);
+    const user = await newUser(app.db, clock);
     for (let i = 0; i < 3; i++) expect((await call(limited.baseUrl, 'GET', '/v1/regions', { token: user.token })).status).toBe(200);
     const refused = await call(limited.baseUrl, 'GET', '/v1/regions', { token: user.token });
     expect(refused.status).toBe(429);
@@ -364,9 +367,9 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
   });
 
   it('caps the log streams a user holds open, over every process and every token of theirs (LOG_STREAMS_PER_USER)', async () => {
-    const capped = await startTestServer(database.db, clock, { LOG_STREAMS_PER_USER: '2' });
+    const capped = await startTestServer(app.db, clock, { LOG_STREAMS_PER_USER: '2' });
     closers.push(() => capped.close());
-    const own = await buildWorld(database.db, clock);
+    const own = await buildWorld(app.db, clock);
     const open = (baseUrl: string, controller: AbortController, token = own.alice.token) =>
       fetch(`${baseUrl}/v1/installs/${own.ids.install}/logs`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
     const first = new AbortController();
@@ -375,7 +378,7 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
     expect((await open(capped.baseUrl, second)).status).toBe(200);
     // A third, with another token of the same user and through another process on the same database: 429
     // before the stream starts. Minting tokens multiplies nothing.
-    const other = await startTestServer(database.db, clock, { LOG_STREAMS_PER_USER: '2' });
+    const other = await startTestServer(app.db, clock, { LOG_STREAMS_PER_USER: '2' });
     closers.push(() => other.close());
     const minted = await call(other.baseUrl, 'POST', '/v1/user/tokens', { token: own.alice.token, body: { name: 'second', scopes: ['*'] } });
     expect(minted.status).toBe(201);
@@ -400,7 +403,7 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
   });
 
   it('bounds page sizes', async () => {
-    const reply = await call(server.baseUrl, 'GET', '/v1/clusters?limit=101', { token: world.alice.token });
+    const reply = await call(app.baseUrl, 'GET', '/v1/clusters?limit=101', { token: world.alice.token });
     expect(reply.status).toBe(422);
     expect(reply.body.error.param).toBe('limit');
   });
@@ -408,59 +411,59 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
 
 describe('API5:2023 Broken Function Level Authorization', () => {
   it('a member cannot invite or remove members (403); a non-member does not see the workspace (404); the owner can', async () => {
-    const owner = await newUser(database.db, clock);
-    const member = await newUser(database.db, clock);
-    const outsider = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
+    const member = await newUser(app.db, clock);
+    const outsider = await newUser(app.db, clock);
     const members = `/v1/workspaces/${owner.workspaceId}/members`;
     const invitations = `/v1/workspaces/${owner.workspaceId}/invitations`;
-    const invited = await call(server.baseUrl, 'POST', invitations, { token: owner.token, body: { email: await emailOf(member) } });
+    const invited = await call(app.baseUrl, 'POST', invitations, { token: owner.token, body: { email: await emailOf(member) } });
     expect(invited.status).toBe(202);
-    expect((await call(server.baseUrl, 'POST', `/v1/user/invitations/${invited.body.id}/accept`, { token: member.token })).status).toBe(200);
+    expect((await call(app.baseUrl, 'POST', `/v1/user/invitations/${invited.body.id}/accept`, { token: member.token })).status).toBe(200);
 
-    const add = await call(server.baseUrl, 'POST', invitations, { token: member.token, body: { email: await emailOf(outsider) } });
+    const add = await call(app.baseUrl, 'POST', invitations, { token: member.token, body: { email: await emailOf(outsider) } });
     expect(add.status).toBe(403);
     expect(add.body.error.code).toBe('forbidden');
-    const remove = await call(server.baseUrl, 'DELETE', `${members}/${owner.userId}`, { token: member.token });
+    const remove = await call(app.baseUrl, 'DELETE', `${members}/${owner.userId}`, { token: member.token });
     expect(remove.status).toBe(403);
-    const removeSelf = await call(server.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: member.token });
+    const removeSelf = await call(app.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: member.token });
     expect(removeSelf.status).toBe(403);
     // Reading is a member's right.
-    expect((await call(server.baseUrl, 'GET', members, { token: member.token })).status).toBe(200);
+    expect((await call(app.baseUrl, 'GET', members, { token: member.token })).status).toBe(200);
 
-    expect((await call(server.baseUrl, 'POST', invitations, { token: outsider.token, body: { email: await emailOf(outsider) } })).status).toBe(404);
-    expect((await call(server.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: outsider.token })).status).toBe(404);
-    expect((await call(server.baseUrl, 'GET', members, { token: outsider.token })).status).toBe(404);
+    expect((await call(app.baseUrl, 'POST', invitations, { token: outsider.token, body: { email: await emailOf(outsider) } })).status).toBe(404);
+    expect((await call(app.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: outsider.token })).status).toBe(404);
+    expect((await call(app.baseUrl, 'GET', members, { token: outsider.token })).status).toBe(404);
 
-    const listed = await call(server.baseUrl, 'GET', members, { token: owner.token });
+    const listed = await call(app.baseUrl, 'GET', members, { token: owner.token });
     expect(listed.body.data.map((m: { user_id: string }) => m.user_id).sort()).toEqual([owner.userId, member.userId].sort());
-    expect((await call(server.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: owner.token })).status).toBe(204);
+    expect((await call(app.baseUrl, 'DELETE', `${members}/${member.userId}`, { token: owner.token })).status).toBe(204);
   });
 });
 
 describe('API6:2023 Unrestricted Access to Sensitive Business Flows', () => {
   // The full races: quotas.test.ts (20 parallel creations, machines, BYOM) and api.test.ts (50 calls, one key).
   it('parallel cluster creations cannot pass the last free slot', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const replies = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => call(server.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `race-${i}`, region_id: 'fsn1' } })),
+      Array.from({ length: 8 }, (_, i) => call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `race-${i}`, region_id: 'fsn1' } })),
     );
     expect(replies.filter((r) => r.status === 202)).toHaveLength(1);
     expect(replies.filter((r) => r.status === 403 && r.body.error.code === 'quota_exceeded')).toHaveLength(7);
-    const rows = await database.db.selectFrom('clusters').select('id').where('workspace_id', '=', user.workspaceId).execute();
+    const rows = await app.db.selectFrom('clusters').select('id').where('workspace_id', '=', user.workspaceId).execute();
     expect(rows).toHaveLength(1);
   });
 
   it('parallel installs with one idempotency key make one install', async () => {
     const key = `owasp-${Math.random().toString(36).slice(2)}`;
     const body = { product_id: world.ids.product, region_id: 'fsn1' };
-    const before = (await database.db.selectFrom('installs').select('id').where('product_id', '=', world.ids.product).execute()).length;
+    const before = (await app.db.selectFrom('installs').select('id').where('product_id', '=', world.ids.product).execute()).length;
     const replies = await Promise.all(
-      Array.from({ length: 8 }, () => call(server.baseUrl, 'POST', '/v1/installs', { token: world.alice.token, body, headers: { 'idempotency-key': key } })),
+      Array.from({ length: 8 }, () => call(app.baseUrl, 'POST', '/v1/installs', { token: world.alice.token, body, headers: { 'idempotency-key': key } })),
     );
     expect(replies.map((r) => r.status)).toEqual(Array(8).fill(202));
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
     expect(replies.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(7);
-    const after = (await database.db.selectFrom('installs').select('id').where('product_id', '=', world.ids.product).execute()).length;
+    const after = (await app.db.selectFrom('installs').select('id').where('product_id', '=', world.ids.product).execute()).length;
     expect(after - before).toBe(1);
   });
 });
@@ -470,7 +473,7 @@ describe('API7:2023 Server Side Request Forgery', () => {
   it.each(['127.0.0.1', '169.254.169.254', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '224.0.0.1', '0.0.0.0', 'localhost', 'rebind.example.com'])(
     'refuses registry_url %s',
     async (host) => {
-      const reply = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+      const reply = await call(app.baseUrl, 'POST', '/v1/registry/credentials', {
         token: world.alice.token,
         body: { name: 'r', registry_url: host, username: 'u', password: 'p' },
       });
@@ -493,18 +496,18 @@ describe('API7:2023 Server Side Request Forgery', () => {
     'https://rebind.example.com/charts',
     'http://2130706433/',
   ])('refuses repo_url %s', async (url) => {
-    const reply = await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product(url) });
+    const reply = await call(app.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product(url) });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'sources[0].chart.repo_url' });
   });
 
   it('accepts public names', async () => {
-    expect((await call(server.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product('https://charts.example.com/stable') })).status).toBe(
+    expect((await call(app.baseUrl, 'POST', '/v1/products', { token: world.alice.token, body: product('https://charts.example.com/stable') })).status).toBe(
       201,
     );
     expect(
       (
-        await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+        await call(app.baseUrl, 'POST', '/v1/registry/credentials', {
           token: world.alice.token,
           body: { name: 'r', registry_url: 'registry.example.com:5000', username: 'u', password: 'p' },
         })
@@ -541,7 +544,7 @@ describe('API8:2023 Security Misconfiguration', () => {
     ['GET', `/v1/installs/x/logs?follow=false`, undefined, { 'last-event-id': "'; SELECT 1" }],
   ];
   it.each(malformed)('%s %s with %s: a contract error body, no stack trace or SQL', async (method, path, body, headers) => {
-    const reply = await call(server.baseUrl, method, path, {
+    const reply = await call(app.baseUrl, method, path, {
       token: world.alice.token,
       ...(body === undefined ? {} : { body }),
       ...(headers ? { headers } : {}),
@@ -560,9 +563,9 @@ describe('API8:2023 Security Misconfiguration', () => {
   });
 
   it('an unexpected failure is a bare 500 with a request id, whatever the failure said', async () => {
-    await database.db.updateTable('machines').set({ server_id: 'srv_broken' }).where('provider_id', '=', world.ids.machine).execute();
-    const reply = await call(server.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: world.alice.token });
-    await database.db.updateTable('machines').set({ server_id: null }).where('provider_id', '=', world.ids.machine).execute();
+    await app.db.updateTable('machines').set({ server_id: 'srv_broken' }).where('provider_id', '=', world.ids.machine).execute();
+    const reply = await call(app.baseUrl, 'GET', `/v1/compute/machines/${encodeURIComponent(world.ids.machine)}/drift`, { token: world.alice.token });
+    await app.db.updateTable('machines').set({ server_id: null }).where('provider_id', '=', world.ids.machine).execute();
     expect(reply.status).toBe(500);
     expect(reply.body).toEqual({
       error: {
@@ -594,7 +597,7 @@ describe('API9:2023 Improper Inventory Management', () => {
     expect(routes.length).toBeGreaterThan(30);
     for (const route of routes) {
       for (const method of METHODS) {
-        const reply = await call(server.baseUrl, method, route.concrete, method === 'GET' || method === 'DELETE' ? {} : { body: {} });
+        const reply = await call(app.baseUrl, method, route.concrete, method === 'GET' || method === 'DELETE' ? {} : { body: {} });
         if (route.methods.includes(method)) {
           // Reached the operation: authentication refuses it (the public operations answer).
           expect([200, 400, 401, 422], `${method} ${route.path}`).toContain(reply.status);
@@ -610,18 +613,18 @@ describe('API9:2023 Improper Inventory Management', () => {
   it.each(['/', '/v2/workspaces', '/v1', '/v1/admin', '/v1/users', '/v1/workspaces/x1/members/x2/extra', '/.env', '/debug/vars', '/metrics'])(
     'an undocumented path %s is 404',
     async (path) => {
-      const reply = await call(server.baseUrl, 'GET', path, { token: world.alice.token });
+      const reply = await call(app.baseUrl, 'GET', path, { token: world.alice.token });
       expect(reply.status).toBe(404);
       expect(reply.body.error.code).toBe('not_found');
     },
   );
 
   it('the only non-API pages are /docs, /openapi.json (the document itself) and /device', async () => {
-    const openapi = await call(server.baseUrl, 'GET', '/openapi.json');
+    const openapi = await call(app.baseUrl, 'GET', '/openapi.json');
     expect(openapi.status).toBe(200);
     expect(openapi.body).toEqual(definition);
     for (const page of ['/docs', '/device']) {
-      const reply = await call(server.baseUrl, 'GET', page);
+      const reply = await call(app.baseUrl, 'GET', page);
       expect(reply.status, page).toBe(200);
       expect(reply.headers.get('content-type')).toMatch(/^text\/html/);
     }
@@ -630,8 +633,8 @@ describe('API9:2023 Improper Inventory Management', () => {
 
 describe('API10:2023 Unsafe Consumption of APIs', () => {
   it('a pod name or log line from the cluster cannot end the stream or forge an event', async () => {
-    await database.db.updateTable('installs').set({ cluster_id: world.ids.cluster }).where('id', '=', world.ids.install).execute();
-    const reply = await fetch(`${server.baseUrl}/v1/installs/${world.ids.install}/logs?follow=false`, {
+    await app.db.updateTable('installs').set({ cluster_id: world.ids.cluster }).where('id', '=', world.ids.install).execute();
+    const reply = await fetch(`${app.baseUrl}/v1/installs/${world.ids.install}/logs?follow=false`, {
       headers: { authorization: `Bearer ${world.alice.token}`, accept: 'text/event-stream' },
     });
     expect(reply.status).toBe(200);

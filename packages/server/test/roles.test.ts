@@ -1,18 +1,17 @@
 // Workspace roles through the API: changing a role, transferring ownership, leaving, and the role being that of
 // the workspace the request acts in (a resource's own workspace, whatever X-Workspace-Id says).
 import { createPlatformClient, PlatformApiError } from '@platform/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import type { Role } from '../src/services/roles.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-const clock = new TestClock();
+const app = useTestServer();
+const { clock } = app;
 
 const client = (user: TestUser, workspaceId?: string) =>
-  createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false, ...(workspaceId ? { workspaceId } : {}) });
+  createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false, ...(workspaceId ? { workspaceId } : {}) });
 
 async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
   const error = await promise.then(
@@ -25,8 +24,8 @@ async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
 
 /** A new user who is a member of the owner's workspace with the role. */
 async function joined(owner: TestUser, role: Role): Promise<TestUser> {
-  const user = await newUser(database.db, clock);
-  await database.db.insertInto('workspace_members').values({ workspace_id: owner.workspaceId, user_id: user.userId, role, created_at: clock.now() }).execute();
+  const user = await newUser(app.db, clock);
+  await app.db.insertInto('workspace_members').values({ workspace_id: owner.workspaceId, user_id: user.userId, role, created_at: clock.now() }).execute();
   return user;
 }
 
@@ -34,18 +33,9 @@ async function joined(owner: TestUser, role: Role): Promise<TestUser> {
 const roleOf = async (asker: TestUser, workspaceId: string, user: TestUser) =>
   (await client(asker).GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId } } })).data.find((m) => m.user_id === user.userId)?.role;
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
-});
-
 describe('changing a role', () => {
   it('an admin changes a member’s role; the owner’s role changes only by transfer; a member changes none', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     const admin = await joined(owner, 'admin');
     const dana = await joined(owner, 'member');
     const path = (user: TestUser) => ({ path: { workspaceId: owner.workspaceId, userId: user.userId } });
@@ -63,7 +53,7 @@ describe('changing a role', () => {
     expect(
       await apiError(client(dana).PATCH('/v1/workspaces/{workspaceId}/members/{userId}', { params: path(admin), body: { role: 'viewer' } })),
     ).toMatchObject({ status: 403, details: { required_role: 'admin', role: 'viewer' } });
-    const stranger = await newUser(database.db, clock);
+    const stranger = await newUser(app.db, clock);
     expect(
       await apiError(client(admin).PATCH('/v1/workspaces/{workspaceId}/members/{userId}', { params: path(stranger), body: { role: 'viewer' } })),
     ).toMatchObject({ status: 404 });
@@ -72,14 +62,14 @@ describe('changing a role', () => {
 
 describe('transferring ownership', () => {
   it('makes a member the owner and the previous owner an admin; only the owner transfers', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     const admin = await joined(owner, 'admin');
     const dana = await joined(owner, 'member');
     const workspaceId = owner.workspaceId;
     expect(
       await apiError(client(admin).POST('/v1/workspaces/{workspaceId}/transfer', { params: { path: { workspaceId } }, body: { user_id: admin.userId } })),
     ).toMatchObject({ status: 403, details: { required_role: 'owner', role: 'admin' } });
-    const stranger = await newUser(database.db, clock);
+    const stranger = await newUser(app.db, clock);
     expect(
       await apiError(client(owner).POST('/v1/workspaces/{workspaceId}/transfer', { params: { path: { workspaceId } }, body: { user_id: stranger.userId } })),
     ).toMatchObject({ status: 404 });
@@ -91,7 +81,7 @@ describe('transferring ownership', () => {
     });
     expect(await roleOf(dana, workspaceId, owner)).toBe('admin');
     expect(await roleOf(dana, workspaceId, dana)).toBe('owner');
-    const row = await database.db.selectFrom('workspaces').select('owner_id').where('id', '=', workspaceId).executeTakeFirstOrThrow();
+    const row = await app.db.selectFrom('workspaces').select('owner_id').where('id', '=', workspaceId).executeTakeFirstOrThrow();
     expect(row.owner_id).toBe(dana.userId);
     // The previous owner may leave now; the new one may not.
     await client(owner).POST('/v1/workspaces/{workspaceId}/leave', { params: { path: { workspaceId } } });
@@ -101,7 +91,7 @@ describe('transferring ownership', () => {
 
 describe('leaving', () => {
   it('a member leaves and sees the workspace no more; the owner is told to transfer first', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     const viewer = await joined(owner, 'viewer');
     const workspaceId = owner.workspaceId;
     await client(viewer).POST('/v1/workspaces/{workspaceId}/leave', { params: { path: { workspaceId } } });
@@ -115,9 +105,9 @@ describe('leaving', () => {
 
 describe('the role is the one in the workspace the request acts in', () => {
   it('a viewer cannot delete a resource of the workspace by naming a workspace they own', async () => {
-    const owner = await newUser(database.db, clock, 'pro');
+    const owner = await newUser(app.db, clock, 'pro');
     const viewer = await joined(owner, 'viewer');
-    const { clusterId, configId } = await seedSampleResources(database.db, clock, owner);
+    const { clusterId, configId } = await seedSampleResources(app.db, clock, owner);
     for (const workspaceId of [undefined, viewer.workspaceId, owner.workspaceId]) {
       expect(await apiError(client(viewer, workspaceId).DELETE('/v1/compute/configs/{id}', { params: { path: { id: configId } } }))).toMatchObject({
         status: 403,
@@ -136,18 +126,17 @@ describe('the role is the one in the workspace the request acts in', () => {
 });
 
 describe('membership by invitation', () => {
-  const emailOf = async (user: TestUser) =>
-    (await database.db.selectFrom('users').select('email').where('id', '=', user.userId).executeTakeFirstOrThrow()).email;
+  const emailOf = async (user: TestUser) => (await app.db.selectFrom('users').select('email').where('id', '=', user.userId).executeTakeFirstOrThrow()).email;
   const invite = (owner: TestUser, email: string, role?: 'admin' | 'member' | 'viewer') =>
-    fetch(`${server.baseUrl}/v1/workspaces/${owner.workspaceId}/invitations`, {
+    fetch(`${app.baseUrl}/v1/workspaces/${owner.workspaceId}/invitations`, {
       method: 'POST',
       headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
       body: JSON.stringify(role ? { email, role } : { email }),
     });
 
   it('answers alike whether or not the email has an account', async () => {
-    const owner = await newUser(database.db, clock);
-    const dana = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
+    const dana = await newUser(app.db, clock);
     const known = await invite(owner, await emailOf(dana));
     const unknown = await invite(owner, 'nobody-here@nowhere.example');
     expect([known.status, unknown.status]).toEqual([202, 202]);
@@ -157,9 +146,9 @@ describe('membership by invitation', () => {
   });
 
   it('the invitee lists, accepts with the role, or declines; nobody else can', async () => {
-    const owner = await newUser(database.db, clock);
-    const dana = await newUser(database.db, clock);
-    const erin = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
+    const dana = await newUser(app.db, clock);
+    const erin = await newUser(app.db, clock);
     const first = (await (await invite(owner, await emailOf(dana), 'viewer')).json()) as { id: string };
     const second = (await (await invite(owner, await emailOf(erin), 'admin')).json()) as { id: string };
     expect((await client(dana).GET('/v1/user/invitations', {})).data).toMatchObject([{ id: first.id, role: 'viewer', workspace_id: owner.workspaceId }]);
@@ -174,15 +163,15 @@ describe('membership by invitation', () => {
   });
 
   it('a member who accepts keeps their role', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     const admin = await joined(owner, 'admin');
     const invitation = (await (await invite(owner, await emailOf(admin), 'viewer')).json()) as { id: string };
     expect(await client(admin).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } })).toMatchObject({ role: 'admin' });
   });
 
   it('expires after 7 days', async () => {
-    const owner = await newUser(database.db, clock);
-    const dana = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
+    const dana = await newUser(app.db, clock);
     const invitation = (await (await invite(owner, await emailOf(dana))).json()) as { id: string; expires_at: number; created_at: number };
     expect(invitation.expires_at - invitation.created_at).toBe(7 * 24 * 60 * 60);
     clock.advance(7 * 24 * 60 * 60);
@@ -193,11 +182,11 @@ describe('membership by invitation', () => {
 
 describe('a token never exceeds its user’s current role', () => {
   it('a PAT with clusters:write of a member demoted to viewer gets 403 on a write; the read still works', async () => {
-    const owner = await newUser(database.db, clock, 'pro');
+    const owner = await newUser(app.db, clock, 'pro');
     const dana = await joined(owner, 'member');
-    const { clusterId } = await seedSampleResources(database.db, clock, owner);
+    const { clusterId } = await seedSampleResources(app.db, clock, owner);
     const { token } = (await client(dana).POST('/v1/user/tokens', { body: { name: 'ci', scopes: ['clusters:write'] } })) as { token: string };
-    const ci = createPlatformClient({ baseUrl: server.baseUrl, token, retry: false });
+    const ci = createPlatformClient({ baseUrl: app.baseUrl, token, retry: false });
     const rename = (name: string) => ci.PATCH('/v1/clusters/{clusterId}', { params: { path: { clusterId } }, body: { name } });
     expect(await rename('renamed-by-member')).toMatchObject({ name: 'renamed-by-member' });
     await client(owner).PATCH('/v1/workspaces/{workspaceId}/members/{userId}', {
@@ -216,10 +205,10 @@ describe('a workspace’s pending invitations', () => {
     (await client(admin).GET('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId } } })).data.map((i) => i.id);
 
   it('are listed by its admins and revoked: the invitee can accept it no more', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     const admin = await joined(owner, 'admin');
-    const dana = await newUser(database.db, clock);
-    const email = (await database.db.selectFrom('users').select('email').where('id', '=', dana.userId).executeTakeFirstOrThrow()).email;
+    const dana = await newUser(app.db, clock);
+    const email = (await app.db.selectFrom('users').select('email').where('id', '=', dana.userId).executeTakeFirstOrThrow()).email;
     const first = await invite(admin, owner.workspaceId, email);
     const second = await invite(admin, owner.workspaceId, 'erin@elsewhere.example');
     expect(await pending(admin, owner.workspaceId)).toEqual([first.id, second.id]);
@@ -233,14 +222,14 @@ describe('a workspace’s pending invitations', () => {
       status: 404,
       param: 'invitationId',
     });
-    const other = await newUser(database.db, clock);
+    const other = await newUser(app.db, clock);
     const theirs = await invite(other, other.workspaceId, 'frank@elsewhere.example');
     expect(await apiError(client(owner).DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', path(theirs.id)))).toMatchObject({ status: 404 });
     expect(await pending(other, other.workspaceId)).toEqual([theirs.id]);
   });
 
   it('do not include expired ones', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     const old = await invite(owner, owner.workspaceId, 'late@elsewhere.example');
     clock.advance(7 * 24 * 60 * 60);
     const fresh = await invite(owner, owner.workspaceId, 'new@elsewhere.example');
@@ -259,8 +248,8 @@ describe('deleting a workspace', () => {
   const remove = (user: TestUser, workspaceId: string) => client(user).DELETE('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId } } });
 
   it('is refused while it holds resources, naming each kind with its ids', async () => {
-    const owner = await newUser(database.db, clock, 'pro');
-    const { clusterId, configId, productId } = await seedSampleResources(database.db, clock, owner);
+    const owner = await newUser(app.db, clock, 'pro');
+    const { clusterId, configId, productId } = await seedSampleResources(app.db, clock, owner);
     const refused = await apiError(remove(owner, owner.workspaceId));
     expect(refused).toMatchObject({ status: 409, code: 'conflict' });
     expect(refused.suggestion).toContain('Delete them first');
@@ -278,14 +267,11 @@ describe('deleting a workspace', () => {
   });
 
   it('an empty one goes with its memberships, invitations, notifications, events, overrides and token restrictions', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     clock.advance(1);
     const doomed = await client(owner).POST('/v1/workspaces', { body: { name: 'doomed' } });
-    const admin = await newUser(database.db, clock);
-    await database.db
-      .insertInto('workspace_members')
-      .values({ workspace_id: doomed.id, user_id: admin.userId, role: 'admin', created_at: clock.now() })
-      .execute();
+    const admin = await newUser(app.db, clock);
+    await app.db.insertInto('workspace_members').values({ workspace_id: doomed.id, user_id: admin.userId, role: 'admin', created_at: clock.now() }).execute();
     await client(owner).POST('/v1/workspaces/{workspaceId}/invitations', {
       params: { path: { workspaceId: doomed.id } },
       body: { email: 'x@elsewhere.example' },
@@ -294,7 +280,7 @@ describe('deleting a workspace', () => {
       body: { name: 'r', registry_url: 'ghcr.io', username: 'u', password: 'p' },
     });
     const now = clock.now();
-    await database.db
+    await app.db
       .insertInto('notifications')
       .values({
         id: newId('ntf'),
@@ -310,7 +296,7 @@ describe('deleting a workspace', () => {
         created_at: now,
       })
       .execute();
-    await database.db
+    await app.db
       .insertInto('events')
       .values({
         id: newId('evt'),
@@ -322,7 +308,7 @@ describe('deleting a workspace', () => {
         created_at: now,
       })
       .execute();
-    await database.db.insertInto('quota_overrides').values({ workspace_id: doomed.id, user_id: null, metric: 'kaas/clusters', limit: 5 }).execute();
+    await app.db.insertInto('quota_overrides').values({ workspace_id: doomed.id, user_id: null, metric: 'kaas/clusters', limit: 5 }).execute();
     const both = (await client(owner).POST('/v1/user/tokens', { body: { name: 'both', scopes: ['*'], workspace_ids: [owner.workspaceId, doomed.id] } })) as {
       id: string;
     };
@@ -340,17 +326,17 @@ describe('deleting a workspace', () => {
     expect(await apiError(client(owner).GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: doomed.id } } }))).toMatchObject({ status: 404 });
     expect(await apiError(remove(owner, doomed.id))).toMatchObject({ status: 404 });
     for (const table of ['workspace_members', 'workspace_invitations', 'notifications', 'events', 'quota_overrides'] as const) {
-      const left = await database.db.selectFrom(table).select('workspace_id').where('workspace_id', '=', doomed.id).execute();
+      const left = await app.db.selectFrom(table).select('workspace_id').where('workspace_id', '=', doomed.id).execute();
       expect(left, table).toEqual([]);
     }
     expect((await client(owner).GET('/v1/user/tokens/{id}', { params: { path: { id: both.id } } })).workspace_ids).toEqual([owner.workspaceId]);
     expect((await client(owner).GET('/v1/user/tokens/{id}', { params: { path: { id: only.id } } })).workspace_ids).toEqual([]);
     // A token left with no workspace acts in none.
-    expect((await createPlatformClient({ baseUrl: server.baseUrl, token: only.token, retry: false }).GET('/v1/workspaces', {})).data).toEqual([]);
+    expect((await createPlatformClient({ baseUrl: app.baseUrl, token: only.token, retry: false }).GET('/v1/workspaces', {})).data).toEqual([]);
   });
 
   it('the default workspace becomes the next oldest the owner owns; with none, no workspace', async () => {
-    const owner = await newUser(database.db, clock);
+    const owner = await newUser(app.db, clock);
     clock.advance(1);
     const second = await client(owner).POST('/v1/workspaces', { body: { name: 'second' } });
     const credential = () =>
@@ -359,7 +345,7 @@ describe('deleting a workspace', () => {
       });
     const inDefault = await credential();
     const where = async (id: string) =>
-      (await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id).executeTakeFirstOrThrow()).workspace_id;
+      (await app.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id).executeTakeFirstOrThrow()).workspace_id;
     expect(await where(inDefault.id)).toBe(owner.workspaceId);
     await client(owner).DELETE('/v1/registry/credentials/{id}', { params: { path: { id: inDefault.id } } });
     await remove(owner, owner.workspaceId);

@@ -7,12 +7,12 @@
 // past the check. A new operation is covered without a new test (a path naming a new kind of resource fails until
 // fixtures.ts knows it).
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from '../src/resources/tokens.ts';
 import { ROLES, type Role } from '../src/services/roles.ts';
 import { ALL_SCOPES, type Scope } from '../src/services/scopes.ts';
 import { buildWorld, idFor, type World } from './fixtures.ts';
-import { createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+import { useTestServer } from './support.ts';
 
 interface Parameter {
   name: string;
@@ -45,19 +45,12 @@ const operations = Object.entries(doc.paths).flatMap(([path, item]) => {
     });
 });
 
-let database: TestDatabase;
-let server: TestServer;
 let world: World;
-const clock = new TestClock();
+const app = useTestServer();
+const { clock } = app;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-  world = await buildWorld(database.db, clock);
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
+  world = await buildWorld(app.db, clock);
 });
 
 /** A request that passes validation: path ids from the world, required query parameters, the first body example. */
@@ -77,7 +70,7 @@ function request(op: (typeof operations)[number], token: string | undefined, wor
   if (token) headers.authorization = `Bearer ${token}`;
   if (workspaceId) headers['x-workspace-id'] = workspaceId;
   if (example !== undefined) headers['content-type'] = 'application/json';
-  return fetch(`${server.baseUrl}${url}${query.size ? `?${query}` : ''}`, {
+  return fetch(`${app.baseUrl}${url}${query.size ? `?${query}` : ''}`, {
     method: op.method,
     headers,
     ...(example === undefined ? {} : { body: JSON.stringify(example) }),
@@ -143,7 +136,7 @@ describe('every operation with a foreign X-Workspace-Id is 403', () => {
 // without X-Workspace-Id a list answers nothing of the first workspace.
 async function restrictedToSecond(): Promise<string> {
   const init = { userId: world.alice.userId, kind: 'pat' as const, name: 'restricted', expiresAt: null, workspaceIds: [world.aliceSecondWorkspaceId] };
-  return (await createToken(database.db, clock, init)).secret;
+  return (await createToken(app.db, clock, init)).secret;
 }
 const restrictionRefusal = (param: string) => ({ error: { code: 'forbidden', param, details: { workspace_ids: [world.aliceSecondWorkspaceId] } } });
 
@@ -246,7 +239,7 @@ const scoped = operations.filter((op) => scopeOf(op) !== undefined);
 const needsEveryScope = new Set(['approveDeviceCode']);
 
 async function patWith(scopes: readonly Scope[]): Promise<string> {
-  return (await createToken(database.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'matrix', expiresAt: null, scopes })).secret;
+  return (await createToken(app.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'matrix', expiresAt: null, scopes })).secret;
 }
 
 describe('every operation with a token lacking its scope is 403', () => {

@@ -1,19 +1,11 @@
 // The demo data a first start seeds, on the simulated cloud.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { seedDemo } from '../src/db/seed.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
-import { createTestDatabase, TestClock, type TestDatabase } from './support.ts';
+import { TestClock, useTestDatabase } from './support.ts';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 const clock = new TestClock();
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await database?.drop();
-});
 
 describe('the demo', () => {
   it('has a ready machine whose server runs and whose node has joined its cluster (so a resume finds it Ready again)', async () => {

@@ -1,21 +1,16 @@
 // The simulated cloud behaves like the real systems where callers can tell: idempotent creation by label,
 // servers that take time to boot, and a pod-log API with tail, since, resume and follow.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/schema.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
-import { createTestDatabase, TestClock, type TestDatabase } from './support.ts';
+import { TestClock, useTestDatabase } from './support.ts';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let cloud: SimulatedCloud<Database>;
 const clock = new TestClock();
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   cloud = new SimulatedCloud(database.db, clock, { bootSeconds: 10, releaseSeconds: 5, logLinesPerSecond: 2, followPollMs: 10 });
-});
-
-afterAll(async () => {
-  await database?.drop();
 });
 
 describe('ComputeProvider', () => {

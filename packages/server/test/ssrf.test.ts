@@ -3,11 +3,11 @@
 // any other block IANA's special-purpose registries call not globally reachable (checked entry by entry against
 // the table in special-purpose-addresses.ts), nor at host names resolving to them; repo_url also only speaks http(s) and oci. The resolver is injected:
 // this machine has no public DNS, and the tests decide what each name resolves to.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BEYOND_THE_REGISTRIES, IPV4_SPECIAL_PURPOSE, IPV6_SPECIAL_PURPOSE } from '../src/services/special-purpose-addresses.ts';
 import { blockRange, forbiddenSourceUrl, isBlockedAddress, isForbiddenHost } from '../src/services/ssrf.ts';
 import { buildWorld, type World } from './fixtures.ts';
-import { call, createTestDatabase, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+import { call, useTestServer } from './support.ts';
 
 const DNS: Record<string, string[]> = {
   'charts.example.com': ['93.184.215.14'],
@@ -184,22 +184,14 @@ describe("IANA's special-purpose registries, entry by entry", () => {
 });
 
 describe('through the API', () => {
-  let database: TestDatabase;
-  let server: TestServer;
+  const app = useTestServer({ resolveHost: resolver });
   let world: World;
-  const clock = new TestClock();
   beforeAll(async () => {
-    database = await createTestDatabase();
-    server = await startTestServer(database.db, clock, {}, { resolveHost: resolver });
-    world = await buildWorld(database.db, clock);
-  });
-  afterAll(async () => {
-    await server?.close();
-    await database?.drop();
+    world = await buildWorld(app.db, app.clock);
   });
 
   const registry = (registryUrl: string) =>
-    call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+    call(app.baseUrl, 'POST', '/v1/registry/credentials', {
       token: world.alice.token,
       body: { name: 'r', registry_url: registryUrl, username: 'u', password: 'p' },
     });
@@ -228,7 +220,7 @@ describe('through the API', () => {
       expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'registry_url' });
       expect(reply.body.error.suggestion).toMatch(/public host name/);
     }
-    const rows = await database.db.selectFrom('registry_credentials').select('registry_url').where('workspace_id', '=', world.alice.workspaceId).execute();
+    const rows = await app.db.selectFrom('registry_credentials').select('registry_url').where('workspace_id', '=', world.alice.workspaceId).execute();
     expect(rows.map((r) => r.registry_url)).toEqual(['ghcr.io']); // only the fixture's
   });
 
@@ -249,7 +241,7 @@ describe('through the API', () => {
       ['gopher://charts.example.com/', /scheme gopher/],
     ];
     for (const [url, message] of cases) {
-      const reply = await call(server.baseUrl, 'POST', '/v1/products', {
+      const reply = await call(app.baseUrl, 'POST', '/v1/products', {
         token: world.alice.token,
         body: { name: 'p', sources: sources('https://charts.example.com/ok', url), cluster_ids: [world.ids.cluster] },
       });
@@ -258,7 +250,7 @@ describe('through the API', () => {
       expect(reply.body.error.message).toMatch(message);
       expect(reply.body.error.suggestion).toMatch(/public https:\/\//);
     }
-    const created = await call(server.baseUrl, 'POST', '/v1/products', {
+    const created = await call(app.baseUrl, 'POST', '/v1/products', {
       token: world.alice.token,
       body: { name: 'p', sources: sources('https://charts.example.com/ok', 'oci://registry.example.com/app'), cluster_ids: [world.ids.cluster] },
     });
@@ -266,16 +258,16 @@ describe('through the API', () => {
   });
 
   it('repo_url on update (a full replacement) is checked the same way, and the product is left as it was', async () => {
-    const before = await call(server.baseUrl, 'GET', `/v1/products/${world.ids.product}`, { token: world.alice.token });
-    const reply = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
+    const before = await call(app.baseUrl, 'GET', `/v1/products/${world.ids.product}`, { token: world.alice.token });
+    const reply = await call(app.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
       token: world.alice.token,
       body: { name: 'p2', sources: sources('http://127.0.0.1:6443/'), cluster_ids: [world.ids.cluster] },
     });
     expect(reply.status).toBe(422);
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'sources[0].chart.repo_url' });
-    const after = await call(server.baseUrl, 'GET', `/v1/products/${world.ids.product}`, { token: world.alice.token });
+    const after = await call(app.baseUrl, 'GET', `/v1/products/${world.ids.product}`, { token: world.alice.token });
     expect(after.body).toEqual(before.body);
-    const ok = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
+    const ok = await call(app.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
       token: world.alice.token,
       body: { name: 'p2', sources: sources('https://charts.example.com/stable'), cluster_ids: [world.ids.cluster] },
     });
@@ -283,7 +275,7 @@ describe('through the API', () => {
   });
 
   it("another user's product is 404 before its sources are looked at", async () => {
-    const reply = await call(server.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
+    const reply = await call(app.baseUrl, 'PATCH', `/v1/products/${world.ids.product}`, {
       token: world.bob.token,
       body: { name: 'x', sources: sources('http://127.0.0.1/'), cluster_ids: [world.ids.cluster] },
     });

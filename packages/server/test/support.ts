@@ -1,5 +1,6 @@
 // What server tests share: a database of their own, migrated, and the app served on a free port with
-// response validation on (a response that breaks the contract fails the test).
+// response validation on (a response that breaks the contract fails the test), with the workflow runtime when
+// they ask for it: useTestServer() at the top of a file.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pino from 'pino';
@@ -12,6 +13,9 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
+import { createClusterDriver } from '../src/providers/index.ts';
+import type { Resolver } from '../src/services/ssrf.ts';
+import { createRuntime, type RuntimeOptions } from '../src/workflows/runtime.ts';
 
 export interface TestDatabase {
   db: Kysely<Database>;
@@ -156,49 +160,138 @@ export async function call(
   return { status: response.status, headers: response.headers, body };
 }
 
-export interface TestContext {
-  readonly clock: TestClock;
+const ready = <T>(value: T | undefined, what: string): T => {
+  if (value === undefined) throw new Error(`the test ${what} is read before beforeAll ran`);
+  return value;
+};
+
+export interface TestDatabaseContext {
   readonly database: TestDatabase;
   readonly db: Kysely<Database>;
-  readonly server: TestServer;
-  readonly baseUrl: string;
 }
 
 /**
- * The preamble every server test file shares: a database of the file's own, migrated, and the app served on a free
- * port with response validation on, started before the file's tests and removed after them. The fields are read in
- * tests and hooks (they exist once beforeAll ran). `env` sets configuration variables; `parts` replaces parts of
- * the app (a provider, a driver, a resolver).
+ * A database of the file's own, migrated, made before the file's tests and dropped after them (for tests below the
+ * HTTP layer; useTestServer serves the app on one). The fields are read in tests and hooks.
  */
-export function useTestServer(options: { clock?: TestClock; env?: Record<string, string>; parts?: Partial<AppOptions> } = {}): TestContext {
-  const clock = options.clock ?? new TestClock();
+export function useTestDatabase(): TestDatabaseContext {
   let database: TestDatabase | undefined;
-  let server: TestServer | undefined;
   beforeAll(async () => {
     database = await createTestDatabase();
-    server = await startTestServer(database.db, clock, options.env, options.parts);
   });
   afterAll(async () => {
-    await server?.close();
     await database?.drop();
   });
-  const ready = <T>(value: T | undefined, what: string): T => {
-    if (value === undefined) throw new Error(`the test ${what} is read before beforeAll ran`);
-    return value;
-  };
   return {
-    clock,
     get database() {
       return ready(database, 'database');
     },
     get db() {
       return ready(database, 'database').db;
     },
+  };
+}
+
+export interface TestContext<C extends Clock = TestClock> extends TestDatabaseContext {
+  readonly clock: C;
+  /** The key that seals secrets, shared by the app and the workflow runtime. */
+  readonly secretsKey: Buffer;
+  readonly server: TestServer;
+  readonly baseUrl: string;
+  /** The workflow runtime (only with the `runtime` option). */
+  readonly runtime: Runtime;
+}
+
+export type Runtime = ReturnType<typeof createRuntime>;
+
+type TestAppParts = Partial<Omit<AppOptions, 'db' | 'config' | 'clock' | 'secretsKey' | 'resolveHost'>>;
+
+export interface TestServerOptions<C extends Clock = TestClock> {
+  /** Default a new TestClock; systemClock where other processes (on real time) talk to the server. */
+  clock?: C;
+  /**
+   * Configuration variables of the server and of its workflow runtime, one configuration as in main.ts. A function
+   * is read in beforeAll, after the file's earlier hooks (which may start a fake the variables point at).
+   */
+  env?: Record<string, string> | (() => Record<string, string>);
+  /** Replaces parts of the app (a provider, a driver, a logger, a workflow starter); a function is given the database. */
+  parts?: TestAppParts | ((db: Kysely<Database>) => TestAppParts);
+  /** Resolves host names for the SSRF checks of the app and of webhook deliveries; default DNS. */
+  resolveHost?: Resolver;
+  /** Runs the workflow engine on the file's database, and the app starts its workflows there. */
+  runtime?: Pick<RuntimeOptions, 'simulation' | 'tickMs' | 'orphanAfterSeconds' | 'eventPruneEveryMs'> & {
+    /** Also runs the webhook dispatcher (deliveries are sent). */
+    webhooks?: boolean;
+    /** Also runs the retention of events and audit events. */
+    retention?: boolean;
+  };
+}
+
+/**
+ * The preamble every server test file shares: a database of the file's own (useTestDatabase), and the app served on
+ * a free port with response validation on, started before the file's tests and removed after them; with `runtime`,
+ * the workflow runtime main.ts runs as well, before the server. The fields are read in tests and hooks (they exist
+ * once beforeAll ran), except `clock` and `secretsKey`. Hooks the file registers before this call run before its
+ * beforeAll and after its afterAll; those registered after it, the other way round.
+ */
+export function useTestServer<C extends Clock = TestClock>(options: TestServerOptions<C> = {}): TestContext<C> {
+  const clock = options.clock ?? (new TestClock() as Clock as C);
+  const secretsKey = randomBytes(32);
+  const data = useTestDatabase();
+  let server: TestServer | undefined;
+  let runtime: Runtime | undefined;
+  beforeAll(async () => {
+    const { db, url } = data.database;
+    const env = typeof options.env === 'function' ? options.env() : (options.env ?? {});
+    const own = typeof options.parts === 'function' ? options.parts(db) : options.parts;
+    let parts: Partial<AppOptions> = { secretsKey, ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}), ...own };
+    if (options.runtime) {
+      const { webhooks, retention, ...tuning } = options.runtime;
+      const config = loadConfig(env);
+      runtime = createRuntime({
+        db,
+        connectionString: url,
+        clock,
+        logger: own?.logger ?? pino({ level: 'silent' }),
+        config,
+        // As main.ts builds it, but the simulated cloud is the runtime's own (with the test's simulation options).
+        driver: config.clusterDriver.kind === 'simulated' ? undefined : await createClusterDriver(config, { db, clock }),
+        secretsKey,
+        resolveHost: options.resolveHost,
+        ...tuning,
+      });
+      await runtime.engine.run({ work: true });
+      if (retention) runtime.retention.start();
+      if (webhooks) await runtime.webhooks?.run();
+      parts = { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, ...parts };
+    }
+    server = await startTestServer(db, clock, env, parts);
+  });
+  // Runs before the database's afterAll (registered first).
+  afterAll(async () => {
+    runtime?.retention.stop();
+    await server?.close();
+    await runtime?.webhooks?.stop();
+    await runtime?.engine.stop();
+  });
+  return {
+    clock,
+    secretsKey,
+    get database() {
+      return data.database;
+    },
+    get db() {
+      return data.db;
+    },
     get server() {
       return ready(server, 'server');
     },
     get baseUrl() {
       return ready(server, 'server').baseUrl;
+    },
+    get runtime() {
+      if (!options.runtime) throw new Error('the test runtime is read, but useTestServer was not asked for one');
+      return ready(runtime, 'runtime');
     },
   };
 }

@@ -8,14 +8,11 @@
 // reference into the other one is refused like any foreign reference.
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { sql } from 'kysely';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import { createToken } from '../src/resources/tokens.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
 type JsonSchema = { $ref?: string; type?: string | string[]; properties?: Record<string, JsonSchema>; items?: JsonSchema };
 interface Operation {
@@ -51,10 +48,11 @@ const referencing = Object.entries(doc.paths).flatMap(([path, item]) =>
   }),
 );
 
-let database: TestDatabase;
-let server: TestServer;
-let runtime: ReturnType<typeof createRuntime>;
-const clock = new TestClock();
+const app = useTestServer({
+  env: { PROVIDER_RATE_LIMIT: '1000', SIM_RELEASE_SECONDS: '1' },
+  runtime: { simulation: { followPollMs: 20, logLinesPerSecond: 2 }, tickMs: 20, orphanAfterSeconds: 1 },
+});
+const { clock } = app;
 let alice: TestUser;
 let carol: TestUser;
 /** Carol's PATs with every scope, each restricted to one of her two workspaces. */
@@ -63,9 +61,9 @@ const restricted: Record<'shared' | 'own', string> = { shared: '', own: '' };
 const ids: Record<'shared' | 'own', Record<Kind, string>> = { shared: {} as Record<Kind, string>, own: {} as Record<Kind, string> };
 
 async function resourcesOf(owner: TestUser, clusterName: string): Promise<Record<Kind, string>> {
-  const sample = await seedSampleResources(database.db, clock, owner, clusterName);
+  const sample = await seedSampleResources(app.db, clock, owner, clusterName);
   const cloudCredential = newId('ccr');
-  await database.db
+  await app.db
     .insertInto('cloud_credentials')
     .values({
       id: cloudCredential,
@@ -81,22 +79,9 @@ async function resourcesOf(owner: TestUser, clusterName: string): Promise<Record
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config: loadConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_RELEASE_SECONDS: '1' }),
-    simulation: { followPollMs: 20, logLinesPerSecond: 2 },
-    tickMs: 20,
-    orphanAfterSeconds: 1,
-  });
-  await runtime.engine.run({ work: true });
-  server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
-  alice = await newUser(database.db, clock, 'pro');
-  carol = await newUser(database.db, clock, 'pro');
-  await database.db
+  alice = await newUser(app.db, clock, 'pro');
+  carol = await newUser(app.db, clock, 'pro');
+  await app.db
     .insertInto('workspace_members')
     .values({ workspace_id: alice.workspaceId, user_id: carol.userId, role: 'member', created_at: clock.now() })
     .execute();
@@ -104,14 +89,8 @@ beforeAll(async () => {
   ids.own = await resourcesOf(carol, 'own-eu');
   for (const which of ['shared', 'own'] as const) {
     const workspaceIds = [which === 'own' ? carol.workspaceId : alice.workspaceId];
-    restricted[which] = (await createToken(database.db, clock, { userId: carol.userId, kind: 'pat', name: which, expiresAt: null, workspaceIds })).secret;
+    restricted[which] = (await createToken(app.db, clock, { userId: carol.userId, kind: 'pat', name: which, expiresAt: null, workspaceIds })).secret;
   }
-});
-
-afterAll(async () => {
-  await server?.close();
-  await runtime?.engine.stop();
-  await database?.drop();
 });
 
 describe('every reference field is known to this test', () => {
@@ -136,7 +115,7 @@ describe('a body naming a resource of another workspace of the caller is refused
     '%s %s (%s)',
     async (_op, field, _direction, c) => {
       const { path, example, workspaceId } = requestOf(c);
-      const reply = await call(server.baseUrl, c.method, path, { token: carol.token, body: example, headers: { 'x-workspace-id': workspaceId } });
+      const reply = await call(app.baseUrl, c.method, path, { token: carol.token, body: example, headers: { 'x-workspace-id': workspaceId } });
       expect([404, 422], JSON.stringify(reply.body)).toContain(reply.status);
       expect(reply.body.error.param).toBe(field.endsWith('_ids') ? `${field}[0]` : field);
     },
@@ -146,7 +125,7 @@ describe('a body naming a resource of another workspace of the caller is refused
     '%s %s (%s), with a token restricted to the acting workspace',
     async (_op, field, _direction, c) => {
       const { path, example, workspaceId } = requestOf(c);
-      const reply = await call(server.baseUrl, c.method, path, { token: restricted[c.target], body: example, headers: { 'x-workspace-id': workspaceId } });
+      const reply = await call(app.baseUrl, c.method, path, { token: restricted[c.target], body: example, headers: { 'x-workspace-id': workspaceId } });
       expect([404, 422], JSON.stringify(reply.body)).toContain(reply.status);
       expect(reply.body.error.param).toBe(field.endsWith('_ids') ? `${field}[0]` : field);
     },
@@ -156,7 +135,7 @@ describe('a body naming a resource of another workspace of the caller is refused
     '%s %s acting in %s, with a token restricted to the other workspace, is 403',
     async (_op, _field, _target, c) => {
       const { path, example, workspaceId } = requestOf(c);
-      const reply = await call(server.baseUrl, c.method, path, { token: restricted[c.foreign], body: example, headers: { 'x-workspace-id': workspaceId } });
+      const reply = await call(app.baseUrl, c.method, path, { token: restricted[c.foreign], body: example, headers: { 'x-workspace-id': workspaceId } });
       expect(reply.status).toBe(403);
       expect(reply.body.error).toMatchObject({ code: 'forbidden', param: 'X-Workspace-Id' });
     },
@@ -168,7 +147,7 @@ describe('a body naming a resource of another workspace of the caller is refused
            + (SELECT count(*) FROM installs i JOIN products p ON p.id = i.product_id WHERE p.workspace_id <> i.workspace_id)
            + (SELECT count(*) FROM machines m JOIN clusters cl ON cl.id = m.cluster_id JOIN compute_configs cc ON cc.id = m.compute_config_id WHERE cl.workspace_id <> cc.workspace_id)
            + (SELECT count(*) FROM compute_configs cc JOIN cloud_credentials cr ON cr.id = cc.cloud_credential_id WHERE cr.workspace_id <> cc.workspace_id) AS n`.execute(
-      database.db,
+      app.db,
     );
     expect(rows[0]!.n).toBe(0);
   });
@@ -198,7 +177,7 @@ async function finalInstall(token: string, id: string) {
   const deadline = Date.now() + 10_000;
   for (;;) {
     clock.advance(5);
-    const reply = await call(server.baseUrl, 'GET', `/v1/installs/${id}`, { token });
+    const reply = await call(app.baseUrl, 'GET', `/v1/installs/${id}`, { token });
     if (!['pending', 'installing'].includes(reply.body.status)) return reply.body;
     if (Date.now() > deadline) throw new Error(`install ${id} still ${reply.body.status}`);
     await new Promise((resolve) => setTimeout(resolve, 30));
@@ -210,7 +189,7 @@ describe('workflows check again where they act', () => {
     // A product of carol's own workspace naming only the shared workspace's cluster, as the unchecked write allowed.
     const legacy = newId('prd');
     const now = clock.now();
-    await database.db
+    await app.db
       .insertInto('products')
       .values({
         id: legacy,
@@ -229,7 +208,7 @@ describe('workflows check again where they act', () => {
       })
       .execute();
     const install = async () => {
-      const reply = await call(server.baseUrl, 'POST', '/v1/installs', {
+      const reply = await call(app.baseUrl, 'POST', '/v1/installs', {
         token: carol.token,
         body: { product_id: legacy, region_id: 'fsn1' },
         headers: { 'x-workspace-id': carol.workspaceId },
@@ -239,10 +218,10 @@ describe('workflows check again where they act', () => {
     };
     const before = await install();
     expect(before).toMatchObject({ status: 'failed', cluster_id: null });
-    await call(server.baseUrl, 'DELETE', `/v1/workspaces/${alice.workspaceId}/members/${carol.userId}`, { token: alice.token });
+    await call(app.baseUrl, 'DELETE', `/v1/workspaces/${alice.workspaceId}/members/${carol.userId}`, { token: alice.token });
     const after = await install();
     expect(after).toMatchObject({ status: 'failed', cluster_id: null });
-    const onShared = await database.db.selectFrom('installs').select('id').where('cluster_id', '=', ids.shared.cluster).execute();
+    const onShared = await app.db.selectFrom('installs').select('id').where('cluster_id', '=', ids.shared.cluster).execute();
     expect(onShared).toEqual([]);
   });
 });

@@ -1,26 +1,16 @@
 // Personal access tokens restricted to workspaces, through the API: the record, minting (never beyond the calling
 // token), the default workspace, lists, a membership ended later, what a restricted token may not do at all, and
 // idempotency keys. The matrix over every operation is in security-matrix.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { createToken } from '../src/resources/tokens.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-const clock = new TestClock();
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
-});
+const app = useTestServer();
+const { clock } = app;
 
 const api = (method: string, path: string, token: string, options: { body?: unknown; workspace?: string; headers?: Record<string, string> } = {}) =>
-  call(server.baseUrl, method, path, {
+  call(app.baseUrl, method, path, {
     token,
     body: options.body,
     headers: { ...options.headers, ...(options.workspace ? { 'x-workspace-id': options.workspace } : {}) },
@@ -43,12 +33,12 @@ async function mint(user: TestUser, workspaceIds?: string[], maker = user.token)
 }
 
 async function join(user: TestUser, workspaceId: string, role: 'admin' | 'member' | 'viewer' = 'member') {
-  await database.db.insertInto('workspace_members').values({ workspace_id: workspaceId, user_id: user.userId, role, created_at: clock.now() }).execute();
+  await app.db.insertInto('workspace_members').values({ workspace_id: workspaceId, user_id: user.userId, role, created_at: clock.now() }).execute();
 }
 
 describe('the record', () => {
   it('shows workspace_ids on creation, in the list and alone; null for a token of every workspace', async () => {
-    const alice = await newUser(database.db, clock);
+    const alice = await newUser(app.db, clock);
     const second = await workspaceOf(alice, 'second');
     const created = await mint(alice, [second]);
     expect(created).toMatchObject({ status: 201, body: { workspace_ids: [second] } });
@@ -59,17 +49,17 @@ describe('the record', () => {
     expect(one).toMatchObject({ status: 200, body: { id: created.body.id, name: 'restricted', workspace_ids: [second] } });
     expect(JSON.stringify(one.body)).not.toContain(created.body.token);
     // Another user's token, and a session, are not there.
-    const bob = await newUser(database.db, clock);
+    const bob = await newUser(app.db, clock);
     expect((await api('GET', `/v1/user/tokens/${created.body.id}`, bob.token)).status).toBe(404);
-    const session = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    const session = await createToken(app.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
     expect((await api('GET', `/v1/user/tokens/${session.row.id}`, alice.token)).status).toBe(404);
   });
 });
 
 describe('minting', () => {
   it('names only workspaces the caller is a member of: 422 naming workspace_ids[i]', async () => {
-    const alice = await newUser(database.db, clock);
-    const bob = await newUser(database.db, clock);
+    const alice = await newUser(app.db, clock);
+    const bob = await newUser(app.db, clock);
     const refused = await mint(alice, [alice.workspaceId, bob.workspaceId]);
     expect(refused).toMatchObject({ status: 422, body: { error: { code: 'validation_error', param: 'workspace_ids[1]' } } });
     expect((await mint(alice, [alice.workspaceId, 'ws_missing'])).body.error.param).toBe('workspace_ids[1]');
@@ -80,7 +70,7 @@ describe('minting', () => {
   });
 
   it('a restricted token mints only within its restriction, and without workspace_ids its own', async () => {
-    const alice = await newUser(database.db, clock);
+    const alice = await newUser(app.db, clock);
     const second = await workspaceOf(alice, 'second');
     const third = await workspaceOf(alice, 'third');
     const narrow = (await mint(alice, [second, third])).body.token;
@@ -96,8 +86,8 @@ describe('minting', () => {
 
 describe('acting', () => {
   it('lists only its workspaces, and acts by default in the oldest it may that the user owns', async () => {
-    const alice = await newUser(database.db, clock, 'pro');
-    const { clusterId } = await seedSampleResources(database.db, clock, alice);
+    const alice = await newUser(app.db, clock, 'pro');
+    const { clusterId } = await seedSampleResources(app.db, clock, alice);
     const second = await workspaceOf(alice, 'second');
     const token = (await mint(alice, [second])).body.token;
     const workspaces = await api('GET', '/v1/workspaces', token);
@@ -106,7 +96,7 @@ describe('acting', () => {
     expect((await api('GET', '/v1/clusters', token)).body.data).toEqual([]);
     const created = await api('POST', '/v1/registry/credentials', token, { body: { name: 'r', registry_url: 'ghcr.io', username: 'u', password: 'p' } });
     expect(created.status).toBe(201);
-    const row = await database.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    const row = await app.db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', created.body.id).executeTakeFirstOrThrow();
     expect(row.workspace_id).toBe(second);
     expect((await api('GET', `/v1/clusters/${clusterId}`, token)).status).toBe(404);
     // A token that may act in the default acts there.
@@ -115,8 +105,8 @@ describe('acting', () => {
   });
 
   it('restricted to a workspace the user does not own, it acts in none without X-Workspace-Id', async () => {
-    const alice = await newUser(database.db, clock);
-    const bob = await newUser(database.db, clock);
+    const alice = await newUser(app.db, clock);
+    const bob = await newUser(app.db, clock);
     await join(alice, bob.workspaceId, 'admin');
     const token = (await mint(alice, [bob.workspaceId])).body.token;
     expect((await api('GET', '/v1/registry/credentials', token)).body.data).toEqual([]);
@@ -126,9 +116,9 @@ describe('acting', () => {
   });
 
   it('grants nothing the user does not have: a membership ended later ends the access', async () => {
-    const alice = await newUser(database.db, clock);
-    const bob = await newUser(database.db, clock, 'pro');
-    const { clusterId } = await seedSampleResources(database.db, clock, bob);
+    const alice = await newUser(app.db, clock);
+    const bob = await newUser(app.db, clock, 'pro');
+    const { clusterId } = await seedSampleResources(app.db, clock, bob);
     await join(alice, bob.workspaceId, 'admin');
     const token = (await mint(alice, [bob.workspaceId])).body.token;
     expect((await api('GET', `/v1/clusters/${clusterId}`, token)).status).toBe(200);
@@ -142,11 +132,11 @@ describe('acting', () => {
   });
 
   it('sees only the notifications and invitations of its workspaces', async () => {
-    const alice = await newUser(database.db, clock, 'pro');
-    await seedSampleResources(database.db, clock, alice); // an unread notification of her default workspace
+    const alice = await newUser(app.db, clock, 'pro');
+    await seedSampleResources(app.db, clock, alice); // an unread notification of her default workspace
     const second = await workspaceOf(alice, 'second');
-    const bob = await newUser(database.db, clock);
-    const email = (await database.db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
+    const bob = await newUser(app.db, clock);
+    const email = (await app.db.selectFrom('users').select('email').where('id', '=', alice.userId).executeTakeFirstOrThrow()).email;
     const invitation = await api('POST', `/v1/workspaces/${bob.workspaceId}/invitations`, bob.token, { body: { email } });
     const token = (await mint(alice, [second])).body.token;
     const all = await api('GET', '/v1/notifications', alice.token);
@@ -160,11 +150,11 @@ describe('acting', () => {
   });
 
   it('creates no workspace and approves no device sign-in', async () => {
-    const alice = await newUser(database.db, clock);
+    const alice = await newUser(app.db, clock);
     const token = (await mint(alice, [alice.workspaceId])).body.token;
     const workspace = await api('POST', '/v1/workspaces', token, { body: { name: 'elsewhere' } });
     expect(workspace).toMatchObject({ status: 403, body: { error: { code: 'forbidden', details: { workspace_ids: [alice.workspaceId] } } } });
-    const code = await call(server.baseUrl, 'POST', '/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
+    const code = await call(app.baseUrl, 'POST', '/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
     const approve = await api('POST', '/v1/auth/device/approve', token, { body: { user_code: code.body.user_code, action: 'approve' } });
     expect(approve).toMatchObject({ status: 403, body: { error: { code: 'forbidden', details: { workspace_ids: [alice.workspaceId] } } } });
     // Unrestricted, both work.
@@ -173,8 +163,8 @@ describe('acting', () => {
   });
 
   it('never replays an idempotent answer given in another workspace', async () => {
-    const alice = await newUser(database.db, clock, 'pro');
-    const { productId } = await seedSampleResources(database.db, clock, alice);
+    const alice = await newUser(app.db, clock, 'pro');
+    const { productId } = await seedSampleResources(app.db, clock, alice);
     const second = await workspaceOf(alice, 'second');
     const token = (await mint(alice, [second])).body.token;
     const key = { 'idempotency-key': `key-${Math.random().toString(36).slice(2)}` };

@@ -7,29 +7,22 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken, LAST_USED_RESOLUTION_SECONDS, SESSION_LIFETIME_SECONDS } from '../src/resources/tokens.ts';
 import { ALL_SCOPES } from '../src/services/scopes.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, newUser, startTestServer, type TestServer, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
+const app = useTestServer();
+const { clock } = app;
 let alice: TestUser;
-const clock = new TestClock();
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer(database.db, clock);
-  alice = await newUser(database.db, clock, 'free');
-});
-afterAll(async () => {
-  await server?.close();
-  await database?.drop();
+  alice = await newUser(app.db, clock, 'free');
 });
 
 describe('personal access tokens', () => {
   it('shows the secret once; the list never does; revocation makes it 401', async () => {
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'deploy', scopes: ['*'] } });
+    const created = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'deploy', scopes: ['*'] } });
     expect(created.status).toBe(201);
     const secret: string = created.body.token;
-    const list = await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
+    const list = await call(app.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
     expect(list.status).toBe(200);
     expect(JSON.stringify(list.body)).not.toContain(secret);
     expect(list.body.data.find((t: { id: string }) => t.id === created.body.id)).toMatchObject({
@@ -37,19 +30,19 @@ describe('personal access tokens', () => {
       prefix: secret.slice(0, 12),
       expires_at: null,
     });
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
-    expect((await call(server.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
-    const after = await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
+    expect((await call(app.baseUrl, 'DELETE', `/v1/user/tokens/${created.body.id}`, { token: alice.token })).status).toBe(204);
+    const after = await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret });
     expect(after.status).toBe(401);
     expect(after.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expect(after.body).toMatchObject({ error: { code: 'unauthorized' } });
   });
 
   it('is created with scopes: shown on the record, `*` for every scope of the caller, never more than the caller holds', async () => {
-    const create = (token: string, body: Record<string, unknown>) => call(server.baseUrl, 'POST', '/v1/user/tokens', { token, body });
+    const create = (token: string, body: Record<string, unknown>) => call(app.baseUrl, 'POST', '/v1/user/tokens', { token, body });
     const narrow = await create(alice.token, { name: 'narrow', scopes: ['installs:read', 'tokens:write', 'clusters:read'] });
     expect(narrow).toMatchObject({ status: 201, body: { scopes: ['clusters:read', 'installs:read', 'tokens:write'] } });
-    const listed = await call(server.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
+    const listed = await call(app.baseUrl, 'GET', '/v1/user/tokens', { token: alice.token });
     expect(listed.body.data.find((t: { id: string }) => t.id === narrow.body.id).scopes).toEqual(['clusters:read', 'installs:read', 'tokens:write']);
     // A token with tokens:write mints only what it holds itself (write includes read); `*` means its own scopes.
     const every = await create(narrow.body.token, { name: 'every', scopes: ['*'] });
@@ -60,48 +53,47 @@ describe('personal access tokens', () => {
     expect((await create(alice.token, { name: 'unknown', scopes: ['clusters:admin'] })).body).toMatchObject({ error: { code: 'validation_error' } });
     expect((await create(alice.token, { name: 'unscoped' })).body).toMatchObject({ error: { code: 'validation_error', param: 'scopes' } });
     // A session token holds every scope.
-    const { secret: session } = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    const { secret: session } = await createToken(app.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
     expect((await create(session, { name: 'all', scopes: ['*'] })).body.scopes).toHaveLength(ALL_SCOPES.length);
   });
 
   it('refuses a PAT with a bad checksum, and a malformed token, without reading the database', async () => {
     const flipped = `${alice.token.slice(0, -1)}${alice.token.endsWith('A') ? 'B' : 'A'}`;
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: flipped })).status).toBe(401);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: 'short' })).status).toBe(401);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization: 'Basic abc' } })).status).toBe(401);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: flipped })).status).toBe(401);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: 'short' })).status).toBe(401);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization: 'Basic abc' } })).status).toBe(401);
   });
 
   it('writes last_used_at at most once a minute', async () => {
-    const { row, secret } = await createToken(database.db, clock, { userId: alice.userId, kind: 'pat', name: 'clock', expiresAt: null });
-    const lastUsed = async () =>
-      (await database.db.selectFrom('tokens').select('last_used_at').where('id', '=', row.id).executeTakeFirstOrThrow()).last_used_at;
-    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    const { row, secret } = await createToken(app.db, clock, { userId: alice.userId, kind: 'pat', name: 'clock', expiresAt: null });
+    const lastUsed = async () => (await app.db.selectFrom('tokens').select('last_used_at').where('id', '=', row.id).executeTakeFirstOrThrow()).last_used_at;
+    await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret });
     const first = await lastUsed();
     expect(first).toBe(clock.now());
     clock.advance(LAST_USED_RESOLUTION_SECONDS - 1);
-    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret });
     expect(await lastUsed()).toBe(first);
     clock.advance(1);
-    await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret });
+    await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret });
     expect(await lastUsed()).toBe(clock.now());
   });
 });
 
 describe('session tokens', () => {
   it('live one year from last use, are refreshed on use, and logout revokes them', async () => {
-    const { secret } = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    const { secret } = await createToken(app.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
     expect(secret).toMatch(/^[A-Za-z0-9]{32}$/);
     clock.advance(SESSION_LIFETIME_SECONDS - 10);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
     // That use refreshed it: another (almost) year later it still works.
     clock.advance(SESSION_LIFETIME_SECONDS - 10);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(200);
     clock.advance(SESSION_LIFETIME_SECONDS + 1);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(401);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: secret })).status).toBe(401);
 
-    const { secret: other } = await createToken(database.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
-    expect((await call(server.baseUrl, 'POST', '/v1/auth/logout', { token: other })).status).toBe(204);
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: other })).status).toBe(401);
+    const { secret: other } = await createToken(app.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });
+    expect((await call(app.baseUrl, 'POST', '/v1/auth/logout', { token: other })).status).toBe(204);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: other })).status).toBe(401);
   });
 });
 
@@ -116,7 +108,7 @@ describe('OAuth2 JWTs', () => {
     jwks = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
     await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
     const { port } = jwks.address() as AddressInfo;
-    jwtServer = await startTestServer(database.db, clock, {
+    jwtServer = await startTestServer(app.db, clock, {
       JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`,
       JWT_ISSUER: 'https://id.example',
       JWT_AUDIENCE: 'platform-api',
@@ -169,35 +161,33 @@ describe('OAuth2 JWTs', () => {
 
   it('is refused by a server without a JWKS', async () => {
     const token = await sign({ sub: alice.userId });
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token })).status).toBe(401);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token })).status).toBe(401);
   });
 });
 
 describe('the database', () => {
   it('holds no plaintext token or secret in any text column', async () => {
-    const credential = await call(server.baseUrl, 'POST', '/v1/registry/credentials', {
+    const credential = await call(app.baseUrl, 'POST', '/v1/registry/credentials', {
       token: alice.token,
       body: { name: 'r', registry_url: 'ghcr.io', username: 'bot', password: 'registry-password-plaintext' },
     });
     expect(credential.status).toBe(201);
-    const cloud = await call(server.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
+    const cloud = await call(app.baseUrl, 'POST', '/v1/compute/cloud_credentials', {
       token: alice.token,
       body: { name: 'c', provider: 'hcloud', secret: 'cloud-secret-plaintext' },
     });
     expect(cloud.status).toBe(201);
     expect(JSON.stringify([credential.body, cloud.body])).not.toMatch(/plaintext/);
-    const created = await call(server.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'search-me', scopes: ['*'] } });
+    const created = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: alice.token, body: { name: 'search-me', scopes: ['*'] } });
     const secrets = [alice.token, created.body.token as string, 'registry-password-plaintext', 'cloud-secret-plaintext'];
     const columns = await sql<{ table_name: string; column_name: string; data_type: string }>`
       SELECT table_name, column_name, data_type FROM information_schema.columns
-      WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'jsonb', 'bytea')`.execute(database.db);
+      WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'jsonb', 'bytea')`.execute(app.db);
     expect(columns.rows.length).toBeGreaterThan(10);
     for (const { table_name, column_name, data_type } of columns.rows) {
       const text = data_type === 'bytea' ? sql`encode(${sql.ref(column_name)}, 'escape')` : sql`${sql.ref(column_name)}::text`;
       for (const secret of secrets) {
-        const hits = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table_name)} WHERE position(${secret} in ${text}) > 0`.execute(
-          database.db,
-        );
+        const hits = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table_name)} WHERE position(${secret} in ${text}) > 0`.execute(app.db);
         expect(hits.rows[0]!.n, `${secret.slice(0, 12)}… found in ${table_name}.${column_name}`).toBe(0);
       }
     }
@@ -206,10 +196,10 @@ describe('the database', () => {
 
 describe('sessions', () => {
   it('lists the caller’s sessions with their last use (address and user agent, once a minute), revokes one and all others', async () => {
-    const user = await newUser(database.db, clock, 'free');
-    const session = async () => (await createToken(database.db, clock, { userId: user.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
+    const user = await newUser(app.db, clock, 'free');
+    const session = async () => (await createToken(app.db, clock, { userId: user.userId, kind: 'session', name: 'platform-cli', expiresAt: null })).secret;
     const [laptop, desktop, phone] = [await session(), await session(), await session()];
-    const get = (token: string, userAgent: string) => call(server.baseUrl, 'GET', '/v1/user/sessions', { token, headers: { 'user-agent': userAgent } });
+    const get = (token: string, userAgent: string) => call(app.baseUrl, 'GET', '/v1/user/sessions', { token, headers: { 'user-agent': userAgent } });
     clock.advance(LAST_USED_RESOLUTION_SECONDS);
     expect((await get(desktop, 'platform-cli/2.0')).status).toBe(200);
     // Within the minute the use is not written again: the first user agent stays.
@@ -227,17 +217,17 @@ describe('sessions', () => {
     expect(others[0]).toMatchObject({ last_used_at: null, last_address: null, user_agent: null, current: false });
     expect(JSON.stringify(listed.body)).not.toContain(desktop);
     // A PAT's use is no session's.
-    expect((await call(server.baseUrl, 'GET', '/v1/user/sessions', { token: user.token })).body.data.every((s: { current: boolean }) => !s.current)).toBe(true);
+    expect((await call(app.baseUrl, 'GET', '/v1/user/sessions', { token: user.token })).body.data.every((s: { current: boolean }) => !s.current)).toBe(true);
 
-    const revoked = await call(server.baseUrl, 'POST', '/v1/user/sessions/revoke_others', { token: desktop });
+    const revoked = await call(app.baseUrl, 'POST', '/v1/user/sessions/revoke_others', { token: desktop });
     expect(revoked).toMatchObject({ status: 200, body: { revoked: 2 } });
     expect((await get(laptop, 'x')).status).toBe(401);
     expect((await get(phone, 'x')).status).toBe(401);
     expect((await get(desktop, 'x')).body.data.map((s: { id: string }) => s.id)).toEqual([current.id]);
     // Personal access tokens are untouched; another user's session is not found; the last one can end itself.
-    expect((await call(server.baseUrl, 'GET', '/v1/workspaces', { token: user.token })).status).toBe(200);
-    expect((await call(server.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: alice.token })).status).toBe(404);
-    expect((await call(server.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: desktop })).status).toBe(204);
+    expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { token: user.token })).status).toBe(200);
+    expect((await call(app.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: alice.token })).status).toBe(404);
+    expect((await call(app.baseUrl, 'DELETE', `/v1/user/sessions/${current.id}`, { token: desktop })).status).toBe(204);
     expect((await get(desktop, 'x')).status).toBe(401);
   });
 });

@@ -4,7 +4,6 @@
 // contract's webhooks entry of its type. The clock is injected: retries come when the test moves it. The last
 // part kills worker processes (main.ts --role worker) with SIGKILL in the middle of a delivery.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,9 +20,8 @@ import { recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { call, createTestDatabase, newUser, TestClock, type TestDatabase, type TestUser, useTestServer } from './support.ts';
 
 const document = loadDocument();
 const contract = new SchemaValidator(document);
@@ -104,64 +102,41 @@ function contractErrors(body: string): string[] {
 
 // The clock starts at the real time, so the first attempts' timestamps are also fresh by the real clock.
 const clock = new TestClock(Math.floor(Date.now() / 1000));
-const secretsKey = randomBytes(32);
 /** Host names the SSRF checks resolve, by the test (the machines have no public DNS). */
 const dns = new Map<string, string[]>();
 const resolveHost = async (host: string) => dns.get(host) ?? [];
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_DISABLE_AFTER_DAYS: '1' };
 
-let database: TestDatabase;
-let server: TestServer;
-let runtime: ReturnType<typeof createRuntime>;
+// Registered first: the receiver outlives the dispatcher's last attempts.
 let receiver: Receiver;
 let receiverUrl: string;
-
 beforeAll(async () => {
-  database = await createTestDatabase();
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config: loadConfig({
-      WORKER_CONCURRENCY: '8',
-      PROVIDER_RATE_LIMIT: '1000',
-      SIM_CONTROL_PLANE_SECONDS: '30',
-      SIM_BOOT_SECONDS: '20',
-      SIM_RELEASE_SECONDS: '8',
-      ...WEBHOOK_ENV,
-    }),
-    simulation: { followPollMs: 20 },
-    tickMs: 20,
-    orphanAfterSeconds: 1,
-    secretsKey,
-    resolveHost,
-  });
-  await runtime.engine.run({ work: true });
-  await runtime.webhooks!.run();
-  server = await startTestServer(database.db, clock, WEBHOOK_ENV, {
-    workflows: runtime.engine,
-    provider: runtime.provider,
-    driver: runtime.driver,
-    secretsKey,
-    resolveHost,
-  });
   receiver = new Receiver(() => clock.nowMs());
   receiverUrl = await receiver.start();
 });
-
 afterAll(async () => {
-  await server?.close();
-  await runtime?.webhooks?.stop();
-  await runtime?.engine.stop();
   await receiver?.close();
-  await database?.drop();
 });
 
-const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+const app = useTestServer({
+  clock,
+  env: {
+    WORKER_CONCURRENCY: '8',
+    PROVIDER_RATE_LIMIT: '1000',
+    SIM_CONTROL_PLANE_SECONDS: '30',
+    SIM_BOOT_SECONDS: '20',
+    SIM_RELEASE_SECONDS: '8',
+    ...WEBHOOK_ENV,
+  },
+  resolveHost,
+  runtime: { simulation: { followPollMs: 20 }, tickMs: 20, orphanAfterSeconds: 1, webhooks: true },
+});
+const { secretsKey } = app;
+
+const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
 async function createEndpoint(user: TestUser, body: { url: string; event_types?: string[]; enabled?: boolean }) {
-  const reply = await call(server.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body });
+  const reply = await call(app.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body });
   expect(reply.status, JSON.stringify(reply.body)).toBe(201);
   secretsOf.set(`${user.userId}${new URL(body.url).pathname}`, reply.body.secret);
   return reply.body as { id: string; secret: string };
@@ -171,7 +146,7 @@ async function deliveriesOf(user: TestUser, endpointId: string) {
   const all = [];
   let cursor: string | undefined;
   for (;;) {
-    const reply = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+    const reply = await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
       token: user.token,
     });
     expect(reply.status).toBe(200);
@@ -185,7 +160,7 @@ async function feed(user: TestUser) {
   const events = [];
   let cursor: string | undefined;
   for (;;) {
-    const reply = await call(server.baseUrl, 'GET', `/v1/events?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { token: user.token });
+    const reply = await call(app.baseUrl, 'GET', `/v1/events?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { token: user.token });
     events.push(...reply.body.data);
     if (!reply.body.pagination.has_more) return events;
     cursor = reply.body.pagination.cursor;
@@ -199,7 +174,7 @@ const settled = () =>
       (
         await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
       ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
@@ -217,7 +192,7 @@ describe('deliveries of a workspace’s events', () => {
   let installsOnly: { id: string; secret: string };
 
   beforeAll(async () => {
-    user = await newUser(database.db, clock, 'pro');
+    user = await newUser(app.db, clock, 'pro');
     all = await createEndpoint(user, { url: `${receiverUrl}/all` });
     installsOnly = await createEndpoint(user, { url: `${receiverUrl}/installs`, event_types: ['install.running', 'install.failed'] });
     const api = client(user);
@@ -314,14 +289,14 @@ describe('deliveries of a workspace’s events', () => {
       });
       expect(delivery.last_duration_ms).toBeGreaterThanOrEqual(0);
     }
-    const succeeded = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${all.id}/deliveries?status=pending`, { token: user.token });
+    const succeeded = await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${all.id}/deliveries?status=pending`, { token: user.token });
     expect(succeeded.body.data).toEqual([]);
   });
 });
 
 describe('the install lifecycle', () => {
   it('tells an update, a rollback and an uninstall', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const endpoint = await createEndpoint(user, {
       url: `${receiverUrl}/lifecycle`,
       event_types: ['install.updated', 'install.rolled_back', 'install.uninstalled', 'install.running'],
@@ -362,7 +337,7 @@ describe('the install lifecycle', () => {
     await settled();
     clock.advance(8);
     await eventually(
-      () => call(server.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token }),
+      () => call(app.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token }),
       (r) => r.status === 404,
       'the install to be gone',
     );
@@ -386,7 +361,7 @@ describe('the install lifecycle', () => {
 
 describe('quotas and tokens', () => {
   it('tells a quota reached, with the quota entry', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     await createEndpoint(user, { url: `${receiverUrl}/quota`, event_types: ['quota.reached'] });
     await createCluster(user, 'the-only-one');
     const [request] = await eventually(
@@ -404,12 +379,12 @@ describe('quotas and tokens', () => {
   });
 
   it('tells once that a personal access token expires within 7 days', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     await createEndpoint(user, { url: `${receiverUrl}/tokens`, event_types: ['token.expiring_soon'] });
     const soon = await client(user).POST('/v1/user/tokens', { body: { name: 'ci', expires_at: clock.now() + 3 * 86_400, scopes: ['clusters:read'] } });
     await client(user).POST('/v1/user/tokens', { body: { name: 'later', expires_at: clock.now() + 30 * 86_400, scopes: ['clusters:read'] } });
-    await tellExpiringTokens(database.db, clock.now());
-    await tellExpiringTokens(database.db, clock.now());
+    await tellExpiringTokens(app.db, clock.now());
+    await tellExpiringTokens(app.db, clock.now());
     const [request] = await eventually(
       () => receiver.at('/tokens'),
       (r) => r.length === 1,
@@ -427,7 +402,7 @@ describe('quotas and tokens', () => {
 
 describe('retries', () => {
   it('retries after a 500, with the same webhook-id, and succeeds', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const endpoint = await createEndpoint(user, { url: `${receiverUrl}/flaky`, event_types: ['cluster.created'] });
     receiver.answer = (request, nth) => (request.path === '/flaky' && nth === 1 ? 500 : 204);
     const cluster = await createCluster(user, 'flaky');
@@ -458,7 +433,7 @@ describe('retries', () => {
   });
 
   it('retries an attempt that got no answer within the timeout', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const endpoint = await createEndpoint(user, { url: `${receiverUrl}/slow`, event_types: ['cluster.created'] });
     receiver.answer = (request, nth) => (request.path === '/slow' && nth === 1 ? 'never' : 204);
     await createCluster(user, 'slow');
@@ -479,7 +454,7 @@ describe('retries', () => {
   });
 
   it('follows the schedule to 3 days after the first attempt, then fails; an endpoint failing for a day (this server’s setting) is disabled and its workspace told', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const endpoint = await createEndpoint(user, { url: `${receiverUrl}/down`, event_types: ['cluster.created'] });
     receiver.answer = (request) => (request.path === '/down' ? 503 : 204);
     await createCluster(user, 'down');
@@ -496,7 +471,7 @@ describe('retries', () => {
     expect(gaps.slice(0, 6).map((g, i) => Math.abs(g / [5, 300, 1800, 7200, 18_000, 36_000][i]! - 1) <= 0.1 + 0.5 / g)).toEqual(Array(6).fill(true));
     // The endpoint failed for a day: disabled, and the delivery cancelled with it.
     expect(delivery.status).toBe('cancelled');
-    const got = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
+    const got = await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
     expect(got.body).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/^Every delivery failed for 1 days/) });
     const notifications = await client(user).GET('/v1/notifications', {});
     expect(notifications.data.map((n) => [n.type, n.resource_id])).toContainEqual(['webhook_endpoint.disabled', endpoint.id]);
@@ -530,7 +505,7 @@ describe('retries', () => {
 
 describe('a disabled endpoint', () => {
   it('gets nothing: no delivery is written for it, and disabling it cancels what was pending; enabled again, a delivery can be redelivered', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const off = await createEndpoint(user, { url: `${receiverUrl}/off`, enabled: false });
     const retrying = await createEndpoint(user, { url: `${receiverUrl}/retrying`, event_types: ['cluster.created'] });
     const on = await createEndpoint(user, { url: `${receiverUrl}/on`, event_types: ['cluster.created'] });
@@ -549,7 +524,7 @@ describe('a disabled endpoint', () => {
     expect(pending.status).toBe('pending');
     expect(await deliveriesOf(user, off.id)).toEqual([]);
 
-    const disabled = await call(server.baseUrl, 'PATCH', `/v1/webhook_endpoints/${retrying.id}`, { token: user.token, body: { enabled: false } });
+    const disabled = await call(app.baseUrl, 'PATCH', `/v1/webhook_endpoints/${retrying.id}`, { token: user.token, body: { enabled: false } });
     expect(disabled.body).toMatchObject({ enabled: false, disabled_reason: 'Disabled through the API.' });
     expect((await deliveriesOf(user, retrying.id))[0]).toMatchObject({ status: 'cancelled', next_attempt_at: null });
     clock.advance(10);
@@ -557,10 +532,10 @@ describe('a disabled endpoint', () => {
     expect(receiver.at('/retrying')).toHaveLength(1);
     expect(receiver.at('/off')).toEqual([]);
 
-    const refused = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${retrying.id}/deliveries/${pending.id}/redeliver`, { token: user.token });
+    const refused = await call(app.baseUrl, 'POST', `/v1/webhook_endpoints/${retrying.id}/deliveries/${pending.id}/redeliver`, { token: user.token });
     expect(refused.status).toBe(409);
-    await call(server.baseUrl, 'PATCH', `/v1/webhook_endpoints/${retrying.id}`, { token: user.token, body: { enabled: true } });
-    const redelivered = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${retrying.id}/deliveries/${pending.id}/redeliver`, { token: user.token });
+    await call(app.baseUrl, 'PATCH', `/v1/webhook_endpoints/${retrying.id}`, { token: user.token, body: { enabled: true } });
+    const redelivered = await call(app.baseUrl, 'POST', `/v1/webhook_endpoints/${retrying.id}/deliveries/${pending.id}/redeliver`, { token: user.token });
     expect(redelivered.status).toBe(202);
     expect(redelivered.body).toMatchObject({ id: pending.id, status: 'pending', next_attempt_at: clock.now() });
     await eventually(
@@ -573,7 +548,7 @@ describe('a disabled endpoint', () => {
     expect(received[1]!.headers['webhook-id']).toBe(pending.event_id);
     expect(verify(retrying.secret, received[1]!)).toMatchObject({ id: pending.event_id });
     // A succeeded delivery can be sent again too.
-    const again = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${on.id}/deliveries/${(await deliveriesOf(user, on.id))[0].id}/redeliver`, {
+    const again = await call(app.baseUrl, 'POST', `/v1/webhook_endpoints/${on.id}/deliveries/${(await deliveriesOf(user, on.id))[0].id}/redeliver`, {
       token: user.token,
     });
     expect(again.status).toBe(202);
@@ -587,9 +562,9 @@ describe('a disabled endpoint', () => {
 
 describe('secret rotation', () => {
   it('signs with both secrets during the overlap, then with the new one only', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const endpoint = await createEndpoint(user, { url: `${receiverUrl}/rotated`, event_types: ['cluster.created'] });
-    const rotated = await call(server.baseUrl, 'POST', `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, {
+    const rotated = await call(app.baseUrl, 'POST', `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, {
       token: user.token,
       body: { overlap_seconds: 3600 },
     });
@@ -598,7 +573,7 @@ describe('secret rotation', () => {
     expect(rotated.body.secret).not.toBe(endpoint.secret);
     expect(rotated.body.previous_secret_expires_at).toBe(clock.now() + 3600);
     // The secret is not shown again.
-    const got = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
+    const got = await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
     expect(got.body).not.toHaveProperty('secret');
 
     await createCluster(user, 'rotated-1');
@@ -626,7 +601,7 @@ describe('secret rotation', () => {
 
 describe('SSRF', () => {
   it('refuses at creation what must not be connected to, naming url', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     dns.set('intranet.example.com', ['10.1.2.3']);
     dns.set('public.example.com', ['93.184.216.34']);
     for (const url of [
@@ -640,12 +615,12 @@ describe('SSRF', () => {
       'https://user:pass@public.example.com/hook',
       'ftp://public.example.com/hook',
     ]) {
-      const reply = await call(server.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url } });
+      const reply = await call(app.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url } });
       expect(reply.status, url).toBe(422);
       expect(reply.body.error, url).toMatchObject({ code: 'validation_error', param: 'url' });
     }
     const patched = await createEndpoint(user, { url: 'https://public.example.com/hook' });
-    const reply = await call(server.baseUrl, 'PATCH', `/v1/webhook_endpoints/${patched.id}`, {
+    const reply = await call(app.baseUrl, 'PATCH', `/v1/webhook_endpoints/${patched.id}`, {
       token: user.token,
       body: { url: 'https://intranet.example.com/' },
     });
@@ -654,7 +629,7 @@ describe('SSRF', () => {
   });
 
   it('checks again at every connection: a host that now resolves to a refused address is not connected to', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     dns.set('rebinding.example.com', ['93.184.216.34']);
     const endpoint = await createEndpoint(user, { url: 'https://rebinding.example.com/hook', event_types: ['cluster.created'] });
     dns.set('rebinding.example.com', ['93.184.216.34', '10.9.8.7']);
@@ -671,7 +646,7 @@ describe('SSRF', () => {
   });
 
   it('connects to the address it checked, never resolving the name again', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     // The name exists only in the test's resolver: the connection can only have used the address checked.
     dns.set('receiver.test', ['127.0.0.1']);
     await createEndpoint(user, { url: `http://receiver.test:${receiver.port}/pinned`, event_types: ['cluster.created'] });
@@ -687,19 +662,19 @@ describe('SSRF', () => {
 
 describe('endpoints', () => {
   it('are the workspace admins’: a member gets 403, another user 404', async () => {
-    const owner = await newUser(database.db, clock, 'pro');
-    const member = await newUser(database.db, clock);
-    await database.db
+    const owner = await newUser(app.db, clock, 'pro');
+    const member = await newUser(app.db, clock);
+    await app.db
       .insertInto('workspace_members')
       .values({ workspace_id: owner.workspaceId, user_id: member.userId, role: 'member', created_at: clock.now() })
       .execute();
     const endpoint = await createEndpoint(owner, { url: `${receiverUrl}/x` });
-    const asMember = await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: member.token });
+    const asMember = await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: member.token });
     expect(asMember.status).toBe(403);
-    const stranger = await newUser(database.db, clock);
-    expect((await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: stranger.token })).status).toBe(404);
-    expect((await call(server.baseUrl, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`, { token: owner.token })).status).toBe(204);
-    expect((await call(server.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: owner.token })).status).toBe(404);
+    const stranger = await newUser(app.db, clock);
+    expect((await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: stranger.token })).status).toBe(404);
+    expect((await call(app.baseUrl, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`, { token: owner.token })).status).toBe(204);
+    expect((await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: owner.token })).status).toBe(404);
   });
 });
 

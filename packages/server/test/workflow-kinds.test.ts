@@ -1,12 +1,12 @@
 // Workflow kinds are named by the operation that starts them; the migration renames rows written under the old
 // names (and back on down), and every kind has a definition.
 import type { Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { down, up } from '../src/db/migrations/20261123_0010_workflow_kinds_by_operation.ts';
 import type { Database } from '../src/db/schema.ts';
 import { newId } from '../src/ids.ts';
 import { workflowDefinitions } from '../src/workflows/index.ts';
-import { createTestDatabase, type TestDatabase } from './support.ts';
+import { useTestDatabase } from './support.ts';
 
 const OLD_TO_NEW = {
   cluster_create: 'createCluster',
@@ -21,11 +21,7 @@ const OLD_TO_NEW = {
 /** Kinds added after the rename, named by their operation from the start. */
 const NEWER_KINDS = ['updateInstall', 'rollbackInstall', 'deleteInstall'];
 
-let database: TestDatabase;
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-afterAll(() => database?.drop());
+const database = useTestDatabase();
 
 const kinds = async (db: Kysely<Database>, ids: string[]) => {
   const rows = await db.selectFrom('workflows').select(['id', 'kind']).where('id', 'in', ids).execute();

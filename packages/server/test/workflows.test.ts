@@ -4,56 +4,25 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { sql } from 'kysely';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer, type TestUser } from './support.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
-let database: TestDatabase;
-let server: TestServer;
-let runtime: ReturnType<typeof createRuntime>;
-const clock = new TestClock();
-
-const config = {
-  ...loadConfig({
+const app = useTestServer({
+  env: {
     WORKER_CONCURRENCY: '8',
     PROVIDER_RATE_LIMIT: '1000',
     SIM_BOOT_SECONDS: '20',
     SIM_CONTROL_PLANE_SECONDS: '30',
     SIM_RELEASE_SECONDS: '8',
     SIM_SNAPSHOT_SECONDS: '15',
-  }),
-};
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  runtime = createRuntime({
-    db: database.db,
-    connectionString: database.url,
-    clock,
-    logger: pino({ level: 'silent' }),
-    config,
-    simulation: { followPollMs: 20, logLinesPerSecond: 2 },
-    tickMs: 20,
-    orphanAfterSeconds: 1,
-  });
-  await runtime.engine.run({ work: true });
-  server = await startTestServer(
-    database.db,
-    clock,
-    { LOG_POLL_MS: '20', STREAM_STALL_MS: '300' },
-    { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver },
-  );
+    LOG_POLL_MS: '20',
+    STREAM_STALL_MS: '300',
+  },
+  runtime: { simulation: { followPollMs: 20, logLinesPerSecond: 2 }, tickMs: 20, orphanAfterSeconds: 1 },
 });
+const { clock } = app;
 
-afterAll(async () => {
-  await server?.close();
-  await runtime?.engine.stop();
-  await database?.drop();
-});
-
-const client = (user: TestUser) => createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
 /** Polls (real time, briefly) until `check` passes: the workers act within a few ticks. */
 async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
@@ -73,7 +42,7 @@ async function settled(): Promise<void> {
       (
         await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(database.db)
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
       ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
@@ -114,11 +83,11 @@ const computeStatus = (user: TestUser, clusterId: string) => client(user).GET('/
 
 /** Runs `work` while every server and release creation at the simulated cloud fails. */
 async function whileCloudFails(work: () => Promise<void>): Promise<void> {
-  runtime.cloud.options.failureRate = 1;
+  app.runtime.cloud.options.failureRate = 1;
   try {
     await work();
   } finally {
-    runtime.cloud.options.failureRate = 0;
+    app.runtime.cloud.options.failureRate = 0;
   }
 }
 
@@ -164,7 +133,7 @@ async function readyMachine(user: TestUser, clusterName: string) {
 
 describe('cluster creation', () => {
   it('goes PROVISIONING → RUNNING and tells the workspace', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(user, 'prod-eu');
     expect(cluster.kaas.status_message).toBeNull();
     const notifications = await client(user).GET('/v1/notifications');
@@ -178,10 +147,10 @@ describe('machine provisioning', () => {
     ['pro', 3],
   ] as const) {
     it(`never has more than ${limit} provisioning at once on a ${plan} cluster, and another cluster is not held up`, async () => {
-      const user = await newUser(database.db, clock, plan === 'free' ? 'pro' : 'pro');
+      const user = await newUser(app.db, clock, plan === 'free' ? 'pro' : 'pro');
       // The limit is the owner's plan; a free owner gets one cluster, so the second cluster is a pro user's.
-      await database.db.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
-      await database.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
+      await app.db.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
+      await app.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
       const cluster = await runningCluster(user, `c-${plan}`);
       const other = await runningCluster(user, `o-${plan}`);
       const config = await byomConfig(user);
@@ -211,7 +180,7 @@ describe('machine provisioning', () => {
   }
 
   it('backs off 30, 60, 120, 240, 300, 300 s after consecutive failures; a success resets it', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(user, 'flaky');
     const config = await byomConfig(user);
     const api = client(user);
@@ -256,7 +225,7 @@ describe('machine provisioning', () => {
   });
 
   it('a queued request looks for a slot again after 2, 4, 8 s: exponential backoff, not a constant wait', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const cluster = await runningCluster(user, 'one-slot');
     const config = await byomConfig(user);
     const api = client(user);
@@ -267,7 +236,7 @@ describe('machine provisioning', () => {
     const waits: number[] = [];
     // The first machine boots for 20 s: three looks (2 + 4 + 8 s) all find its slot taken.
     for (let look = 0; look < 3; look++) {
-      const { run_after } = await database.db
+      const { run_after } = await app.db
         .selectFrom('workflows')
         .select('run_after')
         .where('kind', '=', 'requestMachine')
@@ -282,7 +251,7 @@ describe('machine provisioning', () => {
   });
 
   it('a success resets the count: the next failure waits 30 s again', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(user, 'reset');
     const config = await byomConfig(user);
     let backoff = { until: 0 };
@@ -305,12 +274,12 @@ describe('machine provisioning', () => {
   });
 
   it('a changed offering restarts the count at 30 s: a plan upgrade', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const cluster = await runningCluster(user, 'upgraded');
     const config = await byomConfig(user);
     await whileCloudFails(async () => {
       const second = await failTwice(user, cluster.id, config.id);
-      await database.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
+      await app.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
       expect((await computeStatus(user, cluster.id)).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
       // The queued machine tries again at the end of its wait and fails: the first wait of a new count.
       clock.advance(60);
@@ -320,7 +289,7 @@ describe('machine provisioning', () => {
   });
 
   it('a changed offering restarts the count at 30 s: a machine of another image (or server type) requested', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(user, 'other-image');
     const first = await byomConfig(user);
     const other = await byomConfig(user, 'debian-12');
@@ -335,7 +304,7 @@ describe('machine provisioning', () => {
   });
 
   it('an offering change (plan upgrade) resets the backoff', async () => {
-    const user = await newUser(database.db, clock, 'free');
+    const user = await newUser(app.db, clock, 'free');
     const cluster = await runningCluster(user, 'upgrade');
     const config = await byomConfig(user);
     const api = client(user);
@@ -344,7 +313,7 @@ describe('machine provisioning', () => {
       await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
       await eventually(status, (s) => s.autoscaling.state === 'backoff', 'a backoff');
     });
-    await database.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
+    await app.db.updateTable('users').set({ plan: 'pro' }).where('id', '=', user.userId).execute();
     expect((await status()).autoscaling).toMatchObject({ backoff_until: null, provisioning_limit: 3 });
     // The free user's one cluster took the whole kaas/clusters quota, which they were told.
     expect((await api.GET('/v1/notifications')).data).toContainEqual(expect.objectContaining({ type: 'quota.reached', resource_id: 'kaas/clusters' }));
@@ -353,7 +322,7 @@ describe('machine provisioning', () => {
 
 describe('machine deletion', () => {
   it('removes the server at the provider, also for a machine deleted while its server boots', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, config, machine: ready } = await readyMachine(user, 'short-lived');
     const booting = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     await settled();
@@ -369,7 +338,7 @@ describe('machine deletion', () => {
     );
     const { rows } = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM simulated_cloud.servers
-      WHERE labels->>'machine' IN (${ready.provider_id}, ${booting.provider_id}) AND deleted_at IS NULL`.execute(database.db);
+      WHERE labels->>'machine' IN (${ready.provider_id}, ${booting.provider_id}) AND deleted_at IS NULL`.execute(app.db);
     expect(rows[0]!.n).toBe(0);
   });
 });
@@ -379,7 +348,7 @@ describe('installs', () => {
   let install: Awaited<ReturnType<ReturnType<typeof client>['POST']>> & { id: string };
 
   beforeAll(async () => {
-    user = await newUser(database.db, clock, 'pro');
+    user = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(user, 'apps');
     const api = client(user);
     const product = await api.POST('/v1/products', {
@@ -408,7 +377,7 @@ describe('installs', () => {
     expect(notifications.data.map((n) => n.type)).toContain('install.running');
     // One release per source, with the override applied.
     const { rows } = await sql<{ values: Record<string, unknown> }>`SELECT values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(
-      database.db,
+      app.db,
     );
     expect(rows).toHaveLength(1);
     expect(rows[0]!.values).toEqual({ replicaCount: 2 });
@@ -416,7 +385,7 @@ describe('installs', () => {
 
   it('streams the logs: tail gives exactly that many lines, then end', async () => {
     clock.advance(30);
-    const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=5`, {
+    const reply = await call(app.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=5`, {
       token: user.token,
       headers: { accept: 'text/event-stream' },
     });
@@ -429,7 +398,7 @@ describe('installs', () => {
 
   it('since_seconds keeps only recent lines; Last-Event-ID resumes after the last line with no gap or repeat', async () => {
     const read = async (query: string, headers: Record<string, string> = {}) => {
-      const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, {
+      const reply = await call(app.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false${query}`, {
         token: user.token,
         headers: { accept: 'text/event-stream', ...headers },
       });
@@ -445,7 +414,7 @@ describe('installs', () => {
     expect(recent.every((e) => Date.parse(e.data.timestamp) >= clock.nowMs() - 10_000)).toBe(true);
     const resumed = await read('', { 'last-event-id': all[9]!.id });
     expect(resumed.map((e) => e.data)).toEqual(all.slice(10).map((e) => e.data));
-    const malformed = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, {
+    const malformed = await call(app.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false`, {
       token: user.token,
       headers: { 'last-event-id': 'nonsense' },
     });
@@ -469,14 +438,14 @@ describe('installs', () => {
       clearInterval(ticker);
     }
     expect(lines.length).toBeGreaterThanOrEqual(6);
-    const stranger = await newUser(database.db, clock, 'pro');
-    const denied = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs`, { token: stranger.token });
+    const stranger = await newUser(app.db, clock, 'pro');
+    const denied = await call(app.baseUrl, 'GET', `/v1/installs/${install.id}/logs`, { token: stranger.token });
     expect(denied.status).toBe(404);
   });
 
   it('feeds many followers of one install the same lines, with the same ids', async () => {
     const follow = async (controller: AbortController) => {
-      const response = await fetch(`${server.baseUrl}/v1/installs/${install.id}/logs?tail=1`, {
+      const response = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs?tail=1`, {
         headers: { authorization: `Bearer ${user.token}` },
         signal: controller.signal,
       });
@@ -538,7 +507,7 @@ describe('installs', () => {
     clock.advance(60); // a minute of history in each container
     const startedMs = clock.nowMs();
     const controller = new AbortController();
-    const response = await fetch(`${server.baseUrl}/v1/installs/${created.id}/logs?tail=1`, {
+    const response = await fetch(`${app.baseUrl}/v1/installs/${created.id}/logs?tail=1`, {
       headers: { authorization: `Bearer ${user.token}` },
       signal: controller.signal,
     });
@@ -566,7 +535,7 @@ describe('installs', () => {
 
   it('filters by pod and container', async () => {
     const events = async (query: string) => {
-      const reply = await call(server.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=3${query}`, { token: user.token });
+      const reply = await call(app.baseUrl, 'GET', `/v1/installs/${install.id}/logs?follow=false&tail=3${query}`, { token: user.token });
       return String(reply.body)
         .split('\n\n')
         .filter((e) => e.includes('event: log'))
@@ -584,9 +553,9 @@ describe('installs', () => {
     const openStreams = async () =>
       (
         await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM stream_slots WHERE key = ${`user:${user.userId}`}`.execute(database.db)
+        SELECT count(*)::int AS n FROM stream_slots WHERE key = ${`user:${user.userId}`}`.execute(app.db)
       ).rows[0]!.n;
-    const socket = connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
+    const socket = connect(Number(new URL(app.baseUrl).port), '127.0.0.1');
     await once(socket, 'connect');
     socket.write(`GET /v1/installs/${install.id}/logs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${user.token}\r\nAccept: text/event-stream\r\n\r\n`);
     socket.pause(); // read nothing while the server writes
@@ -622,7 +591,7 @@ describe('installs', () => {
       'regeneration',
     );
     const { rows } = await sql<{ revision: number; template_id: string; chart: { target_revision: string } }>`
-      SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+      SELECT revision, template_id, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(app.db);
     expect(rows).toEqual([{ revision: 2, template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
     const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
     expect(revisions.data.map((r) => [r.revision, r.template_id, r.status])).toEqual([
@@ -632,7 +601,7 @@ describe('installs', () => {
   });
 
   it('an install still installing when its product regenerates ends on the new template', async () => {
-    const owner = await newUser(database.db, clock, 'pro');
+    const owner = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(owner, 'mid-install');
     const api = client(owner);
     const product = await api.POST('/v1/products', {
@@ -665,10 +634,10 @@ describe('installs', () => {
       await settled();
     }
     expect((await getOne()).status).toBe('running');
-    const stored = await database.db.selectFrom('installs').select('template_id').where('id', '=', created.id).executeTakeFirstOrThrow();
+    const stored = await app.db.selectFrom('installs').select('template_id').where('id', '=', created.id).executeTakeFirstOrThrow();
     expect(stored.template_id).toBe(updated.template_id);
     const { rows } = await sql<{ template_id: string; chart: { target_revision: string } }>`
-      SELECT template_id, chart FROM simulated_cloud.releases WHERE namespace = ${created.id}`.execute(database.db);
+      SELECT template_id, chart FROM simulated_cloud.releases WHERE namespace = ${created.id}`.execute(app.db);
     expect(rows).toEqual([{ template_id: updated.template_id, chart: expect.objectContaining({ target_revision: '19.7.0' }) }]);
   });
 
@@ -692,7 +661,7 @@ describe('install lifecycle', () => {
   let product: { id: string; template_id: string; sources: { id: string }[] };
 
   beforeAll(async () => {
-    user = await newUser(database.db, clock, 'pro');
+    user = await newUser(app.db, clock, 'pro');
     cluster = await runningCluster(user, 'lifecycle');
     product = await client(user).POST('/v1/products', {
       body: {
@@ -732,15 +701,15 @@ describe('install lifecycle', () => {
     const path = `/v1/installs/${install.id}`;
     const body = { overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 3 } }] };
     const headers = { 'idempotency-key': `upgrade-${install.id}` };
-    const first = await call(server.baseUrl, 'PATCH', path, { token: user.token, body, headers });
+    const first = await call(app.baseUrl, 'PATCH', path, { token: user.token, body, headers });
     expect(first.status).toBe(202);
     expect(first.body).toMatchObject({ status: 'installing', overrides: body.overrides });
-    const replayed = await call(server.baseUrl, 'PATCH', path, { token: user.token, body, headers });
+    const replayed = await call(app.baseUrl, 'PATCH', path, { token: user.token, body, headers });
     expect(replayed.status).toBe(202);
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     expect(replayed.body).toEqual(first.body);
     // Another change while this one is in flight: 409.
-    const again = await call(server.baseUrl, 'PATCH', path, { token: user.token, body: { overrides: [] } });
+    const again = await call(app.baseUrl, 'PATCH', path, { token: user.token, body: { overrides: [] } });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ error: { code: 'conflict', details: { status: 'installing' } } });
 
@@ -752,7 +721,7 @@ describe('install lifecycle', () => {
       'running again',
     );
     const { rows } = await sql<{ revision: number; values: Record<string, unknown> }>`
-      SELECT revision, values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+      SELECT revision, values FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(app.db);
     expect(rows).toEqual([{ revision: 2, values: expect.objectContaining({ replicaCount: 3 }) }]);
     // Each deploy is a revision: the template and overrides it rendered, and how it ended.
     const revisions = await client(user).GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
@@ -783,7 +752,7 @@ describe('install lifecycle', () => {
       (r) => r.data.length === 3,
       'the regeneration',
     );
-    const rollback = (revision: number) => call(server.baseUrl, 'POST', `${path}/rollback`, { token: user.token, body: { revision } });
+    const rollback = (revision: number) => call(app.baseUrl, 'POST', `${path}/rollback`, { token: user.token, body: { revision } });
     const unknownRevision = await rollback(99);
     expect(unknownRevision.status).toBe(422);
     expect(unknownRevision.body).toMatchObject({ error: { code: 'validation_error', param: 'revision' } });
@@ -799,7 +768,7 @@ describe('install lifecycle', () => {
       'rolled back',
     );
     const { rows: after } = await sql<{ template_id: string; values: Record<string, unknown>; chart: { target_revision: string } }>`
-      SELECT template_id, values, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+      SELECT template_id, values, chart FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(app.db);
     expect(after).toEqual([{ template_id: product.template_id, values: { replicaCount: 1 }, chart: expect.objectContaining({ target_revision: '19.6.1' }) }]);
     const history = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } });
     expect(history.data.map((r) => [r.revision, r.template_id === product.template_id, r.overrides.length, r.status])).toEqual([
@@ -809,7 +778,7 @@ describe('install lifecycle', () => {
       [4, true, 0, 'deployed'],
     ]);
 
-    const unknown = await call(server.baseUrl, 'PATCH', path, {
+    const unknown = await call(app.baseUrl, 'PATCH', path, {
       token: user.token,
       body: { overrides: [{ template_helm_source_id: 'src_unknown', values: {} }] },
     });
@@ -844,7 +813,7 @@ describe('install lifecycle', () => {
     );
     expect((await api.GET('/v1/installs')).data.map((i) => i.id)).not.toContain(install.id);
     const { rows } = await sql<{ uninstalled_ms: string | null }>`
-      SELECT uninstalled_ms FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(database.db);
+      SELECT uninstalled_ms FROM simulated_cloud.releases WHERE namespace = ${install.id}`.execute(app.db);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.uninstalled_ms).not.toBeNull();
     await expect(uninstall(install.id)).rejects.toMatchObject({ status: 404 });
@@ -864,10 +833,10 @@ describe('install lifecycle', () => {
         sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '1.0.0', chart: 'nginx' } }],
       },
     });
-    await database.db.connection().execute(async (conn) => {
+    await app.db.connection().execute(async (conn) => {
       await sql`BEGIN`.execute(conn);
       await sql`DELETE FROM products WHERE id = ${doomed.id}`.execute(conn);
-      const created = call(server.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: doomed.id, region_id: 'fsn1' } });
+      const created = call(app.baseUrl, 'POST', '/v1/installs', { token: user.token, body: { product_id: doomed.id, region_id: 'fsn1' } });
       await new Promise((resolve) => setTimeout(resolve, 300)); // the request now waits for the deleting transaction
       await sql`COMMIT`.execute(conn);
       expect((await created).status).toBe(404);
@@ -894,23 +863,23 @@ describe('install lifecycle', () => {
       (s) => s === 404,
       'the install to go',
     );
-    const workflow = await database.db.selectFrom('workflows').select(['status', 'error']).where('id', '=', created.workflow_id).executeTakeFirstOrThrow();
+    const workflow = await app.db.selectFrom('workflows').select(['status', 'error']).where('id', '=', created.workflow_id).executeTakeFirstOrThrow();
     expect(workflow).toEqual({ status: 'failed', error: 'cancelled: the install was uninstalled' });
   });
 });
 
 describe('suspend and resume', () => {
   it('suspends (snapshot, server deleted), resumes from the snapshot on a new server with the same node name; a second resume is 409', async () => {
-    const user = await newUser(database.db, clock, 'pro');
+    const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await readyMachine(user, 'sleepy');
     const drift = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(drift).toMatchObject({ drifted: false, differences: [] });
     // Someone resizes the server in the provider's console, out of band: the check reports it.
-    await sql`UPDATE simulated_cloud.servers SET server_type = 'cpx31' WHERE labels->>'machine' = ${machine.provider_id}`.execute(database.db);
+    await sql`UPDATE simulated_cloud.servers SET server_type = 'cpx31' WHERE labels->>'machine' = ${machine.provider_id}`.execute(app.db);
     const drifted = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(drifted).toMatchObject({ drifted: true, differences: [{ field: 'server_type', desired: 'cx2*', actual: 'cpx31' }] });
     expect(drifted.reason).toContain('cpx31');
-    await sql`UPDATE simulated_cloud.servers SET server_type = 'cx22' WHERE labels->>'machine' = ${machine.provider_id}`.execute(database.db);
+    await sql`UPDATE simulated_cloud.servers SET server_type = 'cx22' WHERE labels->>'machine' = ${machine.provider_id}`.execute(app.db);
 
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
     expect(suspension.status).toBe('suspending');
@@ -940,11 +909,9 @@ describe('suspend and resume', () => {
     expect(resumed).toMatchObject({ status: 'ready', node_name: machine.node_name, provider_id: machine.provider_id });
     // Exactly one live server for the machine, and the snapshot is gone.
     const { rows: servers } = await sql<{ image: string }>`
-      SELECT image FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(database.db);
+      SELECT image FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(app.db);
     expect(servers).toEqual([{ image: suspended.snapshot_id }]);
-    const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE id = ${suspended.snapshot_id} AND deleted_at IS NULL`.execute(
-      database.db,
-    );
+    const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE id = ${suspended.snapshot_id} AND deleted_at IS NULL`.execute(app.db);
     expect(snapshots).toHaveLength(0);
     expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('suspension.resumed');
   });
