@@ -266,6 +266,28 @@ describe('deleting a workspace', () => {
     });
   });
 
+  it('a creation that races the deletion finds no workspace (403), never a foreign-key error', async () => {
+    const owner = await newUser(app.db, clock);
+    clock.advance(1);
+    const racing = await client(owner).POST('/v1/workspaces', { body: { name: 'racing' } });
+    // A deletion under way: it holds the workspace's row and has removed it, but has not committed yet.
+    const deletion = await app.db.startTransaction().execute();
+    await deletion.selectFrom('workspaces').select('id').where('id', '=', racing.id).forUpdate().execute();
+    await deletion.deleteFrom('workspace_members').where('workspace_id', '=', racing.id).execute();
+    await deletion.deleteFrom('workspaces').where('id', '=', racing.id).execute();
+    let answered = false;
+    const creation = apiError(client(owner, racing.id).POST('/v1/clusters', { body: { name: 'late', region_id: 'fsn1' } })).finally(() => {
+      answered = true;
+    });
+    // The creation waits for the deletion (it holds the workspace until it commits)…
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(answered).toBe(false);
+    await deletion.commit().execute();
+    // …and then finds it gone.
+    expect(await creation).toMatchObject({ status: 403, code: 'forbidden', param: 'X-Workspace-Id' });
+    expect(await app.db.selectFrom('clusters').select('id').where('workspace_id', '=', racing.id).execute()).toEqual([]);
+  });
+
   it('an empty one goes with its memberships, invitations, notifications, events, overrides and token restrictions', async () => {
     const owner = await newUser(app.db, clock);
     clock.advance(1);

@@ -12,6 +12,7 @@ import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
 import { memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 import { forgetWorkspace } from './tokens.ts';
+import { removeWorkspaceEndpoints } from './webhook-endpoints.ts';
 
 type Db = Kysely<Database>;
 
@@ -292,7 +293,7 @@ export async function deleteWorkspace(db: Db, workspaceId: string, caller: Works
   await inTransaction(db, async (trx) => {
     await membership(trx, workspaceId, caller);
     // Under the row lock a creation in the workspace either went first (and is counted below) or waits for this
-    // transaction (its foreign key reads the row) and then fails: nothing is left behind in a deleted workspace.
+    // transaction (requireWorkspace holds the row) and then finds no workspace: nothing is left behind.
     await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
     const remaining: { kind: string; count: number; ids: string[] }[] = [];
     const said: string[] = [];
@@ -313,8 +314,7 @@ export async function deleteWorkspace(db: Db, workspaceId: string, caller: Works
       });
     }
     await forgetWorkspace(trx, workspaceId);
-    // Webhook endpoints, when they exist, go with their workspace: delete the workspace's endpoints here through
-    // their resource (resources/webhooks.ts), before the workspace row.
+    await removeWorkspaceEndpoints(trx, workspaceId);
     await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
     await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
     await trx.deleteFrom('workspaces').where('id', '=', workspaceId).execute();

@@ -116,7 +116,10 @@ export async function resolveWorkspace(
     .executeTakeFirst();
 }
 
-/** Like resolveWorkspace, for creations: acting without a workspace is a 422 naming the header. */
+/**
+ * Like resolveWorkspace, for creations: acting without a workspace is a 422 naming the header. In a transaction,
+ * the workspace stays until it commits.
+ */
 export async function requireWorkspace(db: Kysely<Database>, caller: WorkspaceCaller, header: string | undefined): Promise<WorkspaceRef> {
   const workspace = await resolveWorkspace(db, caller, header);
   if (!workspace) {
@@ -124,6 +127,13 @@ export async function requireWorkspace(db: Kysely<Database>, caller: WorkspaceCa
       param: 'X-Workspace-Id',
       suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
     });
+  }
+  // A creation holds its workspace's row until it commits (a request's change runs in one transaction): a deletion
+  // of the workspace either waits for it and then finds what it made (409), or went first, and then the creation
+  // finds no workspace here instead of failing on the foreign key.
+  if (db.isTransaction) {
+    const held = await db.selectFrom('workspaces').select('id').where('id', '=', workspace.id).forKeyShare().executeTakeFirst();
+    if (!held) throw forbidden(workspace.id);
   }
   return workspace;
 }
