@@ -13,7 +13,7 @@ import type { HandlerEnv } from '../src/operations/types.ts';
 import { recordRequestEvent } from '../src/resources/audit-events.ts';
 import { rowOnlyStarter, type WorkflowStarter } from '../src/workflows/engine.ts';
 import { buildWorld, type World } from './fixtures.ts';
-import { call, createTestDatabase, newUser, type Reply, secretsInAuditLog, startTestServer, type TestUser, useTestServer } from './support.ts';
+import { call, createTestDatabase, eventually, newUser, type Reply, secretsInAuditLog, startTestServer, type TestUser, useTestServer } from './support.ts';
 
 const app = useTestServer({
   env: { WORKER_CONCURRENCY: '4', PROVIDER_RATE_LIMIT: '1000', SIM_CONTROL_PLANE_SECONDS: '30', AUDIT_RETENTION_DAYS: '90' },
@@ -25,16 +25,6 @@ let world: World;
 beforeAll(async () => {
   world = await buildWorld(app.db, clock);
 });
-
-async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const eventsOfRequest = (requestId: string) => app.db.selectFrom('audit_events').selectAll().where('request_id', '=', requestId).execute();
 /** Events of requests (the workers record workflow transitions meanwhile). */

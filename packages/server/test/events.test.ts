@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { recordEvent } from '../src/resources/events.ts';
-import { call, newUser, type TestUser, useTestServer } from './support.ts';
+import { call, eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const app = useTestServer({
   env: {
@@ -24,28 +24,7 @@ const { clock } = app;
 
 const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
-async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** Every workflow is finished or waits for a moment the clock has not reached. */
-const settled = () =>
-  eventually(
-    async () =>
-      (
-        await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
-      ).rows[0]!.n,
-    (n) => n === 0,
-    'the workers to settle',
-  );
+const settled = () => workersSettled(app.db, clock);
 
 /** Every event of the caller's default workspace, page by page. */
 async function allEvents(user: TestUser, query: { type?: string; object_id?: string; limit?: number } = {}) {

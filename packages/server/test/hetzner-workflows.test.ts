@@ -1,11 +1,10 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated.
 import { createPlatformClient } from '@platform/client';
-import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
-import { newUser, type TestUser, useTestServer } from './support.ts';
+import { eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const PLATFORM = 'platform-token-wf-81b2';
 const BYOM_TOKEN = 'byom-token-wf-4c07';
@@ -40,28 +39,7 @@ afterEach(() => {
 
 const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
-async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-async function settled(): Promise<void> {
-  await eventually(
-    async () =>
-      (
-        await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
-      ).rows[0]!.n,
-    (n) => n === 0,
-    'the workers to settle',
-  );
-}
+const settled = () => workersSettled(app.db, clock);
 
 async function machineOnNewCluster(user: TestUser, name: string, options: { byom?: boolean } = {}) {
   const api = client(user);

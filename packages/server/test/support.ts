@@ -76,6 +76,32 @@ export async function secretsInAuditLog(db: Kysely<Database>): Promise<string[]>
   });
 }
 
+/** Reads until `check` holds (every 20 ms); after `ms` fails, naming `what` and the last value read. */
+export async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, what: string, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The workers have settled: every workflow is finished or waits for a moment the clock has not reached. */
+export async function workersSettled(db: Kysely<Database>, clock: Clock): Promise<void> {
+  const { sql } = await import('kysely');
+  await eventually(
+    async () =>
+      (
+        await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM workflows
+        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(db)
+      ).rows[0]!.n,
+    (n) => n === 0,
+    'the workers to settle',
+  );
+}
+
 /** A clock the test moves by hand. */
 export class TestClock implements Clock {
   private seconds: number;

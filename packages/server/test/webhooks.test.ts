@@ -9,7 +9,6 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
-import { sql } from 'kysely';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -21,7 +20,7 @@ import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
-import { call, createTestDatabase, newUser, TestClock, type TestDatabase, type TestUser, useTestServer } from './support.ts';
+import { call, createTestDatabase, eventually, newUser, TestClock, type TestDatabase, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const document = loadDocument();
 const contract = new SchemaValidator(document);
@@ -67,16 +66,6 @@ class Receiver {
   close(): Promise<void> {
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, what: string, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -167,18 +156,7 @@ async function feed(user: TestUser) {
   }
 }
 
-/** Every workflow is finished or waits for a moment the clock has not reached. */
-const settled = () =>
-  eventually(
-    async () =>
-      (
-        await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
-      ).rows[0]!.n,
-    (n) => n === 0,
-    'the workers to settle',
-  );
+const settled = () => workersSettled(app.db, clock);
 
 const secretsOf = new Map<string, string>();
 /** The secret of the endpoint a user created for a receiver path. */

@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call, newUser, type TestUser, useTestServer } from './support.ts';
+import { call, eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const app = useTestServer({
   env: {
@@ -24,30 +24,7 @@ const { clock } = app;
 
 const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
-/** Polls (real time, briefly) until `check` passes: the workers act within a few ticks. */
-async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** Lets the workers settle: every workflow is finished or waits for a moment the clock has not reached. */
-async function settled(): Promise<void> {
-  await eventually(
-    async () =>
-      (
-        await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM workflows
-        WHERE status IN ('pending', 'running') AND (run_after IS NULL OR run_after <= ${clock.now()})`.execute(app.db)
-      ).rows[0]!.n,
-    (n) => n === 0,
-    'the workers to settle',
-  );
-}
+const settled = () => workersSettled(app.db, clock);
 
 async function runningCluster(user: TestUser, name: string) {
   const api = client(user);
