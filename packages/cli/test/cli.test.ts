@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
-import { createToken, newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
+import { createToken, holdControlPlanes, newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -1121,9 +1121,15 @@ describe('platform', () => {
 
     it('--wait gives up with exit 4 after --timeout', async () => {
       const other = await newUser(app.db, systemClock, 'free');
-      const run = await platform(['clusters', 'create', '--name', 'slow', '--region', 'fsn1', '--wait', '--timeout', '0'], { token: other.token });
-      expect(run.code, run.stderr).toBe(4);
-      expect(run.stderr).toContain('Timed out');
+      // The cluster cannot come up meanwhile, however slowly this machine runs the CLI.
+      const release = await holdControlPlanes(app.db, app.runtime.cloud!);
+      try {
+        const run = await platform(['clusters', 'create', '--name', 'slow', '--region', 'fsn1', '--wait', '--timeout', '0'], { token: other.token });
+        expect(run.code, run.stderr).toBe(4);
+        expect(run.stderr).toContain('Timed out');
+      } finally {
+        await release();
+      }
     });
   });
   describe('events', () => {

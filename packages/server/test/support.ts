@@ -76,6 +76,19 @@ export async function secretsInAuditLog(db: Kysely<Database>): Promise<string[]>
   });
 }
 
+/**
+ * Holds the simulated cloud's control planes: with their table locked, a cluster created meanwhile stays
+ * PROVISIONING (its workflow waits to make the control plane) until `release()`, however slowly the test runs.
+ */
+export async function holdControlPlanes(db: Kysely<Database>, cloud: { offerings(): Promise<unknown> }): Promise<() => Promise<void>> {
+  const { sql } = await import('kysely');
+  // The simulated cloud makes its tables on its first call.
+  await cloud.offerings();
+  const held = await db.startTransaction().execute();
+  await sql`LOCK TABLE simulated_cloud.clusters IN EXCLUSIVE MODE`.execute(held);
+  return () => held.rollback().execute();
+}
+
 /** Reads until `check` holds (every 20 ms); after `ms` fails, naming `what` and the last value read. */
 export async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, what: string, ms = 15_000): Promise<T> {
   const deadline = Date.now() + ms;
