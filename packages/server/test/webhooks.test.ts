@@ -656,6 +656,35 @@ describe('endpoints', () => {
   });
 });
 
+/** A user of `db` with one endpoint for every event type at `url` (made by the resource, no server involved). */
+async function userWithEndpoint(db: TestDatabase['db'], url: string): Promise<TestUser> {
+  const user = await newUser(db, systemClock, 'pro');
+  await createWebhookEndpoint(
+    db,
+    { id: user.workspaceId, owner_id: user.userId },
+    { url, event_types: [], description: '', enabled: true },
+    { now: systemClock.now(), secrets: secretBox(secretsKey) },
+  );
+  return user;
+}
+
+/** A quota.reached event of the workspace, as the quota service records it. */
+const quotaReached = (workspaceId: string) => ({
+  type: 'quota.reached' as const,
+  workspace_id: workspaceId,
+  object_type: 'quota' as const,
+  object_id: 'kaas/clusters',
+  object: {
+    metric: 'kaas/clusters' as const,
+    type: 'allocation' as const,
+    displayName: 'Managed clusters',
+    unit: 'count' as const,
+    limit: 3,
+    usage: 3,
+    remaining: 0,
+  },
+});
+
 describe('a worker killed with SIGKILL in the middle of a delivery', { timeout: 60_000 }, () => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
   const workers = new Set<ChildProcess>();
@@ -698,29 +727,13 @@ describe('a worker killed with SIGKILL in the middle of a delivery', { timeout: 
 
   it('loses no delivery: what the killed worker was sending is sent again by the next', async () => {
     const url = await crashReceiver.start();
-    const user = await newUser(own.db, systemClock, 'pro');
-    await createWebhookEndpoint(
-      own.db,
-      { id: user.workspaceId, owner_id: user.userId },
-      { url: `${url}/crash`, event_types: [], description: '', enabled: true },
-      { now: systemClock.now(), secrets: secretBox(secretsKey) },
-    );
+    const user = await userWithEndpoint(own.db, `${url}/crash`);
     // The first worker's requests are never answered: it is killed while it waits for them.
     let killing = true;
     crashReceiver.answer = () => (killing ? 'never' : 204);
     const events = 5;
     for (let i = 0; i < events; i++) {
-      await recordEvent(
-        own.db,
-        {
-          type: 'quota.reached',
-          workspace_id: user.workspaceId,
-          object_type: 'quota',
-          object_id: 'kaas/clusters',
-          object: { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 },
-        },
-        systemClock.now(),
-      );
+      await recordEvent(own.db, quotaReached(user.workspaceId), systemClock.now());
     }
     const first = startWorker();
     await eventually(
@@ -761,13 +774,7 @@ describe('a committed event reaches the dispatcher at once', () => {
 
   it('is sent on the NOTIFY of its commit, not at the next tick (an hour away here); a rolled-back one never', async () => {
     const url = await quick.start();
-    const user = await newUser(own.db, systemClock, 'pro');
-    await createWebhookEndpoint(
-      own.db,
-      { id: user.workspaceId, owner_id: user.userId },
-      { url: `${url}/notify`, event_types: [], description: '', enabled: true },
-      { now: systemClock.now(), secrets: secretBox(secretsKey) },
-    );
+    const user = await userWithEndpoint(own.db, `${url}/notify`);
     dispatcher = new WebhookDispatcher({
       db: own.db,
       connectionString: own.url,
@@ -780,21 +787,7 @@ describe('a committed event reaches the dispatcher at once', () => {
       orphanAfterSeconds: 3600,
     });
     await dispatcher.run();
-    const quota = {
-      type: 'quota.reached' as const,
-      workspace_id: user.workspaceId,
-      object_type: 'quota' as const,
-      object_id: 'kaas/clusters',
-      object: {
-        metric: 'kaas/clusters' as const,
-        type: 'allocation' as const,
-        displayName: 'Managed clusters',
-        unit: 'count' as const,
-        limit: 3,
-        usage: 3,
-        remaining: 0,
-      },
-    };
+    const quota = quotaReached(user.workspaceId);
     const rolledBack = new Error('rolled back');
     await expect(
       own.db.transaction().execute(async (trx) => {
