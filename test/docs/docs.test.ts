@@ -5,7 +5,7 @@
 // older Redoc anchors (#operation/<operationId>) still land on the operation; search finds an operation.
 // A screenshot is kept in test-results/docs.png for a human look.
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { useTestServer } from '@platform/server/testing';
@@ -129,6 +129,30 @@ describe('/docs over HTTP', () => {
     const other = await fetch(`${app.baseUrl}/docs/clusters`);
     expect(other.status).toBe(404);
     expect(((await other.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  });
+
+  it('serves /openapi.json as the bundled contract, byte for byte', async () => {
+    const answer = await fetch(`${app.baseUrl}/openapi.json`);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const bundled = await readFile(join(repoRoot, 'packages', 'api-types', 'generated', 'openapi.json'));
+    expect(Buffer.from(await answer.arrayBuffer()).equals(bundled)).toBe(true);
+  });
+
+  it('leaves no file open after answers that are never read: HEAD, and a GET whose client goes away', async () => {
+    // The files are streamed from disk (static-files.ts); the server runs in this process, so its open files are ours.
+    const openDocsFiles = async () => {
+      const links = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return links.filter((target) => target.startsWith(dist)).length;
+    };
+    for (let i = 0; i < 20; i++) expect((await fetch(`${app.baseUrl}/docs/redoc.standalone.js`, { method: 'HEAD' })).status).toBe(200);
+    for (let i = 0; i < 20; i++) {
+      const abandoned = new AbortController();
+      const answer = await fetch(`${app.baseUrl}/docs/redoc.standalone.js`, { signal: abandoned.signal });
+      abandoned.abort();
+      await answer.body?.cancel().catch(() => {});
+    }
+    await expect.poll(openDocsFiles, { timeout: 5000 }).toBe(0);
   });
 });
 

@@ -1,19 +1,13 @@
 // What the server answers outside the API: the bundled contract, the reference docs and the device sign-in page.
-import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import type { Middleware } from 'koa';
 import { devicePage } from './device-page.ts';
-import { loadDocs, serveDocs } from './docs.ts';
+import { loadStaticFiles, requestedFile, sendStaticFile } from './static-files.ts';
 
 export async function pages(): Promise<Middleware> {
-  const openapiJson = JSON.stringify(definition);
-  const docs = await loadDocs();
+  const files = await loadStaticFiles();
   return async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === '/openapi.json') {
-      ctx.type = 'application/json';
-      ctx.body = openapiJson;
-      return;
-    }
-    if (serveDocs(ctx, docs)) return;
+    const file = requestedFile(ctx, files);
+    if (file) return sendStaticFile(ctx, file);
     if (ctx.method === 'GET' && ctx.path === '/device') {
       ctx.type = 'text/html';
       ctx.set(devicePage.headers);
