@@ -288,6 +288,78 @@ describe('deleting a workspace', () => {
     expect(await app.db.selectFrom('clusters').select('id').where('workspace_id', '=', racing.id).execute()).toEqual([]);
   });
 
+  /** A deletion of the workspace under way: it holds the row and has removed it and its rows, but not committed. */
+  async function deletionUnderWay(workspaceId: string) {
+    const deletion = await app.db.startTransaction().execute();
+    await deletion.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
+    await deletion.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
+    await deletion.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
+    await deletion.deleteFrom('workspaces').where('id', '=', workspaceId).execute();
+    return deletion;
+  }
+
+  /** The request's answer, once the deletion it waits for has committed (it must not answer before). */
+  async function afterDeletion<T>(deletion: Awaited<ReturnType<typeof deletionUnderWay>>, request: Promise<T>): Promise<T> {
+    let answered = false;
+    const answer = request.finally(() => {
+      answered = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(answered).toBe(false);
+    await deletion.commit().execute();
+    return answer;
+  }
+
+  it('an invitation that races the deletion finds no workspace (404), never a foreign-key error', async () => {
+    const owner = await newUser(app.db, clock);
+    clock.advance(1);
+    const racing = await client(owner).POST('/v1/workspaces', { body: { name: 'racing' } });
+    const deletion = await deletionUnderWay(racing.id);
+    const invitation = client(owner).POST('/v1/workspaces/{workspaceId}/invitations', {
+      params: { path: { workspaceId: racing.id } },
+      body: { email: 'late@elsewhere.example' },
+    });
+    expect(await afterDeletion(deletion, apiError(invitation))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await app.db.selectFrom('workspace_invitations').select('id').where('workspace_id', '=', racing.id).execute()).toEqual([]);
+  });
+
+  it('accepting an invitation while its workspace is deleted finds no invitation (404), never a foreign-key error', async () => {
+    const owner = await newUser(app.db, clock);
+    const dana = await newUser(app.db, clock);
+    clock.advance(1);
+    const racing = await client(owner).POST('/v1/workspaces', { body: { name: 'racing' } });
+    const email = (await app.db.selectFrom('users').select('email').where('id', '=', dana.userId).executeTakeFirstOrThrow()).email;
+    const invitation = await client(owner).POST('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId: racing.id } }, body: { email } });
+    const deletion = await deletionUnderWay(racing.id);
+    const accept = client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } });
+    expect(await afterDeletion(deletion, apiError(accept))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await app.db.selectFrom('workspace_members').select('user_id').where('workspace_id', '=', racing.id).execute()).toEqual([]);
+  });
+
+  it('a deletion that races an accept waits for the new member, then is refused or goes with it, never deadlocks', async () => {
+    const owner = await newUser(app.db, clock);
+    const dana = await newUser(app.db, clock);
+    clock.advance(1);
+    const racing = await client(owner).POST('/v1/workspaces', { body: { name: 'racing' } });
+    const email = (await app.db.selectFrom('users').select('email').where('id', '=', dana.userId).executeTakeFirstOrThrow()).email;
+    const invitation = await client(owner).POST('/v1/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId: racing.id } }, body: { email } });
+    const [accepted, deleted] = await Promise.all([
+      client(dana).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } }).then(
+        () => 'accepted',
+        (error: unknown) => (error as { status?: number }).status,
+      ),
+      remove(owner, racing.id).then(
+        () => 'deleted',
+        (error: unknown) => (error as { status?: number }).status,
+      ),
+    ]);
+    // Either order is fine; a 500 (foreign key, deadlock) is not.
+    expect([
+      ['accepted', 'deleted'],
+      [404, 'deleted'],
+    ]).toContainEqual([accepted, deleted]);
+  });
+
   it('an empty one goes with its memberships, invitations, notifications, events, overrides and token restrictions', async () => {
     const owner = await newUser(app.db, clock);
     clock.advance(1);

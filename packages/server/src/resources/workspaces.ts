@@ -10,7 +10,7 @@ import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
-import { memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
+import { holdWorkspace, memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 import { forgetWorkspace } from './tokens.ts';
 import { removeWorkspaceEndpoints } from './webhook-endpoints.ts';
 
@@ -126,6 +126,7 @@ export async function invite(
   now: number,
 ): Promise<Schema<'WorkspaceInvitation'>> {
   const workspace = await membership(db, workspaceId, caller);
+  if (!(await holdWorkspace(db, workspace.id))) throw notFound('Workspace', workspaceId);
   const row = await db
     .insertInto('workspace_invitations')
     .values({
@@ -190,6 +191,13 @@ export async function revokeInvitation(db: Db, workspaceId: string, caller: Work
 export async function acceptInvitation(db: Db, caller: WorkspaceCaller, id: string, now: number): Promise<Schema<'WorkspaceMember'>> {
   const { userId } = caller;
   return inTransaction(db, async (trx) => {
+    // The workspace first, held until the membership commits, as its deletion takes it before its invitations: of
+    // an accept and a deletion at once, one waits for the other, and neither fails on a foreign key or deadlocks.
+    const invitation = await openInvitations(trx, caller, now)
+      .select('workspace_invitations.workspace_id')
+      .where('workspace_invitations.id', '=', id)
+      .executeTakeFirst();
+    if (!invitation || !(await holdWorkspace(trx, invitation.workspace_id))) throw notFound('Invitation', id);
     // Deleting it claims it: of two accepts at once, one finds nothing to delete.
     const claimed = await trx
       .deleteFrom('workspace_invitations')

@@ -128,14 +128,19 @@ export async function requireWorkspace(db: Kysely<Database>, caller: WorkspaceCa
       suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
     });
   }
-  // A creation holds its workspace's row until it commits (a request's change runs in one transaction): a deletion
-  // of the workspace either waits for it and then finds what it made (409), or went first, and then the creation
-  // finds no workspace here instead of failing on the foreign key.
-  if (db.isTransaction) {
-    const held = await db.selectFrom('workspaces').select('id').where('id', '=', workspace.id).forKeyShare().executeTakeFirst();
-    if (!held) throw forbidden(workspace.id);
-  }
+  if (!(await holdWorkspace(db, workspace.id))) throw forbidden(workspace.id);
   return workspace;
+}
+
+/**
+ * Holds a workspace's row until the transaction commits, for a change that adds a row referring to it (a request's
+ * change runs in one transaction): a deletion of the workspace either waits for the change and then finds what it
+ * made (409), or went first, and then this finds no workspace (false) instead of the change failing on the
+ * foreign key. Outside a transaction it only looks.
+ */
+export async function holdWorkspace(db: Kysely<Database>, workspaceId: string): Promise<boolean> {
+  const query = db.selectFrom('workspaces').select('id').where('id', '=', workspaceId);
+  return (await (db.isTransaction ? query.forKeyShare() : query).executeTakeFirst()) !== undefined;
 }
 
 /**
