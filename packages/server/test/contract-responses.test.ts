@@ -1,7 +1,10 @@
 // What the server sends is what the contract declares: every answer of the server test suites is checked
 // (VALIDATE_RESPONSES) for an undeclared status, an undeclared header or a body its schema refuses; here, that
 // the check catches each, and the statuses the contract gained for it (413, 415, 422 on path parameters).
+import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { createRequire } from 'node:module';
+import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import type { Context } from 'koa';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type Contract, enforceDeclaredResponse, loadContract, type OperationMeta, responseProblems } from '../src/http/contract.ts';
@@ -26,6 +29,17 @@ beforeAll(async () => {
   contract = await loadContract();
   getCluster = contract.operations.get('getCluster') as OperationMeta;
   user = await newUser(app.db, clock);
+});
+
+describe('the contract at run time', () => {
+  it('leaves the bundled document as it is on disk, once every validator is compiled', async () => {
+    const onDisk = JSON.parse(await readFile(createRequire(import.meta.url).resolve('@platform/api-types/openapi.json'), 'utf8'));
+    for (const meta of contract.operations.values()) {
+      contract.api.validator.getRequestValidatorsForOperation(meta.operationId);
+      for (const status of meta.responses.keys()) contract.api.validateResponse({}, meta.operation, Number(status) || 500);
+    }
+    expect(definition).toEqual(onDisk);
+  });
 });
 
 describe('the response check', () => {
