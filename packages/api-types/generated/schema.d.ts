@@ -1266,7 +1266,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal access token
-         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires. `scopes` says what it may do (see Scopes in the introduction); it cannot exceed the calling token's scopes. `workspace_ids` restricts it to workspaces (see Choosing a workspace); it cannot reach beyond the calling token's workspaces.
+         * @description Creates a personal access token for the caller, who must already hold a valid token of any kind. The `token` value is in this response only: store it now, it cannot be retrieved later (the service keeps only a digest). `expires_at`, when given, must be in the future; without it the token never expires. `scopes` says what it may do (see Scopes in the introduction); it cannot exceed the calling token's scopes, and without it the token has the calling token's scopes. `workspace_ids` restricts it to workspaces (see Choosing a workspace); it cannot reach beyond the calling token's workspaces.
          */
         post: operations["createUserToken"];
         delete?: never;
@@ -3678,8 +3678,8 @@ export interface components {
              * @description Unix seconds after which the token is rejected; must be in the future (else `422`, `param: expires_at`). Omitted or `null`: the token never expires.
              */
             expires_at?: number | null;
-            /** @description What the token may do. `*` stands for every scope the calling token holds (all of them for a session token). A token cannot be given a scope the calling token lacks (`403`, `details.required_scope`). */
-            scopes: (components["schemas"]["Scope"] | "*")[];
+            /** @description What the token may do. `*` stands for every scope the calling token holds (all of them for a session token). Omitted: `*`, so the seed's body `{name, expires_at}` makes a token as strong as the calling one and no stronger. A token cannot be given a scope the calling token lacks (`403`, `details.required_scope`). */
+            scopes?: (components["schemas"]["Scope"] | "*")[];
             /** @description The workspaces the token may act in (as a fine-grained token is restricted to repositories), each one the caller is a member of (else `422`, `param: workspace_ids[i]`). Omitted: those of the calling token, which is every workspace of the user for a session token or an unrestricted PAT. A token restricted itself can name only workspaces of its own restriction (`403`, `param: workspace_ids[i]`). */
             workspace_ids?: string[];
         };

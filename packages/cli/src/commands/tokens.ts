@@ -13,7 +13,7 @@ function expiry(value: string): number {
   return Math.floor(ms / 1000);
 }
 
-type Scope = Schema<'TokenCreate'>['scopes'][number];
+type Scope = NonNullable<Schema<'TokenCreate'>['scopes']>[number];
 
 /** `--scope` repeated or comma-separated: every value, in order (the server refuses an unknown scope with 422). */
 function collect(value: string, previous: Scope[] | undefined): Scope[] {
@@ -53,19 +53,19 @@ export function registerTokens(program: Command): void {
       .description('create a token; its secret is shown once')
       .requiredOption('--name <name>', 'what it is for')
       .option('--expires-at <when>', 'Unix seconds or a date; default: never')
-      .requiredOption(
+      .option(
         '--scope <scopes>',
-        "what it may do, repeatable or comma-separated (clusters:read, installs:write, …); '*' for every scope of yours",
+        "what it may do, repeatable or comma-separated (clusters:read, installs:write, …); default: every scope of yours",
         collect,
       )
       .option('--workspace-ids <ids>', 'the only workspaces it may act in, repeatable or comma-separated; default: those of your token', collectIds)
       .action(
-        action(async ({ api, out }, flags: { name: string; expiresAt?: string; scope: Scope[]; workspaceIds?: string[] }) => {
+        action(async ({ api, out }, flags: { name: string; expiresAt?: string; scope?: Scope[]; workspaceIds?: string[] }) => {
           const created = await api.POST('/v1/user/tokens', {
             body: {
               name: flags.name,
               expires_at: flags.expiresAt === undefined ? null : expiry(flags.expiresAt),
-              scopes: flags.scope,
+              ...(flags.scope ? { scopes: flags.scope } : {}),
               ...(flags.workspaceIds ? { workspace_ids: flags.workspaceIds } : {}),
             },
           });

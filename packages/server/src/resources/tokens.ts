@@ -206,7 +206,8 @@ export async function createPersonalToken(
       'Send Unix seconds later than now, or omit expires_at for a token that never expires.',
     );
   }
-  const scopes = grantableScopes(input.scopes, caller.scopes, 'createUserToken');
+  // Scopes left out are the caller's own, as workspaces left out are (the seed's body has neither).
+  const scopes = grantableScopes(input.scopes ?? ['*'], caller.scopes, 'createUserToken');
   const workspaceIds = await grantableWorkspaces(db, caller, input.workspace_ids);
   const { row, secret } = await createToken(db, clock, { userId: caller.userId, kind: 'pat', name: input.name, expiresAt, scopes, workspaceIds });
   return { id: row.id, name: row.name, token: secret, expires_at: row.expires_at, scopes, workspace_ids: row.workspace_ids };
