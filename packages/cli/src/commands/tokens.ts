@@ -53,11 +53,7 @@ export function registerTokens(program: Command): void {
       .description('create a token; its secret is shown once')
       .requiredOption('--name <name>', 'what it is for')
       .option('--expires-at <when>', 'Unix seconds or a date; default: never')
-      .option(
-        '--scope <scopes>',
-        "what it may do, repeatable or comma-separated (clusters:read, installs:write, …); default: every scope of yours",
-        collect,
-      )
+      .option('--scope <scopes>', 'what it may do, repeatable or comma-separated (clusters:read, installs:write, …); default: every scope of yours', collect)
       .option('--workspace-ids <ids>', 'the only workspaces it may act in, repeatable or comma-separated; default: those of your token', collectIds)
       .action(
         action(async ({ api, out }, flags: { name: string; expiresAt?: string; scope?: Scope[]; workspaceIds?: string[] }) => {
