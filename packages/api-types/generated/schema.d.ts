@@ -3133,7 +3133,7 @@ export interface components {
                 queue: "ok" | "not_used";
             };
         };
-        /** @description Where a helm chart comes from: a chart repository (`repo_url` + `chart`) or a Git repository (`repo_url` + `path`). Exactly one of `chart` and `path` is given. */
+        /** @description Where a helm chart comes from: a chart repository (`repo_url` + `chart`) or a Git repository (`repo_url` + `path`). At least one of `chart` and `path` is not empty (else `422`, `param: sources[i].chart`); when both are, the chart repository is used (`chart`) and `path` is kept as sent. */
         HelmChart: {
             /**
              * Format: uri

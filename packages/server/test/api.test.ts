@@ -512,12 +512,23 @@ describe('products, installs and notifications', () => {
     expect(product.sources[0]!.id).toMatch(/^src_/);
     expect(await client(alice).GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toEqual(product);
     expect((await client(alice).GET('/v1/products', {})).data.map((p) => p.id)).toContain(product.id);
-    const both = await apiError(
+    // The seed's source names all four fields: both a chart and a path are taken (the chart is used), as sent.
+    const seedShape = { repo_url: 'https://charts.example.com/stable', target_revision: '1.2.0', chart: 'shop', path: '' };
+    const both = await client(alice).POST('/v1/products', { body: { name: 'Shop', sources: [{ chart: seedShape }], cluster_ids: [a.clusterId] } });
+    expect(both.sources[0]!.chart).toEqual(seedShape);
+    const neither = await apiError(
       client(alice).POST('/v1/products', {
-        body: { name: 'Bad', sources: [{ chart: { repo_url: 'https://x.example', target_revision: '1', chart: 'c', path: 'p' } }], cluster_ids: [a.clusterId] },
+        body: { name: 'Bad', sources: [{ chart: { repo_url: 'https://x.example', target_revision: '1', chart: '', path: '' } }], cluster_ids: [a.clusterId] },
       }),
     );
-    expect(both).toMatchObject({ status: 422, param: 'sources[0].chart' });
+    expect(neither).toMatchObject({ status: 422, param: 'sources[0].chart' });
+    expect(
+      await apiError(
+        client(alice).POST('/v1/products', {
+          body: { name: 'Bad', sources: [{ chart: { repo_url: 'https://x.example', target_revision: '1' } }], cluster_ids: [a.clusterId] },
+        }),
+      ),
+    ).toMatchObject({ status: 422, param: 'sources[0].chart' });
   });
   it('lists and gets installs', async () => {
     const install = await client(alice).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1' } });

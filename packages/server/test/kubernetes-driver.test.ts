@@ -17,7 +17,7 @@ import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName } from '../src/providers/kubernetes/driver.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
-import type { ClusterDriver, HelmReleaseRequest, LogEntry, PodContainer, ReadLogOptions } from '../src/providers/types.ts';
+import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
@@ -357,6 +357,15 @@ describe('machines through the provision workflow', () => {
 });
 
 describe('installs (Argo CD Applications)', () => {
+  it('take a chart repository when the chart is named, else the Git folder; empty fields are not used', () => {
+    const at = { repo_url: 'https://charts.example.com/stable', target_revision: '1.2.3' };
+    expect(chartLocation({ ...at, chart: 'web', path: 'charts/web' })).toEqual({ chart: 'web' });
+    expect(chartLocation({ ...at, chart: '', path: 'charts/web' })).toEqual({ path: 'charts/web' });
+    expect(chartLocation({ ...at, chart: 'web', path: '' })).toEqual({ chart: 'web' });
+    expect(chartLocation({ ...at, chart: '', path: '' })).toBeUndefined();
+    expect(chartLocation(at)).toBeUndefined();
+  });
+
   it('creates an Application for the tenant cluster, follows sync and health, upgrades on a new template, and uninstalls through the finalizer', async () => {
     const clusterId = await runningCluster();
     const installId = newId('ins');

@@ -11,21 +11,22 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { type Kubeconfig, kubeconfigYaml } from './kubeconfig.ts';
-import type {
-  ClusterDriver,
-  ComputeProvider,
-  ControlPlane,
-  ControlPlaneRequest,
-  CreateServerRequest,
-  HelmRelease,
-  HelmReleaseRequest,
-  JoinRequest,
-  LogEntry,
-  PodContainer,
-  ReadLogOptions,
-  Server,
-  ServerOffering,
-  Snapshot,
+import {
+  type ClusterDriver,
+  type ComputeProvider,
+  type ControlPlane,
+  type ControlPlaneRequest,
+  type CreateServerRequest,
+  chartLocation,
+  type HelmRelease,
+  type HelmReleaseRequest,
+  type JoinRequest,
+  type LogEntry,
+  type PodContainer,
+  type ReadLogOptions,
+  type Server,
+  type ServerOffering,
+  type Snapshot,
 } from './types.ts';
 
 export interface SimulationOptions {
@@ -422,7 +423,9 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
 
 function podOf(release: Pick<ReleaseRow, 'release' | 'chart'>): PodContainer {
   const suffix = createHash('sha256').update(release.release).digest('hex').slice(0, 5);
-  const container = (release.chart.chart ?? release.chart.path?.split('/').filter(Boolean).pop() ?? 'app').replace(/[^a-z0-9-]/g, '-');
+  const location = chartLocation(release.chart);
+  const name = location && 'chart' in location ? location.chart : location?.path.split('/').filter(Boolean).pop();
+  const container = (name || 'app').replace(/[^a-z0-9-]/g, '-');
   return { pod: `${release.release}-${suffix}`.slice(0, 63), container };
 }
 

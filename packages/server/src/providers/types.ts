@@ -90,13 +90,25 @@ export class ProviderAuthError extends Error {
   }
 }
 
+export type HelmChart = { repo_url: string; target_revision: string; chart?: string; path?: string };
+
+/**
+ * Which of a chart's two locations is used: the chart repository's chart when `chart` is not empty, else the Git
+ * repository's folder `path`; undefined when both are missing or empty (the product refuses such a source).
+ */
+export function chartLocation(chart: HelmChart): { chart: string } | { path: string } | undefined {
+  if (chart.chart) return { chart: chart.chart };
+  if (chart.path) return { path: chart.path };
+  return undefined;
+}
+
 export interface HelmReleaseRequest {
   cluster_id: string;
   /** One namespace per install. */
   namespace: string;
   /** One release per product source. */
   release: string;
-  chart: { repo_url: string; target_revision: string; chart?: string; path?: string };
+  chart: HelmChart;
   values: Record<string, unknown>;
   /** The product template the release renders, recorded as a release annotation. */
   template_id: string;

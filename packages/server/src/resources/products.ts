@@ -7,6 +7,7 @@ import type { Database, ProductSource, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { chartLocation } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
@@ -78,10 +79,11 @@ async function configurationColumns(db: Db, workspaceId: string, body: Configura
         'Omit id for a new source, or send the id of one of its sources.',
       );
     }
-    if ((source.chart.chart === undefined) === (source.chart.path === undefined)) {
+    // The seed's source names all four fields; an empty one is not used (chartLocation).
+    if (!chartLocation(source.chart)) {
       throw validationError(
         `sources[${i}].chart`,
-        'A helm source names exactly one of chart (a chart repository) or path (a Git repository).',
+        'A helm source names a chart (in a chart repository) or a path (in a Git repository); both are missing or empty.',
         'Send chart for a chart repository, or path for a Git repository.',
       );
     }

@@ -34,7 +34,7 @@ export function mergeValues(base: Record<string, unknown>, override: Record<stri
 }
 
 /** The release name of a product source in an install's namespace. */
-export const releaseName = (source: ProductSource) => `${(source.chart.chart ?? 'app').replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${source.id.slice(-6)}`;
+export const releaseName = (source: ProductSource) => `${(source.chart.chart || 'app').replace(/[^a-z0-9-]/g, '-').slice(0, 40)}-${source.id.slice(-6)}`;
 
 /**
  * The helm releases of an install at a product template: one per source, with the install's overrides, pulling

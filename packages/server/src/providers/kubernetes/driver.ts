@@ -14,18 +14,19 @@ import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
-import type {
-  ClusterDriver,
-  ControlPlane,
-  ControlPlaneRequest,
-  ControlPlaneStatus,
-  HelmRelease,
-  HelmReleaseRequest,
-  JoinRequest,
-  LogEntry,
-  PodContainer,
-  ReadLogOptions,
-  ReleaseStatus,
+import {
+  type ClusterDriver,
+  type ControlPlane,
+  type ControlPlaneRequest,
+  type ControlPlaneStatus,
+  chartLocation,
+  type HelmRelease,
+  type HelmReleaseRequest,
+  type JoinRequest,
+  type LogEntry,
+  type PodContainer,
+  type ReadLogOptions,
+  type ReleaseStatus,
 } from '../types.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
@@ -400,8 +401,7 @@ export class KubernetesDriver implements ClusterDriver {
         source: {
           repoURL: request.chart.repo_url,
           targetRevision: request.chart.target_revision,
-          ...(request.chart.chart ? { chart: request.chart.chart } : {}),
-          ...(request.chart.path ? { path: request.chart.path } : {}),
+          ...chartLocation(request.chart),
           helm: { releaseName: request.release, valuesObject: values },
         },
         destination: { name: destination, namespace: k8sName(request.namespace) },
