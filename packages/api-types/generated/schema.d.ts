@@ -4157,9 +4157,8 @@ export interface components {
          *     - The same key with the same body returns the first response again (same status and body) with
          *       `Idempotent-Replayed: true`; no second install is created.
          *     - The same key with a different body → `422 idempotency_key_reused`.
-         *     - Requests with the same key run one at a time: a request that arrives while the first is still running
-         *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
-         *       retry shortly.
+         *     - A request that arrives while the first with its key is still running → `409 conflict` with
+         *       `param: idempotency-key`; retry shortly to get the first one's response (the TypeScript client does).
          *     A client that retries should always send one; a UUID is a good choice.
          * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
          */
@@ -6657,9 +6656,8 @@ export interface operations {
                  *     - The same key with the same body returns the first response again (same status and body) with
                  *       `Idempotent-Replayed: true`; no second install is created.
                  *     - The same key with a different body → `422 idempotency_key_reused`.
-                 *     - Requests with the same key run one at a time: a request that arrives while the first is still running
-                 *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
-                 *       retry shortly.
+                 *     - A request that arrives while the first with its key is still running → `409 conflict` with
+                 *       `param: idempotency-key`; retry shortly to get the first one's response (the TypeScript client does).
                  *     A client that retries should always send one; a UUID is a good choice.
                  * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
                  */
@@ -6702,7 +6700,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A request with the same `idempotency-key` is still being processed after 10 seconds of waiting for it. */
+            /** @description A request with the same `idempotency-key` is still being processed; retry shortly to get its response. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6833,9 +6831,8 @@ export interface operations {
                  *     - The same key with the same body returns the first response again (same status and body) with
                  *       `Idempotent-Replayed: true`; no second install is created.
                  *     - The same key with a different body → `422 idempotency_key_reused`.
-                 *     - Requests with the same key run one at a time: a request that arrives while the first is still running
-                 *       waits for it and then gets its response. If the first is still running after 10 seconds → `409 conflict`;
-                 *       retry shortly.
+                 *     - A request that arrives while the first with its key is still running → `409 conflict` with
+                 *       `param: idempotency-key`; retry shortly to get the first one's response (the TypeScript client does).
                  *     A client that retries should always send one; a UUID is a good choice.
                  * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
                  */
@@ -6873,7 +6870,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description A change of the install is in flight (it is `pending`, `installing` or `uninstalling`), or a request with the same `idempotency-key` is still being processed after 10 seconds of waiting for it. */
+            /** @description A change of the install is in flight (it is `pending`, `installing` or `uninstalling`), or a request with the same `idempotency-key` is still being processed (retry shortly to get its response). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

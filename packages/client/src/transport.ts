@@ -123,7 +123,9 @@ export function createTransport(options: TransportOptions): Send {
       }
       attempt.release();
       const failure = PlatformApiError.fromResponse(response, result.error);
-      if (!retryable || !retryStatuses.has(response.status) || retry >= policy.maxRetries) throw failure;
+      // A 409 on the idempotency-key means the first request with the key is still running: its answer follows.
+      const again = retryStatuses.has(response.status) || (response.status === 409 && failure.param === 'idempotency-key');
+      if (!retryable || !again || retry >= policy.maxRetries) throw failure;
       const delay = backoff(policy, retry, failure.retryAfter);
       if (delay > policy.maxDelayMs) throw failure;
       await policy.sleep(delay, signal);

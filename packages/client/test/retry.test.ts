@@ -28,6 +28,18 @@ describe('retries', () => {
     expect(delays).toEqual([2000, 500]);
   });
 
+  it('retries a 409 on the idempotency-key (the first request with the key still running) and gets its answer; no other 409', async () => {
+    const inFlight = () => json(409, errorBody('conflict', 'A request with this idempotency-key is still being processed.', { param: 'idempotency-key' }));
+    const { fetch, requests } = fakeFetch(inFlight, inFlight, () => json(202, install));
+    const { api } = testClient(fetch);
+    await expect(api.POST('/v1/installs', { body: installBody, idempotencyKey: 'order-42' })).resolves.toEqual(install);
+    expect(requests).toHaveLength(3);
+    const busy = () => json(409, errorBody('conflict', 'A change of the install is in flight.'));
+    const other = fakeFetch(busy, () => json(202, install));
+    await expect(testClient(other.fetch).api.POST('/v1/installs', { body: installBody, idempotencyKey: 'order-43' })).rejects.toMatchObject({ status: 409 });
+    expect(other.requests).toHaveLength(1);
+  });
+
   it('understands Retry-After as an HTTP date', async () => {
     const later = new Date(Date.now() + 3_000).toUTCString();
     const { fetch } = fakeFetch(rateLimited(later), () => json(200, regions));

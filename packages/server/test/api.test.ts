@@ -271,20 +271,34 @@ describe('createInstall', () => {
       param: 'product_id',
     });
   });
-  it('50 concurrent calls with one idempotency key create one install and all get its id', async () => {
-    const api = client(alice);
-    const key = `key-${newId('wf')}`;
+  it('50 concurrent calls with one idempotency key create one install: the rest get 409 while it runs, then its answer', async () => {
     const body = { product_id: a.productId, region_id: 'fsn1' };
-    const results = await Promise.all(Array.from({ length: 50 }, () => api.POST('/v1/installs', { body, idempotencyKey: key })));
+    const at = (key: string) => ({ body, idempotencyKey: key });
+    // Without retries: the install, or 409 naming the key while the first request with it is still running.
+    const bare = client(alice);
+    const key = `key-${newId('wf')}`;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => bare.POST('/v1/installs', at(key)).catch((error: unknown) => error)));
+    const installs = answers.filter((answer): answer is { id: string } => !(answer instanceof PlatformApiError));
+    expect(installs.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(installs.map((install) => install.id)).size).toBe(1);
+    for (const refused of answers.filter((answer) => answer instanceof PlatformApiError)) {
+      expect(refused).toMatchObject({ status: 409, code: 'conflict', param: 'idempotency-key' });
+    }
+    expect(await bare.POST('/v1/installs', at(key))).toMatchObject({ id: installs[0]!.id });
+    // The client retries such a 409: every call gets the one install.
+    const retrying = createPlatformClient({ baseUrl: app.baseUrl, token: alice.token, retry: { maxRetries: 10, baseDelayMs: 20, maxDelayMs: 500 } });
+    const other = `key-${newId('wf')}`;
+    const results = await Promise.all(Array.from({ length: 50 }, () => retrying.POST('/v1/installs', at(other))));
     const ids = new Set(results.map((install) => install.id));
     expect(ids.size).toBe(1);
-    const rows = await app.db
-      .selectFrom('installs')
-      .select('id')
-      .where('id', 'in', [...ids])
-      .execute();
-    expect(rows).toHaveLength(1);
-    const reused = await apiError(api.POST('/v1/installs', { body: { ...body, region_id: 'nbg1' }, idempotencyKey: key }));
+    expect(
+      await app.db
+        .selectFrom('installs')
+        .select('id')
+        .where('id', 'in', [...ids, installs[0]!.id])
+        .execute(),
+    ).toHaveLength(2);
+    const reused = await apiError(bare.POST('/v1/installs', { body: { ...body, region_id: 'nbg1' }, idempotencyKey: key }));
     expect(reused).toMatchObject({ status: 422, code: 'idempotency_key_reused' });
   });
 });

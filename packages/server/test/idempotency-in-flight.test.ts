@@ -1,6 +1,6 @@
 // Idempotency while the first request is still running: a second request with the same key does not run the
-// work again and does not wait forever; it gives up with 409 conflict naming the key once the lock timeout
-// passes. After the first finishes, the same key replays its response.
+// work again and does not wait; it gets 409 conflict naming the key at once (the decisions' rule). After the
+// first finishes, the same key replays its response.
 import { beforeAll, expect, it } from 'vitest';
 import { ApiError } from '../src/errors.ts';
 import { requestHash, withIdempotencyKey } from '../src/services/idempotency.ts';
