@@ -45,7 +45,10 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
         const user = payload.sub ? await db.selectFrom('users').select('id').where('id', '=', payload.sub).executeTakeFirst() : undefined;
         if (!user) throw new Error('unknown subject');
         // The named workspace, if any, is looked up when an operation needs it.
-        return { userId: user.id, kind, tokenId: null, scopes: scopesOfClaim(payload.scope), workspaceIds: null };
+        // Scoped by its `scope` claim when it has one; without it, a token the identity provider issued for this API
+        // acts for its user in full, as a session token does (the decisions map `sub` to a user and say no more).
+        const scopes = payload.scope === undefined ? 'all' : scopesOfClaim(payload.scope);
+        return { userId: user.id, kind, tokenId: null, scopes, workspaceIds: null };
       } catch {
         throw unauthorized('The token is invalid or has expired.', SUGGESTION);
       }
