@@ -4751,7 +4751,7 @@ export interface operations {
         };
         responses: {
             /** @description The invitation, waiting for the invitee. */
-            202: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

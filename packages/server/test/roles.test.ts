@@ -139,7 +139,7 @@ describe('membership by invitation', () => {
     const dana = await newUser(app.db, clock);
     const known = await invite(owner, await emailOf(dana));
     const unknown = await invite(owner, 'nobody-here@nowhere.example');
-    expect([known.status, unknown.status]).toEqual([202, 202]);
+    expect([known.status, unknown.status]).toEqual([201, 201]);
     const shape = (response: Response) => response.json().then((body: Record<string, unknown>) => ({ ...body, id: undefined, email: undefined }));
     expect(await shape(known)).toEqual(await shape(unknown));
     expect([...known.headers.keys()].sort()).toEqual([...unknown.headers.keys()].sort());

@@ -28,7 +28,7 @@ export const listWorkspaceMembers: Handler<'listWorkspaceMembers'> = async ({ pa
 });
 
 export const createWorkspaceInvitation: Handler<'createWorkspaceInvitation'> = async ({ params, body, caller }, { db, clock }) => ({
-  status: 202,
+  status: 201,
   body: await workspaces.invite(db, params.workspaceId, caller, body, clock.now()),
 });
 
