@@ -4289,7 +4289,7 @@ export interface components {
          */
         WebhookTimestampHeader: string;
         /**
-         * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+         * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
          * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
          */
         WorkspaceId: string;
@@ -4951,7 +4951,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -4987,7 +4987,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5031,7 +5031,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5074,7 +5074,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5116,7 +5116,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5177,7 +5177,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5226,7 +5226,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5285,7 +5285,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5321,7 +5321,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5363,7 +5363,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5406,7 +5406,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5459,7 +5459,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5519,7 +5519,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5555,7 +5555,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5597,7 +5597,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5640,7 +5640,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5682,7 +5682,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5737,7 +5737,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5774,7 +5774,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5817,7 +5817,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5860,7 +5860,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5901,7 +5901,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5944,7 +5944,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -5999,7 +5999,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6035,7 +6035,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6078,7 +6078,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6144,7 +6144,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6180,7 +6180,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6222,7 +6222,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6265,7 +6265,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6306,7 +6306,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6366,7 +6366,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6402,7 +6402,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6444,7 +6444,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6487,7 +6487,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6540,7 +6540,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6611,7 +6611,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6647,7 +6647,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6736,7 +6736,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6779,7 +6779,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6822,7 +6822,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6932,7 +6932,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -6991,7 +6991,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7034,7 +7034,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7204,7 +7204,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7245,7 +7245,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7322,7 +7322,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7430,7 +7430,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7466,7 +7466,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7508,7 +7508,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7570,7 +7570,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7613,7 +7613,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7662,7 +7662,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7705,7 +7705,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -7746,7 +7746,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -8359,7 +8359,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
@@ -8402,7 +8402,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of → `403 forbidden`.
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
                  * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];

@@ -60,6 +60,16 @@ describe('listClusters', () => {
     const error = await apiError(client(bob, alice.workspaceId).GET('/v1/clusters', {}));
     expect(error).toMatchObject({ status: 403, code: 'forbidden', param: 'X-Workspace-Id' });
   });
+  it('is 403 forbidden for an X-Workspace-Id that is no workspace id at all (the spec: an invalid workspace id)', async () => {
+    for (const invalid of ['ws_nope', 'x'.repeat(65), ' ']) {
+      const answer = await fetch(`${app.baseUrl}/v1/clusters`, { headers: { authorization: `Bearer ${alice.token}`, 'x-workspace-id': invalid } });
+      expect({ invalid, status: answer.status, body: await answer.json() }).toMatchObject({
+        invalid,
+        status: 403,
+        body: { error: { code: 'forbidden', param: 'X-Workspace-Id' } },
+      });
+    }
+  });
   it('pages with a cursor that never repeats or skips', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const ids: string[] = [];

@@ -219,6 +219,13 @@ export function requestValidationError(meta: OperationMeta, errors: AjvError[]):
   const segments = extra === undefined ? rest : [...rest, extra];
   let param = fieldPath(segments);
   if (location === 'header') param = meta.headerNames.get(param.toLowerCase()) ?? param;
+  // An X-Workspace-Id that cannot be a workspace id (empty, too long) is an invalid workspace: 403, as the spec says.
+  if (location === 'header' && param === 'X-Workspace-Id') {
+    return new ApiError('forbidden', 'X-Workspace-Id names no workspace you are a member of.', {
+      param,
+      suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.',
+    });
+  }
   if (location === 'requestBody' && param === '') param = 'body';
   const what = location === 'requestBody' ? 'Body field' : location === 'header' ? 'Header' : 'Parameter';
   let message: string;
