@@ -4060,7 +4060,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request carries content the operation does not take: a body sent to an operation that takes none, a body in a `Content-Encoding` the server does not decode (bodies are sent unencoded), or a `charset` other than UTF-8 in `Content-Type`. */
+        /** @description The request carries content the operation does not take: a body sent to an operation that takes none (but `{}`, which is taken as no body), a body in a `Content-Encoding` the server does not decode (bodies are sent unencoded), or a `charset` other than UTF-8 in `Content-Type`. */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,7 +1,7 @@
 // Reads a request body as the operation's contract allows: JSON, or form-encoded
 // (application/x-www-form-urlencoded, what standard OAuth clients send to the device endpoints), or nothing
 // at all when the body is optional. Anything else is 400 bad_request, oversized is 413, a body sent to an
-// operation that takes none is 415. Bodies are UTF-8 and not content-encoded: another charset or a
+// operation that takes none is 415 (but an empty JSON object, which says nothing). Bodies are UTF-8 and not content-encoded: another charset or a
 // Content-Encoding is 415, bytes that are not UTF-8 are 400 (refused, never decoded with replacement characters).
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
@@ -69,8 +69,13 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
   // No body at all (no length, no chunked encoding): fine when the contract says the body is optional.
   const sent = ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '';
   if (!meta.hasJsonBody && !meta.hasFormBody) {
-    // A body the operation would silently ignore is refused: the caller is sending it for a reason.
     if (!sent) return undefined;
+    // An empty JSON object says nothing the operation would ignore (many HTTP clients send `{}` with every POST).
+    if (ctx.is(JSON_TYPE) === JSON_TYPE) {
+      checkEncoding(ctx);
+      if (/^\s*\{\s*\}\s*$/.test(await readText(ctx, limit))) return undefined;
+    }
+    // Any other body the operation would silently ignore is refused: the caller is sending it for a reason.
     throw new ApiError('unsupported_media_type', `${meta.method.toUpperCase()} ${meta.path} takes no request body.`, {
       param: 'body',
       suggestion: 'Send the request without a body (no Content-Length above 0, no Transfer-Encoding).',
