@@ -2916,7 +2916,7 @@ export interface components {
                 provisioning_limit: number;
                 /**
                  * Format: int64
-                 * @description Unix seconds when the next provision may start after failures; `null` when not backing off.
+                 * @description Unix seconds when the next provision may start after failures; `null` when not backing off. After consecutive failed provisions of the cluster the wait is 30 s, 60 s, 120 s, 240 s, then 300 s at most; a successful provision resets it, and so does a change of what the provider is asked for (a plan change, a new override, another server type or image).
                  */
                 backoff_until: number | null;
             };
