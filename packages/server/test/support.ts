@@ -267,6 +267,19 @@ export interface TestServerOptions<C extends Clock = TestClock> {
 }
 
 /**
+ * Workflow tests' simulated cloud, on the test clock: workers enough to run side by side, no provider rate limit in
+ * the way, and steps that last (test-clock) seconds, so a test can watch each state before moving the clock on.
+ */
+export const SIMULATED_WORKFLOWS_ENV = {
+  WORKER_CONCURRENCY: '8',
+  PROVIDER_RATE_LIMIT: '1000',
+  SIM_BOOT_SECONDS: '20',
+  SIM_CONTROL_PLANE_SECONDS: '30',
+  SIM_RELEASE_SECONDS: '8',
+  SIM_SNAPSHOT_SECONDS: '15',
+};
+
+/**
  * The preamble every server test file shares: a database of the file's own (useTestDatabase), and the app served on
  * a free port with response validation on, started before the file's tests and removed after them; with `runtime`,
  * the workflow runtime main.ts runs as well, before the server. The fields are read in tests and hooks (they exist

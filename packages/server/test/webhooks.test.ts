@@ -20,7 +20,18 @@ import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
-import { call, createTestDatabase, eventually, newUser, TestClock, type TestDatabase, type TestUser, useTestServer, workersSettled } from './support.ts';
+import {
+  call,
+  createTestDatabase,
+  eventually,
+  newUser,
+  SIMULATED_WORKFLOWS_ENV,
+  TestClock,
+  type TestDatabase,
+  type TestUser,
+  useTestServer,
+  workersSettled,
+} from './support.ts';
 
 const document = loadDocument();
 const contract = new SchemaValidator(document);
@@ -110,11 +121,7 @@ afterAll(async () => {
 const app = useTestServer({
   clock,
   env: {
-    WORKER_CONCURRENCY: '8',
-    PROVIDER_RATE_LIMIT: '1000',
-    SIM_CONTROL_PLANE_SECONDS: '30',
-    SIM_BOOT_SECONDS: '20',
-    SIM_RELEASE_SECONDS: '8',
+    ...SIMULATED_WORKFLOWS_ENV,
     ...WEBHOOK_ENV,
   },
   resolveHost,

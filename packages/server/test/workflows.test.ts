@@ -5,16 +5,11 @@ import { connect } from 'node:net';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call, eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
+import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const app = useTestServer({
   env: {
-    WORKER_CONCURRENCY: '8',
-    PROVIDER_RATE_LIMIT: '1000',
-    SIM_BOOT_SECONDS: '20',
-    SIM_CONTROL_PLANE_SECONDS: '30',
-    SIM_RELEASE_SECONDS: '8',
-    SIM_SNAPSHOT_SECONDS: '15',
+    ...SIMULATED_WORKFLOWS_ENV,
     LOG_POLL_MS: '20',
     STREAM_STALL_MS: '300',
   },
