@@ -48,8 +48,25 @@ export type StepResult =
   | { done: true }
   | { failed: string };
 
+/**
+ * A step that waits on something outside (a server booting, a node joining, Argo CD syncing) waits at most
+ * `seconds` in all, counted from its first wait; then the engine runs `expired` instead of the step, which fails
+ * the workflow with the reason or remediates (deletes what hangs, goes back a step).
+ */
+export interface StepDeadline {
+  seconds(ctx: StepContext): number;
+  expired(ctx: StepContext, waitedSeconds: number): Promise<StepResult>;
+}
+
 export interface WorkflowDefinition {
   steps: Record<string, (ctx: StepContext) => Promise<StepResult>>;
+  /** The deadline of each step that waits on something outside. */
+  deadlines?: Record<string, StepDeadline>;
+  /**
+   * Steps that wait without a deadline of their own, each with the reason their wait is bounded all the same
+   * (a queued machine waits for a slot, which machines whose boot has a deadline free).
+   */
+  boundedElsewhere?: Record<string, string>;
   /**
    * A step threw (a provider error, an outage): what now. The default retries with exponential backoff and
    * gives up after a few attempts through `fail`.
@@ -112,6 +129,16 @@ export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): P
     WHERE l.locktype = 'advisory' AND l.classid = ${LOCK_NAMESPACE}::int::oid AND l.objsubid = 2
       AND l.objid IN (SELECT (hashtext(id) & 2147483647)::int::oid FROM unnest(${workflowIds}::text[]) AS id)`.execute(db);
   return (rows[0]?.n ?? 0) > 0;
+}
+
+/** Where a workflow's state records the step it waits in and since when (clock seconds). */
+const WAITING = 'waiting';
+type Waiting = { step: string; since: number };
+
+/** How long the workflow has waited in `step` so far; 0 when it is not waiting there. */
+export function waitedIn(workflow: Pick<Row<'workflows'>, 'state'>, step: string, now: number): number {
+  const waiting = workflow.state[WAITING] as Waiting | undefined;
+  return waiting?.step === step ? now - waiting.since : 0;
 }
 
 /** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
@@ -344,9 +371,16 @@ export class WorkflowEngine implements WorkflowStarter {
                 .then(() => {}),
           };
           let result: StepResult;
+          const deadline = definition.deadlines?.[workflow.step];
+          const waited = waitedIn(workflow, workflow.step, clock.now());
           try {
             if (!step) throw new Error(`workflow ${workflow.kind} has no step ${workflow.step}`);
-            result = await step(ctx);
+            if (deadline && waited > 0 && waited >= deadline.seconds(ctx)) {
+              ctx.logger.warn({ waited }, 'workflow step past its deadline');
+              result = await deadline.expired(ctx, waited);
+            } else {
+              result = await step(ctx);
+            }
           } catch (error) {
             const attempts = workflow.attempts + 1;
             ctx.logger.warn({ err: error, attempts }, 'workflow step failed');
@@ -374,7 +408,13 @@ export class WorkflowEngine implements WorkflowStarter {
 
   private async record(workflow: Row<'workflows'>, result: StepResult): Promise<void> {
     const now = this.options.clock.now();
-    const state = 'state' in result && result.state ? { ...workflow.state, ...result.state } : workflow.state;
+    const state: Record<string, unknown> = 'state' in result && result.state ? { ...workflow.state, ...result.state } : { ...workflow.state };
+    // A wait keeps the moment the workflow began waiting in that step (its deadline counts from there); anything
+    // else ends the wait.
+    if ('wait' in result) {
+      const step = result.next ?? workflow.step;
+      if ((workflow.state[WAITING] as Waiting | undefined)?.step !== step) state[WAITING] = { step, since: now } satisfies Waiting;
+    } else delete state[WAITING];
     const update =
       'done' in result
         ? { status: 'succeeded' as const, run_after: null, error: null, attempts: 0 }
