@@ -187,6 +187,16 @@ describe('the packed client in a project outside the workspace', () => {
     expect(installed).not.toContain('@platform/api-types');
   });
 
+  test("has a license and nothing of the workspace's own: no scripts (their files are not packed), no devDependencies", async () => {
+    const folder = join(scratch, 'node_modules', '@platform', 'client');
+    const manifest = JSON.parse(await readFile(join(folder, 'package.json'), 'utf8'));
+    expect(manifest.license).toBe('MIT');
+    expect(existsSync(join(folder, 'LICENSE'))).toBe(true);
+    expect(manifest).not.toHaveProperty('scripts');
+    expect(manifest).not.toHaveProperty('devDependencies');
+    expect(JSON.stringify(manifest)).not.toContain('workspace:');
+  });
+
   test('type-checks with plain tsc (NodeNext) and runs on the system Node 20 against the server', async () => {
     await exec(tsc, ['-p', 'tsconfig.json'], scratch);
     const { stdout: version } = await exec(systemNode, ['--version'], scratch);
