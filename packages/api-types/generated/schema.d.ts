@@ -1579,13 +1579,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "cluster.created";
-                        /** @constant */
-                        object_type?: "cluster";
-                        object?: components["schemas"]["Cluster"];
-                    };
+                    "application/json": components["schemas"]["ClusterCreatedEvent"];
                 };
             };
             responses: {
@@ -1636,13 +1630,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "cluster.running";
-                        /** @constant */
-                        object_type?: "cluster";
-                        object?: components["schemas"]["Cluster"];
-                    };
+                    "application/json": components["schemas"]["ClusterRunningEvent"];
                 };
             };
             responses: {
@@ -1693,13 +1681,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "cluster.failed";
-                        /** @constant */
-                        object_type?: "cluster";
-                        object?: components["schemas"]["Cluster"];
-                    };
+                    "application/json": components["schemas"]["ClusterFailedEvent"];
                 };
             };
             responses: {
@@ -1750,13 +1732,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "machine.ready";
-                        /** @constant */
-                        object_type?: "machine";
-                        object?: components["schemas"]["Machine"];
-                    };
+                    "application/json": components["schemas"]["MachineReadyEvent"];
                 };
             };
             responses: {
@@ -1807,13 +1783,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "machine.provision_failed";
-                        /** @constant */
-                        object_type?: "machine";
-                        object?: components["schemas"]["Machine"];
-                    };
+                    "application/json": components["schemas"]["MachineProvisionFailedEvent"];
                 };
             };
             responses: {
@@ -1864,13 +1834,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "machine.failed";
-                        /** @constant */
-                        object_type?: "machine";
-                        object?: components["schemas"]["Machine"];
-                    };
+                    "application/json": components["schemas"]["MachineFailedEvent"];
                 };
             };
             responses: {
@@ -1921,13 +1885,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "suspension.suspended";
-                        /** @constant */
-                        object_type?: "suspension";
-                        object?: components["schemas"]["Suspension"];
-                    };
+                    "application/json": components["schemas"]["SuspensionSuspendedEvent"];
                 };
             };
             responses: {
@@ -1978,13 +1936,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "suspension.failed";
-                        /** @constant */
-                        object_type?: "suspension";
-                        object?: components["schemas"]["Suspension"];
-                    };
+                    "application/json": components["schemas"]["SuspensionFailedEvent"];
                 };
             };
             responses: {
@@ -2035,13 +1987,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "suspension.resumed";
-                        /** @constant */
-                        object_type?: "suspension";
-                        object?: components["schemas"]["Suspension"];
-                    };
+                    "application/json": components["schemas"]["SuspensionResumedEvent"];
                 };
             };
             responses: {
@@ -2092,13 +2038,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "suspension.resume_failed";
-                        /** @constant */
-                        object_type?: "suspension";
-                        object?: components["schemas"]["Suspension"];
-                    };
+                    "application/json": components["schemas"]["SuspensionResumeFailedEvent"];
                 };
             };
             responses: {
@@ -2149,13 +2089,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "install.created";
-                        /** @constant */
-                        object_type?: "install";
-                        object?: components["schemas"]["Install"];
-                    };
+                    "application/json": components["schemas"]["InstallCreatedEvent"];
                 };
             };
             responses: {
@@ -2206,13 +2140,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "install.running";
-                        /** @constant */
-                        object_type?: "install";
-                        object?: components["schemas"]["Install"];
-                    };
+                    "application/json": components["schemas"]["InstallRunningEvent"];
                 };
             };
             responses: {
@@ -2263,13 +2191,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "install.failed";
-                        /** @constant */
-                        object_type?: "install";
-                        object?: components["schemas"]["Install"];
-                    };
+                    "application/json": components["schemas"]["InstallFailedEvent"];
                 };
             };
             responses: {
@@ -2320,13 +2242,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "install.updated";
-                        /** @constant */
-                        object_type?: "install";
-                        object?: components["schemas"]["Install"];
-                    };
+                    "application/json": components["schemas"]["InstallUpdatedEvent"];
                 };
             };
             responses: {
@@ -2377,13 +2293,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "install.rolled_back";
-                        /** @constant */
-                        object_type?: "install";
-                        object?: components["schemas"]["Install"];
-                    };
+                    "application/json": components["schemas"]["InstallRolledBackEvent"];
                 };
             };
             responses: {
@@ -2434,13 +2344,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "install.uninstalled";
-                        /** @constant */
-                        object_type?: "install";
-                        object?: components["schemas"]["Install"];
-                    };
+                    "application/json": components["schemas"]["InstallUninstalledEvent"];
                 };
             };
             responses: {
@@ -2491,13 +2395,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "product.regeneration_succeeded";
-                        /** @constant */
-                        object_type?: "product";
-                        object?: components["schemas"]["Product"];
-                    };
+                    "application/json": components["schemas"]["ProductRegenerationSucceededEvent"];
                 };
             };
             responses: {
@@ -2548,13 +2446,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "product.regeneration_failed";
-                        /** @constant */
-                        object_type?: "product";
-                        object?: components["schemas"]["Product"];
-                    };
+                    "application/json": components["schemas"]["ProductRegenerationFailedEvent"];
                 };
             };
             responses: {
@@ -2605,13 +2497,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "quota.reached";
-                        /** @constant */
-                        object_type?: "quota";
-                        object?: components["schemas"]["QuotaEntry"];
-                    };
+                    "application/json": components["schemas"]["QuotaReachedEvent"];
                 };
             };
             responses: {
@@ -2662,13 +2548,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["Event"] & {
-                        /** @constant */
-                        type?: "token.expiring_soon";
-                        /** @constant */
-                        object_type?: "token";
-                        object?: components["schemas"]["Token"];
-                    };
+                    "application/json": components["schemas"]["TokenExpiringSoonEvent"];
                 };
             };
             responses: {
@@ -2809,6 +2689,22 @@ export interface components {
              */
             kaas_version?: "v1.30" | "v1.31" | "v1.32";
         };
+        /** @description The body of the `cluster.created` webhook, the event as `GET /v1/events` lists it. */
+        ClusterCreatedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "cluster.created";
+            /** @constant */
+            object_type?: "cluster";
+            object?: components["schemas"]["Cluster"];
+        };
+        /** @description The body of the `cluster.failed` webhook, the event as `GET /v1/events` lists it. */
+        ClusterFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "cluster.failed";
+            /** @constant */
+            object_type?: "cluster";
+            object?: components["schemas"]["Cluster"];
+        };
         /** @description A kubeconfig for the cluster's API server, with a short-lived token: keep it out of logs and version control. */
         ClusterKubeconfig: {
             cluster_id: string;
@@ -2820,6 +2716,14 @@ export interface components {
         ClusterList: {
             data: components["schemas"]["Cluster"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The body of the `cluster.running` webhook, the event as `GET /v1/events` lists it. */
+        ClusterRunningEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "cluster.running";
+            /** @constant */
+            object_type?: "cluster";
+            object?: components["schemas"]["Cluster"];
         };
         /**
          * @description - `PROVISIONING`: the cluster is being created.
@@ -3185,6 +3089,22 @@ export interface components {
             /** @description Initial value overrides per helm source; each source at most once. */
             overrides?: components["schemas"]["InstallOverride"][];
         };
+        /** @description The body of the `install.created` webhook, the event as `GET /v1/events` lists it. */
+        InstallCreatedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "install.created";
+            /** @constant */
+            object_type?: "install";
+            object?: components["schemas"]["Install"];
+        };
+        /** @description The body of the `install.failed` webhook, the event as `GET /v1/events` lists it. */
+        InstallFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "install.failed";
+            /** @constant */
+            object_type?: "install";
+            object?: components["schemas"]["Install"];
+        };
         InstallList: {
             data: components["schemas"]["Install"][];
             pagination: components["schemas"]["Pagination"];
@@ -3230,6 +3150,22 @@ export interface components {
              */
             revision: number;
         };
+        /** @description The body of the `install.rolled_back` webhook, the event as `GET /v1/events` lists it. */
+        InstallRolledBackEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "install.rolled_back";
+            /** @constant */
+            object_type?: "install";
+            object?: components["schemas"]["Install"];
+        };
+        /** @description The body of the `install.running` webhook, the event as `GET /v1/events` lists it. */
+        InstallRunningEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "install.running";
+            /** @constant */
+            object_type?: "install";
+            object?: components["schemas"]["Install"];
+        };
         /**
          * @description - `pending`: accepted; the install workflow is choosing a cluster.
          *     - `installing`: the product's helm releases are being installed on `cluster_id`.
@@ -3239,9 +3175,25 @@ export interface components {
          * @enum {string}
          */
         InstallStatus: "pending" | "installing" | "running" | "failed" | "uninstalling";
+        /** @description The body of the `install.uninstalled` webhook, the event as `GET /v1/events` lists it. */
+        InstallUninstalledEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "install.uninstalled";
+            /** @constant */
+            object_type?: "install";
+            object?: components["schemas"]["Install"];
+        };
         InstallUpdate: {
             /** @description The install's value overrides per helm source, replacing the ones it has; each source at most once. */
             overrides: components["schemas"]["InstallOverride"][];
+        };
+        /** @description The body of the `install.updated` webhook, the event as `GET /v1/events` lists it. */
+        InstallUpdatedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "install.updated";
+            /** @constant */
+            object_type?: "install";
+            object?: components["schemas"]["Install"];
         };
         /** @description The `end` event, the last event of the stream; the server closes the connection after it. */
         LogEndEvent: {
@@ -3337,6 +3289,30 @@ export interface components {
              */
             memory_bytes: number;
             created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description The body of the `machine.failed` webhook, the event as `GET /v1/events` lists it. */
+        MachineFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "machine.failed";
+            /** @constant */
+            object_type?: "machine";
+            object?: components["schemas"]["Machine"];
+        };
+        /** @description The body of the `machine.provision_failed` webhook, the event as `GET /v1/events` lists it. */
+        MachineProvisionFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "machine.provision_failed";
+            /** @constant */
+            object_type?: "machine";
+            object?: components["schemas"]["Machine"];
+        };
+        /** @description The body of the `machine.ready` webhook, the event as `GET /v1/events` lists it. */
+        MachineReadyEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "machine.ready";
+            /** @constant */
+            object_type?: "machine";
+            object?: components["schemas"]["Machine"];
         };
         MachineRequest: {
             cluster_id: string;
@@ -3442,6 +3418,22 @@ export interface components {
             data: components["schemas"]["Product"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** @description The body of the `product.regeneration_failed` webhook, the event as `GET /v1/events` lists it. */
+        ProductRegenerationFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "product.regeneration_failed";
+            /** @constant */
+            object_type?: "product";
+            object?: components["schemas"]["Product"];
+        };
+        /** @description The body of the `product.regeneration_succeeded` webhook, the event as `GET /v1/events` lists it. */
+        ProductRegenerationSucceededEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "product.regeneration_succeeded";
+            /** @constant */
+            object_type?: "product";
+            object?: components["schemas"]["Product"];
+        };
         /** @description How the product is presented. */
         ProductSettings: {
             /** @description URL of the product's image. */
@@ -3514,6 +3506,14 @@ export interface components {
              * @description `limit − usage`, never below 0.
              */
             remaining: number;
+        };
+        /** @description The body of the `quota.reached` webhook, the event as `GET /v1/events` lists it. */
+        QuotaReachedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "quota.reached";
+            /** @constant */
+            object_type?: "quota";
+            object?: components["schemas"]["QuotaEntry"];
         };
         /** @description A location where clusters run and products are installed. */
         Region: {
@@ -3637,9 +3637,41 @@ export interface components {
              */
             expires_at: number | null;
         };
+        /** @description The body of the `suspension.failed` webhook, the event as `GET /v1/events` lists it. */
+        SuspensionFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "suspension.failed";
+            /** @constant */
+            object_type?: "suspension";
+            object?: components["schemas"]["Suspension"];
+        };
         SuspensionList: {
             data: components["schemas"]["Suspension"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The body of the `suspension.resume_failed` webhook, the event as `GET /v1/events` lists it. */
+        SuspensionResumeFailedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "suspension.resume_failed";
+            /** @constant */
+            object_type?: "suspension";
+            object?: components["schemas"]["Suspension"];
+        };
+        /** @description The body of the `suspension.resumed` webhook, the event as `GET /v1/events` lists it. */
+        SuspensionResumedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "suspension.resumed";
+            /** @constant */
+            object_type?: "suspension";
+            object?: components["schemas"]["Suspension"];
+        };
+        /** @description The body of the `suspension.suspended` webhook, the event as `GET /v1/events` lists it. */
+        SuspensionSuspendedEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "suspension.suspended";
+            /** @constant */
+            object_type?: "suspension";
+            object?: components["schemas"]["Suspension"];
         };
         /**
          * Format: int64
@@ -3699,6 +3731,14 @@ export interface components {
             scopes: components["schemas"]["Scope"][];
             /** @description The workspaces the token may act in; `null`: every workspace of its user. It never acts in a workspace the user is no longer a member of, and a workspace deleted later leaves the list. */
             workspace_ids: string[] | null;
+        };
+        /** @description The body of the `token.expiring_soon` webhook, the event as `GET /v1/events` lists it. */
+        TokenExpiringSoonEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "token.expiring_soon";
+            /** @constant */
+            object_type?: "token";
+            object?: components["schemas"]["Token"];
         };
         TokenList: {
             data: components["schemas"]["Token"][];
