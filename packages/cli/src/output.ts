@@ -76,8 +76,12 @@ export function printError(error: unknown): void {
     if (suggestion) process.stderr.write(`Suggestion: ${suggestion}\n`);
     if (error.requestId) process.stderr.write(`Request id: ${error.requestId}\n`);
   } else if (error instanceof PlatformError) {
-    // A network error's cause says what failed (refused, DNS…), unless the message already has it.
-    const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : '';
+    // A network error's message names the URL and what failed (refused, DNS…); another's cause is added when it
+    // says more.
+    const cause =
+      !(error instanceof PlatformNetworkError) && error.cause instanceof Error && !error.message.includes(error.cause.message)
+        ? `: ${error.cause.message}`
+        : '';
     process.stderr.write(`Error: ${error.message}${cause}\n`);
     if (error instanceof PlatformNetworkError)
       process.stderr.write('Suggestion: check that the API is reachable at the address in --api-url or PLATFORM_API_URL.\n');

@@ -83,8 +83,10 @@ export function createTransport(options: TransportOptions): Send {
       signal?.throwIfAborted();
       const attempt = startAttempt(signal, timeoutMs);
       let reachedNetwork = false;
+      let url = path;
       const fetchOnce = async (req: Request): Promise<Response> => {
         reachedNetwork = true;
+        url = req.url;
         const response = await baseFetch(req);
         if (parseAs === 'json' && response.ok && isEventStream(response)) {
           // Parsing a followed stream as JSON would hang on a body that never ends.
@@ -103,9 +105,10 @@ export function createTransport(options: TransportOptions): Send {
         // Before the network (bad URL, unserialisable body) or our own verdict: not worth a retry.
         if (!reachedNetwork || error instanceof PlatformError) throw error;
         if (error instanceof SyntaxError) throw new PlatformError(`${what}: the response is not valid JSON`, { cause: error });
+        // Named by the URL it went to: a wrong PLATFORM_API_URL or a server that is down shows at once.
         const failure = attempt.timedOut()
-          ? new PlatformNetworkError(`${what} timed out after ${timeoutMs} ms`, { timedOut: true, cause: error })
-          : new PlatformNetworkError(`${what} failed: ${messageOf(error)}`, { timedOut: false, cause: error });
+          ? new PlatformNetworkError(`${method} ${url} timed out after ${timeoutMs} ms`, { timedOut: true, cause: error })
+          : new PlatformNetworkError(`${method} ${url} failed: ${networkReason(error)}`, { timedOut: false, cause: error });
         if (!retryable || retry >= policy.maxRetries) throw failure;
         await policy.sleep(backoff(policy, retry), signal);
         continue;
@@ -163,4 +166,15 @@ function isEventStream(response: Response): boolean {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Why no answer came, from the innermost cause: fetch says only "fetch failed"; its cause says what and where
+ * (`connect ECONNREFUSED 127.0.0.1:8080`, `getaddrinfo ENOTFOUND api.example`; each address tried, when several).
+ */
+function networkReason(error: unknown): string {
+  let innermost: unknown = error;
+  while (innermost instanceof Error && innermost.cause !== undefined) innermost = innermost.cause;
+  if (innermost instanceof AggregateError && innermost.errors.length > 0) return [...new Set(innermost.errors.map(messageOf))].join('; ');
+  return messageOf(innermost);
 }

@@ -210,6 +210,19 @@ describe('errors', () => {
     const error = await rejection(api.GET('/v1/regions'));
     expect(error).toBeInstanceOf(PlatformNetworkError);
     expect(error).toMatchObject({ timedOut: false, cause });
-    expect((error as Error).message).toBe('GET /v1/regions failed: fetch failed');
+    expect((error as Error).message).toMatch(/^GET http:\/\/\S+\/v1\/regions failed: fetch failed$/);
+  });
+
+  it('names the URL and the innermost cause of a network failure (what was refused, where)', async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8080'), { code: 'ECONNREFUSED' });
+    const { fetch } = fakeFetch(() => Promise.reject(new TypeError('fetch failed', { cause: refused })));
+    const { api } = testClient(fetch, { retry: false });
+    const error = await rejection(api.GET('/v1/regions'));
+    expect((error as Error).message).toMatch(/^GET http:\/\/\S+\/v1\/regions failed: connect ECONNREFUSED 127\.0\.0\.1:8080$/);
+    const everyAddress = new AggregateError([new Error('connect ECONNREFUSED ::1:8080'), new Error('connect ECONNREFUSED 127.0.0.1:8080')]);
+    const both = testClient(fakeFetch(() => Promise.reject(new TypeError('fetch failed', { cause: everyAddress }))).fetch, { retry: false });
+    expect(((await rejection(both.api.GET('/v1/regions'))) as Error).message).toMatch(
+      /failed: connect ECONNREFUSED ::1:8080; connect ECONNREFUSED 127\.0\.0\.1:8080$/,
+    );
   });
 });
