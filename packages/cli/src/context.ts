@@ -13,13 +13,35 @@ export interface Context {
 }
 
 export function contextOf(command: Command): Context {
-  const flags = command.optsWithGlobals<GlobalFlags & { json?: boolean }>();
+  const flags = command.optsWithGlobals<GlobalFlags & { json?: boolean; all?: boolean }>();
   const settings = resolveSettings(flags);
-  return {
-    settings,
-    api: createPlatformClient({ baseUrl: settings.apiUrl, token: settings.token, workspaceId: settings.workspace }),
-    out: { json: flags.json === true },
-  };
+  const api = createPlatformClient({ baseUrl: settings.apiUrl, token: settings.token, workspaceId: settings.workspace });
+  return { settings, api: flags.all ? everyPage(api) : api, out: { json: flags.json === true } };
+}
+
+type Page = { data: unknown[]; pagination: { cursor: string; has_more: boolean } };
+const isPage = (value: unknown): value is Page => typeof value === 'object' && value !== null && 'pagination' in value && Array.isArray((value as Page).data);
+
+/**
+ * `--all`: a list's GET follows the cursor to the last page and answers one page holding every record, so each
+ * list command prints all of them as it prints one page.
+ */
+function everyPage(api: PlatformClient): PlatformClient {
+  const GET = (async (path: string, init?: { params?: { query?: Record<string, unknown> } }) => {
+    let page: unknown = await api.GET(path as never, init as never);
+    if (!isPage(page)) return page;
+    const data = [...page.data];
+    while (page.pagination.has_more && page.data.length > 0) {
+      const cursor = page.pagination.cursor;
+      const next: unknown = await api.GET(path as never, { ...init, params: { ...init?.params, query: { ...init?.params?.query, cursor } } } as never);
+      // A cursor that did not move brings nothing new: stop rather than loop.
+      if (!isPage(next) || next.pagination.cursor === cursor) break;
+      data.push(...next.data);
+      page = next;
+    }
+    return { ...page, data, pagination: { ...page.pagination, has_more: false } };
+  }) as PlatformClient['GET'];
+  return { ...api, GET };
 }
 
 /** A usage mistake found after parsing (a missing choice between options): exit 2, like commander's own. */
@@ -46,16 +68,18 @@ export function withWait(command: Command): Command {
     .option('--timeout <seconds>', 'how long --wait waits', positiveInteger, 600);
 }
 
-/** The options of list commands: one page, and where it starts. */
+/** The options of list commands: one page, and where it starts; or every page (`--all`, read in contextOf). */
 export interface PageFlags {
   limit?: number;
   cursor?: string;
+  all?: boolean;
 }
 
 export function withPage(command: Command): Command {
   return command
     .option('--limit <n>', 'records per page (1-100)', positiveInteger)
-    .option('--cursor <cursor>', 'start after this cursor (from the previous page)');
+    .option('--cursor <cursor>', 'start after this cursor (from the previous page)')
+    .option('--all', 'every page, following the cursor (from --cursor, if given)');
 }
 
 export function positiveInteger(value: string): number {

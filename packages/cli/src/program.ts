@@ -1,6 +1,7 @@
 // The `platform` program: global options, every command group, and how failures become exit codes.
 // Exit codes: 0 success, 1 error (the service's message and suggestion on stderr), 2 usage error,
 // 3 a workflow awaited with --wait failed, 4 --wait timed out, 130 interrupted.
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerAudit } from './commands/audit.ts';
 import { registerAuth } from './commands/auth.ts';
@@ -8,6 +9,7 @@ import { registerClusters } from './commands/clusters.ts';
 import { registerCompute } from './commands/compute.ts';
 import { registerEvents } from './commands/events.ts';
 import { registerInstalls } from './commands/installs.ts';
+import { registerMeta } from './commands/meta.ts';
 import { registerNotifications } from './commands/notifications.ts';
 import { registerProducts } from './commands/products.ts';
 import { registerQuotas } from './commands/quotas.ts';
@@ -21,6 +23,14 @@ import { UsageError } from './context.ts';
 import { printError } from './output.ts';
 import { EXIT_ERROR, EXIT_USAGE } from './wait.ts';
 
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+/** commander's unknown-command error and its suggestion on one line; where it has none, where to look. */
+function oneLine(text: string): string {
+  const joined = text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)');
+  return joined === text && text.startsWith('error: unknown command') ? text.replace(/\n$/, ' (see platform --help)\n') : joined;
+}
+
 export function buildProgram(): Command {
   const program = new Command('platform')
     .description('Manage clusters, compute, products, installs and webhooks of the Platform Management API.')
@@ -28,7 +38,9 @@ export function buildProgram(): Command {
     .option('--token <token>', 'bearer token (env PLATFORM_TOKEN; default: the one `platform login` saved)')
     .option('--workspace <id>', 'workspace to act in (env PLATFORM_WORKSPACE; default: `platform workspaces use`)')
     .option('--json', 'print the JSON response instead of a table')
-    .showHelpAfterError()
+    .version(version, '--version', 'print the version of platform')
+    // A mistyped command gets one line naming the closest commands (commander's suggestion), not the whole help.
+    .configureOutput({ outputError: (text, write) => write(oneLine(text)) })
     // Usage errors throw instead of exiting, so main() maps them to exit code 2; subcommands inherit this.
     .exitOverride();
   program.addHelpText(
@@ -50,6 +62,7 @@ export function buildProgram(): Command {
   registerEvents(program);
   registerAudit(program);
   registerWebhooks(program);
+  registerMeta(program);
   return program;
 }
 

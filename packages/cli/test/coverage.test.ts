@@ -22,6 +22,8 @@ const operations = Object.entries(document.paths).flatMap(([path, item]) =>
 /** Commands that are no operation's own, and why they exist. */
 const HELPERS: Record<string, string> = {
   'webhooks listen': 'forwards the events feed to a local receiver, for developing one; `events list` and `events follow` are the operations’ commands',
+  config: 'shows the CLI’s own settings and where each comes from; nothing to ask the API',
+  completion: 'prints a shell completion script made from the program’s commands',
 };
 
 /** `platform compute machines list --cluster <id>` → `compute machines list`. */

@@ -2,7 +2,7 @@
 // deliveries, and `listen`: the events feed forwarded to a local URL, each event signed as the platform signs its
 // webhooks (Standard Webhooks), so a webhook receiver can be developed on a laptop, as `stripe listen` allows.
 import type { Schema } from '@platform/api-types';
-import { generateWebhookSecret, signWebhook, type WebhookEventType } from '@platform/client';
+import { generateWebhookSecret, PlatformApiError, signWebhook, type WebhookEventType } from '@platform/client';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, positiveInteger, UsageError, withPage } from '../context.ts';
@@ -147,7 +147,15 @@ export function registerWebhooks(program: Command): void {
       .action(
         action(async ({ api, out }, flags: { url: string; events?: WebhookEventType[]; description?: string; disabled?: boolean }) => {
           const body = { url: flags.url, event_types: flags.events, description: flags.description, enabled: !flags.disabled };
-          printRecord(out, await api.POST('/v1/webhook_endpoints', { body }), withSecret);
+          const created = await api.POST('/v1/webhook_endpoints', { body }).catch((error: unknown) => {
+            // A receiver on this machine: `webhooks listen` forwards to it, no public URL needed.
+            if (error instanceof PlatformApiError && error.param === 'url' && flags.url.startsWith('http://'))
+              process.stderr.write(
+                `Hint: for a receiver on your machine run \`platform webhooks listen --forward-to ${flags.url}\`; a server started with WEBHOOK_ALLOW_HTTP_LOOPBACK=true also takes http:// loopback URLs.\n`,
+              );
+            throw error;
+          });
+          printRecord(out, created, withSecret);
           if (!out.json) process.stderr.write('Store the signing secret now: it cannot be shown again. Verify each delivery’s webhook-signature with it.\n');
         }),
       ),

@@ -1,0 +1,105 @@
+// The commands about the CLI itself, as gh and stripe have them: where each setting comes from (`config`) and
+// shell completion scripts (`completion bash|zsh|fish`), written from the program's own command tree.
+import type { Command } from 'commander';
+import { configPath, DEFAULT_API_URL, type GlobalFlags, readConfig } from '../config.ts';
+import { example, UsageError } from '../context.ts';
+import { json } from '../output.ts';
+
+/** A token shown in part: enough to tell tokens apart, never enough to use one. */
+const masked = (token: string) => `${token.slice(0, token.startsWith('svc_pat_') ? 12 : 4)}…`;
+
+interface SettingSource {
+  setting: string;
+  value: string | null;
+  source: string;
+}
+
+/** Each setting in force and where it came from: flag > environment > config file > default. */
+function sources(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): SettingSource[] {
+  const stored = readConfig();
+  const entries: [setting: string, flag: string, flagValue: string | undefined, variable: string, storedValue: string | undefined, fallback?: string][] = [
+    ['api_url', '--api-url', flags.apiUrl, 'PLATFORM_API_URL', stored.api_url, DEFAULT_API_URL],
+    ['token', '--token', flags.token, 'PLATFORM_TOKEN', stored.token],
+    ['workspace', '--workspace', flags.workspace, 'PLATFORM_WORKSPACE', stored.workspace],
+  ];
+  return entries.map(([setting, flag, flagValue, variable, storedValue, fallback]) => {
+    const [value, source] = flagValue
+      ? [flagValue, flag]
+      : env[variable]
+        ? [env[variable], `environment (${variable})`]
+        : storedValue
+          ? [storedValue, configPath()]
+          : fallback
+            ? [fallback, 'default']
+            : [null, 'not set'];
+    return { setting, value: value && setting === 'token' ? masked(value) : (value ?? null), source };
+  });
+}
+
+/** Every command path of the program, for completion: top level first, then each group's subcommands. */
+function commandTree(program: Command): Map<string, string[]> {
+  const tree = new Map<string, string[]>();
+  const walk = (command: Command, path: string) => {
+    const names = command.commands.map((sub) => sub.name());
+    if (names.length > 0) tree.set(path, names);
+    for (const sub of command.commands) walk(sub, path ? `${path} ${sub.name()}` : sub.name());
+  };
+  walk(program, '');
+  return tree;
+}
+
+function completionScript(shell: string, program: Command): string {
+  const tree = commandTree(program);
+  const options = ['--api-url', '--token', '--workspace', '--json', '--help', '--version'];
+  if (shell === 'bash' || shell === 'zsh') {
+    const cases = [...tree].map(([path, names]) => `    "${path}") words="${names.join(' ')}" ;;`).join('\n');
+    const body = `# platform completion for ${shell}: add \`source <(platform completion ${shell})\` to your ~/.${shell}rc
+_platform() {
+  local path="" word
+  for word in "\${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
+    case "$word" in -*) ;; *) path="\${path:+$path }$word" ;; esac
+  done
+  local words=""
+  case "$path" in
+${cases}
+  esac
+  COMPREPLY=( $(compgen -W "$words ${options.join(' ')}" -- "\${COMP_WORDS[COMP_CWORD]}") )
+}
+complete -F _platform platform
+`;
+    return shell === 'zsh' ? `autoload -U +X bashcompinit && bashcompinit\n${body}` : body;
+  }
+  // fish: one line per subcommand, offered after its parent's words.
+  const lines = ['# platform completion for fish: platform completion fish > ~/.config/fish/completions/platform.fish', 'complete -c platform -f'];
+  for (const [path, names] of tree) {
+    const condition = path === '' ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${path.split(' ').at(-1)}`;
+    for (const name of names) lines.push(`complete -c platform -n '${condition}' -a ${name}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerMeta(program: Command): void {
+  example(
+    program
+      .command('config')
+      .description('show each setting in force (API address, token, workspace) and where it comes from')
+      .action((_options: unknown, command: Command) => {
+        const rows = sources(command.optsWithGlobals<GlobalFlags>());
+        if (command.optsWithGlobals<{ json?: boolean }>().json) return json(rows);
+        const width = Math.max(...rows.map((row) => row.setting.length));
+        for (const row of rows) process.stdout.write(`${row.setting.padEnd(width)}  ${row.value ?? '-'}  (${row.source})\n`);
+      }),
+    'platform config',
+  );
+
+  example(
+    program
+      .command('completion <shell>')
+      .description('print a completion script for bash, zsh or fish')
+      .action((shell: string) => {
+        if (!['bash', 'zsh', 'fish'].includes(shell)) throw new UsageError(`completion: unknown shell "${shell}" (bash, zsh or fish)`);
+        process.stdout.write(completionScript(shell, program));
+      }),
+    'source <(platform completion bash)',
+  );
+}
