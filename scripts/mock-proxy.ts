@@ -1,7 +1,9 @@
 // The small HTTP proxy `pnpm mock` puts in front of Prism, for what Prism alone gets wrong:
 //   - a body that is not JSON gets 400 `bad_request` at once (Prism never answers it);
 //   - a request that breaks the contract gets the contract's error body naming the violation (`param`, `message`,
-//     every violation in `details.violations`), where Prism sends the operation's one canned 422 example.
+//     every violation in `details.violations`), where Prism sends the operation's one canned 422 example;
+//   - Prism's own errors (an unknown path or method, a missing token, a forced status the operation lacks), which
+//     it sends as problem+json, get the contract's error body too.
 // Everything else passes through unchanged, event streams included.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
@@ -75,6 +77,11 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
     send(response, answer.status, violationError(answer.status, violations), out);
     return;
   }
+  if ((answer.headers.get('content-type') ?? '').startsWith('application/problem+json')) {
+    const { status, body } = prismError(answer.status, (await answer.json()) as PrismProblem, request);
+    send(response, status, body, out);
+    return;
+  }
   response.writeHead(answer.status, out);
   if (!answer.body) {
     response.end();
@@ -127,6 +134,62 @@ function violationError(status: number, violations: Violation[]): ErrorBody {
       details: { violations: violations.map((violation) => ({ param: violationParam(violation), message: violation.message })) },
     },
   };
+}
+
+/** Prism's own error (RFC 7807): `type` ends in its error name, `detail` says what. */
+interface PrismProblem {
+  type?: string;
+  title?: string;
+  detail?: string;
+}
+
+/** The contract's code for each status Prism answers by itself, as the API's decisions name them. */
+const CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'bad_request',
+  415: 'bad_request',
+  422: 'validation_error',
+};
+
+/** Prism's problem+json as the contract's error body, in the API's words where it is one of Prism's known errors. */
+export function prismError(status: number, problem: PrismProblem, request: { method?: string; url?: string }): { status: number; body: ErrorBody } {
+  const name = (problem.type ?? '').split('#').pop() ?? '';
+  const path = (request.url ?? '/').split('?')[0];
+  const known: Record<string, ErrorBody['error']> = {
+    NO_PATH_MATCHED_ERROR: {
+      code: 'not_found',
+      message: `No operation of the API has the path ${path}.`,
+      suggestion: 'Check the path against the reference docs; every path starts with /v1.',
+    },
+    NO_METHOD_MATCHED_ERROR: {
+      code: 'method_not_allowed',
+      message: `${request.method} is not an operation of ${path}.`,
+      suggestion: 'Check the method against the reference docs.',
+    },
+    UNAUTHORIZED: {
+      code: 'unauthorized',
+      message: 'The request has no bearer token.',
+      suggestion: "Send any token as 'Authorization: Bearer <token>': the mock takes every one.",
+    },
+  };
+  // `Prefer: code=418` for a status the operation does not document: the request's mistake, not a missing resource.
+  if ((name === 'NOT_FOUND' || name === 'NO_RESPONSE_DEFINED') && /status code/i.test(problem.detail ?? problem.title ?? '')) {
+    const body = {
+      error: {
+        code: 'bad_request',
+        message: `The operation documents no such response (${problem.detail ?? problem.title}).`,
+        param: 'Prefer',
+        suggestion: "Ask with 'Prefer: code=<status>' for a status the operation documents (see the reference docs).",
+      },
+    };
+    return { status: 400, body };
+  }
+  const error = known[name] ?? { code: CODES[status] ?? 'internal_error', message: problem.detail ?? problem.title ?? `The mock answered ${status}.` };
+  return { status, body: { error } };
 }
 
 function send(response: ServerResponse, status: number, body: ErrorBody, headers: Record<string, string | string[]> = {}): void {

@@ -4,6 +4,7 @@
 //   curl -H 'Authorization: Bearer svc_pat_x' http://127.0.0.1:4010/v1/clusters
 //   curl -H 'Authorization: Bearer svc_pat_x' -H 'Prefer: code=404, example=not_found' http://127.0.0.1:4010/v1/clusters/cl_1
 //   curl -H 'Authorization: Bearer svc_pat_x' -H 'Prefer: dynamic=true' http://127.0.0.1:4010/v1/clusters
+// It prints one listen line; `pnpm mock --verbose` also shows Prism's own log (its routes, each request).
 // Ctrl-C or SIGTERM stops the proxy and Prism and exits 0.
 import { once } from 'node:events';
 import type { Server } from 'node:http';
@@ -34,7 +35,8 @@ const fail = (error: unknown) => {
   process.exit(1);
 };
 // Prism on a free port of its own; callers talk to the proxy.
-prism = await startPrism({ mode: 'mock', host: '127.0.0.1', stdio: 'inherit' }).catch(fail);
+const verbose = process.argv.includes('--verbose');
+prism = await startPrism({ mode: 'mock', host: '127.0.0.1', stdio: verbose ? 'inherit' : 'buffer' }).catch(fail);
 proxy = createMockProxy(prism.url);
 proxy.listen(port, '127.0.0.1');
 await Promise.race([
@@ -44,10 +46,11 @@ await Promise.race([
     fail(new Error(`Cannot listen on 127.0.0.1:${port}: ${(error as NodeJS.ErrnoException).code ?? error}`));
   }),
 ]);
-console.log(`Mock API (Prism) listening on http://127.0.0.1:${port}`);
-console.log("Any bearer token works. Headers: 'Prefer: code=404', 'Prefer: example=<name>', 'Prefer: dynamic=true'.");
+console.log(
+  `Mock API (Prism) listening on http://127.0.0.1:${port} (any bearer token works; headers 'Prefer: code=404', 'Prefer: example=<name>', 'Prefer: dynamic=true')`,
+);
 void prism.exited.then((code) => {
   if (stopping) return;
-  console.error(`Prism exited unexpectedly (${code}).`);
+  console.error(`Prism exited unexpectedly (${code})${verbose ? '' : `:\n${prism?.output()}`}`);
   process.exit(typeof code === 'number' && code !== 0 ? code : 1);
 });
