@@ -12,7 +12,7 @@ import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
+import { type ActingWorkspace, memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
@@ -73,11 +73,12 @@ export async function listMachines(db: Db, caller: WorkspaceCaller, clusterId: s
 export async function requestMachine(
   db: Db,
   caller: WorkspaceCaller,
-  named: WorkspaceRef | undefined,
+  acting: ActingWorkspace | undefined,
   input: Schema<'MachineRequest'>,
   { now, workflows, offerings }: Effects & { offerings: ServerOffering[] },
 ): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, caller, input.cluster_id, 'cluster_id');
+  const named = acting?.named ? acting : undefined;
   if (named && cluster.workspace_id !== named.id) {
     throw validationError(
       'cluster_id',
