@@ -3,7 +3,7 @@
 // suspensions.ts) → ready; any → deleting → gone. What a machine references (its cluster, its compute config)
 // lives in one workspace, checked when it is requested.
 import type { Schema } from '@platform/api-types';
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
@@ -268,9 +268,4 @@ export async function setMachineState(db: Db, providerId: string, change: { stat
 
 export async function removeMachine(trx: Db, providerId: string): Promise<void> {
   await trx.deleteFrom('machines').where('provider_id', '=', providerId).execute();
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedMachines(db: Kysely<Database>, rows: Insertable<Database['machines']>[]): Promise<void> {
-  await db.insertInto('machines').values(rows).execute();
 }
