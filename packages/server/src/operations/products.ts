@@ -1,5 +1,5 @@
 import * as products from '../resources/products.ts';
-import { requireWorkspace } from '../services/tenancy.ts';
+import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
@@ -7,14 +7,15 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
   body: await products.listProducts(db, input),
 });
 
-export const createProduct = staged<'createProduct'>({
-  // A workspace the caller may not act in is refused before any host is resolved.
+export const createProduct = staged<'createProduct', ActingWorkspace>({
+  // Acting in no workspace is refused before any host is resolved (a foreign one, by the binding).
   before: async ({ body, workspace }, { resolveHost }) => {
-    requireWorkspace(workspace);
+    const acting = requireWorkspace(workspace);
     await products.checkSourceUrls(body, resolveHost);
+    return acting;
   },
-  change: async ({ body, workspace }, { db, clock, workflows }) => {
-    return { status: 201, body: await products.createProduct(db, requireWorkspace(workspace), body, { now: clock.now(), workflows }) };
+  change: async ({ body }, { db, clock, workflows }, workspace) => {
+    return { status: 201, body: await products.createProduct(db, workspace, body, { now: clock.now(), workflows }) };
   },
 });
 

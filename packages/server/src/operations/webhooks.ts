@@ -1,6 +1,6 @@
 import * as deliveries from '../resources/webhook-deliveries.ts';
 import * as endpoints from '../resources/webhook-endpoints.ts';
-import { requireWorkspace } from '../services/tenancy.ts';
+import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import type { WebhookUrlRules } from '../services/webhooks.ts';
 import { type Handler, type HandlerEnv, staged } from './types.ts';
 
@@ -11,14 +11,15 @@ export const listWebhookEndpoints: Handler<'listWebhookEndpoints'> = async (inpu
   body: await endpoints.listWebhookEndpoints(db, input),
 });
 
-export const createWebhookEndpoint = staged<'createWebhookEndpoint'>({
-  // A workspace the caller may not act in is refused before the URL's host is resolved.
+export const createWebhookEndpoint = staged<'createWebhookEndpoint', ActingWorkspace>({
+  // Acting in no workspace is refused before the URL's host is resolved (a foreign one, by the binding).
   before: async ({ body, workspace }, env) => {
-    requireWorkspace(workspace);
+    const acting = requireWorkspace(workspace);
     await endpoints.checkWebhookUrl(body.url, urlRules(env));
+    return acting;
   },
-  change: async ({ body, workspace }, { db, clock, secrets }) => {
-    return { status: 201, body: await endpoints.createWebhookEndpoint(db, requireWorkspace(workspace), body, { now: clock.now(), secrets }) };
+  change: async ({ body }, { db, clock, secrets }, workspace) => {
+    return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, { now: clock.now(), secrets }) };
   },
 });
 
