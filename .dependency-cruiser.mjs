@@ -21,26 +21,87 @@ export default {
       from: { path: '^(test|scripts)/' },
       to: { path: '^packages/[^/]+/(src|test)/', dependencyTypes: ['local'] },
     },
+    // The server's layers, one rule per row of packages/server/README.md's table ("May import").
     {
-      name: 'no-upward-from-operations',
-      comment: 'Handlers are called by http/; they do not know Koa or the app.',
+      name: 'http-imports-handlers-services-and-two-resources',
+      comment:
+        'http/ imports operations/, services/, resources/tokens.ts (the token look-up) and resources/audit-events.ts (recording a request); of db/, the types and the outage test; no workflow, no driver.',
+      severity: 'error',
+      from: { path: `${server}http/` },
+      to: {
+        path: [`${server}resources/`, `${server}db/`, `${server}workflows/`, `${server}providers/`, `${server}(app|main|admin|start-up)\\.ts$`],
+        pathNot: [`${server}resources/(tokens|audit-events)\\.ts$`, `${server}db/(schema|outage)\\.ts$`, `${server}providers/types\\.ts$`],
+      },
+    },
+    {
+      name: 'operations-import-resources-and-services',
+      comment: 'Handlers are called by http/ (they do not know Koa or the app) and call resources and services; anything else only as types.',
       severity: 'error',
       from: { path: `${server}operations/` },
-      to: { path: [`${server}http/`, `${server}app\\.ts$`, `${server}main\\.ts$`] },
+      to: { path: [`${server}http/`, `${server}(app|main|admin|start-up)\\.ts$`] },
     },
     {
-      name: 'no-upward-from-resources-and-services',
-      comment: 'Resources and services hold the rules; they never reach back to handlers or the HTTP binding.',
+      name: 'operations-take-only-types-from-below-resources',
+      comment: 'Handlers reach the database, the workflows and the drivers through resources and services only.',
       severity: 'error',
-      from: { path: [`${server}resources/`, `${server}services/`] },
-      to: { path: [`${server}http/`, `${server}operations/`, `${server}app\\.ts$`, `${server}main\\.ts$`] },
+      from: { path: `${server}operations/` },
+      to: { path: [`${server}db/`, `${server}workflows/`, `${server}providers/`], dependencyTypesNot: ['type-only'] },
     },
     {
-      name: 'no-upward-from-workflows',
-      comment: 'Workflows call resources and providers; they are started by handlers, never the reverse.',
+      name: 'resources-import-services-resources-db-and-the-engine',
+      comment:
+        'A resource imports services/, other resources/, db/ types and transactions, workflows/engine.ts (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, the seed or a driver.',
+      severity: 'error',
+      from: { path: `${server}resources/` },
+      to: {
+        path: [
+          `${server}http/`,
+          `${server}operations/`,
+          `${server}workflows/`,
+          `${server}db/`,
+          `${server}providers/`,
+          `${server}(app|main|admin|start-up)\\.ts$`,
+        ],
+        pathNot: [`${server}workflows/engine\\.ts$`, `${server}db/(schema|transaction)\\.ts$`, `${server}providers/types\\.ts$`],
+      },
+    },
+    {
+      name: 'services-import-db-and-two-resources',
+      comment:
+        'Rules that span resources import db/, resources/notifications.ts and resources/events.ts (a quota reached is told) and providers/types.ts; never another resource, a workflow, a handler or the binding.',
+      severity: 'error',
+      from: { path: `${server}services/` },
+      to: {
+        path: [
+          `${server}http/`,
+          `${server}operations/`,
+          `${server}resources/`,
+          `${server}workflows/`,
+          `${server}db/seed\\.ts$`,
+          `${server}providers/`,
+          `${server}(app|main|admin|start-up)\\.ts$`,
+        ],
+        pathNot: [`${server}resources/(notifications|events)\\.ts$`, `${server}providers/types\\.ts$`],
+      },
+    },
+    {
+      name: 'workflows-below-the-handlers',
+      comment: 'Workflows call resources, services and providers; they are started by handlers, never the reverse.',
       severity: 'error',
       from: { path: `${server}workflows/` },
-      to: { path: [`${server}http/`, `${server}operations/`, `${server}app\\.ts$`, `${server}main\\.ts$`] },
+      to: { path: [`${server}http/`, `${server}operations/`, `${server}db/seed\\.ts$`, `${server}(app|main|admin|start-up)\\.ts$`] },
+    },
+    {
+      name: 'workflow-engine-below-the-resources',
+      comment:
+        'The engine (pg-boss triggers, the workflows table) is imported by resources, so it imports db/, providers/types.ts and only types of services. Known exception: it shares workflows/ with the kinds, which sit above the resources (engine and kinds are to part into two folders).',
+      severity: 'error',
+      from: { path: `${server}workflows/engine\\.ts$` },
+      to: {
+        path: [`${server}resources/`, `${server}services/`, `${server}providers/`, `${server}workflows/`],
+        pathNot: [`${server}workflows/engine\\.ts$`, `${server}providers/types\\.ts$`],
+        dependencyTypesNot: ['type-only'],
+      },
     },
     {
       name: 'db-is-a-leaf',
@@ -48,6 +109,24 @@ export default {
       severity: 'error',
       from: { path: `${server}db/`, pathNot: `${server}db/(migrate-cli|seed)\\.ts$` },
       to: { path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}workflows/`, `${server}providers/`] },
+    },
+    {
+      name: 'seed-imports-only-resources',
+      comment:
+        'The demo and test data (db/seed.ts) uses resources/ (users, workspaces, tokens, machine states) and providers/ types; no rule layer above them.',
+      severity: 'error',
+      from: { path: `${server}db/seed\\.ts$` },
+      to: {
+        path: [`${server}http/`, `${server}operations/`, `${server}services/`, `${server}workflows/`, `${server}providers/`],
+        pathNot: `${server}providers/types\\.ts$`,
+      },
+    },
+    {
+      name: 'no-cycle-in-the-server',
+      comment: 'A cycle ties modules into one: neither can change or be tested alone. Type-only imports do not run and are not followed.',
+      severity: 'error',
+      from: { path: server },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     {
       name: 'providers-are-leaves',

@@ -7,36 +7,21 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
-import { type AddressedResource, allows, type Membership, membershipOf, membershipOfResource } from '../services/roles.ts';
+import { allows, type Membership, membershipOf, membershipOfResource } from '../services/roles.ts';
 import { requireAllowedWorkspace } from '../services/tenancy.ts';
 import type { OperationMeta } from './contract.ts';
+import { type WorkspaceSource, workspaceSourceOf } from './workspace.ts';
 
-/** The collection a path's first id names, by the path up to that id. */
-const ADDRESSED: Record<string, AddressedResource> = {
-  '/v1/clusters/': 'clusters',
-  '/v1/compute/configs/': 'compute_configs',
-  '/v1/compute/cloud_credentials/': 'cloud_credentials',
-  '/v1/compute/machines/': 'machines',
-  '/v1/compute/suspensions/': 'suspensions',
-  '/v1/registry/credentials/': 'registry_credentials',
-  '/v1/products/': 'products',
-  '/v1/installs/': 'installs',
-  '/v1/webhook_endpoints/': 'webhook_endpoints',
-};
-
-type Target = { kind: 'path' } | { kind: 'resource'; resource: AddressedResource; param: string } | { kind: 'header' };
+type Target = Exclude<WorkspaceSource, { kind: 'none' }>;
 
 /** Where an operation's workspace comes from; a role on an operation that names no workspace is a contract error. */
 function targetOf(meta: OperationMeta): Target {
-  if (meta.path.includes('{workspaceId}')) return { kind: 'path' };
-  const param = /\{(\w+)\}/.exec(meta.path);
-  if (param) {
-    const resource = ADDRESSED[meta.path.slice(0, param.index)];
-    if (!resource) throw new Error(`${meta.operationId}: authorize.ts knows no resource for ${meta.path}`);
-    return { kind: 'resource', resource, param: param[1]! };
+  const source = workspaceSourceOf(meta);
+  if (source.kind === 'header' && meta.path.includes('{')) {
+    throw new Error(`${meta.operationId}: services/roles.ts (ADDRESSED) knows no resource for ${meta.path}`);
   }
-  if (meta.headerNames.has('x-workspace-id')) return { kind: 'header' };
-  throw new Error(`${meta.operationId} declares x-required-role but acts in no workspace`);
+  if (source.kind === 'none') throw new Error(`${meta.operationId} declares x-required-role but acts in no workspace`);
+  return source;
 }
 
 /**

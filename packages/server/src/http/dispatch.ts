@@ -11,6 +11,7 @@ import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
 import { createAuthorizer } from './authorize.ts';
+import { type AnyHandler, bindHandler } from './bind-handler.ts';
 import { readBody } from './body.ts';
 import { clientAddress } from './client-address.ts';
 import { type Contract, enforceDeclaredResponse, type OperationMeta, validateRequest } from './contract.ts';
@@ -18,6 +19,7 @@ import { writeStream } from './event-stream.ts';
 import { checkRequestValue } from './input-checks.ts';
 import { Router } from './router.ts';
 import { checkScope } from './scopes.ts';
+import { actingWorkspace, type WorkspaceSource, workspaceSourceOf } from './workspace.ts';
 
 export interface DispatchParts {
   contract: Contract;
@@ -32,6 +34,13 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
   const addressOf = clientAddress(config.trustProxy);
   const authorize = createAuthorizer(env.db, contract.operations.values());
   const audit = auditLog(env);
+  // Per operation, read from the contract once: where its workspace comes from, and its handler as the binding
+  // runs it (idempotency, the workspace held: bind-handler.ts).
+  const bound = new Map<OperationId, { source: WorkspaceSource; handler: AnyHandler }>();
+  for (const meta of contract.operations.values()) {
+    const source = workspaceSourceOf(meta);
+    bound.set(meta.operationId, { source, handler: bindHandler(meta, source, handlers[meta.operationId] as AnyHandler) });
+  }
 
   /** The operation the request names; 404 and 405 (with Allow) otherwise. */
   function route(ctx: Context): { meta: OperationMeta; params: Record<string, string> } {
@@ -137,6 +146,8 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
     await authorize(meta, params, caller, headers['X-Workspace-Id'], (membership) => {
       if (audited) audited.membership = membership;
     });
+    const { source, handler } = bound.get(meta.operationId)!;
+    const workspace = caller && (await actingWorkspace(env.db, source, caller, headers['X-Workspace-Id']));
     // Aborted when the client goes away before the response is complete (long-lived streams watch it).
     const abort = new AbortController();
     ctx.res.once('close', () => {
@@ -148,12 +159,12 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
       headers: headers as never,
       body: body as never,
       caller: caller as Caller,
+      workspace,
       requestId: ctx.state.requestId as string,
       signal: abort.signal,
       // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.
       origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
     };
-    const handler = handlers[meta.operationId] as (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<Output>;
     await respond(ctx, meta, audited ? await audit.run(audited, handler, input) : await handler(input, env), abort);
   }
 }

@@ -1,6 +1,6 @@
 import * as clusters from '../resources/clusters.ts';
 import { listRegions as regionsPage, requireRegion } from '../resources/regions.ts';
-import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listClusters: Handler<'listClusters'> = async (input, { db }) => ({
@@ -13,33 +13,28 @@ export const listRegions: Handler<'listRegions'> = async ({ query }, { db }) => 
   body: await regionsPage(db, query),
 });
 
-export const createCluster: Handler<'createCluster'> = async ({ body, headers, caller }, { db, clock, workflows }) => {
-  const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+export const createCluster: Handler<'createCluster'> = async ({ body, workspace }, { db, clock, workflows }) => {
   const regionId = await requireRegion(db, body.region_id);
-  return { status: 202, body: await clusters.createCluster(db, workspace, body, regionId, { now: clock.now(), workflows }) };
+  return { status: 202, body: await clusters.createCluster(db, requireWorkspace(workspace), body, regionId, { now: clock.now(), workflows }) };
 };
 
-export const getCluster: Handler<'getCluster'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const getCluster: Handler<'getCluster'> = async ({ params, caller }, { db }) => {
   return { status: 200, body: await clusters.getCluster(db, caller, params.clusterId) };
 };
 
-export const updateCluster: Handler<'updateCluster'> = async ({ params, body, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const updateCluster: Handler<'updateCluster'> = async ({ params, body, caller }, { db }) => {
   return { status: 200, body: await clusters.renameCluster(db, caller, params.clusterId, body) };
 };
 
 /** Recorded in the audit log (x-audited in the contract), by the binding, before the answer is sent. */
-export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, headers, caller }, { db, driver }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ params, query, caller }, { db, driver }) => {
   const body = await clusters.clusterKubeconfig(db, driver, caller, params.clusterId, query.ttl_seconds ?? 3600);
   // Credentials: no cache, shared or private, may keep them.
   return { status: 200, body, headers: { 'Cache-Control': 'no-store, private', Pragma: 'no-cache' } };
 };
 
 export const deleteCluster = staged<'deleteCluster'>({
-  change: async ({ params, headers, caller }, { db }) => {
-    await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  change: async ({ params, caller }, { db }) => {
     await clusters.deleteCluster(db, caller, params.clusterId);
     return { status: 204, body: undefined };
   },

@@ -1,5 +1,5 @@
 import * as products from '../resources/products.ts';
-import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
@@ -7,33 +7,30 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
   body: await products.listProducts(db, input),
 });
 
-export const createProduct = staged<'createProduct'>({
-  // A workspace the caller may not act in is refused before any host is resolved.
-  before: async ({ body, headers, caller }, { db, resolveHost }) => {
-    await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+export const createProduct = staged<'createProduct', ActingWorkspace>({
+  // Acting in no workspace is refused before any host is resolved (a foreign one, by the binding).
+  before: async ({ body, workspace }, { resolveHost }) => {
+    const acting = requireWorkspace(workspace);
     await products.checkSourceUrls(body, resolveHost);
+    return acting;
   },
-  change: async ({ body, headers, caller }, { db, clock, workflows }) => {
-    const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+  change: async ({ body }, { db, clock, workflows }, workspace) => {
     return { status: 201, body: await products.createProduct(db, workspace, body, { now: clock.now(), workflows }) };
   },
 });
 
-export const getProduct: Handler<'getProduct'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const getProduct: Handler<'getProduct'> = async ({ params, caller }, { db }) => {
   return { status: 200, body: await products.getProduct(db, caller, params.id) };
 };
 
 export const updateProduct = staged<'updateProduct'>({
   before: ({ params, body, caller }, { db, resolveHost }) => products.checkUpdate(db, caller, params.id, body, resolveHost),
-  change: async ({ params, headers, body, caller }, { db, clock, workflows }) => {
-    await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  change: async ({ params, body, caller }, { db, clock, workflows }) => {
     return { status: 200, body: await products.updateProduct(db, caller, params.id, body, { now: clock.now(), workflows }) };
   },
 });
 
-export const deleteProduct: Handler<'deleteProduct'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const deleteProduct: Handler<'deleteProduct'> = async ({ params, caller }, { db }) => {
   await products.deleteProduct(db, caller, params.id);
   return { status: 204, body: undefined };
 };

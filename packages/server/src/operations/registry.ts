@@ -1,5 +1,5 @@
 import * as registryCredentials from '../resources/registry-credentials.ts';
-import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async (input, { db }) => ({
@@ -7,30 +7,27 @@ export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async
   body: await registryCredentials.listRegistryCredentials(db, input),
 });
 
-export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ params, caller }, { db }) => {
   return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller, params.id) };
 };
 
-export const createRegistryCredential = staged<'createRegistryCredential'>({
-  // A workspace the caller may not act in is refused before the host is resolved.
-  before: async ({ body, headers, caller }, { db, resolveHost }) => {
-    await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+export const createRegistryCredential = staged<'createRegistryCredential', ActingWorkspace>({
+  // Acting in no workspace is refused before the host is resolved (a foreign one, by the binding).
+  before: async ({ body, workspace }, { resolveHost }) => {
+    const acting = requireWorkspace(workspace);
     await registryCredentials.checkRegistryHost(body.registry_url, resolveHost);
+    return acting;
   },
-  change: async ({ body, headers, caller }, { db, clock, secrets }) => {
-    const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+  change: async ({ body }, { db, clock, secrets }, workspace) => {
     return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets }) };
   },
 });
 
-export const updateRegistryCredential: Handler<'updateRegistryCredential'> = async ({ params, body, headers, caller }, { db, secrets }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const updateRegistryCredential: Handler<'updateRegistryCredential'> = async ({ params, body, caller }, { db, secrets }) => {
   return { status: 200, body: await registryCredentials.updateRegistryCredential(db, caller, params.id, body, secrets) };
 };
 
-export const deleteRegistryCredential: Handler<'deleteRegistryCredential'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const deleteRegistryCredential: Handler<'deleteRegistryCredential'> = async ({ params, caller }, { db }) => {
   await registryCredentials.deleteRegistryCredential(db, caller, params.id);
   return { status: 204, body: undefined };
 };

@@ -11,7 +11,7 @@ import type { LogTails } from '../services/log-tails.ts';
 import type { Scopes } from '../services/scopes.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
-import type { NamedWorkspace } from '../services/tenancy.ts';
+import type { ActingWorkspace, NamedWorkspace } from '../services/tenancy.ts';
 import type { WorkflowStarter } from '../workflows/engine.ts';
 
 export interface Caller {
@@ -42,6 +42,11 @@ export interface OperationInput<Op extends OperationId> {
   headers: HeaderParams<Op>;
   body: ReceivedBody<Op>;
   caller: Caller;
+  /**
+   * The workspace the request acts in, resolved by the binding (http/workspace.ts): the one X-Workspace-Id names,
+   * else, for an operation addressing no resource by id, the caller's default one; undefined when there is none.
+   */
+  workspace: ActingWorkspace | undefined;
   requestId: string;
   signal: AbortSignal;
   /** The scheme and host the request was sent to (`http://127.0.0.1:8080`), for links in responses. */

@@ -1,6 +1,6 @@
 import * as deliveries from '../resources/webhook-deliveries.ts';
 import * as endpoints from '../resources/webhook-endpoints.ts';
-import { requireWorkspace, resolveWorkspace } from '../services/tenancy.ts';
+import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import type { WebhookUrlRules } from '../services/webhooks.ts';
 import { type Handler, type HandlerEnv, staged } from './types.ts';
 
@@ -11,53 +11,46 @@ export const listWebhookEndpoints: Handler<'listWebhookEndpoints'> = async (inpu
   body: await endpoints.listWebhookEndpoints(db, input),
 });
 
-export const createWebhookEndpoint = staged<'createWebhookEndpoint'>({
-  // A workspace the caller may not act in is refused before the URL's host is resolved.
-  before: async ({ body, headers, caller }, env) => {
-    await requireWorkspace(env.db, caller, headers['X-Workspace-Id']);
+export const createWebhookEndpoint = staged<'createWebhookEndpoint', ActingWorkspace>({
+  // Acting in no workspace is refused before the URL's host is resolved (a foreign one, by the binding).
+  before: async ({ body, workspace }, env) => {
+    const acting = requireWorkspace(workspace);
     await endpoints.checkWebhookUrl(body.url, urlRules(env));
+    return acting;
   },
-  change: async ({ body, headers, caller }, { db, clock, secrets }) => {
-    const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
+  change: async ({ body }, { db, clock, secrets }, workspace) => {
     return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, { now: clock.now(), secrets }) };
   },
 });
 
-export const getWebhookEndpoint: Handler<'getWebhookEndpoint'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const getWebhookEndpoint: Handler<'getWebhookEndpoint'> = async ({ params, caller }, { db }) => {
   return { status: 200, body: await endpoints.getWebhookEndpoint(db, caller, params.id) };
 };
 
 export const updateWebhookEndpoint = staged<'updateWebhookEndpoint'>({
   // An endpoint the caller cannot see is 404 before a new URL's host is resolved.
-  before: async ({ params, body, headers, caller }, env) => {
-    await resolveWorkspace(env.db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  before: async ({ params, body, caller }, env) => {
     await endpoints.getWebhookEndpoint(env.db, caller, params.id);
     if (body.url !== undefined) await endpoints.checkWebhookUrl(body.url, urlRules(env));
   },
-  change: async ({ params, body, headers, caller }, { db, clock }) => {
-    await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+  change: async ({ params, body, caller }, { db, clock }) => {
     return { status: 200, body: await endpoints.updateWebhookEndpoint(db, caller, params.id, body, { now: clock.now() }) };
   },
 });
 
-export const deleteWebhookEndpoint: Handler<'deleteWebhookEndpoint'> = async ({ params, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const deleteWebhookEndpoint: Handler<'deleteWebhookEndpoint'> = async ({ params, caller }, { db }) => {
   await endpoints.deleteWebhookEndpoint(db, caller, params.id);
   return { status: 204, body: undefined };
 };
 
-export const rotateWebhookEndpointSecret: Handler<'rotateWebhookEndpointSecret'> = async ({ params, body, headers, caller }, { db, clock, secrets }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const rotateWebhookEndpointSecret: Handler<'rotateWebhookEndpointSecret'> = async ({ params, body, caller }, { db, clock, secrets }) => {
   return { status: 200, body: await endpoints.rotateWebhookEndpointSecret(db, caller, params.id, body, { now: clock.now(), secrets }) };
 };
 
-export const listWebhookDeliveries: Handler<'listWebhookDeliveries'> = async ({ params, query, headers, caller }, { db }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const listWebhookDeliveries: Handler<'listWebhookDeliveries'> = async ({ params, query, caller }, { db }) => {
   return { status: 200, body: await deliveries.listWebhookDeliveries(db, caller, params.id, query) };
 };
 
-export const redeliverWebhookDelivery: Handler<'redeliverWebhookDelivery'> = async ({ params, headers, caller }, { db, clock }) => {
-  await resolveWorkspace(db, caller, headers['X-Workspace-Id'], { onlyWhenNamed: true });
+export const redeliverWebhookDelivery: Handler<'redeliverWebhookDelivery'> = async ({ params, caller }, { db, clock }) => {
   return { status: 202, body: await deliveries.redeliver(db, caller, params.id, params.deliveryId, clock.now()) };
 };

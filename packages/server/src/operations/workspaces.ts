@@ -1,3 +1,4 @@
+import { releaseWorkspace } from '../resources/workspace-releases.ts';
 import * as workspaces from '../resources/workspaces.ts';
 import { requireUnrestricted } from '../services/tenancy.ts';
 import type { Handler } from './types.ts';
@@ -63,7 +64,7 @@ export const transferWorkspaceOwnership: Handler<'transferWorkspaceOwnership'> =
 });
 
 export const deleteWorkspace: Handler<'deleteWorkspace'> = async ({ params, caller }, { db }) => {
-  await workspaces.deleteWorkspace(db, params.workspaceId, caller);
+  await workspaces.deleteWorkspace(db, params.workspaceId, caller, releaseWorkspace);
   return { status: 204, body: undefined };
 };
 

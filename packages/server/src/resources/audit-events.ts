@@ -8,7 +8,6 @@ import type { Database, Row } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
-import { resolveWorkspace } from '../services/tenancy.ts';
 import type { WorkflowTransition } from '../workflows/engine.ts';
 
 type Db = Kysely<Database>;
@@ -124,7 +123,7 @@ async function auditPage(db: Db, where: { column: 'workspace_id' | 'actor_id'; v
 
 /** The audit log of the workspace named by X-Workspace-Id (or the caller's default one; an empty page without). */
 export async function listWorkspaceAuditEvents(db: Db, input: PageInput & { query: AuditFilters }) {
-  const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
+  const { workspace } = input;
   if (!workspace) return page([], input.query.limit, input.query.cursor, toAuditEvent);
   return auditPage(db, { column: 'workspace_id', value: workspace.id }, input.query);
 }

@@ -1,7 +1,7 @@
 // Clusters: the only writer of `clusters`. A cluster is created PROVISIONING (its workflow brings the control
 // plane up: RUNNING, or ERROR), counts toward kaas/clusters, and is deleted only when it holds no machine nor install.
 import type { ReceivedBody, Schema } from '@platform/api-types';
-import { type Insertable, type Kysely, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
@@ -184,9 +184,4 @@ export async function placementCandidates(db: Db, workspaceId: string, regionId:
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedClusters(db: Kysely<Database>, rows: Insertable<Database['clusters']>[]): Promise<void> {
-  await db.insertInto('clusters').values(rows).execute();
 }

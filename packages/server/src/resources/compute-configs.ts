@@ -1,7 +1,7 @@
 // Compute configs: the only writer of `compute_configs`. A config's filter must match an offered server type,
 // its cloud credential (BYOM) must be of its workspace, and a config that machines use cannot be deleted.
 import type { Schema } from '@platform/api-types';
-import { type Insertable, type Kysely, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
@@ -112,9 +112,4 @@ export async function deleteComputeConfig(db: Db, caller: WorkspaceCaller, id: s
     }
     await trx.deleteFrom('compute_configs').where('id', '=', config.id).execute();
   });
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedComputeConfigs(db: Kysely<Database>, rows: Insertable<Database['compute_configs']>[]): Promise<void> {
-  await db.insertInto('compute_configs').values(rows).execute();
 }

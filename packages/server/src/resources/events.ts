@@ -12,7 +12,6 @@ import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, type Position, page } from '../services/pagination.ts';
 import { streamSlots } from '../services/stream-slots.ts';
-import { resolveWorkspace } from '../services/tenancy.ts';
 import { fanOut } from './webhook-deliveries.ts';
 
 type Db = Kysely<Database>;
@@ -57,7 +56,7 @@ export async function eventById(db: Db, id: string): Promise<Event | undefined> 
 export async function listEvents(db: Db, input: PageInput & { query: { type?: Event['type']; object_id?: string } }) {
   const { cursor, limit, type, object_id } = input.query;
   const after = decodeCursor(cursor);
-  const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
+  const { workspace } = input;
   if (!workspace) return page([], limit, cursor, toEvent);
   let query = db.selectFrom('events').selectAll().where('workspace_id', '=', workspace.id);
   if (type) query = query.where('type', '=', type);

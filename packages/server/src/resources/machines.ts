@@ -3,7 +3,7 @@
 // suspensions.ts) → ready; any → deleting → gone. What a machine references (its cluster, its compute config)
 // lives in one workspace, checked when it is requested.
 import type { Schema } from '@platform/api-types';
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
@@ -12,7 +12,7 @@ import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
 import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
-import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
+import { type ActingWorkspace, memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
@@ -73,11 +73,12 @@ export async function listMachines(db: Db, caller: WorkspaceCaller, clusterId: s
 export async function requestMachine(
   db: Db,
   caller: WorkspaceCaller,
-  named: WorkspaceRef | undefined,
+  acting: ActingWorkspace | undefined,
   input: Schema<'MachineRequest'>,
   { now, workflows, offerings }: Effects & { offerings: ServerOffering[] },
 ): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, caller, input.cluster_id, 'cluster_id');
+  const named = acting?.named ? acting : undefined;
   if (named && cluster.workspace_id !== named.id) {
     throw validationError(
       'cluster_id',
@@ -267,9 +268,4 @@ export async function setMachineState(db: Db, providerId: string, change: { stat
 
 export async function removeMachine(trx: Db, providerId: string): Promise<void> {
   await trx.deleteFrom('machines').where('provider_id', '=', providerId).execute();
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedMachines(db: Kysely<Database>, rows: Insertable<Database['machines']>[]): Promise<void> {
-  await db.insertInto('machines').values(rows).execute();
 }

@@ -1,7 +1,7 @@
 // Notifications tell the members of a workspace what happened to its resources while they were not looking:
 // a workflow's end, a failed provision, a quota reached. The only writer of `notifications`.
 import type { Schema } from '@platform/api-types';
-import { type Insertable, type Kysely, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -80,9 +80,4 @@ export async function markRead(db: Kysely<Database>, caller: WorkspaceCaller, id
     .executeTakeFirst();
   if (!row) throw notFound('Notification', id);
   return toNotification(row);
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedNotifications(db: Kysely<Database>, rows: Insertable<Database['notifications']>[]): Promise<void> {
-  await db.insertInto('notifications').values(rows).execute();
 }

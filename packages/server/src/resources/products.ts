@@ -2,7 +2,7 @@
 // new template, which the regenerateProduct workflow renders and rolls out (regeneration_status). What a product
 // references lives in its workspace: its clusters are checked on every write and again by the workflows.
 import type { Schema } from '@platform/api-types';
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, ProductSource, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
@@ -219,9 +219,4 @@ export async function setRegenerationStatus(
     const event = { workspace_id: row.workspace_id, object_type: 'product', object_id: row.id, object: toProduct(row) } as const;
     await recordEvent(trx, { type: `product.regeneration_${status}`, ...event }, now);
   });
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedProducts(db: Kysely<Database>, rows: Insertable<Database['products']>[]): Promise<void> {
-  await db.insertInto('products').values(rows).execute();
 }

@@ -1,7 +1,7 @@
 // Suspensions: the only writer of `suspensions`. suspending → suspended (a snapshot, no server) → resuming →
 // resumed, or failed; only a suspended machine is resumed (409 otherwise, decided under the row's lock).
 import type { Schema } from '@platform/api-types';
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound } from '../errors.ts';
@@ -120,9 +120,4 @@ export const suspensionsOfMachine = (db: Db, providerId: string) =>
 
 export async function deleteSuspensionsOfMachine(trx: Db, providerId: string): Promise<void> {
   await trx.deleteFrom('suspensions').where('provider_id', '=', providerId).execute();
-}
-
-/** Rows as they are, without the rules of a creation: the demo and test data of db/seed.ts. */
-export async function seedSuspensions(db: Kysely<Database>, rows: Insertable<Database['suspensions']>[]): Promise<void> {
-  await db.insertInto('suspensions').values(rows).execute();
 }

@@ -11,8 +11,6 @@ import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
 import { holdWorkspace, memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
-import { forgetWorkspace } from './tokens.ts';
-import { removeWorkspaceEndpoints } from './webhook-endpoints.ts';
 
 type Db = Kysely<Database>;
 
@@ -293,15 +291,22 @@ const HELD = [
 const SHOWN_IDS = 20;
 
 /**
- * Deletes an empty workspace with what only describes it: memberships, pending invitations, the tokens'
- * restrictions naming it, and (by their foreign keys, ON DELETE CASCADE) its notifications, events and quota
- * overrides. 409 naming what it still holds. Audit records keep its id as text and stay.
+ * What the resources that refer to a workspace do, in its deletion's transaction, to let it go
+ * (workspace-releases.ts): the deletion calls this one hook and knows none of them, so they may use this module.
  */
-export async function deleteWorkspace(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<void> {
+export type WorkspaceRelease = (trx: Db, workspaceId: string) => Promise<void>;
+
+/**
+ * Deletes an empty workspace with what only describes it: memberships, pending invitations, what the other
+ * resources release (`release`: the tokens' restrictions naming it, its webhook endpoints), and (by their foreign
+ * keys, ON DELETE CASCADE) its notifications, events and quota overrides. 409 naming what it still holds. Audit
+ * records keep its id as text and stay.
+ */
+export async function deleteWorkspace(db: Db, workspaceId: string, caller: WorkspaceCaller, release: WorkspaceRelease): Promise<void> {
   await inTransaction(db, async (trx) => {
     await membership(trx, workspaceId, caller);
     // Under the row lock a creation in the workspace either went first (and is counted below) or waits for this
-    // transaction (requireWorkspace holds the row) and then finds no workspace: nothing is left behind.
+    // transaction (the binding holds the row: http/bind-handler.ts) and then finds no workspace: nothing is left behind.
     await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
     const remaining: { kind: string; count: number; ids: string[] }[] = [];
     const said: string[] = [];
@@ -321,8 +326,7 @@ export async function deleteWorkspace(db: Db, workspaceId: string, caller: Works
         details: { remaining },
       });
     }
-    await forgetWorkspace(trx, workspaceId);
-    await removeWorkspaceEndpoints(trx, workspaceId);
+    await release(trx, workspaceId);
     await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
     await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
     await trx.deleteFrom('workspaces').where('id', '=', workspaceId).execute();

@@ -3,7 +3,7 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { decodeCursor, type Position, page } from './pagination.ts';
-import { resolveWorkspace, type WorkspaceCaller } from './tenancy.ts';
+import type { WorkspaceRef } from './tenancy.ts';
 
 /** The keyset: rows strictly after the cursor's position, in (created_at, id) order. */
 function keyset(table: string, after: Position | undefined, idColumn: string) {
@@ -23,10 +23,9 @@ export function afterCursor<DB, TB extends keyof DB, O>(
   return (step.after ? query.where(step.after) : query).orderBy(step.order).limit(limit + 1);
 }
 
-/** What a workspace-scoped list request carries: the caller, the X-Workspace-Id header and the page query. */
+/** What a workspace-scoped list request carries: the workspace it acts in (resolved by the binding) and the page query. */
 export interface PageInput {
-  caller: WorkspaceCaller;
-  headers: { 'X-Workspace-Id'?: string };
+  workspace: WorkspaceRef | undefined;
   /** `limit` has the contract's default filled in by the request validator. */
   query: { cursor?: string; limit: number };
 }
@@ -35,13 +34,13 @@ export interface PageInput {
 type WorkspaceTable = { [T in keyof Database]: Row<T> extends { id: string; workspace_id: string; created_at: number } ? T : never }[keyof Database];
 
 /**
- * One page of a workspace-scoped list: the workspace named by X-Workspace-Id (403 when foreign) or the
- * caller's default one (an empty page when they own none).
+ * One page of a workspace-scoped list: of the workspace the request acts in, named or the caller's default one
+ * (an empty page when there is none).
  */
 export async function workspacePage<T extends WorkspaceTable, R>(db: Kysely<Database>, input: PageInput, table: T, toRecord: (row: Row<T>) => R) {
   const { cursor, limit } = input.query;
   const after = decodeCursor(cursor);
-  const workspace = await resolveWorkspace(db, input.caller, input.headers['X-Workspace-Id']);
+  const { workspace } = input;
   if (!workspace) return page([], limit, cursor, toRecord);
   // One query serves every workspace table; the rows are of table T. Written as SQL, not with the builder:
   // lists are the API's busiest reads, and building the query was a measurable part of their CPU.

@@ -11,25 +11,28 @@ export const ROLES: readonly Role[] = ['viewer', 'member', 'admin', 'owner'];
 
 export const allows = (role: Role, required: Role): boolean => ROLES.indexOf(role) >= ROLES.indexOf(required);
 
-/** The resources an operation may address by id, each with the query of its workspace. */
-const workspaceOfResource = {
-  clusters: (db: Kysely<Database>, id: string) => db.selectFrom('clusters').select('workspace_id').where('id', '=', id),
-  compute_configs: (db: Kysely<Database>, id: string) => db.selectFrom('compute_configs').select('workspace_id').where('id', '=', id),
-  cloud_credentials: (db: Kysely<Database>, id: string) => db.selectFrom('cloud_credentials').select('workspace_id').where('id', '=', id),
-  machines: (db: Kysely<Database>, id: string) =>
+/**
+ * The resources a path may address by id, by the path up to that id, each with the query of its workspace: the one
+ * place a new kind of resource addressed by id is declared (the server refuses to start on a path it lacks).
+ */
+export const ADDRESSED = {
+  '/v1/clusters/': (db: Kysely<Database>, id: string) => db.selectFrom('clusters').select('workspace_id').where('id', '=', id),
+  '/v1/compute/configs/': (db: Kysely<Database>, id: string) => db.selectFrom('compute_configs').select('workspace_id').where('id', '=', id),
+  '/v1/compute/cloud_credentials/': (db: Kysely<Database>, id: string) => db.selectFrom('cloud_credentials').select('workspace_id').where('id', '=', id),
+  '/v1/compute/machines/': (db: Kysely<Database>, id: string) =>
     db
       .selectFrom('machines')
       .innerJoin('clusters', 'clusters.id', 'machines.cluster_id')
       .select('clusters.workspace_id')
       .where('machines.provider_id', '=', id),
-  suspensions: (db: Kysely<Database>, id: string) => db.selectFrom('suspensions').select('workspace_id').where('id', '=', id),
-  registry_credentials: (db: Kysely<Database>, id: string) => db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id),
-  products: (db: Kysely<Database>, id: string) => db.selectFrom('products').select('workspace_id').where('id', '=', id),
-  installs: (db: Kysely<Database>, id: string) => db.selectFrom('installs').select('workspace_id').where('id', '=', id),
-  webhook_endpoints: (db: Kysely<Database>, id: string) => db.selectFrom('webhook_endpoints').select('workspace_id').where('id', '=', id),
+  '/v1/compute/suspensions/': (db: Kysely<Database>, id: string) => db.selectFrom('suspensions').select('workspace_id').where('id', '=', id),
+  '/v1/registry/credentials/': (db: Kysely<Database>, id: string) => db.selectFrom('registry_credentials').select('workspace_id').where('id', '=', id),
+  '/v1/products/': (db: Kysely<Database>, id: string) => db.selectFrom('products').select('workspace_id').where('id', '=', id),
+  '/v1/installs/': (db: Kysely<Database>, id: string) => db.selectFrom('installs').select('workspace_id').where('id', '=', id),
+  '/v1/webhook_endpoints/': (db: Kysely<Database>, id: string) => db.selectFrom('webhook_endpoints').select('workspace_id').where('id', '=', id),
 };
 
-export type AddressedResource = keyof typeof workspaceOfResource;
+export type AddressedResource = keyof typeof ADDRESSED;
 
 export interface Membership {
   workspaceId: string;
@@ -65,7 +68,7 @@ export async function membershipOfResource(
     .selectFrom('workspace_members')
     .select(['workspace_id', 'role'])
     .where('user_id', '=', caller.userId)
-    .where('workspace_id', '=', workspaceOfResource[resource](db, id))
+    .where('workspace_id', '=', ADDRESSED[resource](db, id))
     .where('workspace_id', 'in', memberWorkspaces(db, caller))
     .executeTakeFirst();
   return row && { workspaceId: row.workspace_id, role: row.role };

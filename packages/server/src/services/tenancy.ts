@@ -74,18 +74,23 @@ export function withinRestriction(caller: WorkspaceCaller, column: string): RawB
   return caller.workspaceIds === null ? sql<boolean>`true` : sql<boolean>`${sql.ref(column)} = any(${[...caller.workspaceIds]}::text[])`;
 }
 
+/** The workspace a request acts in, as the binding resolved it; `named`: X-Workspace-Id named it (else the default). */
+export interface ActingWorkspace extends WorkspaceRef {
+  named: boolean;
+}
+
 /**
  * The workspace named by X-Workspace-Id (403 when it does not exist, the caller is not a member, or their token is
  * restricted to others), or the caller's default workspace (the oldest one they own that their token may act in),
- * or undefined when there is none. With
- * `onlyWhenNamed`, only a named workspace is checked (operations on resources addressed by id).
+ * or undefined when there is none. With `onlyWhenNamed`, only a named workspace is checked (operations on
+ * resources addressed by id). Called by the binding alone, once a request: handlers get the answer.
  */
 export async function resolveWorkspace(
   db: Kysely<Database>,
   caller: WorkspaceCaller,
   header: string | undefined,
   options: { onlyWhenNamed?: boolean } = {},
-): Promise<WorkspaceRef | undefined> {
+): Promise<ActingWorkspace | undefined> {
   const { userId } = caller;
   if (header !== undefined) {
     requireAllowedWorkspace(caller, header, 'X-Workspace-Id');
@@ -101,11 +106,11 @@ export async function resolveWorkspace(
             .where('workspace_members.user_id', '=', userId)
             .executeTakeFirst();
     if (!named) throw forbidden(header);
-    return named;
+    return { id: named.id, owner_id: named.owner_id, named: true };
   }
   if (options.onlyWhenNamed) return undefined;
   // The default: the oldest workspace the user owns among those the token may act in.
-  return db
+  const own = await db
     .selectFrom('workspaces')
     .select(['id', 'owner_id'])
     .where('owner_id', '=', userId)
@@ -114,22 +119,24 @@ export async function resolveWorkspace(
     .orderBy('id')
     .limit(1)
     .executeTakeFirst();
+  return own && { id: own.id, owner_id: own.owner_id, named: false };
+}
+
+/** The workspace a creation acts in: acting without one (none named, none owned) is a 422 naming the header. */
+export function requireWorkspace(workspace: ActingWorkspace | undefined): ActingWorkspace {
+  if (workspace) return workspace;
+  throw new ApiError('validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
+    param: 'X-Workspace-Id',
+    suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
+  });
 }
 
 /**
- * Like resolveWorkspace, for creations: acting without a workspace is a 422 naming the header. In a transaction,
- * the workspace stays until it commits.
+ * Holds the workspace a change acts in until its transaction commits (holdWorkspace): a deletion that went first
+ * leaves no workspace, a 403 as for one never there.
  */
-export async function requireWorkspace(db: Kysely<Database>, caller: WorkspaceCaller, header: string | undefined): Promise<WorkspaceRef> {
-  const workspace = await resolveWorkspace(db, caller, header);
-  if (!workspace) {
-    throw new ApiError('validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
-      param: 'X-Workspace-Id',
-      suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
-    });
-  }
+export async function holdActingWorkspace(db: Kysely<Database>, workspace: WorkspaceRef): Promise<void> {
   if (!(await holdWorkspace(db, workspace.id))) throw forbidden(workspace.id);
-  return workspace;
 }
 
 /**
