@@ -66,6 +66,20 @@ describe('personal access tokens', () => {
     expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization: 'Basic abc' } })).status).toBe(401);
   });
 
+  it('tells a mistyped or cut token (never issued) from an unknown one, as the token format allows', async () => {
+    const message = async (token: string) => (await call(app.baseUrl, 'GET', '/v1/workspaces', { token })).body.error.message as string;
+    const flipped = `${alice.token.slice(0, -1)}${alice.token.endsWith('A') ? 'B' : 'A'}`;
+    expect(await message(flipped)).toMatch(/checksum\) do not match the rest, so a character is wrong/);
+    expect(await message(alice.token.slice(0, -3))).toBe(
+      'The personal access token is malformed: it must be svc_pat_ and 38 letters and digits, and this one has 35 characters after svc_pat_.',
+    );
+    expect(await message('abc-def')).toMatch(/session token \(32 letters and digits; this one has 7 characters, some of them not letters or digits\)/);
+    // Well-formed, with a right checksum, but never issued here (or revoked): unknown.
+    const { secret } = await createToken(app.db, clock, { userId: alice.userId, kind: 'pat', name: 'gone', expiresAt: null });
+    await app.db.deleteFrom('tokens').where('name', '=', 'gone').execute();
+    expect(await message(secret)).toBe('The token is unknown, has expired or was revoked.');
+  });
+
   it('writes last_used_at at most once a minute', async () => {
     const { row, secret } = await createToken(app.db, clock, { userId: alice.userId, kind: 'pat', name: 'clock', expiresAt: null });
     const lastUsed = async () => (await app.db.selectFrom('tokens').select('last_used_at').where('id', '=', row.id).executeTakeFirstOrThrow()).last_used_at;

@@ -18,6 +18,19 @@ const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session toke
  */
 export type Authenticator = (authorization: string | undefined, workspaceId?: string, client?: RequestClient) => Promise<Caller>;
 
+/** What is wrong with a PAT that was never issued (wrong length, characters or checksum); undefined for a well-formed one. */
+function patProblem(token: string): string | undefined {
+  if (!/^svc_pat_[A-Za-z0-9]{38}$/.test(token)) {
+    return `The personal access token is malformed: it must be svc_pat_ and 38 letters and digits, and this one has ${token.length - 'svc_pat_'.length} characters after svc_pat_${/^svc_pat_[A-Za-z0-9]*$/.test(token) ? '' : ', some of them not letters or digits'}.`;
+  }
+  if (!patChecksumValid(token))
+    return 'The personal access token is malformed: its last 6 characters (a checksum) do not match the rest, so a character is wrong.';
+  return undefined;
+}
+
+const sessionProblem = (token: string) =>
+  `The token is malformed: neither a personal access token (svc_pat_…), a JWT (three dot-separated parts) nor a session token (32 letters and digits; this one has ${token.length} characters${/^[A-Za-z0-9]*$/.test(token) ? '' : ', some of them not letters or digits'}).`;
+
 export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config): Authenticator {
   const jwt = config.jwt;
   // The JWKS is cached in memory by jose; staleness is harmless (keys rotate with overlap).
@@ -53,10 +66,10 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
         throw unauthorized('The token is invalid or has expired.', SUGGESTION);
       }
     }
-    // A PAT with a wrong checksum, or a session token of the wrong form, costs no database query.
-    if (kind === 'pat' ? !patChecksumValid(token) : !/^[A-Za-z0-9]{32}$/.test(token)) {
-      throw unauthorized('The token is malformed.', SUGGESTION);
-    }
+    // A PAT with a wrong checksum, or a session token of the wrong form, costs no database query, and says what
+    // is wrong with it: such a token was mistyped or cut, never issued.
+    const malformed = kind === 'pat' ? patProblem(token) : /^[A-Za-z0-9]{32}$/.test(token) ? undefined : sessionProblem(token);
+    if (malformed) throw unauthorized(malformed, 'Copy the token again in full (it was never issued in this form), or create a new one.');
     const row = await findLiveToken(db, clock, token, kind, workspaceId, client);
     if (!row) {
       throw unauthorized(
