@@ -222,6 +222,7 @@ export const calls = {
   getUserToken: (api) => api.GET('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   listUserSessions: (api) => api.GET('/v1/user/sessions', {}),
+  getCurrentUser: (api) => api.GET('/v1/user', {}),
   listAuditEvents: (api) => api.GET('/v1/audit_events', { params: { query: { operation: 'deleteCluster', since: 1732262400 } } }),
   listUserAuditEvents: (api) => api.GET('/v1/user/audit_events', { params: { query: { target_id: 'ins_01jd2x9a7c9e1g3j5l7n9q1s3u' } } }),
   revokeUserSession: (api) => api.DELETE('/v1/user/sessions/{id}', { params: { path: { id: ids.token } } }),

@@ -1251,6 +1251,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I
+         * @description The caller and the token the request is made with: the user's id, e-mail and plan; the token's kind, id, name, scopes, workspace restriction and expiry (never its secret); and the workspace a workspace-scoped request acts in (the one X-Workspace-Id names, else the caller's default: the oldest workspace they own that the token may act in). Any valid token may ask, whatever its scopes.
+         */
+        get: operations["getCurrentUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/user/tokens": {
         parameters: {
             query?: never;
@@ -2823,6 +2843,38 @@ export interface components {
                  * @description Unix seconds when the next provision may start after failures; `null` when not backing off. After consecutive failed provisions of the cluster the wait is 30 s, 60 s, 120 s, 240 s, then 300 s at most; a successful provision resets it, and so does a change of what the provider is asked for (a plan change, a new override, another server type or image).
                  */
                 backoff_until: number | null;
+            };
+        };
+        /** @description The caller, and the token the request is made with. */
+        CurrentUser: {
+            /** @example usr_01jd2x8k4q3m7n5p9r6s2t8v0w */
+            id: string;
+            /** Format: email */
+            email: string;
+            /**
+             * @description The plan whose limits the user's quotas start from.
+             * @enum {string}
+             */
+            plan: "free" | "pro";
+            /** @description The workspace a workspace-scoped request with these headers acts in: the one X-Workspace-Id names, else the caller's default; `null` when there is none (the token may act in no workspace the user owns). */
+            workspace_id: string | null;
+            /** @description The token of this request. */
+            token: {
+                /** @enum {string} */
+                kind: "personal_access_token" | "session" | "oauth2_jwt";
+                /** @description The token's id (as `GET /v1/user/tokens` or `/v1/user/sessions` list it); `null` for a JWT. */
+                id: string | null;
+                /** @description The name it was given (a session's is the client that signed in); `null` for a JWT. */
+                name: string | null;
+                /** @description What the token may do. */
+                scopes: components["schemas"]["Scope"][];
+                /** @description The workspaces it may act in; `null`, every workspace of its user. */
+                workspace_ids: string[] | null;
+                /**
+                 * Format: int64
+                 * @description Unix seconds when it stops working (a session's moves a year past each use); `null` when it never expires, and for a JWT (its `exp` claim says).
+                 */
+                expires_at: number | null;
             };
         };
         /** @description The signed-in user's decision on a device authorization request. */
@@ -7936,6 +7988,42 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The workspace to act in. When missing, the caller's default workspace is used: the oldest workspace the caller owns (a caller who owns none gets an empty page from lists). When it names a workspace that does not exist or that the caller is not a member of, or is no workspace id at all (empty, longer than 64 characters) → `403 forbidden`.
+                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
+                 */
+                "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentUser"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -91,6 +91,7 @@ export const COMMANDS = {
   getUserToken: 'platform tokens get <id>',
   revokeUserToken: 'platform tokens revoke <id>',
   listUserSessions: 'platform sessions list',
+  getCurrentUser: 'platform whoami',
   revokeUserSession: 'platform sessions revoke <id>',
   revokeOtherUserSessions: 'platform sessions revoke-others',
   logout: 'platform logout',

@@ -43,6 +43,16 @@ describe('the CLI', () => {
     expect(await platform(['clusters', 'lst'])).toMatchObject({ code: 2, stderr: "error: unknown command 'lst' (did you mean list?)\n" });
   });
 
+  it('whoami shows the user, the token kind, its scopes and restriction, and the workspace commands act in', async () => {
+    const { code, stdout } = await platform(['whoami']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(new RegExp(`^user +.*\\(${user.userId}, plan pro\\)$`, 'm'));
+    expect(stdout).toMatch(/^token +personal_access_token /m);
+    expect(stdout).toMatch(/^workspaces +every workspace of yours$/m);
+    expect(stdout).toMatch(new RegExp(`^workspace +${user.workspaceId}$`, 'm'));
+    expect(JSON.parse((await platform(['whoami', '--json'])).stdout)).toMatchObject({ id: user.userId, token: { kind: 'personal_access_token' } });
+  });
+
   it('config says each setting and where it came from, never the whole token', async () => {
     const { code, stdout } = await platform(['config', '--workspace', 'ws_flag']);
     expect(code).toBe(0);

@@ -442,6 +442,12 @@ export interface PlatformOperations {
    */
   declineInvitation(...args: OperationArgs<'declineInvitation'>): Promise<OperationResult<'declineInvitation'>>;
   /**
+   * Who am I
+   *
+   * `GET /v1/user`
+   */
+  getCurrentUser(...args: OperationArgs<'getCurrentUser'>): Promise<OperationResult<'getCurrentUser'>>;
+  /**
    * List personal access tokens
    *
    * `GET /v1/user/tokens`
@@ -608,6 +614,7 @@ export const operationRoutes = {
   listUserInvitations: { method: 'GET', path: '/v1/user/invitations', path_params: [], query: ['cursor', 'limit'], headers: [] },
   acceptInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/accept', path_params: ['id'], query: [], headers: [] },
   declineInvitation: { method: 'POST', path: '/v1/user/invitations/{id}/decline', path_params: ['id'], query: [], headers: [] },
+  getCurrentUser: { method: 'GET', path: '/v1/user', path_params: [], query: [], headers: ['workspaceId'] },
   listUserTokens: { method: 'GET', path: '/v1/user/tokens', path_params: [], query: ['cursor', 'limit'], headers: [] },
   createUserToken: { method: 'POST', path: '/v1/user/tokens', path_params: [], query: [], headers: [] },
   getUserToken: { method: 'GET', path: '/v1/user/tokens/{id}', path_params: ['id'], query: [], headers: [] },

@@ -95,6 +95,47 @@ describe('personal access tokens', () => {
   });
 });
 
+describe('GET /v1/user', () => {
+  it('says who the caller is and what the token of the request may do, never its secret', async () => {
+    const { row, secret } = await createToken(app.db, clock, {
+      userId: alice.userId,
+      kind: 'pat',
+      name: 'deploy',
+      expiresAt: clock.now() + 3600,
+      scopes: ['installs:read'],
+      workspaceIds: [alice.workspaceId],
+    });
+    const me = await call(app.baseUrl, 'GET', '/v1/user', { token: secret });
+    expect(me.status).toBe(200);
+    expect(me.body).toEqual({
+      id: alice.userId,
+      email: expect.stringContaining('@'),
+      plan: 'free',
+      workspace_id: alice.workspaceId,
+      token: {
+        kind: 'personal_access_token',
+        id: row.id,
+        name: 'deploy',
+        scopes: ['installs:read'],
+        workspace_ids: [alice.workspaceId],
+        expires_at: clock.now() + 3600,
+      },
+    });
+    expect(JSON.stringify(me.body)).not.toContain(secret);
+    const { secret: session } = await createToken(app.db, clock, { userId: alice.userId, kind: 'session', name: 'platform-cli', expiresAt: null });
+    const asSession = await call(app.baseUrl, 'GET', '/v1/user', { token: session });
+    expect(asSession.body.token).toMatchObject({
+      kind: 'session',
+      name: 'platform-cli',
+      workspace_ids: null,
+      expires_at: clock.now() + SESSION_LIFETIME_SECONDS,
+    });
+    expect(asSession.body.token.scopes).toEqual([...ALL_SCOPES]);
+    // A workspace the caller may not act in is refused as everywhere else.
+    expect((await call(app.baseUrl, 'GET', '/v1/user', { token: secret, headers: { 'x-workspace-id': 'ws_elsewhere' } })).status).toBe(403);
+  });
+});
+
 describe('session tokens', () => {
   it('live one year from last use, are refreshed on use, and logout revokes them', async () => {
     const { secret } = await createToken(app.db, clock, { userId: alice.userId, kind: 'session', name: 'cli', expiresAt: null });

@@ -1,9 +1,10 @@
-// The commands about the CLI itself, as gh and stripe have them: where each setting comes from (`config`) and
-// shell completion scripts (`completion bash|zsh|fish`), written from the program's own command tree.
+// The commands about the CLI itself, as gh and stripe have them: who the token belongs to (`whoami`), where each
+// setting comes from (`config`) and shell completion scripts (`completion bash|zsh|fish`), written from the
+// program's own command tree.
 import type { Command } from 'commander';
 import { configPath, DEFAULT_API_URL, type GlobalFlags, readConfig } from '../config.ts';
-import { example, UsageError } from '../context.ts';
-import { json } from '../output.ts';
+import { action, example, UsageError } from '../context.ts';
+import { json, time } from '../output.ts';
 
 /** A token shown in part: enough to tell tokens apart, never enough to use one. */
 const masked = (token: string) => `${token.slice(0, token.startsWith('svc_pat_') ? 12 : 4)}…`;
@@ -79,6 +80,30 @@ complete -F _platform platform
 }
 
 export function registerMeta(program: Command): void {
+  example(
+    program
+      .command('whoami')
+      .description('show who you are signed in as: user, token kind, scopes, workspace restriction, the workspace commands act in')
+      .action(
+        action(async ({ api, out }) => {
+          const me = await api.GET('/v1/user', {});
+          if (out.json) return json(me);
+          const restriction = me.token.workspace_ids === null ? 'every workspace of yours' : me.token.workspace_ids.join(', ');
+          const lines: [string, string][] = [
+            ['user', `${me.email} (${me.id}, plan ${me.plan})`],
+            ['token', `${me.token.kind}${me.token.name ? ` "${me.token.name}"` : ''}${me.token.id ? ` (${me.token.id})` : ''}`],
+            ['scopes', me.token.scopes.join(' ')],
+            ['workspaces', restriction],
+            ['workspace', me.workspace_id ?? '- (none: set one with platform workspaces use <id>)'],
+            ['expires', me.token.expires_at === null ? 'never' : time(me.token.expires_at)],
+          ];
+          for (const [name, value] of lines) process.stdout.write(`${name.padEnd(10)}  ${value}\n`);
+        }),
+      ),
+    'platform whoami',
+    'platform whoami --json | jq -r .token.scopes[]',
+  );
+
   example(
     program
       .command('config')

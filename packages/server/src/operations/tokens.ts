@@ -1,4 +1,5 @@
 import * as tokens from '../resources/tokens.ts';
+import * as users from '../resources/users.ts';
 import type { Handler } from './types.ts';
 
 export const listUserTokens: Handler<'listUserTokens'> = async ({ query, caller }, { db }) => ({
@@ -40,3 +41,8 @@ export const logout: Handler<'logout'> = async ({ caller }, { db }) => {
   await tokens.revokeCallerToken(db, caller.tokenId);
   return { status: 204, body: undefined };
 };
+
+export const getCurrentUser: Handler<'getCurrentUser'> = async ({ caller, workspace }, { db }) => ({
+  status: 200,
+  body: await users.describeCaller(db, caller, workspace),
+});

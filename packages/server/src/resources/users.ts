@@ -1,9 +1,12 @@
 // Users: the only writer of `users`. There is no public sign-up: users are made by `pnpm admin` and the demo seed.
+import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, Plan } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { newId } from '../ids.ts';
+import { ALL_SCOPES, type Scopes } from '../services/scopes.ts';
+import type { ActingWorkspace, WorkspaceCaller } from '../services/tenancy.ts';
 import { createToken } from './tokens.ts';
 import { createWorkspace } from './workspaces.ts';
 
@@ -35,4 +38,30 @@ export const userExists = async (db: Kysely<Database>, userId: string): Promise<
 export async function setPlan(db: Kysely<Database>, userId: string, plan: Plan): Promise<boolean> {
   const result = await db.updateTable('users').set({ plan }).where('id', '=', userId).executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+const TOKEN_KINDS = { pat: 'personal_access_token', session: 'session', jwt: 'oauth2_jwt' } as const;
+
+/** Who the caller is and what the token of their request may do (never its secret): `GET /v1/user`. */
+export async function describeCaller(
+  db: Kysely<Database>,
+  caller: WorkspaceCaller & { kind: keyof typeof TOKEN_KINDS; tokenId: string | null; scopes: Scopes },
+  workspace: ActingWorkspace | undefined,
+): Promise<Schema<'CurrentUser'>> {
+  const user = await db.selectFrom('users').select(['id', 'email', 'plan']).where('id', '=', caller.userId).executeTakeFirstOrThrow();
+  const token = caller.tokenId ? await db.selectFrom('tokens').select(['name', 'expires_at']).where('id', '=', caller.tokenId).executeTakeFirst() : undefined;
+  return {
+    id: user.id,
+    email: user.email,
+    plan: user.plan,
+    workspace_id: workspace?.id ?? null,
+    token: {
+      kind: TOKEN_KINDS[caller.kind],
+      id: caller.tokenId,
+      name: token?.name ?? null,
+      scopes: caller.scopes === 'all' ? [...ALL_SCOPES] : (caller.scopes as Schema<'Scope'>[]),
+      workspace_ids: caller.workspaceIds === null ? null : [...caller.workspaceIds],
+      expires_at: token?.expires_at ?? null,
+    },
+  };
 }
