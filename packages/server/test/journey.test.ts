@@ -11,6 +11,7 @@ import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
+import { kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, newUser, useTestServer } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -162,10 +163,10 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const creation = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && r.status === 201)!;
     expect(creation.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
     const userData = (creation.body as { user_data: string }).user_data;
-    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.[a-z0-9]{16} .* --node-name (\S+)$/m.exec(userData);
-    expect(join?.[1]).toBe(new URL(tenant.url).host);
-    expect(join?.[3]).toBe(machine.node_name);
-    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join![2]}`)).toBeDefined();
+    const join = kubeadmJoinOf(userData);
+    expect(join.endpoint).toBe(new URL(tenant.url).host);
+    expect(join.flags['node-name']).toBe(machine.node_name);
+    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join.flags.token!.split('.')[0]}`)).toBeDefined();
     expect(fake.servers(PLATFORM)).toEqual([]);
     nodeStatus(machine.node_name, true);
     await until('the machine to be ready', async () => (await machineStatus()) === 'ready');

@@ -176,6 +176,8 @@ export interface JoinRequest {
   /** The machine's id: one join token per machine, the same one on a re-run. */
   machine_id: string;
   node_name: string;
+  /** The cluster's Kubernetes version ("v1.31"): the node's kubelet and kubeadm are of its minor. */
+  kubernetes_version: string;
 }
 
 /** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */

@@ -3,6 +3,7 @@
 // machine. A failed creation puts the machine back in the queue and the cluster into backoff
 // (services/provisioning.ts).
 import { ProviderAuthError } from '../providers/types.ts';
+import { clusterById } from '../resources/clusters.ts';
 import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
@@ -35,7 +36,14 @@ export const provision: WorkflowDefinition = {
     async create(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
-      const { user_data } = await ctx.driver.joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name });
+      const cluster = await clusterById(ctx.db, machine.cluster_id);
+      if (!cluster) return { done: true };
+      const { user_data } = await ctx.driver.joinMachine({
+        cluster_id: machine.cluster_id,
+        machine_id: machine.provider_id,
+        node_name: machine.node_name,
+        kubernetes_version: cluster.kaas_version,
+      });
       const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
         name: machine.node_name,

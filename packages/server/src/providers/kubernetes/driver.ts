@@ -28,6 +28,7 @@ import {
   type ReadLogOptions,
   type ReleaseStatus,
 } from '../types.ts';
+import { nodeCloudConfig } from './cloud-init.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
 export interface KubernetesDriverOptions {
@@ -284,14 +285,14 @@ export class KubernetesDriver implements ClusterDriver {
     const caHash = createHash('sha256')
       .update(ca.publicKey.export({ type: 'spki', format: 'der' }))
       .digest('hex');
-    const endpoint = new URL(cluster.server).host;
     return {
-      user_data: [
-        '#!/bin/sh',
-        'set -eu',
-        `kubeadm join ${endpoint} --token ${id}.${secret} --discovery-token-ca-cert-hash sha256:${caHash} --node-name ${request.node_name}`,
-        '',
-      ].join('\n'),
+      user_data: nodeCloudConfig({
+        endpoint: new URL(cluster.server).host,
+        token: `${id}.${secret}`,
+        caCertHash: `sha256:${caHash}`,
+        nodeName: request.node_name,
+        kubernetesVersion: request.kubernetes_version,
+      }),
     };
   }
 
