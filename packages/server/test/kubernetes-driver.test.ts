@@ -16,7 +16,9 @@ import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName } from '../src/providers/kubernetes/driver.ts';
+import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
@@ -296,7 +298,7 @@ describe("a worker's cloud-config", () => {
     // The cluster's minor release, not the latest.
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key');
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/ /');
-    expect(script).toContain('apt-get install -y kubelet kubeadm');
+    expect(script).toContain('apt-get install -y kubelet kubeadm kubernetes-cni');
     expect(kubeadmJoinOf(user_data).flags['node-name']).toBe('worker-9');
   });
 
@@ -314,6 +316,47 @@ describe("a worker's cloud-config", () => {
     // Joined, but NotReady until the cluster has a pod network.
     expect(await driver.nodeReady(clusterId, 'worker-7')).toBe(false);
     expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe("a cluster's pod network", () => {
+  it("is an Argo CD Application of the pinned Flannel chart with the control plane's pod CIDR, created once and deleted with the cluster", async () => {
+    const clusterId = await runningCluster();
+    await driver.ensureNetwork(clusterId);
+    await driver.ensureNetwork(clusterId); // a re-run finds it
+    const cni = management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId))) as unknown as {
+      spec: { source: Record<string, unknown>; destination: unknown; syncPolicy: { managedNamespaceMetadata: unknown } };
+    };
+    expect(cni.spec.source).toEqual({
+      repoURL: 'https://flannel-io.github.io/flannel/',
+      chart: 'flannel',
+      targetRevision: 'v0.28.9',
+      helm: { releaseName: 'flannel', valuesObject: { podCidr: POD_CIDR } },
+    });
+    expect(cni.spec.destination).toEqual({ name: k8sName(clusterId), namespace: 'kube-flannel' });
+    expect(cni.spec.syncPolicy.managedNamespaceMetadata).toEqual({ labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } });
+    // The tenant is registered with Argo CD as the Application's destination.
+    expect(management.get('v1/secrets', ARGO_NS, `cluster-${k8sName(clusterId)}`)).toBeDefined();
+    await driver.deleteCluster(clusterId);
+    expect(management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)))).toBeUndefined();
+    expect(management.refused).toEqual([]);
+  });
+
+  it('makes joined nodes Ready once Argo CD reports it Healthy, not before', async () => {
+    const clusterId = await runningCluster();
+    const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
+    const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-net', kubernetes_version: 'v1.31' });
+    kubeadm.boot(user_data);
+    expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false);
+    await driver.ensureNetwork(clusterId);
+    kubeadm.heartbeat();
+    expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false); // created, not yet synced
+    management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+    kubeadm.heartbeat();
+    expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(true);
+    expect(tenant.refused).toEqual([]);
+    expect(management.refused).toEqual([]);
   });
 });
 

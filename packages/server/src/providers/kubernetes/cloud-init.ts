@@ -57,7 +57,8 @@ export function nodeCloudConfig(join: NodeJoin): string {
       'systemctl restart containerd',
       `mkdir -p -m 755 /etc/apt/keyrings && curl -fsSL ${repository}Release.key | gpg --dearmor -o ${KEYRING}`,
       `echo 'deb [signed-by=${KEYRING}] ${repository} /' > /etc/apt/sources.list.d/kubernetes.list`,
-      'apt-get update && apt-get install -y kubelet kubeadm && apt-mark hold kubelet kubeadm',
+      // kubernetes-cni: the CNI plugins in /opt/cni/bin that containerd's default config and the CNI chart (cni.ts) use.
+      'apt-get update && apt-get install -y kubelet kubeadm kubernetes-cni && apt-mark hold kubelet kubeadm kubernetes-cni',
       'systemctl enable --now kubelet',
       ['kubeadm', 'join', join.endpoint, '--token', join.token, '--discovery-token-ca-cert-hash', join.caCertHash, '--node-name', join.nodeName],
     ],
