@@ -62,6 +62,8 @@ export interface Config {
   streamStallMs: number;
   /** Calls per second to the cloud provider's API, shared by every process. */
   providerRateLimit: number;
+  /** A machine whose node is not Ready this long after its server's creation fails (workflows/provision.ts). */
+  machineBootTimeoutSeconds: number;
   /** Which compute provider creates machines (providers/index.ts), and the Hetzner Cloud settings. */
   compute: ComputeConfig;
   /** The simulated cloud: seconds a server boots, a control plane comes up; failure rate 0..1. */
@@ -329,6 +331,8 @@ export function loadConfig(env: Env = process.env): Config {
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
+    // How long a machine's server may take to run and its node to join and turn Ready (minutes, on Hetzner).
+    machineBootTimeoutSeconds: integer(env, 'MACHINE_BOOT_TIMEOUT_SECONDS', 600, 60, 86_400),
     clusterDriver: clusterDriver(env),
     compute: compute(env),
     simulation: {

@@ -8,9 +8,11 @@ import { join } from 'node:path';
 import { createPlatformClient } from '@platform/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
+import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
+import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, newUser, useTestServer } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -140,6 +142,10 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     expect((await getCluster()).kaas.status).toBe('PROVISIONING');
     kamajiReady(cluster.id);
     await until('the cluster to run', async () => (await getCluster()).kaas.status === 'RUNNING');
+    // Its pod network: an Argo CD Application of the CNI chart, made with the control plane; Argo CD deploys it.
+    const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(cluster.id)));
+    expect(cni()).toBeDefined();
+    const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
 
     // A BYOM machine: the server is created in the credential's project with the kubeadm join script, and the
     // machine is ready only once its node is Ready in the tenant cluster.
@@ -162,12 +168,17 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const creation = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && r.status === 201)!;
     expect(creation.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
     const userData = (creation.body as { user_data: string }).user_data;
-    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.[a-z0-9]{16} .* --node-name (\S+)$/m.exec(userData);
-    expect(join?.[1]).toBe(new URL(tenant.url).host);
-    expect(join?.[3]).toBe(machine.node_name);
-    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join![2]}`)).toBeDefined();
+    const join = kubeadmJoinOf(userData);
+    expect(join.endpoint).toBe(new URL(tenant.url).host);
+    expect(join.flags['node-name']).toBe(machine.node_name);
+    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join.flags.token!.split('.')[0]}`)).toBeDefined();
     expect(fake.servers(PLATFORM)).toEqual([]);
-    nodeStatus(machine.node_name, true);
+    // The server boots from its user_data: kubeadm joins, and the node stays NotReady until the CNI is Healthy.
+    expect(kubeadm.boot(userData)).toBe(machine.node_name);
+    await until('the node to be asked for again', () => tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > 1);
+    expect(await machineStatus()).toBe('provisioning');
+    management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+    kubeadm.heartbeat();
     await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
     const serverId = String(liveServers()[0]!.id);
     // The drift check reads the server in the credential's project (the platform's token would find nothing).

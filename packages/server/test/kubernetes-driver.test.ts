@@ -3,6 +3,7 @@
 // every object they receive against its published schema. The driver speaks to them with the real
 // @kubernetes/client-node over HTTP; the test plays Kamaji, Argo CD and the kubelet through the servers' helpers.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,11 +16,14 @@ import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName } from '../src/providers/kubernetes/driver.ts';
+import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
+import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -232,25 +236,29 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 describe('machines joining', () => {
   it('mints one bootstrap token per machine and returns user_data with kubeadm join; Ready means the Node is Ready', async () => {
     const clusterId = await runningCluster();
-    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1' };
+    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_version: 'v1.31' };
     const { user_data } = await driver.joinMachine(machine);
-    const join = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.([a-z0-9]{16}) --discovery-token-ca-cert-hash sha256:([0-9a-f]{64}) --node-name worker-1$/m.exec(
-      user_data,
-    );
-    expect(user_data.startsWith('#!/bin/sh\n')).toBe(true);
-    expect(join?.[1]).toBe(new URL(tenant.url).host);
+    const join = kubeadmJoinOf(user_data);
+    const token = /^([a-z0-9]{6})\.([a-z0-9]{16})$/.exec(join.flags.token!);
+    expect(join.endpoint).toBe(new URL(tenant.url).host);
+    expect(join.flags['node-name']).toBe('worker-1');
     // The hash kubeadm's documentation computes for the test CA (openssl x509 -pubkey | openssl pkey -pubin
     // -outform der | openssl dgst -sha256), so the driver hashes the public key as kubeadm does.
-    expect(join?.[4]).toBe('a09c31efb98a9d16d73883e2c2f81d34885888fec145def06472e4ef9d9308c7');
-    const secret = tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join![2]}`) as unknown as { type: string; data: Record<string, string> };
+    expect(join.flags['discovery-token-ca-cert-hash']).toBe('sha256:a09c31efb98a9d16d73883e2c2f81d34885888fec145def06472e4ef9d9308c7');
+    const secret = tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${token![1]}`) as unknown as { type: string; data: Record<string, string> };
     const data = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
     expect(secret.type).toBe('bootstrap.kubernetes.io/token');
-    expect(data).toMatchObject({ 'token-id': join![2], 'token-secret': join![3], 'usage-bootstrap-authentication': 'true', 'usage-bootstrap-signing': 'true' });
+    expect(data).toMatchObject({
+      'token-id': token![1],
+      'token-secret': token![2],
+      'usage-bootstrap-authentication': 'true',
+      'usage-bootstrap-signing': 'true',
+    });
     expect(Date.parse(data.expiration!)).toBeGreaterThan(Date.now());
     // A re-run gets the same token; another machine another one.
     expect((await driver.joinMachine(machine)).user_data).toBe(user_data);
     const other = await driver.joinMachine({ ...machine, machine_id: newId('mch'), node_name: 'worker-2' });
-    expect(other.user_data).not.toContain(`--token ${join![2]}.`);
+    expect(kubeadmJoinOf(other.user_data).flags.token).not.toBe(join.flags.token);
     expect(tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.name.startsWith('bootstrap-token-'))).toHaveLength(2);
 
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
@@ -263,6 +271,92 @@ describe('machines joining', () => {
     tenant.put('v1/nodes', node('True'));
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(true);
     expect(tenant.refused).toEqual([]);
+  });
+});
+
+const CLOUD_INIT = '/usr/bin/cloud-init';
+
+describe("a worker's cloud-config", () => {
+  it("is one Debian's cloud-init accepts, and prepares Ubuntu 24.04 as kubeadm's install guides say before it joins", async () => {
+    if (!existsSync(CLOUD_INIT)) throw new Error(`${CLOUD_INIT} is missing: install it with \`apt-get update && apt-get install -y cloud-init\`.`);
+    const clusterId = await runningCluster();
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_version: 'v1.31' });
+    const file = join(dir, 'user-data.yaml');
+    await writeFile(file, user_data);
+    const { stdout } = await promisify(execFile)(CLOUD_INIT, ['schema', '--config-file', file]);
+    expect(stdout).toContain('Valid cloud-config');
+    const config = parseYaml(user_data) as { write_files: { path: string; content: string }[]; packages: string[]; runcmd: (string | string[])[] };
+    const files = Object.fromEntries(config.write_files.map((f) => [f.path, f.content]));
+    expect(files['/etc/modules-load.d/k8s.conf']).toBe('overlay\nbr_netfilter\n');
+    expect(files['/etc/sysctl.d/k8s.conf']).toContain('net.ipv4.ip_forward = 1');
+    expect(files['/etc/sysctl.d/k8s.conf']).toContain('net.bridge.bridge-nf-call-iptables = 1');
+    expect(config.packages).toContain('containerd');
+    const script = config.runcmd.filter((c) => typeof c === 'string').join('\n');
+    expect(script).toMatch(/^set -eu$/m);
+    expect(script).toContain('swapoff -a');
+    expect(script).toContain("sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml");
+    // The cluster's minor release, not the latest.
+    expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key');
+    expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/ /');
+    expect(script).toContain('apt-get install -y kubelet kubeadm kubernetes-cni');
+    expect(kubeadmJoinOf(user_data).flags['node-name']).toBe('worker-9');
+  });
+
+  it('joins with the token and CA hash the driver minted, and kubeadm refuses any other', async () => {
+    const clusterId = await runningCluster();
+    const kubeadm = new KubeadmWorker(tenant, () => false);
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_version: 'v1.32' });
+    const { token, 'discovery-token-ca-cert-hash': hash } = kubeadmJoinOf(user_data).flags;
+    const [id, secret] = token!.split('.');
+    expect(() => kubeadm.boot(user_data.replace(`${id}.${secret}`, `${id}.${'x'.repeat(16)}`))).toThrow(/could not find a JWS signature/);
+    expect(() => kubeadm.boot(user_data.replace(hash!, `sha256:${'0'.repeat(64)}`))).toThrow(/are pinned/);
+    expect(() => kubeadm.boot(user_data.replace(new URL(tenant.url).host, '10.0.0.1:6443'))).toThrow(/identity of the API Server/);
+    expect(tenant.get('v1/nodes', undefined, 'worker-7')).toBeUndefined();
+    expect(kubeadm.boot(user_data)).toBe('worker-7');
+    // Joined, but NotReady until the cluster has a pod network.
+    expect(await driver.nodeReady(clusterId, 'worker-7')).toBe(false);
+    expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe("a cluster's pod network", () => {
+  it("is an Argo CD Application of the pinned Flannel chart with the control plane's pod CIDR, created once and deleted with the cluster", async () => {
+    const clusterId = await runningCluster();
+    await driver.ensureNetwork(clusterId);
+    await driver.ensureNetwork(clusterId); // a re-run finds it
+    const cni = management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId))) as unknown as {
+      spec: { source: Record<string, unknown>; destination: unknown; syncPolicy: { managedNamespaceMetadata: unknown } };
+    };
+    expect(cni.spec.source).toEqual({
+      repoURL: 'https://flannel-io.github.io/flannel/',
+      chart: 'flannel',
+      targetRevision: 'v0.28.9',
+      helm: { releaseName: 'flannel', valuesObject: { podCidr: POD_CIDR } },
+    });
+    expect(cni.spec.destination).toEqual({ name: k8sName(clusterId), namespace: 'kube-flannel' });
+    expect(cni.spec.syncPolicy.managedNamespaceMetadata).toEqual({ labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } });
+    // The tenant is registered with Argo CD as the Application's destination.
+    expect(management.get('v1/secrets', ARGO_NS, `cluster-${k8sName(clusterId)}`)).toBeDefined();
+    await driver.deleteCluster(clusterId);
+    expect(management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)))).toBeUndefined();
+    expect(management.refused).toEqual([]);
+  });
+
+  it('makes joined nodes Ready once Argo CD reports it Healthy, not before', async () => {
+    const clusterId = await runningCluster();
+    const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
+    const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-net', kubernetes_version: 'v1.31' });
+    kubeadm.boot(user_data);
+    expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false);
+    await driver.ensureNetwork(clusterId);
+    kubeadm.heartbeat();
+    expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false); // created, not yet synced
+    management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+    kubeadm.heartbeat();
+    expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(true);
+    expect(tenant.refused).toEqual([]);
+    expect(management.refused).toEqual([]);
   });
 });
 

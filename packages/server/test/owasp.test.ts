@@ -67,6 +67,7 @@ function failingParts(db: Kysely<Database>): { provider: ComputeProvider; driver
     deleteCluster: (clusterId) => simulated.deleteCluster(clusterId),
     joinMachine: (request) => simulated.joinMachine(request),
     kubeconfig: (...args) => simulated.kubeconfig(...args),
+    ensureNetwork: (clusterId) => simulated.ensureNetwork(clusterId),
     nodeReady: (...args) => simulated.nodeReady(...args),
     upsertRelease: (request) => simulated.upsertRelease(request),
     getRelease: (...args) => simulated.getRelease(...args),

@@ -888,3 +888,96 @@ describe('suspend and resume', () => {
     expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('suspension.resumed');
   });
 });
+
+describe('machine boot deadline', () => {
+  it('a machine not Ready within MACHINE_BOOT_TIMEOUT_SECONDS fails: its server is deleted, its slot goes to the next queued machine, the cluster backs off', async () => {
+    const user = await newUser(app.db, clock, 'free');
+    const cluster = await runningCluster(user, 'stuck');
+    const config = await byomConfig(user);
+    const api = client(user);
+    const { bootSeconds } = app.runtime.cloud.options;
+    // The first machine's server takes longer to come up than the deadline (600 s by default); the second waits for the one slot.
+    app.runtime.cloud.options.bootSeconds = 100_000;
+    const first = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    await settled();
+    app.runtime.cloud.options.bootSeconds = bootSeconds;
+    const second = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    const statusOf = async (providerId: string) => (await machinesOf(user, cluster.id)).find((m) => m.provider_id === providerId)?.status;
+    const liveServers = async (providerId: string) =>
+      (await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${providerId} AND deleted_at IS NULL`.execute(app.db)).rows.length;
+    expect(await liveServers(first.provider_id)).toBe(1);
+    for (let waited = 0; waited < 590; waited += 118) {
+      clock.advance(118);
+      await settled();
+      expect(await statusOf(first.provider_id)).toBe('provisioning');
+      expect(await statusOf(second.provider_id)).toBe('queued');
+    }
+    clock.advance(20);
+    await eventually(
+      () => statusOf(first.provider_id),
+      (s) => s === 'failed',
+      'the first machine to fail',
+    );
+    expect(await liveServers(first.provider_id)).toBe(0);
+    const failed = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.failed' && n.resource_id === first.provider_id);
+    expect(failed?.body).toBe(
+      `${first.node_name} was not Ready 600 s after its server was created (its server is still initializing); the server was deleted.`,
+    );
+    // Counted toward the backoff (30 s after one failure). The freed slot woke the queued machine, which found the
+    // cluster backing off and looks again within its longest queued wait (60 s).
+    const status = await computeStatus(user, cluster.id);
+    expect(status.autoscaling).toMatchObject({ state: 'backoff', backoff_until: clock.now() + 30 });
+    await settled();
+    clock.advance(30);
+    await settled();
+    expect(await statusOf(second.provider_id)).toBe('queued');
+    clock.advance(30);
+    await eventually(
+      () => statusOf(second.provider_id),
+      (s) => s === 'provisioning',
+      'the queued machine to take the slot',
+    );
+    await settled();
+    clock.advance(20);
+    await eventually(
+      () => statusOf(second.provider_id),
+      (s) => s === 'ready',
+      'the second machine to be ready',
+    );
+  });
+
+  it('a resumed machine not Ready within the deadline: its new server is deleted, the resume fails, the snapshot is kept', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await readyMachine(user, 'drowsy');
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    await settled();
+    clock.advance(15);
+    const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+    const { snapshot_id } = await eventually(getSuspension, (s) => s.status === 'suspended', 'suspended');
+    const { bootSeconds } = app.runtime.cloud.options;
+    app.runtime.cloud.options.bootSeconds = 100_000;
+    try {
+      await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
+      await settled();
+    } finally {
+      app.runtime.cloud.options.bootSeconds = bootSeconds;
+    }
+    const liveServers = async () =>
+      (await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(app.db)).rows.length;
+    expect(await liveServers()).toBe(1);
+    for (let waited = 0; waited < 590; waited += 118) {
+      clock.advance(118);
+      await settled();
+      expect((await getSuspension()).status).toBe('resuming');
+    }
+    clock.advance(20);
+    await eventually(getSuspension, (s) => s.status === 'failed', 'the resume to fail');
+    expect(await liveServers()).toBe(0);
+    const snapshots = await sql`SELECT id FROM simulated_cloud.snapshots WHERE id = ${snapshot_id} AND deleted_at IS NULL`.execute(app.db);
+    expect(snapshots.rows).toHaveLength(1);
+    const failed = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.resume_failed' && n.resource_id === suspension.id);
+    expect(failed?.body).toBe(
+      `${machine.node_name} was not Ready 600 s after its server was created from snapshot ${snapshot_id} (its server is still initializing); the server was deleted and the snapshot kept.`,
+    );
+  });
+});

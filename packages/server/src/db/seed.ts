@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
+import { clusterById } from '../resources/clusters.ts';
 import { machineById, setMachineState } from '../resources/machines.ts';
 import { anyUser, createUser } from '../resources/users.ts';
 import type { Database } from './schema.ts';
@@ -180,8 +181,10 @@ export async function seedDemo(
   if (!machine) throw new Error(`seeded machine ${sample.providerId} is missing`);
   // Its node joins the cluster as a provisioned machine's does, so it is Ready again after a resume. A real
   // cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
+  const cluster = await clusterById(db, machine.cluster_id);
+  if (!cluster) throw new Error(`seeded cluster ${machine.cluster_id} is missing`);
   const join = await driver
-    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name })
+    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name, kubernetes_version: cluster.kaas_version })
     .catch(() => undefined);
   const server = await provider.createServer({
     name: machine.node_name,

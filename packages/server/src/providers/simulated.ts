@@ -321,6 +321,11 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
     };
   }
 
+  /** Simulated nodes need no pod network: nothing to install. */
+  async ensureNetwork(_clusterId: string): Promise<void> {
+    await this.call('ensureNetwork', false);
+  }
+
   /**
    * A simulated node is Ready once it was joined and a server of its machine runs (with `serversElsewhere`, once
    * it was joined).

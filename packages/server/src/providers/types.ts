@@ -176,6 +176,8 @@ export interface JoinRequest {
   /** The machine's id: one join token per machine, the same one on a re-run. */
   machine_id: string;
   node_name: string;
+  /** The cluster's Kubernetes version ("v1.31"): the node's kubelet and kubeadm are of its minor. */
+  kubernetes_version: string;
 }
 
 /** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */
@@ -190,6 +192,8 @@ export interface ClusterDriver {
   joinMachine(request: JoinRequest): Promise<{ user_data: string }>;
   /** A kubeconfig of the cluster's API server whose token (cluster-admin) expires after ttlSeconds. */
   kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig>;
+  /** Installs the cluster's pod network (a CNI) once its control plane runs; installing it again changes nothing. */
+  ensureNetwork(clusterId: string): Promise<void>;
   /** Whether the node has joined and is Ready. */
   nodeReady(clusterId: string, nodeName: string): Promise<boolean>;
   /** `helm upgrade --install`: installs the release or upgrades it to the given chart and values. */

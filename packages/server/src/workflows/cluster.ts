@@ -25,6 +25,8 @@ export const clusterCreate: WorkflowDefinition = {
     async running(ctx) {
       const cluster = await clusterOf(ctx);
       if (!cluster) return { done: true };
+      // Its nodes turn Ready only once the pod network is up: installed with the control plane, before machines start.
+      await ctx.driver.ensureNetwork(cluster.id);
       await ctx.db.transaction().execute(async (trx) => {
         if (!(await markClusterRunning(trx, cluster.id, ctx.clock.now()))) return; // a re-run after a crash: done already
         // Machines requested while the control plane came up wait queued; the oldest may start now.

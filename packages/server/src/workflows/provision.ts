@@ -1,13 +1,16 @@
 // Provision a machine: wait for a slot (queued), create the server (adopting one an earlier run created) with
 // the cluster's join script, wait until it runs and its node is Ready, then free the slot for the next queued
 // machine. A failed creation puts the machine back in the queue and the cluster into backoff
-// (services/provisioning.ts).
+// (services/provisioning.ts). A machine whose node is not Ready within MACHINE_BOOT_TIMEOUT_SECONDS has its server
+// deleted and fails, freeing its slot, and counts as a failure toward the cluster's backoff.
 import { ProviderAuthError } from '../providers/types.ts';
+import { clusterById } from '../resources/clusters.ts';
 import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
-import type { StepContext, StepResult, WorkflowDefinition } from './engine.ts';
+import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from './engine.ts';
+import type { WorkflowSettings } from './index.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
 const queuedWait = (checks: number) => Math.min(2 ** checks, 60);
@@ -20,7 +23,7 @@ async function freeSlot(ctx: StepContext, trx: StepContext['db'], clusterId: str
   if (next) await ctx.wake(trx, next);
 }
 
-export const provision: WorkflowDefinition = {
+const provision: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       return ctx.db.transaction().execute(async (trx): Promise<StepResult> => {
@@ -35,7 +38,14 @@ export const provision: WorkflowDefinition = {
     async create(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
-      const { user_data } = await ctx.driver.joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name });
+      const cluster = await clusterById(ctx.db, machine.cluster_id);
+      if (!cluster) return { done: true };
+      const { user_data } = await ctx.driver.joinMachine({
+        cluster_id: machine.cluster_id,
+        machine_id: machine.provider_id,
+        node_name: machine.node_name,
+        kubernetes_version: cluster.kaas_version,
+      });
       const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
         name: machine.node_name,
@@ -53,10 +63,12 @@ export const provision: WorkflowDefinition = {
     async boot(ctx) {
       const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, ctx.workflow.subject_id));
       if (!server) return { next: 'create' }; // gone before it ran: create another
-      if (server.status !== 'running') return { wait: 2 };
+      // What it waits for is kept, for the reason given if the boot deadline passes.
+      if (server.status !== 'running') return { wait: 2, state: { boot: `its server is still ${server.status}` } };
       // Ready means the node joined the cluster and is Ready, not only that its server runs.
       const machine = await machineOf(ctx);
-      if (machine && !(await ctx.driver.nodeReady(machine.cluster_id, machine.node_name))) return { wait: 2 };
+      if (machine && !(await ctx.driver.nodeReady(machine.cluster_id, machine.node_name)))
+        return { wait: 2, state: { boot: 'its server runs but its node has not joined the cluster or is not Ready' } };
       return { next: 'ready' };
     },
 
@@ -119,3 +131,33 @@ export const provision: WorkflowDefinition = {
     });
   },
 };
+
+/**
+ * A node not Ready by the deadline will not be (a cloud-init that failed, a control plane it cannot reach): its
+ * server is deleted, the failure counts toward the cluster's backoff, and `fail` marks the machine failed, frees its
+ * slot for the next queued machine and tells the workspace.
+ */
+const bootDeadline = (seconds: number): StepDeadline => ({
+  seconds: () => seconds,
+  async expired(ctx) {
+    const machine = await machineOf(ctx);
+    if (!machine) return { done: true };
+    await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, machine.provider_id));
+    await ctx.db.transaction().execute(async (trx) => {
+      await lockCluster(trx, machine.cluster_id);
+      const { offering } = await offeringOf(trx, { id: machine.cluster_id, workspace_id: machine.workspace_id });
+      await recordFailure(trx, machine.cluster_id, offering, ctx.clock.now());
+    });
+    const why = typeof ctx.state.boot === 'string' ? ctx.state.boot : 'its node is not Ready';
+    return { failed: `${machine.node_name} was not Ready ${seconds} s after its server was created (${why}); the server was deleted.` };
+  },
+});
+
+export const provisionMachine = (settings: WorkflowSettings): WorkflowDefinition => ({
+  ...provision,
+  deadlines: { boot: bootDeadline(settings.machineBootTimeoutSeconds) },
+  boundedElsewhere: {
+    start:
+      "a queued machine waits for its cluster's control plane (bounded by its ready deadline), for a slot (each machine ahead frees its slot by its boot deadline) and out the cluster's backoff (at most 300 s)",
+  },
+});

@@ -6,7 +6,8 @@ import { machineForWorkflow, markMachine, setMachineState } from '../resources/m
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resources/suspensions.ts';
 import { machineCredential } from './credentials.ts';
-import type { StepContext, WorkflowDefinition } from './engine.ts';
+import type { StepContext, StepDeadline, WorkflowDefinition } from './engine.ts';
+import type { WorkflowSettings } from './index.ts';
 
 async function subjectOf(ctx: StepContext) {
   const suspension = await suspensionById(ctx.db, ctx.workflow.subject_id);
@@ -74,7 +75,7 @@ export const suspendMachine: WorkflowDefinition = {
   },
 };
 
-export const resumeSuspension: WorkflowDefinition = {
+const resumeSuspension: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const subject = await subjectOf(ctx);
@@ -98,9 +99,10 @@ export const resumeSuspension: WorkflowDefinition = {
       if (!subject) return { done: true };
       const server = await ctx.provider.getServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       if (!server) return { next: 'start' };
-      if (server.status !== 'running') return { wait: 2 };
+      if (server.status !== 'running') return { wait: 2, state: { boot: `its server is still ${server.status}` } };
       // Ready again means the node is Ready in the cluster again, as for a provisioned machine.
-      if (!(await ctx.driver.nodeReady(subject.machine.cluster_id, subject.machine.node_name))) return { wait: 2 };
+      if (!(await ctx.driver.nodeReady(subject.machine.cluster_id, subject.machine.node_name)))
+        return { wait: 2, state: { boot: 'its server runs but its node is not Ready in the cluster' } };
       return { next: 'delete_snapshot' };
     },
     async delete_snapshot(ctx) {
@@ -140,3 +142,26 @@ export const resumeSuspension: WorkflowDefinition = {
     });
   },
 };
+
+/**
+ * A resumed node not Ready by the machine boot deadline: the new server is deleted and the resume fails; the
+ * snapshot is kept, so the machine's disk is not lost.
+ */
+const resumeBootDeadline = (seconds: number): StepDeadline => ({
+  seconds: () => seconds,
+  async expired(ctx) {
+    const subject = await subjectOf(ctx);
+    if (!subject) return { done: true };
+    await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
+    await setMachineState(ctx.db, subject.machine.provider_id, { server_id: null });
+    const why = typeof ctx.state.boot === 'string' ? ctx.state.boot : 'its node is not Ready';
+    return {
+      failed: `${subject.machine.node_name} was not Ready ${seconds} s after its server was created from snapshot ${String(ctx.state.snapshot_id)} (${why}); the server was deleted and the snapshot kept.`,
+    };
+  },
+});
+
+export const resumeMachine = (settings: WorkflowSettings): WorkflowDefinition => ({
+  ...resumeSuspension,
+  deadlines: { boot: resumeBootDeadline(settings.machineBootTimeoutSeconds) },
+});

@@ -28,6 +28,8 @@ import {
   type ReadLogOptions,
   type ReleaseStatus,
 } from '../types.ts';
+import { nodeCloudConfig } from './cloud-init.ts';
+import { cniApplication, cniApplicationName } from './cni.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
 export interface KubernetesDriverOptions {
@@ -172,6 +174,7 @@ export class KubernetesDriver implements ClusterDriver {
     this.kubeconfigs.delete(clusterId);
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
+    await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: cniApplicationName(name) }).catch(ignoreNotFound);
     await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
   }
@@ -284,14 +287,14 @@ export class KubernetesDriver implements ClusterDriver {
     const caHash = createHash('sha256')
       .update(ca.publicKey.export({ type: 'spki', format: 'der' }))
       .digest('hex');
-    const endpoint = new URL(cluster.server).host;
     return {
-      user_data: [
-        '#!/bin/sh',
-        'set -eu',
-        `kubeadm join ${endpoint} --token ${id}.${secret} --discovery-token-ca-cert-hash sha256:${caHash} --node-name ${request.node_name}`,
-        '',
-      ].join('\n'),
+      user_data: nodeCloudConfig({
+        endpoint: new URL(cluster.server).host,
+        token: `${id}.${secret}`,
+        caCertHash: `sha256:${caHash}`,
+        nodeName: request.node_name,
+        kubernetesVersion: request.kubernetes_version,
+      }),
     };
   }
 
@@ -417,6 +420,25 @@ export class KubernetesDriver implements ClusterDriver {
         : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })
     ) as ArgoApplication;
     return this.release(saved);
+  }
+
+  /** The cluster's pod network (cni.ts): its Argo CD Application, created once; its nodes turn Ready when it is up. */
+  async ensureNetwork(clusterId: string): Promise<void> {
+    const destination = await this.registerCluster(clusterId);
+    const application = new Application(
+      cniApplication({
+        clusterName: k8sName(clusterId),
+        destination,
+        argocdNamespace: this.options.argocdNamespace,
+        labels: { [LABEL.cluster]: clusterId },
+      }),
+    );
+    application.validate();
+    try {
+      await this.custom.createNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, body: application.toJSON() });
+    } catch (error) {
+      if (!isConflict(error)) throw error; // 409: created by an earlier run
+    }
   }
 
   async getRelease(_clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined> {
