@@ -162,9 +162,19 @@ export function rewrite(suggestion: string, retryAfter?: number): string {
     .replace(/the number of seconds in Retry-After/g, retryAfter === undefined ? 'a minute' : `${retryAfter} second${retryAfter === 1 ? '' : 's'}`);
 }
 
+/** A token restricted to other workspaces than the one asked for: how to get one that covers it. */
+function restrictedElsewhere(error: Pick<PlatformApiError, 'status' | 'details'>): string | undefined {
+  const details = error.details as { workspace_ids?: unknown; workspace_id?: unknown } | undefined;
+  if (error.status !== 403 || !Array.isArray(details?.workspace_ids) || typeof details.workspace_id !== 'string') return undefined;
+  const covered = details.workspace_ids.length > 0 ? details.workspace_ids.join(', ') : 'no workspace any more';
+  return `This token may act only in ${covered}. Use one that covers ${details.workspace_id}, or create it (signed in with \`platform login\`): \`platform tokens create --name <name> --workspace-ids ${details.workspace_id}\`.`;
+}
+
 /** The suggestion to print for an API error, in the CLI's words; undefined when there is none. */
-export function suggestionFor(error: Pick<PlatformApiError, 'status' | 'param' | 'suggestion' | 'retryAfter'>): string | undefined {
+export function suggestionFor(error: Pick<PlatformApiError, 'status' | 'param' | 'suggestion' | 'retryAfter' | 'details'>): string | undefined {
   if (error.status === 401) return LOGIN;
+  const restricted = restrictedElsewhere(error);
+  if (restricted) return restricted;
   // A suggestion pointing at the API reference is about the value's shape, which the command's help covers better.
   const aboutShape = error.suggestion?.includes('operation in the API reference') ?? false;
   const byParam = error.param === undefined ? undefined : BY_PARAM[error.param.replace(/\[\d+\]/g, '[]')];

@@ -56,7 +56,7 @@ describe('rewrite', () => {
 });
 
 describe('suggestionFor', () => {
-  const base = { status: 404, param: undefined, suggestion: undefined, retryAfter: undefined };
+  const base = { status: 404, param: undefined, suggestion: undefined, retryAfter: undefined, details: undefined };
 
   it('sends every 401 to `platform login`', () => {
     expect(suggestionFor({ ...base, status: 401, suggestion: 'Send Authorization: Bearer <token> with a valid token.' })).toMatch(/^Run `platform login`/);
@@ -72,6 +72,19 @@ describe('suggestionFor', () => {
     expect(
       suggestionFor({ ...base, status: 403, param: 'X-Workspace-Id', suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.' }),
     ).toContain('`platform workspaces use <id>`');
+  });
+
+  it('answers a token restricted to other workspaces with a token that covers the one asked for', () => {
+    const restricted = {
+      ...base,
+      status: 403,
+      param: 'X-Workspace-Id',
+      suggestion: 'Use a token that may act in that workspace, or create one whose workspace_ids include it (POST /v1/user/tokens).',
+      details: { workspace_ids: ['ws_a'], workspace_id: 'ws_b' },
+    };
+    expect(suggestionFor(restricted)).toBe(
+      'This token may act only in ws_a. Use one that covers ws_b, or create it (signed in with `platform login`): `platform tokens create --name <name> --workspace-ids ws_b`.',
+    );
   });
 
   it('keeps a shape hint about a parameter pointing at the command’s help, and the service’s own words otherwise', () => {

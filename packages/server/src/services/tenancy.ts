@@ -50,7 +50,7 @@ export function requireAllowedWorkspace(caller: WorkspaceCaller, workspaceId: st
     {
       param,
       suggestion: 'Use a token that may act in that workspace, or create one whose workspace_ids include it (POST /v1/user/tokens).',
-      details: { workspace_ids: caller.workspaceIds },
+      details: { workspace_ids: caller.workspaceIds, workspace_id: workspaceId },
     },
   );
 }
