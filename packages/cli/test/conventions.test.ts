@@ -1,14 +1,14 @@
 // The conventions people bring from gh and stripe, through the real `platform` process: --version, `config`
 // (each setting and where it comes from), `completion`, `--all` on lists, one line for a mistyped command, and a
 // pointer to `webhooks listen` when an http:// receiver is refused.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createPlatformClient } from '@platform/client';
 import { newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const run = promisify(execFile);
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -87,6 +87,27 @@ describe('the CLI', () => {
     const every = JSON.parse((await platform(['regions', '--limit', '1', '--all', '--json'])).stdout);
     expect(every.data.map((r: { id: string }) => r.id)).toEqual(regions);
     expect(every.pagination.has_more).toBe(false);
+  });
+
+  it('login on a terminal offers to open the sign-in page in the browser ($BROWSER), and opens it on Enter', async () => {
+    const opened = join(home, 'opened.txt');
+    const browser = join(home, 'browser.sh');
+    writeFileSync(browser, `#!/bin/sh\necho "$1" > ${opened}\n`, { mode: 0o755 });
+    // script(1) gives the CLI a terminal, as a person's shell does.
+    const child = spawn('script', ['-qfec', `${process.execPath} ${MAIN} login`, '/dev/null'], {
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: home, PLATFORM_API_URL: app.baseUrl, BROWSER: browser },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await vi.waitFor(() => expect(output).toContain('Press Enter to open'), { timeout: 20_000 });
+      expect(existsSync(opened)).toBe(false);
+      child.stdin.write('\n');
+      await vi.waitFor(() => expect(readFileSync(opened, 'utf8').trim()).toBe(`${app.baseUrl}/device`), { timeout: 20_000 });
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 
   it('webhooks create with an http:// URL points to webhooks listen and the loopback setting', async () => {

@@ -2,6 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import type { Command } from 'commander';
+import { offerToOpen } from '../browser.ts';
 import { configPath, readConfig, updateConfig } from '../config.ts';
 import { action, example } from '../context.ts';
 import { done, json } from '../output.ts';
@@ -30,32 +31,37 @@ export function registerAuth(program: Command): void {
           const say = (text: string) => (out.json ? process.stderr : process.stdout).write(`${text}\n`);
           say(`To sign in, open ${grant.verification_uri} and enter the code: ${grant.user_code}`);
           say(`Or open ${grant.verification_uri_complete}`);
+          const stopOffering = offerToOpen(grant.verification_uri, say);
           say('Waiting for approval…');
-          let interval = grant.interval;
-          const deadline = Date.now() + grant.expires_in * 1000;
-          for (;;) {
-            await sleep(interval * 1000);
-            if (Date.now() > deadline) {
-              process.stderr.write(`Error: ${FINAL_ERRORS.expired_token}\n`);
-              return EXIT_ERROR;
-            }
-            try {
-              const token = await anonymous.POST('/v1/auth/device/token', { body: { grant_type: GRANT_TYPE, device_code: grant.device_code } });
-              // Only the session token and where it works are kept; a PLATFORM_TOKEN in the environment never is.
-              updateConfig({ token: token.access_token, api_url: settings.apiUrl });
-              break;
-            } catch (error) {
-              if (!(error instanceof PlatformApiError)) throw error;
-              if (error.code === 'authorization_pending') continue;
-              if (error.code === 'slow_down') {
-                interval += 5; // RFC 8628 §3.5: every slow_down adds 5 seconds for good
-                continue;
+          try {
+            let interval = grant.interval;
+            const deadline = Date.now() + grant.expires_in * 1000;
+            for (;;) {
+              await sleep(interval * 1000);
+              if (Date.now() > deadline) {
+                process.stderr.write(`Error: ${FINAL_ERRORS.expired_token}\n`);
+                return EXIT_ERROR;
               }
-              const reason = FINAL_ERRORS[error.code];
-              if (reason === undefined) throw error;
-              process.stderr.write(`Error: ${reason}\n`);
-              return EXIT_ERROR;
+              try {
+                const token = await anonymous.POST('/v1/auth/device/token', { body: { grant_type: GRANT_TYPE, device_code: grant.device_code } });
+                // Only the session token and where it works are kept; a PLATFORM_TOKEN in the environment never is.
+                updateConfig({ token: token.access_token, api_url: settings.apiUrl });
+                break;
+              } catch (error) {
+                if (!(error instanceof PlatformApiError)) throw error;
+                if (error.code === 'authorization_pending') continue;
+                if (error.code === 'slow_down') {
+                  interval += 5; // RFC 8628 §3.5: every slow_down adds 5 seconds for good
+                  continue;
+                }
+                const reason = FINAL_ERRORS[error.code];
+                if (reason === undefined) throw error;
+                process.stderr.write(`Error: ${reason}\n`);
+                return EXIT_ERROR;
+              }
             }
+          } finally {
+            stopOffering();
           }
           // The new token at work: the workspaces it sees.
           const stored = readConfig();
