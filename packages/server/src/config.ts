@@ -70,6 +70,11 @@ export interface Config {
    * Which cluster driver runs: the simulation, or Kubernetes (Kamaji control planes and Argo CD installs in the
    * management cluster that MANAGEMENT_KUBECONFIG reaches).
    */
+  /**
+   * How long an install, update, rollback or regeneration waits for its releases to be deployed (Argo CD synced
+   * and healthy) before it fails with the deployer's last word.
+   */
+  installSyncTimeoutSeconds: number;
   clusterDriver: { kind: 'simulated' } | { kind: 'kubernetes'; kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string };
   /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
   orphanAfterSeconds: number;
@@ -329,6 +334,7 @@ export function loadConfig(env: Env = process.env): Config {
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
+    installSyncTimeoutSeconds: integer(env, 'INSTALL_SYNC_TIMEOUT_SECONDS', 600, 10, 86_400),
     clusterDriver: clusterDriver(env),
     compute: compute(env),
     simulation: {

@@ -935,3 +935,103 @@ describe('Argo CD as it reports (the controller double of test/support/argocd-co
     expect(await settle(controller, request)).toMatchObject({ status: 'deployed' });
   });
 });
+
+describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
+  async function withApi(run: (api: ReturnType<typeof createPlatformClient>, clusterId: string) => Promise<void>) {
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', INSTALL_SYNC_TIMEOUT_SECONDS: '120' }),
+      driver,
+      tickMs: 20,
+    });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'apps', region_id: 'fsn1' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      kamajiReady(cluster.id);
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
+      });
+      await run(api, cluster.id);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
+  }
+
+  async function install(api: ReturnType<typeof createPlatformClient>, clusterId: string, chart: string) {
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: `Shop ${chart}`,
+        cluster_ids: [clusterId],
+        sources: [{ chart: { repo_url: 'https://charts.example.com/stable', target_revision: '1.2.3', chart } }],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await until(async () => management.list(APP, ARGO_NS).some((a) => a.metadata.labels?.['platform-api/install'] === created.id));
+    const name = management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === created.id)!.metadata.name;
+    return { id: created.id, name, get: () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }) };
+  }
+
+  it('is 600 s unless set, and a bad value stops start-up naming it', () => {
+    expect(loadConfig({}).installSyncTimeoutSeconds).toBe(600);
+    expect(loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '900' }).installSyncTimeoutSeconds).toBe(900);
+    expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '5' })).toThrow('INSTALL_SYNC_TIMEOUT_SECONDS must be an integer from 10 to 86400, got "5"');
+    expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: 'ten minutes' })).toThrow(ConfigError);
+  });
+
+  it("fails an install with Argo CD's ComparisonError once it has lasted its grace period, not before", async () => {
+    const controller = new ArgoCdController(management, ARGO_NS).addRepository({ url: 'https://charts.example.com/stable', charts: { web: ['1.2.3'] } });
+    await withApi(async (api, clusterId) => {
+      const unknown = await install(api, clusterId, 'wordpres');
+      controller.reconcile(); // the first repository error is passed over (Argo CD's own grace)
+      controller.reconcile();
+      const condition = management.get(APP, ARGO_NS, unknown.name)!.status as { conditions: { type: string }[] };
+      expect(condition.conditions[0]!.type).toBe('ComparisonError');
+      // Seen, but within the grace period: still installing.
+      await until(async () => (await unknown.get()).status === 'installing');
+      clock.advance(10);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await unknown.get()).status).toBe('installing');
+      await until(async () => {
+        clock.advance(5);
+        return (await unknown.get()).status === 'failed';
+      });
+      // Argo CD's own words: the release, the condition's type and message.
+      expect((await unknown.get()).status_message).toMatch(
+        /^Release wordpres-[a-z0-9]{6}: ComparisonError: Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = chart 'wordpres' not found in index$/,
+      );
+    });
+  });
+
+  it("fails an install that Argo CD never makes healthy at the deadline, with Argo CD's health message", async () => {
+    await withApi(async (api, clusterId) => {
+      const stuck = await install(api, clusterId, 'web');
+      const spec = management.get(APP, ARGO_NS, stuck.name)!.spec as { source: unknown; destination: unknown };
+      // Synced, but the Deployment never becomes available (gitops-engine's health message for a Deployment).
+      const message = 'Waiting for rollout to finish: 0 of 2 updated replicas are available...';
+      management.setStatus(APP, ARGO_NS, stuck.name, {
+        sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
+        health: { status: 'Progressing', message },
+      });
+      const started = clock.now();
+      await until(async () => {
+        clock.advance(10);
+        return (await stuck.get()).status !== 'installing';
+      });
+      const failed = await stuck.get();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toMatch(
+        /^Release web-[a-z0-9]{6} was not deployed within 1[23]\d s: Waiting for rollout to finish: 0 of 2 updated replicas are available\.\.\.$/,
+      );
+      expect(clock.now() - started).toBeGreaterThanOrEqual(120);
+    });
+  });
+});

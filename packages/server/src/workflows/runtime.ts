@@ -35,6 +35,7 @@ export interface RuntimeOptions {
     | 'eventRetentionDays'
     | 'auditRetentionDays'
     | 'webhooks'
+    | 'installSyncTimeoutSeconds'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -77,7 +78,7 @@ export function createRuntime(options: RuntimeOptions) {
     provider,
     driver,
     secrets: options.secretsKey ? secretBox(options.secretsKey) : undefined,
-    definitions: workflowDefinitions(),
+    definitions: workflowDefinitions(config),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
