@@ -916,6 +916,36 @@ describe('Argo CD as it reports (the controller double of test/support/argocd-co
     expect(management.get('v1/secrets', ARGO_NS, repositorySecretName(name))).toBeUndefined();
   });
 
+  it("scopes a repository Secret to the cluster's AppProject: another workspace's Application of the same chart is not served with it", async () => {
+    const url = 'https://charts.acme.example/shared';
+    const controller = new ArgoCdController(management, ARGO_NS).addRepository({
+      url,
+      charts: { web: ['1.2.3'] },
+      credentials: { username: 'robot', password: 'hunter2' },
+    });
+    const owner = {
+      ...requestFor(await runningCluster(), { repo_url: url }),
+      pull_secrets: [{ server: 'charts.acme.example', username: 'robot', password: 'hunter2' }],
+    };
+    const other = requestFor(await runningCluster(), { repo_url: url });
+    await driver.upsertRelease(owner);
+    await driver.upsertRelease(other);
+    const project = management.get('argoproj.io/v1alpha1/appprojects', ARGO_NS, k8sName(owner.cluster_id)) as unknown as { spec: { destinations: unknown } };
+    expect(project.spec.destinations).toEqual([{ name: k8sName(owner.cluster_id), namespace: '*' }]);
+    expect((management.get(APP, ARGO_NS, applicationName(owner.namespace, owner.release))!.spec as { project: string }).project).toBe(
+      k8sName(owner.cluster_id),
+    );
+    const secret = management.get('v1/secrets', ARGO_NS, repositorySecretName(applicationName(owner.namespace, owner.release))) as unknown as {
+      data: Record<string, string>;
+    };
+    expect(Buffer.from(secret.data.project!, 'base64').toString()).toBe(k8sName(owner.cluster_id));
+    expect(await settle(controller, owner)).toMatchObject({ status: 'deployed' });
+    expect((await settle(controller, other))?.condition).toMatch(/failed to get index: 401 Unauthorized$/);
+    // The cluster's deletion takes its project with it.
+    await driver.deleteCluster(other.cluster_id);
+    expect(management.get('argoproj.io/v1alpha1/appprojects', ARGO_NS, k8sName(other.cluster_id))).toBeUndefined();
+  });
+
   it('gives a Helm repository that needs credentials a repository Secret of type helm for its URL', async () => {
     const controller = new ArgoCdController(management, ARGO_NS).addRepository({
       url: 'https://charts.acme.example/private',

@@ -17,7 +17,11 @@ export interface ChartRepository {
 
 type Application = {
   metadata: { name: string; namespace?: string; deletionTimestamp?: string };
-  spec: { source: { repoURL: string; targetRevision?: string; chart?: string; path?: string }; destination: { name?: string; server?: string } };
+  spec: {
+    project: string;
+    source: { repoURL: string; targetRevision?: string; chart?: string; path?: string };
+    destination: { name?: string; server?: string };
+  };
   status?: {
     sync?: { status: string; comparedTo?: unknown };
     health?: { status: string; message?: string };
@@ -77,9 +81,10 @@ export class ArgoCdController {
 
   private next(app: Application): Application['status'] | undefined {
     const status = structuredClone(app.status ?? {});
-    // controller/appcontroller.go refreshAppConditions → util/argo/argo.go ValidatePermissions: an unknown
-    // destination is an InvalidSpecError; processAppRefreshQueueItem then sets sync and health Unknown.
-    const destinationError = this.destinationError(app.spec.destination);
+    // controller/appcontroller.go refreshAppConditions: an unknown project (projectErrorToCondition) or, through
+    // util/argo/argo.go ValidatePermissions, an unknown destination is an InvalidSpecError;
+    // processAppRefreshQueueItem then sets sync and health Unknown.
+    const destinationError = this.projectError(app.spec.project) ?? this.destinationError(app.spec.destination);
     if (destinationError) {
       return {
         ...status,
@@ -90,7 +95,7 @@ export class ArgoCdController {
     }
     // controller/state.go CompareAppState: a repository error is ignored the first time (repoErrorGracePeriod),
     // then becomes a ComparisonError "Failed to load target state: …" (the repo server's error through gRPC).
-    const sourceError = this.sourceError(app.spec.source);
+    const sourceError = this.sourceError(app.spec.source, app.spec.project);
     if (sourceError) {
       if (!this.repoErrorSeen.has(app.metadata.name)) {
         this.repoErrorSeen.add(app.metadata.name);
@@ -138,6 +143,11 @@ export class ArgoCdController {
     return status;
   }
 
+  private projectError(project: string): string | undefined {
+    if (project === 'default' || this.server.get('argoproj.io/v1alpha1/appprojects', this.namespace, project)) return undefined;
+    return `Application referencing project ${project} which does not exist`;
+  }
+
   /** util/argo/argo.go GetDestinationServer: a destination by name is a cluster Secret of that name. */
   private destinationError(destination: Application['spec']['destination']): string | undefined {
     if (!destination.name) return undefined;
@@ -152,9 +162,10 @@ export class ArgoCdController {
    * The repo server's answer for a chart source. A Helm repository: util/helm/client.go loadRepoIndex ("failed to
    * get index: 404 Not Found" / "401 Unauthorized"), util/helm/index.go GetEntries ("chart '…' not found in
    * index"). An OCI artifact (oci://registry/path/chart, util/oci/client.go): its digest for the revision.
-   * Credentials are a repository Secret whose url is the source's repoURL (util/db/repository.go).
+   * Credentials are a repository Secret whose url is the source's repoURL, of the Application's project or of none
+   * (util/db/repository_secrets.go getRepositorySecret: the project's own first, else an unscoped one).
    */
-  private sourceError(source: Application['spec']['source']): string | undefined {
+  private sourceError(source: Application['spec']['source'], project: string): string | undefined {
     const oci = source.repoURL.startsWith('oci://');
     if (!oci && !source.chart) return undefined; // a Git folder: not modelled here
     const chart = oci ? source.repoURL.split('/').at(-1)! : source.chart!;
@@ -165,7 +176,7 @@ export class ArgoCdController {
       return oci
         ? `cannot get digest for revision ${source.targetRevision}: ${reference}: not found`
         : 'error loading repo index: failed to get index: 404 Not Found';
-    if (repository.credentials && !this.hasCredentials(source.repoURL, oci ? 'oci' : 'helm', repository.credentials)) {
+    if (repository.credentials && !this.hasCredentials(source.repoURL, oci ? 'oci' : 'helm', project, repository.credentials)) {
       return oci
         ? `cannot get digest for revision ${source.targetRevision}: response status code 401: unauthorized: authentication required`
         : 'error loading repo index: failed to get index: 401 Unauthorized';
@@ -176,17 +187,18 @@ export class ArgoCdController {
     return undefined;
   }
 
-  private hasCredentials(url: string, type: string, credentials: { username: string; password: string }): boolean {
-    return this.server
+  private hasCredentials(url: string, type: string, project: string, credentials: { username: string; password: string }): boolean {
+    const candidates = this.server
       .list('v1/secrets', this.namespace)
-      .map((s) => ({ labels: s.metadata.labels, data: (s as { data?: Record<string, string> }).data ?? {} }))
-      .some(
-        ({ labels, data }) =>
-          labels?.['argocd.argoproj.io/secret-type'] === 'repository' &&
-          decode(data.url) === url &&
-          decode(data.type) === type &&
-          decode(data.username) === credentials.username &&
-          decode(data.password) === credentials.password,
-      );
+      .filter((s) => s.metadata.labels?.['argocd.argoproj.io/secret-type'] === 'repository')
+      .map((s) => (s as { data?: Record<string, string> }).data ?? {})
+      .filter((data) => decode(data.url) === url);
+    const secret = candidates.find((data) => decode(data.project) === project) ?? candidates.find((data) => !data.project);
+    return (
+      secret !== undefined &&
+      decode(secret.type) === type &&
+      decode(secret.username) === credentials.username &&
+      decode(secret.password) === credentials.password
+    );
   }
 }

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
+import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
@@ -92,6 +92,13 @@ const KINDS: Record<string, Kind> = {
     namespaced: true,
     statusSubresource: false,
     validate: (o) => new Application(o as never).validate(),
+  },
+  'argoproj.io/v1alpha1/appprojects': {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AppProject',
+    namespaced: true,
+    statusSubresource: false,
+    validate: (o) => new AppProject(o as never).validate(),
   },
 };
 

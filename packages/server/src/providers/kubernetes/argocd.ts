@@ -55,10 +55,12 @@ export function hostOf(address: string): string | undefined {
  * A repository Secret (docs/operator-manual/declarative-setup.md, "Repositories" and "Helm") with the workspace's
  * registry credential for the chart repository's host, for a chart source; undefined when none matches. Argo CD
  * looks a repository up by its exact URL: the source's repoURL. An OCI source is of type `oci`, a Helm one `helm`.
+ * Scoped to the Application's project (the cluster's), so no other workspace's Application is served with it.
  */
 export function repositorySecret(
   request: HelmReleaseRequest,
   source: { repoURL: string } & Record<string, unknown>,
+  project: string,
   metadata: V1Secret['metadata'],
 ): V1Secret | undefined {
   const url = source.repoURL;
@@ -71,7 +73,7 @@ export function repositorySecret(
     kind: 'Secret',
     metadata: { ...metadata, labels: { ...metadata?.labels, 'argocd.argoproj.io/secret-type': 'repository' } },
     type: 'Opaque',
-    stringData: { name: metadata?.name ?? url, url, type: isOci(url) ? 'oci' : 'helm', username: credential.username, password: credential.password },
+    stringData: { name: metadata?.name ?? url, url, type: isOci(url) ? 'oci' : 'helm', project, username: credential.username, password: credential.password },
   };
 }
 

@@ -19,7 +19,7 @@ import {
   setHeaderOptions,
   type V1Secret,
 } from '@kubernetes/client-node';
-import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
+import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
@@ -51,6 +51,7 @@ export { LABEL } from './labels.ts';
 export const ARGOCD_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 const KAMAJI = { group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes' };
 const ARGO = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' };
+const ARGO_PROJECTS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'appprojects' };
 
 /** Our ids as Kubernetes names. */
 export const k8sName = (id: string) => id.toLowerCase().replace(/[^a-z0-9-]/g, '-');
@@ -151,6 +152,7 @@ export class KubernetesDriver implements ClusterDriver {
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
     await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
+    await this.custom.deleteNamespacedCustomObject({ ...ARGO_PROJECTS, namespace: this.options.argocdNamespace, name }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
   }
 
@@ -307,8 +309,32 @@ export class KubernetesDriver implements ClusterDriver {
       stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
     };
     await this.upsertSecret(this.core, body);
+    await this.upsertProject(clusterId, clusterName);
     this.registered.add(clusterId);
     return clusterName;
+  }
+
+  /**
+   * An AppProject per cluster, named after it: its Applications may deploy only to it, and a repository Secret
+   * scoped to it serves only them (util/db/repository_secrets.go: a project's own credentials, else unscoped ones).
+   */
+  private async upsertProject(clusterId: string, clusterName: string): Promise<void> {
+    const namespace = this.options.argocdNamespace;
+    const project = new AppProject({
+      metadata: { name: clusterName, namespace, labels: { [LABEL.cluster]: clusterId } },
+      spec: {
+        description: `Applications of cluster ${clusterId}`,
+        sourceRepos: ['*'],
+        destinations: [{ name: clusterName, namespace: '*' }],
+        clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+      },
+    });
+    project.validate();
+    try {
+      await this.custom.createNamespacedCustomObject({ ...ARGO_PROJECTS, namespace, body: project.toJSON() });
+    } catch (error) {
+      if (!isConflict(error)) throw error; // made by an earlier run, to the same spec
+    }
   }
 
   private async upsertSecret(core: CoreV1Api, body: V1Secret): Promise<void> {
@@ -376,7 +402,7 @@ export class KubernetesDriver implements ClusterDriver {
         annotations: { [LABEL.template]: request.template_id, [LABEL.revision]: String(revision) },
       },
       spec: {
-        project: 'default',
+        project: destination,
         source,
         destination: { name: destination, namespace: k8sName(request.namespace) },
         syncPolicy: { automated: { prune: true, selfHeal: true }, syncOptions: ['CreateNamespace=true'] },
@@ -402,7 +428,8 @@ export class KubernetesDriver implements ClusterDriver {
   private async repositorySecret(request: HelmReleaseRequest, application: string, source: { repoURL: string } & Record<string, unknown>): Promise<void> {
     const name = repositorySecretName(application);
     const namespace = this.options.argocdNamespace;
-    const secret = repositorySecret(request, source, { name, namespace, labels: { [LABEL.install]: request.namespace } });
+    const project = k8sName(request.cluster_id);
+    const secret = repositorySecret(request, source, project, { name, namespace, labels: { [LABEL.install]: request.namespace } });
     if (secret) await this.upsertSecret(this.core, secret);
     else await this.core.deleteNamespacedSecret({ name, namespace }).catch(ignoreNotFound);
   }
