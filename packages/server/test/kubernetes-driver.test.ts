@@ -1064,4 +1064,35 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       expect(clock.now() - started).toBeGreaterThanOrEqual(120);
     });
   });
+
+  it("fails an uninstall whose Application Argo CD does not remove by the deadline, with Argo CD's DeletionError", async () => {
+    await withApi(async (api, clusterId) => {
+      const stuck = await install(api, clusterId, 'web');
+      const spec = () => management.get(APP, ARGO_NS, stuck.name)!.spec as { source: unknown; destination: unknown };
+      management.setStatus(APP, ARGO_NS, stuck.name, {
+        sync: { status: 'Synced', comparedTo: { source: spec().source, destination: spec().destination } },
+        health: { status: 'Healthy' },
+      });
+      await until(async () => {
+        clock.advance(2);
+        return (await stuck.get()).status === 'running';
+      });
+      await api.DELETE('/v1/installs/{id}', { params: { path: { id: stuck.id } } });
+      await until(async () => management.get(APP, ARGO_NS, stuck.name)?.metadata.deletionTimestamp !== undefined);
+      // controller/appcontroller.go finalizeApplicationDeletion: the resources cannot be deleted; the finalizer stays.
+      const message = 'error deleting resources: the server could not find the requested resource';
+      management.setStatus(APP, ARGO_NS, stuck.name, { ...management.get(APP, ARGO_NS, stuck.name)!.status, conditions: [{ type: 'DeletionError', message }] });
+      const started = clock.now();
+      await until(async () => {
+        clock.advance(10);
+        return (await stuck.get()).status !== 'uninstalling';
+      });
+      const failed = await stuck.get();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toMatch(
+        /^Uninstall failed: Release web-[a-z0-9]{6} was not removed within 1[2-4]\d s: DeletionError: error deleting resources: the server could not find the requested resource$/,
+      );
+      expect(clock.now() - started).toBeGreaterThanOrEqual(110);
+    });
+  });
 });

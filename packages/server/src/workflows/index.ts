@@ -9,7 +9,7 @@ import { installWorkflow } from './install.ts';
 import { provision } from './provision.ts';
 import { regenerateProduct } from './regeneration.ts';
 import { resumeSuspension, suspendMachine } from './suspension.ts';
-import { deleteInstall } from './uninstall.ts';
+import { uninstallWorkflow } from './uninstall.ts';
 
 /** The settings the workflows' deadlines read. */
 export type WorkflowSettings = Pick<Config, 'installSyncTimeoutSeconds'>;
@@ -22,7 +22,7 @@ export const workflowDefinitions = (settings: WorkflowSettings): Record<Workflow
   // The same steps: placed already, they re-render the releases (a rollback, its revision's) and wait for them.
   updateInstall: installWorkflow(settings.installSyncTimeoutSeconds),
   rollbackInstall: installWorkflow(settings.installSyncTimeoutSeconds),
-  deleteInstall,
+  deleteInstall: uninstallWorkflow(settings.installSyncTimeoutSeconds),
   regenerateProduct,
   suspendMachine,
   resumeSuspension,

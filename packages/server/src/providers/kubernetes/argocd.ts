@@ -144,6 +144,7 @@ export function releaseOf(application: ArgoApplication): HelmRelease {
     revision,
     template_id: application.metadata.annotations?.[LABEL.template] ?? '',
     message,
-    ...(status !== 'deployed' && error ? { condition: `${error.type}: ${error.message ?? ''}`.trim() } : {}),
+    // A deleted Application reports why its resources are not gone (DeletionError), deployed or not.
+    ...((status !== 'deployed' || application.metadata.deletionTimestamp) && error ? { condition: `${error.type}: ${error.message ?? ''}`.trim() } : {}),
   };
 }
