@@ -72,6 +72,11 @@ export interface Config {
    * Which cluster driver runs: the simulation, or Kubernetes (Kamaji control planes and Argo CD installs in the
    * management cluster that MANAGEMENT_KUBECONFIG reaches).
    */
+  /**
+   * How long an install, update, rollback or regeneration waits for its releases to be deployed (Argo CD synced
+   * and healthy) before it fails with the deployer's last word.
+   */
+  installSyncTimeoutSeconds: number;
   clusterDriver: { kind: 'simulated' } | { kind: 'kubernetes'; kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string };
   /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
   orphanAfterSeconds: number;
@@ -333,6 +338,7 @@ export function loadConfig(env: Env = process.env): Config {
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
     // How long a machine's server may take to run and its node to join and turn Ready (minutes, on Hetzner).
     machineBootTimeoutSeconds: integer(env, 'MACHINE_BOOT_TIMEOUT_SECONDS', 600, 60, 86_400),
+    installSyncTimeoutSeconds: integer(env, 'INSTALL_SYNC_TIMEOUT_SECONDS', 600, 10, 86_400),
     clusterDriver: clusterDriver(env),
     compute: compute(env),
     simulation: {

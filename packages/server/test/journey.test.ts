@@ -7,9 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPlatformClient } from '@platform/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
+import { ArgoCdController } from './support/argocd-controller.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
@@ -307,5 +309,40 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     expect(management.get(APP, ARGO_NS, appName)).toBeUndefined();
     expect(management.refused).toEqual([]);
     expect(tenant.refused).toEqual([]);
+  });
+});
+
+describe('an install Argo CD cannot render', () => {
+  it("fails on an unknown chart within its deadline, with Argo CD's ComparisonError", { timeout: 60_000 }, async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'typo', region_id: 'fsn1' } });
+    await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    kamajiReady(cluster.id);
+    await until(
+      'the cluster to run',
+      async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING',
+    );
+    // The repository has wordpress; the product names "wordpres".
+    const argocd = new ArgoCdController(management, ARGO_NS)
+      .addRepository({ url: 'https://charts.bitnami.com/bitnami', charts: { wordpress: ['19.6.1'] } })
+      .start(20);
+    try {
+      const product = await api.POST('/v1/products', {
+        body: {
+          name: 'Typo',
+          cluster_ids: [cluster.id],
+          sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpres' } }],
+        },
+      });
+      const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+      const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
+      const started = clock.now();
+      await until('the install to fail', async () => (await getInstall()).status === 'failed');
+      expect((await getInstall()).status_message).toMatch(/^Release wordpres-[a-z0-9]{6}: ComparisonError: .*chart 'wordpres' not found in index$/);
+      expect(clock.now() - started).toBeLessThan(loadConfig({}).installSyncTimeoutSeconds);
+    } finally {
+      argocd.stop();
+    }
   });
 });

@@ -11,17 +11,18 @@ import { promisify } from 'node:util';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { createPlatformClient } from '@platform/client';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
-import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName } from '../src/providers/kubernetes/driver.ts';
+import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName, repositorySecretName } from '../src/providers/kubernetes/driver.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
+import { ArgoCdController } from './support/argocd-controller.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
@@ -873,5 +874,319 @@ describe('pod logs', () => {
     tenant.deletePod(k8sName(installId), container.pod);
     expect(await tail).toEqual([]);
     expect(await read({})).toEqual([]); // the pod is gone: nothing to read
+  });
+});
+
+describe('Argo CD as it reports (the controller double of test/support/argocd-controller.ts)', () => {
+  const CHARTS = 'https://charts.example.com/stable';
+  const argocd = () => new ArgoCdController(management, ARGO_NS).addRepository({ url: CHARTS, charts: { web: ['1.2.3', '1.3.0'] } });
+  const requestFor = (clusterId: string, chart: Partial<HelmReleaseRequest['chart']> = {}): HelmReleaseRequest => ({
+    cluster_id: clusterId,
+    namespace: newId('ins'),
+    release: 'web-abc123',
+    chart: { repo_url: CHARTS, target_revision: '1.2.3', chart: 'web', ...chart },
+    values: { replicas: 2 },
+    template_id: 'tpl_one',
+  });
+  let refused = 0;
+  beforeEach(() => {
+    refused = management.refused.length;
+  });
+  const get = (request: HelmReleaseRequest) => driver.getRelease(request.cluster_id, request.namespace, request.release);
+  /** Reconciles until the release leaves `pending-…` (or a few passes went by). */
+  async function settle(controller: ArgoCdController, request: HelmReleaseRequest) {
+    for (let i = 0; i < 6; i++) {
+      controller.reconcile();
+      const release = await get(request);
+      if (!release?.status.startsWith('pending') || release.condition) return release;
+    }
+    return get(request);
+  }
+
+  it('reports an unknown chart or repository as the ComparisonError Argo CD sets, and an unknown destination as its InvalidSpecError', async () => {
+    const controller = argocd();
+    const clusterId = await runningCluster();
+    const unknownChart = requestFor(clusterId, { chart: 'nope' });
+    await driver.upsertRelease(unknownChart);
+    expect(await settle(controller, unknownChart)).toMatchObject({
+      status: 'pending-install',
+      condition:
+        "ComparisonError: Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = chart 'nope' not found in index",
+    });
+    const unknownRepository = requestFor(clusterId, { repo_url: 'https://charts.example.com/missing' });
+    await driver.upsertRelease(unknownRepository);
+    expect((await settle(controller, unknownRepository))?.condition).toMatch(/failed to get index: 404 Not Found$/);
+    // Argo CD no longer knows the cluster (its Secret is gone): InvalidSpecError.
+    const known = requestFor(clusterId);
+    await driver.upsertRelease(known);
+    expect(await settle(controller, known)).toMatchObject({ status: 'deployed' });
+    const { metadata } = management.get(APP, ARGO_NS, applicationName(known.namespace, known.release))!;
+    management.put(APP, {
+      ...management.get(APP, ARGO_NS, metadata.name)!,
+      spec: { ...(management.get(APP, ARGO_NS, metadata.name)!.spec as object), destination: { name: 'elsewhere', namespace: 'x' } },
+    } as never);
+    controller.reconcile();
+    expect((await get(known))?.condition).toBe('InvalidSpecError: Unable to get cluster: there are no clusters with this name: elsewhere');
+    expect(management.refused.slice(refused)).toEqual([]);
+  });
+
+  it('trusts a failed operation only when it synced the current source: a stale failure does not fail the next update', async () => {
+    const controller = argocd();
+    const request = requestFor(await runningCluster());
+    await driver.upsertRelease(request);
+    controller.failNextSync(
+      applicationName(request.namespace, request.release),
+      'one or more objects failed to apply, reason: Deployment.apps "web" is invalid',
+    );
+    expect(await settle(controller, request)).toMatchObject({
+      status: 'failed',
+      message: 'one or more objects failed to apply, reason: Deployment.apps "web" is invalid',
+    });
+    // The update: Argo CD still shows the failed operation of the previous source until it syncs the new one.
+    expect(await driver.upsertRelease({ ...request, template_id: 'tpl_two', chart: { ...request.chart, target_revision: '1.3.0' } })).toMatchObject({
+      status: 'pending-upgrade',
+      revision: 2,
+    });
+    expect(await get(request)).toMatchObject({ status: 'pending-upgrade' });
+    expect(await settle(controller, request)).toMatchObject({ status: 'deployed', revision: 2 });
+  });
+
+  it('updates the Application with a merge patch of its spec, keeping the status Argo CD wrote', async () => {
+    const controller = argocd();
+    const request = { ...requestFor(await runningCluster()), values: { replicas: 2, debug: true } };
+    await driver.upsertRelease(request);
+    await settle(controller, request);
+    const name = applicationName(request.namespace, request.release);
+    const path = `/apis/argoproj.io/v1alpha1/namespaces/${ARGO_NS}/applications/${name}`;
+    const before = management.requests.length;
+    await driver.upsertRelease({ ...request, template_id: 'tpl_two', values: { replicas: 3 } });
+    const writes = management.requests.slice(before).filter((r) => r.startsWith('PUT') || r.startsWith('PATCH'));
+    expect(writes.filter((r) => r.includes('/applications/'))).toEqual([`PATCH ${path}`]);
+    const application = management.get(APP, ARGO_NS, name) as unknown as {
+      metadata: { annotations: Record<string, string> };
+      spec: { source: { helm: { valuesObject: unknown } } };
+      status: { operationState: { phase: string } };
+    };
+    expect(application.spec.source.helm.valuesObject).toEqual({ replicas: 3 }); // `debug` removed, not merged in
+    expect(application.metadata.annotations).toMatchObject({ 'platform-api/template': 'tpl_two', 'platform-api/revision': '2' });
+    expect(application.status.operationState.phase).toBe('Succeeded');
+    expect(management.refused.slice(refused)).toEqual([]);
+  });
+
+  it('sends an oci:// chart repository in Argo CD native OCI form, with an oci repository Secret from the registry credential of its host', async () => {
+    const controller = new ArgoCdController(management, ARGO_NS).addRepository({
+      url: 'oci://ghcr.io/acme/charts',
+      charts: { web: ['1.2.3'] },
+      credentials: { username: 'robot', password: 'hunter2' },
+    });
+    const clusterId = await runningCluster();
+    const request = {
+      ...requestFor(clusterId, { repo_url: 'oci://ghcr.io/acme/charts', chart: 'web' }),
+      pull_secrets: [
+        { server: 'registry.example.com', username: 'other', password: 'x' },
+        { server: 'https://ghcr.io', username: 'robot', password: 'hunter2' },
+      ],
+    };
+    await driver.upsertRelease(request);
+    const name = applicationName(request.namespace, request.release);
+    const source = (management.get(APP, ARGO_NS, name)!.spec as { source: Record<string, unknown> }).source;
+    expect(source).toMatchObject({ repoURL: 'oci://ghcr.io/acme/charts/web', path: '.', targetRevision: '1.2.3' });
+    expect(source.chart).toBeUndefined();
+    const secret = management.get('v1/secrets', ARGO_NS, repositorySecretName(name)) as unknown as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    };
+    expect(secret.metadata.labels['argocd.argoproj.io/secret-type']).toBe('repository');
+    const data = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    expect(data).toMatchObject({ url: 'oci://ghcr.io/acme/charts/web', type: 'oci', username: 'robot', password: 'hunter2' });
+    expect(await settle(controller, request)).toMatchObject({ status: 'deployed' });
+    // Without the credential the registry refuses Argo CD, which reports it.
+    controller.addRepository({ url: 'oci://ghcr.io/acme/private', charts: { web: ['1.2.3'] }, credentials: { username: 'robot', password: 'hunter2' } });
+    const anonymous = requestFor(clusterId, { repo_url: 'oci://ghcr.io/acme/private', chart: 'web' });
+    await driver.upsertRelease(anonymous);
+    expect(management.get('v1/secrets', ARGO_NS, repositorySecretName(applicationName(anonymous.namespace, anonymous.release)))).toBeUndefined();
+    expect((await settle(controller, anonymous))?.condition).toMatch(/^ComparisonError: .*401: unauthorized/);
+    await driver.uninstallRelease(clusterId, request.namespace, request.release);
+    expect(management.get('v1/secrets', ARGO_NS, repositorySecretName(name))).toBeUndefined();
+  });
+
+  it("scopes a repository Secret to the cluster's AppProject: another workspace's Application of the same chart is not served with it", async () => {
+    const url = 'https://charts.acme.example/shared';
+    const controller = new ArgoCdController(management, ARGO_NS).addRepository({
+      url,
+      charts: { web: ['1.2.3'] },
+      credentials: { username: 'robot', password: 'hunter2' },
+    });
+    const owner = {
+      ...requestFor(await runningCluster(), { repo_url: url }),
+      pull_secrets: [{ server: 'charts.acme.example', username: 'robot', password: 'hunter2' }],
+    };
+    const other = requestFor(await runningCluster(), { repo_url: url });
+    await driver.upsertRelease(owner);
+    await driver.upsertRelease(other);
+    const project = management.get('argoproj.io/v1alpha1/appprojects', ARGO_NS, k8sName(owner.cluster_id)) as unknown as { spec: { destinations: unknown } };
+    expect(project.spec.destinations).toEqual([{ name: k8sName(owner.cluster_id), namespace: '*' }]);
+    expect((management.get(APP, ARGO_NS, applicationName(owner.namespace, owner.release))!.spec as { project: string }).project).toBe(
+      k8sName(owner.cluster_id),
+    );
+    const secret = management.get('v1/secrets', ARGO_NS, repositorySecretName(applicationName(owner.namespace, owner.release))) as unknown as {
+      data: Record<string, string>;
+    };
+    expect(Buffer.from(secret.data.project!, 'base64').toString()).toBe(k8sName(owner.cluster_id));
+    expect(await settle(controller, owner)).toMatchObject({ status: 'deployed' });
+    expect((await settle(controller, other))?.condition).toMatch(/failed to get index: 401 Unauthorized$/);
+    // The cluster's deletion takes its project with it.
+    await driver.deleteCluster(other.cluster_id);
+    expect(management.get('argoproj.io/v1alpha1/appprojects', ARGO_NS, k8sName(other.cluster_id))).toBeUndefined();
+  });
+
+  it('gives a Helm repository that needs credentials a repository Secret of type helm for its URL', async () => {
+    const controller = new ArgoCdController(management, ARGO_NS).addRepository({
+      url: 'https://charts.acme.example/private',
+      charts: { web: ['1.2.3'] },
+      credentials: { username: 'robot', password: 'hunter2' },
+    });
+    const request = {
+      ...requestFor(await runningCluster(), { repo_url: 'https://charts.acme.example/private' }),
+      pull_secrets: [{ server: 'charts.acme.example', username: 'robot', password: 'hunter2' }],
+    };
+    await driver.upsertRelease(request);
+    const secret = management.get('v1/secrets', ARGO_NS, repositorySecretName(applicationName(request.namespace, request.release))) as unknown as {
+      data: Record<string, string>;
+    };
+    expect(Buffer.from(secret.data.type!, 'base64').toString()).toBe('helm');
+    expect(Buffer.from(secret.data.url!, 'base64').toString()).toBe('https://charts.acme.example/private');
+    expect(await settle(controller, request)).toMatchObject({ status: 'deployed' });
+  });
+});
+
+describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
+  async function withApi(run: (api: ReturnType<typeof createPlatformClient>, clusterId: string) => Promise<void>) {
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', INSTALL_SYNC_TIMEOUT_SECONDS: '120' }),
+      driver,
+      tickMs: 20,
+    });
+    await runtime.engine.run({ work: true });
+    const server = await startTestServer(database.db, clock, {}, { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const api = createPlatformClient({ baseUrl: server.baseUrl, token: user.token, retry: false });
+      const cluster = await api.POST('/v1/clusters', { body: { name: 'apps', region_id: 'fsn1' } });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+      kamajiReady(cluster.id);
+      await until(async () => {
+        clock.advance(2);
+        return (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING';
+      });
+      await run(api, cluster.id);
+    } finally {
+      await server.close();
+      await runtime.engine.stop();
+    }
+  }
+
+  async function install(api: ReturnType<typeof createPlatformClient>, clusterId: string, chart: string) {
+    const product = await api.POST('/v1/products', {
+      body: {
+        name: `Shop ${chart}`,
+        cluster_ids: [clusterId],
+        sources: [{ chart: { repo_url: 'https://charts.example.com/stable', target_revision: '1.2.3', chart } }],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await until(async () => management.list(APP, ARGO_NS).some((a) => a.metadata.labels?.['platform-api/install'] === created.id));
+    const name = management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === created.id)!.metadata.name;
+    return { id: created.id, name, get: () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }) };
+  }
+
+  it('is 600 s unless set, and a bad value stops start-up naming it', () => {
+    expect(loadConfig({}).installSyncTimeoutSeconds).toBe(600);
+    expect(loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '900' }).installSyncTimeoutSeconds).toBe(900);
+    expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '5' })).toThrow('INSTALL_SYNC_TIMEOUT_SECONDS must be an integer from 10 to 86400, got "5"');
+    expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: 'ten minutes' })).toThrow(ConfigError);
+  });
+
+  it("fails an install with Argo CD's ComparisonError once it has lasted its grace period, not before", async () => {
+    const controller = new ArgoCdController(management, ARGO_NS).addRepository({ url: 'https://charts.example.com/stable', charts: { web: ['1.2.3'] } });
+    await withApi(async (api, clusterId) => {
+      const unknown = await install(api, clusterId, 'wordpres');
+      controller.reconcile(); // the first repository error is passed over (Argo CD's own grace)
+      controller.reconcile();
+      const condition = management.get(APP, ARGO_NS, unknown.name)!.status as { conditions: { type: string }[] };
+      expect(condition.conditions[0]!.type).toBe('ComparisonError');
+      // Seen, but within the grace period: still installing.
+      await until(async () => (await unknown.get()).status === 'installing');
+      clock.advance(10);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await unknown.get()).status).toBe('installing');
+      await until(async () => {
+        clock.advance(5);
+        return (await unknown.get()).status === 'failed';
+      });
+      // Argo CD's own words: the release, the condition's type and message.
+      expect((await unknown.get()).status_message).toMatch(
+        /^Release wordpres-[a-z0-9]{6}: ComparisonError: Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = chart 'wordpres' not found in index$/,
+      );
+    });
+  });
+
+  it("fails an install that Argo CD never makes healthy at the deadline, with Argo CD's health message", async () => {
+    await withApi(async (api, clusterId) => {
+      const stuck = await install(api, clusterId, 'web');
+      const spec = management.get(APP, ARGO_NS, stuck.name)!.spec as { source: unknown; destination: unknown };
+      // Synced, but the Deployment never becomes available (gitops-engine's health message for a Deployment).
+      const message = 'Waiting for rollout to finish: 0 of 2 updated replicas are available...';
+      management.setStatus(APP, ARGO_NS, stuck.name, {
+        sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
+        health: { status: 'Progressing', message },
+      });
+      const started = clock.now();
+      await until(async () => {
+        clock.advance(10);
+        return (await stuck.get()).status !== 'installing';
+      });
+      const failed = await stuck.get();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toMatch(
+        /^Release web-[a-z0-9]{6} was not deployed within 1[23]\d s: Waiting for rollout to finish: 0 of 2 updated replicas are available\.\.\.$/,
+      );
+      expect(clock.now() - started).toBeGreaterThanOrEqual(120);
+    });
+  });
+
+  it("fails an uninstall whose Application Argo CD does not remove by the deadline, with Argo CD's DeletionError", async () => {
+    await withApi(async (api, clusterId) => {
+      const stuck = await install(api, clusterId, 'web');
+      const spec = () => management.get(APP, ARGO_NS, stuck.name)!.spec as { source: unknown; destination: unknown };
+      management.setStatus(APP, ARGO_NS, stuck.name, {
+        sync: { status: 'Synced', comparedTo: { source: spec().source, destination: spec().destination } },
+        health: { status: 'Healthy' },
+      });
+      await until(async () => {
+        clock.advance(2);
+        return (await stuck.get()).status === 'running';
+      });
+      await api.DELETE('/v1/installs/{id}', { params: { path: { id: stuck.id } } });
+      await until(async () => management.get(APP, ARGO_NS, stuck.name)?.metadata.deletionTimestamp !== undefined);
+      // controller/appcontroller.go finalizeApplicationDeletion: the resources cannot be deleted; the finalizer stays.
+      const message = 'error deleting resources: the server could not find the requested resource';
+      management.setStatus(APP, ARGO_NS, stuck.name, { ...management.get(APP, ARGO_NS, stuck.name)!.status, conditions: [{ type: 'DeletionError', message }] });
+      const started = clock.now();
+      await until(async () => {
+        clock.advance(10);
+        return (await stuck.get()).status !== 'uninstalling';
+      });
+      const failed = await stuck.get();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toMatch(
+        /^Uninstall failed: Release web-[a-z0-9]{6} was not removed within 1[2-4]\d s: DeletionError: error deleting resources: the server could not find the requested resource$/,
+      );
+      expect(clock.now() - started).toBeGreaterThanOrEqual(110);
+    });
   });
 });

@@ -124,8 +124,10 @@ export interface HelmRelease {
   status: ReleaseStatus;
   revision: number;
   template_id: string;
-  /** Why the release failed, from helm's or the pods' events. */
+  /** Why the release failed, from helm's or the pods' events; while pending, what its deployer reports it waits on. */
   message: string | null;
+  /** An error its deployer reports while it is pending (Argo CD's ComparisonError, …): it may clear, or fail the install. */
+  condition?: string;
 }
 
 export interface PodContainer {

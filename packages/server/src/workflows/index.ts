@@ -5,24 +5,24 @@ import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
 import { deprovision } from './deprovision.ts';
 import type { WorkflowDefinition } from './engine.ts';
-import { createInstall } from './install.ts';
+import { installWorkflow } from './install.ts';
 import { provisionMachine } from './provision.ts';
 import { regenerateProduct } from './regeneration.ts';
 import { resumeMachine, suspendMachine } from './suspension.ts';
-import { deleteInstall } from './uninstall.ts';
+import { uninstallWorkflow } from './uninstall.ts';
 
 /** The settings the kinds' deadlines read. */
-export type WorkflowSettings = Pick<Config, 'machineBootTimeoutSeconds'>;
+export type WorkflowSettings = Pick<Config, 'machineBootTimeoutSeconds' | 'installSyncTimeoutSeconds'>;
 
 export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
   createCluster: clusterCreate,
   requestMachine: provisionMachine(settings),
   deleteMachine: deprovision,
-  createInstall,
+  createInstall: installWorkflow(settings.installSyncTimeoutSeconds),
   // The same steps: placed already, they re-render the releases (a rollback, its revision's) and wait for them.
-  updateInstall: createInstall,
-  rollbackInstall: createInstall,
-  deleteInstall,
+  updateInstall: installWorkflow(settings.installSyncTimeoutSeconds),
+  rollbackInstall: installWorkflow(settings.installSyncTimeoutSeconds),
+  deleteInstall: uninstallWorkflow(settings.installSyncTimeoutSeconds),
   regenerateProduct,
   suspendMachine,
   resumeSuspension: resumeMachine(settings),

@@ -2,19 +2,26 @@
 // release per product source with the install's overrides, wait for the pods, then `running` (or `failed`
 // with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
 // updateInstall and rollbackInstall run the same steps on a placed install; a rollback deploys its revision's
-// template and sources. Each deploy is recorded as a revision.
+// template and sources. Each deploy is recorded as a revision. The wait for the releases has a deadline
+// (INSTALL_SYNC_TIMEOUT_SECONDS); an error the deployer reports meanwhile fails it sooner, once it has lasted.
 import type { ProductSource } from '../db/schema.ts';
-import type { HelmReleaseRequest } from '../providers/types.ts';
+import type { HelmRelease, HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
 import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { heldTemplateOf, productOfWorkspace } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import type { StepContext, WorkflowDefinition } from './engine.ts';
+import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from './engine.ts';
 
 /** How long an install waits for a cluster of its region that is still being created. */
 const PLACEMENT_WAIT = 10;
+
+/**
+ * How long an error the deployer reports (an Argo CD condition) may last before the deploy fails with it: long
+ * enough for one that clears by itself (a cluster Secret not yet in Argo CD's cache), short beside the deadline.
+ */
+export const CONDITION_GRACE_SECONDS = 30;
 
 const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
 
@@ -31,6 +38,52 @@ export function mergeValues(base: Record<string, unknown>, override: Record<stri
     merged[key] = bothObjects(current) && bothObjects(value) ? mergeValues(current, value) : value;
   }
   return merged;
+}
+
+/**
+ * Releases that are not all deployed yet: wait, unless one has reported an error condition for
+ * CONDITION_GRACE_SECONDS (counted in the workflow's state from when it was first seen).
+ */
+export function awaitCondition(ctx: StepContext, releases: (HelmRelease | undefined)[]): StepResult {
+  const stalled = releases.find((r) => r?.condition);
+  if (!stalled?.condition) return { wait: 2, state: { ...ctx.state, condition_since: undefined } };
+  const now = ctx.clock.now();
+  const since = typeof ctx.state.condition_since === 'number' ? ctx.state.condition_since : now;
+  if (now - since >= CONDITION_GRACE_SECONDS) return { failed: `Release ${stalled.release}: ${stalled.condition}` };
+  return { wait: 2, state: { ...ctx.state, condition_since: since } };
+}
+
+/**
+ * The deadline of a step that waits for releases to be deployed: it fails with what the deployer reports of the
+ * first one that is not (its error condition, else its own message), or that it is missing.
+ */
+export function releasesDeadline(
+  seconds: number,
+  releasesOf: (ctx: StepContext) => Promise<{ name: string; release: HelmRelease | undefined }[]>,
+): StepDeadline {
+  return {
+    seconds: () => seconds,
+    async expired(ctx, waited) {
+      const stuck = (await releasesOf(ctx)).find(({ release }) => release?.status !== 'deployed');
+      const reason = !stuck?.release ? 'it is missing' : (stuck.release.condition ?? stuck.release.message ?? `it is still ${stuck.release.status}`);
+      return { failed: `Release ${stuck?.name ?? ''} was not deployed within ${waited} s: ${reason}` };
+    },
+  };
+}
+
+/** The install workflow, its releases' wait bounded by `syncTimeoutSeconds`. */
+export function installWorkflow(syncTimeoutSeconds: number): WorkflowDefinition {
+  return {
+    ...installSteps,
+    deadlines: {
+      await: releasesDeadline(syncTimeoutSeconds, async (ctx) => {
+        const install = await installOf(ctx);
+        const names = (ctx.state.releases as string[] | undefined) ?? [];
+        if (!install?.cluster_id) return [];
+        return Promise.all(names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id!, install.id, name) })));
+      }),
+    },
+  };
 }
 
 /** The release name of a product source in an install's namespace. */
@@ -60,7 +113,7 @@ export function releasesOf(
   });
 }
 
-export const createInstall: WorkflowDefinition = {
+const installSteps: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const install = await installOf(ctx);
@@ -106,7 +159,7 @@ export const createInstall: WorkflowDefinition = {
         overrides: install.overrides,
       };
       await recordRevision(ctx.db, { ...deploy, status: 'deploying' }, ctx.clock.now());
-      return { next: 'await', state: { ...ctx.state, releases: target.sources.map(releaseName) } };
+      return { next: 'await', state: { ...ctx.state, releases: target.sources.map(releaseName), condition_since: undefined } };
     },
 
     async await(ctx) {
@@ -116,8 +169,8 @@ export const createInstall: WorkflowDefinition = {
       const releases = await Promise.all(names.map((name) => ctx.driver.getRelease(install.cluster_id!, install.id, name)));
       const failed = releases.find((r) => r?.status === 'failed');
       if (failed) return { failed: failed.message ?? `Release ${failed.release} failed.` };
-      if (releases.some((r) => r?.status !== 'deployed')) return { wait: 2 };
-      return { next: 'running' };
+      if (releases.every((r) => r?.status === 'deployed')) return { next: 'running' };
+      return awaitCondition(ctx, releases);
     },
 
     async running(ctx) {

@@ -36,6 +36,7 @@ export interface RuntimeOptions {
     | 'auditRetentionDays'
     | 'webhooks'
     | 'machineBootTimeoutSeconds'
+    | 'installSyncTimeoutSeconds'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;

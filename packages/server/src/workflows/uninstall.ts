@@ -1,6 +1,7 @@
 // Uninstall an install: wait for any step of its other workflows that is running now (they were cancelled, but a
 // release may be in flight), uninstall the release of every product source from its cluster, then remove the
-// install. It reads as `uninstalling` until then; its cluster can be deleted after.
+// install. It reads as `uninstalling` until then; its cluster can be deleted after. The wait for the releases to
+// go has a deadline (INSTALL_SYNC_TIMEOUT_SECONDS): then the uninstall fails with the deployer's reason.
 import { sourcesEverDeployed } from '../resources/install-revisions.ts';
 import { failUninstall, installById, removeInstall } from '../resources/installs.ts';
 import { productOfWorkspace } from '../resources/products.ts';
@@ -9,7 +10,33 @@ import { releaseName } from './install.ts';
 
 const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
 
-export const deleteInstall: WorkflowDefinition = {
+/** The releases an uninstall waits to see gone, with what is left of them. */
+async function releasesLeft(ctx: StepContext) {
+  const install = await installOf(ctx);
+  const names = (ctx.state.releases as string[] | undefined) ?? [];
+  if (!install?.cluster_id) return [];
+  const left = await Promise.all(names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id!, install.id, name) })));
+  return left.filter(({ release }) => release !== undefined);
+}
+
+/** The uninstall workflow, the wait for its releases to go bounded by `timeoutSeconds`. */
+export const uninstallWorkflow = (timeoutSeconds: number): WorkflowDefinition => ({
+  ...deleteInstall,
+  deadlines: {
+    await_gone: {
+      seconds: () => timeoutSeconds,
+      async expired(ctx, waited) {
+        const stuck = (await releasesLeft(ctx))[0];
+        if (!stuck) return { next: 'remove' };
+        const reason = stuck.release?.condition ?? stuck.release?.message ?? 'its deployer has not removed what it deployed';
+        return { failed: `Release ${stuck.name} was not removed within ${waited} s: ${reason}` };
+      },
+    },
+  },
+  boundedElsewhere: { start: "it waits for steps of the install's other workflows running now, each bounded by its own deadline" },
+});
+
+const deleteInstall: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const cancelled = (ctx.state.cancelled as string[] | undefined) ?? [];
@@ -32,11 +59,7 @@ export const deleteInstall: WorkflowDefinition = {
     // The releases go when their deployer has removed what they deployed (Argo CD drops the Application's
     // resources finalizer then): until then the install reads `uninstalling`.
     async await_gone(ctx) {
-      const install = await installOf(ctx);
-      if (!install?.cluster_id) return { next: 'remove' };
-      const names = (ctx.state.releases as string[] | undefined) ?? [];
-      const left = await Promise.all(names.map((name) => ctx.driver.getRelease(install.cluster_id!, install.id, name)));
-      return left.some((release) => release !== undefined) ? { wait: 2 } : { next: 'remove' };
+      return (await releasesLeft(ctx)).length > 0 ? { wait: 2 } : { next: 'remove' };
     },
     async remove(ctx) {
       await removeInstall(ctx.db, ctx.workflow.subject_id, ctx.clock.now());

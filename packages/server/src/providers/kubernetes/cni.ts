@@ -16,14 +16,21 @@ export const CNI_NAMESPACE = 'kube-flannel';
 export const cniApplicationName = (clusterName: string) => `cni-${clusterName}`;
 
 /**
- * The CNI's Application, deploying into the tenant cluster registered with Argo CD as `destination`. No resources
- * finalizer: the Application goes with its cluster, whose network goes with it.
+ * The CNI's Application, deploying into the tenant cluster registered with Argo CD as `destination`, in the
+ * cluster's own AppProject (`project`) as its installs are. No resources finalizer: the Application goes with its
+ * cluster, whose network goes with it.
  */
-export function cniApplication(options: { clusterName: string; destination: string; argocdNamespace: string; labels: Record<string, string> }) {
+export function cniApplication(options: {
+  clusterName: string;
+  destination: string;
+  project: string;
+  argocdNamespace: string;
+  labels: Record<string, string>;
+}) {
   return {
     metadata: { name: cniApplicationName(options.clusterName), namespace: options.argocdNamespace, labels: options.labels },
     spec: {
-      project: 'default',
+      project: options.project,
       source: { ...CNI_CHART, helm: { releaseName: 'flannel', valuesObject: { podCidr: POD_CIDR } } },
       destination: { name: options.destination, namespace: CNI_NAMESPACE },
       syncPolicy: {

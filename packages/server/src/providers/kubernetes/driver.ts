@@ -9,27 +9,36 @@ import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
-import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
-import {
-  type ClusterDriver,
-  type ControlPlane,
-  type ControlPlaneRequest,
-  type ControlPlaneStatus,
-  chartLocation,
-  type HelmRelease,
-  type HelmReleaseRequest,
-  type JoinRequest,
-  type LogEntry,
-  type PodContainer,
-  type ReadLogOptions,
-  type ReleaseStatus,
+import type {
+  ClusterDriver,
+  ControlPlane,
+  ControlPlaneRequest,
+  ControlPlaneStatus,
+  HelmRelease,
+  HelmReleaseRequest,
+  JoinRequest,
+  LogEntry,
+  PodContainer,
+  ReadLogOptions,
 } from '../types.ts';
+import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret } from './argocd.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
 import { cniApplication, cniApplicationName } from './cni.ts';
+import { LABEL } from './labels.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
 export interface KubernetesDriverOptions {
@@ -40,16 +49,18 @@ export interface KubernetesDriverOptions {
   kamajiNamespace: string;
 }
 
-/** Labels and annotations the platform puts on what it creates. */
-export const LABEL = { cluster: 'platform-api/cluster', install: 'platform-api/install', template: 'platform-api/template', revision: 'platform-api/revision' };
+export { LABEL } from './labels.ts';
 export const ARGOCD_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 const KAMAJI = { group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes' };
 const ARGO = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' };
+const ARGO_PROJECTS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'appprojects' };
 
 /** Our ids as Kubernetes names. */
 export const k8sName = (id: string) => id.toLowerCase().replace(/[^a-z0-9-]/g, '-');
 export const applicationName = (namespace: string, release: string) => `${k8sName(namespace)}-${release}`.slice(0, 253);
 export const pullSecretName = (release: string) => `${release}-registry`.slice(0, 253);
+/** The Argo CD repository Secret of an Application's chart repository. */
+export const repositorySecretName = (application: string) => `${application}-repository`.slice(0, 253);
 
 export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
@@ -77,38 +88,6 @@ interface TenantControlPlane {
     kubeconfig?: { admin?: { secretName?: string } };
     kubernetesResources?: { version?: { status?: string; version?: string } };
   };
-}
-
-interface ArgoApplication {
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    deletionTimestamp?: string;
-  };
-  spec: { source: Record<string, unknown> } & Record<string, unknown>;
-  status?: {
-    sync?: { status?: string; comparedTo?: { source?: unknown } };
-    health?: { status?: string; message?: string };
-    operationState?: { phase?: string; message?: string };
-  };
-}
-
-/** Key-order-independent equality of JSON values (Argo CD echoes the source it compared, keys reordered). */
-function sameJson(a: unknown, b: unknown): boolean {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(canonical)
-      : v && typeof v === 'object'
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
-          )
-        : v;
-  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 }
 
 /** The driver on the management cluster of MANAGEMENT_KUBECONFIG; a file that is no kubeconfig is a ConfigError. */
@@ -176,6 +155,7 @@ export class KubernetesDriver implements ClusterDriver {
     const name = k8sName(clusterId);
     await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: cniApplicationName(name) }).catch(ignoreNotFound);
     await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
+    await this.custom.deleteNamespacedCustomObject({ ...ARGO_PROJECTS, namespace: this.options.argocdNamespace, name }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
   }
 
@@ -332,8 +312,32 @@ export class KubernetesDriver implements ClusterDriver {
       stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
     };
     await this.upsertSecret(this.core, body);
+    await this.upsertProject(clusterId, clusterName);
     this.registered.add(clusterId);
     return clusterName;
+  }
+
+  /**
+   * An AppProject per cluster, named after it: its Applications may deploy only to it, and a repository Secret
+   * scoped to it serves only them (util/db/repository_secrets.go: a project's own credentials, else unscoped ones).
+   */
+  private async upsertProject(clusterId: string, clusterName: string): Promise<void> {
+    const namespace = this.options.argocdNamespace;
+    const project = new AppProject({
+      metadata: { name: clusterName, namespace, labels: { [LABEL.cluster]: clusterId } },
+      spec: {
+        description: `Applications of cluster ${clusterId}`,
+        sourceRepos: ['*'],
+        destinations: [{ name: clusterName, namespace: '*' }],
+        clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+      },
+    });
+    project.validate();
+    try {
+      await this.custom.createNamespacedCustomObject({ ...ARGO_PROJECTS, namespace, body: project.toJSON() });
+    } catch (error) {
+      if (!isConflict(error)) throw error; // made by an earlier run, to the same spec
+    }
   }
 
   private async upsertSecret(core: CoreV1Api, body: V1Secret): Promise<void> {
@@ -386,6 +390,8 @@ export class KubernetesDriver implements ClusterDriver {
       : request.values;
     const name = applicationName(request.namespace, request.release);
     const namespace = this.options.argocdNamespace;
+    const source = applicationSource(request, values);
+    await this.repositorySecret(request, name, source);
     const existing = await this.application(name);
     const sameTemplate = existing?.metadata.annotations?.[LABEL.template] === request.template_id;
     const revision =
@@ -397,29 +403,38 @@ export class KubernetesDriver implements ClusterDriver {
         finalizers: [ARGOCD_FINALIZER],
         labels: { [LABEL.cluster]: request.cluster_id, [LABEL.install]: request.namespace },
         annotations: { [LABEL.template]: request.template_id, [LABEL.revision]: String(revision) },
-        ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
       },
       spec: {
-        project: 'default',
-        source: {
-          repoURL: request.chart.repo_url,
-          targetRevision: request.chart.target_revision,
-          ...chartLocation(request.chart),
-          helm: { releaseName: request.release, valuesObject: values },
-        },
+        project: destination,
+        source,
         destination: { name: destination, namespace: k8sName(request.namespace) },
         syncPolicy: { automated: { prune: true, selfHeal: true }, syncOptions: ['CreateNamespace=true'] },
       },
     });
     application.validate(); // against Argo CD's schema, before it is sent
-    // Applications have no status subresource: a replace carries Argo CD's status on, or it would be wiped.
-    const body = { ...(application.toJSON() as object), ...(existing?.status ? { status: existing.status } : {}) };
-    const saved = (
-      existing
-        ? await this.custom.replaceNamespacedCustomObject({ ...ARGO, namespace, name, body })
-        : await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body })
-    ) as ArgoApplication;
-    return this.release(saved);
+    if (!existing) return releaseOf((await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body: application.toJSON() })) as ArgoApplication);
+    // A merge patch of the spec and our annotations: Argo CD writes the status (and its own annotations) meanwhile,
+    // and a whole-object replace would race those writes (409) or carry a stale status back.
+    const desired = application.toJSON() as unknown as ArgoApplication;
+    const body = {
+      metadata: { annotations: desired.metadata.annotations, labels: desired.metadata.labels },
+      spec: mergePatch(existing.spec, desired.spec),
+    };
+    const patched = await this.custom.patchNamespacedCustomObject(
+      { ...ARGO, namespace, name, body },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    return releaseOf(patched as ArgoApplication);
+  }
+
+  /** The chart repository's credentials for Argo CD, when the workspace has some for its host; else none is kept. */
+  private async repositorySecret(request: HelmReleaseRequest, application: string, source: { repoURL: string } & Record<string, unknown>): Promise<void> {
+    const name = repositorySecretName(application);
+    const namespace = this.options.argocdNamespace;
+    const project = k8sName(request.cluster_id);
+    const secret = repositorySecret(request, source, project, { name, namespace, labels: { [LABEL.install]: request.namespace } });
+    if (secret) await this.upsertSecret(this.core, secret);
+    else await this.core.deleteNamespacedSecret({ name, namespace }).catch(ignoreNotFound);
   }
 
   /** The cluster's pod network (cni.ts): its Argo CD Application, created once; its nodes turn Ready when it is up. */
@@ -429,6 +444,7 @@ export class KubernetesDriver implements ClusterDriver {
       cniApplication({
         clusterName: k8sName(clusterId),
         destination,
+        project: destination,
         argocdNamespace: this.options.argocdNamespace,
         labels: { [LABEL.cluster]: clusterId },
       }),
@@ -443,14 +459,14 @@ export class KubernetesDriver implements ClusterDriver {
 
   async getRelease(_clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined> {
     const application = await this.application(applicationName(namespace, release));
-    return application && this.release(application);
+    return application && releaseOf(application);
   }
 
   async uninstallRelease(_clusterId: string, namespace: string, release: string): Promise<void> {
+    const name = applicationName(namespace, release);
     // The resources finalizer makes Argo CD delete what the Application deployed before the Application goes.
-    await this.custom
-      .deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: applicationName(namespace, release) })
-      .catch(ignoreNotFound);
+    await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name }).catch(ignoreNotFound);
+    await this.core.deleteNamespacedSecret({ name: repositorySecretName(name), namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
   }
 
   private async application(name: string): Promise<ArgoApplication | undefined> {
@@ -460,31 +476,6 @@ export class KubernetesDriver implements ClusterDriver {
       if (isNotFound(error)) return undefined;
       throw error;
     }
-  }
-
-  /** Argo CD's sync and health → the release status: deployed once the current source is synced and healthy. */
-  private release(application: ArgoApplication): HelmRelease {
-    const revision = Number(application.metadata.annotations?.[LABEL.revision] ?? 1);
-    const { sync, health, operationState } = application.status ?? {};
-    let status: ReleaseStatus = revision > 1 ? 'pending-upgrade' : 'pending-install';
-    let message: string | null = null;
-    if (operationState?.phase === 'Failed' || operationState?.phase === 'Error') {
-      status = 'failed';
-      message = operationState.message ?? `Argo CD sync ${operationState.phase.toLowerCase()}`;
-    } else if (health?.status === 'Degraded') {
-      status = 'failed';
-      message = health.message ?? 'Degraded';
-    } else if (sync?.status === 'Synced' && health?.status === 'Healthy' && sameJson(sync.comparedTo?.source, application.spec.source)) {
-      status = 'deployed';
-    }
-    return {
-      namespace: application.metadata.labels?.[LABEL.install] ?? application.metadata.namespace,
-      release: String((application.spec.source.helm as { releaseName?: string } | undefined)?.releaseName ?? application.metadata.name),
-      status,
-      revision,
-      template_id: application.metadata.annotations?.[LABEL.template] ?? '',
-      message,
-    };
   }
 
   // --- pods and logs (tenant cluster) ---
