@@ -5,8 +5,11 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { contractChanges, RELEASED, versionProblems } from '../scripts/contract-changes.ts';
 
-type Document = Parameters<typeof contractChanges>[0];
-const released = JSON.parse(readFileSync(RELEASED, 'utf8')) as Document & { paths: Record<string, Record<string, unknown>> };
+type Document = Parameters<typeof contractChanges>[0] & {
+  paths: Record<string, Record<string, unknown>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+};
+const released = JSON.parse(readFileSync(RELEASED, 'utf8')) as Document;
 const copy = () => structuredClone(released);
 const changelogWith = (version: string) => `# Changelog\n\n## ${version}\n\n- Added.\n`;
 
@@ -23,8 +26,8 @@ describe('the contract change check', () => {
   });
 
   it('takes an addition with a higher minor version and its CHANGELOG.md section, and names what is missing otherwise', () => {
-    const working = copy() as Document & { components: { schemas: Record<string, { properties: Record<string, unknown> }> } };
-    working.components.schemas.Cluster!.properties.labels = { type: 'object', additionalProperties: { type: 'string' } };
+    const working = copy();
+    working.components.schemas.Cluster!.properties!.labels = { type: 'object', additionalProperties: { type: 'string' } };
     const changes = contractChanges(released, working);
     expect(changes.length).toBeGreaterThan(0);
     expect(changes.filter((change) => change.breaking)).toEqual([]);
@@ -37,9 +40,9 @@ describe('the contract change check', () => {
   });
 
   it('counts a component gone as breaking (the generated clients lose its type name)', () => {
-    const working = copy() as Document & { components: { schemas: Record<string, unknown> } };
+    const working = copy();
     const { Error: errorSchema, ...others } = working.components.schemas;
-    working.components.schemas = { ...others, ApiError: errorSchema };
+    working.components.schemas = { ...others, ApiError: errorSchema! };
     expect(contractChanges(released, working)).toContainEqual(expect.objectContaining({ breaking: true, where: '/components/schemas/Error' }));
   });
 });

@@ -28,8 +28,9 @@ const isPage = (value: unknown): value is Page => typeof value === 'object' && v
  */
 function everyPage(api: PlatformClient): PlatformClient {
   const GET = (async (path: string, init?: { params?: { query?: Record<string, unknown> } }) => {
-    let page: unknown = await api.GET(path as never, init as never);
-    if (!isPage(page)) return page;
+    const first: unknown = await api.GET(path as never, init as never);
+    if (!isPage(first)) return first;
+    let page = first;
     const data = [...page.data];
     while (page.pagination.has_more && page.data.length > 0) {
       const cursor = page.pagination.cursor;
