@@ -329,7 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
       disableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 1, 365),
       // An attempt that waits costs a socket, not CPU: slots are many, and shared fairly between workspaces.
-      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 128, 1, 4096),
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 512, 1, 4096),
       endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 256),
       circuitFailures: integer(env, 'WEBHOOK_CIRCUIT_FAILURES', 5, 1, 1000),
     },

@@ -6,8 +6,8 @@
 //     share of the slots, skipping endpoints whose circuit is open (cooling);
 //   - each claim is a lease that counts the attempt; the attempt POSTs over a kept-alive connection (SSRF-checked
 //     when it was made), and the outcomes that ended meanwhile are settled together, rows and endpoints: succeeded,
-//     pending again at the next moment of the retry schedule, or failed when the schedule runs out. Settled, their
-//     slots are free and the dispatcher looks again.
+//     pending again at the next moment of the retry schedule, or failed when the schedule runs out; then the
+//     dispatcher looks again.
 // At least once: a worker killed after the receiver answered but before the row was settled lets go of it when
 // its lease runs out, and it is sent again; the attempt it made is counted.
 
@@ -64,7 +64,7 @@ export class WebhookDispatcher {
   private readonly options: DispatcherOptions;
   private readonly sender: WebhookSender;
   private ticker: NodeJS.Timeout | undefined;
-  /** Slots held (attempts claimed and not yet settled), in all and by workspace. */
+  /** Slots held (attempts under way), in all and by workspace. */
   private holding = 0;
   private readonly held = new Map<string, number>();
   private readonly attempts = new Set<Promise<void>>();
@@ -188,6 +188,11 @@ export class WebhookDispatcher {
     this.held.set(delivery.workspace_id, (this.held.get(delivery.workspace_id) ?? 0) + 1);
     const attempt = this.attempt(delivery).then((outcome) => {
       this.attempts.delete(attempt);
+      // The slot is free once the attempt ended; the delivery's lease (which keeps the endpoint's count) until it is settled.
+      this.holding--;
+      const held = this.held.get(delivery.workspace_id)! - 1;
+      if (held === 0) this.held.delete(delivery.workspace_id);
+      else this.held.set(delivery.workspace_id, held);
       this.ended.push({ delivery, outcome });
       void this.settle();
     });
@@ -213,7 +218,7 @@ export class WebhookDispatcher {
 
   /**
    * Settles every attempt that ended, together (one statement for the deliveries, one for the endpoints whose
-   * state changes), then frees their slots and looks again. One settling at a time: what ends meanwhile waits
+   * state changes), then looks again (their endpoints have room now). One settling at a time: what ends meanwhile waits
    * for the next, so the batches grow with the load.
    */
   private settle(): Promise<void> {
@@ -222,12 +227,6 @@ export class WebhookDispatcher {
         const batch = this.ended;
         this.ended = [];
         await this.settleBatch(batch);
-        for (const { delivery } of batch) {
-          this.holding--;
-          const held = this.held.get(delivery.workspace_id)! - 1;
-          if (held === 0) this.held.delete(delivery.workspace_id);
-          else this.held.set(delivery.workspace_id, held);
-        }
         void this.look();
       }
     })().finally(() => {
