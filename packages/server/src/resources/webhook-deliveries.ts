@@ -195,11 +195,13 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
               WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
       FROM waiting w WHERE w.endpoint_id IS NOT NULL
     ),
+    leased AS (
+      SELECT endpoint_id, count(*) AS attempts FROM webhook_deliveries WHERE leased_until > now() GROUP BY endpoint_id
+    ),
     open AS (
       SELECT e.id, e.workspace_id,
-        CASE WHEN e.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
-          - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND l.leased_until > now()) AS room
-      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+        CASE WHEN e.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END - coalesce(l.attempts, 0) AS room
+      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id LEFT JOIN leased l ON l.endpoint_id = e.id
       WHERE e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
     ),
     candidate AS (
