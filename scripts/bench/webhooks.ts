@@ -1,17 +1,25 @@
 // The webhooks benchmark (`pnpm bench:webhooks`, part of `pnpm bench`). On a fresh database (dropped at the end),
-// against the server run as its own process (packages/server/src/main.ts) with the simulated cloud at zero latency:
-//   (a) delivery latency: BENCH_WEBHOOK_EVENTS events (default 1,000), committed at BENCH_WEBHOOK_RATE a second
-//       (default 100) by this process through recordEvent, to BENCH_WEBHOOK_ENDPOINTS endpoints (default 10) on a
-//       loopback receiver of its own (node:http, answering 204 at once): p50/p99 of the time from each event's
-//       commit to its arrival at each endpoint (system clock, one machine), API and workers in one process
-//       (`--role all`, the default WEBHOOK_CONCURRENCY);
-//   (b) what the outbox and the fan-out cost createInstall: POST /v1/installs under 32 autocannon connections in a
+// against the server run as its own process (packages/server/src/main.ts, API and dispatcher in one: `--role all`,
+// the default WEBHOOK_* settings) with the simulated cloud at zero latency, each figure against a baseline
+// measured in the same run, everything (server, PostgreSQL, receivers, this load generator) on one machine:
+//   (a) throughput: BENCH_WEBHOOK_EVENTS events (default 2,000), committed at BENCH_WEBHOOK_RATE a second (default
+//       250) by this process through recordEvent, to BENCH_WEBHOOK_ENDPOINTS endpoints (default 10) on a loopback
+//       receiver of its own (node:http, answering 204 at once): deliveries a second from the first commit to the
+//       last arrival, and p50/p99 of each event's commit → its arrival at each endpoint (system clock). Baseline:
+//       the same number of signed POSTs sent by this process straight to the receiver over kept-alive connections,
+//       as many at once as the endpoints' concurrency allows (what the machine can do without the service);
+//   (b) fairness: the same load in another workspace while 200 endpoints of 20 other workspaces hang (a receiver
+//       that never answers) with 100,000 deliveries waiting for them: the healthy workspace's p99 against (a)'s,
+//       and the server's peak RSS against (a)'s (the backlog is never loaded);
+//   (c) what the outbox and the fan-out cost createInstall: POST /v1/installs under 32 autocannon connections in a
 //       workspace with no endpoint, then in one with 10 endpoints subscribed to install.created (each install writes
 //       its event and 10 deliveries), on one API process (`--role api`: the deliveries wait for workers that are not
 //       there, so the load measures the write), as a throughput and p50/p99 ratio of the same run.
-// Run on its own it prints its figures; `benchWebhooks()` returns them to scripts/bench/report.ts.
-import { randomBytes } from 'node:crypto';
+// Targets: (a) >= 2,000 deliveries a second with p99 < 1 s; (b) p99 < 1 s; (c) >= 0.9x.
+// Run on its own it prints its figures and targets; `benchWebhooks()` returns them to scripts/bench/report.ts.
+import { createHmac, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createUser, recordEvent, seedSampleResources, systemClock } from '@platform/server/testing';
@@ -32,20 +40,43 @@ export interface WebhooksOptions {
 
 export const defaultWebhooksOptions = (): WebhooksOptions => ({
   duration: Number(process.env.BENCH_DURATION ?? 10),
-  events: Number(process.env.BENCH_WEBHOOK_EVENTS ?? 1000),
-  rate: Number(process.env.BENCH_WEBHOOK_RATE ?? 100),
+  events: Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2000),
+  rate: Number(process.env.BENCH_WEBHOOK_RATE ?? 250),
   endpoints: Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 10),
 });
 
-export interface WebhooksFigures {
-  options: WebhooksOptions;
+/** The targets the figures are held to. */
+export const WEBHOOK_TARGETS = { deliveries_per_second: 2000, latency_p99_ms: 1000, fair_latency_p99_ms: 1000, fan_out_throughput_ratio: 0.9 };
+
+/** The hanging endpoints of (b), and the deliveries waiting for them. */
+const HANGING_WORKSPACES = 20;
+const HANGING_PER_WORKSPACE = 10;
+const WAITING_DELIVERIES = 100_000;
+
+/** One load of events to a healthy workspace's endpoints: what arrived, how fast, how late. */
+export interface DeliveryFigures {
   deliveries: number;
   /** Deliveries that had not arrived 60 s after the last event, or arrived twice. */
-  deliveries_missing: number;
-  deliveries_duplicated: number;
-  latency_p50_ms: number;
-  latency_p99_ms: number;
-  latency_max_ms: number;
+  missing: number;
+  duplicated: number;
+  /** Deliveries a second the events were committed for (the load offered; this process on a busy machine may fall short of the rate). */
+  offered_per_second: number;
+  per_second: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  server_peak_rss_mb: number;
+}
+
+export interface WebhooksFigures {
+  options: WebhooksOptions;
+  throughput: DeliveryFigures;
+  /** Baseline of (a): signed POSTs straight to the receiver, a second. */
+  raw_per_second: number;
+  throughput_ratio: number;
+  fairness: DeliveryFigures & { hanging_endpoints: number; waiting_deliveries: number };
+  fair_p99_ratio: number;
+  fair_rss_ratio: number;
   create_install_rps: number;
   create_install_p50_ms: number;
   create_install_p99_ms: number;
@@ -72,6 +103,11 @@ async function createEndpoints(base: string, token: string, workspaceId: string,
   }
 }
 
+/** A process's resident memory (MB), from /proc. */
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+const QUOTA = { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 } as const;
+
 export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOptions()): Promise<WebhooksFigures> {
   const { admin, url, connection: db } = await freshDatabase('platform_bench_webhooks', 'bench');
   const servers: ServerProcess[] = [];
@@ -85,9 +121,14 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
     req.resume();
     req.on('end', () => res.writeHead(204).end());
   });
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
+  // Reads the request and never answers.
+  const hanging = http.createServer((req) => req.resume());
+  for (const server of [receiver, hanging]) {
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+  }
   const receiverBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  const hangingBase = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
   try {
     const env = {
       DATABASE_URL: url.toString(),
@@ -103,43 +144,85 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
       PROVIDER_RATE_LIMIT: '10000',
       RATE_LIMIT_PER_MINUTE: '0',
     };
-
-    // (a) Delivery latency.
-    const user = await createUser(db.db, systemClock, 'bench-webhooks@bench.example', 'pro');
-    const server = await startServerProcess(env);
+    // The hanging endpoints' circuits would open after 5 timeouts (50 s) and stop taking slots; kept closed, so
+    // that (b) measures the fair shares alone, the worst case.
+    const server = await startServerProcess({ ...env, WEBHOOK_CIRCUIT_FAILURES: '1000' });
     servers.push(server);
-    const paths = Array.from({ length: options.endpoints }, (_, i) => `/endpoint-${i}`);
-    await createEndpoints(
-      server.base,
-      user.token,
-      user.workspaceId,
-      paths.map((path) => `${receiverBase}${path}`),
-      ['quota.reached'],
-    );
-    const committed = new Map<string, number>();
-    const object = { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 } as const;
-    const started = Date.now();
-    for (let i = 0; i < options.events; i++) {
-      const due = started + (i * 1000) / options.rate;
-      if (due > Date.now()) await sleep(due - Date.now());
-      const id = await recordEvent(
-        db.db,
-        { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object },
-        systemClock.now(),
+
+    /** Commits the events at the rate to a new workspace with its endpoints on the receiver, and measures their arrivals. */
+    const deliver = async (label: string): Promise<DeliveryFigures> => {
+      const user = await createUser(db.db, systemClock, `bench-${label}@bench.example`, 'pro');
+      await createEndpoints(
+        server.base,
+        user.token,
+        user.workspaceId,
+        Array.from({ length: options.endpoints }, (_, i) => `${receiverBase}/${label}-${i}`),
+        ['quota.reached'],
       );
-      committed.set(id, Date.now());
+      let peakRss = rssMb(server.child.pid!);
+      const sampler = setInterval(() => {
+        peakRss = Math.max(peakRss, rssMb(server.child.pid!));
+      }, 100);
+      const committed = new Map<string, number>();
+      const started = Date.now();
+      for (let i = 0; i < options.events; i++) {
+        const due = started + (i * 1000) / options.rate;
+        if (due > Date.now()) await sleep(due - Date.now());
+        const id = await recordEvent(
+          db.db,
+          { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA },
+          systemClock.now(),
+        );
+        committed.set(id, Date.now());
+      }
+      const expected = options.events * options.endpoints;
+      const offered = Math.round((expected * 1000) / (Date.now() - started));
+      const arrived = () => [...arrivals.keys()].filter((key) => key.startsWith(`/${label}-`));
+      const deadline = Date.now() + 60_000;
+      while (arrived().length < expected && Date.now() < deadline) await sleep(50);
+      clearInterval(sampler);
+      const latencies: number[] = [];
+      let last = started;
+      for (const key of arrived()) {
+        const at = arrivals.get(key)!;
+        last = Math.max(last, at);
+        latencies.push(at - committed.get(key.split(' ')[1]!)!);
+      }
+      return {
+        deliveries: latencies.length,
+        missing: expected - latencies.length,
+        duplicated: duplicates,
+        offered_per_second: offered,
+        per_second: Math.round((latencies.length * 1000) / (last - started)),
+        p50_ms: percentile(latencies, 50),
+        p99_ms: percentile(latencies, 99),
+        max_ms: percentile(latencies, 100),
+        server_peak_rss_mb: Math.round(peakRss),
+      };
+    };
+
+    // (a) Throughput, and its baseline: the receiver fed straight, signed, over kept-alive connections.
+    const raw = await rawPosts(receiverBase, options.events * options.endpoints, options.endpoints * 4);
+    const throughput = await deliver('throughput');
+
+    // (b) The same beside 200 hanging endpoints of 20 other workspaces, with 100,000 deliveries waiting for them.
+    for (let w = 0; w < HANGING_WORKSPACES; w++) {
+      const other = await createUser(db.db, systemClock, `bench-hanging-${w}@bench.example`, 'pro');
+      await createEndpoints(
+        server.base,
+        other.token,
+        other.workspaceId,
+        Array.from({ length: HANGING_PER_WORKSPACE }, (_, i) => `${hangingBase}/hang-${w}-${i}`),
+        ['quota.reached'],
+      );
     }
-    const expected = options.events * options.endpoints;
-    const deadline = Date.now() + 60_000;
-    while (arrivals.size < expected && Date.now() < deadline) await sleep(50);
-    const latencies: number[] = [];
-    for (const [key, at] of arrivals) {
-      const commit = committed.get(key.split(' ')[1]!);
-      if (commit !== undefined) latencies.push(at - commit);
-    }
+    await waitingDeliveries(db.db, WAITING_DELIVERIES / (HANGING_WORKSPACES * HANGING_PER_WORKSPACE));
+    // The hanging attempts take their slots before the healthy load starts.
+    await sleep(2000);
+    const fairness = { ...(await deliver('fairness')), hanging_endpoints: HANGING_WORKSPACES * HANGING_PER_WORKSPACE, waiting_deliveries: WAITING_DELIVERIES };
     await server.stop();
 
-    // (b) createInstall without and with 10 subscribed endpoints, in two workspaces of two users.
+    // (c) createInstall without and with 10 subscribed endpoints, in two workspaces of two users.
     const plain = await createUser(db.db, systemClock, 'bench-plain@bench.example', 'pro');
     const hooked = await createUser(db.db, systemClock, 'bench-hooked@bench.example', 'pro');
     const plainSample = await seedSampleResources(db.db, systemClock, plain, 'bench-plain');
@@ -176,12 +259,12 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
 
     return {
       options,
-      deliveries: latencies.length,
-      deliveries_missing: expected - arrivals.size,
-      deliveries_duplicated: duplicates,
-      latency_p50_ms: percentile(latencies, 50),
-      latency_p99_ms: percentile(latencies, 99),
-      latency_max_ms: percentile(latencies, 100),
+      throughput,
+      raw_per_second: raw,
+      throughput_ratio: throughput.per_second / raw,
+      fairness,
+      fair_p99_ratio: fairness.p99_ms / throughput.p99_ms,
+      fair_rss_ratio: fairness.server_peak_rss_mb / throughput.server_peak_rss_mb,
       create_install_rps: without.requests.average,
       create_install_p50_ms: without.latency.p50,
       create_install_p99_ms: without.latency.p99,
@@ -195,12 +278,98 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
     };
   } finally {
     for (const server of servers) if (server.child.exitCode === null) await server.stop();
-    receiver.closeAllConnections();
-    receiver.close();
+    for (const server of [receiver, hanging]) {
+      server.closeAllConnections();
+      server.close();
+    }
     await db.close();
     await sql`DROP DATABASE IF EXISTS platform_bench_webhooks WITH (FORCE)`.execute(admin.db);
     await admin.close();
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(await benchWebhooks());
+/**
+ * `count` signed POSTs of an event's body straight to the receiver, `concurrency` at a time over kept-alive
+ * connections: deliveries a second without the service.
+ */
+async function rawPosts(base: string, count: number, concurrency: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true });
+  const key = randomBytes(32);
+  const body = JSON.stringify({ id: 'evt_raw', type: 'quota.reached', object: QUOTA, created_at: systemClock.now() });
+  let next = 0;
+  const post = (n: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timestamp = systemClock.now();
+      const signature = createHmac('sha256', key).update(`evt_raw_${n}.${timestamp}.${body}`).digest('base64');
+      const request = http.request(`${base}/raw`, {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': `evt_raw_${n}`,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': `v1,${signature}`,
+        },
+      });
+      request.on('response', (response) => response.resume().on('end', resolve));
+      request.on('error', reject);
+      request.end(body);
+    });
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) await post(next++);
+    }),
+  );
+  const perSecond = Math.round((count * 1000) / (performance.now() - started));
+  agent.destroy();
+  return perSecond;
+}
+
+/** `perEndpoint` due deliveries for every endpoint of the hanging workspaces, written in bulk (one event each). */
+async function waitingDeliveries(db: Parameters<typeof recordEvent>[0], perEndpoint: number): Promise<void> {
+  const now = systemClock.now();
+  await sql`
+    WITH hanging AS (SELECT id, workspace_id FROM webhook_endpoints WHERE url LIKE '%/hang-%'),
+    event AS (
+      INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
+      SELECT 'evt_waiting_' || h.id || '_' || n, 'quota.reached', h.workspace_id, 'quota', 'kaas/clusters', ${JSON.stringify(QUOTA)}::jsonb, ${now}
+      FROM hanging h, generate_series(1, ${perEndpoint}) n
+      RETURNING id
+    )
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
+    SELECT 'whd_waiting_' || substr(e.id, 13), substring(e.id FROM '^evt_waiting_(whe_[^_]+)_'), e.id, 'quota.reached', 'pending',
+      ${now}, ${now}, ${now}, ${now}
+    FROM event e`.execute(db);
+  // Statistics as autovacuum keeps them for a table whose backlog grew over time (written at once here, the
+  // planner would take the live leases for a third of the table and scan it all on every claim).
+  await sql`ANALYZE webhook_deliveries`.execute(db);
+  await sql`SELECT pg_notify('webhook_deliveries_due', '')`.execute(db);
+}
+
+/** The figures against their targets, one line each. */
+export function webhookLines(f: WebhooksFigures): string[] {
+  const t = WEBHOOK_TARGETS;
+  const mark = (ok: boolean) => (ok ? 'pass' : 'MISS');
+  return [
+    `throughput: ${f.throughput.per_second} deliveries/s, commit → received p50 ${f.throughput.p50_ms} ms, p99 ${f.throughput.p99_ms} ms ` +
+      `(${f.options.events} events × ${f.options.endpoints} endpoints at ${f.options.rate}/s, offered ${f.throughput.offered_per_second} deliveries/s; ` +
+      `${f.throughput.missing} missing, ${f.throughput.duplicated} duplicated); ` +
+      `raw signed POSTs ${f.raw_per_second}/s → ${f.throughput_ratio.toFixed(2)}×; target ≥ ${t.deliveries_per_second}/s with p99 < ${t.latency_p99_ms} ms: ` +
+      mark(f.throughput.per_second >= t.deliveries_per_second && f.throughput.p99_ms < t.latency_p99_ms),
+    `fairness: healthy workspace p99 ${f.fairness.p99_ms} ms (p50 ${f.fairness.p50_ms} ms, ${f.fairness.per_second}/s of ${f.fairness.offered_per_second}/s offered, ` +
+      `${f.fairness.missing} missing) while ` +
+      `${f.fairness.hanging_endpoints} endpoints of other workspaces hang with ${f.fairness.waiting_deliveries} deliveries waiting; ` +
+      `without them p99 ${f.throughput.p99_ms} ms → ${f.fair_p99_ratio.toFixed(2)}×; server peak RSS ${f.fairness.server_peak_rss_mb} MB against ` +
+      `${f.throughput.server_peak_rss_mb} MB → ${f.fair_rss_ratio.toFixed(2)}×; target p99 < ${t.fair_latency_p99_ms} ms: ${mark(f.fairness.p99_ms < t.fair_latency_p99_ms)}`,
+    `createInstall with 10 subscribed endpoints: ${f.create_install_with_endpoints_rps} req/s, p99 ${f.create_install_with_endpoints_p99_ms} ms; ` +
+      `none ${f.create_install_rps} req/s, p99 ${f.create_install_p99_ms} ms → ${f.fan_out_throughput_ratio.toFixed(2)}×, p99 ${f.fan_out_p99_ratio.toFixed(2)}×; ` +
+      `target ≥ ${t.fan_out_throughput_ratio}×: ${mark(f.fan_out_throughput_ratio >= t.fan_out_throughput_ratio)}`,
+  ];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const figures = await benchWebhooks();
+  console.log(figures);
+  for (const line of webhookLines(figures)) console.log(line);
+}

@@ -3867,6 +3867,21 @@ export interface components {
              */
             failing_since: number | null;
             /**
+             * @description `cooling` (the circuit open) after WEBHOOK_CIRCUIT_FAILURES consecutive failed attempts (5 by default): its deliveries wait, nothing is sent before `cooling_until`, then one probe at a time; the first success makes it `active` again and sends what waited. A probe that fails cools it again, for twice as long (30 s first, 10 min at most).
+             * @enum {string}
+             */
+            delivery_state: "active" | "cooling";
+            /**
+             * Format: int32
+             * @description Failed attempts since the last successful one.
+             */
+            consecutive_failures: number;
+            /**
+             * Format: int64
+             * @description While `cooling`, Unix seconds of the next probe; `null` while `active`.
+             */
+            cooling_until: number | null;
+            /**
              * Format: int64
              * @description After a rotation, until when deliveries are also signed with the previous secret; `null` when only the current secret signs.
              */
@@ -3919,6 +3934,21 @@ export interface components {
              * @description Unix seconds of the first failed attempt since the last successful one; `null` while the last attempt succeeded. An endpoint failing for 5 days (the service's setting) is disabled.
              */
             failing_since: number | null;
+            /**
+             * @description `cooling` (the circuit open) after WEBHOOK_CIRCUIT_FAILURES consecutive failed attempts (5 by default): its deliveries wait, nothing is sent before `cooling_until`, then one probe at a time; the first success makes it `active` again and sends what waited. A probe that fails cools it again, for twice as long (30 s first, 10 min at most).
+             * @enum {string}
+             */
+            delivery_state: "active" | "cooling";
+            /**
+             * Format: int32
+             * @description Failed attempts since the last successful one.
+             */
+            consecutive_failures: number;
+            /**
+             * Format: int64
+             * @description While `cooling`, Unix seconds of the next probe; `null` while `active`.
+             */
+            cooling_until: number | null;
             /**
              * Format: int64
              * @description After a rotation, until when deliveries are also signed with the previous secret; `null` when only the current secret signs.

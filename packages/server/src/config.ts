@@ -99,8 +99,12 @@ export interface WebhookConfig {
   timeoutMs: number;
   /** An endpoint whose every attempt failed for this many days is disabled. */
   disableAfterDays: number;
-  /** Deliveries one worker process attempts at once. */
+  /** Deliveries one worker process attempts at once (its slots; a workspace gets a fair share of them). */
   concurrency: number;
+  /** Attempts one endpoint gets at once, across every worker process. */
+  endpointConcurrency: number;
+  /** Consecutive failed attempts that open an endpoint's circuit (it cools, then is probed). */
+  circuitFailures: number;
 }
 
 export interface ComputeConfig {
@@ -331,7 +335,10 @@ export function loadConfig(env: Env = process.env): Config {
       allowHttpLoopback: boolean(env, 'WEBHOOK_ALLOW_HTTP_LOOPBACK', false),
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
       disableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 1, 365),
-      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1024),
+      // An attempt that waits costs a socket, not CPU: slots are many, and shared fairly between workspaces.
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 512, 1, 4096),
+      endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 256),
+      circuitFailures: integer(env, 'WEBHOOK_CIRCUIT_FAILURES', 5, 1, 1000),
     },
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),

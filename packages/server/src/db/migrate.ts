@@ -22,6 +22,7 @@ import * as auditEvents from './migrations/20261124_1000_audit_events.ts';
 import * as webhooks from './migrations/20261124_2000_webhooks.ts';
 import * as tokenWorkspaces from './migrations/20261124_3000_token_workspaces.ts';
 import * as notificationWorkspace from './migrations/20261124_3001_notification_workspace.ts';
+import * as webhookClaims from './migrations/20261125_1200_webhook_claims.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '20261124_2000_webhooks': webhooks,
   '20261124_3000_token_workspaces': tokenWorkspaces,
   '20261124_3001_notification_workspace': notificationWorkspace,
+  '20261125_1200_webhook_claims': webhookClaims,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

@@ -357,6 +357,10 @@ export interface WebhookEndpointsTable {
   previous_secret_ciphertext: Buffer | null;
   previous_secret_expires_at: Seconds | null;
   failing_since: Seconds | null;
+  /** Failed attempts since the last success; the circuit opens at WEBHOOK_CIRCUIT_FAILURES. */
+  consecutive_failures: Generated<number>;
+  /** Circuit open: nothing is attempted before then, then one probe at a time. */
+  cooling_until: Seconds | null;
   created_at: Seconds;
   updated_at: Seconds;
 }
@@ -375,8 +379,7 @@ export interface WebhookDeliveriesTable {
   last_duration_ms: number | null;
   last_error: string | null;
   next_attempt_at: Seconds | null;
-  job_id: ColumnType<string | null, string | null | undefined, string | null>;
-  enqueued_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lease_id: ColumnType<string | null, string | null | undefined, string | null>;
   leased_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: Seconds;
   updated_at: Seconds;

@@ -1,12 +1,12 @@
 // Webhook deliveries: one event to one endpoint. The only writer of `webhook_deliveries`. An event's deliveries are
 // written in the event's transaction (fanOut, called by recordEvent), so there is no event without its deliveries
 // and no delivery without its event. The row is the truth about the sending, as a workflow's row is: due at
-// `next_attempt_at` on the clock; the dispatcher's ticker sends a pg-boss job for what is due and for orphans (an
-// attempt whose worker died), a worker leases the row for one attempt and settles it. pending → succeeded, or
+// `next_attempt_at` on the clock; a dispatcher claims what is due for one attempt (a lease that runs out when
+// its worker dies, so the delivery is claimed again) and settles it. pending → succeeded, or
 // back to pending with the next attempt's moment, or failed when the retries run out; cancelled when the
 // endpoint is disabled.
 import type { Schema } from '@platform/api-types';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -117,7 +117,7 @@ export async function redeliver(db: Db, caller: WorkspaceCaller, endpointId: str
   }
   const row = await db
     .updateTable('webhook_deliveries')
-    .set({ status: 'pending', first_attempt_at: now, next_attempt_at: now, leased_until: null, updated_at: now })
+    .set({ status: 'pending', first_attempt_at: now, next_attempt_at: now, leased_until: null, lease_id: null, updated_at: now })
     .where('id', '=', deliveryId)
     .where('endpoint_id', '=', endpointId)
     .returningAll()
@@ -131,7 +131,7 @@ export async function redeliver(db: Db, caller: WorkspaceCaller, endpointId: str
 export async function cancelPendingDeliveries(trx: Db, endpointId: string, reason: string, now: number): Promise<void> {
   await trx
     .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, leased_until: null, last_error: reason, updated_at: now })
+    .set({ status: 'cancelled', next_attempt_at: null, leased_until: null, lease_id: null, last_error: reason, updated_at: now })
     .where('endpoint_id', '=', endpointId)
     .where('status', '=', 'pending')
     .execute();
@@ -139,94 +139,145 @@ export async function cancelPendingDeliveries(trx: Db, endpointId: string, reaso
 
 // What the dispatcher does to deliveries.
 
-/**
- * Marks what is due (by the clock) and orphans (pending, not due, its job no longer waiting in the queue, no
- * worker holding a lease, and sent longer ago than `orphanAfterSeconds`: what a killed worker held) as sent
- * with a new job id, in the caller's transaction, which also sends the jobs. Returns them.
- */
-export async function takeDueDeliveries(
-  trx: Transaction<Database>,
-  { now, queue, orphanAfterSeconds, limit }: { now: number; queue: string; orphanAfterSeconds: number; limit: number },
-): Promise<{ id: string; job_id: string }[]> {
-  const due = await sql<{ id: string; job_id: string }>`
-    UPDATE webhook_deliveries d SET next_attempt_at = NULL, enqueued_at = now(), job_id = gen_random_uuid()
-    FROM (
-      SELECT id FROM webhook_deliveries WHERE next_attempt_at <= ${now} ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-    ) due
-    WHERE d.id = due.id
-    RETURNING d.id, d.job_id`.execute(trx);
-  const orphans = await sql<{ id: string; job_id: string }>`
-    UPDATE webhook_deliveries d SET enqueued_at = now(), job_id = gen_random_uuid(), leased_until = NULL
-    FROM (
-      SELECT id FROM webhook_deliveries
-      WHERE status = 'pending' AND next_attempt_at IS NULL
-        AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ${orphanAfterSeconds}))
-        AND (leased_until IS NULL OR leased_until < now())
-        AND NOT EXISTS (
-          SELECT 1 FROM pgboss.job j WHERE j.name = ${queue} AND j.id = webhook_deliveries.job_id AND j.state IN ('created', 'retry'))
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    ) orphan
-    WHERE d.id = orphan.id
-    RETURNING d.id, d.job_id`.execute(trx);
-  return [...due.rows, ...orphans.rows];
+/** A delivery claimed for one attempt, with what the attempt needs of its endpoint and its event. */
+export interface ClaimedDelivery {
+  id: string;
+  lease_id: string;
+  /** Attempts made, this one included. */
+  attempts: number;
+  first_attempt_at: number;
+  endpoint_id: string;
+  workspace_id: string;
+  url: string;
+  secret_ciphertext: Buffer;
+  previous_secret_ciphertext: Buffer | null;
+  previous_secret_expires_at: number | null;
+  consecutive_failures: number;
+  /** The event as the feed lists it (the body sent). */
+  event: Schema<'Event'>;
+}
+
+export interface ClaimLimits {
+  now: number;
+  /** Slots of the dispatcher free now. */
+  free: number;
+  /** Its slots in all. */
+  slots: number;
+  /** Slots of the dispatcher each workspace holds now. */
+  held: ReadonlyMap<string, number>;
+  /** Attempts an endpoint may have at once, across dispatchers (a cooling endpoint's probe: one). */
+  endpointConcurrency: number;
+  /** How long (real seconds) the claim holds a delivery: longer than an attempt can take. */
+  leaseSeconds: number;
 }
 
 /**
- * Holds a delivery for one attempt until `leaseSeconds` from now (real time), when this job is still the one
- * sent for it and no other worker holds it; undefined otherwise (a duplicate or stale job).
+ * Claims due deliveries for one attempt each, in one statement that also brings their endpoints and events:
+ *   - only endpoints that are enabled and not cooling (a cooling endpoint whose time has come: one probe);
+ *   - no endpoint beyond its concurrency, counting the live leases of every dispatcher;
+ *   - no workspace beyond a fair share of this dispatcher's slots: the slots ÷ (workspaces holding or waiting + 1),
+ *     the one more keeping a share free for the next workspace whose work comes, and the workspaces holding
+ *     fewest slots first;
+ *   - the oldest due first within a workspace.
+ * Only the endpoints with pending deliveries are visited (a skip scan of the pending index) and at most the
+ * endpoints' room is read of each, so the backlog is never loaded. The claim counts the attempt: an attempt
+ * whose worker dies after it reached the receiver is counted, and its outcome fields are empty until it ends.
+ * A lease that runs out frees the delivery again.
  */
-export async function leaseDelivery(db: Db, id: string, jobId: string, leaseSeconds: number): Promise<Row<'webhook_deliveries'> | undefined> {
-  return db
-    .updateTable('webhook_deliveries')
-    .set({ leased_until: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .where('id', '=', id)
-    .where('job_id', '=', jobId)
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', 'is', null)
-    .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', sql<Date>`now()`)]))
-    .returningAll()
-    .executeTakeFirst();
+export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+  if (limits.free <= 0) return [];
+  const held = JSON.stringify(Object.fromEntries(limits.held));
+  const { rows } = await sql<Omit<ClaimedDelivery, 'event'> & { event: string }>`
+    WITH RECURSIVE waiting (endpoint_id) AS (
+      (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT d.endpoint_id FROM webhook_deliveries d
+              WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
+      FROM waiting w WHERE w.endpoint_id IS NOT NULL
+    ),
+    leased AS (
+      SELECT endpoint_id, count(*) AS attempts FROM webhook_deliveries WHERE leased_until > now() GROUP BY endpoint_id
+    ),
+    open AS (
+      SELECT e.id, e.workspace_id,
+        CASE WHEN e.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END - coalesce(l.attempts, 0) AS room
+      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id LEFT JOIN leased l ON l.endpoint_id = e.id
+      WHERE e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
+    ),
+    candidate AS (
+      SELECT c.id, o.workspace_id, c.next_attempt_at,
+        row_number() OVER (PARTITION BY o.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
+      FROM open o CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.endpoint_id = o.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
+          AND (d.leased_until IS NULL OR d.leased_until < now())
+        ORDER BY d.next_attempt_at LIMIT greatest(o.room, 0)
+        FOR UPDATE SKIP LOCKED
+      ) c
+    ),
+    held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
+    share AS (
+      SELECT ceil(${limits.slots}::numeric / (count(*) + 1)) AS slots
+      FROM (SELECT workspace_id FROM candidate UNION SELECT workspace_id FROM held) workspaces
+    ),
+    chosen AS (
+      SELECT c.id FROM candidate c LEFT JOIN held h USING (workspace_id), share
+      WHERE coalesce(h.slots, 0) + c.nth <= share.slots
+      ORDER BY coalesce(h.slots, 0) + c.nth, c.next_attempt_at
+      LIMIT ${limits.free}
+    )
+    UPDATE webhook_deliveries d
+    SET leased_until = now() + make_interval(secs => ${limits.leaseSeconds}), lease_id = gen_random_uuid(),
+      attempts = d.attempts + 1, last_attempt_at = ${limits.now}, updated_at = ${limits.now},
+      last_response_status = NULL, last_duration_ms = NULL, last_error = NULL
+    FROM chosen, webhook_endpoints e, events ev
+    WHERE d.id = chosen.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+    RETURNING d.id, d.lease_id, d.attempts, d.first_attempt_at, d.endpoint_id, e.workspace_id, e.url, e.secret_ciphertext,
+      e.previous_secret_ciphertext, e.previous_secret_expires_at, e.consecutive_failures,
+      json_build_object('id', ev.id, 'type', ev.type, 'workspace_id', ev.workspace_id, 'object_type', ev.object_type,
+        'object_id', ev.object_id, 'object', ev.object, 'created_at', ev.created_at)::text AS event`.execute(db);
+  return rows.map((row) => ({
+    ...row,
+    first_attempt_at: Number(row.first_attempt_at),
+    previous_secret_expires_at: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
+    event: JSON.parse(row.event) as Schema<'Event'>,
+  }));
 }
 
 export type Settlement =
   | { status: 'succeeded' }
-  /** Failed; attempted again at `next_attempt_at`, or never again (`failed`, `cancelled`). */
+  /** Failed; attempted again at `next_attempt_at`, or never again (`failed`). */
   | { status: 'pending'; next_attempt_at: number; error: string }
-  | { status: 'failed' | 'cancelled'; error: string };
+  | { status: 'failed'; error: string };
+
+export interface Settled {
+  id: string;
+  lease_id: string;
+  response_status: number | null;
+  duration_ms: number;
+  settlement: Settlement;
+}
 
 /**
- * Records an attempt's outcome, when the delivery is still held by this job (a redelivery or a cancellation
- * meanwhile wins). Returns whether it was recorded.
+ * Records attempts' outcomes in one statement, each when its delivery is still held by its claim (a redelivery
+ * or a cancellation meanwhile wins).
  */
-export async function settleDelivery(
-  db: Db,
-  delivery: { id: string; job_id: string | null },
-  attempt: { made: boolean; response_status?: number; duration_ms?: number },
-  settlement: Settlement,
-  now: number,
-): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .set({
-      status: settlement.status,
-      next_attempt_at: settlement.status === 'pending' ? settlement.next_attempt_at : null,
-      last_error: settlement.status === 'succeeded' ? null : settlement.error,
-      leased_until: null,
-      updated_at: now,
-      ...(attempt.made
-        ? {
-            attempts: sql<number>`attempts + 1`,
-            last_attempt_at: now,
-            last_response_status: attempt.response_status ?? null,
-            last_duration_ms: attempt.duration_ms ?? null,
-          }
-        : {}),
-    })
-    .where('id', '=', delivery.id)
-    .where('job_id', '=', delivery.job_id)
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', 'is', null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+export async function settleDeliveries(db: Db, settled: readonly Settled[], now: number): Promise<void> {
+  if (settled.length === 0) return;
+  const values = settled.map(({ id, lease_id, response_status, duration_ms, settlement }) => ({
+    id,
+    lease_id,
+    status: settlement.status,
+    next_attempt_at: settlement.status === 'pending' ? settlement.next_attempt_at : null,
+    error: settlement.status === 'succeeded' ? null : settlement.error,
+    response_status,
+    duration_ms,
+  }));
+  await sql`
+    UPDATE webhook_deliveries d
+    SET status = v.status, next_attempt_at = v.next_attempt_at, last_error = v.error, last_response_status = v.response_status,
+      last_duration_ms = v.duration_ms, leased_until = NULL, updated_at = ${now}
+    FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb)
+      AS v (id text, lease_id uuid, status text, next_attempt_at bigint, error text, response_status integer, duration_ms integer)
+    WHERE d.id = v.id AND d.lease_id = v.lease_id AND d.status = 'pending'`.execute(db);
 }

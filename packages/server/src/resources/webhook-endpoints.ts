@@ -1,10 +1,11 @@
 // Webhook endpoints: URLs of a workspace that receive its events (see webhook-deliveries.ts for the sending). The
 // only writer of `webhook_endpoints`. The signing secret is sealed at rest and shown only by the creation or
 // rotation that made it; after a rotation the previous secret keeps signing until its deadline. The URL is
-// checked against the SSRF rules here and again at every delivery. An endpoint failing for days is disabled
+// checked against the SSRF rules here and again at every connection. An endpoint failing in a row cools (its
+// circuit open) until a probe succeeds; one failing for days is disabled
 // with a notification, and nothing is delivered to a disabled endpoint (its pending deliveries are cancelled).
 import type { ReceivedBody, Schema } from '@platform/api-types';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
@@ -29,6 +30,9 @@ const toWebhookEndpoint = (row: Row<'webhook_endpoints'>): Endpoint => ({
   enabled: row.enabled,
   disabled_reason: row.disabled_reason,
   failing_since: row.failing_since,
+  delivery_state: row.cooling_until === null ? 'active' : 'cooling',
+  consecutive_failures: row.consecutive_failures,
+  cooling_until: row.cooling_until,
   previous_secret_expires_at: row.previous_secret_expires_at,
   created_at: row.created_at,
   updated_at: row.updated_at,
@@ -115,7 +119,7 @@ export async function updateWebhookEndpoint(
         ...(input.enabled === undefined || input.enabled === current.enabled
           ? {}
           : input.enabled
-            ? { enabled: true, disabled_reason: null, failing_since: null }
+            ? { enabled: true, disabled_reason: null, failing_since: null, consecutive_failures: 0, cooling_until: null }
             : { enabled: false, disabled_reason: DISABLED_BY_REQUEST }),
         updated_at: now,
       })
@@ -169,10 +173,12 @@ export async function removeWorkspaceEndpoints(trx: Db, workspaceId: string): Pr
 
 // What the dispatcher needs of an endpoint.
 
-export const endpointById = (db: Db, id: string) => db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
-
 /** The secrets that sign a delivery now: the current one, and the previous one until its deadline. */
-export function signingSecrets(endpoint: Row<'webhook_endpoints'>, secrets: SecretBox, now: number): string[] {
+export function signingSecrets(
+  endpoint: Pick<Row<'webhook_endpoints'>, 'secret_ciphertext' | 'previous_secret_ciphertext' | 'previous_secret_expires_at'>,
+  secrets: SecretBox,
+  now: number,
+): string[] {
   const previous =
     endpoint.previous_secret_ciphertext && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now
       ? [secrets.open(endpoint.previous_secret_ciphertext)]
@@ -180,29 +186,62 @@ export function signingSecrets(endpoint: Row<'webhook_endpoints'>, secrets: Secr
   return [secrets.open(endpoint.secret_ciphertext), ...previous];
 }
 
-/** An attempt succeeded: the endpoint is not failing. */
-export async function endpointSucceeded(db: Db, id: string): Promise<void> {
-  await db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', id).where('failing_since', 'is not', null).execute();
+/** What one endpoint's attempts settled together came to, in the order they ended. */
+export interface EndpointOutcomes {
+  id: string;
+  /** Whether any attempt succeeded. */
+  succeeded: boolean;
+  /** Failed attempts after the last success (all of them when none succeeded). */
+  failures: number;
+  /** The last failure's error. */
+  error?: string;
+}
+
+/** The first cooling lasts this long (seconds); each failed probe doubles it, up to COOLING_MAX_SECONDS. */
+const COOLING_SECONDS = 30;
+const COOLING_MAX_SECONDS = 600;
+
+/**
+ * Records attempts' outcomes on their endpoints, in one statement: a success ends the failing run and closes the
+ * circuit; failures count on, and `circuitFailures` of them in a row open it (the endpoint cools, then is
+ * probed; a failed probe cools it again for twice as long). Returns the endpoints failing for
+ * `disableAfterSeconds`, each with its last error, for disableFailingEndpoint.
+ */
+export async function recordEndpointOutcomes(
+  db: Db,
+  outcomes: readonly EndpointOutcomes[],
+  { now, circuitFailures, disableAfterSeconds }: { now: number; circuitFailures: number; disableAfterSeconds: number },
+): Promise<EndpointOutcomes[]> {
+  if (outcomes.length === 0) return [];
+  const failures = sql`(CASE WHEN v.succeeded THEN v.failures ELSE e.consecutive_failures + v.failures END)`;
+  const { rows } = await sql<{ id: string; failing_since: number | null }>`
+    UPDATE webhook_endpoints e
+    SET consecutive_failures = ${failures},
+      failing_since = CASE WHEN v.failures = 0 THEN NULL WHEN v.succeeded THEN ${now}::bigint ELSE coalesce(e.failing_since, ${now}) END,
+      cooling_until = CASE WHEN ${failures} >= ${circuitFailures}
+        THEN ${now}::bigint + least(${COOLING_MAX_SECONDS}, ${COOLING_SECONDS} * power(2, least(${failures} - ${circuitFailures}, 10)))::bigint END
+    FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v (id text, succeeded boolean, failures integer)
+    WHERE e.id = v.id AND e.enabled
+    RETURNING e.id, e.failing_since`.execute(db);
+  const failingLong = new Set(rows.filter((row) => row.failing_since !== null && now - Number(row.failing_since) >= disableAfterSeconds).map((row) => row.id));
+  return outcomes.filter((outcome) => failingLong.has(outcome.id));
 }
 
 /**
- * An attempt failed: the endpoint is failing since its first failure after the last success. Failing for
- * `disableAfterSeconds` → disabled, its pending deliveries cancelled, and the workspace's members notified.
- * Returns whether this failure disabled it.
+ * Disables an endpoint that failed every attempt for `days`, cancels its pending deliveries and tells its
+ * workspace's members. Returns whether this call disabled it.
  */
-export async function endpointFailed(db: Db, id: string, { now, disableAfterSeconds, error }: { now: number; disableAfterSeconds: number; error: string }) {
+export async function disableFailingEndpoint(db: Db, id: string, { now, days, error }: { now: number; days: number; error: string }): Promise<boolean> {
   return inTransaction(db, async (trx) => {
+    const reason = `Every delivery failed for ${days} days (the last: ${error})`;
     const row = await trx
       .updateTable('webhook_endpoints')
-      .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
+      .set({ enabled: false, disabled_reason: reason, updated_at: now })
       .where('id', '=', id)
       .where('enabled', '=', true)
-      .returningAll()
+      .returning(['workspace_id', 'url'])
       .executeTakeFirst();
-    if (!row || row.failing_since === null || now - row.failing_since < disableAfterSeconds) return false;
-    const days = Math.round(disableAfterSeconds / 86_400);
-    const reason = `Every delivery failed for ${days} days (the last: ${error})`;
-    await trx.updateTable('webhook_endpoints').set({ enabled: false, disabled_reason: reason, updated_at: now }).where('id', '=', id).execute();
+    if (!row) return false;
     await cancelPendingDeliveries(trx, id, 'Cancelled: the endpoint was disabled after failing for days.', now);
     await notifyWorkspace(trx, row.workspace_id, now, {
       type: 'webhook_endpoint.disabled',

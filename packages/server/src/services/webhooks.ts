@@ -1,10 +1,12 @@
 // Outbound webhooks: the Standard Webhooks secret and signature, the rule an endpoint's URL must follow, and the
-// POST itself, made to an address the SSRF check approved (https://www.standardwebhooks.com, spec v1).
+// POST itself, sent over kept-alive connections each made to an address the SSRF check approved (https://www.standardwebhooks.com, spec v1).
 import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
-import { isLoopbackAddress, type Resolver, resolveChecked } from './ssrf.ts';
+import { isIP, type LookupFunction } from 'node:net';
+import { isBlockedAddress, isLoopbackAddress, type Resolver, resolveChecked } from './ssrf.ts';
+
+type AllCallback = (error: null, addresses: { address: string; family: number }[]) => void;
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -59,44 +61,122 @@ export interface AttemptOutcome {
   error?: string;
 }
 
+/** A connection the SSRF rules refused: nothing was sent. */
+class NotSent extends Error {}
+
 /**
- * POSTs `body` to the URL, connecting to `address` (checked by webhookTarget) with the URL's host as Host and
- * TLS server name: the name is not resolved again. A 2xx answer within `timeoutMs` succeeds; redirects are not
- * followed (a 3xx fails, so an endpoint cannot redirect deliveries inward).
+ * The rules a delivery's URL must follow that need no DNS: the scheme, no credentials, and a host that is not an
+ * internal name or a refused address literal (a connection to a literal address resolves nothing, so no lookup
+ * would check it). A name is checked on every new connection (WebhookSender's lookup).
  */
-export function postWebhook(url: URL, address: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<AttemptOutcome> {
-  const started = performance.now();
-  const family = isIP(address);
-  const elapsed = () => Math.round(performance.now() - started);
-  return new Promise((resolve) => {
-    const request = (url.protocol === 'https:' ? https : http).request(url, {
-      method: 'POST',
-      agent: false,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-      // The checked address, whatever the name resolves to now.
-      lookup: (_host, options, callback) =>
-        (options as { all?: boolean }).all
-          ? (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }])
-          : callback(null, address, family),
-    });
-    // Also bounds an answer whose body never ends: the connection closes at the deadline either way.
-    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    request.on('close', () => clearTimeout(timer));
-    let settled = false;
-    const settle = (outcome: AttemptOutcome) => {
-      if (settled) return;
-      settled = true;
-      resolve(outcome);
+function deliveryUrl(url: string, allowHttpLoopback: boolean): URL | NotSent {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return new NotSent('the URL is not a URL');
+  }
+  const http = parsed.protocol === 'http:';
+  if (parsed.protocol !== 'https:' && !(http && allowHttpLoopback)) return new NotSent('the URL must be an https:// URL');
+  if (parsed.username || parsed.password) return new NotSent('the URL carries credentials; put a token in the path or query instead');
+  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) === 0) return parsed;
+  const refused = checkedAddresses(parsed.protocol, host, [host], allowHttpLoopback);
+  return refused instanceof NotSent ? refused : parsed;
+}
+
+/** The addresses a connection may use (every one allowed), or why none may be used. */
+function checkedAddresses(protocol: string, host: string, addresses: string[], allowHttpLoopback: boolean): string[] | NotSent {
+  const refused = addresses.find((address) => isBlockedAddress(address) && !(allowHttpLoopback && isLoopbackAddress(address)));
+  if (refused) return new NotSent(`the URL ${host} is or resolves to ${refused}, a loopback, private, link-local or metadata address`);
+  if (protocol === 'http:' && !addresses.every(isLoopbackAddress)) {
+    return new NotSent('the URL must be an https:// URL (http:// is allowed to loopback addresses only)');
+  }
+  if (addresses.length === 0) return new NotSent(`${host} does not resolve`);
+  return addresses;
+}
+
+/**
+ * Sends deliveries over kept-alive connections: one pooled agent per scheme, which keeps connections per origin.
+ * Every new connection resolves the host and checks every address it resolves to against the SSRF rules, then
+ * connects to an address it checked (the lookup hands the connection the checked addresses): a name that
+ * resolves elsewhere later is checked again on the next connection, and there is no window between a check and
+ * its connection. A connection already open stays with the address it was checked for.
+ */
+export class WebhookSender {
+  private readonly agents: Record<'http:' | 'https:', http.Agent>;
+  private readonly allowHttpLoopback: boolean;
+
+  constructor(rules: WebhookUrlRules) {
+    this.allowHttpLoopback = rules.allowHttpLoopback;
+    const lookupFor =
+      (protocol: string): LookupFunction =>
+      (hostname, options, callback) => {
+        resolveChecked(hostname, rules.resolve, { allowLoopback: rules.allowHttpLoopback }).then(
+          (checked) => {
+            const addresses =
+              'refused' in checked
+                ? new NotSent(`the URL ${checked.refused}`)
+                : checkedAddresses(protocol, hostname, checked.addresses, this.allowHttpLoopback);
+            if (addresses instanceof NotSent) callback(addresses, '', 0);
+            else if (options.all)
+              (callback as AllCallback)(
+                null,
+                addresses.map((address) => ({ address, family: isIP(address) })),
+              );
+            else callback(null, addresses[0]!, isIP(addresses[0]!));
+          },
+          (error: Error) => callback(error, '', 0),
+        );
+      };
+    this.agents = {
+      'http:': new http.Agent({ keepAlive: true, lookup: lookupFor('http:') }),
+      'https:': new https.Agent({ keepAlive: true, lookup: lookupFor('https:') }),
     };
-    request.on('response', (response) => {
-      const status = response.statusCode ?? 0;
-      // The answer's body is not read: drain it, and close the connection after it.
-      response.resume();
-      response.on('end', () => request.destroy());
-      const ok = status >= 200 && status < 300;
-      settle({ status, durationMs: elapsed(), error: ok ? undefined : `The endpoint answered HTTP ${status}.` });
+  }
+
+  /**
+   * POSTs `body` to the URL. A 2xx answer within `timeoutMs` succeeds; redirects are not followed (a 3xx fails,
+   * so an endpoint cannot redirect deliveries inward). The answer's body is never read, only drained: the
+   * connection goes back to the pool when it ends, and is closed at the deadline when it does not.
+   */
+  send(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<AttemptOutcome> {
+    const target = deliveryUrl(url, this.allowHttpLoopback);
+    if (target instanceof NotSent) return Promise.resolve({ durationMs: 0, error: `Not sent: ${target.message}.` });
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    return new Promise((resolve) => {
+      const request = (target.protocol === 'https:' ? https : http).request(target, {
+        method: 'POST',
+        agent: this.agents[target.protocol as 'http:' | 'https:'],
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      });
+      // Also bounds an answer whose body never ends: the connection closes at the deadline either way.
+      const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      request.on('close', () => clearTimeout(timer));
+      let settled = false;
+      const settle = (outcome: AttemptOutcome) => {
+        if (settled) return;
+        settled = true;
+        resolve(outcome);
+      };
+      request.on('response', (response) => {
+        const status = response.statusCode ?? 0;
+        response.resume();
+        const ok = status >= 200 && status < 300;
+        settle({ status, durationMs: elapsed(), error: ok ? undefined : `The endpoint answered HTTP ${status}.` });
+      });
+      request.on('error', (error) =>
+        settle(
+          error instanceof NotSent ? { durationMs: 0, error: `Not sent: ${error.message}.` } : { durationMs: elapsed(), error: `No answer: ${error.message}.` },
+        ),
+      );
+      request.end(body);
     });
-    request.on('error', (error) => settle({ durationMs: elapsed(), error: `No answer: ${error.message}.` }));
-    request.end(body);
-  });
+  }
+
+  /** Closes the kept-alive connections. */
+  close(): void {
+    for (const agent of Object.values(this.agents)) agent.destroy();
+  }
 }

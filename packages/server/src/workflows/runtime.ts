@@ -104,7 +104,6 @@ export function createRuntime(options: RuntimeOptions) {
         resolve: options.resolveHost ?? defaultResolve,
         config: config.webhooks,
         tickMs: options.tickMs ?? 250,
-        orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,
       })
     : undefined;
   const tokenExpiry = tokenExpiryNotices({ db: options.db, clock: options.clock, logger: options.logger, everyMs: options.eventPruneEveryMs ?? 3_600_000 });

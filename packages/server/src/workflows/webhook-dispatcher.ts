@@ -1,29 +1,27 @@
-// Sends webhook deliveries (resources/webhook-deliveries.ts holds the rows, the truth). Like the workflow engine:
-//   - a commit that makes deliveries due (a new event's, a redelivery) NOTIFYs the workers, which look at once;
-//   - each worker's ticker sends a pg-boss job for every delivery due by the injected clock (a new event's, a
-//     retry's, a redelivery's) and for orphans (an attempt whose worker died: its lease ran out and its job is no
-//     longer waiting), in the transaction that marks them sent;
-//   - a job leases its delivery for one attempt (so two deliveries of a job never attempt it twice at once),
-//     POSTs the event to the address the SSRF check approved, and settles the row: succeeded, pending again at
-//     the next moment of the retry schedule, or failed when the schedule runs out.
-// At least once: a worker killed after the receiver answered but before the row was settled sends it again.
+// Sends webhook deliveries (resources/webhook-deliveries.ts holds the rows, the truth), straight from their table:
+//   - a commit that makes deliveries due (a new event's, a redelivery) NOTIFYs the dispatchers, which look at once;
+//     a ticker looks too, for retries coming due by the injected clock and for a NOTIFY lost in an outage;
+//   - a look claims what is due in one statement (with the endpoints and events), as many as the dispatcher has
+//     slots free, no endpoint beyond WEBHOOK_ENDPOINT_CONCURRENCY attempts at once and no workspace beyond a fair
+//     share of the slots, skipping endpoints whose circuit is open (cooling);
+//   - each claim is a lease that counts the attempt; the attempt POSTs over a kept-alive connection (SSRF-checked
+//     when it was made), and the outcomes that ended meanwhile are settled together, rows and endpoints: succeeded,
+//     pending again at the next moment of the retry schedule, or failed when the schedule runs out; then the
+//     dispatcher looks again.
+// At least once: a worker killed after the receiver answered but before the row was settled lets go of it when
+// its lease runs out, and it is sent again; the attempt it made is counted.
 
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Database } from '../db/schema.ts';
-import { eventById } from '../resources/events.ts';
-import { DELIVERIES_DUE_CHANNEL, leaseDelivery, type Settlement, settleDelivery, takeDueDeliveries } from '../resources/webhook-deliveries.ts';
-import { endpointById, endpointFailed, endpointSucceeded, signingSecrets } from '../resources/webhook-endpoints.ts';
+import { type ClaimedDelivery, claimDeliveries, DELIVERIES_DUE_CHANNEL, type Settled, settleDeliveries } from '../resources/webhook-deliveries.ts';
+import { disableFailingEndpoint, type EndpointOutcomes, recordEndpointOutcomes, signingSecrets } from '../resources/webhook-endpoints.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
-import { type AttemptOutcome, postWebhook, webhookSignature, webhookTarget } from '../services/webhooks.ts';
-import { onTransaction } from './engine.ts';
-
-export const WEBHOOK_QUEUE = 'webhook-delivery';
+import { type AttemptOutcome, WebhookSender, webhookSignature } from '../services/webhooks.ts';
 
 /**
  * Seconds from a failed attempt to the next, by the number of attempts made (Standard Webhooks' and Svix's
@@ -32,6 +30,8 @@ export const WEBHOOK_QUEUE = 'webhook-delivery';
 const RETRY_DELAYS = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600];
 /** No attempt is made later than this after the first (or after a redelivery). */
 export const RETRY_WINDOW_SECONDS = 3 * 86_400;
+/** A claim outlives its attempt (the timeout) by this much (real seconds), for the settling. */
+const LEASE_MARGIN_SECONDS = 5;
 
 /** When to try again after `attempts` failed attempts (±10 % jitter, so failures do not retry in lockstep); undefined: give up. */
 export function nextAttemptAt(attempts: number, firstAttemptAt: number, now: number, random: () => number = Math.random): number | undefined {
@@ -50,57 +50,45 @@ export interface DispatcherOptions {
   /** Resolves endpoints' host names for the SSRF check made before every connection. */
   resolve: Resolver;
   config: WebhookConfig;
-  /** How often (real ms) the ticker looks for due and orphaned deliveries. */
+  /** How often (real ms) the ticker looks for due deliveries. */
   tickMs: number;
-  /** A delivery sent to the queue longer ago than this (real seconds), not held by a worker nor waiting, is resent. */
-  orphanAfterSeconds: number;
+}
+
+/** An attempt that ended, waiting to be settled. */
+interface Ended {
+  delivery: ClaimedDelivery;
+  outcome: AttemptOutcome;
 }
 
 export class WebhookDispatcher {
   private readonly options: DispatcherOptions;
-  private readonly boss: PgBoss;
+  private readonly sender: WebhookSender;
   private ticker: NodeJS.Timeout | undefined;
-  private ticking = false;
-  /** Asked to look again while a look was under way (a NOTIFY arrived meanwhile). */
+  /** Slots held (attempts under way), in all and by workspace. */
+  private holding = 0;
+  private readonly held = new Map<string, number>();
+  private readonly attempts = new Set<Promise<void>>();
+  private looking = false;
+  /** Asked to look again while a look was under way (a NOTIFY arrived, or slots were freed, meanwhile). */
   private again = false;
+  private ended: Ended[] = [];
+  private settling: Promise<void> | undefined;
   /** The connection LISTENing for due deliveries; undefined until connected, or after it dropped. */
   private listener: pg.Client | undefined;
   private listening: Promise<void> | undefined;
   private listenFailing = false;
   private stopped = false;
-  private started = false;
 
   constructor(options: DispatcherOptions) {
     this.options = options;
-    this.boss = new PgBoss({ connectionString: options.connectionString, schema: 'pgboss', max: 2, useListenNotify: true });
-    this.boss.on('error', (error) => {
-      if (!this.stopped) options.logger.error({ err: { message: error.message, code: (error as { code?: string }).code } }, 'pg-boss error (webhooks)');
-    });
+    this.sender = new WebhookSender({ resolve: options.resolve, allowHttpLoopback: options.config.allowHttpLoopback });
   }
 
-  /** Starts the queue and, in this process, the ticker and the workers that attempt deliveries. */
+  /** Starts listening and the ticker, and looks at once. */
   async run(): Promise<void> {
-    this.started = true;
-    await this.boss.start();
-    // An attempt lasts the timeout at most; its job expires well after, and is never retried by pg-boss (the
-    // row's schedule decides, and the orphan scan resends what a dead worker held).
-    await this.boss.createQueue(WEBHOOK_QUEUE, { policy: 'standard', retryLimit: 0, expireInSeconds: 300, notify: true });
-    const batchSize = Math.min(4, this.options.config.concurrency);
-    await this.boss.work<{ delivery_id: string }>(
-      WEBHOOK_QUEUE,
-      {
-        batchSize,
-        burstWhenBatchFull: batchSize > 1,
-        localConcurrency: Math.ceil(this.options.config.concurrency / batchSize),
-        pollingIntervalSeconds: 0.5,
-        notifyPollingIntervalSeconds: 2,
-      },
-      async (jobs) => {
-        await Promise.all(jobs.map((job) => this.deliver(job.data.delivery_id, job.id)));
-      },
-    );
     await this.listen();
-    this.ticker = setInterval(() => void this.tick(), this.options.tickMs);
+    this.ticker = setInterval(() => void this.look(), this.options.tickMs);
+    void this.look();
   }
 
   /**
@@ -116,7 +104,7 @@ export class WebhookDispatcher {
       };
       client.on('error', drop);
       client.on('end', drop);
-      client.on('notification', () => void this.tick());
+      client.on('notification', () => void this.look());
       try {
         await client.connect();
         await client.query(`LISTEN ${DELIVERIES_DUE_CHANNEL}`);
@@ -135,102 +123,161 @@ export class WebhookDispatcher {
     return this.listening;
   }
 
+  /** Stops claiming, lets the attempts under way end (within the timeout) and settles them. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
     await this.listener?.end().catch(() => {});
-    if (this.started) await this.boss.stop({ graceful: true, timeout: this.options.config.timeoutMs + 1000 });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.attempts),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, this.options.config.timeoutMs + 1000);
+      }),
+    ]);
+    clearTimeout(timer);
+    while (this.settling) await this.settling;
+    this.sender.close();
   }
 
-  /** One beat of the ticker: sends a job for each due delivery and each orphan; a beat that fails is retried on the next. */
-  async tick(): Promise<number> {
+  /**
+   * Claims due deliveries while slots are free and starts their attempts; one look at a time, and a look asked
+   * for meanwhile runs after it. Returns how many attempts it started. A look that fails is made again on the next tick.
+   */
+  async look(): Promise<number> {
     if (this.stopped) return 0;
-    if (this.ticking) {
+    if (this.looking) {
       this.again = true;
       return 0;
     }
     if (!this.listener) void this.listen();
-    this.ticking = true;
+    this.looking = true;
+    const { db, clock, config } = this.options;
+    let started = 0;
     try {
-      return await this.options.db.transaction().execute(async (trx) => {
-        const taken = await takeDueDeliveries(trx, {
-          now: this.options.clock.now(),
-          queue: WEBHOOK_QUEUE,
-          orphanAfterSeconds: this.options.orphanAfterSeconds,
-          limit: 500,
+      for (;;) {
+        const free = config.concurrency - this.holding;
+        if (free <= 0) return started;
+        const claimed = await claimDeliveries(db, {
+          now: clock.now(),
+          free,
+          slots: config.concurrency,
+          held: this.held,
+          endpointConcurrency: config.endpointConcurrency,
+          leaseSeconds: Math.ceil(config.timeoutMs / 1000) + LEASE_MARGIN_SECONDS,
         });
-        if (taken.length > 0) {
-          await this.boss.insert(
-            WEBHOOK_QUEUE,
-            taken.map((d) => ({ id: d.job_id, data: { delivery_id: d.id } })),
-            { db: onTransaction(trx) },
-          );
-        }
-        return taken.length;
-      });
+        for (const delivery of claimed) this.start(delivery);
+        started += claimed.length;
+        // Fewer than asked: nothing more is due within the limits now.
+        if (claimed.length < free || this.stopped) return started;
+      }
     } catch (error) {
-      this.options.logger.warn({ err: error }, 'webhook tick failed; retrying on the next tick');
-      return 0;
+      this.options.logger.warn({ err: error }, 'webhook claim failed; retrying on the next tick');
+      return started;
     } finally {
-      this.ticking = false;
+      this.looking = false;
       if (this.again) {
         this.again = false;
-        void this.tick();
+        void this.look();
       }
     }
   }
 
-  /** One attempt of one delivery, when this job still holds it. */
-  async deliver(deliveryId: string, jobId: string): Promise<void> {
-    const { db, clock, config, logger } = this.options;
+  private start(delivery: ClaimedDelivery): void {
+    this.holding++;
+    this.held.set(delivery.workspace_id, (this.held.get(delivery.workspace_id) ?? 0) + 1);
+    const attempt = this.attempt(delivery).then((outcome) => {
+      this.attempts.delete(attempt);
+      // The slot is free once the attempt ended; the delivery's lease (which keeps the endpoint's count) until it is settled.
+      this.holding--;
+      const held = this.held.get(delivery.workspace_id)! - 1;
+      if (held === 0) this.held.delete(delivery.workspace_id);
+      else this.held.set(delivery.workspace_id, held);
+      this.ended.push({ delivery, outcome });
+      void this.settle();
+    });
+    this.attempts.add(attempt);
+  }
+
+  /** One attempt: the event as the feed has it, signed, POSTed. */
+  private async attempt(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
+    const timestamp = this.options.clock.now();
+    const { event } = delivery;
     try {
-      // Held a little longer than an attempt can take; a worker that dies lets go when it runs out.
-      const delivery = await leaseDelivery(db, deliveryId, jobId, Math.ceil(config.timeoutMs / 1000) + 2);
-      if (!delivery) return;
-      const settle = (attempt: { made: boolean; response_status?: number; duration_ms?: number }, settlement: Settlement) =>
-        settleDelivery(db, delivery, attempt, settlement, clock.now());
-      const endpoint = await endpointById(db, delivery.endpoint_id);
-      if (!endpoint?.enabled) {
-        await settle({ made: false }, { status: 'cancelled', error: 'Cancelled: the endpoint was disabled.' });
-        return;
-      }
-      const event = await eventById(db, delivery.event_id);
-      if (!event) {
-        await settle({ made: false }, { status: 'failed', error: 'The event is no longer kept (retention).' });
-        return;
-      }
       // The exact bytes that are signed are the bytes sent.
       const body = JSON.stringify(event);
-      const timestamp = clock.now();
-      const target = await webhookTarget(endpoint.url, { resolve: this.options.resolve, allowHttpLoopback: config.allowHttpLoopback });
-      let outcome: AttemptOutcome;
-      if ('refused' in target) outcome = { durationMs: 0, error: `Not sent: the URL ${target.refused}.` };
-      else if (target.addresses.length === 0) outcome = { durationMs: 0, error: `Not sent: ${target.url.hostname} does not resolve.` };
-      else {
-        const signature = signingSecrets(endpoint, this.options.secrets, timestamp)
-          .map((secret) => webhookSignature(secret, event.id, timestamp, body))
-          .join(' ');
-        const headers = { 'webhook-id': event.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature, 'user-agent': 'platform-webhooks/1' };
-        outcome = await postWebhook(target.url, target.addresses[0]!, headers, body, config.timeoutMs);
-      }
-      const attempt = { made: true, response_status: outcome.status, duration_ms: outcome.durationMs };
-      const now = clock.now();
-      if (outcome.error === undefined) {
-        await settle(attempt, { status: 'succeeded' });
-        // Only a failing endpoint has a run of failures to end (the common case skips the round trip).
-        if (endpoint.failing_since !== null) await endpointSucceeded(db, endpoint.id);
-        return;
-      }
-      const next = nextAttemptAt(delivery.attempts + 1, delivery.first_attempt_at, now);
-      await settle(
-        attempt,
-        next === undefined ? { status: 'failed', error: outcome.error } : { status: 'pending', next_attempt_at: next, error: outcome.error },
-      );
-      const disabled = await endpointFailed(db, endpoint.id, { now, disableAfterSeconds: config.disableAfterDays * 86_400, error: outcome.error });
-      if (disabled) logger.warn({ endpoint: endpoint.id }, 'webhook endpoint disabled after failing for days');
+      const signature = signingSecrets(delivery, this.options.secrets, timestamp)
+        .map((secret) => webhookSignature(secret, event.id, timestamp, body))
+        .join(' ');
+      const headers = { 'webhook-id': event.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature, 'user-agent': 'platform-webhooks/1' };
+      return await this.sender.send(delivery.url, headers, body, this.options.config.timeoutMs);
     } catch (error) {
-      // An outage mid-attempt: the lease runs out and the orphan scan sends the delivery again.
-      logger.warn({ err: error, delivery: deliveryId }, 'webhook delivery interrupted');
+      return { durationMs: 0, error: `Not sent: ${(error as Error).message}.` };
+    }
+  }
+
+  /**
+   * Settles every attempt that ended, together (one statement for the deliveries, one for the endpoints whose
+   * state changes), then looks again (their endpoints have room now). One settling at a time: what ends meanwhile waits
+   * for the next, so the batches grow with the load.
+   */
+  private settle(): Promise<void> {
+    this.settling ??= (async () => {
+      while (this.ended.length > 0) {
+        const batch = this.ended;
+        this.ended = [];
+        await this.settleBatch(batch);
+        void this.look();
+      }
+    })().finally(() => {
+      this.settling = undefined;
+    });
+    return this.settling;
+  }
+
+  private async settleBatch(batch: Ended[]): Promise<void> {
+    const { db, clock, config, logger } = this.options;
+    const now = clock.now();
+    const settled: Settled[] = [];
+    const endpoints = new Map<string, EndpointOutcomes>();
+    for (const { delivery, outcome } of batch) {
+      const next = outcome.error === undefined ? undefined : nextAttemptAt(delivery.attempts, delivery.first_attempt_at, now);
+      settled.push({
+        id: delivery.id,
+        lease_id: delivery.lease_id,
+        response_status: outcome.status ?? null,
+        duration_ms: outcome.durationMs,
+        settlement:
+          outcome.error === undefined
+            ? { status: 'succeeded' }
+            : next === undefined
+              ? { status: 'failed', error: outcome.error }
+              : { status: 'pending', next_attempt_at: next, error: outcome.error },
+      });
+      // Only a failure, or a success ending a run of failures, changes the endpoint (the common case skips it).
+      const endpoint = endpoints.get(delivery.endpoint_id);
+      if (outcome.error === undefined) {
+        if (endpoint) Object.assign(endpoint, { succeeded: true, failures: 0 });
+        else if (delivery.consecutive_failures > 0) endpoints.set(delivery.endpoint_id, { id: delivery.endpoint_id, succeeded: true, failures: 0 });
+      } else if (endpoint) Object.assign(endpoint, { failures: endpoint.failures + 1, error: outcome.error });
+      else endpoints.set(delivery.endpoint_id, { id: delivery.endpoint_id, succeeded: false, failures: 1, error: outcome.error });
+    }
+    try {
+      // The endpoints first: a cooling endpoint's probe keeps its lease (no second probe) until its circuit is set.
+      const failingLong = await recordEndpointOutcomes(db, [...endpoints.values()], {
+        now,
+        circuitFailures: config.circuitFailures,
+        disableAfterSeconds: config.disableAfterDays * 86_400,
+      });
+      await settleDeliveries(db, settled, now);
+      for (const { id, error } of failingLong) {
+        if (await disableFailingEndpoint(db, id, { now, days: config.disableAfterDays, error: error ?? 'no answer' })) {
+          logger.warn({ endpoint: id }, 'webhook endpoint disabled after failing for days');
+        }
+      }
+    } catch (error) {
+      // An outage: the leases run out and the deliveries are claimed again (the attempts stay counted).
+      logger.warn({ err: error, deliveries: batch.length }, 'webhook settling failed; the deliveries are sent again when their leases run out');
     }
   }
 }

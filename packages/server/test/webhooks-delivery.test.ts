@@ -1,0 +1,216 @@
+// How the dispatcher shares itself out and keeps connections: a workspace's hanging endpoints hold no more than
+// their share of its slots and each endpoint no more than its concurrency; an endpoint that keeps failing cools
+// (its circuit open) and is probed; a kept-alive connection's host is checked again when a new connection is made.
+// The server runs with its dispatcher on a real PostgreSQL, the clock injected, the receivers on loopback.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordEvent } from '../src/resources/events.ts';
+import { call, eventually, newUser, TestClock, type TestUser, useTestServer } from './support.ts';
+
+/** A receiver on loopback: answers each request as `answer` says (a status, or never), and counts what is open. */
+class Receiver {
+  readonly received: { path: string; id: string }[] = [];
+  /** Requests not answered yet, by path, and the most ever open at once. */
+  readonly open = new Map<string, number>();
+  maxOpen = 0;
+  answer: (path: string) => number | 'never' = () => 204;
+  readonly server: Server;
+  constructor() {
+    this.server = createServer((req, res) => {
+      const path = req.url ?? '';
+      this.received.push({ path, id: String(req.headers['webhook-id']) });
+      this.open.set(path, (this.open.get(path) ?? 0) + 1);
+      this.maxOpen = Math.max(this.maxOpen, this.openCount());
+      res.on('close', () => this.open.set(path, this.open.get(path)! - 1));
+      req.resume();
+      req.on('end', () => {
+        const answer = this.answer(path);
+        if (answer !== 'never') res.writeHead(answer).end();
+      });
+    });
+  }
+  async start(): Promise<number> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    return (this.server.address() as AddressInfo).port;
+  }
+  openCount(prefix = ''): number {
+    return [...this.open].filter(([path]) => path.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0);
+  }
+  at(path: string) {
+    return this.received.filter((r) => r.path === path);
+  }
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const clock = new TestClock(Math.floor(Date.now() / 1000));
+const dns = new Map<string, string[]>();
+const resolved: string[] = [];
+const resolveHost = async (host: string) => {
+  resolved.push(host);
+  return dns.get(host) ?? [];
+};
+
+let receiver: Receiver;
+let base: string;
+beforeAll(async () => {
+  receiver = new Receiver();
+  base = `http://127.0.0.1:${await receiver.start()}`;
+});
+afterAll(async () => {
+  await receiver?.close();
+});
+
+const SLOTS = 8;
+const app = useTestServer({
+  clock,
+  env: {
+    WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+    WEBHOOK_TIMEOUT_MS: '5000',
+    WEBHOOK_CONCURRENCY: String(SLOTS),
+    WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+    WEBHOOK_CIRCUIT_FAILURES: '3',
+  },
+  resolveHost,
+  runtime: { tickMs: 20, webhooks: true },
+});
+
+async function createEndpoint(user: TestUser, url: string): Promise<string> {
+  const reply = await call(app.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url } });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body.id;
+}
+
+const quotaReached = (user: TestUser) =>
+  recordEvent(
+    app.db,
+    {
+      type: 'quota.reached',
+      workspace_id: user.workspaceId,
+      object_type: 'quota',
+      object_id: 'kaas/clusters',
+      object: { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 },
+    },
+    clock.now(),
+  );
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('fair scheduling', () => {
+  it('a workspace whose endpoints hang holds no more than its share of the slots, each endpoint no more than its concurrency; another workspace is served meanwhile', async () => {
+    const hanging = await newUser(app.db, clock, 'pro');
+    const healthy = await newUser(app.db, clock, 'pro');
+    for (const n of [1, 2, 3]) await createEndpoint(hanging, `${base}/hang-${n}`);
+    await createEndpoint(healthy, `${base}/healthy`);
+    receiver.answer = (path) => (path.startsWith('/hang') ? 'never' : 204);
+    for (let i = 0; i < 10; i++) await quotaReached(hanging);
+    // Alone, it gets the slots ÷ 2 (one share kept for the next workspace): 4 of 8, where its 3 endpoints × 2 would take 6.
+    await eventually(
+      () => receiver.openCount('/hang'),
+      (n) => n === SLOTS / 2,
+      'the hanging workspace to hold its share',
+    );
+    await sleep(300);
+    expect(receiver.openCount('/hang')).toBe(SLOTS / 2);
+    for (const n of [1, 2, 3]) expect(receiver.open.get(`/hang-${n}`) ?? 0).toBeLessThanOrEqual(2);
+    // The other workspace's event is sent at once, not after the hanging attempts' 5 s timeout.
+    const started = Date.now();
+    const id = await quotaReached(healthy);
+    await eventually(
+      () => receiver.at('/healthy'),
+      (r) => r.some((request) => request.id === id),
+      'the healthy workspace’s delivery',
+      3000,
+    );
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(receiver.openCount('/hang')).toBe(SLOTS / 2);
+    expect(receiver.maxOpen).toBeLessThanOrEqual(SLOTS / 2 + 1);
+    receiver.answer = () => 204;
+  });
+});
+
+describe('the circuit breaker', () => {
+  it('opens after consecutive failures: deliveries wait for the next probe; a failed probe cools it longer; the first success closes it and sends what waited', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const endpointId = await createEndpoint(user, `${base}/circuit`);
+    const endpoint = async () => (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}`, { token: user.token })).body;
+    const deliveries = async () =>
+      (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}/deliveries?limit=100`, { token: user.token })).body.data as {
+        status: string;
+        attempts: number;
+        last_duration_ms: number | null;
+      }[];
+    expect(await endpoint()).toMatchObject({ delivery_state: 'active', consecutive_failures: 0, cooling_until: null });
+    receiver.answer = (path) => (path === '/circuit' ? 503 : 204);
+    for (let i = 0; i < 3; i++) await quotaReached(user);
+    await eventually(endpoint, (e) => e.consecutive_failures === 3, 'three failed attempts');
+    const opened = await endpoint();
+    expect(opened).toMatchObject({ delivery_state: 'cooling', cooling_until: clock.now() + 30 });
+    expect(opened.failing_since).toBe(clock.now());
+
+    // Cooling: new deliveries wait, and the failed ones' retries (due in 5 s) too.
+    for (let i = 0; i < 2; i++) await quotaReached(user);
+    clock.advance(10);
+    await sleep(400);
+    expect(receiver.at('/circuit')).toHaveLength(3);
+
+    // The cooling is over: one probe, which fails; it cools for twice as long.
+    clock.advance(21);
+    await eventually(endpoint, (e) => e.consecutive_failures === 4, 'the probe');
+    await sleep(400);
+    expect(receiver.at('/circuit')).toHaveLength(4);
+    expect(await endpoint()).toMatchObject({ delivery_state: 'cooling', cooling_until: clock.now() + 60 });
+
+    // The next probe succeeds: the circuit closes and everything that waited is sent.
+    receiver.answer = () => 204;
+    clock.advance(61);
+    const done = await eventually(deliveries, (d) => d.length === 5 && d.every((x) => x.status === 'succeeded'), 'every delivery to succeed');
+    expect(await endpoint()).toMatchObject({ delivery_state: 'active', consecutive_failures: 0, cooling_until: null, failing_since: null });
+    // Attempts: 5 deliveries, 3 failed attempts and 1 failed probe before them, each counted once.
+    expect(done.reduce((sum, d) => sum + d.attempts, 0)).toBe(receiver.at('/circuit').length);
+    expect(receiver.at('/circuit')).toHaveLength(9);
+  });
+});
+
+describe('kept-alive connections and the SSRF rules', () => {
+  it('reuses a connection without resolving again, and checks the name again on a new connection: one that now resolves to a refused address is not made', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    dns.set('pooled.test', ['127.0.0.1']);
+    const endpointId = await createEndpoint(user, `http://pooled.test:${receiver.server.address() && (receiver.server.address() as AddressInfo).port}/pooled`);
+    receiver.answer = () => 204;
+    const lookups = () => resolved.filter((host) => host === 'pooled.test').length;
+    const atCreation = lookups();
+    await quotaReached(user);
+    await eventually(
+      () => receiver.at('/pooled'),
+      (r) => r.length === 1,
+      'the first delivery',
+    );
+    await quotaReached(user);
+    await eventually(
+      () => receiver.at('/pooled'),
+      (r) => r.length === 2,
+      'the second delivery',
+    );
+    // One connection, resolved and checked once, carried both.
+    expect(lookups() - atCreation).toBe(1);
+
+    // The name now resolves to a private address; the open connection is closed by the receiver.
+    dns.set('pooled.test', ['10.0.0.7']);
+    receiver.server.closeIdleConnections();
+    await quotaReached(user);
+    const deliveries = async () =>
+      (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}/deliveries?status=pending`, { token: user.token })).body.data as {
+        last_error: string | null;
+      }[];
+    const [refused] = await eventually(deliveries, (d) => d.length === 1 && d[0]!.last_error !== null, 'the refused attempt');
+    expect(refused!.last_error).toBe('Not sent: the URL pooled.test is or resolves to 10.0.0.7, a loopback, private, link-local or metadata address.');
+    expect(receiver.at('/pooled')).toHaveLength(2);
+    expect(lookups() - atCreation).toBe(2);
+  });
+});
