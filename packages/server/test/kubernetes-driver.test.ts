@@ -16,6 +16,7 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName } from '../src/providers/kubernetes/driver.ts';
+import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
@@ -65,14 +66,14 @@ function kamajiReady(clusterId: string, status = 'Ready') {
   });
   management.setStatus(TCP, KAMAJI_NS, name, {
     controlPlaneEndpoint: new URL(tenant.url).host,
-    kubernetesResources: { version: { status, version: 'v1.33.2' } },
+    kubernetesResources: { version: { status, version: 'v1.31.13' } },
     kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
   });
 }
 
 async function runningCluster(): Promise<string> {
   const clusterId = newId('cl');
-  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
   kamajiReady(clusterId);
   return clusterId;
 }
@@ -123,13 +124,13 @@ describe('start-up', () => {
 describe('control planes (Kamaji)', () => {
   it('creates a TenantControlPlane, follows its status to RUNNING, and deletes it', async () => {
     const clusterId = newId('cl');
-    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     expect(created).toEqual({ cluster_id: clusterId, status: 'PROVISIONING', message: null, endpoint: null });
     const tcp = management.get(TCP, KAMAJI_NS, k8sName(clusterId))!;
-    expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.33.2' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
+    expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.31.13' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
     expect(tcp.metadata.labels).toEqual({ 'platform-api/cluster': clusterId });
     // A re-run after a crash finds it: one TenantControlPlane.
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     expect(management.list(TCP, KAMAJI_NS).filter((o) => o.metadata.name === k8sName(clusterId))).toHaveLength(1);
 
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'Provisioning' } } });
@@ -154,7 +155,7 @@ describe('control planes (Kamaji)', () => {
 
   it('mints a kubeconfig of the tenant with a TokenRequest token of a cluster-admin ServiceAccount, expiring as asked', async () => {
     const clusterId = newId('cl');
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     kamajiReady(clusterId);
     const first = await driver.kubeconfig(clusterId, 900);
     const config = parseYaml(first.kubeconfig);
@@ -199,7 +200,7 @@ describe('control planes (Kamaji)', () => {
             workspace_id: workspace.id,
             name: 'kamaji',
             region_id: 'fsn1',
-            kaas_version: '1.33.2',
+            kaas_version: 'v1.31',
             status: 'PROVISIONING',
             status_message: null,
             created_at: clock.now(),
@@ -283,7 +284,7 @@ describe('clusters through the API', () => {
       const api = createPlatformClient({ baseUrl: server.baseUrl, token: (await newUser(database.db, clock, 'pro')).token, retry: false });
       const cluster = await api.POST('/v1/clusters', { body: { name: 'short-lived', region_id: 'fsn1', kaas_version: 'v1.32' } });
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
-      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32' } });
+      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32.9' } });
       kamajiReady(cluster.id);
       // The workflow looks again every 2 s of the injected clock: move it on while waiting, whenever it looked last.
       await until(async () => {
@@ -779,5 +780,57 @@ describe('pod logs', () => {
     tenant.deletePod(k8sName(installId), container.pod);
     expect(await tail).toEqual([]);
     expect(await read({})).toEqual([]); // the pod is gone: nothing to read
+  });
+});
+
+describe('Kamaji: what it admits and what it reports', () => {
+  /** A create straight to the management API server: undefined, or the refusal's code and Status. */
+  async function createTenantControlPlane(name: string, version: string): Promise<{ code: number; status: { reason: string; message: string } } | undefined> {
+    const kc = new KubeConfig();
+    kc.loadFromString(management.kubeconfig());
+    const body = {
+      apiVersion: 'kamaji.clastix.io/v1alpha1',
+      kind: 'TenantControlPlane',
+      metadata: { name },
+      spec: { controlPlane: { service: { serviceType: 'LoadBalancer' } }, kubernetes: { version, kubelet: {} } },
+    };
+    try {
+      await kc
+        .makeApiClient(CustomObjectsApi)
+        .createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body });
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ApiException)) throw error;
+      return { code: error.code, status: typeof error.body === 'string' ? JSON.parse(error.body) : error.body };
+    }
+  }
+
+  it("refuses, as Kamaji's webhook does, a version without a patch or above the supported minor", async () => {
+    const denied = (name: string, reason: string) => ({
+      code: 403,
+      status: {
+        reason: 'Forbidden',
+        message: `tenantcontrolplanes.kamaji.clastix.io "${name}" is forbidden: admission webhook "vtenantcontrolplane.kb.io" denied the request: ${reason}`,
+      },
+    });
+    expect(await createTenantControlPlane('no-patch', 'v1.31')).toMatchObject(
+      denied('no-patch', 'unable to parse the desired Kubernetes version: No Major.Minor.Patch elements found'),
+    );
+    expect(await createTenantControlPlane('too-new', 'v1.37.0')).toMatchObject(
+      denied('too-new', 'unable to create a TenantControlPlane with a Kubernetes version greater than the supported one, actually v1.36'),
+    );
+    // The patch is not compared: any patch of the supported minor is admitted.
+    expect(await createTenantControlPlane('newest', 'v1.36.7')).toBeUndefined();
+  });
+
+  it('creates each of the contract minors as its pinned patch release, which Kamaji admits', async () => {
+    const before = management.refused.length;
+    for (const [minor, release] of Object.entries(KUBERNETES_RELEASES)) {
+      const clusterId = newId('cl');
+      await driver.createCluster({ cluster_id: clusterId, kubernetes_version: minor });
+      expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({ kubernetes: { version: release } });
+      await driver.deleteCluster(clusterId);
+    }
+    expect(management.refused.slice(before)).toEqual([]);
   });
 });

@@ -16,6 +16,7 @@ import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
+import { AdmissionDenied, admitTenantControlPlane } from './kamaji.ts';
 
 const CRD = new URL('../../src/providers/kubernetes/kamaji/tenantcontrolplanes.crd.yaml', import.meta.url);
 export const TEST_CA_PEM = readFileSync(new URL('./kube-ca.pem', import.meta.url), 'utf8');
@@ -45,6 +46,8 @@ interface Kind {
   /** Whether status is a subresource (a PUT of the object keeps the stored status). */
   statusSubresource: boolean;
   validate(object: unknown): void;
+  /** The validating admission webhooks on creates and updates (throw AdmissionDenied to refuse). */
+  admit?(object: Obj, old: Obj | undefined): void;
 }
 
 let tcpValidator: (((object: unknown) => boolean) & { errors?: unknown }) | undefined;
@@ -84,6 +87,7 @@ const KINDS: Record<string, Kind> = {
     namespaced: true,
     statusSubresource: true,
     validate: validateTenantControlPlane,
+    admit: admitTenantControlPlane,
   },
   // Argo CD's Application CRD has no status subresource: a PUT replaces the status too.
   'argoproj.io/v1alpha1/applications': {
@@ -94,6 +98,26 @@ const KINDS: Record<string, Kind> = {
     validate: (o) => new Application(o as never).validate(),
   },
 };
+
+/**
+ * Runs the kind's admission webhooks; a denial becomes the Status the API server answers with
+ * (k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go, ToStatusErr: 403 Forbidden, the
+ * webhook's reason after `<resource>.<group> "<name>" is forbidden: admission webhook "<name>" denied the request: `).
+ */
+function admit(resource: string, kind: Kind, object: Obj, old: Obj | undefined): void {
+  try {
+    kind.admit?.(object, old);
+  } catch (error) {
+    if (!(error instanceof AdmissionDenied)) throw error;
+    const parts = resource.split('/'); // "v1/secrets", "kamaji.clastix.io/v1alpha1/tenantcontrolplanes"
+    const groupResource = parts.length === 3 ? `${parts[2]}.${parts[0]}` : parts[1];
+    throw new StatusError(
+      403,
+      'Forbidden',
+      `${groupResource} "${object.metadata.name}" is forbidden: admission webhook "${error.webhook}" denied the request: ${error.message}`,
+    );
+  }
+}
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -236,7 +260,7 @@ export class KubeApiServer {
       this.send(res, req.method === 'POST' ? 201 : 200, result);
     } catch (error) {
       const status = error instanceof StatusError ? error : new StatusError(500, 'InternalError', (error as Error).message);
-      if (status.code === 422) this.refused.push({ method: req.method!, path: url.pathname, message: status.message });
+      if (status.code === 422 || status.reason === 'Forbidden') this.refused.push({ method: req.method!, path: url.pathname, message: status.message });
       this.send(res, status.code, {
         kind: 'Status',
         apiVersion: 'v1',
@@ -301,6 +325,7 @@ export class KubeApiServer {
       const object = this.check(kind, body, namespace);
       if (this.get(resource, namespace, object.metadata.name))
         throw new StatusError(409, 'AlreadyExists', `${resource} "${object.metadata.name}" already exists`);
+      admit(resource, kind, object, undefined);
       if (kind.statusSubresource) delete object.status;
       return this.store(resource, {
         ...object,
@@ -314,6 +339,7 @@ export class KubeApiServer {
       if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== existing.metadata.resourceVersion) {
         throw new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`);
       }
+      admit(resource, kind, { ...object, metadata: { ...object.metadata, deletionTimestamp: existing.metadata.deletionTimestamp } }, existing);
       const status = kind.statusSubresource ? existing.status : object.status;
       const { uid, creationTimestamp, deletionTimestamp } = existing.metadata;
       return this.store(resource, {

@@ -28,6 +28,7 @@ import {
   type ReadLogOptions,
   type ReleaseStatus,
 } from '../types.ts';
+import { kubernetesRelease } from './kamaji.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
 export interface KubernetesDriverOptions {
@@ -141,14 +142,13 @@ export class KubernetesDriver implements ClusterDriver {
 
   async createCluster(request: ControlPlaneRequest): Promise<ControlPlane> {
     const name = k8sName(request.cluster_id);
-    const version = request.kubernetes_version.startsWith('v') ? request.kubernetes_version : `v${request.kubernetes_version}`;
     const body: TenantControlPlane & { apiVersion: string; kind: string } = {
       apiVersion: `${KAMAJI.group}/${KAMAJI.version}`,
       kind: 'TenantControlPlane',
       metadata: { name, namespace: this.options.kamajiNamespace, labels: { [LABEL.cluster]: request.cluster_id } },
       spec: {
         controlPlane: { deployment: { replicas: 2 }, service: { serviceType: 'LoadBalancer' } },
-        kubernetes: { version, kubelet: { cgroupfs: 'systemd' } },
+        kubernetes: { version: kubernetesRelease(request.kubernetes_version), kubelet: { cgroupfs: 'systemd' } },
         addons: { coreDNS: {}, kubeProxy: {} },
       },
     };
