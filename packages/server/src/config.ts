@@ -71,6 +71,8 @@ export interface Config {
    * management cluster that MANAGEMENT_KUBECONFIG reaches).
    */
   clusterDriver: { kind: 'simulated' } | { kind: 'kubernetes'; kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string };
+  /** How long (s) a workflow step waits on something outside before it fails or remediates. */
+  deadlines: WorkflowDeadlines;
   /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
   orphanAfterSeconds: number;
   /** A pause after each workflow step (ms); 0 in production, set by crash tests to kill at step boundaries. */
@@ -83,6 +85,11 @@ export interface Config {
   eventPollMs: number;
   /** Webhook deliveries (workflows/webhook-dispatcher.ts). */
   webhooks: WebhookConfig;
+}
+
+export interface WorkflowDeadlines {
+  /** A new cluster's control plane that is not Ready by then is ERROR. */
+  clusterReadySeconds: number;
 }
 
 export interface WebhookConfig {
@@ -315,6 +322,9 @@ export function loadConfig(env: Env = process.env): Config {
     devicePollIntervalSeconds: integer(env, 'DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
     role: role(env),
     orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
+    deadlines: {
+      clusterReadySeconds: integer(env, 'CLUSTER_READY_TIMEOUT_SECONDS', 900, 60, 86_400),
+    },
     workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 0, 36_500),

@@ -20,6 +20,7 @@ import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
+import { KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
@@ -136,7 +137,8 @@ describe('control planes (Kamaji)', () => {
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'Provisioning' } } });
     expect((await driver.getCluster(clusterId))?.status).toBe('PROVISIONING');
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'NotReady' } } });
-    expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'ERROR', message: 'The control plane is NotReady.' });
+    // NotReady: the control plane's Deployment has no ready replica yet, as in every first rollout.
+    expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'PROVISIONING', message: null });
     kamajiReady(clusterId);
     expect(await driver.getCluster(clusterId)).toEqual({ cluster_id: clusterId, status: 'RUNNING', message: null, endpoint: new URL(tenant.url).host });
 
@@ -832,5 +834,105 @@ describe('Kamaji: what it admits and what it reports', () => {
       await driver.deleteCluster(clusterId);
     }
     expect(management.refused.slice(before)).toEqual([]);
+  });
+
+  /** Runs the workflows with the driver (and `env`) while `use` plays Kamaji; the cluster row is made as the API would. */
+  async function withClusterWorkflow(
+    env: Record<string, string>,
+    use: (clusterId: string, status: () => Promise<{ status: string; status_message: string | null }>) => Promise<void>,
+  ) {
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', ...env }),
+      driver,
+      tickMs: 20,
+    });
+    await runtime.engine.run({ work: true });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const workspace = await database.db.selectFrom('workspaces').select('id').where('owner_id', '=', user.userId).executeTakeFirstOrThrow();
+      const clusterId = newId('cl');
+      await database.db.transaction().execute(async (trx) => {
+        await runtime.engine.start(trx, 'createCluster', clusterId);
+        await trx
+          .insertInto('clusters')
+          .values({
+            id: clusterId,
+            workspace_id: workspace.id,
+            name: 'kamaji',
+            region_id: 'fsn1',
+            kaas_version: 'v1.32',
+            status: 'PROVISIONING',
+            status_message: null,
+            created_at: clock.now(),
+          })
+          .execute();
+      });
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
+      await use(clusterId, () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow());
+    } finally {
+      await runtime.engine.stop();
+    }
+  }
+
+  /** The workflow's polls done since `from` (its GETs of the TenantControlPlane). */
+  const pollsOf = (clusterId: string) =>
+    management.requests.filter((r) => r === `GET /apis/kamaji.clastix.io/v1alpha1/namespaces/${KAMAJI_NS}/tenantcontrolplanes/${k8sName(clusterId)}`).length;
+
+  it('keeps a cluster PROVISIONING through Provisioning and a NotReady rollout, and RUNNING once Kamaji says Ready', async () => {
+    const kamaji = new KamajiController(
+      management,
+      () => tenant.kubeconfig(),
+      () => tenant.url,
+    );
+    const refusedBefore = management.refused.length;
+    await withClusterWorkflow({}, async (clusterId, status) => {
+      const name = k8sName(clusterId);
+      kamaji.provisioning(KAMAJI_NS, name);
+      expect(kamaji.rollout(KAMAJI_NS, name, 0)).toBe('NotReady');
+      // Several polls of the NotReady control plane (2 s of the workflow's clock apart): not an error.
+      const from = pollsOf(clusterId);
+      await until(async () => {
+        clock.advance(2);
+        return pollsOf(clusterId) >= from + 3;
+      });
+      expect(await status()).toEqual({ status: 'PROVISIONING', status_message: null });
+      expect(kamaji.rollout(KAMAJI_NS, name, 1)).toBe('Provisioning'); // one of two replicas: still rolling out
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'RUNNING';
+      });
+    });
+    expect(management.refused.slice(refusedBefore)).toEqual([]);
+  });
+
+  it('makes a cluster whose control plane is not Ready within CLUSTER_READY_TIMEOUT_SECONDS ERROR, saying what to do', async () => {
+    const kamaji = new KamajiController(
+      management,
+      () => tenant.kubeconfig(),
+      () => tenant.url,
+    );
+    await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
+      expect(kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 0)).toBe('NotReady');
+      // Not before the deadline: 100 s of polls.
+      const start = clock.now();
+      await until(async () => {
+        clock.advance(2);
+        return clock.now() - start >= 100;
+      });
+      expect((await status()).status).toBe('PROVISIONING');
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'ERROR';
+      });
+      expect(clock.now() - start).toBeGreaterThanOrEqual(120);
+      expect((await status()).status_message).toBe(
+        "The control plane did not become ready within 2 minutes. Delete the cluster and create it again; if that fails too, the platform's operators can see why in its management cluster.",
+      );
+    });
   });
 });

@@ -31,6 +31,7 @@ export interface RuntimeOptions {
     | 'compute'
     | 'simulation'
     | 'orphanAfterSeconds'
+    | 'deadlines'
     | 'workflowStepDelayMs'
     | 'eventRetentionDays'
     | 'auditRetentionDays'
@@ -77,7 +78,7 @@ export function createRuntime(options: RuntimeOptions) {
     provider,
     driver,
     secrets: options.secretsKey ? secretBox(options.secretsKey) : undefined,
-    definitions: workflowDefinitions(),
+    definitions: workflowDefinitions(config.deadlines),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,

@@ -1,5 +1,6 @@
 // Kamaji's rules, for the test Kubernetes API server, each written from Kamaji's source (github.com/clastix/kamaji
 // at commit ddbabd87ed0e, release 26.8.2-edge) and named where it comes from. Never from our driver.
+import type { KubeApiServer } from './kube-api-server.ts';
 
 /** internal/upgrade/kubeadm_version.go: the newest Kubernetes this Kamaji builds control planes for. */
 export const KAMAJI_SUPPORTED_VERSION = 'v1.36.0';
@@ -80,4 +81,118 @@ export function admitTenantControlPlane(object: TenantControlPlane, old: TenantC
   if (old && object.metadata.deletionTimestamp) return;
   const denial = tenantControlPlaneVersionDenial(object.spec?.kubernetes?.version ?? '', old?.spec?.kubernetes?.version);
   if (denial) throw new AdmissionDenied(KAMAJI_VALIDATING_WEBHOOK, denial);
+}
+
+const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
+
+/** The control plane Deployment's status, as far as computeStatus reads it (apps/v1 DeploymentStatus). */
+export interface ControlPlaneDeployment {
+  replicas: number;
+  readyReplicas: number;
+  updatedReplicas: number;
+  unavailableReplicas: number;
+  generation: number;
+  observedGeneration: number;
+}
+
+type StoredTenantControlPlane = {
+  spec: { controlPlane?: { deployment?: { replicas?: number } }; kubernetes: { version: string }; writePermissions?: Record<string, boolean> };
+  status?: { kubernetesResources?: { version?: { version?: string } } };
+};
+
+/**
+ * internal/resources/k8s_deployment_resource.go, computeStatus: the order of its cases is the rule (a Deployment
+ * with no ready replica is NotReady before anything else is looked at; Provisioning only while no version ran).
+ */
+export function computeStatus(tcp: StoredTenantControlPlane, deployment: ControlPlaneDeployment): string {
+  const desired = tcp.spec.controlPlane?.deployment?.replicas ?? 2;
+  const progressing =
+    deployment.generation !== deployment.observedGeneration ||
+    deployment.unavailableReplicas > 0 ||
+    deployment.updatedReplicas !== desired ||
+    deployment.readyReplicas !== desired ||
+    deployment.replicas !== desired;
+  const runningVersion = tcp.status?.kubernetesResources?.version?.version ?? '';
+  if (desired === 0) return 'Sleeping';
+  if (deployment.readyReplicas === 0) return 'NotReady';
+  if (Object.values(tcp.spec.writePermissions ?? {}).some(Boolean)) return 'WriteLimited';
+  if (!progressing) return 'Ready';
+  if (runningVersion.length > 0 && tcp.spec.kubernetes.version !== runningVersion) return 'Upgrading';
+  if (runningVersion.length === 0) return 'Provisioning';
+  return 'Unknown';
+}
+
+/**
+ * What Kamaji's controller writes for one TenantControlPlane, in the order of its resources
+ * (controllers/resources.go, GetResources: the Service and its endpoint, the certificates and kubeconfigs, then
+ * the Deployment), for the test to play step by step.
+ */
+export class KamajiController {
+  private readonly management: KubeApiServer;
+  /** The admin kubeconfig it writes (reaching the tenant's API server), and that server's address. */
+  private readonly adminKubeconfig: () => string;
+  private readonly tenantUrl: () => string;
+
+  constructor(management: KubeApiServer, adminKubeconfig: () => string, tenantUrl: () => string) {
+    this.management = management;
+    this.adminKubeconfig = adminKubeconfig;
+    this.tenantUrl = tenantUrl;
+  }
+
+  /**
+   * The first reconciliations, before the Deployment exists: the status' version says Provisioning (the CRD's
+   * default, `+kubebuilder:default=Provisioning` in api/v1alpha1/tenantcontrolplane_status.go).
+   */
+  provisioning(namespace: string, name: string): void {
+    this.management.setStatus(TCP, namespace, name, { kubernetesResources: { version: { status: 'Provisioning' } } });
+  }
+
+  /**
+   * The Deployment rolls out with `readyReplicas` of its replicas ready: the endpoint and the admin kubeconfig
+   * Secret `<name>-admin-kubeconfig` (internal/resources/kubeconfig.go, keys admin.conf and super-admin.conf) are
+   * written already, and the version's status is computeStatus's; a Ready control plane's version is recorded
+   * (UpdateTenantControlPlaneStatus).
+   */
+  rollout(namespace: string, name: string, readyReplicas: number): string {
+    const tcp = this.management.get(TCP, namespace, name) as unknown as StoredTenantControlPlane | undefined;
+    if (!tcp) throw new Error(`no TenantControlPlane ${namespace}/${name}`);
+    const desired = tcp.spec.controlPlane?.deployment?.replicas ?? 2;
+    const deployment = {
+      replicas: desired,
+      readyReplicas,
+      updatedReplicas: desired,
+      unavailableReplicas: desired - readyReplicas,
+      generation: 1,
+      observedGeneration: 1,
+    };
+    const status = computeStatus(tcp, deployment);
+    const secretName = `${name}-admin-kubeconfig`;
+    const kubeconfig = Buffer.from(this.adminKubeconfig()).toString('base64');
+    this.management.put('v1/secrets', {
+      metadata: { name: secretName, namespace, labels: { 'kamaji.clastix.io/name': name } },
+      type: 'Opaque',
+      data: { 'admin.conf': kubeconfig, 'super-admin.conf': kubeconfig },
+    });
+    const running = tcp.status?.kubernetesResources?.version?.version;
+    this.management.setStatus(TCP, namespace, name, {
+      ...tcp.status,
+      controlPlaneEndpoint: new URL(this.tenantUrl()).host,
+      kubeconfig: { admin: { secretName } },
+      kubernetesResources: {
+        version: { status, ...(status === 'Ready' || status === 'Sleeping' ? { version: tcp.spec.kubernetes.version } : running ? { version: running } : {}) },
+        // KubernetesDeploymentStatus: the Deployment's status, its name and selector (the Deployment's generation is not in it).
+        deployment: {
+          replicas: deployment.replicas,
+          readyReplicas,
+          updatedReplicas: deployment.updatedReplicas,
+          unavailableReplicas: deployment.unavailableReplicas,
+          observedGeneration: deployment.observedGeneration,
+          name,
+          namespace,
+          selector: `kamaji.clastix.io/name=${name}`,
+        },
+      },
+    });
+    return status;
+  }
 }

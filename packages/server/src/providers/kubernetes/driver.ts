@@ -18,7 +18,6 @@ import {
   type ClusterDriver,
   type ControlPlane,
   type ControlPlaneRequest,
-  type ControlPlaneStatus,
   chartLocation,
   type HelmRelease,
   type HelmReleaseRequest,
@@ -28,7 +27,7 @@ import {
   type ReadLogOptions,
   type ReleaseStatus,
 } from '../types.ts';
-import { kubernetesRelease } from './kamaji.ts';
+import { controlPlaneStatus, kubernetesRelease, type TenantControlPlane } from './kamaji.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 
 export interface KubernetesDriverOptions {
@@ -52,31 +51,6 @@ export const pullSecretName = (release: string) => `${release}-registry`.slice(0
 
 export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
-
-/** Kamaji's version status → ours. Upgrades and migrations keep a control plane that exists: not an error. */
-function controlPlaneStatus(tcp: TenantControlPlane): ControlPlaneStatus {
-  if (tcp.metadata.deletionTimestamp) return 'DELETING';
-  switch (tcp.status?.kubernetesResources?.version?.status) {
-    case 'Ready':
-    case 'Sleeping':
-    case 'WriteLimited':
-      return tcp.status?.kubeconfig?.admin?.secretName ? 'RUNNING' : 'PROVISIONING';
-    case 'NotReady':
-      return 'ERROR';
-    default:
-      return 'PROVISIONING';
-  }
-}
-
-interface TenantControlPlane {
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: Record<string, unknown>;
-  status?: {
-    controlPlaneEndpoint?: string;
-    kubeconfig?: { admin?: { secretName?: string } };
-    kubernetesResources?: { version?: { status?: string; version?: string } };
-  };
-}
 
 interface ArgoApplication {
   metadata: {
@@ -163,9 +137,7 @@ export class KubernetesDriver implements ClusterDriver {
   async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
     const tcp = await this.tenantControlPlane(clusterId);
     if (!tcp) return undefined;
-    const status = controlPlaneStatus(tcp);
-    const message = status === 'ERROR' ? `The control plane is ${tcp.status?.kubernetesResources?.version?.status ?? 'not ready'}.` : null;
-    return { cluster_id: clusterId, status, message, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
+    return { cluster_id: clusterId, status: controlPlaneStatus(tcp), message: null, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
   }
 
   async deleteCluster(clusterId: string): Promise<void> {
