@@ -825,6 +825,16 @@ describe('Kamaji: what it admits and what it reports', () => {
     expect(await createTenantControlPlane('newest', 'v1.36.7')).toBeUndefined();
   });
 
+  it("enables the Konnectivity addon and sets the network profile to the CNI's addresses", async () => {
+    const clusterId = newId('cl');
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({
+      addons: { konnectivity: { server: { port: 8132 } } },
+      networkProfile: { podCidrs: ['10.244.0.0/16'], serviceCidrs: ['10.96.0.0/12'], dnsServiceIPs: ['10.96.0.10'] },
+    });
+    await driver.deleteCluster(clusterId);
+  });
+
   it('creates each of the contract minors as its pinned patch release, which Kamaji admits', async () => {
     const before = management.refused.length;
     for (const [minor, release] of Object.entries(KUBERNETES_RELEASES)) {

@@ -29,6 +29,7 @@ import {
 } from '../types.ts';
 import { controlPlaneStatus, kubernetesRelease, type TenantControlPlane } from './kamaji.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
+import { DNS_SERVICE_IP, POD_CIDR, SERVICE_CIDR } from './network.ts';
 
 export interface KubernetesDriverOptions {
   /** The management cluster, where Kamaji and Argo CD run. */
@@ -123,7 +124,11 @@ export class KubernetesDriver implements ClusterDriver {
       spec: {
         controlPlane: { deployment: { replicas: 2 }, service: { serviceType: 'LoadBalancer' } },
         kubernetes: { version: kubernetesRelease(request.kubernetes_version), kubelet: { cgroupfs: 'systemd' } },
-        addons: { coreDNS: {}, kubeProxy: {} },
+        // Konnectivity: the tenant's API server, in the management cluster, reaches kubelets (logs, exec) and the
+        // tenant's webhooks through the agents on the nodes, not across networks it cannot route.
+        addons: { coreDNS: {}, kubeProxy: {}, konnectivity: { server: { port: 8132 } } },
+        // The addresses the CNI is configured with (network.ts), not Kamaji's defaults.
+        networkProfile: { podCidrs: [POD_CIDR], serviceCidrs: [SERVICE_CIDR], dnsServiceIPs: [DNS_SERVICE_IP] },
       },
     };
     try {
