@@ -20,7 +20,7 @@ import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { KamajiController } from './support/kamaji.ts';
+import { KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
@@ -881,7 +881,6 @@ describe('Kamaji: what it admits and what it reports', () => {
           })
           .execute();
       });
-      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
       await use(clusterId, () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow());
     } finally {
       await runtime.engine.stop();
@@ -901,6 +900,7 @@ describe('Kamaji: what it admits and what it reports', () => {
     const refusedBefore = management.refused.length;
     await withClusterWorkflow({}, async (clusterId, status) => {
       const name = k8sName(clusterId);
+      await until(async () => management.get(TCP, KAMAJI_NS, name) !== undefined);
       kamaji.provisioning(KAMAJI_NS, name);
       expect(kamaji.rollout(KAMAJI_NS, name, 0)).toBe('NotReady');
       // Several polls of the NotReady control plane (2 s of the workflow's clock apart): not an error.
@@ -927,6 +927,7 @@ describe('Kamaji: what it admits and what it reports', () => {
       () => tenant.url,
     );
     await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
       expect(kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 0)).toBe('NotReady');
       // Not before the deadline: 100 s of polls.
       const start = clock.now();
@@ -944,5 +945,23 @@ describe('Kamaji: what it admits and what it reports', () => {
         "The control plane did not become ready within 2 minutes. Delete the cluster and create it again; if that fails too, the platform's operators can see why in its management cluster.",
       );
     });
+  });
+
+  it("shows a refused control plane's reason, in Kamaji's words, as the cluster's message", async () => {
+    management.kamajiSupportedVersion = 'v1.31.0'; // an older Kamaji: the cluster's v1.32 is beyond it
+    try {
+      await withClusterWorkflow({}, async (clusterId, status) => {
+        await until(async () => {
+          clock.advance(2);
+          return (await status()).status === 'ERROR';
+        });
+        expect((await status()).status_message).toBe(
+          `The management cluster refused the control plane: tenantcontrolplanes.kamaji.clastix.io "${k8sName(clusterId)}" is forbidden: ` +
+            'admission webhook "vtenantcontrolplane.kb.io" denied the request: unable to create a TenantControlPlane with a Kubernetes version greater than the supported one, actually v1.31',
+        );
+      });
+    } finally {
+      management.kamajiSupportedVersion = KAMAJI_SUPPORTED_VERSION;
+    }
   });
 });

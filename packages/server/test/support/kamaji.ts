@@ -52,10 +52,10 @@ const normalize = (version: string) => version.replace('v', '');
  * parse as semver (patch included) and its minor may not pass the supported one; an update may not go down nor
  * skip a minor. Returns the denial's reason, or undefined when admitted.
  */
-export function tenantControlPlaneVersionDenial(version: string, previous?: string): string | undefined {
+export function tenantControlPlaneVersionDenial(version: string, previous: string | undefined, supportedVersion: string): string | undefined {
   const wanted = parseSemver(normalize(version));
   if (typeof wanted === 'string') return `unable to parse the desired Kubernetes version: ${wanted}`;
-  const supported = parseSemver(normalize(KAMAJI_SUPPORTED_VERSION)) as Semver;
+  const supported = parseSemver(normalize(supportedVersion)) as Semver;
   // "No need to check if the patch version": the patch is zeroed before comparing.
   const compare = (a: Semver, b: Semver) => a.major - b.major || a.minor - b.minor || a.patch - b.patch;
   const newer = { ...wanted, patch: 0 };
@@ -75,11 +75,14 @@ export function tenantControlPlaneVersionDenial(version: string, previous?: stri
 
 type TenantControlPlane = { metadata: { deletionTimestamp?: string }; spec?: { kubernetes?: { version?: string } } };
 
-/** Kamaji's validating webhook on TenantControlPlanes (create and update), as far as the version goes. */
-export function admitTenantControlPlane(object: TenantControlPlane, old: TenantControlPlane | undefined): void {
+/**
+ * Kamaji's validating webhook on TenantControlPlanes (create and update), as far as the version goes;
+ * `supportedVersion` is the Kamaji release's (an older Kamaji supports less).
+ */
+export function admitTenantControlPlane(object: TenantControlPlane, old: TenantControlPlane | undefined, supportedVersion = KAMAJI_SUPPORTED_VERSION): void {
   // OnUpdate lets an object being deleted through (its finalizer's removal is an update).
   if (old && object.metadata.deletionTimestamp) return;
-  const denial = tenantControlPlaneVersionDenial(object.spec?.kubernetes?.version ?? '', old?.spec?.kubernetes?.version);
+  const denial = tenantControlPlaneVersionDenial(object.spec?.kubernetes?.version ?? '', old?.spec?.kubernetes?.version, supportedVersion);
   if (denial) throw new AdmissionDenied(KAMAJI_VALIDATING_WEBHOOK, denial);
 }
 

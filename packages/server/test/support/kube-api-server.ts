@@ -16,7 +16,7 @@ import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
-import { AdmissionDenied, admitTenantControlPlane } from './kamaji.ts';
+import { AdmissionDenied, admitTenantControlPlane, KAMAJI_SUPPORTED_VERSION } from './kamaji.ts';
 
 const CRD = new URL('../../src/providers/kubernetes/kamaji/tenantcontrolplanes.crd.yaml', import.meta.url);
 export const TEST_CA_PEM = readFileSync(new URL('./kube-ca.pem', import.meta.url), 'utf8');
@@ -47,7 +47,7 @@ interface Kind {
   statusSubresource: boolean;
   validate(object: unknown): void;
   /** The validating admission webhooks on creates and updates (throw AdmissionDenied to refuse). */
-  admit?(object: Obj, old: Obj | undefined): void;
+  admit?(object: Obj, old: Obj | undefined, server: KubeApiServer): void;
 }
 
 let tcpValidator: (((object: unknown) => boolean) & { errors?: unknown }) | undefined;
@@ -87,7 +87,7 @@ const KINDS: Record<string, Kind> = {
     namespaced: true,
     statusSubresource: true,
     validate: validateTenantControlPlane,
-    admit: admitTenantControlPlane,
+    admit: (object, old, server) => admitTenantControlPlane(object, old, server.kamajiSupportedVersion),
   },
   // Argo CD's Application CRD has no status subresource: a PUT replaces the status too.
   'argoproj.io/v1alpha1/applications': {
@@ -104,9 +104,9 @@ const KINDS: Record<string, Kind> = {
  * (k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go, ToStatusErr: 403 Forbidden, the
  * webhook's reason after `<resource>.<group> "<name>" is forbidden: admission webhook "<name>" denied the request: `).
  */
-function admit(resource: string, kind: Kind, object: Obj, old: Obj | undefined): void {
+function admit(server: KubeApiServer, resource: string, kind: Kind, object: Obj, old: Obj | undefined): void {
   try {
-    kind.admit?.(object, old);
+    kind.admit?.(object, old, server);
   } catch (error) {
     if (!(error instanceof AdmissionDenied)) throw error;
     const parts = resource.split('/'); // "v1/secrets", "kamaji.clastix.io/v1alpha1/tenantcontrolplanes"
@@ -165,6 +165,8 @@ export class KubeApiServer {
   private server: Server | undefined;
   private version = 0;
   readonly token = `token-${randomUUID()}`;
+  /** The newest Kubernetes the Kamaji in this cluster supports (its webhook refuses newer minors). */
+  kamajiSupportedVersion = KAMAJI_SUPPORTED_VERSION;
   url = '';
 
   async start(): Promise<this> {
@@ -325,7 +327,7 @@ export class KubeApiServer {
       const object = this.check(kind, body, namespace);
       if (this.get(resource, namespace, object.metadata.name))
         throw new StatusError(409, 'AlreadyExists', `${resource} "${object.metadata.name}" already exists`);
-      admit(resource, kind, object, undefined);
+      admit(this, resource, kind, object, undefined);
       if (kind.statusSubresource) delete object.status;
       return this.store(resource, {
         ...object,
@@ -339,7 +341,7 @@ export class KubeApiServer {
       if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== existing.metadata.resourceVersion) {
         throw new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`);
       }
-      admit(resource, kind, { ...object, metadata: { ...object.metadata, deletionTimestamp: existing.metadata.deletionTimestamp } }, existing);
+      admit(this, resource, kind, { ...object, metadata: { ...object.metadata, deletionTimestamp: existing.metadata.deletionTimestamp } }, existing);
       const status = kind.statusSubresource ? existing.status : object.status;
       const { uid, creationTimestamp, deletionTimestamp } = existing.metadata;
       return this.store(resource, {

@@ -53,6 +53,20 @@ export const pullSecretName = (release: string) => `${release}-registry`.slice(0
 export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
 
+/**
+ * What the API server said, in its words: the `message` of the Status it answered with (an admission webhook's
+ * reason, a schema violation), not the client's "HTTP-Code: … Body: … Headers: …".
+ */
+export function apiStatusMessage(error: ApiException<unknown>): string {
+  try {
+    const status = (typeof error.body === 'string' ? JSON.parse(error.body) : error.body) as { message?: unknown } | undefined;
+    if (typeof status?.message === 'string' && status.message) return status.message;
+  } catch {
+    // not a Status: fall through to the code
+  }
+  return `HTTP ${error.code}`;
+}
+
 interface ArgoApplication {
   metadata: {
     name: string;
@@ -134,6 +148,8 @@ export class KubernetesDriver implements ClusterDriver {
     try {
       await this.custom.createNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, body });
     } catch (error) {
+      if (error instanceof ApiException && error.code >= 400 && error.code < 500 && !isConflict(error))
+        throw new Error(`The management cluster refused the control plane: ${apiStatusMessage(error)}`);
       if (!isConflict(error)) throw error; // 409: created by an earlier run
     }
     return (await this.getCluster(request.cluster_id)) ?? { cluster_id: request.cluster_id, status: 'PROVISIONING', message: null, endpoint: null };
