@@ -20,7 +20,7 @@ import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
-import { KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
+import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
@@ -892,11 +892,7 @@ describe('Kamaji: what it admits and what it reports', () => {
     management.requests.filter((r) => r === `GET /apis/kamaji.clastix.io/v1alpha1/namespaces/${KAMAJI_NS}/tenantcontrolplanes/${k8sName(clusterId)}`).length;
 
   it('keeps a cluster PROVISIONING through Provisioning and a NotReady rollout, and RUNNING once Kamaji says Ready', async () => {
-    const kamaji = new KamajiController(
-      management,
-      () => tenant.kubeconfig(),
-      () => tenant.url,
-    );
+    const kamaji = new KamajiController(management, tenant);
     const refusedBefore = management.refused.length;
     await withClusterWorkflow({}, async (clusterId, status) => {
       const name = k8sName(clusterId);
@@ -921,11 +917,7 @@ describe('Kamaji: what it admits and what it reports', () => {
   });
 
   it('makes a cluster whose control plane is not Ready within CLUSTER_READY_TIMEOUT_SECONDS ERROR, saying what to do', async () => {
-    const kamaji = new KamajiController(
-      management,
-      () => tenant.kubeconfig(),
-      () => tenant.url,
-    );
+    const kamaji = new KamajiController(management, tenant);
     await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
       expect(kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 0)).toBe('NotReady');
@@ -963,5 +955,38 @@ describe('Kamaji: what it admits and what it reports', () => {
     } finally {
       management.kamajiSupportedVersion = KAMAJI_SUPPORTED_VERSION;
     }
+  });
+
+  it('reads the admin kubeconfig (client certificates, as Kamaji writes it) again after a CA rotation, for its calls and for Argo CD', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const clusterId = newId('cl');
+    const name = k8sName(clusterId);
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+    const install = {
+      cluster_id: clusterId,
+      namespace: newId('ins'),
+      release: 'web-1',
+      chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
+      values: {},
+      template_id: 't',
+    };
+    const argoClusterCertificate = () => {
+      const secret = management.get('v1/secrets', ARGO_NS, `cluster-${name}`) as { data: Record<string, string> } | undefined;
+      const config = JSON.parse(Buffer.from(secret!.data.config!, 'base64').toString('utf8'));
+      return Buffer.from(config.tlsClientConfig.certData, 'base64').toString('utf8');
+    };
+    expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
+    await driver.upsertRelease(install);
+    expect(argoClusterCertificate()).toBe(KAMAJI_PKI[0]!.cert);
+
+    // Kamaji rotates the tenant's CA: the old admin certificate is refused, and admin.conf is rewritten.
+    kamaji.rotateCertificateAuthority(KAMAJI_NS, name);
+    const before = tenant.requests.length;
+    expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
+    expect(tenant.requests.length).toBeGreaterThan(before);
+    await driver.upsertRelease(install);
+    expect(argoClusterCertificate()).toBe(KAMAJI_PKI[1]!.cert);
+    await driver.deleteCluster(clusterId);
   });
 });

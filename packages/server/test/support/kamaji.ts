@@ -1,6 +1,9 @@
 // Kamaji's rules, for the test Kubernetes API server, each written from Kamaji's source (github.com/clastix/kamaji
 // at commit ddbabd87ed0e, release 26.8.2-edge) and named where it comes from. Never from our driver.
-import type { KubeApiServer } from './kube-api-server.ts';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { stringify as stringifyYaml } from 'yaml';
+import { type KubeApiServer, TEST_CA_PEM } from './kube-api-server.ts';
 
 /** internal/upgrade/kubeadm_version.go: the newest Kubernetes this Kamaji builds control planes for. */
 export const KAMAJI_SUPPORTED_VERSION = 'v1.36.0';
@@ -132,14 +135,14 @@ export function computeStatus(tcp: StoredTenantControlPlane, deployment: Control
  */
 export class KamajiController {
   private readonly management: KubeApiServer;
-  /** The admin kubeconfig it writes (reaching the tenant's API server), and that server's address. */
-  private readonly adminKubeconfig: () => string;
-  private readonly tenantUrl: () => string;
+  /** The tenant's API server, which the admin kubeconfig reaches; its client CA is Kamaji's. */
+  private readonly tenant: KubeApiServer;
+  /** Each control plane's CA generation (KAMAJI_PKI), by name. */
+  private readonly generations = new Map<string, 0 | 1>();
 
-  constructor(management: KubeApiServer, adminKubeconfig: () => string, tenantUrl: () => string) {
+  constructor(management: KubeApiServer, tenant: KubeApiServer) {
     this.management = management;
-    this.adminKubeconfig = adminKubeconfig;
-    this.tenantUrl = tenantUrl;
+    this.tenant = tenant;
   }
 
   /**
@@ -169,17 +172,12 @@ export class KamajiController {
       observedGeneration: 1,
     };
     const status = computeStatus(tcp, deployment);
-    const secretName = `${name}-admin-kubeconfig`;
-    const kubeconfig = Buffer.from(this.adminKubeconfig()).toString('base64');
-    this.management.put('v1/secrets', {
-      metadata: { name: secretName, namespace, labels: { 'kamaji.clastix.io/name': name } },
-      type: 'Opaque',
-      data: { 'admin.conf': kubeconfig, 'super-admin.conf': kubeconfig },
-    });
+    const secretName = adminSecretName(name);
+    this.writeAdminKubeconfig(namespace, name);
     const running = tcp.status?.kubernetesResources?.version?.version;
     this.management.setStatus(TCP, namespace, name, {
       ...tcp.status,
-      controlPlaneEndpoint: new URL(this.tenantUrl()).host,
+      controlPlaneEndpoint: new URL(this.tenant.url).host,
       kubeconfig: { admin: { secretName } },
       kubernetesResources: {
         version: { status, ...(status === 'Ready' || status === 'Sleeping' ? { version: tcp.spec.kubernetes.version } : running ? { version: running } : {}) },
@@ -198,4 +196,59 @@ export class KamajiController {
     });
     return status;
   }
+
+  /**
+   * A CA rotation (docs/content/guides/certs-lifecycle.md, CertificateAuthorityRotating): the tenant's API server
+   * trusts only the new CA, so the old admin certificate gets 401, and Kamaji rewrites the admin kubeconfig.
+   */
+  rotateCertificateAuthority(namespace: string, name: string): void {
+    this.generations.set(name, this.generations.get(name) === 1 ? 0 : 1);
+    this.writeAdminKubeconfig(namespace, name);
+  }
+
+  /** The Secret `<name>-admin-kubeconfig` (internal/resources/kubeconfig.go: admin.conf and super-admin.conf). */
+  private writeAdminKubeconfig(namespace: string, name: string): void {
+    const { ca, cert, key } = KAMAJI_PKI[this.generations.get(name) ?? 0]!;
+    this.tenant.clientCas = [ca];
+    const kubeconfig = Buffer.from(kamajiAdminConf(this.tenant.url, name, cert, key)).toString('base64');
+    this.management.put('v1/secrets', {
+      metadata: { name: adminSecretName(name), namespace, labels: { 'kamaji.clastix.io/name': name } },
+      type: 'Opaque',
+      data: { 'admin.conf': kubeconfig, 'super-admin.conf': kubeconfig },
+    });
+  }
+}
+
+const pki = (file: string) => readFileSync(new URL(`./kamaji-pki/${file}`, import.meta.url), 'utf8');
+
+/**
+ * Two generations of a tenant's client CA, each with the admin's client certificate (CN kubernetes-admin, O
+ * kubeadm:cluster-admins, as kubeadm's admin.conf) and its RSA key; the CAs' keys are not kept. A CA rotation
+ * moves a tenant from the first to the second.
+ */
+export const KAMAJI_PKI = [1, 2].map((generation) => ({
+  ca: new X509Certificate(pki(`kamaji-ca-${generation}.pem`)),
+  cert: pki(`kamaji-admin-${generation}.pem`),
+  key: pki(`kamaji-admin-${generation}-key.pem`),
+}));
+
+const adminSecretName = (name: string) => `${name}-admin-kubeconfig`;
+
+/**
+ * The admin.conf Kamaji writes (internal/resources/kubeconfig.go → internal/kubeadm/kubeconfig.go, kubeadm's
+ * CreateKubeConfigFile): the tenant's cluster with its CA, and the user kubernetes-admin with a client
+ * certificate and key, no token.
+ */
+function kamajiAdminConf(server: string, clusterName: string, cert: string, key: string): string {
+  const base64 = (text: string) => Buffer.from(text).toString('base64');
+  const context = `kubernetes-admin@${clusterName}`;
+  return stringifyYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: clusterName, cluster: { 'certificate-authority-data': base64(TEST_CA_PEM), server } }],
+    contexts: [{ name: context, context: { cluster: clusterName, user: 'kubernetes-admin' } }],
+    'current-context': context,
+    preferences: {},
+    users: [{ name: 'kubernetes-admin', user: { 'client-certificate-data': base64(cert), 'client-key-data': base64(key) } }],
+  });
 }

@@ -6,11 +6,12 @@
 //
 // What Kamaji, Argo CD and the kubelet would do is done by the test through the helpers (status, finalizers,
 // nodes, pods, log lines), each validated like a request.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
@@ -165,13 +166,22 @@ export class KubeApiServer {
   private server: Server | undefined;
   private version = 0;
   readonly token = `token-${randomUUID()}`;
+  /**
+   * The CAs whose client certificates this server accepts (the API server's --client-ca-file); a certificate of
+   * any other CA gets 401, as after a CA rotation.
+   */
+  clientCas: X509Certificate[] = [];
   /** The newest Kubernetes the Kamaji in this cluster supports (its webhook refuses newer minors). */
   kamajiSupportedVersion = KAMAJI_SUPPORTED_VERSION;
   url = '';
 
   async start(): Promise<this> {
     const pem = (file: string) => readFileSync(new URL(file, import.meta.url));
-    this.server = createServer({ cert: pem('./kube-server.pem'), key: pem('./kube-server-key.pem') }, (req, res) => void this.handle(req, res));
+    // Client certificates are asked for and checked per request against clientCas (which can change), not by TLS.
+    this.server = createServer(
+      { cert: pem('./kube-server.pem'), key: pem('./kube-server-key.pem'), requestCert: true, rejectUnauthorized: false },
+      (req, res) => void this.handle(req, res),
+    );
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
@@ -251,7 +261,8 @@ export class KubeApiServer {
     const url = new URL(req.url!, 'http://localhost');
     this.requests.push(`${req.method} ${url.pathname}${url.search}`);
     try {
-      if (req.headers.authorization !== `Bearer ${this.token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
+      if (req.headers.authorization !== `Bearer ${this.token}` && !this.clientCertificateTrusted(req))
+        throw new StatusError(401, 'Unauthorized', 'Unauthorized');
       const route = this.route(url.pathname);
       if (route.log) return this.serveLog(res, route.namespace!, route.name!, url.searchParams);
       if (route.token) return this.send(res, 201, this.tokenRequest(route.namespace!, route.name!, (await this.body(req)) as never));
@@ -273,6 +284,16 @@ export class KubeApiServer {
         code: status.code,
       });
     }
+  }
+
+  /** Whether the request came with a client certificate issued by one of clientCas, and valid now. */
+  private clientCertificateTrusted(req: IncomingMessage): boolean {
+    const raw = (req.socket as TLSSocket).getPeerCertificate?.()?.raw;
+    if (!raw) return false;
+    const certificate = new X509Certificate(raw);
+    const now = Date.now();
+    if (now < Date.parse(certificate.validFrom) || now > Date.parse(certificate.validTo)) return false;
+    return this.clientCas.some((ca) => certificate.checkIssued(ca) && certificate.verify(ca.publicKey));
   }
 
   /** Tokens the TokenRequest API minted, with their ServiceAccount and expiry. */

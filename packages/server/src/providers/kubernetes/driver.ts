@@ -12,7 +12,6 @@ import { createInterface } from 'node:readline';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
 import { Application } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
-import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
 import {
   type ClusterDriver,
@@ -115,11 +114,8 @@ export class KubernetesDriver implements ClusterDriver {
   private readonly core: CoreV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly options: KubernetesDriverOptions;
-  /** Tenant admin kubeconfigs, sealed under a key of this process: opened only to build a client. */
-  private readonly kubeconfigs = new Map<string, Buffer>();
-  private readonly box: SecretBox = secretBox(randomBytes(32));
-  /** Clusters registered with Argo CD by this process. */
-  private readonly registered = new Set<string>();
+  /** Clusters registered with Argo CD by this process: the resourceVersion of the admin kubeconfig Secret sent. */
+  private readonly registered = new Map<string, string>();
 
   constructor(options: KubernetesDriverOptions) {
     this.options = options;
@@ -162,7 +158,6 @@ export class KubernetesDriver implements ClusterDriver {
   }
 
   async deleteCluster(clusterId: string): Promise<void> {
-    this.kubeconfigs.delete(clusterId);
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
     await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
@@ -182,22 +177,26 @@ export class KubernetesDriver implements ClusterDriver {
     }
   }
 
-  /** The tenant cluster's admin kubeconfig, from the Secret Kamaji writes (kept sealed once read). */
+  /** The tenant cluster's admin kubeconfig. */
   private async tenant(clusterId: string): Promise<KubeConfig> {
-    let sealed = this.kubeconfigs.get(clusterId);
-    if (!sealed) {
-      const tcp = await this.tenantControlPlane(clusterId);
-      const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
-      if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
-      const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
-      const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
-      if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
-      sealed = this.box.seal(Buffer.from(encoded, 'base64').toString('utf8'));
-      this.kubeconfigs.set(clusterId, sealed);
-    }
+    return (await this.adminKubeconfig(clusterId)).config;
+  }
+
+  /**
+   * The admin kubeconfig from the Secret Kamaji writes, read at each use and never kept: Kamaji rewrites it when
+   * the tenant's certificates rotate, and the old client certificate is then refused. `version` is the Secret's
+   * resourceVersion, which changes with it.
+   */
+  private async adminKubeconfig(clusterId: string): Promise<{ config: KubeConfig; version: string }> {
+    const tcp = await this.tenantControlPlane(clusterId);
+    const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
+    if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
+    const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
+    const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
+    if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
     const config = new KubeConfig();
-    config.loadFromString(this.box.open(sealed));
-    return config;
+    config.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
+    return { config, version: secret.metadata?.resourceVersion ?? '' };
   }
 
   /**
@@ -304,8 +303,9 @@ export class KubernetesDriver implements ClusterDriver {
   /** Registers the tenant cluster with Argo CD: a cluster Secret named after it, with the admin credentials. */
   private async registerCluster(clusterId: string): Promise<string> {
     const clusterName = k8sName(clusterId);
-    if (this.registered.has(clusterId)) return clusterName;
-    const tenant = await this.tenant(clusterId);
+    // Registered again whenever Kamaji rewrote the admin kubeconfig, or Argo CD would keep a refused certificate.
+    const { config: tenant, version } = await this.adminKubeconfig(clusterId);
+    if (this.registered.get(clusterId) === version) return clusterName;
     const cluster = tenant.getCurrentCluster();
     const user = tenant.getCurrentUser();
     if (!cluster || !user) throw new Error(`the admin kubeconfig of cluster ${clusterId} has no current context`);
@@ -322,7 +322,7 @@ export class KubernetesDriver implements ClusterDriver {
       stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
     };
     await this.upsertSecret(this.core, body);
-    this.registered.add(clusterId);
+    this.registered.set(clusterId, version);
     return clusterName;
   }
 
