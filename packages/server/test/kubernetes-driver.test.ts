@@ -989,4 +989,19 @@ describe('Kamaji: what it admits and what it reports', () => {
     expect(argoClusterCertificate()).toBe(KAMAJI_PKI[1]!.cert);
     await driver.deleteCluster(clusterId);
   });
+
+  it('runs a control plane that became Ready while no worker looked until past the deadline', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
+      // The workflow has looked once and waits.
+      await until(async () => {
+        const workflow = await database.db.selectFrom('workflows').select(['step', 'run_after']).where('subject_id', '=', clusterId).executeTakeFirst();
+        return workflow?.step === 'await' && workflow.run_after !== null;
+      });
+      expect(kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 2)).toBe('Ready');
+      clock.advance(600); // the next look is long past the deadline
+      await until(async () => (await status()).status !== 'PROVISIONING');
+      expect(await status()).toEqual({ status: 'RUNNING', status_message: null });
+    });
+  });
 });
