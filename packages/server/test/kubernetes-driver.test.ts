@@ -1004,4 +1004,13 @@ describe('Kamaji: what it admits and what it reports', () => {
       expect(await status()).toEqual({ status: 'RUNNING', status_message: null });
     });
   });
+
+  it('refuses a CLUSTER_READY_TIMEOUT_SECONDS that is no whole number of seconds from 60 to 86400, naming it', () => {
+    expect(loadConfig({}).deadlines.clusterReadySeconds).toBe(900);
+    expect(kubernetesConfig({ CLUSTER_READY_TIMEOUT_SECONDS: '1800' }).deadlines.clusterReadySeconds).toBe(1800);
+    for (const value of ['10', '15m', '100000'])
+      expect(() => kubernetesConfig({ CLUSTER_READY_TIMEOUT_SECONDS: value })).toThrow(
+        new ConfigError(`CLUSTER_READY_TIMEOUT_SECONDS must be an integer from 60 to 86400, got "${value}"`),
+      );
+  });
 });
