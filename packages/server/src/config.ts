@@ -62,8 +62,6 @@ export interface Config {
   streamStallMs: number;
   /** Calls per second to the cloud provider's API, shared by every process. */
   providerRateLimit: number;
-  /** A machine whose node is not Ready this long after its server's creation fails (workflows/provision.ts). */
-  machineBootTimeoutSeconds: number;
   /** Which compute provider creates machines (providers/index.ts), and the Hetzner Cloud settings. */
   compute: ComputeConfig;
   /** The simulated cloud: seconds a server boots, a control plane comes up; failure rate 0..1. */
@@ -72,12 +70,9 @@ export interface Config {
    * Which cluster driver runs: the simulation, or Kubernetes (Kamaji control planes and Argo CD installs in the
    * management cluster that MANAGEMENT_KUBECONFIG reaches).
    */
-  /**
-   * How long an install, update, rollback or regeneration waits for its releases to be deployed (Argo CD synced
-   * and healthy) before it fails with the deployer's last word.
-   */
-  installSyncTimeoutSeconds: number;
   clusterDriver: { kind: 'simulated' } | { kind: 'kubernetes'; kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string };
+  /** How long (s) a workflow step waits on something outside before it fails or remediates. */
+  deadlines: WorkflowDeadlines;
   /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
   orphanAfterSeconds: number;
   /** A pause after each workflow step (ms); 0 in production, set by crash tests to kill at step boundaries. */
@@ -90,6 +85,18 @@ export interface Config {
   eventPollMs: number;
   /** Webhook deliveries (workflows/webhook-dispatcher.ts). */
   webhooks: WebhookConfig;
+}
+
+export interface WorkflowDeadlines {
+  /** A new cluster's control plane that is not Ready by then is ERROR (workflows/cluster.ts). */
+  clusterReadySeconds: number;
+  /** A machine whose node is not Ready this long after its server's creation fails (workflows/provision.ts). */
+  machineBootSeconds: number;
+  /**
+   * How long an install, update or rollback waits for its releases to be deployed (Argo CD synced and healthy),
+   * and an uninstall for them to be gone, before it fails with the deployer's last word.
+   */
+  installSyncSeconds: number;
 }
 
 export interface WebhookConfig {
@@ -326,6 +333,12 @@ export function loadConfig(env: Env = process.env): Config {
     devicePollIntervalSeconds: integer(env, 'DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
     role: role(env),
     orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
+    deadlines: {
+      clusterReadySeconds: integer(env, 'CLUSTER_READY_TIMEOUT_SECONDS', 900, 60, 86_400),
+      // How long a machine's server may take to run and its node to join and turn Ready (minutes, on Hetzner).
+      machineBootSeconds: integer(env, 'MACHINE_BOOT_TIMEOUT_SECONDS', 600, 60, 86_400),
+      installSyncSeconds: integer(env, 'INSTALL_SYNC_TIMEOUT_SECONDS', 600, 10, 86_400),
+    },
     workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 0, 36_500),
@@ -343,9 +356,6 @@ export function loadConfig(env: Env = process.env): Config {
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
-    // How long a machine's server may take to run and its node to join and turn Ready (minutes, on Hetzner).
-    machineBootTimeoutSeconds: integer(env, 'MACHINE_BOOT_TIMEOUT_SECONDS', 600, 60, 86_400),
-    installSyncTimeoutSeconds: integer(env, 'INSTALL_SYNC_TIMEOUT_SECONDS', 600, 10, 86_400),
     clusterDriver: clusterDriver(env),
     compute: compute(env),
     simulation: {

@@ -13,6 +13,7 @@ import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+import { KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, newUser, useTestServer } from './support.ts';
@@ -77,21 +78,6 @@ async function until(what: string, check: () => Promise<boolean> | boolean, time
   }
 }
 
-/** What Kamaji does once the control plane runs: the status, and the tenant's admin kubeconfig Secret. */
-function kamajiReady(clusterId: string) {
-  const name = k8sName(clusterId);
-  management.put('v1/secrets', {
-    metadata: { name: `${name}-admin-kubeconfig`, namespace: KAMAJI_NS },
-    type: 'Opaque',
-    data: { 'admin.conf': Buffer.from(tenant.kubeconfig()).toString('base64') },
-  });
-  management.setStatus(TCP, KAMAJI_NS, name, {
-    controlPlaneEndpoint: new URL(tenant.url).host,
-    kubernetesResources: { version: { status: 'Ready', version: 'v1.33.2' } },
-    kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
-  });
-}
-
 /** What the kubelet reports of the worker's node. */
 const nodeStatus = (name: string, ready: boolean) =>
   tenant.put('v1/nodes', { metadata: { name }, status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: 'KubeletReady' }] } });
@@ -137,12 +123,20 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const user = await newUser(app.db, clock, 'pro');
     const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
-    // A cluster: a TenantControlPlane, RUNNING once Kamaji reports it Ready.
+    // A cluster: a TenantControlPlane of a version Kamaji admits, PROVISIONING through Kamaji's Provisioning and
+    // its NotReady rollout, RUNNING once Kamaji reports it Ready.
     const cluster = await api.POST('/v1/clusters', { body: { name: 'journey', region_id: 'fsn1' } });
     const getCluster = () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
     await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    const kamaji = new KamajiController(management, tenant);
+    kamaji.provisioning(KAMAJI_NS, k8sName(cluster.id));
     expect((await getCluster()).kaas.status).toBe('PROVISIONING');
-    kamajiReady(cluster.id);
+    expect(kamaji.rollout(KAMAJI_NS, k8sName(cluster.id), 0)).toBe('NotReady');
+    const polls = () => management.requests.filter((r) => r.endsWith(`/tenantcontrolplanes/${k8sName(cluster.id)}`)).length;
+    const pollsBefore = polls();
+    await until('polls of the NotReady control plane', () => polls() >= pollsBefore + 3);
+    expect((await getCluster()).kaas.status).toBe('PROVISIONING');
+    expect(kamaji.rollout(KAMAJI_NS, k8sName(cluster.id), 2)).toBe('Ready');
     await until('the cluster to run', async () => (await getCluster()).kaas.status === 'RUNNING');
     // Its pod network: an Argo CD Application of the CNI chart, made with the control plane; Argo CD deploys it.
     const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(cluster.id)));
@@ -340,7 +334,7 @@ describe('an install Argo CD cannot render', () => {
       const started = clock.now();
       await until('the install to fail', async () => (await getInstall()).status === 'failed');
       expect((await getInstall()).status_message).toMatch(/^Release wordpres-[a-z0-9]{6}: ComparisonError: .*chart 'wordpres' not found in index$/);
-      expect(clock.now() - started).toBeLessThan(loadConfig({}).installSyncTimeoutSeconds);
+      expect(clock.now() - started).toBeLessThan(loadConfig({}).deadlines.installSyncSeconds);
     } finally {
       argocd.stop();
     }

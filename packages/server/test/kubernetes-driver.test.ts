@@ -18,11 +18,13 @@ import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName, repositorySecretName } from '../src/providers/kubernetes/driver.ts';
+import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/workflows/runtime.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
+import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
@@ -70,14 +72,14 @@ function kamajiReady(clusterId: string, status = 'Ready') {
   });
   management.setStatus(TCP, KAMAJI_NS, name, {
     controlPlaneEndpoint: new URL(tenant.url).host,
-    kubernetesResources: { version: { status, version: 'v1.33.2' } },
+    kubernetesResources: { version: { status, version: 'v1.31.13' } },
     kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
   });
 }
 
 async function runningCluster(): Promise<string> {
   const clusterId = newId('cl');
-  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
   kamajiReady(clusterId);
   return clusterId;
 }
@@ -128,19 +130,20 @@ describe('start-up', () => {
 describe('control planes (Kamaji)', () => {
   it('creates a TenantControlPlane, follows its status to RUNNING, and deletes it', async () => {
     const clusterId = newId('cl');
-    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     expect(created).toEqual({ cluster_id: clusterId, status: 'PROVISIONING', message: null, endpoint: null });
     const tcp = management.get(TCP, KAMAJI_NS, k8sName(clusterId))!;
-    expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.33.2' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
+    expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.31.13' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
     expect(tcp.metadata.labels).toEqual({ 'platform-api/cluster': clusterId });
     // A re-run after a crash finds it: one TenantControlPlane.
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     expect(management.list(TCP, KAMAJI_NS).filter((o) => o.metadata.name === k8sName(clusterId))).toHaveLength(1);
 
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'Provisioning' } } });
     expect((await driver.getCluster(clusterId))?.status).toBe('PROVISIONING');
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'NotReady' } } });
-    expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'ERROR', message: 'The control plane is NotReady.' });
+    // NotReady: the control plane's Deployment has no ready replica yet, as in every first rollout.
+    expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'PROVISIONING', message: null });
     kamajiReady(clusterId);
     expect(await driver.getCluster(clusterId)).toEqual({ cluster_id: clusterId, status: 'RUNNING', message: null, endpoint: new URL(tenant.url).host });
 
@@ -159,7 +162,7 @@ describe('control planes (Kamaji)', () => {
 
   it('mints a kubeconfig of the tenant with a TokenRequest token of a cluster-admin ServiceAccount, expiring as asked', async () => {
     const clusterId = newId('cl');
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: '1.33.2' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     kamajiReady(clusterId);
     const first = await driver.kubeconfig(clusterId, 900);
     const config = parseYaml(first.kubeconfig);
@@ -204,7 +207,7 @@ describe('control planes (Kamaji)', () => {
             workspace_id: workspace.id,
             name: 'kamaji',
             region_id: 'fsn1',
-            kaas_version: '1.33.2',
+            kaas_version: 'v1.31',
             status: 'PROVISIONING',
             status_message: null,
             created_at: clock.now(),
@@ -378,7 +381,7 @@ describe('clusters through the API', () => {
       const api = createPlatformClient({ baseUrl: server.baseUrl, token: (await newUser(database.db, clock, 'pro')).token, retry: false });
       const cluster = await api.POST('/v1/clusters', { body: { name: 'short-lived', region_id: 'fsn1', kaas_version: 'v1.32' } });
       await until(async () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
-      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32' } });
+      expect(management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.32.9' } });
       kamajiReady(cluster.id);
       // The workflow looks again every 2 s of the injected clock: move it on while waiting, whenever it looked last.
       await until(async () => {
@@ -1188,5 +1191,235 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       );
       expect(clock.now() - started).toBeGreaterThanOrEqual(110);
     });
+  });
+});
+
+describe('Kamaji: what it admits and what it reports', () => {
+  /** A create straight to the management API server: undefined, or the refusal's code and Status. */
+  async function createTenantControlPlane(name: string, version: string): Promise<{ code: number; status: { reason: string; message: string } } | undefined> {
+    const kc = new KubeConfig();
+    kc.loadFromString(management.kubeconfig());
+    const body = {
+      apiVersion: 'kamaji.clastix.io/v1alpha1',
+      kind: 'TenantControlPlane',
+      metadata: { name },
+      spec: { controlPlane: { service: { serviceType: 'LoadBalancer' } }, kubernetes: { version, kubelet: {} } },
+    };
+    try {
+      await kc
+        .makeApiClient(CustomObjectsApi)
+        .createNamespacedCustomObject({ group: 'kamaji.clastix.io', version: 'v1alpha1', plural: 'tenantcontrolplanes', namespace: KAMAJI_NS, body });
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ApiException)) throw error;
+      return { code: error.code, status: typeof error.body === 'string' ? JSON.parse(error.body) : error.body };
+    }
+  }
+
+  it("refuses, as Kamaji's webhook does, a version without a patch or above the supported minor", async () => {
+    const denied = (name: string, reason: string) => ({
+      code: 403,
+      status: {
+        reason: 'Forbidden',
+        message: `tenantcontrolplanes.kamaji.clastix.io "${name}" is forbidden: admission webhook "vtenantcontrolplane.kb.io" denied the request: ${reason}`,
+      },
+    });
+    expect(await createTenantControlPlane('no-patch', 'v1.31')).toMatchObject(
+      denied('no-patch', 'unable to parse the desired Kubernetes version: No Major.Minor.Patch elements found'),
+    );
+    expect(await createTenantControlPlane('too-new', 'v1.37.0')).toMatchObject(
+      denied('too-new', 'unable to create a TenantControlPlane with a Kubernetes version greater than the supported one, actually v1.36'),
+    );
+    // The patch is not compared: any patch of the supported minor is admitted.
+    expect(await createTenantControlPlane('newest', 'v1.36.7')).toBeUndefined();
+  });
+
+  it("enables the Konnectivity addon and sets the network profile to the CNI's addresses", async () => {
+    const clusterId = newId('cl');
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({
+      addons: { konnectivity: { server: { port: 8132 } } },
+      networkProfile: { podCidrs: ['10.244.0.0/16'], serviceCidrs: ['10.96.0.0/12'], dnsServiceIPs: ['10.96.0.10'] },
+    });
+    await driver.deleteCluster(clusterId);
+  });
+
+  it('creates each of the contract minors as its pinned patch release, which Kamaji admits', async () => {
+    const before = management.refused.length;
+    for (const [minor, release] of Object.entries(KUBERNETES_RELEASES)) {
+      const clusterId = newId('cl');
+      await driver.createCluster({ cluster_id: clusterId, kubernetes_version: minor });
+      expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({ kubernetes: { version: release } });
+      await driver.deleteCluster(clusterId);
+    }
+    expect(management.refused.slice(before)).toEqual([]);
+  });
+
+  /** Runs the workflows with the driver (and `env`) while `use` plays Kamaji; the cluster row is made as the API would. */
+  async function withClusterWorkflow(
+    env: Record<string, string>,
+    use: (clusterId: string, status: () => Promise<{ status: string; status_message: string | null }>) => Promise<void>,
+  ) {
+    const runtime = createRuntime({
+      db: database.db,
+      connectionString: database.url,
+      clock,
+      logger: pino({ level: 'silent' }),
+      config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', ...env }),
+      driver,
+      tickMs: 20,
+    });
+    await runtime.engine.run({ work: true });
+    try {
+      const user = await newUser(database.db, clock, 'pro');
+      const workspace = await database.db.selectFrom('workspaces').select('id').where('owner_id', '=', user.userId).executeTakeFirstOrThrow();
+      const clusterId = newId('cl');
+      await database.db.transaction().execute(async (trx) => {
+        await runtime.engine.start(trx, 'createCluster', clusterId);
+        await trx
+          .insertInto('clusters')
+          .values({
+            id: clusterId,
+            workspace_id: workspace.id,
+            name: 'kamaji',
+            region_id: 'fsn1',
+            kaas_version: 'v1.32',
+            status: 'PROVISIONING',
+            status_message: null,
+            created_at: clock.now(),
+          })
+          .execute();
+      });
+      await use(clusterId, () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow());
+    } finally {
+      await runtime.engine.stop();
+    }
+  }
+
+  /** The workflow's polls done since `from` (its GETs of the TenantControlPlane). */
+  const pollsOf = (clusterId: string) =>
+    management.requests.filter((r) => r === `GET /apis/kamaji.clastix.io/v1alpha1/namespaces/${KAMAJI_NS}/tenantcontrolplanes/${k8sName(clusterId)}`).length;
+
+  it('keeps a cluster PROVISIONING through Provisioning and a NotReady rollout, and RUNNING once Kamaji says Ready', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const refusedBefore = management.refused.length;
+    await withClusterWorkflow({}, async (clusterId, status) => {
+      const name = k8sName(clusterId);
+      await until(async () => management.get(TCP, KAMAJI_NS, name) !== undefined);
+      kamaji.provisioning(KAMAJI_NS, name);
+      expect(kamaji.rollout(KAMAJI_NS, name, 0)).toBe('NotReady');
+      // Several polls of the NotReady control plane (2 s of the workflow's clock apart): not an error.
+      const from = pollsOf(clusterId);
+      await until(async () => {
+        clock.advance(2);
+        return pollsOf(clusterId) >= from + 3;
+      });
+      expect(await status()).toEqual({ status: 'PROVISIONING', status_message: null });
+      expect(kamaji.rollout(KAMAJI_NS, name, 1)).toBe('Provisioning'); // one of two replicas: still rolling out
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'RUNNING';
+      });
+    });
+    expect(management.refused.slice(refusedBefore)).toEqual([]);
+  });
+
+  it('makes a cluster whose control plane is not Ready within CLUSTER_READY_TIMEOUT_SECONDS ERROR, saying what to do', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
+      await until(async () => management.get(TCP, KAMAJI_NS, k8sName(clusterId)) !== undefined);
+      expect(kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 0)).toBe('NotReady');
+      // Not before the deadline: 100 s of polls.
+      const start = clock.now();
+      await until(async () => {
+        clock.advance(2);
+        return clock.now() - start >= 100;
+      });
+      expect((await status()).status).toBe('PROVISIONING');
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'ERROR';
+      });
+      expect(clock.now() - start).toBeGreaterThanOrEqual(120);
+      expect((await status()).status_message).toBe(
+        "The control plane did not become ready within 2 minutes. Delete the cluster and create it again; if that fails too, the platform's operators can see why in its management cluster.",
+      );
+    });
+  });
+
+  it("shows a refused control plane's reason, in Kamaji's words, as the cluster's message", async () => {
+    management.kamajiSupportedVersion = 'v1.31.0'; // an older Kamaji: the cluster's v1.32 is beyond it
+    try {
+      await withClusterWorkflow({}, async (clusterId, status) => {
+        await until(async () => {
+          clock.advance(2);
+          return (await status()).status === 'ERROR';
+        });
+        expect((await status()).status_message).toBe(
+          `The management cluster refused the control plane: tenantcontrolplanes.kamaji.clastix.io "${k8sName(clusterId)}" is forbidden: ` +
+            'admission webhook "vtenantcontrolplane.kb.io" denied the request: unable to create a TenantControlPlane with a Kubernetes version greater than the supported one, actually v1.31',
+        );
+      });
+    } finally {
+      management.kamajiSupportedVersion = KAMAJI_SUPPORTED_VERSION;
+    }
+  });
+
+  it('reads the admin kubeconfig (client certificates, as Kamaji writes it) again after a CA rotation, for its calls and for Argo CD', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const clusterId = newId('cl');
+    const name = k8sName(clusterId);
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+    const install = {
+      cluster_id: clusterId,
+      namespace: newId('ins'),
+      release: 'web-1',
+      chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
+      values: {},
+      template_id: 't',
+    };
+    const argoClusterCertificate = () => {
+      const secret = management.get('v1/secrets', ARGO_NS, `cluster-${name}`) as { data: Record<string, string> } | undefined;
+      const config = JSON.parse(Buffer.from(secret!.data.config!, 'base64').toString('utf8'));
+      return Buffer.from(config.tlsClientConfig.certData, 'base64').toString('utf8');
+    };
+    expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
+    await driver.upsertRelease(install);
+    expect(argoClusterCertificate()).toBe(KAMAJI_PKI[0]!.cert);
+
+    // Kamaji rotates the tenant's CA: the old admin certificate is refused, and admin.conf is rewritten.
+    kamaji.rotateCertificateAuthority(KAMAJI_NS, name);
+    const before = tenant.requests.length;
+    expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
+    expect(tenant.requests.length).toBeGreaterThan(before);
+    await driver.upsertRelease(install);
+    expect(argoClusterCertificate()).toBe(KAMAJI_PKI[1]!.cert);
+    await driver.deleteCluster(clusterId);
+  });
+
+  it('runs a control plane that became Ready while no worker looked until past the deadline', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
+      // The workflow has looked once and waits.
+      await until(async () => {
+        const workflow = await database.db.selectFrom('workflows').select(['step', 'run_after']).where('subject_id', '=', clusterId).executeTakeFirst();
+        return workflow?.step === 'await' && workflow.run_after !== null;
+      });
+      expect(kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 2)).toBe('Ready');
+      clock.advance(600); // the next look is long past the deadline
+      await until(async () => (await status()).status !== 'PROVISIONING');
+      expect(await status()).toEqual({ status: 'RUNNING', status_message: null });
+    });
+  });
+
+  it('refuses a CLUSTER_READY_TIMEOUT_SECONDS that is no whole number of seconds from 60 to 86400, naming it', () => {
+    expect(loadConfig({}).deadlines.clusterReadySeconds).toBe(900);
+    expect(kubernetesConfig({ CLUSTER_READY_TIMEOUT_SECONDS: '1800' }).deadlines.clusterReadySeconds).toBe(1800);
+    for (const value of ['10', '15m', '100000'])
+      expect(() => kubernetesConfig({ CLUSTER_READY_TIMEOUT_SECONDS: value })).toThrow(
+        new ConfigError(`CLUSTER_READY_TIMEOUT_SECONDS must be an integer from 60 to 86400, got "${value}"`),
+      );
   });
 });

@@ -160,7 +160,7 @@ export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETIN
 
 export interface ControlPlaneRequest {
   cluster_id: string;
-  /** The Kubernetes version of the control plane, e.g. "1.33.2". */
+  /** The Kubernetes minor of the control plane, as the contract names it: "v1.31". */
   kubernetes_version: string;
 }
 

@@ -1,5 +1,6 @@
 // Create a cluster: the driver creates its control plane and it comes up (PROVISIONING → RUNNING), then
-// machines queued for it may start.
+// machines queued for it may start. A control plane not RUNNING within the deadline makes the cluster ERROR.
+import type { WorkflowDeadlines } from '../config.ts';
 import { clusterById, markClusterFailed, markClusterRunning } from '../resources/clusters.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
@@ -7,7 +8,7 @@ import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 const clusterOf = (ctx: StepContext) => clusterById(ctx.db, ctx.workflow.subject_id);
 
-export const clusterCreate: WorkflowDefinition = {
+export const clusterCreate = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
   steps: {
     async start(ctx) {
       const cluster = await clusterOf(ctx);
@@ -44,6 +45,23 @@ export const clusterCreate: WorkflowDefinition = {
       return { done: true };
     },
   },
+  deadlines: {
+    // A rollout that never gets a ready replica (an image that cannot be pulled, a datastore that is down) looks
+    // like any rollout from outside: only the time it takes tells them apart.
+    await: {
+      seconds: () => deadlines.clusterReadySeconds,
+      async expired(ctx, waited) {
+        const controlPlane = await ctx.driver.getCluster(ctx.workflow.subject_id);
+        // Ready by now, though no worker looked in time (workers down, a clock that jumped): not a failure.
+        if (controlPlane?.status === 'RUNNING') return { next: 'running' };
+        ctx.logger.warn({ waited, controlPlane }, 'the control plane did not become ready in time');
+        const minutes = Math.round(deadlines.clusterReadySeconds / 60);
+        return {
+          failed: `The control plane did not become ready within ${minutes} minutes. Delete the cluster and create it again; if that fails too, the platform's operators can see why in its management cluster.`,
+        };
+      },
+    },
+  },
   async fail(ctx, message) {
     const cluster = await clusterOf(ctx);
     if (!cluster) return;
@@ -60,4 +78,4 @@ export const clusterCreate: WorkflowDefinition = {
       });
     });
   },
-};
+});

@@ -1,6 +1,6 @@
 // Every workflow kind and its definition; the record type makes a kind without a definition a type error. A kind
 // is named by the operation that starts it; regenerateProduct, started by createProduct and updateProduct, by its verb.
-import type { Config } from '../config.ts';
+import type { WorkflowDeadlines } from '../config.ts';
 import type { WorkflowKind } from '../db/schema.ts';
 import { clusterCreate } from './cluster.ts';
 import { deprovision } from './deprovision.ts';
@@ -11,19 +11,16 @@ import { regenerateProduct } from './regeneration.ts';
 import { resumeMachine, suspendMachine } from './suspension.ts';
 import { uninstallWorkflow } from './uninstall.ts';
 
-/** The settings the kinds' deadlines read. */
-export type WorkflowSettings = Pick<Config, 'machineBootTimeoutSeconds' | 'installSyncTimeoutSeconds'>;
-
-export const workflowDefinitions = (settings: WorkflowSettings): Record<WorkflowKind, WorkflowDefinition> => ({
-  createCluster: clusterCreate,
-  requestMachine: provisionMachine(settings),
+export const workflowDefinitions = (deadlines: WorkflowDeadlines): Record<WorkflowKind, WorkflowDefinition> => ({
+  createCluster: clusterCreate(deadlines),
+  requestMachine: provisionMachine(deadlines),
   deleteMachine: deprovision,
-  createInstall: installWorkflow(settings.installSyncTimeoutSeconds),
+  createInstall: installWorkflow(deadlines.installSyncSeconds),
   // The same steps: placed already, they re-render the releases (a rollback, its revision's) and wait for them.
-  updateInstall: installWorkflow(settings.installSyncTimeoutSeconds),
-  rollbackInstall: installWorkflow(settings.installSyncTimeoutSeconds),
-  deleteInstall: uninstallWorkflow(settings.installSyncTimeoutSeconds),
+  updateInstall: installWorkflow(deadlines.installSyncSeconds),
+  rollbackInstall: installWorkflow(deadlines.installSyncSeconds),
+  deleteInstall: uninstallWorkflow(deadlines.installSyncSeconds),
   regenerateProduct,
   suspendMachine,
-  resumeSuspension: resumeMachine(settings),
+  resumeSuspension: resumeMachine(deadlines),
 });

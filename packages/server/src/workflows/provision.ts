@@ -3,6 +3,8 @@
 // machine. A failed creation puts the machine back in the queue and the cluster into backoff
 // (services/provisioning.ts). A machine whose node is not Ready within MACHINE_BOOT_TIMEOUT_SECONDS has its server
 // deleted and fails, freeing its slot, and counts as a failure toward the cluster's backoff.
+
+import type { WorkflowDeadlines } from '../config.ts';
 import { ProviderAuthError } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
 import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
@@ -10,7 +12,6 @@ import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
 import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from './engine.ts';
-import type { WorkflowSettings } from './index.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
 const queuedWait = (checks: number) => Math.min(2 ** checks, 60);
@@ -153,9 +154,9 @@ const bootDeadline = (seconds: number): StepDeadline => ({
   },
 });
 
-export const provisionMachine = (settings: WorkflowSettings): WorkflowDefinition => ({
+export const provisionMachine = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
   ...provision,
-  deadlines: { boot: bootDeadline(settings.machineBootTimeoutSeconds) },
+  deadlines: { boot: bootDeadline(deadlines.machineBootSeconds) },
   boundedElsewhere: {
     start:
       "a queued machine waits for its cluster's control plane (bounded by its ready deadline), for a slot (each machine ahead frees its slot by its boot deadline) and out the cluster's backoff (at most 300 s)",

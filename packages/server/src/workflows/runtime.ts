@@ -31,12 +31,11 @@ export interface RuntimeOptions {
     | 'compute'
     | 'simulation'
     | 'orphanAfterSeconds'
+    | 'deadlines'
     | 'workflowStepDelayMs'
     | 'eventRetentionDays'
     | 'auditRetentionDays'
     | 'webhooks'
-    | 'machineBootTimeoutSeconds'
-    | 'installSyncTimeoutSeconds'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -79,7 +78,7 @@ export function createRuntime(options: RuntimeOptions) {
     provider,
     driver,
     secrets: options.secretsKey ? secretBox(options.secretsKey) : undefined,
-    definitions: workflowDefinitions(config),
+    definitions: workflowDefinitions(config.deadlines),
     concurrency: config.workerConcurrency,
     tickMs: options.tickMs ?? 250,
     orphanAfterSeconds: options.orphanAfterSeconds ?? config.orphanAfterSeconds,

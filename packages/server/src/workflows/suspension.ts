@@ -2,12 +2,13 @@
 // Resume: a new server from the snapshot, wait until it runs and its node is Ready, delete the snapshot → machine `ready` with the
 // same node_name, suspension `resumed`. Each provider call is idempotent by the workflow's label, so a re-run
 // after a crash adopts the snapshot or server the earlier run made.
+
+import type { WorkflowDeadlines } from '../config.ts';
 import { machineForWorkflow, markMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resources/suspensions.ts';
 import { machineCredential } from './credentials.ts';
 import type { StepContext, StepDeadline, WorkflowDefinition } from './engine.ts';
-import type { WorkflowSettings } from './index.ts';
 
 async function subjectOf(ctx: StepContext) {
   const suspension = await suspensionById(ctx.db, ctx.workflow.subject_id);
@@ -161,7 +162,7 @@ const resumeBootDeadline = (seconds: number): StepDeadline => ({
   },
 });
 
-export const resumeMachine = (settings: WorkflowSettings): WorkflowDefinition => ({
+export const resumeMachine = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
   ...resumeSuspension,
-  deadlines: { boot: resumeBootDeadline(settings.machineBootTimeoutSeconds) },
+  deadlines: { boot: resumeBootDeadline(deadlines.machineBootSeconds) },
 });

@@ -6,16 +6,18 @@
 //
 // What Kamaji, Argo CD and the kubelet would do is done by the test through the helpers (status, finalizers,
 // nodes, pods, log lines), each validated like a request.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
+import { AdmissionDenied, admitTenantControlPlane, KAMAJI_SUPPORTED_VERSION } from './kamaji.ts';
 
 const CRD = new URL('../../src/providers/kubernetes/kamaji/tenantcontrolplanes.crd.yaml', import.meta.url);
 export const TEST_CA_PEM = readFileSync(new URL('./kube-ca.pem', import.meta.url), 'utf8');
@@ -45,6 +47,8 @@ interface Kind {
   /** Whether status is a subresource (a PUT of the object keeps the stored status). */
   statusSubresource: boolean;
   validate(object: unknown): void;
+  /** The validating admission webhooks on creates and updates (throw AdmissionDenied to refuse). */
+  admit?(object: Obj, old: Obj | undefined, server: KubeApiServer): void;
 }
 
 let tcpValidator: (((object: unknown) => boolean) & { errors?: unknown }) | undefined;
@@ -84,6 +88,7 @@ const KINDS: Record<string, Kind> = {
     namespaced: true,
     statusSubresource: true,
     validate: validateTenantControlPlane,
+    admit: (object, old, server) => admitTenantControlPlane(object, old, server.kamajiSupportedVersion),
   },
   // Argo CD's Application CRD has no status subresource: a PUT replaces the status too.
   'argoproj.io/v1alpha1/applications': {
@@ -112,6 +117,26 @@ function applyMergePatch(target: unknown, patch: unknown): unknown {
     else result[key] = applyMergePatch(result[key], value);
   }
   return result;
+}
+
+/**
+ * Runs the kind's admission webhooks; a denial becomes the Status the API server answers with
+ * (k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go, ToStatusErr: 403 Forbidden, the
+ * webhook's reason after `<resource>.<group> "<name>" is forbidden: admission webhook "<name>" denied the request: `).
+ */
+function admit(server: KubeApiServer, resource: string, kind: Kind, object: Obj, old: Obj | undefined): void {
+  try {
+    kind.admit?.(object, old, server);
+  } catch (error) {
+    if (!(error instanceof AdmissionDenied)) throw error;
+    const parts = resource.split('/'); // "v1/secrets", "kamaji.clastix.io/v1alpha1/tenantcontrolplanes"
+    const groupResource = parts.length === 3 ? `${parts[2]}.${parts[0]}` : parts[1];
+    throw new StatusError(
+      403,
+      'Forbidden',
+      `${groupResource} "${object.metadata.name}" is forbidden: admission webhook "${error.webhook}" denied the request: ${error.message}`,
+    );
+  }
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -160,11 +185,22 @@ export class KubeApiServer {
   private server: Server | undefined;
   private version = 0;
   readonly token = `token-${randomUUID()}`;
+  /**
+   * The CAs whose client certificates this server accepts (the API server's --client-ca-file); a certificate of
+   * any other CA gets 401, as after a CA rotation.
+   */
+  clientCas: X509Certificate[] = [];
+  /** The newest Kubernetes the Kamaji in this cluster supports (its webhook refuses newer minors). */
+  kamajiSupportedVersion = KAMAJI_SUPPORTED_VERSION;
   url = '';
 
   async start(): Promise<this> {
     const pem = (file: string) => readFileSync(new URL(file, import.meta.url));
-    this.server = createServer({ cert: pem('./kube-server.pem'), key: pem('./kube-server-key.pem') }, (req, res) => void this.handle(req, res));
+    // Client certificates are asked for and checked per request against clientCas (which can change), not by TLS.
+    this.server = createServer(
+      { cert: pem('./kube-server.pem'), key: pem('./kube-server-key.pem'), requestCert: true, rejectUnauthorized: false },
+      (req, res) => void this.handle(req, res),
+    );
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
@@ -244,7 +280,8 @@ export class KubeApiServer {
     const url = new URL(req.url!, 'http://localhost');
     this.requests.push(`${req.method} ${url.pathname}${url.search}`);
     try {
-      if (req.headers.authorization !== `Bearer ${this.token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
+      if (req.headers.authorization !== `Bearer ${this.token}` && !this.clientCertificateTrusted(req))
+        throw new StatusError(401, 'Unauthorized', 'Unauthorized');
       const route = this.route(url.pathname);
       if (route.log) return this.serveLog(res, route.namespace!, route.name!, url.searchParams);
       if (route.token) return this.send(res, 201, this.tokenRequest(route.namespace!, route.name!, (await this.body(req)) as never));
@@ -255,7 +292,7 @@ export class KubeApiServer {
       this.send(res, req.method === 'POST' ? 201 : 200, result);
     } catch (error) {
       const status = error instanceof StatusError ? error : new StatusError(500, 'InternalError', (error as Error).message);
-      if (status.code === 422) this.refused.push({ method: req.method!, path: url.pathname, message: status.message });
+      if (status.code === 422 || status.reason === 'Forbidden') this.refused.push({ method: req.method!, path: url.pathname, message: status.message });
       this.send(res, status.code, {
         kind: 'Status',
         apiVersion: 'v1',
@@ -266,6 +303,16 @@ export class KubeApiServer {
         code: status.code,
       });
     }
+  }
+
+  /** Whether the request came with a client certificate issued by one of clientCas, and valid now. */
+  private clientCertificateTrusted(req: IncomingMessage): boolean {
+    const raw = (req.socket as TLSSocket).getPeerCertificate?.()?.raw;
+    if (!raw) return false;
+    const certificate = new X509Certificate(raw);
+    const now = Date.now();
+    if (now < Date.parse(certificate.validFrom) || now > Date.parse(certificate.validTo)) return false;
+    return this.clientCas.some((ca) => certificate.checkIssued(ca) && certificate.verify(ca.publicKey));
   }
 
   /** Tokens the TokenRequest API minted, with their ServiceAccount and expiry. */
@@ -320,6 +367,7 @@ export class KubeApiServer {
       const object = this.check(kind, body, namespace);
       if (this.get(resource, namespace, object.metadata.name))
         throw new StatusError(409, 'AlreadyExists', `${resource} "${object.metadata.name}" already exists`);
+      admit(this, resource, kind, object, undefined);
       if (kind.statusSubresource) delete object.status;
       return this.store(resource, {
         ...object,
@@ -333,6 +381,7 @@ export class KubeApiServer {
       if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== existing.metadata.resourceVersion) {
         throw new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`);
       }
+      admit(this, resource, kind, { ...object, metadata: { ...object.metadata, deletionTimestamp: existing.metadata.deletionTimestamp } }, existing);
       const status = kind.statusSubresource ? existing.status : object.status;
       const { uid, creationTimestamp, deletionTimestamp } = existing.metadata;
       return this.store(resource, {

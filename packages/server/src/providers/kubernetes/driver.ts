@@ -21,13 +21,11 @@ import {
 } from '@kubernetes/client-node';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
-import { type SecretBox, secretBox } from '../../services/secrets.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
 import type {
   ClusterDriver,
   ControlPlane,
   ControlPlaneRequest,
-  ControlPlaneStatus,
   HelmRelease,
   HelmReleaseRequest,
   JoinRequest,
@@ -38,8 +36,10 @@ import type {
 import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret } from './argocd.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
 import { cniApplication, cniApplicationName } from './cni.ts';
+import { controlPlaneStatus, kubernetesRelease, type TenantControlPlane } from './kamaji.ts';
 import { LABEL } from './labels.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
+import { DNS_SERVICE_IP, POD_CIDR, SERVICE_CIDR } from './network.ts';
 
 export interface KubernetesDriverOptions {
   /** The management cluster, where Kamaji and Argo CD run. */
@@ -65,29 +65,18 @@ export const repositorySecretName = (application: string) => `${application}-rep
 export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
 
-/** Kamaji's version status → ours. Upgrades and migrations keep a control plane that exists: not an error. */
-function controlPlaneStatus(tcp: TenantControlPlane): ControlPlaneStatus {
-  if (tcp.metadata.deletionTimestamp) return 'DELETING';
-  switch (tcp.status?.kubernetesResources?.version?.status) {
-    case 'Ready':
-    case 'Sleeping':
-    case 'WriteLimited':
-      return tcp.status?.kubeconfig?.admin?.secretName ? 'RUNNING' : 'PROVISIONING';
-    case 'NotReady':
-      return 'ERROR';
-    default:
-      return 'PROVISIONING';
+/**
+ * What the API server said, in its words: the `message` of the Status it answered with (an admission webhook's
+ * reason, a schema violation), not the client's "HTTP-Code: … Body: … Headers: …".
+ */
+export function apiStatusMessage(error: ApiException<unknown>): string {
+  try {
+    const status = (typeof error.body === 'string' ? JSON.parse(error.body) : error.body) as { message?: unknown } | undefined;
+    if (typeof status?.message === 'string' && status.message) return status.message;
+  } catch {
+    // not a Status: fall through to the code
   }
-}
-
-interface TenantControlPlane {
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: Record<string, unknown>;
-  status?: {
-    controlPlaneEndpoint?: string;
-    kubeconfig?: { admin?: { secretName?: string } };
-    kubernetesResources?: { version?: { status?: string; version?: string } };
-  };
+  return `HTTP ${error.code}`;
 }
 
 /** The driver on the management cluster of MANAGEMENT_KUBECONFIG; a file that is no kubeconfig is a ConfigError. */
@@ -106,11 +95,8 @@ export class KubernetesDriver implements ClusterDriver {
   private readonly core: CoreV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly options: KubernetesDriverOptions;
-  /** Tenant admin kubeconfigs, sealed under a key of this process: opened only to build a client. */
-  private readonly kubeconfigs = new Map<string, Buffer>();
-  private readonly box: SecretBox = secretBox(randomBytes(32));
-  /** Clusters registered with Argo CD by this process. */
-  private readonly registered = new Set<string>();
+  /** Clusters registered with Argo CD by this process: the resourceVersion of the admin kubeconfig Secret sent. */
+  private readonly registered = new Map<string, string>();
 
   constructor(options: KubernetesDriverOptions) {
     this.options = options;
@@ -122,20 +108,25 @@ export class KubernetesDriver implements ClusterDriver {
 
   async createCluster(request: ControlPlaneRequest): Promise<ControlPlane> {
     const name = k8sName(request.cluster_id);
-    const version = request.kubernetes_version.startsWith('v') ? request.kubernetes_version : `v${request.kubernetes_version}`;
     const body: TenantControlPlane & { apiVersion: string; kind: string } = {
       apiVersion: `${KAMAJI.group}/${KAMAJI.version}`,
       kind: 'TenantControlPlane',
       metadata: { name, namespace: this.options.kamajiNamespace, labels: { [LABEL.cluster]: request.cluster_id } },
       spec: {
         controlPlane: { deployment: { replicas: 2 }, service: { serviceType: 'LoadBalancer' } },
-        kubernetes: { version, kubelet: { cgroupfs: 'systemd' } },
-        addons: { coreDNS: {}, kubeProxy: {} },
+        kubernetes: { version: kubernetesRelease(request.kubernetes_version), kubelet: { cgroupfs: 'systemd' } },
+        // Konnectivity: the tenant's API server, in the management cluster, reaches kubelets (logs, exec) and the
+        // tenant's webhooks through the agents on the nodes, not across networks it cannot route.
+        addons: { coreDNS: {}, kubeProxy: {}, konnectivity: { server: { port: 8132 } } },
+        // The addresses the CNI is configured with (network.ts), not Kamaji's defaults.
+        networkProfile: { podCidrs: [POD_CIDR], serviceCidrs: [SERVICE_CIDR], dnsServiceIPs: [DNS_SERVICE_IP] },
       },
     };
     try {
       await this.custom.createNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, body });
     } catch (error) {
+      if (error instanceof ApiException && error.code >= 400 && error.code < 500 && !isConflict(error))
+        throw new Error(`The management cluster refused the control plane: ${apiStatusMessage(error)}`);
       if (!isConflict(error)) throw error; // 409: created by an earlier run
     }
     return (await this.getCluster(request.cluster_id)) ?? { cluster_id: request.cluster_id, status: 'PROVISIONING', message: null, endpoint: null };
@@ -144,13 +135,10 @@ export class KubernetesDriver implements ClusterDriver {
   async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
     const tcp = await this.tenantControlPlane(clusterId);
     if (!tcp) return undefined;
-    const status = controlPlaneStatus(tcp);
-    const message = status === 'ERROR' ? `The control plane is ${tcp.status?.kubernetesResources?.version?.status ?? 'not ready'}.` : null;
-    return { cluster_id: clusterId, status, message, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
+    return { cluster_id: clusterId, status: controlPlaneStatus(tcp), message: null, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
   }
 
   async deleteCluster(clusterId: string): Promise<void> {
-    this.kubeconfigs.delete(clusterId);
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
     await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: cniApplicationName(name) }).catch(ignoreNotFound);
@@ -172,22 +160,26 @@ export class KubernetesDriver implements ClusterDriver {
     }
   }
 
-  /** The tenant cluster's admin kubeconfig, from the Secret Kamaji writes (kept sealed once read). */
+  /** The tenant cluster's admin kubeconfig. */
   private async tenant(clusterId: string): Promise<KubeConfig> {
-    let sealed = this.kubeconfigs.get(clusterId);
-    if (!sealed) {
-      const tcp = await this.tenantControlPlane(clusterId);
-      const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
-      if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
-      const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
-      const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
-      if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
-      sealed = this.box.seal(Buffer.from(encoded, 'base64').toString('utf8'));
-      this.kubeconfigs.set(clusterId, sealed);
-    }
+    return (await this.adminKubeconfig(clusterId)).config;
+  }
+
+  /**
+   * The admin kubeconfig from the Secret Kamaji writes, read at each use and never kept: Kamaji rewrites it when
+   * the tenant's certificates rotate, and the old client certificate is then refused. `version` is the Secret's
+   * resourceVersion, which changes with it.
+   */
+  private async adminKubeconfig(clusterId: string): Promise<{ config: KubeConfig; version: string }> {
+    const tcp = await this.tenantControlPlane(clusterId);
+    const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
+    if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
+    const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
+    const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
+    if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
     const config = new KubeConfig();
-    config.loadFromString(this.box.open(sealed));
-    return config;
+    config.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
+    return { config, version: secret.metadata?.resourceVersion ?? '' };
   }
 
   /**
@@ -294,8 +286,9 @@ export class KubernetesDriver implements ClusterDriver {
   /** Registers the tenant cluster with Argo CD: a cluster Secret named after it, with the admin credentials. */
   private async registerCluster(clusterId: string): Promise<string> {
     const clusterName = k8sName(clusterId);
-    if (this.registered.has(clusterId)) return clusterName;
-    const tenant = await this.tenant(clusterId);
+    // Registered again whenever Kamaji rewrote the admin kubeconfig, or Argo CD would keep a refused certificate.
+    const { config: tenant, version } = await this.adminKubeconfig(clusterId);
+    if (this.registered.get(clusterId) === version) return clusterName;
     const cluster = tenant.getCurrentCluster();
     const user = tenant.getCurrentUser();
     if (!cluster || !user) throw new Error(`the admin kubeconfig of cluster ${clusterId} has no current context`);
@@ -313,7 +306,7 @@ export class KubernetesDriver implements ClusterDriver {
     };
     await this.upsertSecret(this.core, body);
     await this.upsertProject(clusterId, clusterName);
-    this.registered.add(clusterId);
+    this.registered.set(clusterId, version);
     return clusterName;
   }
 
