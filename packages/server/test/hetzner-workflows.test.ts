@@ -146,6 +146,50 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(fake.requests.filter((r) => r.status === 401)).toHaveLength(1);
   });
 
+  it('a quota 403 (resource_limit_exceeded) fails the BYOM machine at once, naming the project’s limit, not the token', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    fake.refuseNext('post /servers', 'resource_limit_exceeded', 'server_limit_exceeded: project limit of 10 servers reached');
+    const { api, machine, credential } = await machineOnNewCluster(user, 'hz-quota', { byom: true });
+    const failed = await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
+    expect(failed.server_id).toBeNull();
+    const notifications = (await api.GET('/v1/notifications')).data;
+    const notice = notifications.find((n) => n.type === 'machine.failed');
+    expect(notice?.body).toContain(`The Hetzner Cloud project of cloud credential ${credential!.id} has reached one of its own resource limits`);
+    expect(notice?.body).toContain('not a problem with the token');
+    expect(notice?.body).toContain('project limit of 10 servers reached');
+    expect(notice?.body).not.toContain('replace the token');
+    expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect(
+      fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers' && r.authorization === `Bearer ${BYOM_TOKEN}` && r.status === 403),
+    ).toHaveLength(1);
+  });
+
+  it('invalid_input (a type the location does not offer) fails the machine at once with Hetzner’s message, no backoff', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    fake.refuseNext('post /servers', 'invalid_input', 'unsupported location for server type');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-invalid', { byom: true });
+    await eventually(
+      async () => {
+        await settled();
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
+    const notifications = (await api.GET('/v1/notifications')).data;
+    expect(notifications.find((n) => n.type === 'machine.failed')?.body).toContain('invalid_input: unsupported location for server type');
+    expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
+  });
+
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine, credential } = await machineOnNewCluster(user, 'hz-byom', { byom: true });
@@ -212,7 +256,8 @@ describe('provisioning on Hetzner Cloud', () => {
 
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
     const user = await newUser(app.db, clock, 'pro');
-    fake.failNextAction('create_server', 'resource_unavailable');
+    // An Action failing with a code that is no refusal (not resource_unavailable: that one is final) is retried.
+    fake.failNextAction('create_server', 'action_failed');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-backoff', { byom: true });
     const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
     const backoff = await eventually(
@@ -225,7 +270,7 @@ describe('provisioning on Hetzner Cloud', () => {
     );
     expect(backoff.autoscaling.backoff_until).toBeGreaterThan(clock.now());
     const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.provision_failed');
-    expect(notice?.body).toContain('resource_unavailable');
+    expect(notice?.body).toContain('action_failed');
     expect((await machineRow(machine.provider_id)).status).toBe('queued');
     clock.advance(backoff.autoscaling.backoff_until! - clock.now() + 1);
     const ready = await eventually(

@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import { type ClusterDriver, type ComputeProvider, ProviderAuthError } from '../providers/types.ts';
+import { type ClusterDriver, type ComputeProvider, ProviderError } from '../providers/types.ts';
 import type { SecretBox } from '../services/secrets.ts';
 
 const QUEUE = 'workflow-step';
@@ -114,9 +114,10 @@ export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): P
   return (rows[0]?.n ?? 0) > 0;
 }
 
-/** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
+/** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail; a provider error no retry can fix fails now. */
 function retryThenFail(error: unknown, attempts: number): StepResult {
-  if (attempts >= DEFAULT_MAX_ATTEMPTS || error instanceof ProviderAuthError) return { failed: error instanceof Error ? error.message : String(error) };
+  if (attempts >= DEFAULT_MAX_ATTEMPTS || (error instanceof ProviderError && error.final))
+    return { failed: error instanceof Error ? error.message : String(error) };
   return { wait: 2 ** attempts, attempts };
 }
 

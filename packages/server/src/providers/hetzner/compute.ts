@@ -14,6 +14,8 @@ import {
   type CreateServerRequest,
   ProviderAuthError,
   type ProviderCredential,
+  ProviderError,
+  type ProviderErrorKind,
   type Server,
   type ServerOffering,
   type Snapshot,
@@ -25,15 +27,58 @@ type HetznerServer = components['schemas']['server'];
 type HetznerImage = components['schemas']['image'];
 type HetznerAction = components['schemas']['action'];
 
-/** Hetzner answered with an error other than an authentication failure (the workflow may retry). */
-export class HetznerError extends Error {
+/**
+ * Hetzner's error codes and what the workflows do about each: by `error.code`, never by HTTP status (a 403 is a
+ * missing permission, the project's quota or maintenance alike). The codes are hcloud-go's (hcloud/error.go);
+ * cluster-api-provider-hetzner (pkg/services/hcloud/server/server.go) likewise gives up on invalid_input and
+ * resource_unavailable at creation and requeues `locked` after a wait, and hcloud-go's retry policy
+ * (hcloud/client_handler_retry.go) retries conflict and timeout. rate_limit_exceeded never reaches this table:
+ * `call` waits for the bucket's reset and sends again. A code not listed is retried with the failure backoff.
+ */
+export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = {
+  unauthorized: 'credential_refused',
+  token_readonly: 'credential_refused',
+  forbidden: 'permission_missing',
+  resource_limit_exceeded: 'project_limit',
+  invalid_input: 'refused',
+  resource_unavailable: 'refused',
+  placement_error: 'refused',
+  uniqueness_error: 'refused',
+  locked: 'busy',
+  conflict: 'busy',
+  server_error: 'unavailable',
+  timeout: 'unavailable',
+  maintenance: 'unavailable',
+  unavailable: 'unavailable',
+};
+
+/** Hetzner answered with an error, or an Action of it failed; `kind` (from the table above) is what the workflow does. */
+export class HetznerError extends ProviderError {
   readonly status: number;
-  readonly code: string;
   constructor(status: number, code: string, message: string) {
-    super(message);
+    super(HETZNER_ERROR_KINDS[code] ?? 'unavailable', code, message);
     this.name = 'HetznerError';
     this.status = status;
-    this.code = code;
+  }
+}
+
+/** The error for Hetzner's answer `code` to `what`, worded for its kind; `who` names the credential, never the token. */
+function hetznerError(status: number, code: string, detail: string | undefined, what: string, who: string): ProviderError {
+  const said = `${code}${detail ? `: ${detail}` : ''}`;
+  switch (HETZNER_ERROR_KINDS[code]) {
+    case 'credential_refused':
+      return new ProviderAuthError(who, code, detail);
+    case 'permission_missing':
+      return new HetznerError(status, code, `Hetzner Cloud did not let ${who} ${what} (${said}); give the token Read & Write permission and retry.`);
+    case 'project_limit':
+      return new HetznerError(
+        status,
+        code,
+        `The Hetzner Cloud project of ${who} has reached one of its own resource limits, so Hetzner refused to ${what} (${said}). ` +
+          'This is the project’s limit, not a problem with the token: free resources in that project or ask Hetzner to raise the limit.',
+      );
+    default:
+      return new HetznerError(status, code, `Hetzner Cloud refused to ${what}: ${said}.`);
   }
 }
 
@@ -77,6 +122,9 @@ export function labelValue(value: string): string {
 
 const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
 
+/** The statuses of an earlier run's server that is on its way to running, so a re-run adopts it. */
+const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'running']);
+
 /** Pages read at most, a guard against an answer whose next_page never ends. */
 const MAX_PAGES = 100;
 
@@ -85,6 +133,9 @@ interface Answer<T> {
   error?: unknown;
   response: Response;
 }
+
+/** An answer, with the credential it was sent with named for error messages. */
+type NamedAnswer<T> = Answer<T> & { who: string };
 
 export class HetznerCompute implements ComputeProvider {
   private readonly options: Required<Omit<HetznerOptions, 'logger' | 'fetch' | 'token'>> & Pick<HetznerOptions, 'logger' | 'token'>;
@@ -103,13 +154,13 @@ export class HetznerCompute implements ComputeProvider {
 
   /**
    * One API call with `credential`'s token (else the platform's): waits for the token's rate-limit slot,
-   * lets the RateLimit-* answer adjust the bucket, waits out a 429 and tries again (it is not a failure), and
-   * turns 401/403 into ProviderAuthError and other errors into HetznerError.
+   * lets the RateLimit-* answer adjust the bucket, and waits out a 429 and tries again (it is not a failure).
+   * Other errors are `data`'s to read, by their code.
    */
-  private async call<T>(credential: ProviderCredential | undefined, send: (headers: { Authorization: string }) => Promise<Answer<T>>): Promise<Answer<T>> {
+  private async call<T>(credential: ProviderCredential | undefined, send: (headers: { Authorization: string }) => Promise<Answer<T>>): Promise<NamedAnswer<T>> {
     const token = credential?.token ?? this.options.token;
     const who = credential ? `cloud credential ${credential.id}` : 'the platform token (HCLOUD_TOKEN)';
-    if (!token) throw new ProviderAuthError(who, 401);
+    if (!token) throw new ProviderAuthError(who, 'unauthorized', 'no token is configured');
     const key = bucketKey(token);
     for (;;) {
       await this.options.rateLimit.take(key);
@@ -130,18 +181,16 @@ export class HetznerCompute implements ComputeProvider {
         this.options.logger?.warn({ credential: who, wait_ms: Math.max(0, until! - Date.now()) }, 'Hetzner rate limit reached; waiting for its reset');
         continue; // the deferred bucket makes the next take() wait
       }
-      if (response.status === 401 || response.status === 403) throw new ProviderAuthError(who, response.status);
-      return answer;
+      return { ...answer, who };
     }
   }
 
-  /** The answer's data, undefined for 404, else a HetznerError with Hetzner's code and message. */
-  private static data<T>(answer: Answer<T>, what: string, { notFound = false } = {}): T | undefined {
+  /** The answer's data, undefined for 404 when `notFound` allows it, else the error its code means (HETZNER_ERROR_KINDS). */
+  private static data<T>(answer: NamedAnswer<T>, what: string, { notFound = false } = {}): T | undefined {
     if (answer.response.ok) return answer.data;
     if (notFound && answer.response.status === 404) return undefined;
     const body = (answer.error ?? {}) as { error?: { code?: string; message?: string } };
-    const code = body.error?.code ?? 'unknown';
-    throw new HetznerError(answer.response.status, code, `Hetzner Cloud refused to ${what}: ${code}${body.error?.message ? ` (${body.error.message})` : ''}.`);
+    throw hetznerError(answer.response.status, body.error?.code ?? 'unknown', body.error?.message, what, answer.who);
   }
 
   /** Polls an Action until it is no longer running; an Action that ends in error throws. */
@@ -215,7 +264,9 @@ export class HetznerCompute implements ComputeProvider {
     const { credential } = request;
     // No idempotency keys at Hetzner: an earlier run's server carries this workflow's label.
     const existing = await this.serverByWorkflow(request.labels.workflow, credential);
-    if (existing) return toServer(existing);
+    if (existing && ADOPTABLE.has(existing.status)) return toServer(existing);
+    // One that is off, stopping or being deleted would never boot into a node: it goes, and a new one is made.
+    if (existing) await this.deleteServer(String(existing.id), credential);
     const catalog = await this.loadCatalog(credential);
     if (!catalog.locations.includes(request.location)) {
       throw new HetznerError(0, 'invalid_input', `Hetzner Cloud has no location ${request.location} (it has ${catalog.locations.join(', ')}).`);
