@@ -254,6 +254,36 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(used.last_used_at).not.toBeNull();
   });
 
+  it('a snapshot that ends unavailable fails the suspension, deletes the snapshot and keeps the server', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-snapfail', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    fake.failNextAction('create_image', 'image_failed');
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    const failed = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+      },
+      (s) => s.status === 'failed',
+      'the suspension to fail',
+    );
+    const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.failed' && n.resource_id === suspension.id);
+    expect(notice?.body).toContain(`could not make snapshot ${failed.snapshot_id} (its status is unavailable)`);
+    expect(fake.images(BYOM_TOKEN).filter((i) => i.labels.machine === labelValue(machine.provider_id))).toEqual([]);
+    expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).toContain(ready.server_id);
+    expect((await machineRow(machine.provider_id)).server_id).toBe(ready.server_id);
+  });
+
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
     const user = await newUser(app.db, clock, 'pro');
     // An Action failing with a code that is no refusal (not resource_unavailable: that one is final) is retried.

@@ -394,6 +394,7 @@ function toSnapshot(image: HetznerImage, serverId?: string): Snapshot {
   return {
     id: String(image.id),
     server_id: image.created_from ? String(image.created_from.id) : (serverId ?? ''),
+    // Hetzner's image status: creating → available, or unavailable when it could not be made (our `failed`).
     status: image.status === 'available' ? 'available' : image.status === 'creating' ? 'creating' : 'failed',
     labels: image.labels,
   };
