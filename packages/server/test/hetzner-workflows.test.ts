@@ -284,6 +284,60 @@ describe('provisioning on Hetzner Cloud', () => {
     expect((await machineRow(machine.provider_id)).server_id).toBe(ready.server_id);
   });
 
+  it('a delete meeting 423 locked is retried until the server is gone; past the bound the machine stays deleting, with a notification', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const untilReady = async (machine: { provider_id: string }) =>
+      eventually(
+        async () => {
+          await settled();
+          clock.advance(5);
+          return machineRow(machine.provider_id);
+        },
+        (m) => m.status === 'ready',
+        'the machine to be ready',
+      );
+    const { api, machine } = await machineOnNewCluster(user, 'hz-locked', { byom: true });
+    const ready = await untilReady(machine);
+    // Another Action holds the server for 3 s (real time): meanwhile Hetzner answers the delete with 423.
+    fake.occupy(BYOM_TOKEN, Number(ready.server_id), 3000);
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    const row = () => app.db.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).executeTakeFirst();
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return row();
+      },
+      (m) => m === undefined,
+      'the machine to be deleted',
+      20_000,
+    );
+    const deletes = fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/servers/${ready.server_id}`).map((r) => r.status);
+    expect(deletes.filter((status) => status === 423).length).toBeGreaterThanOrEqual(5); // more than the default five tries
+    expect(deletes.at(-1)).toBe(200);
+    expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).not.toContain(ready.server_id);
+
+    // Locked for longer than the bound: the deletion gives up, says so, and the machine stays deleting.
+    const { machine: stuck } = await machineOnNewCluster(user, 'hz-stuck', { byom: true });
+    const stuckReady = await untilReady(stuck);
+    fake.occupy(BYOM_TOKEN, Number(stuckReady.server_id), 60_000);
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: stuck.provider_id } } });
+    const notice = await eventually(
+      async () => {
+        await settled();
+        clock.advance(30);
+        return (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.failed' && n.resource_id === stuck.provider_id);
+      },
+      (n) => n !== undefined,
+      'the deletion to give up',
+      20_000,
+    );
+    expect(notice?.title).toBe(`Deleting ${stuckReady.node_name} failed`);
+    expect(notice?.body).toContain('locked');
+    expect(notice?.body).toContain('still locked 15 minutes later');
+    expect((await machineRow(stuck.provider_id)).status).toBe('deleting');
+  }, 60_000);
+
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
     const user = await newUser(app.db, clock, 'pro');
     // An Action failing with a code that is no refusal (not resource_unavailable: that one is final) is retried.

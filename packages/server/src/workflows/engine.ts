@@ -115,7 +115,7 @@ export async function anyRunning(db: Kysely<Database>, workflowIds: string[]): P
 }
 
 /** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail; a provider error no retry can fix fails now. */
-function retryThenFail(error: unknown, attempts: number): StepResult {
+export function retryThenFail(error: unknown, attempts: number): StepResult {
   if (attempts >= DEFAULT_MAX_ATTEMPTS || (error instanceof ProviderError && error.final))
     return { failed: error instanceof Error ? error.message : String(error) };
   return { wait: 2 ** attempts, attempts };
