@@ -103,6 +103,8 @@ export interface ComputeConfig {
   hcloudEndpoint: string;
   /** Requests an hour per Hetzner token (Hetzner's default project limit), shared by every process. */
   hcloudRequestsPerHour: number;
+  /** Hetzner SSH keys (names or ids) put on every server; none leaves SSH closed by the cluster's firewall. */
+  hcloudSshKeys: string[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -282,7 +284,11 @@ function compute(env: Env): ComputeConfig {
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
     throw new ConfigError(`HCLOUD_ENDPOINT must be an http:// or https:// URL, got "${env.HCLOUD_ENDPOINT}"`);
-  return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000) };
+  const hcloudSshKeys = (env.HCLOUD_SSH_KEYS ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter((key) => key !== '');
+  return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000), hcloudSshKeys };
 }
 
 export function loadConfig(env: Env = process.env): Config {

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
+import { firewallRules, HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
@@ -28,10 +28,11 @@ const logger = pino(
   }),
 );
 
-function driver(options: { perHour?: number; token?: string | undefined } = {}): HetznerCompute {
+function driver(options: { perHour?: number; token?: string | undefined; sshKeys?: string[] } = {}): HetznerCompute {
   return new HetznerCompute({
     endpoint: fake.url,
     token: 'token' in options ? options.token : PLATFORM,
+    sshKeys: options.sshKeys ?? [],
     rateLimit: tokenRateLimit(database.db, options.perHour ?? FAST),
     logger,
     actionPollMs: 10,
@@ -318,6 +319,54 @@ describe('errors by Hetzner’s code', () => {
         .filter((s) => s.labels.workflow === 'wf_adopt_off')
         .map((s) => String(s.id)),
     ).toEqual([second.id]);
+  });
+});
+
+describe('SSH keys and the cluster’s firewall', () => {
+  const posted = (name: string) =>
+    fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name: string }).name === name)?.body as Record<string, unknown>;
+
+  it('creates servers with the configured SSH keys and the cluster’s one firewall, which admits the cluster’s nodes and SSH', async () => {
+    const keyId = fake.addSshKey(PLATFORM, 'ops-laptop');
+    const hetzner = driver({ sshKeys: ['ops-laptop', String(keyId)] });
+    const first = await hetzner.createServer(request('wf_fw1', { cluster_id: 'cl_fw1' }));
+    const firewalls = fake.firewalls(PLATFORM).filter((f) => f.labels?.cluster === 'cl_fw1');
+    expect(firewalls).toHaveLength(1);
+    const firewall = firewalls[0]!;
+    expect(posted('node-wf-fw1')).toMatchObject({
+      ssh_keys: ['ops-laptop', String(keyId)],
+      firewalls: [{ firewall: firewall.id }],
+      labels: { cluster: 'cl_fw1' },
+    });
+    const second = await hetzner.createServer(request('wf_fw2', { cluster_id: 'cl_fw1' }));
+    expect(posted('node-wf-fw2')).toMatchObject({ firewalls: [{ firewall: firewall.id }] });
+    expect(fake.firewalls(PLATFORM).filter((f) => f.labels?.cluster === 'cl_fw1')).toHaveLength(1);
+    const ipOf = (id: string) => `${fake.servers(PLATFORM).find((s) => String(s.id) === id)!.public_net.ipv4!.ip}/32`;
+    const nodes = [ipOf(first.id), ipOf(second.id)].sort();
+    const sent = (rules: { protocol: string; port?: string | null; source_ips?: string[] }[] | undefined) =>
+      rules?.map((r) => `${r.protocol}:${r.port ?? ''} from ${r.source_ips?.join(' ')}`);
+    await expect
+      .poll(() => sent(fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)?.rules), { interval: 10, timeout: 2000 })
+      .toEqual(sent(firewallRules(nodes, true)));
+    const rules = firewallRules(nodes, true);
+    expect(rules.filter((r) => r.port === '22')).toEqual([expect.objectContaining({ protocol: 'tcp', source_ips: ['0.0.0.0/0', '::/0'] })]);
+    // No kubelet port, nor anything else, open to the internet but SSH and ICMP.
+    expect(rules.filter((r) => r.source_ips?.includes('0.0.0.0/0')).map((r) => `${r.protocol}:${r.port ?? ''}`)).toEqual(['icmp:', 'tcp:22']);
+    expect(rules.filter((r) => r.source_ips?.join() === nodes.join()).map((r) => r.protocol)).toEqual(['tcp', 'udp', 'esp', 'gre']);
+  });
+
+  it('without SSH keys sends none and keeps SSH closed; an SSH key the project lacks is refused as sent', async () => {
+    const hetzner = driver();
+    await hetzner.createServer(request('wf_fw_nokeys', { cluster_id: 'cl_fw2' }));
+    expect(posted('node-wf-fw-nokeys')).not.toHaveProperty('ssh_keys');
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fw2')!;
+    await expect.poll(() => fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)?.rules?.length, { interval: 10, timeout: 2000 }).toBe(5);
+    expect(firewall.rules?.some((r) => r.port === '22')).toBe(false);
+
+    const error = await driver({ sshKeys: ['nobody'] })
+      .createServer(request('wf_fw_badkey', { cluster_id: 'cl_fw2' }))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'refused', code: 'invalid_input' });
   });
 });
 

@@ -85,6 +85,12 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(servers).toHaveLength(1);
     expect(String(servers[0]!.id)).toBe(ready.server_id);
     expect(servers[0]).toMatchObject({ status: 'running', location: { name: 'nbg1' }, server_type: { name: ready.server_type } });
+    // Behind its cluster's firewall from the first boot, which admits the cluster's nodes (this one).
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === labelValue(ready.cluster_id));
+    expect(servers[0]!.public_net.firewalls).toEqual([{ id: firewall!.id, status: 'applied' }]);
+    expect(firewall!.rules?.filter((r) => r.protocol === 'tcp' && r.port === '1-65535').map((r) => r.source_ips)).toEqual([
+      [`${servers[0]!.public_net.ipv4!.ip}/32`],
+    ]);
     const workflow = await app.db
       .selectFrom('workflows')
       .select('id')

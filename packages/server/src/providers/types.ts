@@ -49,6 +49,8 @@ export interface CreateServerRequest {
   credential?: ProviderCredential;
   /** Cloud-init user data run at first boot (a worker's kubeadm join script). */
   user_data?: string;
+  /** The cluster the server is a node of: its nodes share a firewall that admits each other. */
+  cluster_id?: string;
 }
 
 /**

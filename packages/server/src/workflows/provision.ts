@@ -47,6 +47,7 @@ export const provision: WorkflowDefinition = {
         location: machine.provider_config.region,
         image: machine.provider_config.image,
         labels: { workflow: ctx.workflow.id, machine: machine.provider_id },
+        cluster_id: machine.cluster_id,
         user_data,
         ...(credential ? { credential } : {}),
       });

@@ -103,6 +103,7 @@ export const resumeSuspension: WorkflowDefinition = {
         location: subject.machine.provider_config.region,
         image: snapshotId,
         labels: { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
+        cluster_id: subject.machine.cluster_id,
         ...(credential ? { credential } : {}),
       });
       await setMachineState(ctx.db, subject.machine.provider_id, { server_id: server.id });

@@ -9,7 +9,10 @@
 // running is 423 `locked` (the reference's error table: "there is already an Action running"); a server passes
 // through `initializing` (its create_server Action running) and `starting` before `running` (the server schema's
 // status enum); a snapshot is `creating` until its create_image Action ends, then `available`, or `unavailable`
-// when the Action fails (the image schema's status enum).
+// when the Action fails (the image schema's status enum); a server is created only with SSH keys the project has
+// (POST /servers: `ssh_keys`, "SSH key IDs or names which should be injected into the Server") and firewalls that
+// exist; a firewall's name is unique in its project, and its rules follow the rule schema (`port` only for tcp and
+// udp, and then required; `source_ips` for an `in` rule).
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +26,7 @@ type S = components['schemas'];
 type HServer = S['server'];
 type HImage = S['image'];
 type HAction = S['action'];
+type HFirewall = S['firewall'];
 
 export const extractPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'providers', 'hetzner', 'contract', 'openapi.json');
 const document = JSON.parse(readFileSync(extractPath, 'utf8')) as { paths: Record<string, Record<string, any>> };
@@ -151,6 +155,9 @@ interface Project {
   actions: Map<number, HAction & { finishAt: number; effect?: () => void; onFail?: () => void; fail?: { code: string; message: string } }>;
   /** When each `starting` server is `running` (Unix ms). */
   runningAt: Map<number, number>;
+  firewalls: Map<number, HFirewall>;
+  /** The project's SSH keys: id → name. */
+  sshKeys: Map<number, string>;
 }
 
 /** Hetzner's bucket: `limit` requests, refilled at limit per hour (one a second at the default 3600). */
@@ -197,6 +204,9 @@ export interface HetznerFake {
   honourShutdown: boolean;
   servers(token: string): HServer[];
   images(token: string): HImage[];
+  firewalls(token: string): HFirewall[];
+  /** Adds an SSH key to the token's project; returns its id. */
+  addSshKey(token: string, name: string): number;
   /** Called with the project's servers as they are when a server creation arrives (before it is made). */
   onCreate: ((token: string, servers: HServer[]) => void) | undefined;
   /** Changes a live server behind the driver's back (drift). */
@@ -228,7 +238,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     honourShutdown: true,
     onCreate: undefined,
     addToken(token, limit = perHour) {
-      projects.set(token, { servers: new Map(), images: new Map(), actions: new Map(), runningAt: new Map() });
+      projects.set(token, { servers: new Map(), images: new Map(), actions: new Map(), runningAt: new Map(), firewalls: new Map(), sshKeys: new Map() });
       buckets.set(token, { limit, tokens: limit, updatedMs: Date.now() });
     },
     revoke(token) {
@@ -252,6 +262,12 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     },
     servers: (token) => [...(projects.get(token)?.servers.values() ?? [])],
     images: (token) => [...(projects.get(token)?.images.values() ?? [])],
+    firewalls: (token) => [...(projects.get(token)?.firewalls.values() ?? [])],
+    addSshKey(token, name) {
+      const id = nextId++;
+      projects.get(token)!.sshKeys.set(id, name);
+      return id;
+    },
     mutateServer(token, id, change) {
       const server = projects.get(token)?.servers.get(id);
       if (!server) throw new Error(`no server ${id}`);
@@ -353,6 +369,10 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     if (/^[0-9]+$/.test(body.image) && !snapshot) return 'not_found';
     if (!snapshot && !SYSTEM_IMAGES.includes(body.image)) return 'not_found';
     if ([...project.servers.values()].some((s) => s.name === body.name)) return 'uniqueness_error';
+    const keys = [...project.sshKeys];
+    if ((body.ssh_keys ?? []).some((key) => !keys.some(([id, name]) => name === key || String(id) === key))) return 'invalid_input';
+    const firewalls = (body.firewalls ?? []).map((f) => project.firewalls.get(f.firewall));
+    if (firewalls.some((f) => f === undefined)) return 'not_found';
     const id = nextId++;
     return {
       id,
@@ -387,9 +407,30 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
         ipv4: { id: id + 1, ip: `203.0.113.${id % 250}`, blocked: false, dns_ptr: `static.${id}.example` },
         ipv6: null,
         floating_ips: [],
-        firewalls: [],
+        firewalls: firewalls.map((f) => ({ id: f!.id, status: 'applied' as const })),
       },
     };
+  }
+
+  /** A rule as Hetzner answers it: every field present (the firewall schema requires them), null or empty when unset. */
+  const stored = (rules: S['rule'][]): HFirewall['rules'] =>
+    rules.map((r) => ({
+      direction: r.direction,
+      protocol: r.protocol,
+      port: r.port ?? null,
+      source_ips: r.source_ips ?? [],
+      destination_ips: r.destination_ips ?? [],
+      description: r.description ?? null,
+    }));
+
+  /** The rule schema's constraints Hetzner enforces: `port` for tcp and udp only (and required there), sources for `in`. */
+  function badRule(rules: S['rule'][]): string | undefined {
+    for (const rule of rules) {
+      const ported = rule.protocol === 'tcp' || rule.protocol === 'udp';
+      if (ported !== (rule.port !== undefined && rule.port !== null)) return `port is ${ported ? 'required' : 'not allowed'} for protocol ${rule.protocol}`;
+      if (rule.direction === 'in' && (rule.source_ips ?? []).length === 0) return 'source_ips is required for an in rule';
+    }
+    return undefined;
   }
 
   /** `workflow==x` or `workflow=x`, comma-separated: what the driver sends. */
@@ -509,6 +550,42 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
         if (!project.images.delete(id!)) return error(404, 'not_found', `image ${id} not found`);
         return { status: 204 };
       }
+      case 'get /firewalls': {
+        const name = query.get('name');
+        const list = [...project.firewalls.values()].filter((f) => (!name || f.name === name) && matches(f.labels ?? {}, query.get('label_selector')));
+        const { items, meta } = page(list, query);
+        return { status: 200, body: { firewalls: items, meta } };
+      }
+      case 'post /firewalls': {
+        if ([...project.firewalls.values()].some((f) => f.name === body.name))
+          return error(409, 'uniqueness_error', `firewall name ${body.name} is already used`);
+        const invalid = badRule(body.rules ?? []);
+        if (invalid) return error(400, 'invalid_input', invalid);
+        const firewall: HFirewall = {
+          id: nextId++,
+          name: body.name,
+          labels: body.labels ?? {},
+          rules: stored(body.rules ?? []),
+          applied_to: [],
+          created: iso(),
+        };
+        project.firewalls.set(firewall.id, firewall);
+        return { status: 201, body: { firewall, actions: [] } };
+      }
+      case 'post /firewalls/{id}/actions/set_rules': {
+        const found = project.firewalls.get(id!);
+        if (!found) return error(404, 'not_found', `firewall ${id} not found`);
+        const invalid = badRule(body.rules ?? []);
+        if (invalid) return error(400, 'invalid_input', invalid);
+        const action = startAction(project, 'set_firewall_rules', { id: found.id, type: 'firewall' }, () => {
+          found.rules = stored(body.rules);
+        });
+        return { status: 201, body: { actions: [action] } };
+      }
+      case 'delete /firewalls/{id}': {
+        if (!project.firewalls.delete(id!)) return error(404, 'not_found', `firewall ${id} not found`);
+        return { status: 204 };
+      }
       case 'get /actions/{id}': {
         const found = project.actions.get(id!);
         return found ? { status: 200, body: { action: publicAction(found) } } : error(404, 'not_found', `action ${id} not found`);
@@ -565,7 +642,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     const url = new URL(req.url ?? '/', 'http://fake');
     const method = (req.method ?? 'GET').toLowerCase();
     const path = url.pathname.replace(/^\/v1/, '');
-    const idMatch = /^\/(servers|images|actions)\/([0-9]+)(\/.*)?$/.exec(path);
+    const idMatch = /^\/(servers|images|actions|firewalls)\/([0-9]+)(\/.*)?$/.exec(path);
     const route = idMatch ? `/${idMatch[1]}/{id}${idMatch[3] ?? ''}` : path;
     const id = idMatch ? Number(idMatch[2]) : undefined;
     const authorization = req.headers.authorization;

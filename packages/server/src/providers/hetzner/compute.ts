@@ -26,6 +26,7 @@ import { bucketKey, nextRequestAt, rateLimitHeaders, type TokenRateLimit } from 
 type HetznerServer = components['schemas']['server'];
 type HetznerImage = components['schemas']['image'];
 type HetznerAction = components['schemas']['action'];
+type FirewallRule = components['schemas']['rule'];
 
 /**
  * Hetzner's error codes and what the workflows do about each: by `error.code`, never by HTTP status (a 403 is a
@@ -87,6 +88,8 @@ export interface HetznerOptions {
   endpoint: string;
   /** The platform account's token; calls without a BYOM credential use it. */
   token: string | undefined;
+  /** SSH keys (Hetzner names or ids) every server is created with; none keeps SSH closed by the firewall. */
+  sshKeys?: string[];
   rateLimit: TokenRateLimit;
   logger?: Logger;
   /** Between two reads of a running Action (ms); default 1000. */
@@ -125,6 +128,37 @@ const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Obj
 /** The statuses of an earlier run's server that is on its way to running, so a re-run adopts it. */
 const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'running']);
 
+/**
+ * The inbound rules of a cluster's firewall, its nodes' public addresses given. Hetzner filters only what reaches
+ * a server's public interface, and with no `out` rule lets all outbound traffic go, which nodes need (the tenant
+ * API server, image registries, package repositories). In:
+ * - everything from the cluster's own nodes (TCP, UDP, ICMP, ESP, GRE): the CNI's overlay (VXLAN, Geneve,
+ *   WireGuard or IPsec, whichever it uses), pod-to-pod traffic and NodePorts reached through another node;
+ * - nothing from the control plane: it runs in the management cluster and reaches the kubelets (logs, exec) through
+ *   the konnectivity agent's outbound tunnel, so the kubelet's port 10250 stays closed to the internet;
+ * - ICMP from anywhere, for path-MTU discovery;
+ * - SSH (22/tcp) only when SSH keys are configured: without one the only way in is a root password, better closed.
+ * Hetzner refuses an `in` rule without source_ips, so the nodes' rules come only once there is a node.
+ */
+export function firewallRules(nodeAddresses: string[], ssh: boolean): FirewallRule[] {
+  const anywhere = ['0.0.0.0/0', '::/0'];
+  const rules: FirewallRule[] = [{ direction: 'in', protocol: 'icmp', source_ips: anywhere, description: 'path-MTU discovery, ping' }];
+  if (ssh) rules.push({ direction: 'in', protocol: 'tcp', port: '22', source_ips: anywhere, description: 'SSH, with the configured keys' });
+  if (nodeAddresses.length > 0) {
+    for (const protocol of ['tcp', 'udp'] as const)
+      rules.push({ direction: 'in', protocol, port: '1-65535', source_ips: nodeAddresses, description: 'the cluster’s nodes: CNI, pods, NodePorts' });
+    for (const protocol of ['esp', 'gre'] as const)
+      rules.push({ direction: 'in', protocol, source_ips: nodeAddresses, description: 'the cluster’s nodes: CNI tunnels' });
+  }
+  return rules;
+}
+
+/** A server's public addresses as firewall sources: its IPv4 address, its IPv6 network. */
+function addressesOf(server: HetznerServer): string[] {
+  const { ipv4, ipv6 } = server.public_net;
+  return [...(ipv4 ? [`${ipv4.ip}/32`] : []), ...(ipv6 ? [ipv6.ip] : [])];
+}
+
 /** Pages read at most, a guard against an answer whose next_page never ends. */
 const MAX_PAGES = 100;
 
@@ -143,7 +177,15 @@ export class HetznerCompute implements ComputeProvider {
   private catalog: { at: number; offerings: ServerOffering[]; locations: string[] } | undefined;
 
   constructor(options: HetznerOptions) {
-    this.options = { actionPollMs: 1000, actionTimeoutMs: 600_000, shutdownTimeoutMs: 120_000, catalogTtlMs: 3_600_000, requestTimeoutMs: 30_000, ...options };
+    this.options = {
+      sshKeys: [],
+      actionPollMs: 1000,
+      actionTimeoutMs: 600_000,
+      shutdownTimeoutMs: 120_000,
+      catalogTtlMs: 3_600_000,
+      requestTimeoutMs: 30_000,
+      ...options,
+    };
     const send = options.fetch ?? fetch;
     const timeoutMs = this.options.requestTimeoutMs;
     this.client = createClient<paths>({
@@ -264,10 +306,18 @@ export class HetznerCompute implements ComputeProvider {
     const { credential } = request;
     // No idempotency keys at Hetzner: an earlier run's server carries this workflow's label.
     const existing = await this.serverByWorkflow(request.labels.workflow, credential);
-    if (existing && ADOPTABLE.has(existing.status)) return toServer(existing);
-    // One that is off, stopping or being deleted would never boot into a node: it goes, and a new one is made.
-    if (existing) await this.deleteServer(String(existing.id), credential);
+    const server = existing && ADOPTABLE.has(existing.status) ? toServer(existing) : await this.newServer(request, existing);
+    if (request.cluster_id !== undefined) await this.admitNodes(request.cluster_id, credential);
+    return server;
+  }
+
+  /** Creates the server; `unusable` is an earlier run's server that is off, stopping or being deleted, deleted first. */
+  private async newServer(request: CreateServerRequest, unusable: HetznerServer | undefined): Promise<Server> {
+    const { credential } = request;
+    // It would never boot into a node: it goes, and a new one is made.
+    if (unusable) await this.deleteServer(String(unusable.id), credential);
     const catalog = await this.loadCatalog(credential);
+    const firewall = request.cluster_id === undefined ? undefined : await this.clusterFirewall(request.cluster_id, credential);
     if (!catalog.locations.includes(request.location)) {
       throw new HetznerError(0, 'invalid_input', `Hetzner Cloud has no location ${request.location} (it has ${catalog.locations.join(', ')}).`);
     }
@@ -281,9 +331,12 @@ export class HetznerCompute implements ComputeProvider {
           server_type: request.server_type,
           location: request.location,
           image: request.image,
-          labels: hetznerLabels(request.labels),
+          labels: hetznerLabels({ ...request.labels, ...(request.cluster_id === undefined ? {} : { cluster: request.cluster_id }) }),
           start_after_create: true,
           ...(request.user_data === undefined ? {} : { user_data: request.user_data }),
+          ...(this.options.sshKeys.length > 0 ? { ssh_keys: this.options.sshKeys } : {}),
+          // The cluster's firewall from the first boot on, not applied after the server is already reachable.
+          ...(firewall === undefined ? {} : { firewalls: [{ firewall }] }),
         },
         headers,
       }),
@@ -302,6 +355,52 @@ export class HetznerCompute implements ComputeProvider {
       throw error;
     }
     return (await this.getServer(String(created.server.id), credential)) ?? toServer(created.server);
+  }
+
+  /** The cluster's firewall (labelled `cluster`), created with the rules for no node yet when it does not exist. */
+  private async clusterFirewall(clusterId: string, credential: ProviderCredential | undefined): Promise<number> {
+    const cluster = labelValue(clusterId);
+    const find = async () => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/firewalls', { params: { query: { label_selector: `cluster==${cluster}` } }, headers }),
+      );
+      return HetznerCompute.data(answer, 'list firewalls')!.firewalls[0];
+    };
+    const found = await find();
+    if (found) return found.id;
+    const answer = await this.call(credential, (headers) =>
+      this.client.POST('/firewalls', {
+        body: { name: `cluster-${cluster}`, labels: { cluster }, rules: firewallRules([], this.options.sshKeys.length > 0) },
+        headers,
+      }),
+    );
+    if (answer.response.status === 409) {
+      // Another machine of the cluster created it meanwhile (its name is taken): use that one.
+      const raced = await find();
+      if (raced) return raced.id;
+    }
+    const created = HetznerCompute.data(answer, `create the firewall of cluster ${clusterId}`)?.firewall;
+    if (!created) throw new HetznerError(answer.response.status, 'invalid_response', `Hetzner Cloud returned no firewall for cluster ${clusterId}.`);
+    return created.id;
+  }
+
+  /** Sets the cluster firewall's rules to admit every node of the cluster there is now (its servers labelled `cluster`). */
+  private async admitNodes(clusterId: string, credential: ProviderCredential | undefined): Promise<void> {
+    const firewall = await this.clusterFirewall(clusterId, credential);
+    const cluster = labelValue(clusterId);
+    const nodes = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/servers', { params: { query: { label_selector: `cluster==${cluster}`, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list the cluster’s servers')!;
+      return { items: data.servers, next: data.meta.pagination.next_page };
+    });
+    const rules = firewallRules(nodes.flatMap(addressesOf).sort(), this.options.sshKeys.length > 0);
+    const answer = await this.call(credential, (headers) =>
+      this.client.POST('/firewalls/{id}/actions/set_rules', { params: { path: { id: firewall } }, body: { rules }, headers }),
+    );
+    for (const action of HetznerCompute.data(answer, `set the rules of the firewall of cluster ${clusterId}`)!.actions)
+      await this.awaitAction(action, credential);
   }
 
   async getServer(id: string, credential?: ProviderCredential): Promise<Server | undefined> {
