@@ -14,6 +14,7 @@ describe('compute provider settings', () => {
       hcloudEndpoint: 'https://api.hetzner.cloud/v1',
       hcloudRequestsPerHour: 3600,
       hcloudSshKeys: [],
+      leftovers: { graceSeconds: 3600, dryRun: false, everySeconds: 600 },
     });
   });
 

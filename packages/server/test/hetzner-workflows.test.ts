@@ -1,8 +1,12 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated.
 import { createPlatformClient } from '@platform/client';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { labelValue } from '../src/providers/hetzner/compute.ts';
+import { HetznerCompute, labelValue } from '../src/providers/hetzner/compute.ts';
+import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
+import { secretBox } from '../src/services/secrets.ts';
+import { leftoversReconciler } from '../src/workflows/leftovers.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
 
@@ -413,5 +417,69 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(inFlightAtCreation.length).toBeGreaterThanOrEqual(2); // the first may have been created before the hook
     expect(inFlightAtCreation.every((n) => n === 0)).toBe(true);
     for (const id of ids) expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === labelValue(id))).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('leftovers at Hetzner', () => {
+  it('deletes a server and a snapshot labelled as ours with nothing behind them after the grace period, not before, and not in dry run', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { machine } = await machineOnNewCluster(user, 'hz-leftovers', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
+    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+    const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
+    const lost = await hetzner.createServer({
+      name: 'lost-node',
+      server_type: 'cx22',
+      location: 'fsn1',
+      image: 'ubuntu-24.04',
+      labels: { workflow: 'wf_lost', machine: 'compute://mch_gone' },
+      credential: byom,
+    });
+    const lostSnapshot = await hetzner.createSnapshot(lost.id, { workflow: 'wf_lost_snap', machine: 'compute://mch_gone' }, byom);
+    const logs: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(line) });
+    const reconciler = (dryRun: boolean) =>
+      leftoversReconciler({
+        db: app.db,
+        clock,
+        logger,
+        provider: app.runtime.provider,
+        secrets: secretBox(app.secretsKey),
+        graceSeconds: 600,
+        dryRun,
+        everyMs: 60_000,
+      });
+    const live = reconciler(false);
+    const dry = reconciler(true);
+    const serverIds = () => fake.servers(BYOM_TOKEN).map((s) => String(s.id));
+    const snapshotIds = () => fake.images(BYOM_TOKEN).map((i) => String(i.id));
+
+    await live.sweep();
+    await dry.sweep();
+    clock.advance(599);
+    await live.sweep();
+    expect(serverIds()).toContain(lost.id);
+    expect(snapshotIds()).toContain(lostSnapshot.id);
+
+    clock.advance(1);
+    await dry.sweep();
+    expect(serverIds()).toContain(lost.id);
+    expect(logs.some((l) => l.includes('not deleted (dry run)') && l.includes(`"id":"${lost.id}"`))).toBe(true);
+
+    await live.sweep();
+    expect(serverIds()).not.toContain(lost.id);
+    expect(snapshotIds()).not.toContain(lostSnapshot.id);
+    expect(logs.some((l) => l.includes('leftover server deleted') && l.includes(`"id":"${lost.id}"`))).toBe(true);
+    // The machine that exists keeps its server.
+    expect(serverIds()).toContain(ready.server_id);
   }, 60_000);
 });

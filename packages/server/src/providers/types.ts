@@ -77,6 +77,18 @@ export interface ComputeProvider {
   createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }, credential?: ProviderCredential): Promise<Snapshot>;
   getSnapshot(id: string, credential?: ProviderCredential): Promise<Snapshot | undefined>;
   deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void>;
+  /**
+   * The servers and snapshots of the account that carry the `workflow` and `machine` labels the workflows give what
+   * they make, for the leftovers reconciler (workflows/leftovers.ts). Absent where nothing can be left over (the
+   * simulated cloud deletes with its machines' rows).
+   */
+  listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;
+}
+
+export interface LabelledResource {
+  kind: 'server' | 'snapshot';
+  id: string;
+  labels: Record<string, string>;
 }
 
 /**

@@ -433,10 +433,14 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     return undefined;
   }
 
-  /** `workflow==x` or `workflow=x`, comma-separated: what the driver sends. */
+  /** Hetzner's label selector terms, comma-separated (the API reference's "Label Selector"): `k==v`, `k=v`, `k!=v`, `k` (has it), `!k`. */
   function matches(labels: Record<string, string>, selector: string | null): boolean {
     if (!selector) return true;
     return selector.split(',').every((term) => {
+      const unequal = /^([^!=]+)!=(.*)$/.exec(term);
+      if (unequal) return labels[unequal[1]!] !== unequal[2];
+      if (term.startsWith('!')) return !(term.slice(1) in labels);
+      if (!term.includes('=')) return term in labels;
       const [key, value] = term.split(/==?/);
       return labels[key!] === value;
     });

@@ -9,9 +9,11 @@
 // credential (its id, or "the platform token"), never the token.
 import createClient from 'openapi-fetch';
 import type { Logger } from 'pino';
+import { labelValue } from '../labels.ts';
 import {
   type ComputeProvider,
   type CreateServerRequest,
+  type LabelledResource,
   ProviderAuthError,
   type ProviderCredential,
   ProviderError,
@@ -112,16 +114,7 @@ function hetznerId(id: string): number | undefined {
   return /^-?[0-9]{1,16}$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : undefined;
 }
 
-/**
- * Hetzner's label values are at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric: each run of other
- * characters becomes one dot (`compute://mch_01h…` → `compute.mch_01h…`).
- */
-export function labelValue(value: string): string {
-  return value
-    .replace(/[^A-Za-z0-9._-]+/g, '.')
-    .slice(0, 63)
-    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
-}
+export { labelValue };
 
 const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
 
@@ -464,6 +457,28 @@ export class HetznerCompute implements ComputeProvider {
     const answer = await this.call(credential, (headers) => this.client.GET('/images/{id}', { params: { path: { id: hid } }, headers }));
     const image = HetznerCompute.data(answer, `read snapshot ${id}`, { notFound: true })?.image;
     return image && image.type === 'snapshot' ? toSnapshot(image) : undefined;
+  }
+
+  async listLabelled(credential?: ProviderCredential): Promise<LabelledResource[]> {
+    const label_selector = 'workflow,machine';
+    const servers = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/servers', { params: { query: { label_selector, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list servers')!;
+      return { items: data.servers, next: data.meta.pagination.next_page };
+    });
+    const images = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/images', { params: { query: { type: ['snapshot'], label_selector, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list snapshots')!;
+      return { items: data.images, next: data.meta.pagination.next_page };
+    });
+    return [
+      ...servers.map((s) => ({ kind: 'server' as const, id: String(s.id), labels: s.labels })),
+      ...images.map((i) => ({ kind: 'snapshot' as const, id: String(i.id), labels: i.labels })),
+    ];
   }
 
   async deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void> {
