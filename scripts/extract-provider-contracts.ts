@@ -27,6 +27,9 @@ export const OPERATIONS: Record<string, string[]> = {
   '/actions/{id}': ['get'],
   '/server_types': ['get'],
   '/locations': ['get'],
+  '/firewalls': ['get', 'post'],
+  '/firewalls/{id}': ['delete'],
+  '/firewalls/{id}/actions/set_rules': ['post'],
 };
 
 /** Documentation-only keys, removed everywhere except inside `properties` (where they are property names). */

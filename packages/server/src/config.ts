@@ -121,6 +121,10 @@ export interface ComputeConfig {
   hcloudEndpoint: string;
   /** Requests an hour per Hetzner token (Hetzner's default project limit), shared by every process. */
   hcloudRequestsPerHour: number;
+  /** Hetzner SSH keys (names or ids) put on every server; none leaves SSH closed by the cluster's firewall. */
+  hcloudSshKeys: string[];
+  /** The leftovers reconciler (workflows/leftovers.ts). */
+  leftovers: { graceSeconds: number; dryRun: boolean; everySeconds: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -300,7 +304,22 @@ function compute(env: Env): ComputeConfig {
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
     throw new ConfigError(`HCLOUD_ENDPOINT must be an http:// or https:// URL, got "${env.HCLOUD_ENDPOINT}"`);
-  return { provider, hcloudToken, hcloudEndpoint, hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000) };
+  const hcloudSshKeys = (env.HCLOUD_SSH_KEYS ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter((key) => key !== '');
+  return {
+    provider,
+    hcloudToken,
+    hcloudEndpoint,
+    hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000),
+    hcloudSshKeys,
+    leftovers: {
+      graceSeconds: integer(env, 'LEFTOVERS_GRACE_SECONDS', 3600, 0, 30 * 86_400),
+      dryRun: boolean(env, 'LEFTOVERS_DRY_RUN', false),
+      everySeconds: integer(env, 'LEFTOVERS_EVERY_SECONDS', 600, 10, 86_400),
+    },
+  };
 }
 
 export function loadConfig(env: Env = process.env): Config {

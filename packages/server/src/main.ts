@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   if (config.role !== 'api') {
     runtime.retention.start();
     runtime.tokenExpiry.start();
+    runtime.leftovers.start();
     await runtime.webhooks?.run();
   }
   // The workers fetch jobs and pg-boss listens for new ones from here on.
@@ -53,6 +54,7 @@ async function main(): Promise<void> {
     onSignals(async () => {
       runtime.retention.stop();
       runtime.tokenExpiry.stop();
+      runtime.leftovers.stop();
       await runtime.webhooks?.stop();
       await runtime.engine.stop();
       await connection.close();
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
     await http?.drain(config.shutdownGraceMs);
     runtime.retention.stop();
     runtime.tokenExpiry.stop();
+    runtime.leftovers.stop();
     await runtime.webhooks?.stop();
     await runtime.engine.stop();
     await connection.close();

@@ -13,7 +13,23 @@ describe('compute provider settings', () => {
       hcloudToken: undefined,
       hcloudEndpoint: 'https://api.hetzner.cloud/v1',
       hcloudRequestsPerHour: 3600,
+      hcloudSshKeys: [],
+      leftovers: { graceSeconds: 3600, dryRun: false, everySeconds: 600 },
     });
+  });
+
+  it('reads HCLOUD_SSH_KEYS as names or ids, and warns at start-up when there is none', () => {
+    expect(loadConfig({ HCLOUD_SSH_KEYS: ' ops-laptop, 4711 ,,' }).compute.hcloudSshKeys).toEqual(['ops-laptop', '4711']);
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    const simulated = new SimulatedCloud(undefined as never, { now: () => 0, nowMs: () => 0 } as never);
+    const hetzner = (env: Record<string, string>) =>
+      createComputeProvider(loadConfig({ COMPUTE_PROVIDER: 'hetzner', HCLOUD_TOKEN: 't', ...env }), { db: undefined as never, logger, simulated });
+    hetzner({ HCLOUD_SSH_KEYS: 'ops-laptop' });
+    expect(warnings).toEqual([]);
+    hetzner({});
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('HCLOUD_SSH_KEYS is not set');
   });
 
   it('refuses to start with one clear line when a setting is wrong', () => {

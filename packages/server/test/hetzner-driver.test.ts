@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
+import { firewallRules, HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
@@ -28,10 +28,11 @@ const logger = pino(
   }),
 );
 
-function driver(options: { perHour?: number; token?: string | undefined } = {}): HetznerCompute {
+function driver(options: { perHour?: number; token?: string | undefined; sshKeys?: string[] } = {}): HetznerCompute {
   return new HetznerCompute({
     endpoint: fake.url,
     token: 'token' in options ? options.token : PLATFORM,
+    sshKeys: options.sshKeys ?? [],
     rateLimit: tokenRateLimit(database.db, options.perHour ?? FAST),
     logger,
     actionPollMs: 10,
@@ -86,7 +87,8 @@ describe('servers', () => {
     const server = await hetzner.createServer(request('wf_create1', { user_data: '#cloud-config\nruncmd: [kubeadm join]\n' }));
     expect(server).toMatchObject({
       name: 'node-wf-create1',
-      status: 'running',
+      // Its create_server Action has ended: Hetzner shows it starting, or running already.
+      status: expect.stringMatching(/^(starting|running)$/),
       server_type: 'cx22',
       image: 'ubuntu-24.04',
       location: 'fsn1',
@@ -126,7 +128,7 @@ describe('servers', () => {
     // The failed server is deleted, so a retry creates a new one instead of adopting it.
     expect(fake.servers(PLATFORM).filter((s) => s.labels.workflow === 'wf_fails')).toEqual([]);
     const retried = await driver().createServer(request('wf_fails'));
-    expect(retried.status).toBe('running');
+    expect(retried.status).toMatch(/^(starting|running)$/);
   });
 
   it('refuses a location or server type the catalog does not have, without sending the create', async () => {
@@ -197,7 +199,7 @@ describe('snapshots', () => {
     await hetzner.deleteServer(server.id);
 
     const restored = await hetzner.createServer(request('wf_resume1', { name: 'node-wf-snapsrc', image: snapshot.id, location: 'hel1' }));
-    expect(restored).toMatchObject({ status: 'running', image: snapshot.id, location: 'hel1', from_snapshot: true });
+    expect(restored).toMatchObject({ status: expect.stringMatching(/^(starting|running)$/), image: snapshot.id, location: 'hel1', from_snapshot: true });
     expect(restored.id).not.toBe(server.id);
 
     await hetzner.deleteSnapshot(snapshot.id);
@@ -216,7 +218,7 @@ describe('credentials', () => {
     expect(new Set(sent.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM.token}`]));
     expect(fake.servers(BYOM.token).map((s) => String(s.id))).toContain(server.id);
     expect(fake.servers(PLATFORM).map((s) => String(s.id))).not.toContain(server.id);
-    expect((await hetzner.getServer(server.id, BYOM))?.status).toBe('running');
+    await expect.poll(async () => (await hetzner.getServer(server.id, BYOM))?.status, { interval: 10, timeout: 2000 }).toBe('running');
     expect(await hetzner.getServer(server.id)).toBeUndefined(); // not in the platform's project
   });
 
@@ -240,6 +242,131 @@ describe('credentials', () => {
       .catch((e: unknown) => e);
     expect(platform).toBeInstanceOf(ProviderAuthError);
     expect((platform as ProviderAuthError).credential).toBe('the platform token (HCLOUD_TOKEN)');
+  });
+});
+
+describe('errors by Hetzner’s code', () => {
+  const refused = (code: string, message?: string) => {
+    fake.refuseNext('post /servers', code, message);
+    return driver()
+      .createServer(request(`wf_refused_${code}`))
+      .catch((e: unknown) => e);
+  };
+
+  it('a quota 403 (resource_limit_exceeded) names the project’s own limit, not the token, and is final', async () => {
+    const error = (await refused('resource_limit_exceeded', 'server limit exceeded')) as HetznerError;
+    expect(fake.requests.at(-1)?.status).toBe(403);
+    expect(error).toBeInstanceOf(HetznerError);
+    expect(error).not.toBeInstanceOf(ProviderAuthError);
+    expect(error).toMatchObject({ kind: 'project_limit', code: 'resource_limit_exceeded', final: true });
+    expect(error.message).toContain('Hetzner Cloud project of the platform token (HCLOUD_TOKEN) has reached one of its own resource limits');
+    expect(error.message).toContain('not a problem with the token');
+    expect(error.message).toContain('server limit exceeded');
+  });
+
+  it('a 403 forbidden is a missing permission of the named credential; token_readonly refuses the credential', async () => {
+    const forbidden = (await refused('forbidden', 'insufficient permissions')) as HetznerError;
+    expect(forbidden).toMatchObject({ kind: 'permission_missing', final: true });
+    expect(forbidden.message).toMatch(/did not let the platform token \(HCLOUD_TOKEN\) create server .*Read & Write/);
+    const readonly = await refused('token_readonly');
+    expect(readonly).toBeInstanceOf(ProviderAuthError);
+    expect(readonly).toMatchObject({ kind: 'credential_refused', credential: 'the platform token (HCLOUD_TOKEN)' });
+  });
+
+  it('invalid_input, resource_unavailable (412), placement_error and uniqueness_error are final, with Hetzner’s message', async () => {
+    for (const code of ['invalid_input', 'resource_unavailable', 'placement_error', 'uniqueness_error']) {
+      const error = (await refused(code, `hetzner says ${code}`)) as HetznerError;
+      expect(error).toMatchObject({ kind: 'refused', code, final: true });
+      expect(error.message).toContain(`hetzner says ${code}`);
+    }
+    expect(fake.requests.filter((r) => r.path === '/servers' && r.method === 'POST').map((r) => r.status)).toContain(412);
+  });
+
+  it('locked and conflict are busy, outages unavailable: neither is final', async () => {
+    for (const [code, kind] of [
+      ['locked', 'busy'],
+      ['conflict', 'busy'],
+      ['server_error', 'unavailable'],
+      ['maintenance', 'unavailable'],
+      ['timeout', 'unavailable'],
+      ['unavailable', 'unavailable'],
+    ] as const) {
+      expect(await refused(code)).toMatchObject({ kind, code, final: false });
+    }
+  });
+
+  it('a server locked by another Action refuses deletion with 423 locked until that Action ends', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_locked'));
+    fake.occupy(PLATFORM, Number(server.id), 300);
+    const error = await hetzner.deleteServer(server.id).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'busy', code: 'locked', status: 423 });
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    await hetzner.deleteServer(server.id);
+    expect(await hetzner.getServer(server.id)).toBeUndefined();
+  });
+
+  it('an earlier run’s server that is off is not adopted: it is deleted and a new one made', async () => {
+    const hetzner = driver();
+    const first = await hetzner.createServer(request('wf_adopt_off'));
+    await hetzner.shutdownServer(first.id);
+    const second = await hetzner.createServer(request('wf_adopt_off'));
+    expect(second.id).not.toBe(first.id);
+    expect(await hetzner.getServer(first.id)).toBeUndefined();
+    expect(
+      fake
+        .servers(PLATFORM)
+        .filter((s) => s.labels.workflow === 'wf_adopt_off')
+        .map((s) => String(s.id)),
+    ).toEqual([second.id]);
+  });
+});
+
+describe('SSH keys and the cluster’s firewall', () => {
+  const posted = (name: string) =>
+    fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name: string }).name === name)?.body as Record<string, unknown>;
+
+  it('creates servers with the configured SSH keys and the cluster’s one firewall, which admits the cluster’s nodes and SSH', async () => {
+    const keyId = fake.addSshKey(PLATFORM, 'ops-laptop');
+    const hetzner = driver({ sshKeys: ['ops-laptop', String(keyId)] });
+    const first = await hetzner.createServer(request('wf_fw1', { cluster_id: 'cl_fw1' }));
+    const firewalls = fake.firewalls(PLATFORM).filter((f) => f.labels?.cluster === 'cl_fw1');
+    expect(firewalls).toHaveLength(1);
+    const firewall = firewalls[0]!;
+    expect(posted('node-wf-fw1')).toMatchObject({
+      ssh_keys: ['ops-laptop', String(keyId)],
+      firewalls: [{ firewall: firewall.id }],
+      labels: { cluster: 'cl_fw1' },
+    });
+    const second = await hetzner.createServer(request('wf_fw2', { cluster_id: 'cl_fw1' }));
+    expect(posted('node-wf-fw2')).toMatchObject({ firewalls: [{ firewall: firewall.id }] });
+    expect(fake.firewalls(PLATFORM).filter((f) => f.labels?.cluster === 'cl_fw1')).toHaveLength(1);
+    const ipOf = (id: string) => `${fake.servers(PLATFORM).find((s) => String(s.id) === id)!.public_net.ipv4!.ip}/32`;
+    const nodes = [ipOf(first.id), ipOf(second.id)].sort();
+    const sent = (rules: { protocol: string; port?: string | null; source_ips?: string[] }[] | undefined) =>
+      rules?.map((r) => `${r.protocol}:${r.port ?? ''} from ${r.source_ips?.join(' ')}`);
+    await expect
+      .poll(() => sent(fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)?.rules), { interval: 10, timeout: 2000 })
+      .toEqual(sent(firewallRules(nodes, true)));
+    const rules = firewallRules(nodes, true);
+    expect(rules.filter((r) => r.port === '22')).toEqual([expect.objectContaining({ protocol: 'tcp', source_ips: ['0.0.0.0/0', '::/0'] })]);
+    // No kubelet port, nor anything else, open to the internet but SSH and ICMP.
+    expect(rules.filter((r) => r.source_ips?.includes('0.0.0.0/0')).map((r) => `${r.protocol}:${r.port ?? ''}`)).toEqual(['icmp:', 'tcp:22']);
+    expect(rules.filter((r) => r.source_ips?.join() === nodes.join()).map((r) => r.protocol)).toEqual(['tcp', 'udp', 'esp', 'gre']);
+  });
+
+  it('without SSH keys sends none and keeps SSH closed; an SSH key the project lacks is refused as sent', async () => {
+    const hetzner = driver();
+    await hetzner.createServer(request('wf_fw_nokeys', { cluster_id: 'cl_fw2' }));
+    expect(posted('node-wf-fw-nokeys')).not.toHaveProperty('ssh_keys');
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fw2')!;
+    await expect.poll(() => fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)?.rules?.length, { interval: 10, timeout: 2000 }).toBe(5);
+    expect(firewall.rules?.some((r) => r.port === '22')).toBe(false);
+
+    const error = await driver({ sshKeys: ['nobody'] })
+      .createServer(request('wf_fw_badkey', { cluster_id: 'cl_fw2' }))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'refused', code: 'invalid_input' });
   });
 });
 

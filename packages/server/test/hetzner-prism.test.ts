@@ -129,10 +129,13 @@ describe('requests Prism accepts', () => {
       location: expect.any(String),
     });
     expect(['initializing', 'starting', 'running', 'stopping', 'off', 'deleting', 'migrating', 'rebuilding', 'unknown']).toContain(server?.status);
-    // Prism's list holds one server: a create adopts it, as a re-run would.
-    const adopted = await hetzner.createServer({ name: 'n', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_x' } });
-    expect(adopted.id).toBe(server?.id);
-    // Prism's generated Actions end in status "error" (the first of the enum): parsed into a HetznerError.
+    // Prism's list holds one server, `deleting` (the first of the enum): a re-run does not adopt a server being
+    // deleted but deletes it first, and Prism's generated Actions end in status "error" (the first of the enum),
+    // parsed into a HetznerError.
+    expect(server?.status).toBe('deleting');
+    const create = hetzner.createServer({ name: 'n', server_type: 'cx22', location: 'fsn1', image: 'ubuntu-24.04', labels: { workflow: 'wf_x' } });
+    await expect(create).rejects.toBeInstanceOf(HetznerError);
+    expect(checked.some((c) => c.call.startsWith('DELETE /servers/'))).toBe(true);
     await expect(hetzner.deleteServer('42')).rejects.toBeInstanceOf(HetznerError);
     const snapshot = await hetzner.createSnapshot('42', { workflow: 'wf_y' });
     expect(snapshot.id).toMatch(/^-?[0-9]+$/);

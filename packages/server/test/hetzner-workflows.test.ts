@@ -1,8 +1,12 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated.
 import { createPlatformClient } from '@platform/client';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { labelValue } from '../src/providers/hetzner/compute.ts';
+import { HetznerCompute, labelValue } from '../src/providers/hetzner/compute.ts';
+import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
+import { secretBox } from '../src/services/secrets.ts';
+import { leftoversReconciler } from '../src/workflows/leftovers.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
 
@@ -85,6 +89,12 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(servers).toHaveLength(1);
     expect(String(servers[0]!.id)).toBe(ready.server_id);
     expect(servers[0]).toMatchObject({ status: 'running', location: { name: 'nbg1' }, server_type: { name: ready.server_type } });
+    // Behind its cluster's firewall from the first boot, which admits the cluster's nodes (this one).
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === labelValue(ready.cluster_id));
+    expect(servers[0]!.public_net.firewalls).toEqual([{ id: firewall!.id, status: 'applied' }]);
+    expect(firewall!.rules?.filter((r) => r.protocol === 'tcp' && r.port === '1-65535').map((r) => r.source_ips)).toEqual([
+      [`${servers[0]!.public_net.ipv4!.ip}/32`],
+    ]);
     const workflow = await app.db
       .selectFrom('workflows')
       .select('id')
@@ -144,6 +154,50 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(notifications.data.map((n) => n.type)).not.toContain('machine.provision_failed');
     // Refused once, not retried.
     expect(fake.requests.filter((r) => r.status === 401)).toHaveLength(1);
+  });
+
+  it('a quota 403 (resource_limit_exceeded) fails the BYOM machine at once, naming the project’s limit, not the token', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    fake.refuseNext('post /servers', 'resource_limit_exceeded', 'server_limit_exceeded: project limit of 10 servers reached');
+    const { api, machine, credential } = await machineOnNewCluster(user, 'hz-quota', { byom: true });
+    const failed = await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
+    expect(failed.server_id).toBeNull();
+    const notifications = (await api.GET('/v1/notifications')).data;
+    const notice = notifications.find((n) => n.type === 'machine.failed');
+    expect(notice?.body).toContain(`The Hetzner Cloud project of cloud credential ${credential!.id} has reached one of its own resource limits`);
+    expect(notice?.body).toContain('not a problem with the token');
+    expect(notice?.body).toContain('project limit of 10 servers reached');
+    expect(notice?.body).not.toContain('replace the token');
+    expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect(
+      fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers' && r.authorization === `Bearer ${BYOM_TOKEN}` && r.status === 403),
+    ).toHaveLength(1);
+  });
+
+  it('invalid_input (a type the location does not offer) fails the machine at once with Hetzner’s message, no backoff', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    fake.refuseNext('post /servers', 'invalid_input', 'unsupported location for server type');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-invalid', { byom: true });
+    await eventually(
+      async () => {
+        await settled();
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
+    const notifications = (await api.GET('/v1/notifications')).data;
+    expect(notifications.find((n) => n.type === 'machine.failed')?.body).toContain('invalid_input: unsupported location for server type');
+    expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
   });
 
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
@@ -210,9 +264,94 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(used.last_used_at).not.toBeNull();
   });
 
+  it('a snapshot that ends unavailable fails the suspension, deletes the snapshot and keeps the server', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-snapfail', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    fake.failNextAction('create_image', 'image_failed');
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    const failed = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+      },
+      (s) => s.status === 'failed',
+      'the suspension to fail',
+    );
+    const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.failed' && n.resource_id === suspension.id);
+    expect(notice?.body).toContain(`could not make snapshot ${failed.snapshot_id} (its status is unavailable)`);
+    expect(fake.images(BYOM_TOKEN).filter((i) => i.labels.machine === labelValue(machine.provider_id))).toEqual([]);
+    expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).toContain(ready.server_id);
+    expect((await machineRow(machine.provider_id)).server_id).toBe(ready.server_id);
+  });
+
+  it('a delete meeting 423 locked is retried until the server is gone; past the bound the machine stays deleting, with a notification', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const untilReady = async (machine: { provider_id: string }) =>
+      eventually(
+        async () => {
+          await settled();
+          clock.advance(5);
+          return machineRow(machine.provider_id);
+        },
+        (m) => m.status === 'ready',
+        'the machine to be ready',
+      );
+    const { api, machine } = await machineOnNewCluster(user, 'hz-locked', { byom: true });
+    const ready = await untilReady(machine);
+    // Another Action holds the server for 3 s (real time): meanwhile Hetzner answers the delete with 423.
+    fake.occupy(BYOM_TOKEN, Number(ready.server_id), 3000);
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    const row = () => app.db.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).executeTakeFirst();
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return row();
+      },
+      (m) => m === undefined,
+      'the machine to be deleted',
+      20_000,
+    );
+    const deletes = fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/servers/${ready.server_id}`).map((r) => r.status);
+    expect(deletes.filter((status) => status === 423).length).toBeGreaterThanOrEqual(5); // more than the default five tries
+    expect(deletes.at(-1)).toBe(200);
+    expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).not.toContain(ready.server_id);
+
+    // Locked for longer than the bound: the deletion gives up, says so, and the machine stays deleting.
+    const { machine: stuck } = await machineOnNewCluster(user, 'hz-stuck', { byom: true });
+    const stuckReady = await untilReady(stuck);
+    fake.occupy(BYOM_TOKEN, Number(stuckReady.server_id), 60_000);
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: stuck.provider_id } } });
+    const notice = await eventually(
+      async () => {
+        await settled();
+        clock.advance(30);
+        return (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.failed' && n.resource_id === stuck.provider_id);
+      },
+      (n) => n !== undefined,
+      'the deletion to give up',
+      20_000,
+    );
+    expect(notice?.title).toBe(`Deleting ${stuckReady.node_name} failed`);
+    expect(notice?.body).toContain('locked');
+    expect(notice?.body).toContain('still locked 15 minutes later');
+    expect((await machineRow(stuck.provider_id)).status).toBe('deleting');
+  }, 60_000);
+
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
     const user = await newUser(app.db, clock, 'pro');
-    fake.failNextAction('create_server', 'resource_unavailable');
+    // An Action failing with a code that is no refusal (not resource_unavailable: that one is final) is retried.
+    fake.failNextAction('create_server', 'action_failed');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-backoff', { byom: true });
     const status = () => api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } });
     const backoff = await eventually(
@@ -225,7 +364,7 @@ describe('provisioning on Hetzner Cloud', () => {
     );
     expect(backoff.autoscaling.backoff_until).toBeGreaterThan(clock.now());
     const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.provision_failed');
-    expect(notice?.body).toContain('resource_unavailable');
+    expect(notice?.body).toContain('action_failed');
     expect((await machineRow(machine.provider_id)).status).toBe('queued');
     clock.advance(backoff.autoscaling.backoff_until! - clock.now() + 1);
     const ready = await eventually(
@@ -278,5 +417,69 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(inFlightAtCreation.length).toBeGreaterThanOrEqual(2); // the first may have been created before the hook
     expect(inFlightAtCreation.every((n) => n === 0)).toBe(true);
     for (const id of ids) expect(fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === labelValue(id))).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('leftovers at Hetzner', () => {
+  it('deletes a server and a snapshot labelled as ours with nothing behind them after the grace period, not before, and not in dry run', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { machine } = await machineOnNewCluster(user, 'hz-leftovers', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
+    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+    const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
+    const lost = await hetzner.createServer({
+      name: 'lost-node',
+      server_type: 'cx22',
+      location: 'fsn1',
+      image: 'ubuntu-24.04',
+      labels: { workflow: 'wf_lost', machine: 'compute://mch_gone' },
+      credential: byom,
+    });
+    const lostSnapshot = await hetzner.createSnapshot(lost.id, { workflow: 'wf_lost_snap', machine: 'compute://mch_gone' }, byom);
+    const logs: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(line) });
+    const reconciler = (dryRun: boolean) =>
+      leftoversReconciler({
+        db: app.db,
+        clock,
+        logger,
+        provider: app.runtime.provider,
+        secrets: secretBox(app.secretsKey),
+        graceSeconds: 600,
+        dryRun,
+        everyMs: 60_000,
+      });
+    const live = reconciler(false);
+    const dry = reconciler(true);
+    const serverIds = () => fake.servers(BYOM_TOKEN).map((s) => String(s.id));
+    const snapshotIds = () => fake.images(BYOM_TOKEN).map((i) => String(i.id));
+
+    await live.sweep();
+    await dry.sweep();
+    clock.advance(599);
+    await live.sweep();
+    expect(serverIds()).toContain(lost.id);
+    expect(snapshotIds()).toContain(lostSnapshot.id);
+
+    clock.advance(1);
+    await dry.sweep();
+    expect(serverIds()).toContain(lost.id);
+    expect(logs.some((l) => l.includes('not deleted (dry run)') && l.includes(`"id":"${lost.id}"`))).toBe(true);
+
+    await live.sweep();
+    expect(serverIds()).not.toContain(lost.id);
+    expect(snapshotIds()).not.toContain(lostSnapshot.id);
+    expect(logs.some((l) => l.includes('leftover server deleted') && l.includes(`"id":"${lost.id}"`))).toBe(true);
+    // The machine that exists keeps its server.
+    expect(serverIds()).toContain(ready.server_id);
   }, 60_000);
 });

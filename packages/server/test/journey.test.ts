@@ -88,6 +88,13 @@ type Application = {
 };
 const releaseOf = (application: Application) => application.spec.source.helm.releaseName;
 
+/** Kamaji brings the cluster's control plane up: Provisioning, then a rollout whose replicas are ready. */
+function controlPlaneReady(clusterId: string): void {
+  const kamaji = new KamajiController(management, tenant);
+  kamaji.provisioning(KAMAJI_NS, k8sName(clusterId));
+  kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 2);
+}
+
 describe('server types', () => {
   it('are the ones Hetzner Cloud offers, read from its API, not a list of ours', async () => {
     const user = await newUser(app.db, clock, 'pro');
@@ -312,7 +319,7 @@ describe('an install Argo CD cannot render', () => {
     const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
     const cluster = await api.POST('/v1/clusters', { body: { name: 'typo', region_id: 'fsn1' } });
     await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
-    kamajiReady(cluster.id);
+    controlPlaneReady(cluster.id);
     await until(
       'the cluster to run',
       async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING',
@@ -338,5 +345,39 @@ describe('an install Argo CD cannot render', () => {
     } finally {
       argocd.stop();
     }
+  });
+});
+
+describe('a Hetzner project out of quota', () => {
+  it('fails the machine at once with a notification naming the project’s own limit, not the token', { timeout: 60_000 }, async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'quota', region_id: 'fsn1' } });
+    await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    controlPlaneReady(cluster.id);
+    await until(
+      'the cluster to run',
+      async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING',
+    );
+    const credential = await api.POST('/v1/compute/cloud_credentials', { body: { name: 'full', provider: 'hcloud', secret: BYOM_TOKEN } });
+    const config = await api.POST('/v1/compute/configs', {
+      body: {
+        name: 'full-workers',
+        provider: 'hcloud',
+        cloud_credential_id: credential.id,
+        provider_config: { provider: 'hcloud', region: 'nbg1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      },
+    });
+    // Hetzner answers 403 resource_limit_exceeded when the project has as many servers as its limit allows.
+    fake.refuseNext('post /servers', 'resource_limit_exceeded', 'server limit exceeded');
+    const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    const status = async () =>
+      (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } })).find((m) => m.provider_id === machine.provider_id)?.status;
+    await until('the machine to fail', async () => (await status()) === 'failed');
+    const notices = (await api.GET('/v1/notifications')).data;
+    const notice = notices.find((n) => n.type === 'machine.failed' && n.resource_id === machine.provider_id);
+    expect(notice?.body).toContain(`The Hetzner Cloud project of cloud credential ${credential.id} has reached one of its own resource limits`);
+    expect(notice?.body).not.toContain('replace the token');
+    expect(notices.map((n) => n.type)).not.toContain('machine.provision_failed');
   });
 });

@@ -1108,8 +1108,8 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
   }
 
   it('is 600 s unless set, and a bad value stops start-up naming it', () => {
-    expect(loadConfig({}).installSyncTimeoutSeconds).toBe(600);
-    expect(loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '900' }).installSyncTimeoutSeconds).toBe(900);
+    expect(loadConfig({}).deadlines.installSyncSeconds).toBe(600);
+    expect(loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '900' }).deadlines.installSyncSeconds).toBe(900);
     expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '5' })).toThrow('INSTALL_SYNC_TIMEOUT_SECONDS must be an integer from 10 to 86400, got "5"');
     expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: 'ten minutes' })).toThrow(ConfigError);
   });

@@ -21,9 +21,13 @@ export interface ComputeProviderDeps<DB> {
 export function createComputeProvider<DB>(config: Pick<Config, 'compute'>, deps: ComputeProviderDeps<DB>): ComputeProvider {
   const { compute } = config;
   if (compute.provider === 'simulated') return deps.simulated;
+  if (compute.hcloudSshKeys.length === 0) {
+    deps.logger.warn('HCLOUD_SSH_KEYS is not set: servers are created without SSH keys (Hetzner e-mails a root password) and their firewall keeps SSH closed');
+  }
   return new HetznerCompute({
     endpoint: compute.hcloudEndpoint,
     token: compute.hcloudToken,
+    sshKeys: compute.hcloudSshKeys,
     rateLimit: tokenRateLimit(deps.db, compute.hcloudRequestsPerHour),
     logger: deps.logger.child({ provider: 'hetzner' }),
   });

@@ -19,5 +19,6 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
     createSnapshot: limited((serverId, labels, credential) => provider.createSnapshot(serverId, labels, credential)),
     getSnapshot: limited((id, credential) => provider.getSnapshot(id, credential)),
     deleteSnapshot: limited((id, credential) => provider.deleteSnapshot(id, credential)),
+    ...(provider.listLabelled ? { listLabelled: limited((credential) => provider.listLabelled!(credential)) } : {}),
   };
 }

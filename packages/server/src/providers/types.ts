@@ -49,6 +49,8 @@ export interface CreateServerRequest {
   credential?: ProviderCredential;
   /** Cloud-init user data run at first boot (a worker's kubeadm join script). */
   user_data?: string;
+  /** The cluster the server is a node of: its nodes share a firewall that admits each other. */
+  cluster_id?: string;
 }
 
 /**
@@ -75,16 +77,60 @@ export interface ComputeProvider {
   createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }, credential?: ProviderCredential): Promise<Snapshot>;
   getSnapshot(id: string, credential?: ProviderCredential): Promise<Snapshot | undefined>;
   deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void>;
+  /**
+   * The servers and snapshots of the account that carry the `workflow` and `machine` labels the workflows give what
+   * they make, for the leftovers reconciler (workflows/leftovers.ts). Absent where nothing can be left over (the
+   * simulated cloud deletes with its machines' rows).
+   */
+  listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;
+}
+
+export interface LabelledResource {
+  kind: 'server' | 'snapshot';
+  id: string;
+  labels: Record<string, string>;
 }
 
 /**
- * The provider refused the token (401/403): retrying cannot help, so the workflow fails at once. `credential`
- * names which token (the platform's, or a BYOM cloud credential's id), never the token itself.
+ * What a workflow does about a provider's error (providers/hetzner/compute.ts maps Hetzner's codes to these):
+ * - `credential_refused`: the token is refused (unknown, revoked, read-only): fail now, naming the credential;
+ * - `permission_missing`: the token lacks a permission the call needs: fail now, naming the credential;
+ * - `project_limit`: the cloud project's own limit (a quota), not the token: fail now, saying so;
+ * - `refused`: the request cannot succeed as sent (input, capacity, placement, a name taken): fail now with the
+ *   provider's message;
+ * - `busy`: the resource is locked by another action or changed meanwhile: retry after a short wait, bounded;
+ * - `unavailable`: the provider is down, overloaded or in maintenance: retry with the failure backoff.
  */
-export class ProviderAuthError extends Error {
+export type ProviderErrorKind = 'credential_refused' | 'permission_missing' | 'project_limit' | 'refused' | 'busy' | 'unavailable';
+
+/** The kinds a retry cannot fix: the workflow fails at once with the message. */
+const FINAL_KINDS: ReadonlySet<ProviderErrorKind> = new Set(['credential_refused', 'permission_missing', 'project_limit', 'refused']);
+
+/** The provider answered with an error; `kind` says what the workflow does about it, `code` is the provider's. */
+export class ProviderError extends Error {
+  readonly kind: ProviderErrorKind;
+  readonly code: string;
+  constructor(kind: ProviderErrorKind, code: string, message: string) {
+    super(message);
+    this.name = 'ProviderError';
+    this.kind = kind;
+    this.code = code;
+  }
+
+  /** A retry cannot succeed: the workflow fails now. */
+  get final(): boolean {
+    return FINAL_KINDS.has(this.kind);
+  }
+}
+
+/**
+ * The provider refused the token (`credential_refused`): retrying cannot help, so the workflow fails at once.
+ * `credential` names which token (the platform's, or a BYOM cloud credential's id), never the token itself.
+ */
+export class ProviderAuthError extends ProviderError {
   readonly credential: string;
-  constructor(credential: string, status: number) {
-    super(`The cloud provider refused ${credential} (HTTP ${status}); replace the token and retry.`);
+  constructor(credential: string, code: string, detail?: string) {
+    super('credential_refused', code, `The cloud provider refused ${credential} (${code}${detail ? `: ${detail}` : ''}); replace the token and retry.`);
     this.name = 'ProviderAuthError';
     this.credential = credential;
   }

@@ -1,13 +1,21 @@
 // Delete a machine: wait for any step of its other workflows that is running now (they were cancelled, but a
 // provider call may be in flight), delete its server and, for a suspended machine, its snapshot, then remove
 // the machine and free its provisioning slot. The machine lists as `deleting` until then.
-import { machineById, removeMachine } from '../resources/machines.ts';
+import { ProviderError } from '../providers/types.ts';
+import { machineById, machineForWorkflow, removeMachine } from '../resources/machines.ts';
+import { notifyWorkspace } from '../resources/notifications.ts';
 import { deleteSuspensionsOfMachine, suspensionsOfMachine } from '../resources/suspensions.ts';
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
-import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
+import { anyRunning, retryThenFail, type StepContext, type WorkflowDefinition } from './engine.ts';
 
 const machineOf = (ctx: StepContext) => machineById(ctx.db, ctx.workflow.subject_id);
+
+/**
+ * A server locked by an Action still running (Hetzner's 423 `locked`: a shutdown, a snapshot, a create that has not
+ * ended) is tried again, every 2, 4, … up to 30 s, until it is gone or this long (s) has passed since the first lock.
+ */
+const LOCKED_DEADLINE_SECONDS = 900;
 
 export const deprovision: WorkflowDefinition = {
   steps: {
@@ -39,9 +47,27 @@ export const deprovision: WorkflowDefinition = {
       return { done: true };
     },
   },
+  async onError(ctx, error, attempts) {
+    if (error instanceof ProviderError && error.kind === 'busy') {
+      const since = Number(ctx.state.locked_since ?? ctx.clock.now());
+      if (ctx.clock.now() - since < LOCKED_DEADLINE_SECONDS) return { wait: Math.min(2 ** attempts, 30), attempts, state: { locked_since: since } };
+      return { failed: `${error.message} The server was still locked ${LOCKED_DEADLINE_SECONDS / 60} minutes later.` };
+    }
+    return retryThenFail(error, attempts);
+  },
   async fail(ctx, message) {
-    // The provider refused the deletion: the machine stays `deleting` with the reason in the workflow's error,
-    // and deleting it again retries.
+    // The provider refused the deletion: the machine stays `deleting` with the reason in the workflow's error and
+    // a notification, and deleting it again retries.
     ctx.logger.error({ message }, 'machine deletion failed');
+    const machine = await machineForWorkflow(ctx.db, ctx.workflow.subject_id);
+    if (!machine) return;
+    await notifyWorkspace(ctx.db, machine.workspace_id, ctx.clock.now(), {
+      type: 'machine.failed',
+      resource_type: 'machine',
+      resource_id: machine.provider_id,
+      title: `Deleting ${machine.node_name} failed`,
+      body: `${message} The machine stays deleting; delete it again to retry.`,
+      severity: 'critical',
+    });
   },
 };

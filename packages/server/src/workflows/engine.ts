@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import { type ClusterDriver, type ComputeProvider, ProviderAuthError } from '../providers/types.ts';
+import { type ClusterDriver, type ComputeProvider, ProviderError } from '../providers/types.ts';
 import type { SecretBox } from '../services/secrets.ts';
 
 const QUEUE = 'workflow-step';
@@ -141,9 +141,10 @@ export function waitedIn(workflow: Pick<Row<'workflows'>, 'state'>, step: string
   return waiting?.step === step ? now - waiting.since : 0;
 }
 
-/** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail. */
-function retryThenFail(error: unknown, attempts: number): StepResult {
-  if (attempts >= DEFAULT_MAX_ATTEMPTS || error instanceof ProviderAuthError) return { failed: error instanceof Error ? error.message : String(error) };
+/** The default for a step that threw: retry after 2, 4, 8, 16 s, then fail; a provider error no retry can fix fails now. */
+export function retryThenFail(error: unknown, attempts: number): StepResult {
+  if (attempts >= DEFAULT_MAX_ATTEMPTS || (error instanceof ProviderError && error.final))
+    return { failed: error instanceof Error ? error.message : String(error) };
   return { wait: 2 ** attempts, attempts };
 }
 

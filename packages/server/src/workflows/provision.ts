@@ -5,7 +5,7 @@
 // deleted and fails, freeing its slot, and counts as a failure toward the cluster's backoff.
 
 import type { WorkflowDeadlines } from '../config.ts';
-import { ProviderAuthError } from '../providers/types.ts';
+import { ProviderError } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
 import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
@@ -15,6 +15,10 @@ import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from '
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
 const queuedWait = (checks: number) => Math.min(2 ** checks, 60);
+
+/** A locked or changed resource (`busy`) is tried again after this wait, this many times, before it counts as a failure. */
+const BUSY_WAIT_SECONDS = 5;
+const BUSY_RETRIES = 6;
 
 const machineOf = (ctx: StepContext) => machineForWorkflow(ctx.db, ctx.workflow.subject_id);
 
@@ -54,6 +58,7 @@ const provision: WorkflowDefinition = {
         location: machine.provider_config.region,
         image: machine.provider_config.image,
         labels: { workflow: ctx.workflow.id, machine: machine.provider_id },
+        cluster_id: machine.cluster_id,
         user_data,
         ...(credential ? { credential } : {}),
       });
@@ -87,9 +92,14 @@ const provision: WorkflowDefinition = {
   },
 
   // Creating or booting the server failed: back to the queue, and the cluster backs off.
-  async onError(ctx, error) {
-    // A refused token cannot succeed on a retry: the machine fails now, its notification naming the credential.
-    if (error instanceof ProviderAuthError) return { failed: error.message };
+  async onError(ctx, error, attempts) {
+    if (error instanceof ProviderError) {
+      // A refused credential, a missing permission, the project's own limit or a request the provider refuses as
+      // sent cannot succeed on a retry: the machine fails now, its notification saying which (ProviderErrorKind).
+      if (error.final) return { failed: error.message };
+      // Locked by another action, or changed meanwhile: again shortly, a few times, before it counts as a failure.
+      if (error.kind === 'busy' && attempts <= BUSY_RETRIES) return { wait: BUSY_WAIT_SECONDS, attempts };
+    }
     const machine = await machineOf(ctx);
     if (!machine) return { done: true };
     const now = ctx.clock.now();

@@ -16,6 +16,7 @@ import { defaultResolve, type Resolver } from '../services/ssrf.ts';
 import { WorkflowEngine } from './engine.ts';
 import { eventRetention } from './event-retention.ts';
 import { workflowDefinitions } from './index.ts';
+import { leftoversReconciler } from './leftovers.ts';
 import { tokenExpiryNotices } from './token-expiry.ts';
 import { WebhookDispatcher } from './webhook-dispatcher.ts';
 
@@ -106,5 +107,15 @@ export function createRuntime(options: RuntimeOptions) {
       })
     : undefined;
   const tokenExpiry = tokenExpiryNotices({ db: options.db, clock: options.clock, logger: options.logger, everyMs: options.eventPruneEveryMs ?? 3_600_000 });
-  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry };
+  const leftovers = leftoversReconciler({
+    db: options.db,
+    clock: options.clock,
+    logger: options.logger,
+    provider,
+    secrets: options.secretsKey ? secretBox(options.secretsKey) : undefined,
+    graceSeconds: config.compute.leftovers.graceSeconds,
+    dryRun: config.compute.leftovers.dryRun,
+    everyMs: config.compute.leftovers.everySeconds * 1000,
+  });
+  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers };
 }

@@ -10,6 +10,9 @@ import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resource
 import { machineCredential } from './credentials.ts';
 import type { StepContext, StepDeadline, WorkflowDefinition } from './engine.ts';
 
+/** A snapshot still not available this long (s) after it was asked for fails the suspension. */
+const SNAPSHOT_DEADLINE_SECONDS = 3600;
+
 async function subjectOf(ctx: StepContext) {
   const suspension = await suspensionById(ctx.db, ctx.workflow.subject_id);
   if (!suspension) return undefined;
@@ -36,14 +39,26 @@ export const suspendMachine: WorkflowDefinition = {
         await machineCredential(ctx, subject.machine.provider_id),
       );
       await recordSnapshot(ctx.db, subject.suspension.id, snapshot.id);
-      return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
+      return { next: 'await_snapshot', state: { snapshot_id: snapshot.id, snapshot_since: ctx.clock.now() } };
     },
     async await_snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
-      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
-      if (!snapshot) return { failed: 'The snapshot disappeared before it completed.' };
-      if (snapshot.status !== 'available') return { wait: 3 };
+      const credential = await machineCredential(ctx, subject.machine.provider_id);
+      const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id), credential);
+      const kept = 'The machine keeps its server, shut down: suspend it again, or delete the machine.';
+      if (!snapshot) return { failed: `The snapshot disappeared before it completed. ${kept}` };
+      // The provider could not make it (Hetzner's image status `unavailable`): it never becomes available, and goes.
+      if (snapshot.status === 'failed') {
+        await ctx.provider.deleteSnapshot(snapshot.id, credential);
+        return { failed: `The cloud provider could not make snapshot ${snapshot.id} (its status is unavailable). ${kept}` };
+      }
+      if (snapshot.status !== 'available') {
+        const since = Number(ctx.state.snapshot_since ?? ctx.clock.now());
+        if (ctx.clock.now() - since < SNAPSHOT_DEADLINE_SECONDS) return { wait: 3, state: { snapshot_since: since } };
+        await ctx.provider.deleteSnapshot(snapshot.id, credential);
+        return { failed: `Snapshot ${snapshot.id} was not available ${SNAPSHOT_DEADLINE_SECONDS / 60} minutes after it was asked for. ${kept}` };
+      }
       return { next: 'delete_server' };
     },
     async delete_server(ctx) {
@@ -90,6 +105,7 @@ const resumeSuspension: WorkflowDefinition = {
         location: subject.machine.provider_config.region,
         image: snapshotId,
         labels: { workflow: ctx.workflow.id, machine: subject.machine.provider_id },
+        cluster_id: subject.machine.cluster_id,
         ...(credential ? { credential } : {}),
       });
       await setMachineState(ctx.db, subject.machine.provider_id, { server_id: server.id });

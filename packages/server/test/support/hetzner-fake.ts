@@ -3,6 +3,16 @@
 // and failures. Every request body and every answer is validated with Ajv against the committed extract of
 // Hetzner's published description (the same one the driver's types come from); a violation is recorded in
 // `violations`, which the tests assert empty, so the fake cannot drift from Hetzner.
+//
+// Its behaviour follows Hetzner, each rule naming where: errors carry Hetzner's `error.code` with the HTTP status
+// Hetzner's reference gives it (ERROR_STATUS); an Action-starting request on a server that already has an Action
+// running is 423 `locked` (the reference's error table: "there is already an Action running"); a server passes
+// through `initializing` (its create_server Action running) and `starting` before `running` (the server schema's
+// status enum); a snapshot is `creating` until its create_image Action ends, then `available`, or `unavailable`
+// when the Action fails (the image schema's status enum); a server is created only with SSH keys the project has
+// (POST /servers: `ssh_keys`, "SSH key IDs or names which should be injected into the Server") and firewalls that
+// exist; a firewall's name is unique in its project, and its rules follow the rule schema (`port` only for tcp and
+// udp, and then required; `source_ips` for an `in` rule).
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +26,7 @@ type S = components['schemas'];
 type HServer = S['server'];
 type HImage = S['image'];
 type HAction = S['action'];
+type HFirewall = S['firewall'];
 
 export const extractPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'providers', 'hetzner', 'contract', 'openapi.json');
 const document = JSON.parse(readFileSync(extractPath, 'utf8')) as { paths: Record<string, Record<string, any>> };
@@ -113,10 +124,40 @@ export const SERVER_TYPES: S['server_type'][] = [
 ];
 const SYSTEM_IMAGES = ['ubuntu-24.04', 'debian-12'];
 
+/**
+ * The HTTP status Hetzner answers each error code with (the API reference's "Errors" table; the codes are
+ * hcloud-go's hcloud/error.go). The driver reads the code, so a status here only has to be Hetzner's.
+ */
+export const ERROR_STATUS: Readonly<Record<string, number>> = {
+  unauthorized: 401,
+  token_readonly: 401,
+  forbidden: 403,
+  resource_limit_exceeded: 403,
+  maintenance: 403,
+  invalid_input: 400,
+  json_error: 400,
+  not_found: 404,
+  uniqueness_error: 409,
+  conflict: 409,
+  resource_unavailable: 412,
+  placement_error: 412,
+  locked: 423,
+  protected: 423,
+  rate_limit_exceeded: 429,
+  server_error: 500,
+  unavailable: 503,
+  timeout: 504,
+};
+
 interface Project {
   servers: Map<number, HServer>;
   images: Map<number, HImage>;
-  actions: Map<number, HAction & { finishAt: number; effect?: () => void; fail?: { code: string; message: string } }>;
+  actions: Map<number, HAction & { finishAt: number; effect?: () => void; onFail?: () => void; fail?: { code: string; message: string } }>;
+  /** When each `starting` server is `running` (Unix ms). */
+  runningAt: Map<number, number>;
+  firewalls: Map<number, HFirewall>;
+  /** The project's SSH keys: id → name. */
+  sshKeys: Map<number, string>;
 }
 
 /** Hetzner's bucket: `limit` requests, refilled at limit per hour (one a second at the default 3600). */
@@ -151,12 +192,21 @@ export interface HetznerFake {
   exhaust(token: string): void;
   /** The next Action of this command (create_server, shutdown_server, …) ends in error. */
   failNextAction(command: string, code?: string): void;
+  /** The next request to `method route` (e.g. `post /servers`) is answered with Hetzner's error `code`. */
+  refuseNext(methodRoute: string, code: string, message?: string): void;
+  /** Another client starts an Action on the server that runs `ms`: meanwhile Action requests on it are 423 `locked`. */
+  occupy(token: string, serverId: number, ms: number): void;
   /** Milliseconds an Action runs before it succeeds (default 30). */
   actionMs: number;
+  /** Milliseconds a created server stays `starting` after its create_server Action before it is `running` (default 30). */
+  startingMs: number;
   /** Whether a graceful shutdown turns the server off (false: it ignores ACPI, the driver must power off). */
   honourShutdown: boolean;
   servers(token: string): HServer[];
   images(token: string): HImage[];
+  firewalls(token: string): HFirewall[];
+  /** Adds an SSH key to the token's project; returns its id. */
+  addSshKey(token: string, name: string): number;
   /** Called with the project's servers as they are when a server creation arrives (before it is made). */
   onCreate: ((token: string, servers: HServer[]) => void) | undefined;
   /** Changes a live server behind the driver's back (drift). */
@@ -169,6 +219,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
   const revoked = new Set<string>();
   const buckets = new Map<string, Bucket>();
   const failing = new Map<string, string>();
+  const refusals = new Map<string, { code: string; message: string }>();
   let nextId = 1000;
   const requests: ReceivedRequest[] = [];
   const violations: string[] = [];
@@ -183,10 +234,11 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     requests,
     violations,
     actionMs: 30,
+    startingMs: 30,
     honourShutdown: true,
     onCreate: undefined,
     addToken(token, limit = perHour) {
-      projects.set(token, { servers: new Map(), images: new Map(), actions: new Map() });
+      projects.set(token, { servers: new Map(), images: new Map(), actions: new Map(), runningAt: new Map(), firewalls: new Map(), sshKeys: new Map() });
       buckets.set(token, { limit, tokens: limit, updatedMs: Date.now() });
     },
     revoke(token) {
@@ -200,8 +252,22 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     failNextAction(command, code = 'action_failed') {
       failing.set(command, code);
     },
+    refuseNext(methodRoute, code, message = `${code} (refused by the fake)`) {
+      refusals.set(methodRoute.toLowerCase(), { code, message });
+    },
+    occupy(token, serverId, ms) {
+      const project = projects.get(token)!;
+      const action = startAction(project, 'change_protection', { id: serverId, type: 'server' });
+      project.actions.get(action.id)!.finishAt = Date.now() + ms;
+    },
     servers: (token) => [...(projects.get(token)?.servers.values() ?? [])],
     images: (token) => [...(projects.get(token)?.images.values() ?? [])],
+    firewalls: (token) => [...(projects.get(token)?.firewalls.values() ?? [])],
+    addSshKey(token, name) {
+      const id = nextId++;
+      projects.get(token)!.sshKeys.set(id, name);
+      return id;
+    },
     mutateServer(token, id, change) {
       const server = projects.get(token)?.servers.get(id);
       if (!server) throw new Error(`no server ${id}`);
@@ -223,14 +289,26 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       if (action.fail) {
         action.status = 'error';
         action.error = action.fail;
+        action.onFail?.();
       } else {
         action.status = 'success';
         action.effect?.();
       }
     }
+    for (const [id, at] of project.runningAt) {
+      if (at > now) continue;
+      project.runningAt.delete(id);
+      const found = project.servers.get(id);
+      if (found?.status === 'starting') found.status = 'running';
+    }
   }
 
-  function startAction(project: Project, command: string, resource: { id: number; type: string }, effect?: () => void): HAction {
+  /** Hetzner refuses to start an Action on a server that has one running: 423 `locked`. */
+  function locked(project: Project, serverId: number): boolean {
+    return [...project.actions.values()].some((a) => a.status === 'running' && a.resources.some((r) => r.type === 'server' && r.id === serverId));
+  }
+
+  function startAction(project: Project, command: string, resource: { id: number; type: string }, effect?: () => void, onFail?: () => void): HAction {
     const code = failing.get(command);
     failing.delete(command);
     const action = {
@@ -244,12 +322,19 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       resources: [resource],
       finishAt: Date.now() + fake.actionMs,
       effect,
+      onFail,
       ...(code ? { fail: { code, message: `${command} failed` } } : {}),
     };
     project.actions.set(action.id, action);
     return publicAction(action);
   }
-  const publicAction = ({ finishAt: _f, effect: _e, fail: _x, ...action }: Project['actions'] extends Map<number, infer A> ? A : never): HAction => ({
+  const publicAction = ({
+    finishAt: _f,
+    effect: _e,
+    onFail: _o,
+    fail: _x,
+    ...action
+  }: Project['actions'] extends Map<number, infer A> ? A : never): HAction => ({
     ...action,
   });
 
@@ -284,6 +369,10 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     if (/^[0-9]+$/.test(body.image) && !snapshot) return 'not_found';
     if (!snapshot && !SYSTEM_IMAGES.includes(body.image)) return 'not_found';
     if ([...project.servers.values()].some((s) => s.name === body.name)) return 'uniqueness_error';
+    const keys = [...project.sshKeys];
+    if ((body.ssh_keys ?? []).some((key) => !keys.some(([id, name]) => name === key || String(id) === key))) return 'invalid_input';
+    const firewalls = (body.firewalls ?? []).map((f) => project.firewalls.get(f.firewall));
+    if (firewalls.some((f) => f === undefined)) return 'not_found';
     const id = nextId++;
     return {
       id,
@@ -318,15 +407,40 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
         ipv4: { id: id + 1, ip: `203.0.113.${id % 250}`, blocked: false, dns_ptr: `static.${id}.example` },
         ipv6: null,
         floating_ips: [],
-        firewalls: [],
+        firewalls: firewalls.map((f) => ({ id: f!.id, status: 'applied' as const })),
       },
     };
   }
 
-  /** `workflow==x` or `workflow=x`, comma-separated: what the driver sends. */
+  /** A rule as Hetzner answers it: every field present (the firewall schema requires them), null or empty when unset. */
+  const stored = (rules: S['rule'][]): HFirewall['rules'] =>
+    rules.map((r) => ({
+      direction: r.direction,
+      protocol: r.protocol,
+      port: r.port ?? null,
+      source_ips: r.source_ips ?? [],
+      destination_ips: r.destination_ips ?? [],
+      description: r.description ?? null,
+    }));
+
+  /** The rule schema's constraints Hetzner enforces: `port` for tcp and udp only (and required there), sources for `in`. */
+  function badRule(rules: S['rule'][]): string | undefined {
+    for (const rule of rules) {
+      const ported = rule.protocol === 'tcp' || rule.protocol === 'udp';
+      if (ported !== (rule.port !== undefined && rule.port !== null)) return `port is ${ported ? 'required' : 'not allowed'} for protocol ${rule.protocol}`;
+      if (rule.direction === 'in' && (rule.source_ips ?? []).length === 0) return 'source_ips is required for an in rule';
+    }
+    return undefined;
+  }
+
+  /** Hetzner's label selector terms, comma-separated (the API reference's "Label Selector"): `k==v`, `k=v`, `k!=v`, `k` (has it), `!k`. */
   function matches(labels: Record<string, string>, selector: string | null): boolean {
     if (!selector) return true;
     return selector.split(',').every((term) => {
+      const unequal = /^([^!=]+)!=(.*)$/.exec(term);
+      if (unequal) return labels[unequal[1]!] !== unequal[2];
+      if (term.startsWith('!')) return !(term.slice(1) in labels);
+      if (!term.includes('=')) return term in labels;
       const [key, value] = term.split(/==?/);
       return labels[key!] === value;
     });
@@ -372,15 +486,11 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       case 'post /servers': {
         fake.onCreate?.(token, [...project.servers.values()]);
         const created = server(project, body);
-        if (typeof created === 'string')
-          return error(
-            created === 'not_found' ? 404 : created === 'uniqueness_error' ? 409 : 422,
-            created,
-            `server ${body.name} could not be created: ${created}`,
-          );
+        if (typeof created === 'string') return error(ERROR_STATUS[created]!, created, `server ${body.name} could not be created: ${created}`);
         project.servers.set(created.id, created);
         const action = startAction(project, 'create_server', { id: created.id, type: 'server' }, () => {
-          created.status = 'running';
+          created.status = 'starting';
+          project.runningAt.set(created.id, Date.now() + fake.startingMs);
         });
         return { status: 201, body: { server: created, action, next_actions: [], root_password: null } };
       }
@@ -391,6 +501,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       case 'delete /servers/{id}': {
         const found = project.servers.get(id!);
         if (!found) return error(404, 'not_found', `server ${id} not found`);
+        if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
         found.status = 'deleting';
         const action = startAction(project, 'delete_server', { id: found.id, type: 'server' }, () => project.servers.delete(found.id));
         return { status: 200, body: { action } };
@@ -399,6 +510,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       case 'post /servers/{id}/actions/poweroff': {
         const found = project.servers.get(id!);
         if (!found) return error(404, 'not_found', `server ${id} not found`);
+        if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
         const graceful = route.endsWith('shutdown');
         if (!graceful || fake.honourShutdown) found.status = 'stopping';
         const action = startAction(project, graceful ? 'shutdown_server' : 'stop_server', { id: found.id, type: 'server' }, () => {
@@ -409,12 +521,21 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       case 'post /servers/{id}/actions/create_image': {
         const found = project.servers.get(id!);
         if (!found) return error(404, 'not_found', `server ${id} not found`);
+        if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
         const snapshot = image(nextId++, null, body?.type ?? 'snapshot', body?.labels ?? {}, found);
         if (body?.description) snapshot.description = body.description;
         project.images.set(snapshot.id, snapshot);
-        const action = startAction(project, 'create_image', { id: found.id, type: 'server' }, () => {
-          snapshot.status = 'available';
-        });
+        const action = startAction(
+          project,
+          'create_image',
+          { id: found.id, type: 'server' },
+          () => {
+            snapshot.status = 'available';
+          },
+          () => {
+            snapshot.status = 'unavailable';
+          },
+        );
         return { status: 201, body: { image: snapshot, action } };
       }
       case 'get /images': {
@@ -431,6 +552,42 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       }
       case 'delete /images/{id}': {
         if (!project.images.delete(id!)) return error(404, 'not_found', `image ${id} not found`);
+        return { status: 204 };
+      }
+      case 'get /firewalls': {
+        const name = query.get('name');
+        const list = [...project.firewalls.values()].filter((f) => (!name || f.name === name) && matches(f.labels ?? {}, query.get('label_selector')));
+        const { items, meta } = page(list, query);
+        return { status: 200, body: { firewalls: items, meta } };
+      }
+      case 'post /firewalls': {
+        if ([...project.firewalls.values()].some((f) => f.name === body.name))
+          return error(409, 'uniqueness_error', `firewall name ${body.name} is already used`);
+        const invalid = badRule(body.rules ?? []);
+        if (invalid) return error(400, 'invalid_input', invalid);
+        const firewall: HFirewall = {
+          id: nextId++,
+          name: body.name,
+          labels: body.labels ?? {},
+          rules: stored(body.rules ?? []),
+          applied_to: [],
+          created: iso(),
+        };
+        project.firewalls.set(firewall.id, firewall);
+        return { status: 201, body: { firewall, actions: [] } };
+      }
+      case 'post /firewalls/{id}/actions/set_rules': {
+        const found = project.firewalls.get(id!);
+        if (!found) return error(404, 'not_found', `firewall ${id} not found`);
+        const invalid = badRule(body.rules ?? []);
+        if (invalid) return error(400, 'invalid_input', invalid);
+        const action = startAction(project, 'set_firewall_rules', { id: found.id, type: 'firewall' }, () => {
+          found.rules = stored(body.rules);
+        });
+        return { status: 201, body: { actions: [action] } };
+      }
+      case 'delete /firewalls/{id}': {
+        if (!project.firewalls.delete(id!)) return error(404, 'not_found', `firewall ${id} not found`);
         return { status: 204 };
       }
       case 'get /actions/{id}': {
@@ -489,7 +646,7 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     const url = new URL(req.url ?? '/', 'http://fake');
     const method = (req.method ?? 'GET').toLowerCase();
     const path = url.pathname.replace(/^\/v1/, '');
-    const idMatch = /^\/(servers|images|actions)\/([0-9]+)(\/.*)?$/.exec(path);
+    const idMatch = /^\/(servers|images|actions|firewalls)\/([0-9]+)(\/.*)?$/.exec(path);
     const route = idMatch ? `/${idMatch[1]}/{id}${idMatch[3] ?? ''}` : path;
     const id = idMatch ? Number(idMatch[2]) : undefined;
     const authorization = req.headers.authorization;
@@ -523,6 +680,13 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       if (validate && !validate(body)) violations.push(`${method.toUpperCase()} ${route} request: ${ajv.errorsText(validate.errors)}`);
     }
     settle(project);
+    const refusal = refusals.get(`${method} ${route}`);
+    if (refusal) {
+      refusals.delete(`${method} ${route}`);
+      record(ERROR_STATUS[refusal.code] ?? 400);
+      respond(res, method, route, token, error(ERROR_STATUS[refusal.code] ?? 400, refusal.code, refusal.message));
+      return;
+    }
     const result = handle(method, route, id, url.searchParams, body, project, token);
     record(result.status);
     respond(res, method, route, token, result);

@@ -9,11 +9,15 @@
 // credential (its id, or "the platform token"), never the token.
 import createClient from 'openapi-fetch';
 import type { Logger } from 'pino';
+import { labelValue } from '../labels.ts';
 import {
   type ComputeProvider,
   type CreateServerRequest,
+  type LabelledResource,
   ProviderAuthError,
   type ProviderCredential,
+  ProviderError,
+  type ProviderErrorKind,
   type Server,
   type ServerOffering,
   type Snapshot,
@@ -24,16 +28,60 @@ import { bucketKey, nextRequestAt, rateLimitHeaders, type TokenRateLimit } from 
 type HetznerServer = components['schemas']['server'];
 type HetznerImage = components['schemas']['image'];
 type HetznerAction = components['schemas']['action'];
+type FirewallRule = components['schemas']['rule'];
 
-/** Hetzner answered with an error other than an authentication failure (the workflow may retry). */
-export class HetznerError extends Error {
+/**
+ * Hetzner's error codes and what the workflows do about each: by `error.code`, never by HTTP status (a 403 is a
+ * missing permission, the project's quota or maintenance alike). The codes are hcloud-go's (hcloud/error.go);
+ * cluster-api-provider-hetzner (pkg/services/hcloud/server/server.go) likewise gives up on invalid_input and
+ * resource_unavailable at creation and requeues `locked` after a wait, and hcloud-go's retry policy
+ * (hcloud/client_handler_retry.go) retries conflict and timeout. rate_limit_exceeded never reaches this table:
+ * `call` waits for the bucket's reset and sends again. A code not listed is retried with the failure backoff.
+ */
+export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = {
+  unauthorized: 'credential_refused',
+  token_readonly: 'credential_refused',
+  forbidden: 'permission_missing',
+  resource_limit_exceeded: 'project_limit',
+  invalid_input: 'refused',
+  resource_unavailable: 'refused',
+  placement_error: 'refused',
+  uniqueness_error: 'refused',
+  locked: 'busy',
+  conflict: 'busy',
+  server_error: 'unavailable',
+  timeout: 'unavailable',
+  maintenance: 'unavailable',
+  unavailable: 'unavailable',
+};
+
+/** Hetzner answered with an error, or an Action of it failed; `kind` (from the table above) is what the workflow does. */
+export class HetznerError extends ProviderError {
   readonly status: number;
-  readonly code: string;
   constructor(status: number, code: string, message: string) {
-    super(message);
+    super(HETZNER_ERROR_KINDS[code] ?? 'unavailable', code, message);
     this.name = 'HetznerError';
     this.status = status;
-    this.code = code;
+  }
+}
+
+/** The error for Hetzner's answer `code` to `what`, worded for its kind; `who` names the credential, never the token. */
+function hetznerError(status: number, code: string, detail: string | undefined, what: string, who: string): ProviderError {
+  const said = `${code}${detail ? `: ${detail}` : ''}`;
+  switch (HETZNER_ERROR_KINDS[code]) {
+    case 'credential_refused':
+      return new ProviderAuthError(who, code, detail);
+    case 'permission_missing':
+      return new HetznerError(status, code, `Hetzner Cloud did not let ${who} ${what} (${said}); give the token Read & Write permission and retry.`);
+    case 'project_limit':
+      return new HetznerError(
+        status,
+        code,
+        `The Hetzner Cloud project of ${who} has reached one of its own resource limits, so Hetzner refused to ${what} (${said}). ` +
+          'This is the project’s limit, not a problem with the token: free resources in that project or ask Hetzner to raise the limit.',
+      );
+    default:
+      return new HetznerError(status, code, `Hetzner Cloud refused to ${what}: ${said}.`);
   }
 }
 
@@ -42,6 +90,8 @@ export interface HetznerOptions {
   endpoint: string;
   /** The platform account's token; calls without a BYOM credential use it. */
   token: string | undefined;
+  /** SSH keys (Hetzner names or ids) every server is created with; none keeps SSH closed by the firewall. */
+  sshKeys?: string[];
   rateLimit: TokenRateLimit;
   logger?: Logger;
   /** Between two reads of a running Action (ms); default 1000. */
@@ -64,18 +114,43 @@ function hetznerId(id: string): number | undefined {
   return /^-?[0-9]{1,16}$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : undefined;
 }
 
-/**
- * Hetzner's label values are at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric: each run of other
- * characters becomes one dot (`compute://mch_01h…` → `compute.mch_01h…`).
- */
-export function labelValue(value: string): string {
-  return value
-    .replace(/[^A-Za-z0-9._-]+/g, '.')
-    .slice(0, 63)
-    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
-}
+export { labelValue };
 
 const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
+
+/** The statuses of an earlier run's server that is on its way to running, so a re-run adopts it. */
+const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'running']);
+
+/**
+ * The inbound rules of a cluster's firewall, its nodes' public addresses given. Hetzner filters only what reaches
+ * a server's public interface, and with no `out` rule lets all outbound traffic go, which nodes need (the tenant
+ * API server, image registries, package repositories). In:
+ * - everything from the cluster's own nodes (TCP, UDP, ICMP, ESP, GRE): the CNI's overlay (VXLAN, Geneve,
+ *   WireGuard or IPsec, whichever it uses), pod-to-pod traffic and NodePorts reached through another node;
+ * - nothing from the control plane: it runs in the management cluster and reaches the kubelets (logs, exec) through
+ *   the konnectivity agent's outbound tunnel, so the kubelet's port 10250 stays closed to the internet;
+ * - ICMP from anywhere, for path-MTU discovery;
+ * - SSH (22/tcp) only when SSH keys are configured: without one the only way in is a root password, better closed.
+ * Hetzner refuses an `in` rule without source_ips, so the nodes' rules come only once there is a node.
+ */
+export function firewallRules(nodeAddresses: string[], ssh: boolean): FirewallRule[] {
+  const anywhere = ['0.0.0.0/0', '::/0'];
+  const rules: FirewallRule[] = [{ direction: 'in', protocol: 'icmp', source_ips: anywhere, description: 'path-MTU discovery, ping' }];
+  if (ssh) rules.push({ direction: 'in', protocol: 'tcp', port: '22', source_ips: anywhere, description: 'SSH, with the configured keys' });
+  if (nodeAddresses.length > 0) {
+    for (const protocol of ['tcp', 'udp'] as const)
+      rules.push({ direction: 'in', protocol, port: '1-65535', source_ips: nodeAddresses, description: 'the cluster’s nodes: CNI, pods, NodePorts' });
+    for (const protocol of ['esp', 'gre'] as const)
+      rules.push({ direction: 'in', protocol, source_ips: nodeAddresses, description: 'the cluster’s nodes: CNI tunnels' });
+  }
+  return rules;
+}
+
+/** A server's public addresses as firewall sources: its IPv4 address, its IPv6 network. */
+function addressesOf(server: HetznerServer): string[] {
+  const { ipv4, ipv6 } = server.public_net;
+  return [...(ipv4 ? [`${ipv4.ip}/32`] : []), ...(ipv6 ? [ipv6.ip] : [])];
+}
 
 /** Pages read at most, a guard against an answer whose next_page never ends. */
 const MAX_PAGES = 100;
@@ -86,13 +161,24 @@ interface Answer<T> {
   response: Response;
 }
 
+/** An answer, with the credential it was sent with named for error messages. */
+type NamedAnswer<T> = Answer<T> & { who: string };
+
 export class HetznerCompute implements ComputeProvider {
   private readonly options: Required<Omit<HetznerOptions, 'logger' | 'fetch' | 'token'>> & Pick<HetznerOptions, 'logger' | 'token'>;
   private readonly client;
   private catalog: { at: number; offerings: ServerOffering[]; locations: string[] } | undefined;
 
   constructor(options: HetznerOptions) {
-    this.options = { actionPollMs: 1000, actionTimeoutMs: 600_000, shutdownTimeoutMs: 120_000, catalogTtlMs: 3_600_000, requestTimeoutMs: 30_000, ...options };
+    this.options = {
+      sshKeys: [],
+      actionPollMs: 1000,
+      actionTimeoutMs: 600_000,
+      shutdownTimeoutMs: 120_000,
+      catalogTtlMs: 3_600_000,
+      requestTimeoutMs: 30_000,
+      ...options,
+    };
     const send = options.fetch ?? fetch;
     const timeoutMs = this.options.requestTimeoutMs;
     this.client = createClient<paths>({
@@ -103,13 +189,13 @@ export class HetznerCompute implements ComputeProvider {
 
   /**
    * One API call with `credential`'s token (else the platform's): waits for the token's rate-limit slot,
-   * lets the RateLimit-* answer adjust the bucket, waits out a 429 and tries again (it is not a failure), and
-   * turns 401/403 into ProviderAuthError and other errors into HetznerError.
+   * lets the RateLimit-* answer adjust the bucket, and waits out a 429 and tries again (it is not a failure).
+   * Other errors are `data`'s to read, by their code.
    */
-  private async call<T>(credential: ProviderCredential | undefined, send: (headers: { Authorization: string }) => Promise<Answer<T>>): Promise<Answer<T>> {
+  private async call<T>(credential: ProviderCredential | undefined, send: (headers: { Authorization: string }) => Promise<Answer<T>>): Promise<NamedAnswer<T>> {
     const token = credential?.token ?? this.options.token;
     const who = credential ? `cloud credential ${credential.id}` : 'the platform token (HCLOUD_TOKEN)';
-    if (!token) throw new ProviderAuthError(who, 401);
+    if (!token) throw new ProviderAuthError(who, 'unauthorized', 'no token is configured');
     const key = bucketKey(token);
     for (;;) {
       await this.options.rateLimit.take(key);
@@ -130,18 +216,16 @@ export class HetznerCompute implements ComputeProvider {
         this.options.logger?.warn({ credential: who, wait_ms: Math.max(0, until! - Date.now()) }, 'Hetzner rate limit reached; waiting for its reset');
         continue; // the deferred bucket makes the next take() wait
       }
-      if (response.status === 401 || response.status === 403) throw new ProviderAuthError(who, response.status);
-      return answer;
+      return { ...answer, who };
     }
   }
 
-  /** The answer's data, undefined for 404, else a HetznerError with Hetzner's code and message. */
-  private static data<T>(answer: Answer<T>, what: string, { notFound = false } = {}): T | undefined {
+  /** The answer's data, undefined for 404 when `notFound` allows it, else the error its code means (HETZNER_ERROR_KINDS). */
+  private static data<T>(answer: NamedAnswer<T>, what: string, { notFound = false } = {}): T | undefined {
     if (answer.response.ok) return answer.data;
     if (notFound && answer.response.status === 404) return undefined;
     const body = (answer.error ?? {}) as { error?: { code?: string; message?: string } };
-    const code = body.error?.code ?? 'unknown';
-    throw new HetznerError(answer.response.status, code, `Hetzner Cloud refused to ${what}: ${code}${body.error?.message ? ` (${body.error.message})` : ''}.`);
+    throw hetznerError(answer.response.status, body.error?.code ?? 'unknown', body.error?.message, what, answer.who);
   }
 
   /** Polls an Action until it is no longer running; an Action that ends in error throws. */
@@ -215,8 +299,18 @@ export class HetznerCompute implements ComputeProvider {
     const { credential } = request;
     // No idempotency keys at Hetzner: an earlier run's server carries this workflow's label.
     const existing = await this.serverByWorkflow(request.labels.workflow, credential);
-    if (existing) return toServer(existing);
+    const server = existing && ADOPTABLE.has(existing.status) ? toServer(existing) : await this.newServer(request, existing);
+    if (request.cluster_id !== undefined) await this.admitNodes(request.cluster_id, credential);
+    return server;
+  }
+
+  /** Creates the server; `unusable` is an earlier run's server that is off, stopping or being deleted, deleted first. */
+  private async newServer(request: CreateServerRequest, unusable: HetznerServer | undefined): Promise<Server> {
+    const { credential } = request;
+    // It would never boot into a node: it goes, and a new one is made.
+    if (unusable) await this.deleteServer(String(unusable.id), credential);
     const catalog = await this.loadCatalog(credential);
+    const firewall = request.cluster_id === undefined ? undefined : await this.clusterFirewall(request.cluster_id, credential);
     if (!catalog.locations.includes(request.location)) {
       throw new HetznerError(0, 'invalid_input', `Hetzner Cloud has no location ${request.location} (it has ${catalog.locations.join(', ')}).`);
     }
@@ -230,9 +324,12 @@ export class HetznerCompute implements ComputeProvider {
           server_type: request.server_type,
           location: request.location,
           image: request.image,
-          labels: hetznerLabels(request.labels),
+          labels: hetznerLabels({ ...request.labels, ...(request.cluster_id === undefined ? {} : { cluster: request.cluster_id }) }),
           start_after_create: true,
           ...(request.user_data === undefined ? {} : { user_data: request.user_data }),
+          ...(this.options.sshKeys.length > 0 ? { ssh_keys: this.options.sshKeys } : {}),
+          // The cluster's firewall from the first boot on, not applied after the server is already reachable.
+          ...(firewall === undefined ? {} : { firewalls: [{ firewall }] }),
         },
         headers,
       }),
@@ -251,6 +348,52 @@ export class HetznerCompute implements ComputeProvider {
       throw error;
     }
     return (await this.getServer(String(created.server.id), credential)) ?? toServer(created.server);
+  }
+
+  /** The cluster's firewall (labelled `cluster`), created with the rules for no node yet when it does not exist. */
+  private async clusterFirewall(clusterId: string, credential: ProviderCredential | undefined): Promise<number> {
+    const cluster = labelValue(clusterId);
+    const find = async () => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/firewalls', { params: { query: { label_selector: `cluster==${cluster}` } }, headers }),
+      );
+      return HetznerCompute.data(answer, 'list firewalls')!.firewalls[0];
+    };
+    const found = await find();
+    if (found) return found.id;
+    const answer = await this.call(credential, (headers) =>
+      this.client.POST('/firewalls', {
+        body: { name: `cluster-${cluster}`, labels: { cluster }, rules: firewallRules([], this.options.sshKeys.length > 0) },
+        headers,
+      }),
+    );
+    if (answer.response.status === 409) {
+      // Another machine of the cluster created it meanwhile (its name is taken): use that one.
+      const raced = await find();
+      if (raced) return raced.id;
+    }
+    const created = HetznerCompute.data(answer, `create the firewall of cluster ${clusterId}`)?.firewall;
+    if (!created) throw new HetznerError(answer.response.status, 'invalid_response', `Hetzner Cloud returned no firewall for cluster ${clusterId}.`);
+    return created.id;
+  }
+
+  /** Sets the cluster firewall's rules to admit every node of the cluster there is now (its servers labelled `cluster`). */
+  private async admitNodes(clusterId: string, credential: ProviderCredential | undefined): Promise<void> {
+    const firewall = await this.clusterFirewall(clusterId, credential);
+    const cluster = labelValue(clusterId);
+    const nodes = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/servers', { params: { query: { label_selector: `cluster==${cluster}`, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list the cluster’s servers')!;
+      return { items: data.servers, next: data.meta.pagination.next_page };
+    });
+    const rules = firewallRules(nodes.flatMap(addressesOf).sort(), this.options.sshKeys.length > 0);
+    const answer = await this.call(credential, (headers) =>
+      this.client.POST('/firewalls/{id}/actions/set_rules', { params: { path: { id: firewall } }, body: { rules }, headers }),
+    );
+    for (const action of HetznerCompute.data(answer, `set the rules of the firewall of cluster ${clusterId}`)!.actions)
+      await this.awaitAction(action, credential);
   }
 
   async getServer(id: string, credential?: ProviderCredential): Promise<Server | undefined> {
@@ -316,6 +459,28 @@ export class HetznerCompute implements ComputeProvider {
     return image && image.type === 'snapshot' ? toSnapshot(image) : undefined;
   }
 
+  async listLabelled(credential?: ProviderCredential): Promise<LabelledResource[]> {
+    const label_selector = 'workflow,machine';
+    const servers = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/servers', { params: { query: { label_selector, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list servers')!;
+      return { items: data.servers, next: data.meta.pagination.next_page };
+    });
+    const images = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/images', { params: { query: { type: ['snapshot'], label_selector, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list snapshots')!;
+      return { items: data.images, next: data.meta.pagination.next_page };
+    });
+    return [
+      ...servers.map((s) => ({ kind: 'server' as const, id: String(s.id), labels: s.labels })),
+      ...images.map((i) => ({ kind: 'snapshot' as const, id: String(i.id), labels: i.labels })),
+    ];
+  }
+
   async deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void> {
     const hid = hetznerId(id);
     if (hid === undefined) return;
@@ -343,6 +508,7 @@ function toSnapshot(image: HetznerImage, serverId?: string): Snapshot {
   return {
     id: String(image.id),
     server_id: image.created_from ? String(image.created_from.id) : (serverId ?? ''),
+    // Hetzner's image status: creating → available, or unavailable when it could not be made (our `failed`).
     status: image.status === 'available' ? 'available' : image.status === 'creating' ? 'creating' : 'failed',
     labels: image.labels,
   };

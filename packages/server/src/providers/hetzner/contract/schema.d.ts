@@ -164,6 +164,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/firewalls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["list_firewalls"];
+        put?: never;
+        post: operations["create_firewall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/firewalls/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["delete_firewall"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/firewalls/{id}/actions/set_rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["set_rules"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -201,6 +249,75 @@ export interface components {
          * @enum {string}
          */
         architecture: "arm" | "x86";
+        create_firewall_request: {
+            apply_to?: components["schemas"]["firewall_resource"][];
+            labels?: components["schemas"]["labels"];
+            /** @example new-name */
+            name: string;
+            /**
+             * @example [
+             *       {
+             *         "direction": "in",
+             *         "port": "80",
+             *         "protocol": "tcp",
+             *         "source_ips": [
+             *           "192.0.2.2/32",
+             *           "192.0.2.0/24",
+             *           "2001:0db8:9a3b:ee58:5ca:990c:8bc9:c03b/128"
+             *         ]
+             *       }
+             *     ]
+             */
+            rules?: components["schemas"]["rule"][];
+        };
+        create_firewall_response: {
+            /**
+             * @example [
+             *       {
+             *         "command": "set_firewall_rules",
+             *         "error": {
+             *           "code": "action_failed",
+             *           "message": "Action failed"
+             *         },
+             *         "finished": "2016-01-30T23:56:00Z",
+             *         "id": 13,
+             *         "progress": 100,
+             *         "resources": [
+             *           {
+             *             "id": 38,
+             *             "type": "firewall"
+             *           }
+             *         ],
+             *         "started": "2016-01-30T23:55:00Z",
+             *         "status": "success"
+             *       },
+             *       {
+             *         "command": "apply_firewall",
+             *         "error": {
+             *           "code": "action_failed",
+             *           "message": "Action failed"
+             *         },
+             *         "finished": "2016-01-30T23:56:00Z",
+             *         "id": 14,
+             *         "progress": 100,
+             *         "resources": [
+             *           {
+             *             "id": 42,
+             *             "type": "server"
+             *           },
+             *           {
+             *             "id": 38,
+             *             "type": "firewall"
+             *           }
+             *         ],
+             *         "started": "2016-01-30T23:55:00Z",
+             *         "status": "success"
+             *       }
+             *     ]
+             */
+            actions?: components["schemas"]["action"][];
+            firewall?: components["schemas"]["firewall"];
+        };
         create_image_from_server_request: {
             /** @example my image */
             description?: string;
@@ -384,6 +501,67 @@ export interface components {
                 message: string;
             };
         };
+        firewall: {
+            applied_to: components["schemas"]["firewall_resource_id"][];
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:55:00Z
+             */
+            created: string;
+            /**
+             * Format: int64
+             * @example 42
+             */
+            id: number;
+            labels?: components["schemas"]["labels"];
+            /** @example new-name */
+            name: string;
+            rules: {
+                description?: string | null;
+                /** @example [] */
+                destination_ips: string[];
+                /**
+                 * @example in
+                 * @enum {string}
+                 */
+                direction: "in" | "out";
+                /** @example 80 */
+                port: string | null;
+                /** @enum {string} */
+                protocol: "esp" | "gre" | "icmp" | "tcp" | "udp";
+                /**
+                 * @example [
+                 *       "192.0.2.2/32",
+                 *       "192.0.2.0/24",
+                 *       "2001:0db8:9a3b:ee58:5ca:990c:8bc9:c03b/128"
+                 *     ]
+                 */
+                source_ips: string[];
+            }[];
+        };
+        firewall_resource: {
+            label_selector?: components["schemas"]["label_selector"];
+            server?: components["schemas"]["resource_id"];
+            /** @enum {string} */
+            type: "label_selector" | "server";
+        };
+        firewall_resource_id: {
+            applied_to_resources?: {
+                server?: components["schemas"]["resource_id"];
+                /**
+                 * @example server
+                 * @enum {string}
+                 */
+                type?: "server";
+            }[];
+            label_selector?: components["schemas"]["label_selector"];
+            server?: components["schemas"]["resource_id"];
+            /**
+             * @example server
+             * @enum {string}
+             */
+            type: "label_selector" | "server";
+        };
         get_action_response: {
             action: components["schemas"]["action"];
         };
@@ -485,6 +663,10 @@ export interface components {
             /** @enum {string|null} */
             type: "private" | "public" | null;
         };
+        label_selector: {
+            /** @example env=prod */
+            selector: string;
+        };
         /**
          * @example {
          *       "environment": "prod",
@@ -494,6 +676,10 @@ export interface components {
          */
         labels: {
             [key: string]: string;
+        };
+        list_firewalls_response: {
+            firewalls: components["schemas"]["firewall"][];
+            meta: components["schemas"]["meta"];
         };
         list_images_response: {
             images: components["schemas"]["image"][];
@@ -612,6 +798,35 @@ export interface components {
             id: number;
             /** @example server */
             type: string;
+        };
+        resource_id: {
+            /**
+             * Format: int64
+             * @example 42
+             */
+            id: number;
+        };
+        rule: {
+            description?: string | null;
+            /** @example [] */
+            destination_ips?: string[];
+            /**
+             * @example in
+             * @enum {string}
+             */
+            direction: "in" | "out";
+            /** @example 80 */
+            port?: string | null;
+            /** @enum {string} */
+            protocol: "esp" | "gre" | "icmp" | "tcp" | "udp";
+            /**
+             * @example [
+             *       "192.0.2.2/32",
+             *       "192.0.2.0/24",
+             *       "2001:0db8:9a3b:ee58:5ca:990c:8bc9:c03b/128"
+             *     ]
+             */
+            source_ips?: string[];
         };
         server: {
             /** @example 22-02 */
@@ -778,6 +993,12 @@ export interface components {
             id: number;
             /** @example fsn1 */
             name: string;
+        };
+        set_rules_request: {
+            rules: components["schemas"]["rule"][];
+        };
+        set_rules_response: {
+            actions: components["schemas"]["action"][];
         };
         shutdown_server_response: {
             action: components["schemas"]["action"];
@@ -1276,6 +1497,162 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["list_locations_response"];
+                };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    list_firewalls: {
+        parameters: {
+            query?: {
+                sort?: ("id" | "id:asc" | "id:desc" | "name" | "name:asc" | "name:desc" | "created" | "created:asc" | "created:desc")[];
+                name?: string;
+                label_selector?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["list_firewalls_response"];
+                };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    create_firewall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["create_firewall_request"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["create_firewall_response"];
+                };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    delete_firewall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    set_rules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["set_rules_request"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["set_rules_response"];
                 };
             };
             "4xx": {
