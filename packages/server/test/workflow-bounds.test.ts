@@ -11,7 +11,7 @@ import { eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestSer
 
 const app = useTestServer({ env: SIMULATED_WORKFLOWS_ENV, runtime: { tickMs: 20 } });
 const { clock } = app;
-const definitions = workflowDefinitions(loadConfig(SIMULATED_WORKFLOWS_ENV));
+const definitions = workflowDefinitions(loadConfig(SIMULATED_WORKFLOWS_ENV).deadlines);
 /** Longer than any default deadline (the longest, a cluster's, 900 s) with its retries and backoffs. */
 const HORIZON_SECONDS = 3 * 3600;
 /** How far the clock moves between looks: a step's waits are seconds, its deadline minutes. */
