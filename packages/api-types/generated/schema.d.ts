@@ -2684,6 +2684,15 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /** @description The `access_ended` event, the last event of a stream whose caller lost access to it (checked every `STREAM_REAUTH_SECONDS`, and at once after a token revocation or membership change); the server closes the connection after it. */
+        AccessEndedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "access_ended";
+            data: components["schemas"]["StreamAccessEnded"];
+        };
         /** @description One entry of the audit log: who did what to which objects, from where, and how it ended. Every request that changes something (every operation other than GET, and the reads marked "Recorded in the audit log", which hand out credentials) writes one, in the same transaction as its change; so do workflows when they start running, succeed or fail (actor `platform`). It holds ids only: never a request or response body, a token, a secret or a password. */
         AuditEvent: {
             /** @example aud_01jd2xe1m3p5r7t9v1x3z5b7d9 */
@@ -3075,9 +3084,10 @@ export interface components {
          * @description A Server-Sent Events stream (UTF-8, one event per blank-line-terminated block):
          *
          *     ```
-         *     stream   = *( event / comment ) [ shutdown ]
+         *     stream   = *( event / comment ) [ shutdown / ended ]
          *     event    = "id: " event-id LF "event: event" LF "data: " Event-JSON LF LF
          *     comment  = ": keep-alive" LF LF
+         *     ended    = "event: access_ended" LF "data: " StreamAccessEnded-JSON LF LF
          *     shutdown = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
          *     ```
          *
@@ -3086,6 +3096,10 @@ export interface components {
          *     - The stream stays open. A client that sees the connection drop reconnects with `Last-Event-ID` set to the
          *       last `id` it received, and continues after that event. When the serving process shuts down it sends the
          *       `shutdown` block first.
+         *     - `access_ended`: the caller lost access to the stream (token revoked or expired, session logged out, removed
+         *       from the workspace, role or scope no longer enough); `data` is a `StreamAccessEnded` object saying why. The
+         *       server checks this every `STREAM_REAUTH_SECONDS` (30 by default) and at once after a change it is told of,
+         *       then closes the connection. Do not reconnect: the server would refuse it the same way.
          */
         EventStream: string;
         /**
@@ -3253,7 +3267,7 @@ export interface components {
             data: components["schemas"]["LogStreamEnd"];
         };
         /** @description One event of the install log stream, as the fields of its Server-Sent Events block (the model OpenAPI 3.2 gives `text/event-stream` items): `event` names it and `data` carries the JSON text of the object shown. */
-        LogEvent: components["schemas"]["LogLineEvent"] | components["schemas"]["LogEndEvent"];
+        LogEvent: components["schemas"]["LogLineEvent"] | components["schemas"]["LogEndEvent"] | components["schemas"]["AccessEndedEvent"];
         /** @description The `data` of a `log` event of the install log stream. */
         LogLine: {
             pod: string;
@@ -3282,9 +3296,10 @@ export interface components {
          *
          *     ```
          *     stream     = *( event / comment ) [ shutdown ]
-         *     event      = log-event / end-event
+         *     event      = log-event / end-event / ended
          *     log-event  = "id: " event-id LF "event: log" LF "data: " LogLine-JSON LF LF
          *     end-event  = "event: end" LF "data: " LogStreamEnd-JSON LF LF
+         *     ended      = "event: access_ended" LF "data: " StreamAccessEnded-JSON LF LF
          *     comment    = ": keep-alive" LF LF
          *     shutdown   = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
          *     ```
@@ -3295,6 +3310,10 @@ export interface components {
          *     - `end`: the stream is over; `data` is a `LogStreamEnd` object. Sent after the backlog when `follow=false`,
          *       or when the install's pods are gone. The server then closes the connection. A client that sees the
          *       connection drop without an `end` event reconnects with `Last-Event-ID` set to the last `id` it received.
+         *     - `access_ended`: the caller lost access to the stream (token revoked or expired, session logged out, removed
+         *       from the workspace, role or scope no longer enough); `data` is a `StreamAccessEnded` object saying why. The
+         *       server checks this every `STREAM_REAUTH_SECONDS` (30 by default) and at once after a change it is told of,
+         *       then closes the connection. Do not reconnect: the server would refuse it the same way.
          *     - When the serving process shuts down it sends the `shutdown` block and closes the connection: reconnect
          *       (any server process continues the stream). A client that reads nothing for a long time (30 s by default)
          *       is disconnected the same way, without the block.
@@ -3603,6 +3622,23 @@ export interface components {
              * @description How many sessions were ended.
              */
             revoked: number;
+        };
+        /** @description The `data` of the `access_ended` event: why the stream's caller may no longer read it. The server closes the connection after it; reconnecting would be refused the same way, so clients show the message and stop. */
+        StreamAccessEnded: {
+            /**
+             * @description - `unauthenticated`: the token was revoked or has expired, or its session was logged out.
+             *     - `membership_ended`: the caller is no longer a member of the stream's workspace, or their token may no
+             *       longer act in it.
+             *     - `role_lowered`: the caller's role in the workspace is now below the role the stream needs.
+             *     - `scope_missing`: the token no longer holds the scope the stream needs.
+             * @enum {string}
+             */
+            reason: "unauthenticated" | "membership_ended" | "role_lowered" | "scope_missing";
+            /**
+             * @description What happened, in words to show the user.
+             * @example You are no longer a member of workspace ws_01jd2x8k4q3m7n5p9r6s2t8v0w.
+             */
+            message: string;
         };
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {

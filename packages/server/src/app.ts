@@ -20,6 +20,7 @@ import type { HandlerEnv } from './operations/types.ts';
 import { createClusterDriver, createComputeProvider } from './providers/index.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
 import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
+import type { AccessChanges } from './services/access-changes.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
 import { LogTails } from './services/log-tails.ts';
 import { secretBox } from './services/secrets.ts';
@@ -42,6 +43,8 @@ export interface AppOptions {
   shutdown?: AbortSignal;
   /** Resolves host names for the SSRF checks; default DNS (tests inject one, the machines have no public DNS). */
   resolveHost?: Resolver;
+  /** Announcements of access changes (services/access-changes.ts), so open streams end at once; else on their timer. */
+  accessChanges?: AccessChanges;
 }
 
 export async function createApp(options: AppOptions): Promise<Koa> {
@@ -77,6 +80,6 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   // Liveness and readiness answer before authentication and the rate limit (a probe has no token).
   app.use(healthProbes(env));
   app.use(await pages());
-  app.use(dispatch({ contract, authenticate, rateLimiter, env, config }));
+  app.use(dispatch({ contract, authenticate, rateLimiter, env, config, accessChanges: options.accessChanges }));
   return app;
 }

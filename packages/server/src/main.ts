@@ -11,6 +11,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
 import { createHttpServer } from './http/server.ts';
 import { createClusterDriver } from './providers/index.ts';
+import { listenForAccessChanges } from './services/access-changes.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
 import { createRuntime } from './workflows/runtime.ts';
@@ -55,6 +56,7 @@ async function main(): Promise<void> {
   if (config.role === 'all') workersRunning();
   const token = await seedDemo(connection.db, systemClock, { provider: runtime.provider, driver: runtime.driver }, progress);
   const shutdown = new AbortController();
+  const accessChanges = await listenForAccessChanges(connection.url, logger);
   const app = await createApp({
     db: connection.db,
     config,
@@ -64,6 +66,7 @@ async function main(): Promise<void> {
     provider: runtime.provider,
     driver: runtime.driver,
     shutdown: shutdown.signal,
+    accessChanges,
   });
   const http = createHttpServer(app.callback(), config);
   const { port } = await http.listen(config.port, config.host).catch((error: NodeJS.ErrnoException) => {
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
     runtime.tokenExpiry.stop();
     await runtime.webhooks?.stop();
     await runtime.engine.stop();
+    await accessChanges.close();
     await connection.close();
   });
   const url = `http://${config.host}:${port}`;

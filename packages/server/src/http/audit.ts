@@ -17,7 +17,14 @@ import { type RequestAuditInput, recordRequestEvent } from '../resources/audit-e
 import type { Membership } from '../services/roles.ts';
 import type { OperationMeta } from './contract.ts';
 
-export type Output = { status: number; body?: unknown; stream?: AsyncIterable<string>; headers?: Record<string, string> };
+export type Output = {
+  status: number;
+  body?: unknown;
+  stream?: AsyncIterable<string>;
+  /** A stream's workspace: the caller's access to it is checked again while the stream is open. */
+  workspaceId?: string;
+  headers?: Record<string, string>;
+};
 type AnyHandler = (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<Output>;
 
 /** A request the audit log records, as the binding learns about it. */

@@ -11,5 +11,9 @@ export const streamEvents: Handler<'streamEvents'> = async ({ headers, query, ca
   const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
   const request = { workspaceId: workspace.id, type: query.type, object_id: query.object_id, lastEventId: headers['Last-Event-ID'] };
   const env = { db, clock, signal, shutdown, pollMs: config.eventPollMs };
-  return { status: 200, stream: await events.openEventStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }) };
+  return {
+    status: 200,
+    stream: await events.openEventStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }),
+    workspaceId: workspace.id,
+  };
 };

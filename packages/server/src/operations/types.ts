@@ -76,7 +76,13 @@ type StreamsEvents<Op extends OperationId> = operations[Op]['responses'] extends
 
 export type OperationOutput<Op extends OperationId> =
   StreamsEvents<Op> extends true
-    ? { status: 200; stream: EventStream; headers?: Record<string, string> }
+    ? {
+        status: 200;
+        stream: EventStream;
+        /** The workspace the stream shows: the caller's membership and role there are checked again while it is open. */
+        workspaceId: string;
+        headers?: Record<string, string>;
+      }
     : {
         [S in SuccessStatus<Op>]: {
           status: S;

@@ -8,6 +8,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { announceAccessChange } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { ALL_SCOPES, grantableScopes, type Scope, type Scopes } from '../services/scopes.ts';
@@ -229,6 +230,7 @@ export async function forgetWorkspace(db: Kysely<Database>, workspaceId: string)
 export async function revokePersonalToken(db: Kysely<Database>, userId: string, tokenId: string): Promise<void> {
   const result = await db.deleteFrom('tokens').where('id', '=', tokenId).where('user_id', '=', userId).where('kind', '=', 'pat').executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Token', tokenId);
+  await announceAccessChange(db, [userId]);
 }
 
 const toSession = (row: Row<'tokens'>, currentTokenId: string | null): Schema<'Session'> => ({
@@ -256,6 +258,7 @@ export async function listSessions(
 export async function revokeSession(db: Kysely<Database>, userId: string, sessionId: string): Promise<void> {
   const result = await db.deleteFrom('tokens').where('id', '=', sessionId).where('user_id', '=', userId).where('kind', '=', 'session').executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Session', sessionId);
+  await announceAccessChange(db, [userId]);
 }
 
 /** Ends every session of the user but the calling one (`currentTokenId`: a PAT's or null ends them all). */
@@ -266,6 +269,7 @@ export async function revokeOtherSessions(db: Kysely<Database>, userId: string, 
     .where('kind', '=', 'session')
     .$if(currentTokenId !== null, (q) => q.where('id', '!=', currentTokenId!))
     .executeTakeFirst();
+  await announceAccessChange(db, [userId]);
   return { revoked: Number(result.numDeletedRows) };
 }
 
@@ -274,7 +278,11 @@ export async function revokeCallerToken(db: Kysely<Database>, tokenId: string | 
   if (tokenId === null) {
     throw validationError('Authorization', 'An OAuth2 JWT cannot be revoked by this service.', 'Revoke the token at the identity provider that issued it.');
   }
-  await db.deleteFrom('tokens').where('id', '=', tokenId).execute();
+  const revoked = await db.deleteFrom('tokens').where('id', '=', tokenId).returning('user_id').execute();
+  await announceAccessChange(
+    db,
+    revoked.map((row) => row.user_id),
+  );
 }
 
 /** How long before its expiry a personal access token's owner is told (token.expiring_soon). */
