@@ -111,7 +111,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a member
-         * @description Removes a member from the workspace. The owner cannot be removed (409) until ownership is transferred.
+         * @description Removes a member from the workspace. The owner cannot be removed (409) until ownership is transferred. The pending invitations addressed to the member and those they made are withdrawn with it; the audit event of the removal lists them among its `target_ids`.
          */
         delete: operations["removeWorkspaceMember"];
         options?: never;
@@ -144,7 +144,7 @@ export interface paths {
         put?: never;
         /**
          * Invite someone by email
-         * @description Invites the user of an email to the workspace with a role (`member` unless given). The answer is the same whether or not anyone has an account under the email, and so is the work done to make it: the inviter learns nothing about which emails have accounts. The invitee sees the invitation in `GET /v1/user/invitations` and accepts or declines it; it expires after 7 days.
+         * @description Invites the user of an email to the workspace with a role (`member` unless given). The answer is the same whether or not anyone has an account under the email, and so is the work done to make it: the inviter learns nothing about which emails have accounts. An email of someone already a member of the workspace (whom its admins see in its member list anyway) is refused with 409 naming the member: change their role instead. The invitee sees the invitation in `GET /v1/user/invitations` and accepts or declines it; it expires after 7 days. Removing a member, or a member leaving, withdraws the pending invitations addressed to them and those they made.
          */
         post: operations["createWorkspaceInvitation"];
         delete?: never;
@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Leave a workspace
-         * @description Ends the caller's own membership of the workspace. The owner cannot leave (409) until they transfer ownership to another member.
+         * @description Ends the caller's own membership of the workspace. The owner cannot leave (409) until they transfer ownership to another member. The pending invitations addressed to the caller and those they made are withdrawn with it; the audit event lists them among its `target_ids`.
          */
         post: operations["leaveWorkspace"];
         delete?: never;
@@ -2725,7 +2725,7 @@ export interface components {
              * @example createInstall
              */
             operation: string;
-            /** @description The ids the request named in its path and the id of what it created; for a workflow transition the workflow's id and its subject's id. */
+            /** @description The ids the request named in its path and the id of what it created, then those of what it changed with them (the invitations withdrawn with a member who was removed or left); for a workflow transition the workflow's id and its subject's id. */
             target_ids: string[];
             /** @description The request's `X-Request-Id`; null for workflow transitions. */
             request_id: string | null;
@@ -4802,6 +4802,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];

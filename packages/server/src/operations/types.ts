@@ -88,6 +88,8 @@ export type OperationOutput<Op extends OperationId> =
           status: S;
           body: S extends 204 ? undefined : ResponseBody<Op, S>;
           headers?: Record<string, string>;
+          /** Ids of what the change touched beyond its path and answer, listed in its audit event. */
+          auditTargets?: string[];
         };
       }[SuccessStatus<Op>];
 
