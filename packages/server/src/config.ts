@@ -96,6 +96,8 @@ export interface WebhookConfig {
   disableAfterDays: number;
   /** Deliveries one worker process attempts at once. */
   concurrency: number;
+  /** Webhook endpoints one workspace may have. */
+  endpointsPerWorkspace: number;
 }
 
 export interface ComputeConfig {
@@ -327,6 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
       disableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 1, 365),
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1024),
+      endpointsPerWorkspace: integer(env, 'WEBHOOK_ENDPOINTS_PER_WORKSPACE', 16, 1, 10_000),
     },
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),

@@ -17,9 +17,10 @@ export const createWebhookEndpoint = staged<'createWebhookEndpoint'>({
     await requireWorkspace(env.db, caller, headers['X-Workspace-Id']);
     await endpoints.checkWebhookUrl(body.url, urlRules(env));
   },
-  change: async ({ body, headers, caller }, { db, clock, secrets }) => {
+  change: async ({ body, headers, caller }, { db, clock, secrets, config }) => {
     const workspace = await requireWorkspace(db, caller, headers['X-Workspace-Id']);
-    return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, { now: clock.now(), secrets }) };
+    const limits = { now: clock.now(), secrets, perWorkspace: config.webhooks.endpointsPerWorkspace };
+    return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, limits) };
   },
 });
 
