@@ -355,7 +355,7 @@ export interface paths {
         };
         /**
          * Get a kubeconfig for a cluster
-         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's owner may ask (`403` for other members); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is recorded in the audit log (the caller, the cluster, the request id; never the kubeconfig). The answer is never cached (`Cache-Control: no-store, private`).
+         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's admins and owner may ask (`403` for members and viewers: the token acts with full rights inside the cluster, which is no more than an admin may do by deleting it); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is recorded in the audit log (the caller, the cluster, the request id; never the kubeconfig). The answer is never cached (`Cache-Control: no-store, private`).
          */
         get: operations["getClusterKubeconfig"];
         put?: never;
@@ -1444,7 +1444,7 @@ export interface paths {
         put?: never;
         /**
          * Approve or deny a device sign-in
-         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, a code already approved or denied is 409. To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
+         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. Both need `tokens:write`; approving also needs a token that holds every scope and is not restricted to workspaces (a session token, or a PAT made with `scopes: ["*"]` and no `workspace_ids`), because the session token it issues holds every scope and acts in every workspace: a narrower token would mint a wider one (403 naming what it lacks). The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, a code already approved or denied is 409. To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
          */
         post: operations["approveDeviceCode"];
         delete?: never;

@@ -12,7 +12,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, OAuthError } from '../errors.ts';
-import { requireEveryScope, type Scopes } from '../services/scopes.ts';
+import { ALL_SCOPES, holds, type Scopes } from '../services/scopes.ts';
 import { requireUnrestricted, type WorkspaceCaller } from '../services/tenancy.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
 
@@ -252,7 +252,18 @@ export async function admitDeviceDecision(
   approval: Schema<'DeviceApproval'>,
 ): Promise<void> {
   if (approval.action === 'approve') {
-    requireEveryScope(caller.scopes, 'approveDeviceCode');
+    const lacking = ALL_SCOPES.find((scope) => !holds(caller.scopes, scope));
+    if (lacking !== undefined) {
+      throw new ApiError(
+        'forbidden',
+        `Approving issues a session token, which holds every scope, so approveDeviceCode needs a token of every scope besides tokens:write; this one lacks ${lacking}.`,
+        {
+          param: 'Authorization',
+          suggestion: 'Approve from the /device page signed in with a session, or with a personal access token made with scopes ["*"].',
+          details: { required_scope: lacking },
+        },
+      );
+    }
     requireUnrestricted(caller, 'approveDeviceCode', 'would issue a session token, which acts in every workspace');
   }
   const now = clock.now();
