@@ -23,6 +23,7 @@ import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
 import type { AccessChanges } from './services/access-changes.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
 import { LogTails } from './services/log-tails.ts';
+import { loggerOptions } from './services/redaction.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
@@ -50,7 +51,7 @@ export interface AppOptions {
 export async function createApp(options: AppOptions): Promise<Koa> {
   const { db, config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
+  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const contract = await loadContract();
   const authenticate = createAuthenticator(db, clock, config);
   const rateLimiter = apiRateLimiter(db, clock);

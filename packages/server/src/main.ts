@@ -12,13 +12,14 @@ import { seedDemo } from './db/seed.ts';
 import { createHttpServer } from './http/server.ts';
 import { createClusterDriver } from './providers/index.ts';
 import { listenForAccessChanges } from './services/access-changes.ts';
+import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
 import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, logDestination());
+  const logger = pino(loggerOptions(config.logLevel), logDestination());
   let connection;
   try {
     connection = await connect(config.databaseUrl, config.dataDir, progress);

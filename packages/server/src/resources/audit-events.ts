@@ -8,6 +8,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+import { looksSecret } from '../services/redaction.ts';
 import { resolveWorkspace, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 import type { WorkflowTransition } from '../workflows/engine.ts';
 
@@ -42,14 +43,12 @@ export type RequestAuditInput = Pick<
  * typo, or a token pasted where an id belongs) is left out of the event, so no secret reaches the log that way.
  */
 const API_ID = /^(compute:\/\/)?[a-z]{2,8}_[0-9A-Za-z]{1,64}$/;
-/** Values that may be credentials: PATs, webhook secrets, JWTs, 32-character session tokens (not plain hex). */
-const SECRET_LIKE = [/svc_pat_/i, /whsec_/i, /^[\w-]+\.[\w-]+\.[\w-]*$/, /^(?![0-9a-f]{32}$)[A-Za-z0-9]{32}$/];
 
-export const isAuditableId = (value: string): boolean => API_ID.test(value) && !SECRET_LIKE.some((pattern) => pattern.test(value));
+export const isAuditableId = (value: string): boolean => API_ID.test(value) && !looksSecret(value);
 
 /** Records a request's event; call it in the transaction of the request's change. */
 export async function recordRequestEvent(db: Db, event: RequestAuditInput, now: number): Promise<void> {
-  const requestId = event.request_id !== null && SECRET_LIKE.some((pattern) => pattern.test(event.request_id!)) ? null : event.request_id;
+  const requestId = event.request_id !== null && looksSecret(event.request_id) ? null : event.request_id;
   await db
     .insertInto('audit_events')
     .values({
