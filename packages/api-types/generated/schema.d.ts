@@ -1444,7 +1444,7 @@ export interface paths {
         put?: never;
         /**
          * Approve or deny a device sign-in
-         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. Both need `tokens:write`; approving also needs a token that holds every scope and is not restricted to workspaces (a session token, or a PAT made with `scopes: ["*"]` and no `workspace_ids`), because the session token it issues holds every scope and acts in every workspace: a narrower token would mint a wider one (403 naming what it lacks). The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, a code already approved or denied is 409. To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
+         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. Both need `tokens:write`; approving also needs a token that holds every scope and is not restricted to workspaces (a session token, or a PAT made with `scopes: ["*"]` and no `workspace_ids`), because the session token it issues holds every scope and acts in every workspace: a narrower token would mint a wider one (403 naming what it lacks). The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, and so is a code already approved or denied (answered, and counted, as an unknown one: nobody learns which codes exist). To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
          */
         post: operations["approveDeviceCode"];
         delete?: never;
@@ -8343,18 +8343,6 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No device authorization request with this code is waiting (unknown or expired). */
             404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The request with this code was already approved or denied. */
-            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
