@@ -173,13 +173,14 @@ describe('request body examples, accepted by the mock', () => {
 });
 
 describe('the log stream', () => {
-  test('the stream schema, its LogEvent variants, their discriminator and its grammar agree on LogLine and LogStreamEnd', () => {
+  test('the stream schema, its LogEvent variants, their discriminator and its grammar agree on LogLine, LogStreamEnd and StreamAccessEnded', () => {
     const logs = operations.find((operation) => operation.operationId === 'streamInstallLogs');
     const media = logs && responsesOf(doc, logs).find((r) => r.status === '200')?.content[0];
     expect(media?.mediaType).toBe('text/event-stream');
     expect(Object.fromEntries(eventDataSchemas(doc, media?.schemaAt as string))).toEqual({
       log: pointer('components', 'schemas', 'LogLine'),
       end: pointer('components', 'schemas', 'LogStreamEnd'),
+      access_ended: pointer('components', 'schemas', 'StreamAccessEnded'),
     });
     // The discriminator maps each event name to the variant whose `event` const is that name.
     const event = deref(doc, { $ref: pointer('components', 'schemas', 'LogEvent') }, '');
@@ -187,11 +188,12 @@ describe('the log stream', () => {
     for (const [name, at] of Object.entries(mapping)) {
       expect(get(doc, `${at}/properties/event/const`), `discriminator ${name}`).toBe(name);
     }
-    expect(Object.keys(mapping).sort()).toEqual(['end', 'log']);
+    expect(Object.keys(mapping).sort()).toEqual(['access_ended', 'end', 'log']);
     // The stream's description gives the wire grammar: each event's data is the component named there.
     const stream = deref(doc, get(doc, media?.schemaAt as string), media?.schemaAt as string);
     expect(stream.value.description).toMatch(/"event: log" LF "data: " LogLine-JSON/);
     expect(stream.value.description).toMatch(/"event: end" LF "data: " LogStreamEnd-JSON/);
+    expect(stream.value.description).toMatch(/"event: access_ended" LF "data: " StreamAccessEnded-JSON/);
   });
 
   test('the SSE check rejects a log line that breaks LogLine, and an unterminated event', () => {

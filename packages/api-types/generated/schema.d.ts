@@ -111,7 +111,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a member
-         * @description Removes a member from the workspace. The owner cannot be removed (409) until ownership is transferred.
+         * @description Removes a member from the workspace. The owner cannot be removed (409) until ownership is transferred. The pending invitations addressed to the member and those they made are withdrawn with it; the audit event of the removal lists them among its `target_ids`.
          */
         delete: operations["removeWorkspaceMember"];
         options?: never;
@@ -144,7 +144,7 @@ export interface paths {
         put?: never;
         /**
          * Invite someone by email
-         * @description Invites the user of an email to the workspace with a role (`member` unless given). The answer is the same whether or not anyone has an account under the email, and so is the work done to make it: the inviter learns nothing about which emails have accounts. The invitee sees the invitation in `GET /v1/user/invitations` and accepts or declines it; it expires after 7 days.
+         * @description Invites the user of an email to the workspace with a role (`member` unless given). The answer is the same whether or not anyone has an account under the email, and so is the work done to make it: the inviter learns nothing about which emails have accounts. An email of someone already a member of the workspace (whom its admins see in its member list anyway) is refused with 409 naming the member: change their role instead. The invitee sees the invitation in `GET /v1/user/invitations` and accepts or declines it; it expires after 7 days. Removing a member, or a member leaving, withdraws the pending invitations addressed to them and those they made.
          */
         post: operations["createWorkspaceInvitation"];
         delete?: never;
@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Leave a workspace
-         * @description Ends the caller's own membership of the workspace. The owner cannot leave (409) until they transfer ownership to another member.
+         * @description Ends the caller's own membership of the workspace. The owner cannot leave (409) until they transfer ownership to another member. The pending invitations addressed to the caller and those they made are withdrawn with it; the audit event lists them among its `target_ids`.
          */
         post: operations["leaveWorkspace"];
         delete?: never;
@@ -355,7 +355,7 @@ export interface paths {
         };
         /**
          * Get a kubeconfig for a cluster
-         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's owner may ask (`403` for other members); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is recorded in the audit log (the caller, the cluster, the request id; never the kubeconfig). The answer is never cached (`Cache-Control: no-store, private`).
+         * @description Returns a kubeconfig for the cluster's API server with a short-lived token, minted for this request (a ServiceAccount token through the TokenRequest API on Kubernetes): it stops working at `expires_at`, after `ttl_seconds`. Only the workspace's admins and owner may ask (`403` for members and viewers: the token acts with full rights inside the cluster, which is no more than an admin may do by deleting it); the cluster must be `RUNNING` (`409` otherwise). Every kubeconfig handed out is recorded in the audit log (the caller, the cluster, the request id; never the kubeconfig). The answer is never cached (`Cache-Control: no-store, private`).
          */
         get: operations["getClusterKubeconfig"];
         put?: never;
@@ -1053,7 +1053,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Admin. Adds a URL to the workspace named by X-Workspace-Id (the default workspace without it) that receives the workspace's events from now on, as signed HTTP POSTs (see the Webhooks section). The answer holds the signing secret, shown only here. The URL must be `https://` with a public host: loopback, private, link-local and metadata addresses are refused (422, `param: url`), and checked again at every delivery.
+         * @description Admin. Adds a URL to the workspace named by X-Workspace-Id (the default workspace without it) that receives the workspace's events from now on, as signed HTTP POSTs (see the Webhooks section). The answer holds the signing secret, shown only here. The URL must be `https://` with a public host: loopback, private, link-local and metadata addresses are refused (422, `param: url`), and checked again at every delivery. A workspace has at most `WEBHOOK_ENDPOINTS_PER_WORKSPACE` endpoints (16 by default); beyond that the answer is 403 `quota_exceeded`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -1464,7 +1464,7 @@ export interface paths {
         put?: never;
         /**
          * Approve or deny a device sign-in
-         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, a code already approved or denied is 409. To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
+         * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. Both need `tokens:write`; approving also needs a token that holds every scope and is not restricted to workspaces (a session token, or a PAT made with `scopes: ["*"]` and no `workspace_ids`), because the session token it issues holds every scope and acts in every workspace: a narrower token would mint a wider one (403 naming what it lacks). The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, and so is a code already approved or denied (answered, and counted, as an unknown one: nobody learns which codes exist). To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
          */
         post: operations["approveDeviceCode"];
         delete?: never;
@@ -2584,6 +2584,15 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /** @description The `access_ended` event, the last event of a stream whose caller lost access to it (checked every `STREAM_REAUTH_SECONDS`, and at once after a token revocation or membership change); the server closes the connection after it. */
+        AccessEndedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "access_ended";
+            data: components["schemas"]["StreamAccessEnded"];
+        };
         /** @description One entry of the audit log: who did what to which objects, from where, and how it ended. Every request that changes something (every operation other than GET, and the reads marked "Recorded in the audit log", which hand out credentials) writes one, in the same transaction as its change; so do workflows when they start running, succeed or fail (actor `platform`). It holds ids only: never a request or response body, a token, a secret or a password. */
         AuditEvent: {
             /** @example aud_01jd2xe1m3p5r7t9v1x3z5b7d9 */
@@ -2616,7 +2625,7 @@ export interface components {
              * @example createInstall
              */
             operation: string;
-            /** @description The ids the request named in its path and the id of what it created; for a workflow transition the workflow's id and its subject's id. */
+            /** @description The ids the request named in its path and the id of what it created, then those of what it changed with them (the invitations withdrawn with a member who was removed or left); for a workflow transition the workflow's id and its subject's id. */
             target_ids: string[];
             /** @description The request's `X-Request-Id`; null for workflow transitions. */
             request_id: string | null;
@@ -3031,9 +3040,10 @@ export interface components {
          * @description A Server-Sent Events stream (UTF-8, one event per blank-line-terminated block):
          *
          *     ```
-         *     stream   = *( event / comment ) [ shutdown ]
+         *     stream   = *( event / comment ) [ shutdown / ended ]
          *     event    = "id: " event-id LF "event: event" LF "data: " Event-JSON LF LF
          *     comment  = ": keep-alive" LF LF
+         *     ended    = "event: access_ended" LF "data: " StreamAccessEnded-JSON LF LF
          *     shutdown = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
          *     ```
          *
@@ -3042,6 +3052,10 @@ export interface components {
          *     - The stream stays open. A client that sees the connection drop reconnects with `Last-Event-ID` set to the
          *       last `id` it received, and continues after that event. When the serving process shuts down it sends the
          *       `shutdown` block first.
+         *     - `access_ended`: the caller lost access to the stream (token revoked or expired, session logged out, removed
+         *       from the workspace, role or scope no longer enough); `data` is a `StreamAccessEnded` object saying why. The
+         *       server checks this every `STREAM_REAUTH_SECONDS` (30 by default) and at once after a change it is told of,
+         *       then closes the connection. Do not reconnect: the server would refuse it the same way.
          */
         EventStream: string;
         /**
@@ -3257,7 +3271,7 @@ export interface components {
             data: components["schemas"]["LogStreamEnd"];
         };
         /** @description One event of the install log stream, as the fields of its Server-Sent Events block (the model OpenAPI 3.2 gives `text/event-stream` items): `event` names it and `data` carries the JSON text of the object shown. */
-        LogEvent: components["schemas"]["LogLineEvent"] | components["schemas"]["LogEndEvent"];
+        LogEvent: components["schemas"]["LogLineEvent"] | components["schemas"]["LogEndEvent"] | components["schemas"]["AccessEndedEvent"];
         /** @description The `data` of a `log` event of the install log stream. */
         LogLine: {
             pod: string;
@@ -3286,9 +3300,10 @@ export interface components {
          *
          *     ```
          *     stream     = *( event / comment ) [ shutdown ]
-         *     event      = log-event / end-event
+         *     event      = log-event / end-event / ended
          *     log-event  = "id: " event-id LF "event: log" LF "data: " LogLine-JSON LF LF
          *     end-event  = "event: end" LF "data: " LogStreamEnd-JSON LF LF
+         *     ended      = "event: access_ended" LF "data: " StreamAccessEnded-JSON LF LF
          *     comment    = ": keep-alive" LF LF
          *     shutdown   = "retry: 1000" LF ": server shutting down; reconnect with Last-Event-ID" LF LF
          *     ```
@@ -3299,6 +3314,10 @@ export interface components {
          *     - `end`: the stream is over; `data` is a `LogStreamEnd` object. Sent after the backlog when `follow=false`,
          *       or when the install's pods are gone. The server then closes the connection. A client that sees the
          *       connection drop without an `end` event reconnects with `Last-Event-ID` set to the last `id` it received.
+         *     - `access_ended`: the caller lost access to the stream (token revoked or expired, session logged out, removed
+         *       from the workspace, role or scope no longer enough); `data` is a `StreamAccessEnded` object saying why. The
+         *       server checks this every `STREAM_REAUTH_SECONDS` (30 by default) and at once after a change it is told of,
+         *       then closes the connection. Do not reconnect: the server would refuse it the same way.
          *     - When the serving process shuts down it sends the `shutdown` block and closes the connection: reconnect
          *       (any server process continues the stream). A client that reads nothing for a long time (30 s by default)
          *       is disconnected the same way, without the block.
@@ -3655,6 +3674,23 @@ export interface components {
              * @description How many sessions were ended.
              */
             revoked: number;
+        };
+        /** @description The `data` of the `access_ended` event: why the stream's caller may no longer read it. The server closes the connection after it; reconnecting would be refused the same way, so clients show the message and stop. */
+        StreamAccessEnded: {
+            /**
+             * @description - `unauthenticated`: the token was revoked or has expired, or its session was logged out.
+             *     - `membership_ended`: the caller is no longer a member of the stream's workspace, or their token may no
+             *       longer act in it.
+             *     - `role_lowered`: the caller's role in the workspace is now below the role the stream needs.
+             *     - `scope_missing`: the token no longer holds the scope the stream needs.
+             * @enum {string}
+             */
+            reason: "unauthenticated" | "membership_ended" | "role_lowered" | "scope_missing";
+            /**
+             * @description What happened, in words to show the user.
+             * @example You are no longer a member of workspace ws_01jd2x8k4q3m7n5p9r6s2t8v0w.
+             */
+            message: string;
         };
         /** @description A machine stopped and kept as a snapshot, to be resumed later. */
         Suspension: {
@@ -4888,6 +4924,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -7616,7 +7653,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["ForbiddenOrQuotaExceeded"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -8464,18 +8501,6 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No device authorization request with this code is waiting (unknown or expired). */
             404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The request with this code was already approved or denied. */
-            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

@@ -1,6 +1,6 @@
 // How results reach the user: `--json` prints the service's JSON exactly; otherwise a table (cli-table3).
 // Errors and hints go to stderr so stdout stays parseable.
-import { PlatformApiError, PlatformError, PlatformNetworkError } from '@platform/client';
+import { PlatformAccessEndedError, PlatformApiError, PlatformError, PlatformNetworkError } from '@platform/client';
 import Table from 'cli-table3';
 import { suggestionFor } from './suggestions.ts';
 
@@ -68,6 +68,13 @@ export function done(out: OutputOptions, message: string, body: unknown = null):
   else process.stdout.write(`${message}\n`);
 }
 
+const ACCESS_ENDED_SUGGESTIONS: Record<PlatformAccessEndedError['reason'], string> = {
+  unauthenticated: 'log in again with `platform auth login`, or set PLATFORM_TOKEN to a valid token.',
+  membership_ended: 'ask an admin of the workspace to invite you again, or choose another workspace with --workspace.',
+  role_lowered: 'ask an admin of the workspace for the role this stream needs.',
+  scope_missing: 'create a token with the scope this stream needs (`platform tokens create --scope …`).',
+};
+
 /** Prints an error for a human: the service's message, what to do about it (in commands, see suggestions.ts), and the id to quote. */
 export function printError(error: unknown): void {
   if (error instanceof PlatformApiError) {
@@ -75,6 +82,10 @@ export function printError(error: unknown): void {
     const suggestion = suggestionFor(error);
     if (suggestion) process.stderr.write(`Suggestion: ${suggestion}\n`);
     if (error.requestId) process.stderr.write(`Request id: ${error.requestId}\n`);
+  } else if (error instanceof PlatformAccessEndedError) {
+    // The server closed the stream for good: reopening it would be refused the same way.
+    process.stderr.write(`Error: the stream was closed: ${error.message} (${error.reason})\n`);
+    process.stderr.write(`Suggestion: ${ACCESS_ENDED_SUGGESTIONS[error.reason]}\n`);
   } else if (error instanceof PlatformError) {
     // A network error's message names the URL and what failed (refused, DNS…); another's cause is added when it
     // says more.

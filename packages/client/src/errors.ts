@@ -96,6 +96,21 @@ export class PlatformNetworkError extends PlatformError {
   }
 }
 
+/**
+ * A stream's caller lost access to it while it was open (token revoked or expired, session logged out, removed from
+ * the workspace, role or scope no longer enough): the server said why in its `access_ended` event and closed it.
+ * Not retried: reconnecting would be refused the same way.
+ */
+export class PlatformAccessEndedError extends PlatformError {
+  override name = 'PlatformAccessEndedError';
+  readonly reason: Schema<'StreamAccessEnded'>['reason'];
+
+  constructor(ended: Schema<'StreamAccessEnded'>) {
+    super(ended.message);
+    this.reason = ended.reason;
+  }
+}
+
 function isErrorBody(body: unknown): body is ErrorBody {
   if (typeof body !== 'object' || body === null || !('error' in body)) return false;
   const { error } = body;

@@ -1,7 +1,8 @@
 // streamEvents: the workspace's events stream (Server-Sent Events) as an async iterator of events, reconnecting
-// with Last-Event-ID after a drop. It has no end: the caller stops it.
+// with Last-Event-ID after a drop. It has no end: the caller stops it, or the server ends it with `access_ended`
+// (a PlatformAccessEndedError).
 import type { HeaderParams, QueryParams, Schema } from '@platform/api-types';
-import { PlatformError, PlatformNetworkError } from './errors.ts';
+import { PlatformAccessEndedError, PlatformError, PlatformNetworkError } from './errors.ts';
 import { parseData, readEvents } from './logs.ts';
 import { backoff, type RetryPolicy } from './retry.ts';
 import type { Send } from './transport.ts';
@@ -28,6 +29,8 @@ export async function* streamEvents(send: Send, policy: RetryPolicy, options: Ev
     let cause: unknown;
     try {
       for await (const message of readEvents(data, signal)) {
+        // The caller lost access: the server closes the stream, and would refuse a reconnection.
+        if (message.event === 'access_ended') throw new PlatformAccessEndedError(parseData<Schema<'StreamAccessEnded'>>(message));
         // Any other event type is one this client does not know yet: skipped.
         if (message.event !== 'event') continue;
         if (message.id !== undefined) lastId = message.id;

@@ -2,15 +2,18 @@
 // reconnecting with Last-Event-ID after a drop and ending on the `end` event. eventsource-parser does the parsing.
 import type { HeaderParams, PathParams, QueryParams, Schema } from '@platform/api-types';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { PlatformError, PlatformNetworkError } from './errors.ts';
+import { PlatformAccessEndedError, PlatformError, PlatformNetworkError } from './errors.ts';
 import { backoff, type RetryPolicy } from './retry.ts';
 import type { Send } from './transport.ts';
 
 /** An event of the contract's LogEvent with its SSE `event` field named `type`. */
 type Typed<E> = E extends { event: infer T } ? { [K in keyof E as K extends 'event' ? 'type' : K]: K extends 'event' ? T : E[K] } : never;
 
-/** One event of the stream: a log line with its resumable id, or the end of the stream. */
-export type LogEvent = Typed<Schema<'LogEvent'>>;
+/**
+ * One event of the stream: a log line with its resumable id, or the end of the stream. The `access_ended` event is
+ * not yielded: it ends the iteration with a PlatformAccessEndedError.
+ */
+export type LogEvent = Typed<Exclude<Schema<'LogEvent'>, { event: 'access_ended' }>>;
 
 export type InstallId = PathParams<'streamInstallLogs'>['id'];
 
@@ -46,6 +49,8 @@ export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId
         } else if (message.event === 'end') {
           yield { type: 'end', data: parseData<Schema<'LogStreamEnd'>>(message) };
           return;
+        } else if (message.event === 'access_ended') {
+          throw new PlatformAccessEndedError(parseData<Schema<'StreamAccessEnded'>>(message));
         }
         // Any other event type is one this client does not know yet: skipped.
       }

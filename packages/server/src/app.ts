@@ -20,8 +20,10 @@ import type { HandlerEnv } from './operations/types.ts';
 import { createClusterDriver, createComputeProvider } from './providers/index.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
 import type { ClusterDriver, ComputeProvider } from './providers/types.ts';
+import type { AccessChanges } from './services/access-changes.ts';
 import { apiRateLimiter } from './services/api-rate-limit.ts';
 import { LogTails } from './services/log-tails.ts';
+import { loggerOptions } from './services/redaction.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
@@ -42,12 +44,14 @@ export interface AppOptions {
   shutdown?: AbortSignal;
   /** Resolves host names for the SSRF checks; default DNS (tests inject one, the machines have no public DNS). */
   resolveHost?: Resolver;
+  /** Announcements of access changes (services/access-changes.ts), so open streams end at once; else on their timer. */
+  accessChanges?: AccessChanges;
 }
 
 export async function createApp(options: AppOptions): Promise<Koa> {
   const { db, config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
+  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const contract = await loadContract();
   const authenticate = createAuthenticator(db, clock, config);
   const rateLimiter = apiRateLimiter(db, clock);
@@ -77,6 +81,6 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   // Liveness and readiness answer before authentication and the rate limit (a probe has no token).
   app.use(healthProbes(env));
   app.use(await pages());
-  app.use(dispatch({ contract, authenticate, rateLimiter, env, config }));
+  app.use(dispatch({ contract, authenticate, rateLimiter, env, config, accessChanges: options.accessChanges }));
   return app;
 }

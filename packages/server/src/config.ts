@@ -60,6 +60,8 @@ export interface Config {
   logPollMs: number;
   /** A log stream whose client has not read for this long (ms) is dropped, so its buffer stays bounded. */
   streamStallMs: number;
+  /** How often (s) an open stream checks again that its caller may still read it (also at once when told of a change). */
+  streamReauthSeconds: number;
   /** Calls per second to the cloud provider's API, shared by every process. */
   providerRateLimit: number;
   /** Which compute provider creates machines (providers/index.ts), and the Hetzner Cloud settings. */
@@ -112,6 +114,8 @@ export interface WebhookConfig {
   endpointConcurrency: number;
   /** Consecutive failed attempts that open an endpoint's circuit (it cools, then is probed). */
   circuitFailures: number;
+  /** Webhook endpoints one workspace may have. */
+  endpointsPerWorkspace: number;
 }
 
 export interface ComputeConfig {
@@ -371,9 +375,11 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 512, 1, 4096),
       endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 256),
       circuitFailures: integer(env, 'WEBHOOK_CIRCUIT_FAILURES', 5, 1, 1000),
+      endpointsPerWorkspace: integer(env, 'WEBHOOK_ENDPOINTS_PER_WORKSPACE', 16, 1, 10_000),
     },
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
+    streamReauthSeconds: integer(env, 'STREAM_REAUTH_SECONDS', 30, 1, 3600),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),
     clusterDriver: clusterDriver(env),
     compute: compute(env),

@@ -14,13 +14,15 @@ import { seedDemo } from './db/seed.ts';
 import { answerUnavailable, createHttpServer, type HttpServer } from './http/server.ts';
 import { watchLaunchers } from './launcher.ts';
 import { createClusterDriver } from './providers/index.ts';
+import { listenForAccessChanges } from './services/access-changes.ts';
+import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
 import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, logDestination());
+  const logger = pino(loggerOptions(config.logLevel), logDestination());
   // The port first: a server that cannot listen says so before it creates, migrates or seeds a database. Until
   // the app is ready, requests get 503 (and /readyz with them).
   let serve: RequestListener = (_req, res) => answerUnavailable(res, 'The server is starting.');
@@ -65,6 +67,7 @@ async function main(): Promise<void> {
   if (config.role === 'all') workersRunning();
   const token = await seedDemo(connection.db, systemClock, { provider: runtime.provider, driver: runtime.driver }, progress);
   const shutdown = new AbortController();
+  const accessChanges = await listenForAccessChanges(connection.url, logger);
   const app = await createApp({
     db: connection.db,
     config,
@@ -74,6 +77,7 @@ async function main(): Promise<void> {
     provider: runtime.provider,
     driver: runtime.driver,
     shutdown: shutdown.signal,
+    accessChanges,
   });
   serve = app.callback();
   // Before the listen line: whoever reads it may signal at once.
@@ -85,6 +89,7 @@ async function main(): Promise<void> {
     runtime.leftovers.stop();
     await runtime.webhooks?.stop();
     await runtime.engine.stop();
+    await accessChanges.close();
     await connection.close();
   });
   const url = `http://${config.host}:${port}`;

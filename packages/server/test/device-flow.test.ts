@@ -197,25 +197,34 @@ describe('the flow', () => {
     expect(row).toEqual({ status: 'issued', token_id: sessions[0]!.id });
   });
 
-  it('a denied code polls access_denied, and cannot be approved afterwards (409)', async () => {
+  it('a denied code polls access_denied, and cannot be approved afterwards (404, as an unknown code)', async () => {
     const grant = await start();
     const denied = await approve(grant.user_code, 'deny');
     expect(denied.status).toBe(200);
     expect(denied.body).toMatchObject({ user_code: grant.user_code, status: 'denied' });
     expectOAuthError(await poll(grant.device_code), 'access_denied');
     const again = await approve(grant.user_code, 'approve');
-    expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ error: { code: 'conflict', param: 'user_code', details: { status: 'denied' } } });
+    expect(again.status).toBe(404);
+    expect(again.body).toEqual({
+      error: {
+        code: 'not_found',
+        message: `Device code ${grant.user_code} not found.`,
+        param: 'user_code',
+        suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
+      },
+    });
     clock.advance(10);
     expectOAuthError(await poll(grant.device_code), 'access_denied');
   });
 
-  it('an approved code cannot be decided again (409)', async () => {
+  it('an approved code cannot be decided again, and is answered exactly as an unknown code is', async () => {
     const grant = await start();
     expect((await approve(grant.user_code)).status).toBe(200);
     const again = await approve(grant.user_code, 'deny');
-    expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ error: { code: 'conflict', details: { status: 'approved' } } });
+    const unknown = await approve('BCDF-GHJK', 'deny');
+    expect(again.status).toBe(404);
+    const shape = (reply: Reply) => ({ ...reply.body, error: { ...reply.body.error, message: reply.body.error.message.replace(/[A-Z]{4}-[A-Z]{4}/, 'CODE') } });
+    expect(shape(again)).toEqual(shape(unknown));
   });
 
   it('expires: the poll gets expired_token, approval 404; an approved code that was not picked up in time issues nothing', async () => {

@@ -162,11 +162,17 @@ describe('membership by invitation', () => {
     expect(await roleOf(owner, owner.workspaceId, erin)).toBeUndefined();
   });
 
-  it('a member who accepts keeps their role', async () => {
+  it('a member is not invited again (409); one who became a member after being invited keeps their role on accepting', async () => {
     const owner = await newUser(app.db, clock);
     const admin = await joined(owner, 'admin');
-    const invitation = (await (await invite(owner, await emailOf(admin), 'viewer')).json()) as { id: string };
-    expect(await client(admin).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } })).toMatchObject({ role: 'admin' });
+    expect((await invite(owner, await emailOf(admin), 'viewer')).status).toBe(409);
+    const later = await newUser(app.db, clock);
+    const invitation = (await (await invite(owner, await emailOf(later), 'viewer')).json()) as { id: string };
+    await app.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: owner.workspaceId, user_id: later.userId, role: 'admin', created_at: clock.now() })
+      .execute();
+    expect(await client(later).POST('/v1/user/invitations/{id}/accept', { params: { path: { id: invitation.id } } })).toMatchObject({ role: 'admin' });
   });
 
   it('expires after 7 days', async () => {

@@ -132,8 +132,9 @@ describe('every operation with a foreign X-Workspace-Id is 403', () => {
 
 // The restriction matrix: Alice's token with every scope, restricted to her second workspace, on everything of her
 // first: a workspace named in the header or the path is 403 naming the restriction; a resource addressed by id is
-// 404 like a missing one (the user-level ones, tokens and sessions, are the user's whatever the restriction);
-// without X-Workspace-Id a list answers nothing of the first workspace.
+// 404 like a missing one, and so are the user's tokens and sessions wider than the restriction (Alice's first
+// token, of every workspace, and her session); without X-Workspace-Id a list answers nothing of the first
+// workspace, nor of what lies beyond the restriction at the user level (tokens, sessions, the user's audit events).
 async function restrictedToSecond(): Promise<string> {
   const init = { userId: world.alice.userId, kind: 'pat' as const, name: 'restricted', expiresAt: null, workspaceIds: [world.aliceSecondWorkspaceId] };
   return (await createToken(app.db, clock, init)).secret;
@@ -142,9 +143,9 @@ const restrictionRefusal = (param: string) => ({ error: { code: 'forbidden', par
 
 describe('a token restricted to another workspace', () => {
   const inPath = operations.filter((op) => op.parameters.some((p) => p.in === 'path' && p.name === 'workspaceId'));
-  const userLevel = /^\/v1\/user\/(tokens|sessions)\//;
-  const addressed = byId.filter((op) => !op.path.includes('{workspaceId}') && !userLevel.test(op.path));
+  const addressed = byId.filter((op) => !op.path.includes('{workspaceId}'));
   const isStream = (op: (typeof operations)[number]) => /\/(stream|logs)$/.test(op.path);
+  const userLists = operations.filter((op) => op.method === 'GET' && /^\/v1\/user\/(tokens|sessions|audit_events)$/.test(op.path));
   const defaults = workspaceScoped.filter(
     (op) => op.method === 'GET' && !isStream(op) && !op.parameters.some((p) => p.in === 'path' || (p.in === 'query' && p.required)),
   );
@@ -152,9 +153,18 @@ describe('a token restricted to another workspace', () => {
   it('covers the operations of every kind', () => {
     expect(inPath.length).toBeGreaterThan(5);
     expect(addressed.map((op) => op.operation.operationId)).toEqual(
-      expect.arrayContaining(['getCluster', 'deleteInstall', 'acceptInvitation', 'markNotificationRead']),
+      expect.arrayContaining([
+        'getCluster',
+        'deleteInstall',
+        'acceptInvitation',
+        'markNotificationRead',
+        'getUserToken',
+        'revokeUserToken',
+        'revokeUserSession',
+      ]),
     );
     expect(defaults.map((op) => op.operation.operationId)).toEqual(expect.arrayContaining(['listClusters', 'listEvents', 'listQuotas']));
+    expect(userLists.map((op) => op.operation.operationId)).toEqual(expect.arrayContaining(['listUserTokens', 'listUserSessions', 'listUserAuditEvents']));
   });
   it.each(workspaceScoped.map((op) => [op.operation.operationId, op] as const))('%s with the other in X-Workspace-Id is 403', async (_id, op) => {
     const response = await request(op, await restrictedToSecond(), world.alice.workspaceId);
@@ -170,6 +180,12 @@ describe('a token restricted to another workspace', () => {
     const response = await request(op, await restrictedToSecond());
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+  it.each(userLists.map((op) => [op.operation.operationId, op] as const))('%s lists nothing beyond the restriction', async (_id, op) => {
+    const response = await request(op, await restrictedToSecond());
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    for (const id of [world.alice.workspaceId, world.ids.token, world.ids.session]) expect(text).not.toContain(id);
   });
   it.each(defaults.map((op) => [op.operation.operationId, op] as const))('%s without X-Workspace-Id answers nothing of the other', async (_id, op) => {
     const response = await request(op, await restrictedToSecond());

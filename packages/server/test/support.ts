@@ -14,6 +14,7 @@ import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { type AccessChanges, listenForAccessChanges } from '../src/services/access-changes.ts';
 import type { Resolver } from '../src/services/ssrf.ts';
 import { createRuntime, type RuntimeOptions } from '../src/workflows/runtime.ts';
 
@@ -292,6 +293,7 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
   const data = useTestDatabase();
   let server: TestServer | undefined;
   let runtime: Runtime | undefined;
+  let accessChanges: AccessChanges | undefined;
   beforeAll(async () => {
     const { db, url } = data.database;
     const env = typeof options.env === 'function' ? options.env() : (options.env ?? {});
@@ -317,7 +319,9 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
       if (webhooks) await runtime.webhooks?.run();
       parts = { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, ...parts };
     }
-    server = await startTestServer(db, clock, env, parts);
+    // As main.ts does: open streams hear of access changes at once.
+    accessChanges = await listenForAccessChanges(url, pino({ level: 'silent' }));
+    server = await startTestServer(db, clock, env, { accessChanges, ...parts });
   });
   // Runs before the database's afterAll (registered first).
   afterAll(async () => {
@@ -325,6 +329,7 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
     await server?.close();
     await runtime?.webhooks?.stop();
     await runtime?.engine.stop();
+    await accessChanges?.close();
   });
   return {
     clock,

@@ -672,7 +672,7 @@ async function userWithEndpoint(db: TestDatabase['db'], url: string): Promise<Te
     db,
     { id: user.workspaceId, owner_id: user.userId },
     { url, event_types: [], description: '', enabled: true },
-    { now: systemClock.now(), secrets: secretBox(secretsKey) },
+    { now: systemClock.now(), secrets: secretBox(secretsKey), perWorkspace: 16 },
   );
   return user;
 }

@@ -1,21 +1,23 @@
-// The request id (echoing a valid incoming X-Request-Id, or a new one) and one log line per request.
+// The request id (echoing an incoming X-Request-Id that is a short safe token, else a new one the response names)
+// and one log line per request, with any path segment that may be a credential masked.
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { looksSecret, redactPath } from '../services/redaction.ts';
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 export function accessLog(logger: Logger): Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
-    const requestId = REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
+    const requestId = REQUEST_ID.test(incoming) && !looksSecret(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
     const started = performance.now();
     try {
       await next();
     } finally {
-      logger.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info({ requestId, method: ctx.method, path: redactPath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
     }
   };
 }

@@ -17,7 +17,16 @@ import { type RequestAuditInput, recordRequestEvent } from '../resources/audit-e
 import type { Membership } from '../services/roles.ts';
 import type { OperationMeta } from './contract.ts';
 
-export type Output = { status: number; body?: unknown; stream?: AsyncIterable<string>; headers?: Record<string, string> };
+export type Output = {
+  status: number;
+  body?: unknown;
+  stream?: AsyncIterable<string>;
+  /** A stream's workspace: the caller's access to it is checked again while the stream is open. */
+  workspaceId?: string;
+  /** Ids of what the change touched beyond its path and answer (invitations withdrawn with a member). */
+  auditTargets?: string[];
+  headers?: Record<string, string>;
+};
 type AnyHandler = (input: OperationInput<OperationId>, env: HandlerEnv) => Promise<Output>;
 
 /** A request the audit log records, as the binding learns about it. */
@@ -64,7 +73,7 @@ export function auditLog(env: HandlerEnv) {
 
   /** The ids the path names, and of what a creation (201) or a started workflow (202) made. */
   function targetsOf(request: AuditedRequest, output: Output | undefined): string[] {
-    const targets = Object.values(request.params);
+    const targets = [...Object.values(request.params), ...(output?.auditTargets ?? [])];
     const body = output?.body as { id?: unknown; workflow_id?: unknown } | undefined;
     if (output && (output.status === 201 || output.status === 202)) {
       for (const id of [body?.id, body?.workflow_id]) if (typeof id === 'string') targets.push(id);

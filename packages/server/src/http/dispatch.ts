@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { ApiError, OAuthError } from '../errors.ts';
 import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
+import type { AccessChanges } from '../services/access-changes.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
@@ -19,6 +20,7 @@ import { writeStream } from './event-stream.ts';
 import { checkRequestValue } from './input-checks.ts';
 import { Router } from './router.ts';
 import { checkScope } from './scopes.ts';
+import { streamAccessCheck } from './stream-access.ts';
 import { actingWorkspace, type WorkspaceSource, workspaceSourceOf } from './workspace.ts';
 
 export interface DispatchParts {
@@ -27,9 +29,11 @@ export interface DispatchParts {
   rateLimiter: ReturnType<typeof apiRateLimiter>;
   env: HandlerEnv;
   config: Config;
+  /** Tells open streams at once that their caller's access changed; without it they check on their timer only. */
+  accessChanges?: AccessChanges;
 }
 
-export function dispatch({ contract, authenticate, rateLimiter, env, config }: DispatchParts): Middleware {
+export function dispatch({ contract, authenticate, rateLimiter, env, config, accessChanges }: DispatchParts): Middleware {
   const router = new Router([...contract.operations.values()]);
   const addressOf = clientAddress(config.trustProxy);
   const authorize = createAuthorizer(env.db, contract.operations.values());
@@ -107,10 +111,16 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
     return { body, query, headers };
   }
 
-  async function respond(ctx: Context, _meta: OperationMeta, output: Output, abort: AbortController): Promise<void> {
+  async function respond(ctx: Context, meta: OperationMeta, caller: Caller | undefined, output: Output, abort: AbortController): Promise<void> {
     if (output.headers) ctx.set(output.headers);
     ctx.status = output.status;
     if (output.stream) {
+      if (!caller || output.workspaceId === undefined) throw new Error(`${meta.operationId}: a stream needs a caller and its workspace`);
+      const guard = {
+        check: streamAccessCheck(env.db, meta, output.workspaceId, () => authenticateFor(ctx, meta)!),
+        intervalMs: config.streamReauthSeconds * 1000,
+        watch: (changed: () => void) => accessChanges?.watch(caller.userId, changed) ?? (() => {}),
+      };
       ctx.type = 'text/event-stream';
       ctx.set('Cache-Control', 'no-cache');
       ctx.set('X-Accel-Buffering', 'no');
@@ -120,7 +130,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
       ctx.res.writeHead(ctx.status, ctx.response.headers as Record<string, string>);
       // The client learns at once that its stream is open, not with the first line (which may be a while).
       ctx.res.flushHeaders();
-      await writeStream(ctx.res, output.stream, config.streamStallMs, abort);
+      await writeStream(ctx.res, output.stream, config.streamStallMs, abort, guard);
       return;
     }
     if (output.status !== 204) ctx.body = output.body;
@@ -165,6 +175,6 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config }: D
       // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.
       origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
     };
-    await respond(ctx, meta, audited ? await audit.run(audited, handler, input) : await handler(input, env), abort);
+    await respond(ctx, meta, caller, audited ? await audit.run(audited, handler, input) : await handler(input, env), abort);
   }
 }

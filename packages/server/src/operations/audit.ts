@@ -8,5 +8,5 @@ export const listAuditEvents: Handler<'listAuditEvents'> = async (input, { db })
 
 export const listUserAuditEvents: Handler<'listUserAuditEvents'> = async ({ query, caller }, { db }) => ({
   status: 200,
-  body: await auditEvents.listUserAuditEvents(db, caller.userId, query),
+  body: await auditEvents.listUserAuditEvents(db, caller, query),
 });

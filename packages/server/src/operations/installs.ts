@@ -13,9 +13,9 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async (
   { params, headers, query, caller, signal },
   { db, clock, driver, shutdown, logTails, config },
 ) => {
-  const installId = await installs.visibleInstallId(db, caller, params.id);
+  const install = await installs.getInstall(db, caller, params.id);
   const request = {
-    installId,
+    installId: install.id,
     pod: query.pod,
     container: query.container,
     follow: query.follow,
@@ -24,7 +24,11 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async (
     lastEventId: headers['Last-Event-ID'],
   };
   const env = { db, clock, driver, signal, shutdown, tails: logTails };
-  return { status: 200, stream: await openInstallLogStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }) };
+  return {
+    status: 200,
+    stream: await openInstallLogStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }),
+    workspaceId: install.workspace_id,
+  };
 };
 
 export const listInstalls: Handler<'listInstalls'> = async (input, { db }) => ({

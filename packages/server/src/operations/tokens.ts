@@ -4,7 +4,7 @@ import type { Handler } from './types.ts';
 
 export const listUserTokens: Handler<'listUserTokens'> = async ({ query, caller }, { db }) => ({
   status: 200,
-  body: await tokens.listPersonalTokens(db, caller.userId, query),
+  body: await tokens.listPersonalTokens(db, caller, query),
 });
 
 export const createUserToken: Handler<'createUserToken'> = async ({ body, caller }, { db, clock }) => ({
@@ -14,27 +14,27 @@ export const createUserToken: Handler<'createUserToken'> = async ({ body, caller
 
 export const getUserToken: Handler<'getUserToken'> = async ({ params, caller }, { db }) => ({
   status: 200,
-  body: await tokens.getPersonalToken(db, caller.userId, params.id),
+  body: await tokens.getPersonalToken(db, caller, params.id),
 });
 
 export const revokeUserToken: Handler<'revokeUserToken'> = async ({ params, caller }, { db }) => {
-  await tokens.revokePersonalToken(db, caller.userId, params.id);
+  await tokens.revokePersonalToken(db, caller, params.id);
   return { status: 204, body: undefined };
 };
 
 export const listUserSessions: Handler<'listUserSessions'> = async ({ query, caller }, { db }) => ({
   status: 200,
-  body: await tokens.listSessions(db, caller.userId, caller.tokenId, query),
+  body: await tokens.listSessions(db, caller, caller.tokenId, query),
 });
 
 export const revokeUserSession: Handler<'revokeUserSession'> = async ({ params, caller }, { db }) => {
-  await tokens.revokeSession(db, caller.userId, params.id);
+  await tokens.revokeSession(db, caller, params.id);
   return { status: 204, body: undefined };
 };
 
 export const revokeOtherUserSessions: Handler<'revokeOtherUserSessions'> = async ({ caller }, { db }) => ({
   status: 200,
-  body: await tokens.revokeOtherSessions(db, caller.userId, caller.tokenId),
+  body: await tokens.revokeOtherSessions(db, caller, caller.tokenId),
 });
 
 export const logout: Handler<'logout'> = async ({ caller }, { db }) => {

@@ -81,12 +81,20 @@ type StreamsEvents<Op extends OperationId> = operations[Op]['responses'] extends
 
 export type OperationOutput<Op extends OperationId> =
   StreamsEvents<Op> extends true
-    ? { status: 200; stream: EventStream; headers?: Record<string, string> }
+    ? {
+        status: 200;
+        stream: EventStream;
+        /** The workspace the stream shows: the caller's membership and role there are checked again while it is open. */
+        workspaceId: string;
+        headers?: Record<string, string>;
+      }
     : {
         [S in SuccessStatus<Op>]: {
           status: S;
           body: S extends 204 ? undefined : ResponseBody<Op, S>;
           headers?: Record<string, string>;
+          /** Ids of what the change touched beyond its path and answer, listed in its audit event. */
+          auditTargets?: string[];
         };
       }[SuccessStatus<Op>];
 

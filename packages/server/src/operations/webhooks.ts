@@ -18,8 +18,9 @@ export const createWebhookEndpoint = staged<'createWebhookEndpoint', ActingWorks
     await endpoints.checkWebhookUrl(body.url, urlRules(env));
     return acting;
   },
-  change: async ({ body }, { db, clock, secrets }, workspace) => {
-    return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, { now: clock.now(), secrets }) };
+  change: async ({ body }, { db, clock, secrets, config }, workspace) => {
+    const limits = { now: clock.now(), secrets, perWorkspace: config.webhooks.endpointsPerWorkspace };
+    return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, limits) };
   },
 });
 

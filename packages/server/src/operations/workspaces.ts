@@ -49,8 +49,8 @@ export const declineInvitation: Handler<'declineInvitation'> = async ({ params, 
 };
 
 export const removeWorkspaceMember: Handler<'removeWorkspaceMember'> = async ({ params, caller }, { db }) => {
-  await workspaces.removeMember(db, params.workspaceId, caller, params.userId);
-  return { status: 204, body: undefined };
+  const withdrawn = await workspaces.removeMember(db, params.workspaceId, caller, params.userId);
+  return { status: 204, body: undefined, auditTargets: withdrawn };
 };
 
 export const updateWorkspaceMember: Handler<'updateWorkspaceMember'> = async ({ params, body, caller }, { db }) => ({
@@ -79,6 +79,6 @@ export const revokeWorkspaceInvitation: Handler<'revokeWorkspaceInvitation'> = a
 };
 
 export const leaveWorkspace: Handler<'leaveWorkspace'> = async ({ params, caller }, { db }) => {
-  await workspaces.leave(db, params.workspaceId, caller);
-  return { status: 204, body: undefined };
+  const withdrawn = await workspaces.leave(db, params.workspaceId, caller);
+  return { status: 204, body: undefined, auditTargets: withdrawn };
 };

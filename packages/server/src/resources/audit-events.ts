@@ -3,11 +3,13 @@
 // engine records its transitions through the hook the composition root gives it (workflows/runtime.ts). An
 // event holds ids only: never a body, a token, a secret or a password.
 import type { Schema } from '@platform/api-types';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
+import { looksSecret } from '../services/redaction.ts';
+import { type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 import type { WorkflowTransition } from '../workflows/engine.ts';
 
 type Db = Kysely<Database>;
@@ -41,14 +43,12 @@ export type RequestAuditInput = Pick<
  * typo, or a token pasted where an id belongs) is left out of the event, so no secret reaches the log that way.
  */
 const API_ID = /^(compute:\/\/)?[a-z]{2,8}_[0-9A-Za-z]{1,64}$/;
-/** Values that may be credentials: PATs, webhook secrets, JWTs, 32-character session tokens (not plain hex). */
-const SECRET_LIKE = [/svc_pat_/i, /whsec_/i, /^[\w-]+\.[\w-]+\.[\w-]*$/, /^(?![0-9a-f]{32}$)[A-Za-z0-9]{32}$/];
 
-export const isAuditableId = (value: string): boolean => API_ID.test(value) && !SECRET_LIKE.some((pattern) => pattern.test(value));
+export const isAuditableId = (value: string): boolean => API_ID.test(value) && !looksSecret(value);
 
 /** Records a request's event; call it in the transaction of the request's change. */
 export async function recordRequestEvent(db: Db, event: RequestAuditInput, now: number): Promise<void> {
-  const requestId = event.request_id !== null && SECRET_LIKE.some((pattern) => pattern.test(event.request_id!)) ? null : event.request_id;
+  const requestId = event.request_id !== null && looksSecret(event.request_id) ? null : event.request_id;
   await db
     .insertInto('audit_events')
     .values({
@@ -109,10 +109,11 @@ export interface AuditFilters {
   until?: number;
 }
 
-/** One page of the events `where` selects, narrowed by the filters, oldest first. */
-async function auditPage(db: Db, where: { column: 'workspace_id' | 'actor_id'; value: string }, filters: AuditFilters) {
+/** One page of the events `where` selects (within `also` when given), narrowed by the filters, oldest first. */
+async function auditPage(db: Db, where: { column: 'workspace_id' | 'actor_id'; value: string; also?: RawBuilder<boolean> }, filters: AuditFilters) {
   const after = decodeCursor(filters.cursor);
   let query = db.selectFrom('audit_events').selectAll().where(where.column, '=', where.value);
+  if (where.also) query = query.where(where.also);
   if (filters.actor_id !== undefined) query = query.where('actor_id', '=', filters.actor_id);
   if (filters.target_id !== undefined) query = query.where(sql<boolean>`target_ids @> ARRAY[${filters.target_id}]::text[]`);
   if (filters.operation !== undefined) query = query.where('operation', '=', filters.operation);
@@ -128,9 +129,12 @@ export async function listWorkspaceAuditEvents(db: Db, input: PageInput & { quer
   return auditPage(db, { column: 'workspace_id', value: workspace.id }, input.query);
 }
 
-/** The events the user is the actor of, in every workspace and outside workspaces. */
-export const listUserAuditEvents = (db: Db, userId: string, filters: Omit<AuditFilters, 'actor_id'>) =>
-  auditPage(db, { column: 'actor_id', value: userId }, filters);
+/**
+ * The events the user is the actor of, in every workspace and outside workspaces; for a token restricted to
+ * workspaces, only those in its workspaces.
+ */
+export const listUserAuditEvents = (db: Db, caller: WorkspaceCaller, filters: Omit<AuditFilters, 'actor_id'>) =>
+  auditPage(db, { column: 'actor_id', value: caller.userId, also: withinRestriction(caller, 'audit_events.workspace_id') }, filters);
 
 /** Deletes events created before `before` (Unix seconds); returns how many. */
 export async function pruneAuditEvents(db: Db, before: number): Promise<number> {

@@ -11,8 +11,8 @@ import { ulid } from 'ulid';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { ApiError, conflict, OAuthError } from '../errors.ts';
-import { requireEveryScope, type Scopes } from '../services/scopes.ts';
+import { ApiError, OAuthError } from '../errors.ts';
+import { ALL_SCOPES, holds, type Scopes } from '../services/scopes.ts';
 import { requireUnrestricted, type WorkspaceCaller } from '../services/tenancy.ts';
 import { createToken, SESSION_LIFETIME_SECONDS } from './tokens.ts';
 
@@ -130,10 +130,7 @@ export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, devic
   });
 }
 
-export type DecisionResult =
-  | { kind: 'decided'; row: Row<'device_grants'> }
-  | { kind: 'not_found' }
-  | { kind: 'already_decided'; status: 'approved' | 'denied' };
+export type DecisionResult = { kind: 'decided'; row: Row<'device_grants'> } | { kind: 'not_found' };
 
 /**
  * Counts one attempt of the user against the window (fixed, APPROVAL_WINDOW_SECONDS long) before the code is
@@ -175,8 +172,8 @@ async function decideDeviceSignIn(db: Kysely<Database>, clock: Clock, userId: st
 async function decide(db: Kysely<Database>, now: number, userId: string, code: string, action: 'approve' | 'deny'): Promise<DecisionResult> {
   return inTransaction(db, async (trx): Promise<DecisionResult> => {
     const grant = await trx.selectFrom('device_grants').selectAll().where('user_code', '=', code).forUpdate().executeTakeFirst();
-    if (!grant || grant.expires_at <= now) return { kind: 'not_found' };
-    if (grant.status !== 'pending') return { kind: 'already_decided', status: grant.status === 'denied' ? 'denied' : 'approved' };
+    // A code already decided is answered (and counted) as an unknown one: nobody learns which codes exist.
+    if (!grant || grant.expires_at <= now || grant.status !== 'pending') return { kind: 'not_found' };
     const row = await trx
       .updateTable('device_grants')
       .set({ status: action === 'approve' ? 'approved' : 'denied', user_id: userId, decided_at: now })
@@ -252,7 +249,18 @@ export async function admitDeviceDecision(
   approval: Schema<'DeviceApproval'>,
 ): Promise<void> {
   if (approval.action === 'approve') {
-    requireEveryScope(caller.scopes, 'approveDeviceCode');
+    const lacking = ALL_SCOPES.find((scope) => !holds(caller.scopes, scope));
+    if (lacking !== undefined) {
+      throw new ApiError(
+        'forbidden',
+        `Approving issues a session token, which holds every scope, so approveDeviceCode needs a token of every scope besides tokens:write; this one lacks ${lacking}.`,
+        {
+          param: 'Authorization',
+          suggestion: 'Approve from the /device page signed in with a session, or with a personal access token made with scopes ["*"].',
+          details: { required_scope: lacking },
+        },
+      );
+    }
     requireUnrestricted(caller, 'approveDeviceCode', 'would issue a session token, which acts in every workspace');
   }
   const now = clock.now();
@@ -294,12 +302,5 @@ export async function approveDeviceCode(
         param: 'user_code',
         suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
       });
-    case 'already_decided':
-      throw conflict(
-        `Device code ${shown} was already ${result.status}.`,
-        'Nothing to do; to sign in again, start a new sign-in in your terminal.',
-        { status: result.status },
-        'user_code',
-      );
   }
 }

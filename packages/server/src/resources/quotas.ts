@@ -20,7 +20,7 @@ export async function listQuotas(
   clusterId: string | undefined,
 ): Promise<Schema<'QuotaEntry'>[]> {
   const cluster = clusterId === undefined ? undefined : await visibleCluster(db, caller, clusterId, 'cluster_id');
-  const usage = await allocationUsage(db, caller.userId);
+  const usage = await allocationUsage(db, caller.userId, caller);
   const entries = await Promise.all(ALLOCATION.map(async (metric) => entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric])));
   if (cluster) {
     const limit = await limitOf(db, caller.userId, cluster.workspace_id, 'compute/provisioning');
@@ -50,7 +50,7 @@ export async function getQuota(
     const cluster = await visibleCluster(db, caller, clusterId, 'cluster_id');
     return entry(metric, await limitOf(db, caller.userId, cluster.workspace_id, metric), await provisioningUsage(db, cluster.id));
   }
-  const usage = await allocationUsage(db, caller.userId);
+  const usage = await allocationUsage(db, caller.userId, caller);
   return entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric]);
 }
 

@@ -8,6 +8,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { announceAccessChange } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { ALL_SCOPES, grantableScopes, type Scope, type Scopes } from '../services/scopes.ts';
@@ -178,15 +179,33 @@ export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: 
   return { ...row, scopes: words(row.scopes), workspace_ids: words(row.workspace_ids) };
 }
 
-export async function listPersonalTokens(db: Kysely<Database>, userId: string, { cursor, limit }: { cursor?: string; limit: number }) {
-  const base = db.selectFrom('tokens').selectAll().where('user_id', '=', userId).where('kind', '=', 'pat');
+/**
+ * The user's tokens a caller may see and revoke: all of them for a token of every workspace; for a token
+ * restricted to workspaces, only personal access tokens restricted to some of those (never a session or a token
+ * of every workspace), so a restricted token never reaches a wider one.
+ */
+function manageableBy(caller: WorkspaceCaller) {
+  return caller.workspaceIds === null
+    ? sql<boolean>`true`
+    : sql<boolean>`tokens.workspace_ids IS NOT NULL AND tokens.workspace_ids <@ ${[...caller.workspaceIds]}::text[]`;
+}
+
+export async function listPersonalTokens(db: Kysely<Database>, caller: WorkspaceCaller, { cursor, limit }: { cursor?: string; limit: number }) {
+  const base = db.selectFrom('tokens').selectAll().where('user_id', '=', caller.userId).where('kind', '=', 'pat').where(manageableBy(caller));
   const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, toToken);
 }
 
-/** One of the user's PATs; 404 for another user's, or a session. */
-export async function getPersonalToken(db: Kysely<Database>, userId: string, tokenId: string): Promise<Schema<'Token'>> {
-  const row = await db.selectFrom('tokens').selectAll().where('id', '=', tokenId).where('user_id', '=', userId).where('kind', '=', 'pat').executeTakeFirst();
+/** One of the user's PATs; 404 for another user's, a session, or one wider than the calling token's restriction. */
+export async function getPersonalToken(db: Kysely<Database>, caller: WorkspaceCaller, tokenId: string): Promise<Schema<'Token'>> {
+  const row = await db
+    .selectFrom('tokens')
+    .selectAll()
+    .where('id', '=', tokenId)
+    .where('user_id', '=', caller.userId)
+    .where('kind', '=', 'pat')
+    .where(manageableBy(caller))
+    .executeTakeFirst();
   if (!row) throw notFound('Token', tokenId);
   return toToken(row);
 }
@@ -225,10 +244,17 @@ export async function forgetWorkspace(db: Kysely<Database>, workspaceId: string)
     .execute();
 }
 
-/** Revocation deletes the row: the token cannot be recovered and its next use gets 401. */
-export async function revokePersonalToken(db: Kysely<Database>, userId: string, tokenId: string): Promise<void> {
-  const result = await db.deleteFrom('tokens').where('id', '=', tokenId).where('user_id', '=', userId).where('kind', '=', 'pat').executeTakeFirst();
+/** Revocation deletes the row: the token cannot be recovered and its next use gets 401. 404 as getPersonalToken. */
+export async function revokePersonalToken(db: Kysely<Database>, caller: WorkspaceCaller, tokenId: string): Promise<void> {
+  const result = await db
+    .deleteFrom('tokens')
+    .where('id', '=', tokenId)
+    .where('user_id', '=', caller.userId)
+    .where('kind', '=', 'pat')
+    .where(manageableBy(caller))
+    .executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Token', tokenId);
+  await announceAccessChange(db, [caller.userId]);
 }
 
 const toSession = (row: Row<'tokens'>, currentTokenId: string | null): Schema<'Session'> => ({
@@ -241,31 +267,41 @@ const toSession = (row: Row<'tokens'>, currentTokenId: string | null): Schema<'S
   current: row.id === currentTokenId,
 });
 
+/** The user's sessions; none for a token restricted to workspaces (a session acts in every workspace). */
 export async function listSessions(
   db: Kysely<Database>,
-  userId: string,
+  caller: WorkspaceCaller,
   currentTokenId: string | null,
   { cursor, limit = 50 }: { cursor?: string; limit?: number },
 ) {
-  const base = db.selectFrom('tokens').selectAll().where('user_id', '=', userId).where('kind', '=', 'session');
+  const base = db.selectFrom('tokens').selectAll().where('user_id', '=', caller.userId).where('kind', '=', 'session').where(manageableBy(caller));
   const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, (row) => toSession(row, currentTokenId));
 }
 
-/** Ends one of the user's sessions (the calling one too); another user's is 404 like a missing one. */
-export async function revokeSession(db: Kysely<Database>, userId: string, sessionId: string): Promise<void> {
-  const result = await db.deleteFrom('tokens').where('id', '=', sessionId).where('user_id', '=', userId).where('kind', '=', 'session').executeTakeFirst();
-  if (result.numDeletedRows === 0n) throw notFound('Session', sessionId);
-}
-
-/** Ends every session of the user but the calling one (`currentTokenId`: a PAT's or null ends them all). */
-export async function revokeOtherSessions(db: Kysely<Database>, userId: string, currentTokenId: string | null): Promise<Schema<'SessionsRevoked'>> {
+/** Ends one of the user's sessions (the calling one too); another user's is 404 like a missing one, and so is any to a restricted token. */
+export async function revokeSession(db: Kysely<Database>, caller: WorkspaceCaller, sessionId: string): Promise<void> {
   const result = await db
     .deleteFrom('tokens')
-    .where('user_id', '=', userId)
+    .where('id', '=', sessionId)
+    .where('user_id', '=', caller.userId)
     .where('kind', '=', 'session')
+    .where(manageableBy(caller))
+    .executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('Session', sessionId);
+  await announceAccessChange(db, [caller.userId]);
+}
+
+/** Ends every session of the user but the calling one (`currentTokenId`: a PAT's or null ends them all); none for a restricted token. */
+export async function revokeOtherSessions(db: Kysely<Database>, caller: WorkspaceCaller, currentTokenId: string | null): Promise<Schema<'SessionsRevoked'>> {
+  const result = await db
+    .deleteFrom('tokens')
+    .where('user_id', '=', caller.userId)
+    .where('kind', '=', 'session')
+    .where(manageableBy(caller))
     .$if(currentTokenId !== null, (q) => q.where('id', '!=', currentTokenId!))
     .executeTakeFirst();
+  await announceAccessChange(db, [caller.userId]);
   return { revoked: Number(result.numDeletedRows) };
 }
 
@@ -274,7 +310,11 @@ export async function revokeCallerToken(db: Kysely<Database>, tokenId: string | 
   if (tokenId === null) {
     throw validationError('Authorization', 'An OAuth2 JWT cannot be revoked by this service.', 'Revoke the token at the identity provider that issued it.');
   }
-  await db.deleteFrom('tokens').where('id', '=', tokenId).execute();
+  const revoked = await db.deleteFrom('tokens').where('id', '=', tokenId).returning('user_id').execute();
+  await announceAccessChange(
+    db,
+    revoked.map((row) => row.user_id),
+  );
 }
 
 /** How long before its expiry a personal access token's owner is told (token.expiring_soon). */

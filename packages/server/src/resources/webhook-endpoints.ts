@@ -8,7 +8,7 @@ import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { notFound, validationError } from '../errors.ts';
+import { ApiError, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
@@ -75,8 +75,26 @@ export async function createWebhookEndpoint(
   db: Db,
   workspace: WorkspaceRef,
   input: ReceivedBody<'createWebhookEndpoint'>,
-  { now, secrets }: { now: number; secrets: SecretBox },
+  { now, secrets, perWorkspace }: { now: number; secrets: SecretBox; perWorkspace: number },
 ): Promise<Schema<'WebhookEndpointWithSecret'>> {
+  // Under the workspace's row lock, so two creations at once cannot both take the last place.
+  await db.selectFrom('workspaces').select('id').where('id', '=', workspace.id).forNoKeyUpdate().execute();
+  const { count } = await db
+    .selectFrom('webhook_endpoints')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where('workspace_id', '=', workspace.id)
+    .executeTakeFirstOrThrow();
+  if (count >= perWorkspace) {
+    throw new ApiError(
+      'quota_exceeded',
+      `Workspace ${workspace.id} has ${count} webhook endpoints, the most allowed (WEBHOOK_ENDPOINTS_PER_WORKSPACE=${perWorkspace}).`,
+      {
+        suggestion:
+          'Delete an endpoint no longer used (DELETE /v1/webhook_endpoints/{id}) or subscribe an existing one to more event types; the operator can raise WEBHOOK_ENDPOINTS_PER_WORKSPACE.',
+        details: { limit: perWorkspace, usage: count },
+      },
+    );
+  }
   const secret = newWebhookSecret();
   const row = await db
     .insertInto('webhook_endpoints')

@@ -7,6 +7,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { announceAccessChange } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
@@ -113,8 +114,9 @@ const toInvitation = (row: Row<'workspace_invitations'> & { workspace_name: stri
 });
 
 /**
- * An invitation for the email, made alike whether or not anyone has an account under it: nothing here reads
- * `users`, so neither the answer nor its timing tells the inviter.
+ * An invitation for the email, made alike whether or not anyone has an account under it: only the workspace's
+ * members are looked up (409 for one of them, whom the inviter sees in the member list anyway), so neither the
+ * answer nor its timing tells the inviter whether an account exists.
  */
 export async function invite(
   db: Db,
@@ -125,12 +127,28 @@ export async function invite(
 ): Promise<Schema<'WorkspaceInvitation'>> {
   const workspace = await membership(db, workspaceId, caller);
   if (!(await holdWorkspace(db, workspace.id))) throw notFound('Workspace', workspaceId);
+  const email = input.email.toLowerCase();
+  const existing = await db
+    .selectFrom('workspace_members')
+    .innerJoin('users', 'users.id', 'workspace_members.user_id')
+    .select(['workspace_members.user_id', 'workspace_members.role'])
+    .where('workspace_members.workspace_id', '=', workspace.id)
+    .where('users.email', '=', email)
+    .executeTakeFirst();
+  if (existing) {
+    throw conflict(
+      `${email} is already a member of workspace ${workspace.id} (user ${existing.user_id}, role ${existing.role}).`,
+      `Change their role with PATCH /v1/workspaces/${workspace.id}/members/${existing.user_id} instead.`,
+      { user_id: existing.user_id, role: existing.role },
+      'email',
+    );
+  }
   const row = await db
     .insertInto('workspace_invitations')
     .values({
       id: newId('inv'),
       workspace_id: workspace.id,
-      email: input.email.toLowerCase(),
+      email,
       role: input.role ?? 'member',
       invited_by: caller.userId,
       created_at: now,
@@ -222,11 +240,28 @@ export async function declineInvitation(db: Db, caller: WorkspaceCaller, id: str
   if (result.numDeletedRows === 0n) throw notFound('Invitation', id);
 }
 
-export async function removeMember(db: Db, workspaceId: string, caller: WorkspaceCaller, userId: string): Promise<void> {
+/**
+ * A membership that ends takes with it the workspace's pending invitations addressed to the user and those they
+ * made (an admin removed must not come back through an invitation of their own); returns their ids.
+ */
+async function withdrawInvitationsOf(db: Db, workspaceId: string, userId: string): Promise<string[]> {
+  const rows = await db
+    .deleteFrom('workspace_invitations')
+    .where('workspace_id', '=', workspaceId)
+    .where((eb) => eb.or([eb('invited_by', '=', userId), eb('email', '=', eb.selectFrom('users').select('email').where('id', '=', userId))]))
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** Removes a member; returns the ids of the invitations withdrawn with them. */
+export async function removeMember(db: Db, workspaceId: string, caller: WorkspaceCaller, userId: string): Promise<string[]> {
   const workspace = await membership(db, workspaceId, caller);
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
+  await announceAccessChange(db, [userId]);
+  return withdrawInvitationsOf(db, workspace.id, userId);
 }
 
 /** A member of the workspace with their email; 404 when the user is not one. */
@@ -250,6 +285,7 @@ export async function setMemberRole(db: Db, workspaceId: string, caller: Workspa
   if (target.role === 'owner')
     throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
   await db.updateTable('workspace_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  await announceAccessChange(db, [userId]);
   return toWorkspaceMember({ ...target, role });
 }
 
@@ -264,15 +300,18 @@ export async function transferOwnership(db: Db, workspaceId: string, userId: str
     await trx.updateTable('workspaces').set({ owner_id: userId }).where('id', '=', workspaceId).execute();
     await trx.updateTable('workspace_members').set({ role: 'admin' }).where('workspace_id', '=', workspaceId).where('role', '=', 'owner').execute();
     await trx.updateTable('workspace_members').set({ role: 'owner' }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+    await announceAccessChange(trx, [workspace.owner_id, userId]);
     return toWorkspaceMember({ ...target, role: 'owner' });
   });
 }
 
-/** Ends the caller's own membership; the owner stays until they transfer ownership. */
-export async function leave(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<void> {
+/** Ends the caller's own membership (the owner stays until they transfer ownership); returns the ids of the invitations withdrawn with it. */
+export async function leave(db: Db, workspaceId: string, caller: WorkspaceCaller): Promise<string[]> {
   const { role } = await membership(db, workspaceId, caller);
   if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
   await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', caller.userId).execute();
+  await announceAccessChange(db, [caller.userId]);
+  return withdrawInvitationsOf(db, workspaceId, caller.userId);
 }
 
 /**
@@ -328,8 +367,12 @@ export async function deleteWorkspace(db: Db, workspaceId: string, caller: Works
     }
     await release(trx, workspaceId);
     await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
-    await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
+    const members = await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).returning('user_id').execute();
     await trx.deleteFrom('workspaces').where('id', '=', workspaceId).execute();
+    await announceAccessChange(
+      trx,
+      members.map((member) => member.user_id),
+    );
   });
 }
 

@@ -6,7 +6,7 @@ import type { Database, Plan } from '../db/schema.ts';
 import { ApiError } from '../errors.ts';
 import { recordEvent } from '../resources/events.ts';
 import { notifyUser } from '../resources/notifications.ts';
-import type { WorkspaceRef } from './tenancy.ts';
+import { type WorkspaceCaller, type WorkspaceRef, withinRestriction } from './tenancy.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
 type Entry = Schema<'QuotaEntry'>;
@@ -37,9 +37,20 @@ export async function limitOf(db: Kysely<Database>, userId: string, workspaceId:
   return workspace?.limit ?? personal?.limit ?? METRICS[metric].plan[user.plan];
 }
 
-/** What a user owns now, across every workspace they own (BYOM machines excluded). */
-export async function allocationUsage(db: Kysely<Database>, userId: string): Promise<Record<Exclude<Metric, 'compute/provisioning'>, number>> {
-  const owned = db.selectFrom('workspaces').select('id').where('owner_id', '=', userId);
+/**
+ * What a user owns now, across every workspace they own (BYOM machines excluded); with `shownTo`, a token
+ * restricted to workspaces, only in those (what it reports: the limit is enforced on the whole).
+ */
+export async function allocationUsage(
+  db: Kysely<Database>,
+  userId: string,
+  shownTo?: WorkspaceCaller,
+): Promise<Record<Exclude<Metric, 'compute/provisioning'>, number>> {
+  const owned = db
+    .selectFrom('workspaces')
+    .select('id')
+    .where('owner_id', '=', userId)
+    .$if(shownTo !== undefined, (q) => q.where(withinRestriction(shownTo!, 'workspaces.id')));
   const clusters = await db
     .selectFrom('clusters')
     .select((eb) => eb.fn.countAll<string>().as('count'))

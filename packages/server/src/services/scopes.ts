@@ -42,8 +42,3 @@ export function grantableScopes(requested: readonly string[], caller: Scopes, op
   for (const scope of wanted) if (!holds(caller, scope)) throw missingScope(scope, operationId);
   return ALL_SCOPES.filter((scope) => wanted.includes(scope));
 }
-
-/** Operations whose result carries every scope (a session token) need a caller that holds every scope. */
-export function requireEveryScope(caller: Scopes, operationId: string): void {
-  for (const scope of ALL_SCOPES) if (!holds(caller, scope)) throw missingScope(scope, operationId);
-}
