@@ -10,10 +10,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createPlatformClient, PlatformApiError, type PlatformClient } from '@platform/client';
-import { createUser, systemClock } from '@platform/server/testing';
-import { sql } from 'kysely';
-import { freshDatabase } from './fresh-database.ts';
-import { startServerProcess } from './server-process.ts';
 
 const USAGE = `Usage: pnpm smoke [options]
 
@@ -376,6 +372,13 @@ const elapsed = (started: number) => `${((Date.now() - started) / 1000).toFixed(
 
 /** The platform on a scratch database with the simulated cloud at fast timings, and a user made for the run. */
 async function startSimulator(): Promise<{ baseUrl: string; token: string; workspaceId: string; stop(): Promise<void> }> {
+  // Loaded only here: a run against a deployment needs none of the server's code.
+  const [{ createUser, systemClock }, { sql }, { freshDatabase }, { startServerProcess }] = await Promise.all([
+    import('@platform/server/testing'),
+    import('kysely'),
+    import('./fresh-database.ts'),
+    import('./server-process.ts'),
+  ]);
   const { admin, url, connection } = await freshDatabase('platform_smoke', 'smoke');
   const user = await createUser(connection.db, systemClock, 'smoke@platform.example', 'pro');
   await connection.close();
