@@ -148,7 +148,32 @@ interface Made {
   remove(): Promise<void>;
 }
 
-async function runJourney(api: PlatformClient, options: Options, signal: AbortSignal, print: (line: string) => void): Promise<boolean> {
+/**
+ * The output: a step's name as it starts and its result on the same line. A line printed meanwhile (the notice
+ * of a Ctrl-C) breaks it; the result then repeats the step's name.
+ */
+const progress = {
+  open: undefined as string | undefined,
+  broken: false,
+  begin(step: string): void {
+    this.open = step;
+    this.broken = false;
+    process.stdout.write(step.padEnd(12));
+  },
+  end(result: string): void {
+    process.stdout.write(`${this.broken ? this.open!.padEnd(12) : ''}${result}\n`);
+    this.open = undefined;
+  },
+  line(text: string): void {
+    if (this.open !== undefined && !this.broken) {
+      process.stdout.write('\n');
+      this.broken = true;
+    }
+    console.log(text);
+  },
+};
+
+async function runJourney(api: PlatformClient, options: Options, signal: AbortSignal): Promise<boolean> {
   const made: Made[] = [];
   const cleanupSeconds = options.timeouts.step;
   /** Deletes with `remove` (a 404 counts as gone), then waits until `read` answers 404. */
@@ -181,13 +206,13 @@ async function runJourney(api: PlatformClient, options: Options, signal: AbortSi
 
   const step = async (name: string, body: () => Promise<string | undefined>): Promise<void> => {
     const started = Date.now();
-    process.stdout.write(`${name.padEnd(12)}`);
+    progress.begin(name);
     try {
       if (signal.aborted) throw new StepFailure('interrupted');
       const detail = await body();
-      print(`ok      ${elapsed(started)}${detail ? `  ${detail}` : ''}`);
+      progress.end(`ok      ${elapsed(started)}${detail ? `  ${detail}` : ''}`);
     } catch (error) {
-      print(`FAILED  ${elapsed(started)}  ${describe(error)}`);
+      progress.end(`FAILED  ${elapsed(started)}  ${describe(error)}`);
       throw new FirstFailure(name, describe(error));
     }
   };
@@ -338,10 +363,10 @@ async function runJourney(api: PlatformClient, options: Options, signal: AbortSi
 
   const leftovers: string[] = [];
   if (options.keep) {
-    print(`kept        ${made.map((m) => `${m.kind} ${m.id}`).join(', ') || 'nothing'}`);
+    progress.line(`kept        ${made.map((m) => `${m.kind} ${m.id}`).join(', ') || 'nothing'}`);
   } else {
     const started = Date.now();
-    process.stdout.write(`${'cleanup'.padEnd(12)}`);
+    progress.begin('cleanup');
     for (const object of made.reverse()) {
       try {
         await object.remove();
@@ -349,12 +374,12 @@ async function runJourney(api: PlatformClient, options: Options, signal: AbortSi
         leftovers.push(`${object.kind} ${object.id}: ${describe(error)}`);
       }
     }
-    print(leftovers.length === 0 ? `ok      ${elapsed(started)}  nothing left behind` : `FAILED  ${elapsed(started)}  could not delete:`);
-    for (const leftover of leftovers) print(`              ${leftover}`);
+    progress.end(leftovers.length === 0 ? `ok      ${elapsed(started)}  nothing left behind` : `FAILED  ${elapsed(started)}  could not delete:`);
+    for (const leftover of leftovers) progress.line(`              ${leftover}`);
   }
-  if (failed) print(`smoke: FAILED at step '${failed.step}': ${failed.reason}`);
-  else if (leftovers.length > 0) print(`smoke: FAILED at step 'cleanup': ${leftovers.length} left behind`);
-  else print('smoke: all steps passed');
+  if (failed) progress.line(`smoke: FAILED at step '${failed.step}': ${failed.reason}`);
+  else if (leftovers.length > 0) progress.line(`smoke: FAILED at step 'cleanup': ${leftovers.length} left behind`);
+  else progress.line('smoke: all steps passed');
   return !failed && leftovers.length === 0;
 }
 
@@ -423,7 +448,7 @@ async function main(): Promise<number> {
   const interrupt = new AbortController();
   const onSignal = () => {
     if (interrupt.signal.aborted) process.exit(1);
-    console.log('\nsmoke: interrupted; cleaning up (again to stop at once, leaving what was made)');
+    progress.line('smoke: interrupted; cleaning up (again to stop at once, leaving what was made)');
     interrupt.abort(new StepFailure('interrupted'));
   };
   process.on('SIGINT', onSignal);
@@ -435,7 +460,7 @@ async function main(): Promise<number> {
   console.log(`smoke: ${deployment.baseUrl}${process.env.PLATFORM_API_URL ? '' : ' (the simulator, started for this run)'}`);
   try {
     const api = createPlatformClient({ baseUrl: deployment.baseUrl, token: deployment.token, workspaceId: deployment.workspaceId });
-    return (await runJourney(api, options, interrupt.signal, (line) => console.log(line))) ? 0 : 1;
+    return (await runJourney(api, options, interrupt.signal)) ? 0 : 1;
   } finally {
     await deployment.stop();
   }

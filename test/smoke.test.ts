@@ -1,6 +1,6 @@
 // `pnpm smoke` as a user runs it: a child process, against the simulator it starts itself, and against a
 // deployment (PLATFORM_API_URL, PLATFORM_TOKEN) that the test starts and then inspects in its database.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,12 @@ const STEPS = ['cluster', 'machine', 'product', 'install', 'logs', 'uninstall', 
 // Seconds-scale deadlines: the simulator at fast timings takes a few seconds per step.
 const FAST = ['--cluster-timeout', '60', '--machine-timeout', '60', '--install-timeout', '60', '--step-timeout', '60'];
 
-function smoke(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+/** Runs the smoke; `onOutput` sees the output so far after each chunk, with the process (to interrupt it). */
+function smoke(
+  args: string[],
+  env: Record<string, string> = {},
+  onOutput?: (out: string, child: ChildProcess) => void,
+): Promise<{ code: number | null; out: string }> {
   const inherited = { ...process.env };
   delete inherited.PLATFORM_API_URL;
   delete inherited.PLATFORM_TOKEN;
@@ -25,6 +30,7 @@ function smoke(args: string[], env: Record<string, string> = {}): Promise<{ code
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => {
     out += chunk.toString();
+    onOutput?.(out, child);
   });
   child.stderr.on('data', (chunk: Buffer) => {
     out += chunk.toString();
@@ -33,7 +39,7 @@ function smoke(args: string[], env: Record<string, string> = {}): Promise<{ code
 }
 
 /** The line the smoke printed for a step: its name, then ok or FAILED. */
-const stepLine = (out: string, step: string) => out.split('\n').find((line) => line.startsWith(step.padEnd(12)));
+const stepLine = (out: string, step: string) => out.split('\n').find((line) => line.startsWith(step.padEnd(12)) && line.trim() !== step);
 
 describe('pnpm smoke against the simulator it starts itself', () => {
   it('passes every step and exits 0', { timeout: 120_000 }, async () => {
@@ -115,6 +121,26 @@ describe('pnpm smoke against a deployment', () => {
     for (const step of ['product', 'install', 'logs', 'uninstall']) expect(stepLine(out, step), out).toBeUndefined();
     expect(stepLine(out, 'cleanup'), out).toContain('nothing left behind');
     expect(out).toMatch(/smoke: FAILED at step 'machine': 4\d\d \w+:/);
+    expect(code).toBe(1);
+    expect(await leftovers(user.workspaceId)).toEqual(nothing);
+  });
+
+  it('on Ctrl-C ends the step under way, deletes what it made and exits 1', { timeout: 120_000 }, async () => {
+    const user = await createUser(database.db, systemClock, 'smoke-interrupt@platform.example', 'pro');
+    let interrupted = false;
+    // Interrupted once the cluster runs, while the machine boots.
+    const { code, out } = await smoke(
+      FAST,
+      { PLATFORM_API_URL: server.base, PLATFORM_TOKEN: user.token, PLATFORM_WORKSPACE_ID: user.workspaceId },
+      (sofar, child) => {
+        if (interrupted || stepLine(sofar, 'cluster') === undefined) return;
+        interrupted = true;
+        child.kill('SIGINT');
+      },
+    );
+    expect(stepLine(out, 'machine'), out).toMatch(/ FAILED .*interrupted/);
+    expect(stepLine(out, 'cleanup'), out).toContain('nothing left behind');
+    expect(out).toContain("smoke: FAILED at step 'machine': interrupted");
     expect(code).toBe(1);
     expect(await leftovers(user.workspaceId)).toEqual(nothing);
   });
