@@ -147,6 +147,9 @@ interface Made {
   /** Deletes it; resolves once it is gone (404). */
   remove(): Promise<void>;
 }
+/** What the run made and has not deleted yet, newest last. */
+const made: Made[] = [];
+const listed = (objects: Made[]) => objects.map((m) => `${m.kind} ${m.id}`).join(', ') || 'nothing';
 
 /**
  * The output: a step's name as it starts and its result on the same line. A line printed meanwhile (the notice
@@ -174,7 +177,6 @@ const progress = {
 };
 
 async function runJourney(api: PlatformClient, options: Options, signal: AbortSignal): Promise<boolean> {
-  const made: Made[] = [];
   const cleanupSeconds = options.timeouts.step;
   /** Deletes with `remove` (a 404 counts as gone), then waits until `read` answers 404. */
   const deletion =
@@ -363,13 +365,14 @@ async function runJourney(api: PlatformClient, options: Options, signal: AbortSi
 
   const leftovers: string[] = [];
   if (options.keep) {
-    progress.line(`kept        ${made.map((m) => `${m.kind} ${m.id}`).join(', ') || 'nothing'}`);
+    progress.line(`kept        ${listed(made)}`);
   } else {
     const started = Date.now();
     progress.begin('cleanup');
-    for (const object of made.reverse()) {
+    for (const object of made.slice().reverse()) {
       try {
         await object.remove();
+        made.splice(made.indexOf(object), 1);
       } catch (error) {
         leftovers.push(`${object.kind} ${object.id}: ${describe(error)}`);
       }
@@ -447,7 +450,10 @@ async function main(): Promise<number> {
   // The first Ctrl-C (or SIGTERM) ends the current step and lets the cleanup run; a second one stops at once.
   const interrupt = new AbortController();
   const onSignal = () => {
-    if (interrupt.signal.aborted) process.exit(1);
+    if (interrupt.signal.aborted) {
+      progress.line(`smoke: stopped; left behind: ${listed(made)}`);
+      process.exit(1);
+    }
     progress.line('smoke: interrupted; cleaning up (again to stop at once, leaving what was made)');
     interrupt.abort(new StepFailure('interrupted'));
   };

@@ -145,6 +145,28 @@ describe('pnpm smoke against a deployment', () => {
     expect(await leftovers(user.workspaceId)).toEqual(nothing);
   });
 
+  it('on a second Ctrl-C stops at once and names what it leaves behind', { timeout: 120_000 }, async () => {
+    const user = await createUser(database.db, systemClock, 'smoke-stop@platform.example', 'pro');
+    let signals = 0;
+    const { code, out } = await smoke(
+      FAST,
+      { PLATFORM_API_URL: server.base, PLATFORM_TOKEN: user.token, PLATFORM_WORKSPACE_ID: user.workspaceId },
+      (sofar, child) => {
+        if (signals === 0 && stepLine(sofar, 'cluster') !== undefined) {
+          signals++;
+          child.kill('SIGINT');
+        } else if (signals === 1 && sofar.includes('smoke: interrupted')) {
+          signals++;
+          child.kill('SIGINT');
+        }
+      },
+    );
+    const left = await sql<{ id: string }>`SELECT id FROM clusters WHERE workspace_id = ${user.workspaceId}`.execute(database.db);
+    expect(left.rows, out).toHaveLength(1);
+    expect(out).toMatch(new RegExp(`smoke: stopped; left behind: .*cluster ${left.rows[0]!.id}`));
+    expect(code).toBe(1);
+  });
+
   it('exits 2 on a usage error, before making anything', async () => {
     const unknown = await smoke(['--no-such-flag']);
     expect(unknown.code).toBe(2);
