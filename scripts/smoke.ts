@@ -151,6 +151,15 @@ interface Made {
 const made: Made[] = [];
 const listed = (objects: Made[]) => objects.map((m) => `${m.kind} ${m.id}`).join(', ') || 'nothing';
 
+/** The body of the machine's newest notification of that type: where a workflow says why a provision failed. */
+async function newestNotice(api: PlatformClient, providerId: string, type: 'machine.failed' | 'machine.provision_failed'): Promise<string | undefined> {
+  let newest: { body: string; created_at: number } | undefined;
+  for await (const notice of api.paginate('listNotifications', { limit: 100 })) {
+    if (notice.resource_id === providerId && notice.type === type && (newest === undefined || notice.created_at >= newest.created_at)) newest = notice;
+  }
+  return newest?.body;
+}
+
 /**
  * The output: a step's name as it starts and its result on the same line. A line printed meanwhile (the notice
  * of a Ctrl-C) breaks it; the result then repeats the step's name.
@@ -281,17 +290,27 @@ async function runJourney(api: PlatformClient, options: Options, signal: AbortSi
         remove: deletion(() => api.deleteMachine({ providerId: machine.provider_id }), getMachine, options.timeouts.machine),
       });
       let status = machine.status;
-      await until(
-        'ready',
-        options.timeouts.machine,
-        signal,
-        async () => {
-          status = (await getMachine()).status;
-          if (status === 'failed') throw new StepFailure(`the machine ${machine.node_name} failed (its notification says why)`);
-          return status === 'ready';
-        },
-        () => `status ${status}`,
-      );
+      try {
+        await until(
+          'ready',
+          options.timeouts.machine,
+          signal,
+          async () => {
+            status = (await getMachine()).status;
+            if (status === 'failed') {
+              const why = await newestNotice(api, machine.provider_id, 'machine.failed');
+              throw new StepFailure(`the machine ${machine.node_name} failed: ${why ?? 'no notification says why'}`);
+            }
+            return status === 'ready';
+          },
+          () => `status ${status}`,
+        );
+      } catch (error) {
+        // A machine still provisioning at its deadline: the last failed attempt, if any, says what stands in the way.
+        const attempt = status === 'failed' ? undefined : await newestNotice(api, machine.provider_id, 'machine.provision_failed');
+        if (attempt === undefined || signal.aborted) throw error;
+        throw new StepFailure(`${(error as Error).message}; the last attempt failed: ${attempt}`);
+      }
       return `${machine.provider_id} (${machine.server_type})`;
     });
 

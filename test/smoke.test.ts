@@ -176,3 +176,32 @@ describe('pnpm smoke against a deployment', () => {
     expect(half.out).toContain('set both PLATFORM_API_URL and PLATFORM_TOKEN');
   });
 });
+
+describe('pnpm smoke against a cloud that refuses every server', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let user: Awaited<ReturnType<typeof createUser>>;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    // Made before the start: a database with a user gets no demo seed, whose machine this cloud would refuse.
+    user = await createUser(database.db, systemClock, 'smoke-refused@platform.example', 'pro');
+    server = await startServerProcess({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn', SIM_CONTROL_PLANE_SECONDS: '1', SIM_FAILURE_RATE: '1' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await database?.drop();
+  });
+
+  it("fails the machine step at its deadline with the last attempt's reason, and cleans up", { timeout: 120_000 }, async () => {
+    const { code, out } = await smoke([...FAST, '--machine-timeout', '5'], {
+      PLATFORM_API_URL: server.base,
+      PLATFORM_TOKEN: user.token,
+      PLATFORM_WORKSPACE_ID: user.workspaceId,
+    });
+    expect(stepLine(out, 'machine'), out).toMatch(/ FAILED .*ready did not happen within 5 s .*the last attempt failed: .*resource_unavailable/);
+    expect(stepLine(out, 'cleanup'), out).toContain('nothing left behind');
+    expect(code).toBe(1);
+    const clusters = await sql<{ n: string }>`SELECT count(*) AS n FROM clusters WHERE workspace_id = ${user.workspaceId}`.execute(database.db);
+    expect(Number(clusters.rows[0]!.n)).toBe(0);
+  });
+});
