@@ -8,11 +8,12 @@ export const listEvents: Handler<'listEvents'> = async (input, { db }) => ({
 });
 
 export const streamEvents: Handler<'streamEvents'> = async ({ headers, query, caller, workspace, signal }, { db, clock, shutdown, config }) => {
-  const request = { workspaceId: requireWorkspace(workspace).id, type: query.type, object_id: query.object_id, lastEventId: headers['Last-Event-ID'] };
+  const { id: workspaceId } = requireWorkspace(workspace);
+  const request = { workspaceId, type: query.type, object_id: query.object_id, lastEventId: headers['Last-Event-ID'] };
   const env = { db, clock, signal, shutdown, pollMs: config.eventPollMs };
   return {
     status: 200,
     stream: await events.openEventStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }),
-    workspaceId: workspace.id,
+    workspaceId,
   };
 };

@@ -12,6 +12,18 @@ import type { StepContext, StepDeadline, WorkflowDefinition } from './engine.ts'
 
 /** A snapshot still not available this long (s) after it was asked for fails the suspension. */
 const SNAPSHOT_DEADLINE_SECONDS = 3600;
+const KEPT = 'The machine keeps its server, shut down: suspend it again, or delete the machine.';
+
+/** The snapshot that never became available goes, and the suspension fails (its server is kept). */
+const snapshotDeadline: StepDeadline = {
+  seconds: () => SNAPSHOT_DEADLINE_SECONDS,
+  async expired(ctx) {
+    const subject = await subjectOf(ctx);
+    if (!subject) return { done: true };
+    await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
+    return { failed: `Snapshot ${String(ctx.state.snapshot_id)} was not available ${SNAPSHOT_DEADLINE_SECONDS / 60} minutes after it was asked for. ${KEPT}` };
+  },
+};
 
 async function subjectOf(ctx: StepContext) {
   const suspension = await suspensionById(ctx.db, ctx.workflow.subject_id);
@@ -21,6 +33,7 @@ async function subjectOf(ctx: StepContext) {
 }
 
 export const suspendMachine: WorkflowDefinition = {
+  deadlines: { await_snapshot: snapshotDeadline },
   steps: {
     async start(ctx) {
       const subject = await subjectOf(ctx);
@@ -39,26 +52,20 @@ export const suspendMachine: WorkflowDefinition = {
         await machineCredential(ctx, subject.machine.provider_id),
       );
       await recordSnapshot(ctx.db, subject.suspension.id, snapshot.id);
-      return { next: 'await_snapshot', state: { snapshot_id: snapshot.id, snapshot_since: ctx.clock.now() } };
+      return { next: 'await_snapshot', state: { snapshot_id: snapshot.id } };
     },
     async await_snapshot(ctx) {
       const subject = await subjectOf(ctx);
       if (!subject) return { done: true };
       const credential = await machineCredential(ctx, subject.machine.provider_id);
       const snapshot = await ctx.provider.getSnapshot(String(ctx.state.snapshot_id), credential);
-      const kept = 'The machine keeps its server, shut down: suspend it again, or delete the machine.';
-      if (!snapshot) return { failed: `The snapshot disappeared before it completed. ${kept}` };
+      if (!snapshot) return { failed: `The snapshot disappeared before it completed. ${KEPT}` };
       // The provider could not make it (Hetzner's image status `unavailable`): it never becomes available, and goes.
       if (snapshot.status === 'failed') {
         await ctx.provider.deleteSnapshot(snapshot.id, credential);
-        return { failed: `The cloud provider could not make snapshot ${snapshot.id} (its status is unavailable). ${kept}` };
+        return { failed: `The cloud provider could not make snapshot ${snapshot.id} (its status is unavailable). ${KEPT}` };
       }
-      if (snapshot.status !== 'available') {
-        const since = Number(ctx.state.snapshot_since ?? ctx.clock.now());
-        if (ctx.clock.now() - since < SNAPSHOT_DEADLINE_SECONDS) return { wait: 3, state: { snapshot_since: since } };
-        await ctx.provider.deleteSnapshot(snapshot.id, credential);
-        return { failed: `Snapshot ${snapshot.id} was not available ${SNAPSHOT_DEADLINE_SECONDS / 60} minutes after it was asked for. ${kept}` };
-      }
+      if (snapshot.status !== 'available') return { wait: 3 };
       return { next: 'delete_server' };
     },
     async delete_server(ctx) {

@@ -269,9 +269,12 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       return id;
     },
     mutateServer(token, id, change) {
-      const server = projects.get(token)?.servers.get(id);
+      const project = projects.get(token);
+      const server = project?.servers.get(id);
       if (!server) throw new Error(`no server ${id}`);
       change(server);
+      // A status the test sets stays until the test changes it: the boot in progress no longer moves it on.
+      project!.runningAt.delete(id);
     },
     close: async () => {},
   };
