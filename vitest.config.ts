@@ -2,8 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The second tier: tests that start processes (the server, the CLI, `pnpm mock`, tsc, curl), drive a real browser,
- * pack and install the client, or kill workers and PostgreSQL. `pnpm test` runs both tiers; `pnpm test:fast`, for
- * the edit loop, only the first.
+ * pack and install the client, kill workers and PostgreSQL, or fuzz the whole contract. `pnpm test` runs both tiers;
+ * `pnpm test:fast`, for the edit loop, only the first.
  */
 const SLOW = [
   // processes
@@ -24,6 +24,8 @@ const SLOW = [
   // crashes: killed workers, a restarted PostgreSQL
   'packages/server/test/crash.test.ts',
   'packages/server/test/database-restart.test.ts',
+  // the contract fuzzer's generated requests (50 per operation and kind): minutes, not for the edit loop
+  'test/fuzz/*.test.ts',
 ];
 
 export default defineConfig({
