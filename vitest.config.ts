@@ -1,16 +1,56 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The second tier: tests that start processes (the server, the CLI, `pnpm mock`, tsc, curl), drive a real browser,
+ * pack and install the client, kill workers and PostgreSQL, or fuzz the whole contract. `pnpm test` runs both tiers;
+ * `pnpm test:fast`, for the edit loop, only the first.
+ */
+const SLOW = [
+  // processes
+  'packages/server/test/lifecycle.test.ts',
+  'packages/server/test/first-run.test.ts',
+  'packages/server/test/faults.test.ts',
+  'packages/cli/test/cli.test.ts',
+  'packages/cli/test/conventions.test.ts',
+  'packages/cli/test/network.test.ts',
+  'packages/cli/test/stream-access.test.ts',
+  'packages/server/test/stopping.test.ts',
+  'test/pnpm-voice.test.ts',
+  'test/generators.test.ts',
+  'test/smoke.test.ts',
+  'test/exit-code/exit-code.test.ts',
+  'test/mock/*.test.ts',
+  'test/docs/code-samples.test.ts',
+  'test/docs/curl-samples.test.ts',
+  // browsers
+  'packages/client/test/browser.test.ts',
+  'packages/server/test/device-page.test.ts',
+  'test/docs/docs.test.ts',
+  // the packed client
+  'test/client-package/*.test.ts',
+  // crashes: killed workers, a restarted PostgreSQL
+  'packages/server/test/crash.test.ts',
+  'packages/server/test/database-restart.test.ts',
+  // every workflow kind walked for hours of test clock against a cloud that never finishes
+  'packages/server/test/workflow-bounds.test.ts',
+  // the contract fuzzer's generated requests (50 per operation and kind): minutes, not for the edit loop
+  'test/fuzz/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-    // A real PostgreSQL for the server tests: DATABASE_URL, or an embedded one started for the run.
+    // A real PostgreSQL for the server tests: DATABASE_URL, or an embedded one started once for the run.
     globalSetup: ['packages/server/test/global-setup.ts'],
-    // Type tests (expectTypeOf, @ts-expect-error) run with the suite.
-    typecheck: { enabled: true, include: ['**/*.test-d.ts'], tsconfig: './tsconfig.json' },
-    // CI asks for a JSON report too, to print its closing "N passed, N failed" line.
+    // The type tests (`*.test-d.ts`: expectTypeOf, @ts-expect-error) are checked by `pnpm typecheck`, which
+    // `pnpm test` runs before vitest.
+    // CI asks for a JSON report too, to print its closing "N passed, N failed" line (both tiers in one report).
     reporters: process.env.VITEST_JSON_REPORT ? ['default', 'json'] : ['default'],
     outputFile: process.env.VITEST_JSON_REPORT ? { json: process.env.VITEST_JSON_REPORT } : undefined,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      { test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW } },
+      { test: { name: 'slow', include: SLOW } },
+    ],
   },
 });

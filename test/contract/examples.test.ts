@@ -6,6 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { useMockPrism } from '../support/mock-prism.ts';
 import {
   deref,
+  distinctBy,
   eventDataSchemas,
   get,
   isObject,
@@ -104,10 +105,16 @@ interface ResponseCase {
   example: NamedExample;
 }
 
-const responseCases: ResponseCase[] = operations.flatMap((operation) =>
-  responsesOf(doc, operation).flatMap((response) =>
-    response.content.flatMap((media) => media.examples.map((example) => ({ operation, response, media, example }))),
+// A shared response (components/responses) is one response object for every operation that declares it, and Prism
+// serves it the same way for each: it is requested once, through the first of them (declared-errors.test.ts checks
+// that every operation declares the shared responses it must).
+const responseCases: ResponseCase[] = distinctBy(
+  operations.flatMap((operation) =>
+    responsesOf(doc, operation).flatMap((response) =>
+      response.content.flatMap((media) => media.examples.map((example) => ({ operation, response, media, example }))),
+    ),
   ),
+  ({ response, media, example }) => `${response.at} ${media.mediaType} ${example.at}`,
 );
 
 describe('response examples, served by the mock', () => {

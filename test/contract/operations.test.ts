@@ -1,16 +1,21 @@
 // Every operation of the contract, called through @platform/client against the Prism mock: the request the
 // client sends is one Prism accepts for that operation, and what comes back (on the wire and as the client
 // returns it) validates against the operation's documented response. Then every documented error example,
-// picked with Prism's `Prefer` header, must reach the caller as a PlatformApiError with the body's fields.
+// picked with Prism's `Prefer` header, must reach the caller as a PlatformApiError with the body's fields: a shared
+// error response (components/responses) once for each way the client sends (HTTP method, stream or not), since
+// every operation's call goes through the same code for it; declared-errors.test.ts checks that every operation
+// declares the shared responses it must.
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { describe, expect, test } from 'vitest';
 import { useMockPrism } from '../support/mock-prism.ts';
 import {
+  distinctBy,
   eventDataSchemas,
   isSuccess,
   type Json,
   listOperations,
   loadDocument,
+  type Operation,
   parseSse,
   pathPattern,
   responsesOf,
@@ -113,14 +118,19 @@ describe('every operation through the client against the mock', () => {
   );
 });
 
-const errorCases = operations.flatMap((operation) =>
-  responsesOf(doc, operation)
-    .filter((response) => !isSuccess(response.status))
-    .flatMap((response) =>
-      response.content.flatMap((media) =>
-        media.examples.map((example) => [`${operation.operationId} ${response.status} "${example.name}"`, { operation, response, example }] as const),
-      ),
-    ),
+/** The streams have a client code path of their own (an async generator); every other call goes through `send`. */
+const isStream = (operation: Operation) =>
+  responsesOf(doc, operation).some((response) => response.content.some((media) => media.mediaType === 'text/event-stream'));
+
+const errorCases = distinctBy(
+  operations.flatMap((operation) =>
+    responsesOf(doc, operation)
+      .filter((response) => !isSuccess(response.status))
+      .flatMap((response) => response.content.flatMap((media) => media.examples.map((example) => ({ operation, response, example })))),
+  ),
+  ({ operation, response, example }) => `${response.at} ${example.at} ${operation.method}${isStream(operation) ? ' stream' : ''}`,
+).map(
+  (errorCase) => [`${errorCase.operation.operationId} ${errorCase.response.status} "${errorCase.example.name}" (${errorCase.response.at})`, errorCase] as const,
 );
 
 type ErrorCase = (typeof errorCases)[number][1];

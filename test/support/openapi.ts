@@ -191,6 +191,17 @@ export function requestBodyOf(doc: OpenApiDocument, operation: Operation): { at:
 
 export const isSuccess = (status: string) => /^2\d\d$/.test(status);
 
+/** The first of each group of cases with the same key (a shared response is checked once, not once per user). */
+export function distinctBy<T>(cases: T[], key: (each: T) => string): T[] {
+  const seen = new Set<string>();
+  return cases.filter((each) => {
+    const name = key(each);
+    if (seen.has(name)) return false;
+    seen.add(name);
+    return true;
+  });
+}
+
 /**
  * Every way the document can be left untested. Empty when:
  * - every response and request body with content has at least one named example per media type

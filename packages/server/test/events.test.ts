@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { recordEvent } from '../src/resources/events.ts';
+import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
 import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const app = useTestServer({
@@ -42,27 +43,9 @@ describe('events of a workspace', () => {
   beforeAll(async () => {
     user = await newUser(app.db, clock, 'pro');
     const api = client(user);
-    const cluster = await api.POST('/v1/clusters', { body: { name: 'events', region_id: 'fsn1' } });
+    const cluster = await runningCluster(app, user, 'events');
     ids.cluster = cluster.id;
-    await settled();
-    clock.advance(30);
-    await eventually(
-      () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
-      (c) => c.kaas.status === 'RUNNING',
-      'the cluster to run',
-    );
-
-    const credential = await api.POST('/v1/compute/cloud_credentials', {
-      body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
-    });
-    const config = await api.POST('/v1/compute/configs', {
-      body: {
-        name: 'byom',
-        provider: 'hcloud',
-        provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
-        cloud_credential_id: credential.id,
-      },
-    });
+    const { config } = await ownKeyComputeConfig(app, user, { name: 'byom' });
     const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     ids.machine = machine.provider_id;
     await settled();

@@ -1,12 +1,15 @@
-// A world of two users with one of each resource, for tests that walk the whole contract.
+// A world of two users with one of each resource, for tests that walk the whole contract; and the start of the
+// workflow tests' worlds (a running cluster, a compute config on the user's own key), made through the API.
+import { createPlatformClient } from '@platform/client';
 import type { Kysely } from 'kysely';
+import { expect } from 'vitest';
 import type { Clock } from '../src/clock.ts';
 import type { Database } from '../src/db/schema.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import { createToken } from '../src/resources/tokens.ts';
 import { createWorkspace } from '../src/resources/workspaces.ts';
-import { newUser, type TestUser } from './support.ts';
+import { eventually, newUser, type TestContext, type TestUser, workersSettled } from './support.ts';
 
 export interface World {
   alice: TestUser;
@@ -224,4 +227,40 @@ export function idFor(world: World, path: string, param: string): string | undef
     [/^\/v1\/webhook_endpoints\/\{id\}/, ids.webhookEndpoint],
   ];
   return byCollection.find(([pattern]) => pattern.test(path))?.[1];
+}
+
+/** The workflow tests' app: its clock is a TestClock they move, its workflow runtime runs (SIMULATED_WORKFLOWS_ENV). */
+type WorkflowApp = Pick<TestContext, 'baseUrl' | 'db' | 'clock'>;
+
+const clientOf = (app: WorkflowApp, user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+
+/** A cluster of the user's, created and moved on (the simulated control plane takes 30 s) until it is RUNNING. */
+export async function runningCluster(app: WorkflowApp, user: TestUser, name: string) {
+  const api = clientOf(app, user);
+  const created = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
+  expect(created.kaas.status).toBe('PROVISIONING');
+  await workersSettled(app.db, app.clock);
+  app.clock.advance(30);
+  return eventually(
+    () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }),
+    (cluster) => cluster.kaas.status === 'RUNNING',
+    'the cluster to run',
+  );
+}
+
+/** The user's own Hetzner token as a cloud credential ('own-key'), and a compute config (hcloud, fsn1, cx2*) on it. */
+export async function ownKeyComputeConfig(app: WorkflowApp, user: TestUser, options: { name: string; image?: string }) {
+  const api = clientOf(app, user);
+  const credential = await api.POST('/v1/compute/cloud_credentials', {
+    body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
+  });
+  const config = await api.POST('/v1/compute/configs', {
+    body: {
+      name: options.name,
+      provider: 'hcloud',
+      provider_config: { provider: 'hcloud', region: 'fsn1', image: options.image ?? 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      cloud_credential_id: credential.id,
+    },
+  });
+  return { credential, config };
 }

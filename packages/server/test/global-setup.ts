@@ -1,15 +1,20 @@
 // Tests need a real PostgreSQL: DATABASE_URL when set (CI sets the machine's), otherwise an embedded one
-// started here for the whole run. Each test file then makes its own database (see support.ts).
+// started here for the whole run. The schema is migrated once, into a template database of the run's own (several
+// runs may share one server); each test file then copies it into a database of its own (see support.ts).
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from '../src/db/connect.ts';
+import { openDatabase, startEmbeddedPostgres } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** The run's migrated database, which createTestDatabase copies (CREATE DATABASE … TEMPLATE). */
+    templateDatabase: string;
   }
 }
 
@@ -45,6 +50,31 @@ export async function scratchPostgres(name: string) {
   };
 }
 
+/**
+ * Migrates a new database named for this run (process id and a random part, so runs at once on one server each
+ * have their own) and closes its connections: PostgreSQL copies a template only while nobody is connected to it.
+ */
+async function createTemplate(adminUrl: string): Promise<{ name: string; drop(): Promise<void> }> {
+  const name = `platform_template_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = openDatabase(adminUrl, 1);
+  await sql.raw(`CREATE DATABASE ${name}`).execute(admin.db);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const template = openDatabase(url.toString(), 1);
+  try {
+    await migrateToLatest(template.db);
+  } finally {
+    await template.close();
+  }
+  return {
+    name,
+    drop: async () => {
+      await sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).execute(admin.db);
+      await admin.close();
+    },
+  };
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // Nothing the tests start may touch the data folder of a `pnpm start` (DATA_DIR, default .data): the servers
   // and admin commands they spawn inherit a folder of the run's own.
@@ -52,15 +82,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env.DATA_DIR = scratch;
   const removeScratch = () => rm(scratch, { recursive: true, force: true });
   if (process.env.DATABASE_URL) {
+    const template = await createTemplate(process.env.DATABASE_URL);
     project.provide('databaseUrl', process.env.DATABASE_URL);
-    return removeScratch;
+    project.provide('templateDatabase', template.name);
+    return async () => {
+      await template.drop();
+      await removeScratch();
+    };
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'platform-test-pg-'));
   // As root, PostgreSQL runs as its own user, which must be able to reach the data directory.
   await chmod(dataDir, 0o755);
   const embedded = await startEmbeddedPostgres(dataDir, await freePort());
+  const template = await createTemplate(embedded.url);
   project.provide('databaseUrl', embedded.url);
+  project.provide('templateDatabase', template.name);
   return async () => {
+    await template.drop();
     await embedded.stop();
     await rm(dataDir, { recursive: true, force: true });
     await removeScratch();

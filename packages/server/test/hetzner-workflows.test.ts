@@ -7,6 +7,7 @@ import { HetznerCompute, labelValue } from '../src/providers/hetzner/compute.ts'
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { leftoversReconciler } from '../src/workflows/leftovers.ts';
+import { runningCluster } from './fixtures.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';
 
@@ -50,14 +51,7 @@ async function machineOnNewCluster(user: TestUser, name: string, options: { byom
   const credential = options.byom
     ? await api.POST('/v1/compute/cloud_credentials', { body: { name: `own-${name}`, provider: 'hcloud', secret: BYOM_TOKEN } })
     : undefined;
-  const cluster = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
-  await settled();
-  clock.advance(30);
-  await eventually(
-    () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
-    (c) => c.kaas.status === 'RUNNING',
-    'the cluster to run',
-  );
+  const cluster = await runningCluster(app, user, name);
   const config = await api.POST('/v1/compute/configs', {
     body: {
       name: `cfg-${name}`,

@@ -1,4 +1,4 @@
-// What server tests share: a database of their own, migrated, and the app served on a free port with
+// What server tests share: a database of their own, migrated (a copy of the run's template), and the app served on a free port with
 // response validation on (a response that breaks the contract fails the test), with the workflow runtime when
 // they ask for it: useTestServer() at the top of a file.
 import { randomBytes } from 'node:crypto';
@@ -9,7 +9,6 @@ import { type AppOptions, createApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
@@ -24,17 +23,20 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh database on the test PostgreSQL, migrated unless `migrate: false`. */
+/**
+ * A fresh database on the test PostgreSQL: a copy of the run's migrated template (global-setup.ts), or empty with
+ * `migrate: false`.
+ */
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('databaseUrl');
   const name = `platform_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const admin = openDatabase(adminUrl, 1);
   const { sql } = await import('kysely');
-  await sql.raw(`CREATE DATABASE ${name}`).execute(admin.db);
+  const template = options.migrate === false ? '' : ` TEMPLATE ${inject('templateDatabase')}`;
+  await sql.raw(`CREATE DATABASE ${name}${template}`).execute(admin.db);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const connection = openDatabase(url.toString());
-  if (options.migrate !== false) await migrateToLatest(connection.db);
   return {
     db: connection.db,
     url: url.toString(),

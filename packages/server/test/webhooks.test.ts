@@ -20,6 +20,7 @@ import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
+import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
 import {
   call,
   createTestDatabase,
@@ -181,25 +182,8 @@ describe('deliveries of a workspace’s events', () => {
     all = await createEndpoint(user, { url: `${receiverUrl}/all` });
     installsOnly = await createEndpoint(user, { url: `${receiverUrl}/installs`, event_types: ['install.running', 'install.failed'] });
     const api = client(user);
-    const cluster = await createCluster(user, 'hooks');
-    await settled();
-    clock.advance(30);
-    await eventually(
-      () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
-      (c) => c.kaas.status === 'RUNNING',
-      'RUNNING',
-    );
-    const credential = await api.POST('/v1/compute/cloud_credentials', {
-      body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
-    });
-    const config = await api.POST('/v1/compute/configs', {
-      body: {
-        name: 'byom',
-        provider: 'hcloud',
-        provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
-        cloud_credential_id: credential.id,
-      },
-    });
+    const cluster = await runningCluster(app, user, 'hooks');
+    const { config } = await ownKeyComputeConfig(app, user, { name: 'byom' });
     await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     await settled();
     clock.advance(20);
@@ -287,14 +271,7 @@ describe('the install lifecycle', () => {
       event_types: ['install.updated', 'install.rolled_back', 'install.uninstalled', 'install.running'],
     });
     const api = client(user);
-    const cluster = await createCluster(user, 'lifecycle');
-    await settled();
-    clock.advance(30);
-    await eventually(
-      () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
-      (c) => c.kaas.status === 'RUNNING',
-      'RUNNING',
-    );
+    const cluster = await runningCluster(app, user, 'lifecycle');
     const product = await api.POST('/v1/products', {
       body: {
         name: 'Blog',

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ownKeyComputeConfig, runningCluster as runningClusterOf } from './fixtures.ts';
 import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const app = useTestServer({
@@ -21,32 +22,10 @@ const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, 
 
 const settled = () => workersSettled(app.db, clock);
 
-async function runningCluster(user: TestUser, name: string) {
-  const api = client(user);
-  const created = await api.POST('/v1/clusters', { body: { name, region_id: 'fsn1' } });
-  expect(created.kaas.status).toBe('PROVISIONING');
-  await settled();
-  clock.advance(30);
-  return eventually(
-    () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }),
-    (c) => c.kaas.status === 'RUNNING',
-    'the cluster to run',
-  );
-}
+const runningCluster = (user: TestUser, name: string) => runningClusterOf(app, user, name);
 
 async function byomConfig(user: TestUser, image = 'ubuntu-24.04') {
-  const api = client(user);
-  const credential = await api.POST('/v1/compute/cloud_credentials', {
-    body: { name: 'own-key', provider: 'hcloud', secret: 'hcloud-token-0123456789abcdef0123456789abcdef' },
-  });
-  return api.POST('/v1/compute/configs', {
-    body: {
-      name: `byom-${Math.random().toString(36).slice(2, 6)}`,
-      provider: 'hcloud',
-      provider_config: { provider: 'hcloud', region: 'fsn1', image, machine_type_filter: 'cx2*' },
-      cloud_credential_id: credential.id,
-    },
-  });
+  return (await ownKeyComputeConfig(app, user, { name: `byom-${Math.random().toString(36).slice(2, 6)}`, image })).config;
 }
 
 const machinesOf = (user: TestUser, clusterId: string) => client(user).GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } });
