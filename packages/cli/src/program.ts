@@ -38,14 +38,13 @@ export function buildProgram(): Command {
     .option('--token <token>', 'bearer token (env PLATFORM_TOKEN; default: the one `platform login` saved)')
     .option('--workspace <id>', 'workspace to act in (env PLATFORM_WORKSPACE; default: `platform workspaces use`)')
     .option('--json', 'print the JSON response instead of a table')
-    .version(version, '--version', 'print the version of platform')
     // A mistyped command gets one line naming the closest commands (commander's suggestion), not the whole help.
     .configureOutput({ outputError: (text, write) => write(oneLine(text)) })
     // Usage errors throw instead of exiting, so main() maps them to exit code 2; subcommands inherit this.
     .exitOverride();
   program.addHelpText(
     'after',
-    '\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n',
+    '\n  --version             print the version of platform\n\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n',
   );
   registerAuth(program);
   registerWorkspaces(program);
@@ -67,11 +66,17 @@ export function buildProgram(): Command {
 }
 
 export async function run(argv: string[]): Promise<void> {
+  // `platform --version` as the only argument: commander's own version option would also take the `--version` of
+  // `clusters create` (the Kubernetes version) wherever it stands.
+  if (argv.length === 3 && argv[2] === '--version') {
+    process.stdout.write(`${version}\n`);
+    return;
+  }
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
-      // --help and --version also arrive here, with exit code 0; commander already printed the message.
+      // --help also arrives here, with exit code 0; commander already printed the message.
       process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
       return;
     }

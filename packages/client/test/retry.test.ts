@@ -182,7 +182,7 @@ describe('timeouts', () => {
     const { api } = testClient(fetch, { retry: false, timeoutMs: 20 });
     const error = await rejection(api.GET('/v1/regions'));
     expect(error).toBeInstanceOf(PlatformNetworkError);
-    expect(error).toMatchObject({ timedOut: true, message: 'GET /v1/regions timed out after 20 ms' });
+    expect(error).toMatchObject({ timedOut: true, message: `GET ${baseUrl}/v1/regions timed out after 20 ms` });
     expect(requests[0]?.signal.aborted).toBe(true);
   });
 
