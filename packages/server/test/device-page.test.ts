@@ -122,10 +122,10 @@ describe('GET /device', () => {
     expect(denied.status).toBe(400);
     expect(denied.body).toMatchObject({ error: 'access_denied' });
 
-    // Deciding again shows the service's message (409).
+    // Deciding again is answered as an unknown code is (404): nobody learns which codes exist.
     await page.getByRole('button', { name: 'Approve' }).click();
-    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('conflict');
-    expect(await status.textContent()).toContain('already denied');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('not_found');
+    expect(await status.textContent()).toContain(`Device code ${device.user_code} not found.`);
     await page.close();
   });
 
@@ -146,8 +146,8 @@ describe('GET /device', () => {
     expect(requests.length).toBeGreaterThan(0);
     expect(requests.filter((request) => !request.split(' ')[1]!.startsWith(`${app.baseUrl}/`))).toEqual([]);
     expect(pageErrors).toEqual([]);
-    // Chromium logs each non-2xx fetch (the refused token's 401, the second decision's 409); anything else,
+    // Chromium logs each non-2xx fetch (the refused token's 401, the second decision's 404); anything else,
     // such as a Content-Security-Policy violation, fails the test.
-    expect(consoleErrors.filter((message) => !/the server responded with a status of (401|409)/.test(message))).toEqual([]);
+    expect(consoleErrors.filter((message) => !/the server responded with a status of (401|404)/.test(message))).toEqual([]);
   });
 });
