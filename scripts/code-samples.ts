@@ -71,11 +71,21 @@ function exampleOf(holder: Json, resolve: (value: unknown) => Json): unknown {
   return undefined;
 }
 
+/** A server's URL with its `{variables}` set to their defaults, as a generator reading `servers[0]` would call it. */
+export function serverUrl(server: Json): string {
+  const variables = isObject(server.variables) ? server.variables : {};
+  return String(server.url).replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+    const variable = variables[name];
+    if (!isObject(variable) || typeof variable.default !== 'string') throw new Error(`server variable ${name} has no default`);
+    return variable.default;
+  });
+}
+
 /** Gathers what the sample writers need about one operation. */
 export function sampleInput(doc: Json, path: string, method: string, pathItem: Json, operation: Json): SampleInput {
   const resolve = resolver(doc);
   const servers = Array.isArray(doc.servers) ? doc.servers : [];
-  const baseUrl = isObject(servers[0]) && typeof servers[0].url === 'string' ? servers[0].url : 'http://localhost:8080';
+  const baseUrl = isObject(servers[0]) ? serverUrl(servers[0]) : 'http://localhost:8080';
   const operationId = String(operation.operationId);
   const parameters = [
     ...(Array.isArray(pathItem.parameters) ? pathItem.parameters : []),

@@ -7,7 +7,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { codeSamples, sampleInput, withCodeSamples } from '../../scripts/code-samples.ts';
+import { codeSamples, sampleInput, serverUrl, withCodeSamples } from '../../scripts/code-samples.ts';
 import { isObject, listOperations, loadDocument } from '../support/openapi.ts';
 import { repoRoot } from '../support/prism.ts';
 
@@ -45,7 +45,7 @@ describe('request samples', () => {
   it('shows the required parameters, the workspace header and the page size, with the contract’s examples', () => {
     expect(source('listClusters', 'curl')).toBe(
       [
-        "curl 'http://localhost:8080/v1/clusters?limit=50' \\",
+        "curl 'https://api.platform.example/v1/clusters?limit=50' \\",
         '  -H "Authorization: Bearer $PLATFORM_TOKEN" \\',
         "  -H 'X-Workspace-Id: ws_01jd2x8k4q3m7n5p9r6s2t8v0w'",
       ].join('\n'),
@@ -55,7 +55,7 @@ describe('request samples', () => {
         "import { createPlatformClient } from '@platform/client';",
         '',
         'const api = createPlatformClient({',
-        "  baseUrl: 'http://localhost:8080',",
+        "  baseUrl: 'https://api.platform.example',",
         '  token: process.env.PLATFORM_TOKEN,',
         "  workspaceId: 'ws_01jd2x8k4q3m7n5p9r6s2t8v0w',",
         '});',
@@ -64,7 +64,7 @@ describe('request samples', () => {
       ].join('\n'),
     );
     // A path parameter is encoded in the URL; a form body goes as form fields; no token where none is taken.
-    expect(source('deleteMachine', 'curl')).toContain("-X DELETE 'http://localhost:8080/v1/compute/machines/compute%3A%2F%2Fmch_");
+    expect(source('deleteMachine', 'curl')).toContain("-X DELETE 'https://api.platform.example/v1/compute/machines/compute%3A%2F%2Fmch_");
     const poll = source('pollDeviceToken', 'curl') ?? '';
     expect(poll).toContain("--data-urlencode 'grant_type=urn:ietf:params:oauth:grant-type:device_code'");
     expect(poll).not.toContain('Authorization');
@@ -72,6 +72,15 @@ describe('request samples', () => {
     // The event stream: curl without buffering, the client's stream method.
     expect(source('streamInstallLogs', 'curl')).toMatch(/^curl -N .*\n.*\n.*\n {2}-H 'Accept: text\/event-stream'$/);
     expect(source('streamInstallLogs', 'TypeScript client')).toContain("for await (const event of api.streamInstallLogs('ins_");
+  });
+
+  it('calls the contract’s first server, the public one, with its variables at their defaults', () => {
+    // Generators default to `servers[0]`: it is the deployment's address, not a developer's machine.
+    const first = Array.isArray(doc.servers) ? doc.servers[0] : undefined;
+    expect(isObject(first) ? first.url : first).toBe('{base_url}');
+    expect(serverUrl({ url: '{base_url}/v1', variables: { base_url: { default: 'https://api.platform.example' } } })).toBe('https://api.platform.example/v1');
+    expect(() => serverUrl({ url: '{base_url}', variables: {} })).toThrow('server variable base_url has no default');
+    for (const sample of samplesOf('listClusters')) expect(sample.source).not.toContain('{base_url}');
   });
 
   it('every TypeScript sample compiles against the client', { timeout: 120_000 }, async () => {

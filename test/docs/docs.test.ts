@@ -161,7 +161,10 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     const page = await openDocs();
     // Server descriptions are shown as plain text: markdown in them would show as is.
     const servers = await page.getByTestId('panel-servers').first().innerText();
-    expect(servers).toContain('http://localhost:8080');
+    // The public server first (the one generators pick), the local one after it.
+    const publicServer = servers.indexOf('A production or staging deployment');
+    expect(publicServer).toBeGreaterThanOrEqual(0);
+    expect(servers.indexOf('http://localhost:8080')).toBeGreaterThan(publicServer);
     expect(servers).not.toMatch(/[`*]/);
     const sidebar = page.getByTestId('menu-item-label');
     const labels = (await sidebar.allInnerTexts()).map((text) => text.trim());
@@ -231,7 +234,7 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     const pathPattern = (path: string) => path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, "[^/?']+");
 
     const curlProblems = await visitAll((sample, operation) =>
-      new RegExp(`^curl .*'http://localhost:8080${pathPattern(operation.path)}[?']`).test(sample)
+      new RegExp(`^curl .*'https://api.platform.example${pathPattern(operation.path)}[?']`).test(sample)
         ? undefined
         : `its curl sample does not call ${operation.path}`,
     );
