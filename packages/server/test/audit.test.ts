@@ -7,11 +7,11 @@ import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import type { Row } from '../src/db/schema.ts';
+import { rowOnlyStarter, type WorkflowStarter } from '../src/engine/engine.ts';
 import { auditLog } from '../src/http/audit.ts';
 import { newId } from '../src/ids.ts';
 import type { HandlerEnv } from '../src/operations/types.ts';
 import { recordRequestEvent } from '../src/resources/audit-events.ts';
-import { rowOnlyStarter, type WorkflowStarter } from '../src/workflows/engine.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { call, createTestDatabase, eventually, newUser, type Reply, secretsInAuditLog, startTestServer, type TestUser, useTestServer } from './support.ts';
 

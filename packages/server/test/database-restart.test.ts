@@ -11,9 +11,9 @@ import { loadConfig } from '../src/config.ts';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../src/db/seed.ts';
+import { rowOnlyStarter } from '../src/engine/engine.ts';
 import { newId } from '../src/ids.ts';
-import { rowOnlyStarter } from '../src/workflows/engine.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
+import { createRuntime } from '../src/runtime.ts';
 import { scratchPostgres } from './global-setup.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];

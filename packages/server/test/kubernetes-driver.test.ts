@@ -22,7 +22,7 @@ import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
+import { createRuntime } from '../src/runtime.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
 import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';

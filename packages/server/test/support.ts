@@ -13,9 +13,9 @@ import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { createRuntime, type RuntimeOptions } from '../src/runtime.ts';
 import { type AccessChanges, listenForAccessChanges } from '../src/services/access-changes.ts';
 import type { Resolver } from '../src/services/ssrf.ts';
-import { createRuntime, type RuntimeOptions } from '../src/workflows/runtime.ts';
 
 export interface TestDatabase {
   db: Kysely<Database>;

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { providerRateLimit } from '../src/providers/rate-limit.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
+import { createRuntime } from '../src/runtime.ts';
 import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
 const RATE = 10;

@@ -15,11 +15,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDocument, pointer, SchemaValidator } from '../../../test/support/openapi.ts';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
+import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/jobs/webhook-dispatcher.ts';
 import { recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
-import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
 import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
 import {
   call,

@@ -3,8 +3,8 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { WorkflowKind } from '../src/db/schema.ts';
+import { rowOnlyStarter, type WorkflowDefinition, WorkflowEngine, waitedIn } from '../src/engine/engine.ts';
 import type { ClusterDriver, ComputeProvider } from '../src/providers/types.ts';
-import { rowOnlyStarter, type WorkflowDefinition, WorkflowEngine, waitedIn } from '../src/workflows/engine.ts';
 import { TestClock, useTestDatabase } from './support.ts';
 
 const context = useTestDatabase();

@@ -79,7 +79,7 @@ export interface ComputeProvider {
   deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void>;
   /**
    * The servers and snapshots of the account that carry the `workflow` and `machine` labels the workflows give what
-   * they make, for the leftovers reconciler (workflows/leftovers.ts). Absent where nothing can be left over (the
+   * they make, for the leftovers reconciler (jobs/leftovers.ts). Absent where nothing can be left over (the
    * simulated cloud deletes with its machines' rows).
    */
   listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;

@@ -4,13 +4,13 @@ import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { deleteWorkflowsOf, type WorkflowStarter } from '../engine/engine.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ClusterDriver } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
-import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;
