@@ -4332,8 +4332,8 @@ export interface components {
          */
         InvitationId: string;
         /**
-         * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any.
-         * @example 1732268805123000000-0003
+         * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any. An id holds the position reached in each container the stream has seen (about 15 characters each), so it grows with the install's containers; treat it as opaque.
+         * @example 1732272662087-Y0fWyx:1.Jd3kQ0:7
          */
         LastEventId: string;
         /**
@@ -4362,7 +4362,7 @@ export interface components {
          */
         LogSinceSeconds: number;
         /**
-         * @description Start with at most this many of the most recent lines of each container. All lines when omitted.
+         * @description Start with at most this many of the most recent lines, counted over every container the stream follows (their lines merged in time order; `pod` and `container` narrow it to one). All lines when omitted. Ignored when resuming with `Last-Event-ID`.
          * @example 100
          */
         LogTail: number;
@@ -7079,7 +7079,7 @@ export interface operations {
                  */
                 follow?: components["parameters"]["LogFollow"];
                 /**
-                 * @description Start with at most this many of the most recent lines of each container. All lines when omitted.
+                 * @description Start with at most this many of the most recent lines, counted over every container the stream follows (their lines merged in time order; `pod` and `container` narrow it to one). All lines when omitted. Ignored when resuming with `Last-Event-ID`.
                  * @example 100
                  */
                 tail?: components["parameters"]["LogTail"];
@@ -7096,8 +7096,8 @@ export interface operations {
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
                 /**
-                 * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any.
-                 * @example 1732268805123000000-0003
+                 * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any. An id holds the position reached in each container the stream has seen (about 15 characters each), so it grows with the install's containers; treat it as opaque.
+                 * @example 1732272662087-Y0fWyx:1.Jd3kQ0:7
                  */
                 "Last-Event-ID"?: components["parameters"]["LastEventId"];
             };
