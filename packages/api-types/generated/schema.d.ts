@@ -497,7 +497,7 @@ export interface paths {
         put?: never;
         /**
          * Request a machine
-         * @description Requests a machine for a cluster from one of its workspace's compute configs and starts its provisioning: 202 with the machine in provisioning, or queued when the cluster is at its concurrent provisioning limit (Free 1, Pro 3); queued requests start as soon as a launching machine becomes ready. Unless the config is BYOM, the machine counts toward the owner's compute/machines, compute/cpu and compute/memory quotas (403 quota_exceeded at the limit).
+         * @description Requests a machine for a cluster from one of its workspace's compute configs and starts its provisioning: 202 with the machine in provisioning, or queued when the cluster is at its concurrent provisioning limit (Free 1, Pro 3); queued requests start as soon as a launching machine becomes ready. Unless the config is BYOM, the machine counts toward the owner's compute/machines, compute/cpu and compute/memory quotas (403 quota_exceeded at the limit). The service's calls to the cloud provider go through a rate limiter the service owns, shared by all its processes and not configured by clients (BYOM machines included): under high demand provisioning takes longer, it does not fail.
          */
         post: operations["requestMachine"];
         delete?: never;
@@ -4181,7 +4181,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many requests. The two unauthenticated device-flow operations are limited per client address and, where the operator sets a limit (off by default), every authenticated operation per token (per user for OAuth2 JWTs), in fixed windows of 60 seconds shared by every server process; a followed log stream also needs one of the token's stream slots (2,000 by default). Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
+        /** @description Too many requests. The two unauthenticated device-flow operations are limited per client address and, where the operator sets a limit (off by default), every authenticated operation per user (all of their tokens together), in fixed windows of 60 seconds shared by every server process; a log stream also needs one of the user's stream slots (2,000 by default). Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4475,7 +4475,7 @@ export interface components {
          */
         RateLimit: string;
         /**
-         * @description The limit that applies, in the form of draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `q` the requests allowed per window and `w` the window in seconds. `default` counts per token (per user for OAuth2 JWTs) and is 600 requests a minute unless the operator configures otherwise (`RATE_LIMIT_PER_MINUTE`); `device` counts per client address for the two unauthenticated device-flow operations (`RATE_LIMIT_DEVICE_PER_MINUTE`, default 120). Sent on every response of a rate-limited operation, except a 401.
+         * @description The limit that applies, in the form of draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `q` the requests allowed per window and `w` the window in seconds. `default` counts per user (every token of theirs together, so more tokens raise no limit), where the operator sets a limit (`RATE_LIMIT_PER_MINUTE`; off by default); `device` counts per client address for the two unauthenticated device-flow operations (`RATE_LIMIT_DEVICE_PER_MINUTE`, default 120). Sent on every response of a rate-limited operation, except a 401.
          * @example "default";q=600;w=60
          */
         "RateLimit-Policy": string;
@@ -4485,7 +4485,7 @@ export interface components {
          */
         "Retry-After": number;
         /**
-         * @description The authentication scheme to use, with the reason the token was refused.
+         * @description The authentication scheme to use (RFC 6750): `Bearer realm="platform"` when the request sent no token, with `error="invalid_token"` when the token it sent was refused (malformed, unknown, expired or revoked).
          * @example Bearer realm="platform", error="invalid_token"
          */
         "WWW-Authenticate": string;

@@ -98,7 +98,8 @@ describe('every operation without a token is 401', () => {
   it.each(operations.filter((op) => !isPublic(op)).map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
     const response = await request(op, undefined);
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    // No token sent: the bare challenge, no error code (RFC 6750 §3.1).
+    expect(response.headers.get('www-authenticate')).toBe('Bearer realm="platform"');
     expect(await response.json()).toMatchObject({ error: { code: 'unauthorized' } });
   });
 });
