@@ -62,7 +62,11 @@ describe('getDeviceSignInRequest', () => {
     // A tokens:read PAT may look; reading decides nothing.
     const reader = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: user.token, body: { name: 'reader', scopes: ['tokens:read'] } });
     expect((await lookUp(reader.body.token, code)).status).toBe(200);
-    const grant = await app.db.selectFrom('device_grants').select(['status', 'user_id']).where('user_code', '=', code.replace('-', '')).executeTakeFirstOrThrow();
+    const grant = await app.db
+      .selectFrom('device_grants')
+      .select(['status', 'user_id'])
+      .where('user_code', '=', code.replace('-', ''))
+      .executeTakeFirstOrThrow();
     expect(grant).toEqual({ status: 'pending', user_id: null });
   });
 

@@ -82,7 +82,9 @@ describe('GET /device', () => {
     expect(html).not.toMatch(/(src|href)="https?:/);
   });
 
-  it('shows the request from ?user_code= with a pasted token, and approves once the code is confirmed; the device then receives a session token', { timeout: 60_000 }, async () => {
+  it('shows the request from ?user_code= with a pasted token, and approves once the code is confirmed; the device then receives a session token', {
+    timeout: 60_000,
+  }, async () => {
     const asked = clock.now();
     const device = await startDevice();
     clock.advance(30);
@@ -142,7 +144,11 @@ describe('GET /device', () => {
     await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('shown');
     clock.advance(5);
     expect((await poll(device.device_code)).body).toMatchObject({ error: 'authorization_pending' });
-    const grant = await app.db.selectFrom('device_grants').select(['status', 'user_id']).where('user_code', '=', device.user_code.replace('-', '')).executeTakeFirstOrThrow();
+    const grant = await app.db
+      .selectFrom('device_grants')
+      .select(['status', 'user_id'])
+      .where('user_code', '=', device.user_code.replace('-', ''))
+      .executeTakeFirstOrThrow();
     expect(grant).toEqual({ status: 'pending', user_id: null });
 
     // Ticking, then editing the code, hides the request again: what is confirmed is what is decided.
