@@ -37,6 +37,9 @@ const SLOW = [
   'test/fuzz/*.test.ts',
 ];
 
+/** After each file, what its in-process test servers logged is scanned for credentials (a found one fails it). */
+const LOG_SCAN = 'packages/server/test/support/log-scan.setup.ts';
+
 export default defineConfig({
   test: {
     // A real PostgreSQL for the server tests: DATABASE_URL, or an embedded one started once for the run.
@@ -49,8 +52,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW } },
-      { test: { name: 'slow', include: SLOW } },
+      { test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN] } },
+      { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN] } },
     ],
   },
 });

@@ -1473,6 +1473,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/device/requests/{userCode}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The code the device shows, in any case, with or without the dash (`WDJB-MJHT`, `wdjbmjht`).
+                 * @example WDJB-MJHT
+                 */
+                userCode: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a device sign-in request waiting for a decision
+         * @description The device authorization request that shows `userCode`, while it waits for the signed-in user's decision: the client that asked and when. The `/device` page shows them with the code and asks the user to confirm that the code matches their terminal before it approves (RFC 8628 §5.4: the user confirms what they authorise). Reading changes nothing. A code that is unknown, expired, or already approved or denied is 404, as `approveDeviceCode` answers it, and counts against the same limit of 10 unknown codes per user in 10 minutes (429 beyond it, until `Retry-After` seconds have passed), so looking codes up is no faster a way to guess one.
+         */
+        get: operations["getDeviceSignInRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/quotas": {
         parameters: {
             query?: never;
@@ -2943,7 +2969,7 @@ export interface components {
         /** @description Optional parameters of a device authorization request (RFC 8628 §3.1). Both may be omitted, and so may the whole body. */
         DeviceCodeRequest: {
             /**
-             * @description Names the client that asks (e.g. `platform-cli`). Recorded with the request and shown nowhere else; a token poll that sends a different `client_id` is refused with `invalid_grant`.
+             * @description Names the client that asks (e.g. `platform-cli`). Recorded with the request and shown to the user who approves it (`getDeviceSignInRequest`, the `/device` page); a token poll that sends a different `client_id` is refused with `invalid_grant`.
              * @example platform-cli
              */
             client_id?: string;
@@ -2952,6 +2978,23 @@ export interface components {
              * @example platform
              */
             scope?: string;
+        };
+        /** @description A device authorization request waiting for the user's decision: what the `/device` page shows before it asks the user to confirm that the code matches their terminal (RFC 8628 §5.4). */
+        DeviceSignInRequest: {
+            /** @description The code, normalised to `XXXX-XXXX`. */
+            user_code: string;
+            /** @description The `client_id` the device sent with its request (`platform-cli` for the command-line client); null when it sent none. The device chooses it: it tells the user what asked, it proves nothing. */
+            client_id: string | null;
+            /**
+             * Format: int64
+             * @description Unix seconds when the device asked (`POST /v1/auth/device/code`).
+             */
+            requested_at: number;
+            /**
+             * Format: int64
+             * @description Unix seconds when the request expires; it can be approved or denied until then.
+             */
+            expires_at: number;
         };
         /** @description A successful device token response (RFC 6749 §5.1): a session token, issued once per device code. */
         DeviceToken: {
@@ -8524,6 +8567,66 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            /** @description Too many unknown codes entered; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDeviceSignInRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The code the device shows, in any case, with or without the dash (`WDJB-MJHT`, `wdjbmjht`).
+                 * @example WDJB-MJHT
+                 */
+                userCode: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request, waiting for a decision. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceSignInRequest"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No device authorization request with this code is waiting (unknown, expired, or already decided). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             /** @description Too many unknown codes entered; wait `Retry-After` seconds. */

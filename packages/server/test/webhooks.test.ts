@@ -9,7 +9,6 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
-import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDocument, pointer, SchemaValidator } from '../../../test/support/openapi.ts';
@@ -27,6 +26,7 @@ import {
   eventually,
   newUser,
   SIMULATED_WORKFLOWS_ENV,
+  serverLogger,
   TestClock,
   type TestDatabase,
   type TestUser,
@@ -766,7 +766,7 @@ describe('a committed event reaches the dispatcher at once', () => {
       db: own.db,
       connectionString: own.url,
       clock: systemClock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       secrets: secretBox(secretsKey),
       resolve: resolveHost,
       config: loadConfig(WEBHOOK_ENV).webhooks,
