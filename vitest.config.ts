@@ -10,10 +10,8 @@ const SLOW = [
   'packages/server/test/lifecycle.test.ts',
   'packages/server/test/first-run.test.ts',
   'packages/server/test/faults.test.ts',
-  'packages/cli/test/cli.test.ts',
-  'packages/cli/test/conventions.test.ts',
-  'packages/cli/test/network.test.ts',
-  'packages/cli/test/stream-access.test.ts',
+  // the real `platform` process (the other CLI tests drive it in-process, in the first tier)
+  'packages/cli/test/process.test.ts',
   'packages/server/test/stopping.test.ts',
   'test/pnpm-voice.test.ts',
   'test/generators.test.ts',
