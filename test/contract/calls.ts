@@ -246,6 +246,4 @@ export const calls = {
   getQuota: (api) => api.GET('/v1/quotas/{metric}', { params: { path: { metric: ids.metric } } }),
 
   // Health (no token)
-  getLiveness: (api) => api.GET('/healthz', {}),
-  getReadiness: (api) => api.GET('/readyz', {}),
 } satisfies CallTable as Record<OperationId, (api: PlatformClient) => Promise<unknown>>;

@@ -5,9 +5,6 @@
 import { describe, expect, test } from 'vitest';
 import { isObject, type Json, type JsonObject, listOperations, loadDocument, type OpenApiDocument, type Operation, requestBodyOf } from '../support/openapi.ts';
 
-/** The health probes take no input and no token, and answer before the rest of the stack. */
-const PROBES = new Set(['getLiveness', 'getReadiness']);
-
 /** Who needs a token: the operation's own `security`, else the document's; `{}` among them means none is needed. */
 function needsToken(doc: OpenApiDocument, operation: Operation): boolean {
   const security = (operation.object.security ?? doc.security) as Json;
@@ -17,9 +14,9 @@ function needsToken(doc: OpenApiDocument, operation: Operation): boolean {
 /** Each status an operation must declare, and why. */
 const RULES: { status: string; why: string; applies(doc: OpenApiDocument, operation: Operation): boolean }[] = [
   { status: '500', why: 'any request can fail unexpectedly', applies: () => true },
-  { status: '415', why: 'Content-Type and Content-Encoding are checked before routing', applies: (_doc, op) => !PROBES.has(op.operationId) },
-  { status: '429', why: 'every request counts against the rate limit', applies: (_doc, op) => !PROBES.has(op.operationId) },
-  { status: '503', why: 'the database can be unreachable or the server draining', applies: (_doc, op) => !PROBES.has(op.operationId) },
+  { status: '415', why: 'Content-Type and Content-Encoding are checked before routing', applies: () => true },
+  { status: '429', why: 'every request counts against the rate limit', applies: () => true },
+  { status: '503', why: 'the database can be unreachable or the server draining', applies: () => true },
   { status: '401', why: 'it needs a token', applies: needsToken },
   // Ending one's own session needs no role and no scope.
   { status: '403', why: 'it needs a role or a scope', applies: (doc, op) => needsToken(doc, op) && op.operationId !== 'logout' },

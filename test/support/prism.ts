@@ -208,9 +208,9 @@ async function startOnce(options: PrismOptions, port: number): Promise<PrismServ
       throw new Error(`Prism did not answer on ${url} within ${options.startTimeoutMs ?? 30_000} ms:\n${output()}`);
     }
     try {
-      // Any HTTP answer means it listens; /healthz is an operation of the contract (an unknown path would make
-      // Prism log a NO_PATH_MATCHED error at every start).
-      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
+      // Any HTTP answer means it listens; /v1/regions is an operation of the contract (an unknown path would make
+      // Prism log a NO_PATH_MATCHED error at every start), and Prism checks only that a token is sent.
+      const response = await fetch(`${url}/v1/regions`, { headers: { authorization: 'Bearer readiness' }, signal: AbortSignal.timeout(1000) });
       await response.body?.cancel();
       break;
     } catch {

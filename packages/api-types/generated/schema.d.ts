@@ -1545,46 +1545,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/healthz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Liveness probe
-         * @description Answers 200 while the process serves requests, without touching the database, so a database outage never gets the process restarted. Needs no token and is not rate limited. For load balancers and orchestrators (a Kubernetes `livenessProbe`).
-         */
-        get: operations["getLiveness"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/readyz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Readiness probe
-         * @description Answers 200 when this process can serve: its database answers a query and its workflow queue is reachable, each within two seconds. Otherwise 503 with the error body, `details.checks` saying which failed; send no traffic to the process until it answers 200 again. Needs no token and is not rate limited. For load balancers and orchestrators (a Kubernetes `readinessProbe`).
-         */
-        get: operations["getReadiness"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
 }
 export interface webhooks {
     "cluster.created": {
@@ -3125,27 +3085,6 @@ export interface components {
          * @enum {string}
          */
         EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "install.updated" | "install.rolled_back" | "install.uninstalled" | "product.regeneration_succeeded" | "product.regeneration_failed" | "quota.reached" | "token.expiring_soon";
-        /** @description The answer of a health probe that passed. */
-        Health: {
-            /**
-             * @description Always `ok`; a probe that fails answers 503 with an error body instead.
-             * @enum {string}
-             */
-            status: "ok";
-            /** @description What the readiness probe checked, each `ok` (absent from the liveness probe, which checks nothing). */
-            checks?: {
-                /**
-                 * @description The database answers a query.
-                 * @enum {string}
-                 */
-                database: "ok";
-                /**
-                 * @description The workflow queue answers through its own connections; `not_used` when this process runs no queue (it then only writes workflow rows that a worker process picks up).
-                 * @enum {string}
-                 */
-                queue: "ok" | "not_used";
-            };
-        };
         /** @description Where a helm chart comes from: a chart repository (`repo_url` + `chart`) or a Git repository (`repo_url` + `path`). At least one of `chart` and `path` is not empty (else `422`, `param: sources[i].chart`); when both are, the chart repository is used (`chart`) and `path` is kept as sent. */
         HelmChart: {
             /**
@@ -8554,18 +8493,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not sent any more: since 1.1.0 a code already approved or denied is answered as an unknown code is (404). Kept so that clients made from 1.0.0 stay valid; it goes in 2.0.0. */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
@@ -8736,61 +8663,6 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getLiveness: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The process is alive. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Health"];
-                };
-            };
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getReadiness: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Ready to serve. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Health"];
-                };
-            };
-            500: components["responses"]["InternalError"];
-            /** @description Not ready; `details.checks` names what failed. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
         };
     };
 }

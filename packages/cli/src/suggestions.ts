@@ -105,8 +105,6 @@ export const COMMANDS = {
 export const UNCOVERED = {
   approveDeviceCode: 'approved on the browser page whose address `platform login` prints; a CLI approving its own sign-in would defeat it',
   getDeviceSignInRequest: 'shown on the browser page whose address `platform login` prints, before the user approves there',
-  getLiveness: 'a probe for load balancers and orchestrators, not something a user runs',
-  getReadiness: 'a probe for load balancers and orchestrators, not something a user runs',
 } as const satisfies Partial<Record<OperationId, string>>;
 
 const LOGIN = 'Run `platform login`, or pass a personal access token with --token or PLATFORM_TOKEN (create one with `platform tokens create`).';

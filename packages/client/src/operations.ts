@@ -531,18 +531,6 @@ export interface PlatformOperations {
    * `GET /v1/quotas/{metric}`
    */
   getQuota(...args: OperationArgs<'getQuota'>): Promise<OperationResult<'getQuota'>>;
-  /**
-   * Liveness probe
-   *
-   * `GET /healthz`
-   */
-  getLiveness(...args: OperationArgs<'getLiveness'>): Promise<OperationResult<'getLiveness'>>;
-  /**
-   * Readiness probe
-   *
-   * `GET /readyz`
-   */
-  getReadiness(...args: OperationArgs<'getReadiness'>): Promise<OperationResult<'getReadiness'>>;
 }
 
 /** How each method is sent: its HTTP method and path, and which argument properties fill the path and the query. */
@@ -635,8 +623,6 @@ export const operationRoutes = {
   getDeviceSignInRequest: { method: 'GET', path: '/v1/auth/device/requests/{userCode}', path_params: ['userCode'], query: [], headers: [] },
   listQuotas: { method: 'GET', path: '/v1/quotas', path_params: [], query: ['cluster_id'], headers: ['workspaceId'] },
   getQuota: { method: 'GET', path: '/v1/quotas/{metric}', path_params: ['metric'], query: ['cluster_id'], headers: ['workspaceId'] },
-  getLiveness: { method: 'GET', path: '/healthz', path_params: [], query: [], headers: [] },
-  getReadiness: { method: 'GET', path: '/readyz', path_params: [], query: [], headers: [] },
 } as const satisfies Record<keyof PlatformOperations, OperationRoute>;
 
 export interface OperationRoute {

@@ -88,9 +88,9 @@ function request(op: (typeof operations)[number], token: string | undefined, wor
 const isPublic = (op: (typeof operations)[number]) => Array.isArray(op.operation.security) && op.operation.security.length === 0;
 const publicOperations = operations.filter(isPublic);
 
-describe('only the device flow and the health probes need no token', () => {
-  it('the public operations are requestDeviceCode, pollDeviceToken, getLiveness and getReadiness', () => {
-    expect(publicOperations.map((op) => op.operation.operationId).sort()).toEqual(['getLiveness', 'getReadiness', 'pollDeviceToken', 'requestDeviceCode']);
+describe('only the device flow needs no token', () => {
+  it('the public operations are requestDeviceCode and pollDeviceToken', () => {
+    expect(publicOperations.map((op) => op.operation.operationId).sort()).toEqual(['pollDeviceToken', 'requestDeviceCode']);
   });
   it.each(publicOperations.map((op) => [op.operation.operationId, op] as const))('%s answers without a token', async (_id, op) => {
     const response = await request(op, undefined);

@@ -1,18 +1,38 @@
-// Answers the health probes ahead of the API's pipeline: no authentication, no rate limit (which would make
-// liveness depend on the database), no body.
+// The health probes, for load balancers and orchestrators: outside the API's contract (every path of the API
+// starts with /v1), like /docs and /device, and answered ahead of its pipeline: no token, no rate limit (which
+// would make liveness depend on the database), no input. Liveness touches nothing, so a database outage never
+// gets the process restarted; readiness asks the database and the workflow queue (services/readiness.ts).
 import type Koa from 'koa';
-import { getLiveness, getReadiness } from '../operations/health.ts';
-import type { HandlerEnv, OperationInput } from '../operations/types.ts';
+import { ApiError } from '../errors.ts';
+import type { HandlerEnv } from '../operations/types.ts';
+import { readiness } from '../services/readiness.ts';
 
-const probes: Record<string, typeof getLiveness | typeof getReadiness> = { '/healthz': getLiveness, '/readyz': getReadiness };
+const PROBES = new Set(['/healthz', '/readyz']);
 
-export function healthProbes(env: HandlerEnv): Koa.Middleware {
+export function healthProbes({ db, workflows }: Pick<HandlerEnv, 'db' | 'workflows'>): Koa.Middleware {
   return async (ctx, next) => {
-    const probe = ctx.method === 'GET' ? probes[ctx.path] : undefined;
-    if (!probe) return next();
-    // The probes take no parameters, headers or body.
-    const output = await probe({} as OperationInput<'getLiveness'> & OperationInput<'getReadiness'>, env);
-    ctx.status = output.status;
-    ctx.body = output.body;
+    if (!PROBES.has(ctx.path)) return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`, {
+        suggestion: 'Use GET.',
+        headers: { Allow: 'GET, HEAD' },
+      });
+    }
+    if (ctx.path === '/healthz') {
+      ctx.body = { status: 'ok' };
+      return;
+    }
+    const checks = await readiness(db, workflows.queueReady?.bind(workflows));
+    const { database, queue } = checks;
+    if (database === 'ok' && queue !== 'unavailable') {
+      ctx.body = { status: 'ok', checks: { database, queue } };
+      return;
+    }
+    const failed = [database === 'unavailable' && 'the database', queue === 'unavailable' && 'the workflow queue'].filter(Boolean).join(' and ');
+    throw new ApiError('service_unavailable', `Not ready: ${failed} did not answer.`, {
+      suggestion: 'Send no traffic here until /readyz answers 200; retry after the seconds in Retry-After.',
+      details: { checks },
+      headers: { 'Retry-After': '5' },
+    });
   };
 }

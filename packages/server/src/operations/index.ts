@@ -6,7 +6,6 @@ import * as clusters from './clusters.ts';
 import * as compute from './compute.ts';
 import * as deviceSignIn from './device-sign-in.ts';
 import * as events from './events.ts';
-import * as health from './health.ts';
 import * as installs from './installs.ts';
 import * as notifications from './notifications.ts';
 import * as products from './products.ts';
@@ -31,5 +30,4 @@ export const handlers = {
   ...tokens,
   ...deviceSignIn,
   ...quotas,
-  ...health,
 } satisfies Handlers;
