@@ -339,7 +339,9 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
       .click();
     await expect.poll(() => new URL(page.url()).hash, { timeout: 5000 }).toBe('#/schemas/clustercreatedevent');
     const shown = page.locator('[data-section-id="/schemas/clustercreatedevent"]').first();
-    await expect.poll(() => shown.innerText().catch(() => ''), { timeout: 5000 }).toMatch(/^ClusterCreatedEvent\n[\s\S]*\nobject_type\n/);
+    // Rendered once scrolled to, which takes a while on a busy machine.
+    await shown.waitFor({ state: 'visible', timeout: 20_000 });
+    await expect.poll(() => shown.innerText({ timeout: 2000 }).catch(() => ''), { timeout: 20_000 }).toMatch(/^ClusterCreatedEvent\n[\s\S]*\nobject_type\n/);
     await page.close();
   });
 
