@@ -9,13 +9,13 @@
 // `generate(root)` works on any folder holding openapi/ and redocly.yaml, so gen:check can regenerate elsewhere.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
-import { codeSampleLanguages, withCodeSamples } from './code-samples.ts';
+import { codeSampleLanguages, serverUrl, withCodeSamples } from './code-samples.ts';
 import { clientOperationsFile, generateClientOperations } from './gen-client.ts';
 
 const run = promisify(execFile);
@@ -39,6 +39,8 @@ const [bundle, types, docs, redocScript, , hetznerTypes, defaults] = generatedFi
 // (the page's integrity hash is computed from it), so the page imports the copy the server serves instead.
 const installedRedoc = join(repoRoot, 'node_modules', '@redocly', 'cli', 'lib', 'chunks', 'redoc.standalone.js');
 const redocScriptUrl = '/docs/redoc.standalone.js';
+/** The navigation entry under which the docs list every schema (Redoc's `schemaDefinitionsTagName`). */
+const schemasTagName = 'Schemas';
 
 // Redocly would otherwise try to reach the network for telemetry and update notices.
 const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
@@ -148,13 +150,18 @@ async function buildDocs(root: string): Promise<void> {
   try {
     const source = join(scratch, 'openapi.json');
     await writeFile(source, JSON.stringify(withRoleNotes(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8'))))));
-    const options = JSON.stringify({ codeSamples: { languages: codeSampleLanguages } });
+    // Every schema of the contract gets a page of its own, listed under a "Schemas" entry of the navigation.
+    const options = JSON.stringify({ codeSamples: { languages: codeSampleLanguages }, schemaDefinitionsTagName: schemasTagName });
     await tool('redocly', ['build-docs', source, '--output', docs, '--title', 'Platform Management API reference', '--openapi', options], root);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-  await copyFile(installedRedoc, join(root, redocScript));
-  await writeFile(join(root, docs), offlinePage(await readFile(join(root, docs), 'utf8')));
+  const script = offlineRedoc(await readFile(installedRedoc, 'utf8'));
+  await writeFile(join(root, redocScript), script);
+  const definition = JSON.parse(await readFile(join(root, bundle), 'utf8')) as { servers?: Record<string, unknown>[] };
+  const published = definition.servers?.[0] ? serverUrl(definition.servers[0]) : undefined;
+  if (!published) throw new Error('the contract names no server for the samples');
+  await writeFile(join(root, docs), offlinePage(await readFile(join(root, docs), 'utf8'), published, script));
 }
 
 type DocOperation = { description?: string; security?: unknown[]; 'x-required-role'?: string; 'x-audited'?: boolean };
@@ -179,12 +186,54 @@ function withRoleNotes(doc: Record<string, unknown>): Record<string, unknown> {
   return doc;
 }
 
+// Redoc's sidebar footer ("API docs by" and Redocly's logo, linking to redocly.com) loads the logo from Redocly's
+// CDN, which the page's policy refuses (an error in the console) and an offline reader cannot reach; no option turns
+// it off. The copy the server serves shows the name as a small inline image instead, the link kept.
+const redoclyLogos = ['https://cdn.redoc.ly/redoc/logo-mini-full.svg', 'https://cdn.redoc.ly/redoc/logo-mini.svg'];
+const redoclyWordmark = `data:image/svg+xml,${encodeURIComponent(
+  '<svg xmlns="http://www.w3.org/2000/svg" width="64" height="16" viewBox="0 0 64 16"><text x="0" y="13" font-family="sans-serif" font-size="13" font-weight="600" fill="#0044d4">Redocly</text></svg>',
+)}`;
+
+function offlineRedoc(script: string): string {
+  for (const logo of redoclyLogos) {
+    const uses = script.split(logo).length - 1;
+    if (uses !== 1) throw new Error(`expected Redoc to name ${logo} once, found ${uses}: its footer changed and needs a look`);
+  }
+  return redoclyLogos.reduce((text, logo) => text.replace(logo, redoclyWordmark), script);
+}
+
+/**
+ * What the page runs before Redoc when the API's own server serves it (the server adds `<meta name="platform-api">`):
+ * the API is at the page's origin, so the samples call it and the servers box lists it first. The file as built
+ * (published elsewhere, or opened from disk) keeps the contract's servers.
+ */
+function servedHere(published: string): string {
+  return `
+      if (document.querySelector('meta[name="platform-api"]')) {
+        const here = location.origin;
+        for (const item of Object.values(__redoc_definition.paths ?? {}))
+          for (const operation of Object.values(item))
+            for (const sample of operation?.["x-codeSamples"] ?? []) sample.source = sample.source.replaceAll(${JSON.stringify(published)}, here);
+        // The contract's templated server stands for this one; a fixed one (the local server) stays when elsewhere.
+        __redoc_definition.servers = [
+          { url: here, description: "This server, the one that serves this page." },
+          ...(__redoc_definition.servers ?? []).filter((server) => server.url !== here && !server.url.includes("{")),
+        ];
+      }
+`;
+}
+
 /**
  * Points the page at the served copy of Redoc, keeps its server-rendered links on the page, and adds a
  * Content-Security-Policy that lets it load nothing from elsewhere: scripts from this origin and the page's own
  * inline scripts (by hash), images from this origin only (Redoc's footer would otherwise fetch Redocly's logo).
  */
-function offlinePage(html: string): string {
+function offlinePage(html: string, published: string, script: string): string {
+  // The preload's integrity hash is the installed file's; the served copy differs by its footer's logo.
+  const integrity = / integrity="sha384-[A-Za-z0-9+/=]+"/g;
+  const integrities = html.match(integrity)?.length ?? 0;
+  if (integrities !== 1) throw new Error(`expected build-docs's page to carry one integrity hash, found ${integrities}`);
+  html = html.replace(integrity, ` integrity="sha384-${createHash('sha384').update(script).digest('base64')}"`);
   const cdn = /https:\/\/cdn\.redocly\.com\/redoc\/v[\d.]+\/bundles\/redoc\.standalone\.js/g;
   const uses = html.match(cdn)?.length ?? 0;
   // The preload link and the import: anything else means build-docs changed its page, and this needs a look.
@@ -195,7 +244,9 @@ function offlinePage(html: string): string {
   const end = html.indexOf('<script type="module">', start);
   if (start < 0 || end < 0) throw new Error('build-docs\'s page has no <div id="redoc"> followed by its module script');
   const rendered = html.slice(start, end).replace(/ href="\/(?!\/)/g, ' href="#/');
-  const page = `${html.slice(0, start)}${rendered}${html.slice(end)}`.replace(cdn, redocScriptUrl);
+  const hydrate = 'hydrate(__redoc_definition,';
+  if (html.split(hydrate).length !== 2) throw new Error(`expected build-docs's page to call ${hydrate} once`);
+  const page = `${html.slice(0, start)}${rendered}${html.slice(end)}`.replace(cdn, redocScriptUrl).replace(hydrate, () => `${servedHere(published)}${hydrate}`);
   const hashes = [...page.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
     ([, body]) =>
       `'sha256-${createHash('sha256')
@@ -215,7 +266,8 @@ function offlinePage(html: string): string {
   ].join('; ');
   const head = '<head>';
   if (!page.includes(head)) throw new Error('the docs page has no <head>');
-  return page.replace(head, `${head}\n  <meta http-equiv="Content-Security-Policy" content="${csp}" />`);
+  // No icon of its own: the browser would ask the API for /favicon.ico (a 404 in the console).
+  return page.replace(head, `${head}\n  <meta http-equiv="Content-Security-Policy" content="${csp}" />\n  <link rel="icon" href="data:," />`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -3,10 +3,12 @@
 //   - a request that breaks the contract gets the contract's error body naming the violation (`param`, `message`,
 //     every violation in `details.violations`), where Prism sends the operation's one canned 422 example;
 //   - Prism's own errors (an unknown path or method, a missing token, a forced status the operation lacks), which
-//     it sends as problem+json, get the contract's error body too.
+//     it sends as problem+json, get the contract's error body too;
+//   - its dynamic data (`Prefer: dynamic=true`) is made consistent (scripts/mock-data.ts).
 // Everything else passes through unchanged, event streams included.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import { asksForDynamicData, consistentMockData } from './mock-data.ts';
 
 /** One entry of Prism's `sl-violations` header. */
 interface Violation {
@@ -80,6 +82,12 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
   if ((answer.headers.get('content-type') ?? '').startsWith('application/problem+json')) {
     const { status, body } = prismError(answer.status, (await answer.json()) as PrismProblem, request);
     send(response, status, body, out);
+    return;
+  }
+  if (asksForDynamicData(request.headers.prefer) && isJson(answer.headers.get('content-type') ?? undefined)) {
+    const text = JSON.stringify(consistentMockData(await answer.json()));
+    response.writeHead(answer.status, { ...out, 'content-length': Buffer.byteLength(text) });
+    response.end(text);
     return;
   }
   response.writeHead(answer.status, out);

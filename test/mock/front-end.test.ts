@@ -5,11 +5,12 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { violationParam } from '../../scripts/mock-proxy.ts';
-import { loadDocument, SchemaValidator } from '../support/openapi.ts';
+import { get, isObject, listOperations, loadDocument, parameterExample, responsesOf, SchemaValidator } from '../support/openapi.ts';
 import { freePort, repoRoot } from '../support/prism.ts';
 
 const auth = { authorization: 'Bearer any-token-works' };
-const validator = new SchemaValidator(loadDocument());
+const doc = loadDocument();
+const validator = new SchemaValidator(doc);
 const schema = (name: string) => `#/components/schemas/${name}`;
 
 let child: ChildProcessWithoutNullStreams;
@@ -137,6 +138,99 @@ describe('Prefer: dynamic=true', () => {
       expect(cluster.created_at).toBeLessThanOrEqual(1_798_761_600);
     }
     expect(new Set(clusters.map((cluster) => cluster.id)).size, 'fresh ids').toBe(clusters.length);
+  });
+});
+
+// The list operations answering the `{data, pagination}` envelope, each with the parameters it needs.
+const lists = listOperations(doc).flatMap((operation) => {
+  const ok = responsesOf(doc, operation).find((response) => response.status === '200');
+  const schemaAt = ok?.content.find((media) => media.mediaType === 'application/json')?.schemaAt;
+  const schemaObject = schemaAt ? get(doc, schemaAt) : undefined;
+  const target = isObject(schemaObject) && typeof schemaObject.$ref === 'string' ? get(doc, schemaObject.$ref) : schemaObject;
+  if (operation.method !== 'get' || !schemaAt || !isObject(target) || !isObject(target.properties) || !('pagination' in target.properties)) return [];
+  let path = operation.path;
+  const query = new URLSearchParams();
+  for (const parameter of operation.parameters) {
+    if (parameter.in === 'path') path = path.replace(`{${parameter.name}}`, encodeURIComponent(String(parameterExample(parameter))));
+    else if (parameter.in === 'query' && parameter.required) query.set(parameter.name, String(parameterExample(parameter)));
+  }
+  return [{ operationId: operation.operationId, url: `${path}${query.size > 0 ? `?${query}` : ''}`, schemaAt }];
+});
+
+// json-schema-faker's filler text (its LIPSUM_WORDS), also cut short to fit a maxLength.
+const lipsum = (
+  'lorem ipsum dolor sit amet consectetur adipisicing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua ' +
+  'enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure in ' +
+  'reprehenderit voluptate velit esse cillum eu fugiat nulla pariatur excepteur sint occaecat cupidatat non proident sunt culpa qui ' +
+  'officia deserunt mollit anim id est laborum'
+).split(' ');
+const isLipsum = (text: string) => {
+  const words = text
+    .toLowerCase()
+    .split(/[^a-z]+/)
+    .filter(Boolean);
+  return words.length > 0 && words.every((word) => lipsum.some((filler) => filler.startsWith(word)));
+};
+// The contract's free-text fields: what a person reads.
+const messageFields = new Set([
+  'status_message',
+  'title',
+  'body',
+  'message',
+  'suggestion',
+  'error_description',
+  'last_error',
+  'disabled_reason',
+  'description',
+  'custom_description',
+  'line',
+]);
+
+/** What breaks the three rules in one answer, with where. */
+function inconsistencies(value: unknown, at = ''): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => inconsistencies(item, `${at}[${index}]`));
+  if (!isObject(value)) return [];
+  const found: string[] = [];
+  if (typeof value.created_at === 'number' && typeof value.updated_at === 'number' && value.updated_at < value.created_at) {
+    found.push(`${at}: updated_at ${value.updated_at} before created_at ${value.created_at}`);
+  }
+  if (Array.isArray(value.data) && isObject(value.pagination) && value.pagination.has_more === true && value.data.length === 0) {
+    found.push(`${at}: an empty page with has_more`);
+  }
+  for (const [key, field] of Object.entries(value)) {
+    if (messageFields.has(key) && typeof field === 'string' && isLipsum(field)) found.push(`${at}.${key}: filler text "${field}"`);
+    found.push(...inconsistencies(field, `${at}.${key}`));
+  }
+  return found;
+}
+
+describe('Prefer: dynamic=true, record by record', () => {
+  test('the filler-text check knows lorem ipsum, even cut short, and passes a message', () => {
+    expect(isLipsum('Excepteur')).toBe(true);
+    expect(isLipsum('non sunt cupidatat')).toBe(true);
+    expect(isLipsum('laboris reprehen')).toBe(true);
+    expect(isLipsum('The control plane was not Ready within 900 seconds.')).toBe(false);
+    expect(inconsistencies({ data: [], pagination: { cursor: 'x', has_more: true } })).toHaveLength(1);
+    expect(inconsistencies({ data: [{ created_at: 2, updated_at: 1, title: 'dolor sit' }] })).toHaveLength(2);
+  });
+
+  test('50 answers of the list operations: updated_at never before created_at, no empty page with has_more, readable messages', async () => {
+    expect(lists.map((list) => list.operationId)).toEqual(
+      expect.arrayContaining(['listClusters', 'listInstalls', 'listNotifications', 'listEvents', 'listAuditEvents']),
+    );
+    const problems: string[] = [];
+    let answers = 0;
+    while (answers < 50) {
+      for (const { operationId, url, schemaAt } of lists) {
+        if (answers >= 50) break;
+        const { status, body } = await call('GET', url, { headers: { prefer: 'dynamic=true' } });
+        answers++;
+        expect(status, `${operationId} ${url}`).toBe(200);
+        expect(validator.errors(schemaAt, body), `${operationId}: the answer stays valid`).toEqual([]);
+        problems.push(...inconsistencies(body).map((problem) => `${operationId} (answer ${answers})${problem}`));
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });
 
