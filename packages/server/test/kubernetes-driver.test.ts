@@ -346,6 +346,37 @@ describe("a cluster's pod network", () => {
     expect(management.refused).toEqual([]);
   });
 
+  it('moves an existing Application whose spec the platform has since changed (chart bump, pod CIDR) by a merge patch, keeping its status', async () => {
+    const clusterId = await runningCluster();
+    await driver.ensureNetwork(clusterId);
+    const name = cniApplicationName(k8sName(clusterId));
+    const path = `/apis/argoproj.io/v1alpha1/namespaces/${ARGO_NS}/applications/${name}`;
+    type Cni = { spec: { source: { targetRevision: string; helm: { valuesObject: unknown } } }; status?: { health?: unknown } };
+    // As an older platform left it: the previous chart release and another pod CIDR; Argo CD has synced it.
+    const old = management.get(APP, ARGO_NS, name) as unknown as Cni & Parameters<typeof management.put>[1];
+    management.put(APP, {
+      ...old,
+      spec: {
+        ...old.spec,
+        source: { ...old.spec.source, targetRevision: 'v0.27.0', helm: { releaseName: 'flannel', valuesObject: { podCidr: '10.42.0.0/16' } } },
+      },
+      status: { sync: { status: 'Synced' }, health: { status: 'Healthy' } },
+    } as Parameters<typeof management.put>[1]);
+    const before = management.requests.length;
+    await driver.ensureNetwork(clusterId);
+    const writes = management.requests.slice(before).filter((r) => /^(POST|PUT|PATCH) /.test(r) && r.includes('/applications'));
+    expect(writes).toEqual([`PATCH ${path}`]);
+    const cni = management.get(APP, ARGO_NS, name) as unknown as Cni;
+    expect(cni.spec.source.targetRevision).toBe('v0.28.9');
+    expect(cni.spec.source.helm.valuesObject).toEqual({ podCidr: POD_CIDR });
+    expect(cni.status?.health).toEqual({ status: 'Healthy' }); // Argo CD's status is left as it wrote it
+    // Already as wanted: nothing is written.
+    const after = management.requests.length;
+    await driver.ensureNetwork(clusterId);
+    expect(management.requests.slice(after).filter((r) => /^(POST|PUT|PATCH) /.test(r) && r.includes('/applications'))).toEqual([]);
+    expect(management.refused).toEqual([]);
+  });
+
   it('makes joined nodes Ready once Argo CD reports it Healthy, not before', async () => {
     const clusterId = await runningCluster();
     const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
