@@ -1143,6 +1143,11 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
     expect(loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '900' }).deadlines.installSyncSeconds).toBe(900);
     expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '5' })).toThrow('INSTALL_SYNC_TIMEOUT_SECONDS must be an integer from 10 to 86400, got "5"');
     expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: 'ten minutes' })).toThrow(ConfigError);
+    // A regeneration waits with this driver, not in the simulation, unless REGENERATION_WAITS says otherwise.
+    expect(kubernetesConfig().deadlines.regenerationWaits).toBe(true);
+    expect(loadConfig({}).deadlines.regenerationWaits).toBe(false);
+    expect(loadConfig({ REGENERATION_WAITS: 'true' }).deadlines.regenerationWaits).toBe(true);
+    expect(() => loadConfig({ REGENERATION_WAITS: 'yes' })).toThrow('REGENERATION_WAITS must be true or false, got "yes"');
   });
 
   it("fails an install with Argo CD's ComparisonError once it has lasted its grace period, not before", async () => {
@@ -1194,6 +1199,65 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       const waited = Number(/within (\d+) s/.exec(failed.status_message!)![1]);
       expect(waited).toBeGreaterThanOrEqual(120);
       expect(waited).toBeLessThanOrEqual(clock.now() - started);
+    });
+  });
+
+  it("makes a product's regeneration wait for each install's Applications, failing only the install Argo CD reports an error for, with its words", async () => {
+    await withApi(async (api, clusterId) => {
+      const first = await install(api, clusterId, 'web');
+      const productId = (await first.get()).product_id;
+      const second = await api.POST('/v1/installs', { body: { product_id: productId, region_id: 'fsn1' } });
+      await until(async () => management.list(APP, ARGO_NS).some((a) => a.metadata.labels?.['platform-api/install'] === second.id));
+      const secondName = management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === second.id)!.metadata.name;
+      const getSecond = () => api.GET('/v1/installs/{id}', { params: { path: { id: second.id } } });
+      const synced = (name: string) => {
+        const spec = management.get(APP, ARGO_NS, name)!.spec as { source: unknown; destination: unknown };
+        management.setStatus(APP, ARGO_NS, name, {
+          sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
+          health: { status: 'Healthy' },
+        });
+      };
+      synced(first.name);
+      synced(secondName);
+      await until(async () => {
+        clock.advance(2);
+        return (await first.get()).status === 'running' && (await getSecond()).status === 'running';
+      });
+      const product = await api.GET('/v1/products/{id}', { params: { path: { id: productId } } });
+      await api.PATCH('/v1/products/{id}', {
+        params: { path: { id: productId } },
+        body: {
+          name: product.name,
+          cluster_ids: product.cluster_ids,
+          sources: product.sources.map((s) => ({ ...s, chart: { ...s.chart, target_revision: '1.3.0' } })),
+        },
+      });
+      const moved = (name: string) => (management.get(APP, ARGO_NS, name)!.spec as { source: { targetRevision: string } }).source.targetRevision === '1.3.0';
+      await until(async () => moved(first.name) && moved(secondName));
+      // Sent, not yet synced: the regeneration waits.
+      clock.advance(4);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('running');
+      // Argo CD takes the first; the second's new chart version is not in the repository.
+      synced(first.name);
+      const message =
+        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = chart 'web' version '1.3.0' not found";
+      management.setStatus(APP, ARGO_NS, secondName, {
+        sync: { status: 'Unknown' },
+        health: { status: 'Healthy' },
+        conditions: [{ type: 'ComparisonError', message }],
+      });
+      await until(async () => {
+        clock.advance(5);
+        return (await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status !== 'running';
+      });
+      expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('failed');
+      expect(await first.get()).toMatchObject({ status: 'running' });
+      const failed = await getSecond();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toBe(`Release ${/web-[a-z0-9]{6}$/.exec(secondName)![0]}: ComparisonError: ${message}`);
+      const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: first.id } } });
+      expect(revisions.data.map((r) => r.status)).toEqual(['deployed', 'deployed']);
     });
   });
 

@@ -7,7 +7,7 @@ import { deprovision } from './deprovision.ts';
 import type { WorkflowDefinition } from './engine.ts';
 import { installWorkflow } from './install.ts';
 import { provisionMachine } from './provision.ts';
-import { regenerateProduct } from './regeneration.ts';
+import { regenerationWorkflow } from './regeneration.ts';
 import { resumeMachine, suspendMachine } from './suspension.ts';
 import { uninstallWorkflow } from './uninstall.ts';
 
@@ -20,7 +20,7 @@ export const workflowDefinitions = (deadlines: WorkflowDeadlines): Record<Workfl
   updateInstall: installWorkflow(deadlines.installSyncSeconds),
   rollbackInstall: installWorkflow(deadlines.installSyncSeconds),
   deleteInstall: uninstallWorkflow(deadlines.installSyncSeconds),
-  regenerateProduct,
+  regenerateProduct: regenerationWorkflow(deadlines),
   suspendMachine,
   resumeSuspension: resumeMachine(deadlines),
 });
