@@ -1427,6 +1427,39 @@ describe('Kamaji: what it admits and what it reports', () => {
     expect(management.refused.slice(refusedBefore)).toEqual([]);
   });
 
+  it('follows a Kamaji that progresses by itself: Provisioning, NotReady for a while, then Ready, as the clock moves', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const stop = kamaji.run(clock, KAMAJI_NS, { provisioningSeconds: 4, notReadySeconds: 30 });
+    const refusedBefore = management.refused.length;
+    try {
+      await withClusterWorkflow({}, async (clusterId, status) => {
+        const name = k8sName(clusterId);
+        const versionStatus = () =>
+          (management.get(TCP, KAMAJI_NS, name)?.status as { kubernetesResources?: { version?: { status?: string } } } | undefined)?.kubernetesResources
+            ?.version?.status;
+        await until(async () => versionStatus() === 'Provisioning');
+        clock.advance(4);
+        await until(async () => versionStatus() === 'NotReady');
+        // NotReady for a while: the cluster stays PROVISIONING while the workflow polls it.
+        for (let i = 0; i < 5; i++) {
+          clock.advance(5);
+          await new Promise((resolve) => setTimeout(resolve, 60));
+          expect(versionStatus()).toBe('NotReady');
+        }
+        expect(await status()).toEqual({ status: 'PROVISIONING', status_message: null });
+        clock.advance(6);
+        await until(async () => versionStatus() === 'Ready');
+        await until(async () => {
+          clock.advance(2);
+          return (await status()).status === 'RUNNING';
+        });
+      });
+    } finally {
+      stop();
+    }
+    expect(management.refused.slice(refusedBefore)).toEqual([]);
+  });
+
   it('makes a cluster whose control plane is not Ready within CLUSTER_READY_TIMEOUT_SECONDS ERROR, saying what to do', async () => {
     const kamaji = new KamajiController(management, tenant);
     await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {
