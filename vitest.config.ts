@@ -16,6 +16,7 @@ const SLOW = [
   'test/pnpm-voice.test.ts',
   'test/generators.test.ts',
   'test/smoke.test.ts',
+  'packages/server/test/smoke-doubles.test.ts',
   'test/exit-code/exit-code.test.ts',
   'test/mock/*.test.ts',
   'test/docs/code-samples.test.ts',

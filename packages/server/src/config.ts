@@ -99,6 +99,12 @@ export interface WorkflowDeadlines {
    * and an uninstall for them to be gone, before it fails with the deployer's last word.
    */
   installSyncSeconds: number;
+  /**
+   * Whether a product regeneration waits for each install's releases (with installSyncSeconds), failing an install
+   * whose releases are not deployed by then. On by default with the Kubernetes driver (Argo CD syncs after the
+   * fact); off in the simulation, whose regeneration records its releases deployed as they are sent.
+   */
+  regenerationWaits: boolean;
 }
 
 export interface WebhookConfig {
@@ -361,6 +367,7 @@ export function loadConfig(env: Env = process.env): Config {
       // How long a machine's server may take to run and its node to join and turn Ready (minutes, on Hetzner).
       machineBootSeconds: integer(env, 'MACHINE_BOOT_TIMEOUT_SECONDS', 600, 60, 86_400),
       installSyncSeconds: integer(env, 'INSTALL_SYNC_TIMEOUT_SECONDS', 600, 10, 86_400),
+      regenerationWaits: boolean(env, 'REGENERATION_WAITS', (env.CLUSTER_DRIVER || 'simulated') === 'kubernetes'),
     },
     workflowStepDelayMs: integer(env, 'WORKFLOW_STEP_DELAY_MS', 0, 0, 60_000),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),

@@ -345,6 +345,37 @@ describe("a cluster's pod network", () => {
     expect(management.refused).toEqual([]);
   });
 
+  it('moves an existing Application whose spec the platform has since changed (chart bump, pod CIDR) by a merge patch, keeping its status', async () => {
+    const clusterId = await runningCluster();
+    await driver.ensureNetwork(clusterId);
+    const name = cniApplicationName(k8sName(clusterId));
+    const path = `/apis/argoproj.io/v1alpha1/namespaces/${ARGO_NS}/applications/${name}`;
+    type Cni = { spec: { source: { targetRevision: string; helm: { valuesObject: unknown } } }; status?: { health?: unknown } };
+    // As an older platform left it: the previous chart release and another pod CIDR; Argo CD has synced it.
+    const old = management.get(APP, ARGO_NS, name) as unknown as Cni & Parameters<typeof management.put>[1];
+    management.put(APP, {
+      ...old,
+      spec: {
+        ...old.spec,
+        source: { ...old.spec.source, targetRevision: 'v0.27.0', helm: { releaseName: 'flannel', valuesObject: { podCidr: '10.42.0.0/16' } } },
+      },
+      status: { sync: { status: 'Synced' }, health: { status: 'Healthy' } },
+    } as Parameters<typeof management.put>[1]);
+    const before = management.requests.length;
+    await driver.ensureNetwork(clusterId);
+    const writes = management.requests.slice(before).filter((r) => /^(POST|PUT|PATCH) /.test(r) && r.includes('/applications'));
+    expect(writes).toEqual([`PATCH ${path}`]);
+    const cni = management.get(APP, ARGO_NS, name) as unknown as Cni;
+    expect(cni.spec.source.targetRevision).toBe('v0.28.9');
+    expect(cni.spec.source.helm.valuesObject).toEqual({ podCidr: POD_CIDR });
+    expect(cni.status?.health).toEqual({ status: 'Healthy' }); // Argo CD's status is left as it wrote it
+    // Already as wanted: nothing is written.
+    const after = management.requests.length;
+    await driver.ensureNetwork(clusterId);
+    expect(management.requests.slice(after).filter((r) => /^(POST|PUT|PATCH) /.test(r) && r.includes('/applications'))).toEqual([]);
+    expect(management.refused).toEqual([]);
+  });
+
   it('makes joined nodes Ready once Argo CD reports it Healthy, not before', async () => {
     const clusterId = await runningCluster();
     const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
@@ -1111,6 +1142,11 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
     expect(loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '900' }).deadlines.installSyncSeconds).toBe(900);
     expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: '5' })).toThrow('INSTALL_SYNC_TIMEOUT_SECONDS must be an integer from 10 to 86400, got "5"');
     expect(() => loadConfig({ INSTALL_SYNC_TIMEOUT_SECONDS: 'ten minutes' })).toThrow(ConfigError);
+    // A regeneration waits with this driver, not in the simulation, unless REGENERATION_WAITS says otherwise.
+    expect(kubernetesConfig().deadlines.regenerationWaits).toBe(true);
+    expect(loadConfig({}).deadlines.regenerationWaits).toBe(false);
+    expect(loadConfig({ REGENERATION_WAITS: 'true' }).deadlines.regenerationWaits).toBe(true);
+    expect(() => loadConfig({ REGENERATION_WAITS: 'yes' })).toThrow('REGENERATION_WAITS must be true or false, got "yes"');
   });
 
   it("fails an install with Argo CD's ComparisonError once it has lasted its grace period, not before", async () => {
@@ -1162,6 +1198,65 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       const waited = Number(/within (\d+) s/.exec(failed.status_message!)![1]);
       expect(waited).toBeGreaterThanOrEqual(120);
       expect(waited).toBeLessThanOrEqual(clock.now() - started);
+    });
+  });
+
+  it("makes a product's regeneration wait for each install's Applications, failing only the install Argo CD reports an error for, with its words", async () => {
+    await withApi(async (api, clusterId) => {
+      const first = await install(api, clusterId, 'web');
+      const productId = (await first.get()).product_id;
+      const second = await api.POST('/v1/installs', { body: { product_id: productId, region_id: 'fsn1' } });
+      await until(async () => management.list(APP, ARGO_NS).some((a) => a.metadata.labels?.['platform-api/install'] === second.id));
+      const secondName = management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === second.id)!.metadata.name;
+      const getSecond = () => api.GET('/v1/installs/{id}', { params: { path: { id: second.id } } });
+      const synced = (name: string) => {
+        const spec = management.get(APP, ARGO_NS, name)!.spec as { source: unknown; destination: unknown };
+        management.setStatus(APP, ARGO_NS, name, {
+          sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
+          health: { status: 'Healthy' },
+        });
+      };
+      synced(first.name);
+      synced(secondName);
+      await until(async () => {
+        clock.advance(2);
+        return (await first.get()).status === 'running' && (await getSecond()).status === 'running';
+      });
+      const product = await api.GET('/v1/products/{id}', { params: { path: { id: productId } } });
+      await api.PATCH('/v1/products/{id}', {
+        params: { path: { id: productId } },
+        body: {
+          name: product.name,
+          cluster_ids: product.cluster_ids,
+          sources: product.sources.map((s) => ({ ...s, chart: { ...s.chart, target_revision: '1.3.0' } })),
+        },
+      });
+      const moved = (name: string) => (management.get(APP, ARGO_NS, name)!.spec as { source: { targetRevision: string } }).source.targetRevision === '1.3.0';
+      await until(async () => moved(first.name) && moved(secondName));
+      // Sent, not yet synced: the regeneration waits.
+      clock.advance(4);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('running');
+      // Argo CD takes the first; the second's new chart version is not in the repository.
+      synced(first.name);
+      const message =
+        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = chart 'web' version '1.3.0' not found";
+      management.setStatus(APP, ARGO_NS, secondName, {
+        sync: { status: 'Unknown' },
+        health: { status: 'Healthy' },
+        conditions: [{ type: 'ComparisonError', message }],
+      });
+      await until(async () => {
+        clock.advance(5);
+        return (await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status !== 'running';
+      });
+      expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('failed');
+      expect(await first.get()).toMatchObject({ status: 'running' });
+      const failed = await getSecond();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toBe(`Release ${/web-[a-z0-9]{6}$/.exec(secondName)![0]}: ComparisonError: ${message}`);
+      const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: first.id } } });
+      expect(revisions.data.map((r) => r.status)).toEqual(['deployed', 'deployed']);
     });
   });
 
@@ -1328,6 +1423,39 @@ describe('Kamaji: what it admits and what it reports', () => {
         return (await status()).status === 'RUNNING';
       });
     });
+    expect(management.refused.slice(refusedBefore)).toEqual([]);
+  });
+
+  it('follows a Kamaji that progresses by itself: Provisioning, NotReady for a while, then Ready, as the clock moves', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const stop = kamaji.run(clock, KAMAJI_NS, { provisioningSeconds: 4, notReadySeconds: 30 });
+    const refusedBefore = management.refused.length;
+    try {
+      await withClusterWorkflow({}, async (clusterId, status) => {
+        const name = k8sName(clusterId);
+        const versionStatus = () =>
+          (management.get(TCP, KAMAJI_NS, name)?.status as { kubernetesResources?: { version?: { status?: string } } } | undefined)?.kubernetesResources
+            ?.version?.status;
+        await until(async () => versionStatus() === 'Provisioning');
+        clock.advance(4);
+        await until(async () => versionStatus() === 'NotReady');
+        // NotReady for a while: the cluster stays PROVISIONING while the workflow polls it.
+        for (let i = 0; i < 5; i++) {
+          clock.advance(5);
+          await new Promise((resolve) => setTimeout(resolve, 60));
+          expect(versionStatus()).toBe('NotReady');
+        }
+        expect(await status()).toEqual({ status: 'PROVISIONING', status_message: null });
+        clock.advance(6);
+        await until(async () => versionStatus() === 'Ready');
+        await until(async () => {
+          clock.advance(2);
+          return (await status()).status === 'RUNNING';
+        });
+      });
+    } finally {
+      stop();
+    }
     expect(management.refused.slice(refusedBefore)).toEqual([]);
   });
 

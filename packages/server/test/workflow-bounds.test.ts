@@ -9,9 +9,11 @@ import type { WorkflowKind } from '../src/db/schema.ts';
 import { workflowDefinitions } from '../src/workflows/index.ts';
 import { eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
-const app = useTestServer({ env: SIMULATED_WORKFLOWS_ENV, runtime: { tickMs: 20 } });
+// A regeneration waits for its releases here as it does with the Kubernetes driver (the simulation's does not).
+const ENV = { ...SIMULATED_WORKFLOWS_ENV, REGENERATION_WAITS: 'true' };
+const app = useTestServer({ env: ENV, runtime: { tickMs: 20 } });
 const { clock } = app;
-const definitions = workflowDefinitions(loadConfig(SIMULATED_WORKFLOWS_ENV).deadlines);
+const definitions = workflowDefinitions(loadConfig(ENV).deadlines);
 /** Longer than any default deadline (the longest, a cluster's, 900 s) with its retries and backoffs. */
 const HORIZON_SECONDS = 3 * 3600;
 /** How far the clock moves between looks: a step's waits are seconds, its deadline minutes. */
@@ -265,6 +267,12 @@ describe('every workflow kind ends against a cloud that never finishes', () => {
         },
       });
       await walk('regenerateProduct');
+      // The install whose releases never synced fails with the deadline's words; the regeneration says so.
+      const install = await app.db.selectFrom('installs').select(['status', 'status_message']).where('product_id', '=', product.id).executeTakeFirstOrThrow();
+      expect(install.status).toBe('failed');
+      expect(install.status_message).toMatch(/^Release [a-z0-9-]+ was not deployed within \d+ s: it is still pending-upgrade$/);
+      const after = await client(user).GET('/v1/products/{id}', { params: { path: { id: product.id } } });
+      expect(after.regeneration_status).toBe('failed');
     } finally {
       restore();
     }

@@ -204,19 +204,23 @@ const installSteps: WorkflowDefinition = {
 
   async fail(ctx, message) {
     const install = await installOf(ctx);
-    if (!install) return;
-    const now = ctx.clock.now();
-    await ctx.db.transaction().execute(async (trx) => {
-      await finishRevision(trx, install.id, ctx.workflow.id, 'failed', now);
-      if (!(await finishInstall(trx, install.id, { status: 'failed', message }, now))) return;
-      await notifyWorkspace(trx, install.workspace_id, now, {
-        type: 'install.failed',
-        resource_type: 'install',
-        resource_id: install.id,
-        title: `Install ${install.id} failed`,
-        body: message,
-        severity: 'critical',
-      });
-    });
+    if (install) await failDeploy(ctx, install, message);
   },
 };
+
+/** A deploy of this workflow that did not land: its revision and the install fail with `message`, and it notifies. */
+export async function failDeploy(ctx: StepContext, install: { id: string; workspace_id: string }, message: string): Promise<void> {
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    await finishRevision(trx, install.id, ctx.workflow.id, 'failed', now);
+    if (!(await finishInstall(trx, install.id, { status: 'failed', message }, now))) return;
+    await notifyWorkspace(trx, install.workspace_id, now, {
+      type: 'install.failed',
+      resource_type: 'install',
+      resource_id: install.id,
+      title: `Install ${install.id} failed`,
+      body: message,
+      severity: 'critical',
+    });
+  });
+}

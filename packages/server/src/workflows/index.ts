@@ -20,7 +20,7 @@ export const workflowDefinitions = (deadlines: WorkflowDeadlines): Record<Workfl
   updateInstall: createInstallWorkflow(deadlines.installSyncSeconds),
   rollbackInstall: createInstallWorkflow(deadlines.installSyncSeconds),
   deleteInstall: deleteInstallWorkflow(deadlines.installSyncSeconds),
-  regenerateProduct: regenerateProductWorkflow,
+  regenerateProduct: regenerateProductWorkflow(deadlines),
   suspendMachine: suspendMachineWorkflow,
   resumeSuspension: resumeSuspensionWorkflow(deadlines),
 });

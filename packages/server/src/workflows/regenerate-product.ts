@@ -1,51 +1,137 @@
 // regenerateProduct, after a product is created or updated: render the new template, then upgrade every running
 // install of the product to it. A newer update supersedes an older regeneration, which then ends without effect.
-
-import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
-import { recordRevision } from '../resources/install-revisions.ts';
-import { installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
+// Where the deployer syncs after the fact (Argo CD; `regenerationWaits`), it then waits for each install's releases
+// as an update does, with the install deadline: an install whose releases fail, keep an error condition past its
+// grace period, or are not deployed by the deadline fails with the deployer's words, and the others go on. The
+// simulation's regeneration records its releases deployed as they are sent.
+import type { WorkflowDeadlines } from '../config.ts';
+import type { StepContext, StepResult, WorkflowDefinition } from '../engine/engine.ts';
+import type { HelmRelease } from '../providers/types.ts';
+import { finishRevision, recordRevision } from '../resources/install-revisions.ts';
+import { installById, installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import { releasesOf } from './create-install.ts';
+import { CONDITION_GRACE_SECONDS, failDeploy, releaseName, releasesOf } from './create-install.ts';
 
 /** The product, when the template this workflow regenerates is still its current one. */
 const currentProduct = (ctx: StepContext) => productAtTemplate(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id);
 
-export const regenerateProductWorkflow: WorkflowDefinition = {
-  steps: {
-    async start(ctx) {
-      const product = await currentProduct(ctx);
-      if (!product) return { done: true };
-      await setRegenerationStatus(ctx.db, product.id, product.template_id, 'running', ctx.clock.now());
-      return { next: 'upgrade' };
-    },
-    async upgrade(ctx) {
-      const product = await currentProduct(ctx);
-      if (!product) return { done: true };
-      const installs = await installsBehindTemplate(ctx.db, product);
-      const pullSecrets = installs.length ? await pullSecretsOf(ctx.db, product.workspace_id, ctx.clock.now(), ctx.secrets) : [];
-      for (const install of installs) {
-        if (!install.cluster_id) continue;
-        for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id, pullSecrets)) {
-          await ctx.driver.upsertRelease(release);
+/** An install whose regenerated releases are awaited: its cluster, release names, and since when one reports an error. */
+interface Pending {
+  id: string;
+  cluster_id: string;
+  releases: string[];
+  condition_since?: number;
+}
+
+const pendingOf = (ctx: StepContext) => (ctx.state.pending as Pending[] | undefined) ?? [];
+const failuresOf = (ctx: StepContext) => (ctx.state.failures as string[] | undefined) ?? [];
+
+async function releasesOfPending(ctx: StepContext, install: Pending): Promise<{ name: string; release: HelmRelease | undefined }[]> {
+  return Promise.all(install.releases.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id, install.id, name) })));
+}
+
+/** Fails one install of this regeneration (not the others); the message is kept for the regeneration's own. */
+async function failOne(ctx: StepContext, installId: string, message: string): Promise<string> {
+  const install = await installById(ctx.db, installId);
+  if (install) await failDeploy(ctx, install, message);
+  return `Install ${installId}: ${message}`;
+}
+
+/** The regeneration ends: succeeded when every install's releases landed, else failed naming the installs that did not. */
+async function finish(ctx: StepContext, failures: string[]): Promise<StepResult> {
+  if (failures.length) return { failed: failures.join('; ') };
+  await setRegenerationStatus(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id, 'succeeded', ctx.clock.now());
+  return { done: true };
+}
+
+export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'installSyncSeconds' | 'regenerationWaits'>): WorkflowDefinition {
+  return {
+    steps: {
+      async start(ctx) {
+        const product = await currentProduct(ctx);
+        if (!product) return { done: true };
+        await setRegenerationStatus(ctx.db, product.id, product.template_id, 'running', ctx.clock.now());
+        return { next: 'upgrade' };
+      },
+      async upgrade(ctx) {
+        const product = await currentProduct(ctx);
+        if (!product) return { done: true };
+        const installs = await installsBehindTemplate(ctx.db, product);
+        const pullSecrets = installs.length ? await pullSecretsOf(ctx.db, product.workspace_id, ctx.clock.now(), ctx.secrets) : [];
+        const pending: Pending[] = [];
+        for (const install of installs) {
+          if (!install.cluster_id) continue;
+          for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id, pullSecrets)) {
+            await ctx.driver.upsertRelease(release);
+          }
+          await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());
+          const deploy = {
+            install_id: install.id,
+            workflow_id: ctx.workflow.id,
+            template_id: product.template_id,
+            sources: product.sources,
+            overrides: install.overrides,
+            status: deadlines.regenerationWaits ? ('deploying' as const) : ('deployed' as const),
+          };
+          await recordRevision(ctx.db, deploy, ctx.clock.now());
+          pending.push({ id: install.id, cluster_id: install.cluster_id, releases: product.sources.map(releaseName) });
         }
-        await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());
-        // The regeneration does not wait for the releases: its revision is recorded as deployed.
-        const deploy = {
-          install_id: install.id,
-          workflow_id: ctx.workflow.id,
-          template_id: product.template_id,
-          sources: product.sources,
-          overrides: install.overrides,
-          status: 'deployed' as const,
-        };
-        await recordRevision(ctx.db, deploy, ctx.clock.now());
-      }
-      await setRegenerationStatus(ctx.db, product.id, product.template_id, 'succeeded', ctx.clock.now());
-      return { done: true };
+        if (!deadlines.regenerationWaits || !pending.length) return finish(ctx, []);
+        return { next: 'await', state: { ...ctx.state, pending, failures: [] } };
+      },
+      async await(ctx) {
+        if (!(await currentProduct(ctx))) return { done: true }; // a newer regeneration took the installs over
+        const now = ctx.clock.now();
+        const failures = failuresOf(ctx);
+        const still: Pending[] = [];
+        for (const install of pendingOf(ctx)) {
+          // One deleted, uninstalling or redeployed by its own workflow meanwhile is no longer this one's to settle.
+          if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
+          const releases = (await releasesOfPending(ctx, install)).map((r) => r.release);
+          const failed = releases.find((r) => r?.status === 'failed');
+          if (failed) {
+            failures.push(await failOne(ctx, install.id, failed.message ?? `Release ${failed.release} failed.`));
+            continue;
+          }
+          if (releases.every((r) => r?.status === 'deployed')) {
+            await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', now);
+            continue;
+          }
+          const stalled = releases.find((r) => r?.condition);
+          const since = stalled ? (install.condition_since ?? now) : undefined;
+          if (stalled?.condition && since !== undefined && now - since >= CONDITION_GRACE_SECONDS) {
+            failures.push(await failOne(ctx, install.id, `Release ${stalled.release}: ${stalled.condition}`));
+            continue;
+          }
+          still.push({ ...install, condition_since: since });
+        }
+        if (!still.length) return finish(ctx, failures);
+        return { wait: 2, state: { ...ctx.state, pending: still, failures } };
+      },
     },
-  },
-  async fail(ctx) {
-    await setRegenerationStatus(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id, 'failed', ctx.clock.now());
-  },
-};
+    deadlines: {
+      // Every install's releases were sent together, so the install deadline is the step's.
+      await: {
+        seconds: () => deadlines.installSyncSeconds,
+        async expired(ctx, waited) {
+          if (!(await currentProduct(ctx))) return { done: true };
+          const failures = failuresOf(ctx);
+          for (const install of pendingOf(ctx)) {
+            const stuck = (await releasesOfPending(ctx, install)).find(({ release }) => release?.status !== 'deployed');
+            if (!stuck) {
+              await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', ctx.clock.now());
+              continue;
+            }
+            const reason = !stuck.release ? 'it is missing' : (stuck.release.condition ?? stuck.release.message ?? `it is still ${stuck.release.status}`);
+            failures.push(await failOne(ctx, install.id, `Release ${stuck.name} was not deployed within ${waited} s: ${reason}`));
+          }
+          return finish(ctx, failures);
+        },
+      },
+    },
+    async fail(ctx) {
+      await setRegenerationStatus(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id, 'failed', ctx.clock.now());
+    },
+  };
+}

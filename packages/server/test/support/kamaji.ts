@@ -198,6 +198,45 @@ export class KamajiController {
   }
 
   /**
+   * Kamaji's controller on its own, as time passes on `clock` (checked every `everyMs`): each TenantControlPlane of
+   * `namespace` is Provisioning when first seen (the CRD's default), then its Deployment rolls out with no ready
+   * replica — NotReady, computeStatus's first case (internal/resources/k8s_deployment_resource.go) — for
+   * `notReadySeconds`, then with all its replicas ready: Ready. Each phase is written once; a test moves through
+   * them by moving its clock, and may still call provisioning() and rollout() itself. Returns the stop function.
+   */
+  run(
+    clock: { now(): number },
+    namespace: string,
+    timings: { provisioningSeconds: number; notReadySeconds: number } = { provisioningSeconds: 5, notReadySeconds: 20 },
+    everyMs = 20,
+  ): () => void {
+    const firstSeen = new Map<string, number>();
+    const written = new Map<string, string>();
+    const tick = () => {
+      const now = clock.now();
+      for (const object of this.management.list(TCP, namespace)) {
+        const { name, deletionTimestamp } = object.metadata;
+        if (deletionTimestamp) continue;
+        const since = firstSeen.get(name) ?? now;
+        firstSeen.set(name, since);
+        const elapsed = now - since;
+        const phase =
+          elapsed < timings.provisioningSeconds ? 'Provisioning' : elapsed < timings.provisioningSeconds + timings.notReadySeconds ? 'NotReady' : 'Ready';
+        if (written.get(name) === phase) continue;
+        written.set(name, phase);
+        if (phase === 'Provisioning') this.provisioning(namespace, name);
+        else if (phase === 'NotReady') this.rollout(namespace, name, 0);
+        else {
+          const tcp = object as unknown as StoredTenantControlPlane;
+          this.rollout(namespace, name, tcp.spec.controlPlane?.deployment?.replicas ?? 2);
+        }
+      }
+    };
+    const timer = setInterval(tick, everyMs);
+    return () => clearInterval(timer);
+  }
+
+  /**
    * A CA rotation (docs/content/guides/certs-lifecycle.md, CertificateAuthorityRotating): the tenant's API server
    * trusts only the new CA, so the old admin certificate gets 401, and Kamaji rewrites the admin kubeconfig.
    */

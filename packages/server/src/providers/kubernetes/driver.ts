@@ -33,7 +33,7 @@ import type {
   PodContainer,
   ReadLogOptions,
 } from '../types.ts';
-import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret } from './argocd.ts';
+import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret, sameJson } from './argocd.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
 import { cniApplication, cniApplicationName } from './cni.ts';
 import { controlPlaneStatus, kubernetesRelease, type TenantControlPlane } from './kamaji.ts';
@@ -443,11 +443,25 @@ export class KubernetesDriver implements ClusterDriver {
       }),
     );
     application.validate();
-    try {
-      await this.custom.createNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, body: application.toJSON() });
-    } catch (error) {
-      if (!isConflict(error)) throw error; // 409: created by an earlier run
+    const namespace = this.options.argocdNamespace;
+    const desired = application.toJSON() as unknown as ArgoApplication;
+    const existing = await this.application(desired.metadata.name);
+    if (!existing) {
+      try {
+        await this.custom.createNamespacedCustomObject({ ...ARGO, namespace, body: desired });
+        return;
+      } catch (error) {
+        if (!isConflict(error)) throw error; // 409: created meanwhile; fall through to read and patch it
+      }
     }
+    const current = existing ?? (await this.application(desired.metadata.name));
+    if (!current || sameJson(current.spec, desired.spec)) return;
+    // The platform's CNI moved on (a chart bump, another pod CIDR): a merge patch of the spec, as an install's
+    // update, so Argo CD's own status writes are left alone.
+    await this.custom.patchNamespacedCustomObject(
+      { ...ARGO, namespace, name: desired.metadata.name, body: { spec: mergePatch(current.spec, desired.spec) } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   }
 
   async getRelease(_clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined> {

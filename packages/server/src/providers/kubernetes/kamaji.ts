@@ -8,6 +8,15 @@ import type { ControlPlaneStatus } from '../types.ts';
  * above the one it was built for (internal/webhook/handlers/tcp_version.go, internal/upgrade/kubeadm_version.go);
  * it builds the control plane's image tags from it (registry.k8s.io/kube-apiserver:<version>), so each entry is a
  * published release, and Konnectivity's (v0.<minor>.0) exists for each minor.
+ *
+ * Evidence each release was published (read 2026-11; kubeadm and kubelet debs of the same version come from
+ * pkgs.k8s.io/core:/stable:/v1.<minor>, the same release process):
+ * - v1.30.14: the line's last (1.30 ended 2025-07-15): https://kubernetes.io/releases/1.30/ ("Latest patch release
+ *   1.30.14") and CHANGELOG/CHANGELOG-1.30.md on kubernetes/kubernetes master ("Changelog since v1.30.13").
+ * - v1.31.13: the release robot's "Update CHANGELOG/CHANGELOG-1.31.md for v1.31.13" (2025-09-09), carried in
+ *   https://github.com/openshift/kubernetes/pull/2521; k3s v1.31.13+k3s1 (2025-09-22) embeds it.
+ * - v1.32.9: the tag "Kubernetes official release v1.32.9" (commit cea7087), mirrored at
+ *   https://github.com/openai/kubernetes/releases/tag/v1.32.9; k3s v1.32.9+k3s1 (2025-09-22) embeds it.
  */
 export const KUBERNETES_RELEASES: Readonly<Record<string, string>> = {
   'v1.30': 'v1.30.14',
