@@ -8,12 +8,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { firewallRules, HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
-import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+import { ACTION_MS, type HetznerFake, STARTING_MS, startHetznerFake } from './support/hetzner-fake.ts';
 import { useTestDatabase } from './support.ts';
 
 const PLATFORM = 'platform-token-7f3a9c';
 const BYOM: ProviderCredential = { id: 'ccr_byom1', token: 'byom-token-1d44e0' };
 const FAST = 3_600_000; // requests an hour: 1 ms apart, so the tests are not slowed by spacing
+const MANAGED_BY = 'platform-driver-test';
 
 const database = useTestDatabase();
 let fake: HetznerFake;
@@ -33,6 +34,7 @@ function driver(options: { perHour?: number; token?: string | undefined; sshKeys
     endpoint: fake.url,
     token: 'token' in options ? options.token : PLATFORM,
     sshKeys: options.sshKeys ?? [],
+    managedBy: MANAGED_BY,
     rateLimit: tokenRateLimit(database.db, options.perHour ?? FAST),
     logger,
     actionPollMs: 10,
@@ -50,7 +52,8 @@ const request = (workflow: string, overrides: Partial<Parameters<HetznerCompute[
 });
 
 beforeAll(async () => {
-  fake = await startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: FAST });
+  // Actions of 30 ms, so the tests are quick; one test below keeps Hetzner's seconds.
+  fake = await startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: FAST, actionMs: 30, startingMs: 30 });
 });
 
 afterEach(() => {
@@ -95,7 +98,8 @@ describe('servers', () => {
       from_snapshot: false,
     });
     expect(server.id).toMatch(/^[0-9]+$/);
-    expect(server.labels).toEqual({ workflow: 'wf_create1', machine: 'm_wf_create1' });
+    // Ours: this installation's managed-by label beside the workflow's.
+    expect(server.labels).toEqual({ workflow: 'wf_create1', machine: 'm_wf_create1', 'managed-by': MANAGED_BY });
     const post = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name: string }).name === 'node-wf-create1');
     expect(post?.body).toMatchObject({ user_data: '#cloud-config\nruncmd: [kubeadm join]\n', labels: { workflow: 'wf_create1' }, location: 'fsn1' });
     expect(fake.requests.some((r) => r.path.startsWith('/actions/'))).toBe(true);
@@ -112,10 +116,60 @@ describe('servers', () => {
     const hetzner = driver();
     const labels = { workflow: 'wf_labels1', machine: 'compute://mch_01hx' };
     const server = await hetzner.createServer(request('wf_labels1', { labels }));
-    expect(server.labels).toEqual({ workflow: 'wf_labels1', machine: 'compute.mch_01hx' });
+    expect(server.labels).toEqual({ workflow: 'wf_labels1', machine: 'compute.mch_01hx', 'managed-by': MANAGED_BY });
     expect((await hetzner.createServer(request('wf_labels1', { labels }))).id).toBe(server.id);
     const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_labels_snap', machine: 'compute://mch_01hx' });
     expect(snapshot.labels.machine).toBe('compute.mch_01hx');
+  });
+
+  it('with Hetzner’s own timing, waits seconds for the Action while the server passes initializing, starting, running', async () => {
+    // The fake's defaults: Actions of seconds, as at Hetzner; the driver's defaults: one poll a second.
+    fake.actionMs = ACTION_MS;
+    fake.startingMs = STARTING_MS;
+    const seen: string[] = [];
+    const watch = setInterval(() => {
+      const status = fake.servers(PLATFORM).find((s) => s.name === 'node-wf-timing')?.status;
+      if (status && seen.at(-1) !== status) seen.push(status);
+    }, 50);
+    try {
+      const hetzner = new HetznerCompute({ endpoint: fake.url, token: PLATFORM, managedBy: MANAGED_BY, rateLimit: tokenRateLimit(database.db, FAST) });
+      const started = Date.now();
+      const server = await hetzner.createServer(request('wf_timing'));
+      const took = Date.now() - started;
+      expect(took).toBeGreaterThanOrEqual(ACTION_MS);
+      expect(server.status).toBe('starting');
+      // Polled about once a second, not in a tight loop.
+      const polls = fake.requests.filter((r) => r.path.startsWith('/actions/') && r.at >= started).length;
+      expect(polls).toBeGreaterThanOrEqual(2);
+      expect(polls).toBeLessThanOrEqual(Math.ceil(took / 1000) + 1);
+      await expect.poll(async () => (await hetzner.getServer(server.id))?.status, { interval: 200, timeout: STARTING_MS + 3000 }).toBe('running');
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the watch's next look
+      expect(seen).toEqual(['initializing', 'starting', 'running']);
+    } finally {
+      clearInterval(watch);
+      fake.actionMs = 30;
+      fake.startingMs = 30;
+    }
+  }, 30_000);
+
+  it('an Action still running at the deadline fails the call (busy Hetzner, not a hang)', async () => {
+    fake.actionMs = 60_000;
+    try {
+      const hetzner = new HetznerCompute({
+        endpoint: fake.url,
+        token: PLATFORM,
+        managedBy: MANAGED_BY,
+        rateLimit: tokenRateLimit(database.db, FAST),
+        actionPollMs: 50,
+        actionTimeoutMs: 400,
+      });
+      const started = Date.now();
+      const error = await hetzner.createServer(request('wf_action_deadline')).catch((e: unknown) => e);
+      expect(error).toMatchObject({ kind: 'unavailable', code: 'timeout', message: expect.stringContaining('create_server') });
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      fake.actionMs = 30;
+    }
   });
 
   it('reports an Action that ends in error as a HetznerError', async () => {

@@ -13,10 +13,11 @@ import { eventually, newUser, type TestUser, useTestServer, workersSettled } fro
 
 const PLATFORM = 'platform-token-wf-81b2';
 const BYOM_TOKEN = 'byom-token-wf-4c07';
+const MANAGED_BY = 'platform-wf-test';
 let fake: HetznerFake;
 // Registered first: the fake is up when the runtime is configured, and outlives it.
 beforeAll(async () => {
-  fake = await startHetznerFake({ requestsPerHour: 3_600_000 });
+  fake = await startHetznerFake({ requestsPerHour: 3_600_000, actionMs: 30, startingMs: 30 });
   // Hetzner's default bucket for the platform token in the fake: one more request a second once spent.
   fake.addToken(PLATFORM, 3600);
   fake.addToken(BYOM_TOKEN);
@@ -30,6 +31,7 @@ const app = useTestServer({
     COMPUTE_PROVIDER: 'hetzner',
     HCLOUD_TOKEN: PLATFORM,
     HCLOUD_ENDPOINT: fake.url,
+    HCLOUD_MANAGED_BY: MANAGED_BY,
     HCLOUD_REQUESTS_PER_HOUR: '3600000',
     PROVIDER_RATE_LIMIT: '1000',
     SIM_CONTROL_PLANE_SECONDS: '30',
@@ -428,7 +430,7 @@ describe('leftovers at Hetzner', () => {
       'the machine to be ready',
     );
     // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
-    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, managedBy: MANAGED_BY, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
     const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
     const lost = await hetzner.createServer({
       name: 'lost-node',

@@ -158,6 +158,14 @@ export async function machineCredential(db: Db, providerId: string, now: number,
   });
 }
 
+/** Every active cloud credential, each opened only when its token is read (the leftovers reconciler's accounts). */
+export async function activeCredentials(db: Db, secrets: SecretBox): Promise<ProviderCredential[]> {
+  const rows = await db.selectFrom('cloud_credentials').select(['id', 'secret_ciphertext']).where('is_active', '=', true).execute();
+  return rows.map(({ id, secret_ciphertext }) =>
+    Object.defineProperty({ id } as ProviderCredential, 'token', { enumerable: false, get: () => secrets.open(secret_ciphertext) }),
+  );
+}
+
 async function byomCredentialOfMachine(db: Db, providerId: string, now: number): Promise<{ id: string; sealed: Buffer } | undefined> {
   const row = await db
     .selectFrom('machines')

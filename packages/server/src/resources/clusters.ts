@@ -130,6 +130,9 @@ export async function clusterKubeconfig(
   return { cluster_id: cluster.id, kubeconfig, expires_at };
 }
 
+/** The id of every cluster (what a cluster's firewall at the cloud provider must still serve). */
+export const clusterIds = async (db: Db): Promise<string[]> => (await db.selectFrom('clusters').select('id').execute()).map((row) => row.id);
+
 export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();
 
 const tell = (db: Db, type: 'cluster.created' | 'cluster.running' | 'cluster.failed', row: Row<'clusters'>, now: number) =>
