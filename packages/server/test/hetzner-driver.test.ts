@@ -424,6 +424,97 @@ describe('SSH keys and the cluster’s firewall', () => {
   });
 });
 
+describe('the cluster firewall’s lifecycle', () => {
+  const rulesOf = (id: number) =>
+    fake
+      .firewalls(PLATFORM)
+      .find((f) => f.id === id)
+      ?.rules?.map((r) => `${r.protocol}:${r.port ?? ''} from ${[...(r.source_ips ?? [])].sort().join(' ')}`)
+      .sort();
+  const expected = (addresses: string[]) =>
+    firewallRules(addresses.sort(), false)
+      .map((r) => `${r.protocol}:${r.port ?? ''} from ${[...(r.source_ips ?? [])].sort().join(' ')}`)
+      .sort();
+  const ipOf = (id: string) => `${fake.servers(PLATFORM).find((s) => String(s.id) === id)!.public_net.ipv4!.ip}/32`;
+
+  it('follows the cluster’s servers: a deleted node’s address leaves it, a rule changed by hand is set back, unchanged rules are not rewritten', async () => {
+    const hetzner = driver();
+    const a = await hetzner.createServer(request('wf_fwl1', { cluster_id: 'cl_fwl1' }));
+    const b = await hetzner.createServer(request('wf_fwl2', { cluster_id: 'cl_fwl1' }));
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fwl1')!;
+    expect(firewall.labels).toEqual({ cluster: 'cl_fwl1', 'managed-by': MANAGED_BY });
+    const [ipA, ipB] = [ipOf(a.id), ipOf(b.id)];
+    expect(rulesOf(firewall.id)).toEqual(expected([ipA, ipB]));
+
+    await hetzner.deleteServer(b.id);
+    // Whoever gets b's address next is not let into the cluster.
+    expect(rulesOf(firewall.id)).toEqual(expected([ipA]));
+
+    fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)!.rules = [];
+    await hetzner.refreshFirewall('cl_fwl1');
+    expect(rulesOf(firewall.id)).toEqual(expected([ipA]));
+    const writes = () => fake.requests.filter((r) => r.path === `/firewalls/${firewall.id}/actions/set_rules`).length;
+    const before = writes();
+    await hetzner.refreshFirewall('cl_fwl1');
+    expect(writes()).toBe(before);
+    await hetzner.deleteServer(a.id);
+  });
+
+  it('cannot be deleted while a server has it (Hetzner’s 422 resource_in_use, busy); once its servers are gone it is', async () => {
+    const hetzner = driver();
+    const node = await hetzner.createServer(request('wf_fwl3', { cluster_id: 'cl_fwl2' }));
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fwl2')!;
+    const refused = await hetzner.deleteFirewall(String(firewall.id)).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ kind: 'busy', code: 'resource_in_use', status: 422 });
+    expect(fake.firewalls(PLATFORM).map((f) => f.id)).toContain(firewall.id);
+    await hetzner.deleteServer(node.id);
+    await hetzner.deleteFirewall(String(firewall.id));
+    expect(fake.firewalls(PLATFORM).map((f) => f.id)).not.toContain(firewall.id);
+    await hetzner.deleteFirewall(String(firewall.id)); // gone already: fine
+  });
+
+  it('lists as ours only what carries this installation’s managed-by label, not a user’s server labelled workflow and machine, nor another installation’s', async () => {
+    const hetzner = driver();
+    const ours = await hetzner.createServer(request('wf_mine1', { cluster_id: 'cl_mine1' }));
+    const snapshot = await hetzner.createSnapshot(ours.id, { workflow: 'wf_mine_snap', machine: 'm_wf_mine1' });
+    const other = await new HetznerCompute({ endpoint: fake.url, token: PLATFORM, managedBy: 'platform-elsewhere', rateLimit: tokenRateLimit(database.db, FAST), actionPollMs: 10 }).createServer(
+      request('wf_theirs1'),
+    );
+    const users = await hetzner.createServer(request('wf_users1'));
+    fake.mutateServer(PLATFORM, Number(users.id), (server) => {
+      delete server.labels['managed-by'];
+      server.status = 'running';
+    });
+    const listed = await hetzner.listLabelled();
+    const ids = listed.map((r) => `${r.kind}:${r.id}`);
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_mine1')!;
+    expect(ids).toEqual(expect.arrayContaining([`server:${ours.id}`, `snapshot:${snapshot.id}`, `firewall:${firewall.id}`]));
+    expect(ids).not.toContain(`server:${other.id}`);
+    expect(ids).not.toContain(`server:${users.id}`);
+    expect(listed.every((r) => r.labels['managed-by'] === MANAGED_BY)).toBe(true);
+    // Nor is the user's server adopted by a run with its workflow label.
+    expect((await hetzner.createServer(request('wf_users1', { name: 'node-wf-users1-again' }))).id).not.toBe(users.id);
+  });
+});
+
+describe('power on', () => {
+  it('powers a server that is off on again; one that runs, or is gone, is left as it is', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_poweron1'));
+    await hetzner.shutdownServer(server.id);
+    expect((await hetzner.getServer(server.id))?.status).toBe('off');
+    await hetzner.powerOnServer(server.id);
+    await expect.poll(async () => (await hetzner.getServer(server.id))?.status, { interval: 20, timeout: 2000 }).toBe('running');
+    const posts = () => fake.requests.filter((r) => r.path === `/servers/${server.id}/actions/poweron`).length;
+    expect(posts()).toBe(1);
+    await hetzner.powerOnServer(server.id);
+    expect(posts()).toBe(1);
+    await hetzner.deleteServer(server.id);
+    await hetzner.powerOnServer(server.id);
+    expect(posts()).toBe(1);
+  });
+});
+
 describe('rate limits', () => {
   it('a 429 waits until Hetzner refills the bucket, then succeeds (not a failure)', async () => {
     const token = 'slow-token-5e21';
