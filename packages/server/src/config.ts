@@ -308,7 +308,8 @@ const LABEL_VALUE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 function managedBy(env: Env): string {
   const raw = env.HCLOUD_MANAGED_BY;
   if (raw !== undefined && raw !== '') {
-    if (!LABEL_VALUE.test(raw)) throw new ConfigError(`HCLOUD_MANAGED_BY must be a Hetzner label value (up to 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends), got "${raw}"`);
+    if (!LABEL_VALUE.test(raw))
+      throw new ConfigError(`HCLOUD_MANAGED_BY must be a Hetzner label value (up to 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends), got "${raw}"`);
     return raw;
   }
   let where = env.PUBLIC_URL || env.DATA_DIR || '.data';

@@ -477,9 +477,13 @@ describe('the cluster firewall’s lifecycle', () => {
     const hetzner = driver();
     const ours = await hetzner.createServer(request('wf_mine1', { cluster_id: 'cl_mine1' }));
     const snapshot = await hetzner.createSnapshot(ours.id, { workflow: 'wf_mine_snap', machine: 'm_wf_mine1' });
-    const other = await new HetznerCompute({ endpoint: fake.url, token: PLATFORM, managedBy: 'platform-elsewhere', rateLimit: tokenRateLimit(database.db, FAST), actionPollMs: 10 }).createServer(
-      request('wf_theirs1'),
-    );
+    const other = await new HetznerCompute({
+      endpoint: fake.url,
+      token: PLATFORM,
+      managedBy: 'platform-elsewhere',
+      rateLimit: tokenRateLimit(database.db, FAST),
+      actionPollMs: 10,
+    }).createServer(request('wf_theirs1'));
     const users = await hetzner.createServer(request('wf_users1'));
     fake.mutateServer(PLATFORM, Number(users.id), (server) => {
       delete server.labels['managed-by'];

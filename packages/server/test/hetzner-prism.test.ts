@@ -122,7 +122,14 @@ describe('requests Prism accepts', () => {
 
   it('parses what Prism generates from the schemas for every call', async () => {
     const checked: Checked[] = [];
-    const hetzner = new HetznerCompute({ endpoint: prism.url, token: PLATFORM, managedBy: 'platform-prism', rateLimit: unlimited, actionPollMs: 10, fetch: prismChecked(checked, false) });
+    const hetzner = new HetznerCompute({
+      endpoint: prism.url,
+      token: PLATFORM,
+      managedBy: 'platform-prism',
+      rateLimit: unlimited,
+      actionPollMs: 10,
+      fetch: prismChecked(checked, false),
+    });
     const offerings = await hetzner.offerings();
     expect(Array.isArray(offerings)).toBe(true);
     expect(await hetzner.locations()).toEqual(expect.arrayContaining([expect.any(String)]));

@@ -292,7 +292,9 @@ describe('provisioning on Hetzner Cloud', () => {
     const server = () => fake.servers(BYOM_TOKEN).find((s) => String(s.id) === ready.server_id);
     expect(fake.requests.some((r) => r.method === 'POST' && r.path === `/servers/${ready.server_id}/actions/poweron`)).toBe(true);
     expect(server()?.status).not.toBe('off');
-    await expect.poll(async () => (await app.runtime.provider.getServer(ready.server_id!, { id: 'direct', token: BYOM_TOKEN }))?.status, { timeout: 3000 }).toBe('running');
+    await expect
+      .poll(async () => (await app.runtime.provider.getServer(ready.server_id!, { id: 'direct', token: BYOM_TOKEN }))?.status, { timeout: 3000 })
+      .toBe('running');
     const row = await machineRow(machine.provider_id);
     expect(row).toMatchObject({ server_id: ready.server_id, status: 'ready' });
   });
@@ -469,7 +471,13 @@ describe('leftovers at Hetzner', () => {
       'the machine to be ready',
     );
     // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
-    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, managedBy: MANAGED_BY, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+    const hetzner = new HetznerCompute({
+      endpoint: fake.url,
+      token: undefined,
+      managedBy: MANAGED_BY,
+      rateLimit: tokenRateLimit(app.db, 3_600_000),
+      actionPollMs: 10,
+    });
     const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
     const lost = await hetzner.createServer({
       name: 'lost-node',
@@ -550,7 +558,13 @@ describe('leftovers at Hetzner', () => {
     const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
     expect(firewall.labels?.['managed-by']).toBe(MANAGED_BY);
     // A server of the cluster whose machine was lost in a crash: it has the firewall too.
-    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, managedBy: MANAGED_BY, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+    const hetzner = new HetznerCompute({
+      endpoint: fake.url,
+      token: undefined,
+      managedBy: MANAGED_BY,
+      rateLimit: tokenRateLimit(app.db, 3_600_000),
+      actionPollMs: 10,
+    });
     const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
     const lost = await hetzner.createServer({
       name: 'lost-firewalled-node',
@@ -561,7 +575,12 @@ describe('leftovers at Hetzner', () => {
       cluster_id: cluster.id,
       credential: byom,
     });
-    expect(fake.servers(BYOM_TOKEN).find((s) => String(s.id) === lost.id)?.public_net.firewalls?.map((f) => f.id)).toEqual([firewall.id]);
+    expect(
+      fake
+        .servers(BYOM_TOKEN)
+        .find((s) => String(s.id) === lost.id)
+        ?.public_net.firewalls?.map((f) => f.id),
+    ).toEqual([firewall.id]);
 
     await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
     await eventually(
@@ -575,7 +594,13 @@ describe('leftovers at Hetzner', () => {
     );
     expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).not.toContain(ready.server_id);
     // The deleted node's address left the firewall; the lost server's is still in it.
-    const sources = () => new Set(fake.firewalls(BYOM_TOKEN).find((f) => f.id === firewall.id)?.rules?.flatMap((r) => r.source_ips ?? []));
+    const sources = () =>
+      new Set(
+        fake
+          .firewalls(BYOM_TOKEN)
+          .find((f) => f.id === firewall.id)
+          ?.rules?.flatMap((r) => r.source_ips ?? []),
+      );
     const lostAddress = `${fake.servers(BYOM_TOKEN).find((s) => String(s.id) === lost.id)!.public_net.ipv4!.ip}/32`;
     expect(sources().has(lostAddress)).toBe(true);
     expect([...sources()].filter((ip) => ip.endsWith('/32'))).toEqual([lostAddress]);

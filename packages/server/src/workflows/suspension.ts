@@ -101,10 +101,7 @@ export const suspendMachine: WorkflowDefinition = {
 };
 
 /** Powers the machine's server on again after a suspension that failed; says whether it runs, and in words. */
-async function powerBackOn(
-  ctx: StepContext,
-  machine: { provider_id: string; server_id: string | null },
-): Promise<{ running: boolean; said: string }> {
+async function powerBackOn(ctx: StepContext, machine: { provider_id: string; server_id: string | null }): Promise<{ running: boolean; said: string }> {
   const lost = 'The machine is failed: delete it, or request a new one.';
   if (!machine.server_id) return { running: false, said: `It has no server any more. ${lost}` };
   try {

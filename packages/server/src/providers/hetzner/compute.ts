@@ -473,7 +473,7 @@ export class HetznerCompute implements ComputeProvider {
       await sleep(this.options.actionPollMs);
       server = await this.getServer(id, credential);
     }
-    if (!server || server.status !== 'off') return;
+    if (server?.status !== 'off') return;
     const answer = await this.call(credential, (headers) => this.client.POST('/servers/{id}/actions/poweron', { params: { path: { id: hid } }, headers }));
     await this.awaitAction(HetznerCompute.data(answer, `power on server ${id}`)!.action, credential);
   }
@@ -538,7 +538,9 @@ export class HetznerCompute implements ComputeProvider {
       return { items: data.images, next: data.meta.pagination.next_page };
     });
     const firewalls = await this.all(async (page) => {
-      const answer = await this.call(credential, (headers) => this.client.GET('/firewalls', { params: { query: { label_selector, page, per_page: 50 } }, headers }));
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/firewalls', { params: { query: { label_selector, page, per_page: 50 } }, headers }),
+      );
       const data = HetznerCompute.data(answer, 'list firewalls')!;
       return { items: data.firewalls, next: data.meta.pagination.next_page };
     });
@@ -560,7 +562,14 @@ export class HetznerCompute implements ComputeProvider {
 /** Whether a firewall's rules (as Hetzner answers them) are `wanted`, in any order. */
 function sameRules(current: HetznerFirewall['rules'], wanted: FirewallRule[]): boolean {
   const key = (rule: FirewallRule) =>
-    JSON.stringify([rule.direction, rule.protocol, rule.port ?? null, [...(rule.source_ips ?? [])].sort(), [...(rule.destination_ips ?? [])].sort(), rule.description ?? null]);
+    JSON.stringify([
+      rule.direction,
+      rule.protocol,
+      rule.port ?? null,
+      [...(rule.source_ips ?? [])].sort(),
+      [...(rule.destination_ips ?? [])].sort(),
+      rule.description ?? null,
+    ]);
   const a = (current ?? []).map(key).sort();
   const b = wanted.map(key).sort();
   return a.length === b.length && a.every((k, i) => k === b[i]);
