@@ -543,6 +543,34 @@ describe('leftovers at Hetzner', () => {
     expect(fake.requests.filter((r) => r.path.startsWith(`/servers/${users.id}`) && r.method !== 'GET')).toEqual([]);
   }, 60_000);
 
+  it('deleting a cluster whose machines are deleted deletes its firewall at once, in the BYOM project', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-fw-gone', { byom: true });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return app.db.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).executeTakeFirst();
+      },
+      (m) => m === undefined,
+      'the machine to be deleted',
+    );
+    expect(fake.firewalls(BYOM_TOKEN).map((f) => f.id)).toContain(firewall.id);
+    await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    expect(fake.firewalls(BYOM_TOKEN).map((f) => f.id)).not.toContain(firewall.id);
+  }, 60_000);
+
   it('a deleted cluster’s firewall is deleted after its servers: refused while a leftover server still has it, gone once that server is', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-firewall', { byom: true });
@@ -605,6 +633,8 @@ describe('leftovers at Hetzner', () => {
     expect(sources().has(lostAddress)).toBe(true);
     expect([...sources()].filter((ip) => ip.endsWith('/32'))).toEqual([lostAddress]);
     await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    // The deletion tried at once, and Hetzner refused: the lost server still has the firewall.
+    expect(fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/firewalls/${firewall.id}`).map((r) => r.status)).toEqual([422]);
 
     const logs: string[] = [];
     const sweeper = leftoversReconciler({

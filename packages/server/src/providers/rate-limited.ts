@@ -22,6 +22,9 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
     deleteSnapshot: limited((id, credential) => provider.deleteSnapshot(id, credential)),
     ...(provider.listLabelled ? { listLabelled: limited((credential) => provider.listLabelled!(credential)) } : {}),
     ...(provider.deleteFirewall ? { deleteFirewall: limited((id, credential) => provider.deleteFirewall!(id, credential)) } : {}),
+    ...(provider.deleteClusterFirewall
+      ? { deleteClusterFirewall: limited((clusterId, credential) => provider.deleteClusterFirewall!(clusterId, credential)) }
+      : {}),
     ...(provider.refreshFirewall ? { refreshFirewall: limited((clusterId, credential) => provider.refreshFirewall!(clusterId, credential)) } : {}),
   };
 }

@@ -88,6 +88,8 @@ export interface ComputeProvider {
   listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;
   /** Deletes a cluster's firewall; one still applied to a server is refused (a `busy` ProviderError). */
   deleteFirewall?(id: string, credential?: ProviderCredential): Promise<void>;
+  /** Deletes a deleted cluster's firewall, if it has one; one still applied to a server is left as it is (for the leftovers run). */
+  deleteClusterFirewall?(clusterId: string, credential?: ProviderCredential): Promise<void>;
   /** Brings the cluster firewall's rules up to date with the cluster's servers, when they differ. */
   refreshFirewall?(clusterId: string, credential?: ProviderCredential): Promise<void>;
 }

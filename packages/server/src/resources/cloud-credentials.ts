@@ -158,9 +158,11 @@ export async function machineCredential(db: Db, providerId: string, now: number,
   });
 }
 
-/** Every active cloud credential, each opened only when its token is read (the leftovers reconciler's accounts). */
-export async function activeCredentials(db: Db, secrets: SecretBox): Promise<ProviderCredential[]> {
-  const rows = await db.selectFrom('cloud_credentials').select(['id', 'secret_ciphertext']).where('is_active', '=', true).execute();
+/** Every active cloud credential (of one workspace, when given), each opened only when its token is read. */
+export async function activeCredentials(db: Db, secrets: SecretBox, workspaceId?: string): Promise<ProviderCredential[]> {
+  let query = db.selectFrom('cloud_credentials').select(['id', 'secret_ciphertext']).where('is_active', '=', true);
+  if (workspaceId !== undefined) query = query.where('workspace_id', '=', workspaceId);
+  const rows = await query.execute();
   return rows.map(({ id, secret_ciphertext }) =>
     Object.defineProperty({ id } as ProviderCredential, 'token', { enumerable: false, get: () => secrets.open(secret_ciphertext) }),
   );

@@ -6,11 +6,13 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ClusterDriver } from '../providers/types.ts';
+import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
+import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
+import { activeCredentials } from './cloud-credentials.ts';
 import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;
@@ -107,6 +109,33 @@ export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string)
     await deleteWorkflowsOf(trx, [cluster.id]);
     await trx.deleteFrom('clusters').where('id', '=', cluster.id).execute();
   });
+}
+
+/** The workspace of a cluster the caller may see; undefined for any other (the deletion then answers 404). */
+export const clusterWorkspace = (db: Db, caller: WorkspaceCaller, id: string): Promise<string | undefined> =>
+  visibleCluster(db, caller, id).then(
+    (cluster) => cluster.workspace_id,
+    (error: unknown) => {
+      if (error instanceof ApiError) return undefined;
+      throw error;
+    },
+  );
+
+/**
+ * After a cluster's deletion: its firewall at the cloud provider goes, in the platform's project and in each of the
+ * workspace's BYOM projects (its servers are gone, as its machines are). One a leftover server still has is left to
+ * the leftovers reconciler, which deletes it after that server.
+ */
+export async function deleteClusterFirewalls(
+  db: Db,
+  provider: ComputeProvider,
+  secrets: SecretBox,
+  clusterId: string,
+  workspaceId: string | undefined,
+): Promise<void> {
+  if (!provider.deleteClusterFirewall) return;
+  const byom = workspaceId === undefined ? [] : await activeCredentials(db, secrets, workspaceId);
+  for (const credential of [undefined, ...byom]) await provider.deleteClusterFirewall(clusterId, credential);
 }
 
 /**

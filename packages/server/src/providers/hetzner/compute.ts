@@ -429,6 +429,20 @@ export class HetznerCompute implements ComputeProvider {
       await this.awaitAction(action, credential);
   }
 
+  async deleteClusterFirewall(clusterId: string, credential?: ProviderCredential): Promise<void> {
+    const firewall = await this.findFirewall(clusterId, credential);
+    if (!firewall) return;
+    try {
+      await this.deleteFirewall(String(firewall.id), credential);
+    } catch (error) {
+      if (!(error instanceof ProviderError && error.kind === 'busy')) throw error;
+      this.options.logger?.info(
+        { cluster: clusterId, firewall: firewall.id },
+        'the deleted cluster’s firewall is still in use; the leftovers run deletes it later',
+      );
+    }
+  }
+
   /** Deletes a firewall; one that is gone already is fine, one still applied to a server is refused (`resource_in_use`, busy). */
   async deleteFirewall(id: string, credential?: ProviderCredential): Promise<void> {
     const hid = hetznerId(id);
