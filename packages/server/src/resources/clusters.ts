@@ -135,7 +135,10 @@ export async function deleteClusterFirewalls(
 ): Promise<void> {
   if (!provider.deleteClusterFirewall) return;
   const byom = workspaceId === undefined ? [] : await activeCredentials(db, secrets, workspaceId);
-  for (const credential of [undefined, ...byom]) await provider.deleteClusterFirewall(clusterId, credential);
+  // One project's failure (a revoked token, an outage) does not keep the others' firewalls.
+  const failures: unknown[] = [];
+  for (const credential of [undefined, ...byom]) await provider.deleteClusterFirewall(clusterId, credential).catch((error: unknown) => failures.push(error));
+  if (failures.length > 0) throw new AggregateError(failures, `deleting the firewall of cluster ${clusterId} failed in ${failures.length} project(s)`);
 }
 
 /**
