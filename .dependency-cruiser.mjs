@@ -1,5 +1,6 @@
 // The server's layers and the packages' boundaries, checked by `pnpm lint` (architecture.md draws the same):
-//   http → operations → resources / services → db / workflows → providers;   errors.ts is used by every layer.
+//   http → operations → resources / services → db / engine → providers, with workflows/ (the kinds) and jobs/ (the
+//   workers' other jobs) above the resources and below the handlers;   errors.ts is used by every layer.
 // Nothing imports upward, and no package reaches into another package's files by a relative path: packages
 // use each other through their names and exports.
 const server = '^packages/server/src/';
@@ -25,11 +26,17 @@ export default {
     {
       name: 'http-imports-handlers-services-and-two-resources',
       comment:
-        'http/ imports operations/, services/, resources/tokens.ts (the token look-up) and resources/audit-events.ts (recording a request); of db/, the types and the outage test; no workflow, no driver.',
+        'http/ imports operations/, services/, resources/tokens.ts (the token look-up) and resources/audit-events.ts (recording a request); of db/, the types and the outage test; no workflow, job, engine or driver.',
       severity: 'error',
       from: { path: `${server}http/` },
       to: {
-        path: [`${server}resources/`, `${server}db/`, `${server}workflows/`, `${server}providers/`, `${server}(app|main|admin|start-up)\\.ts$`],
+        path: [
+          `${server}resources/`,
+          `${server}db/`,
+          `${server}(engine|workflows|jobs)/`,
+          `${server}providers/`,
+          `${server}(app|main|admin|start-up|runtime)\\.ts$`,
+        ],
         pathNot: [`${server}resources/(tokens|audit-events)\\.ts$`, `${server}db/(schema|outage)\\.ts$`, `${server}providers/types\\.ts$`],
       },
     },
@@ -38,31 +45,31 @@ export default {
       comment: 'Handlers are called by http/ (they do not know Koa or the app) and call resources and services; anything else only as types.',
       severity: 'error',
       from: { path: `${server}operations/` },
-      to: { path: [`${server}http/`, `${server}(app|main|admin|start-up)\\.ts$`] },
+      to: { path: [`${server}http/`, `${server}(app|main|admin|start-up|runtime)\\.ts$`] },
     },
     {
       name: 'operations-take-only-types-from-below-resources',
       comment: 'Handlers reach the database, the workflows and the drivers through resources and services only.',
       severity: 'error',
       from: { path: `${server}operations/` },
-      to: { path: [`${server}db/`, `${server}workflows/`, `${server}providers/`], dependencyTypesNot: ['type-only'] },
+      to: { path: [`${server}db/`, `${server}(engine|workflows|jobs)/`, `${server}providers/`], dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'resources-import-services-resources-db-and-the-engine',
       comment:
-        'A resource imports services/, other resources/, db/ types and transactions, workflows/engine.ts (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, the seed or a driver.',
+        'A resource imports services/, other resources/, db/ types and transactions, engine/ (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, a job, the seed or a driver.',
       severity: 'error',
       from: { path: `${server}resources/` },
       to: {
         path: [
           `${server}http/`,
           `${server}operations/`,
-          `${server}workflows/`,
+          `${server}(workflows|jobs)/`,
           `${server}db/`,
           `${server}providers/`,
-          `${server}(app|main|admin|start-up)\\.ts$`,
+          `${server}(app|main|admin|start-up|runtime)\\.ts$`,
         ],
-        pathNot: [`${server}workflows/engine\\.ts$`, `${server}db/(schema|transaction)\\.ts$`, `${server}providers/types\\.ts$`],
+        pathNot: [`${server}db/(schema|transaction)\\.ts$`, `${server}providers/types\\.ts$`],
       },
     },
     {
@@ -76,30 +83,37 @@ export default {
           `${server}http/`,
           `${server}operations/`,
           `${server}resources/`,
-          `${server}workflows/`,
+          `${server}(engine|workflows|jobs)/`,
           `${server}db/seed\\.ts$`,
           `${server}providers/`,
-          `${server}(app|main|admin|start-up)\\.ts$`,
+          `${server}(app|main|admin|start-up|runtime)\\.ts$`,
         ],
         pathNot: [`${server}resources/(notifications|events)\\.ts$`, `${server}providers/types\\.ts$`],
       },
     },
     {
-      name: 'workflows-below-the-handlers',
-      comment: 'Workflows call resources, services and providers; they are started by handlers, never the reverse.',
+      name: 'workflows-and-jobs-below-the-handlers',
+      comment:
+        "Workflow kinds and the workers' jobs call resources, services, the engine and providers; handlers start them through resources, never the reverse.",
       severity: 'error',
-      from: { path: `${server}workflows/` },
-      to: { path: [`${server}http/`, `${server}operations/`, `${server}db/seed\\.ts$`, `${server}(app|main|admin|start-up)\\.ts$`] },
+      from: { path: `${server}(workflows|jobs)/` },
+      to: { path: [`${server}http/`, `${server}operations/`, `${server}db/seed\\.ts$`, `${server}(app|main|admin|start-up|runtime)\\.ts$`] },
+    },
+    {
+      name: 'workflow-kinds-and-jobs-apart',
+      comment: 'A kind is a workflow definition and a job a timer of the workers; neither calls the other (runtime.ts assembles both).',
+      severity: 'error',
+      from: { path: `${server}(workflows|jobs)/` },
+      to: { path: `${server}(workflows|jobs)/`, pathNot: `${server}$1/` },
     },
     {
       name: 'workflow-engine-below-the-resources',
-      comment:
-        'The engine (pg-boss triggers, the workflows table) is imported by resources, so it imports db/, providers/types.ts and only types of services. Known exception: it shares workflows/ with the kinds, which sit above the resources (engine and kinds are to part into two folders).',
+      comment: 'The engine (pg-boss triggers, the workflows table) is imported by resources, so it imports db/, providers/types.ts and only types of services.',
       severity: 'error',
-      from: { path: `${server}workflows/engine\\.ts$` },
+      from: { path: `${server}engine/` },
       to: {
-        path: [`${server}resources/`, `${server}services/`, `${server}providers/`, `${server}workflows/`],
-        pathNot: [`${server}workflows/engine\\.ts$`, `${server}providers/types\\.ts$`],
+        path: [`${server}resources/`, `${server}services/`, `${server}providers/`, `${server}(workflows|jobs|http|operations)/`],
+        pathNot: `${server}providers/types\\.ts$`,
         dependencyTypesNot: ['type-only'],
       },
     },
@@ -108,7 +122,16 @@ export default {
       comment: 'The database layer (connection, schema, migrations) depends on nothing above it.',
       severity: 'error',
       from: { path: `${server}db/`, pathNot: `${server}db/(migrate-cli|seed)\\.ts$` },
-      to: { path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}workflows/`, `${server}providers/`] },
+      to: {
+        path: [
+          `${server}http/`,
+          `${server}operations/`,
+          `${server}resources/`,
+          `${server}services/`,
+          `${server}(engine|workflows|jobs)/`,
+          `${server}providers/`,
+        ],
+      },
     },
     {
       name: 'seed-imports-only-resources',
@@ -117,7 +140,7 @@ export default {
       severity: 'error',
       from: { path: `${server}db/seed\\.ts$` },
       to: {
-        path: [`${server}http/`, `${server}operations/`, `${server}services/`, `${server}workflows/`, `${server}providers/`],
+        path: [`${server}http/`, `${server}operations/`, `${server}services/`, `${server}(engine|workflows|jobs)/`, `${server}providers/`],
         pathNot: `${server}providers/types\\.ts$`,
       },
     },
@@ -136,15 +159,15 @@ export default {
       // crypto helper (AES-256-GCM), no rule and no table.
       from: { path: `${server}providers/`, pathNot: `${server}providers/index\\.ts$` },
       to: {
-        path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}workflows/`, `${server}db/`],
+        path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}(engine|workflows|jobs)/`, `${server}db/`],
         pathNot: `${server}services/secrets\\.ts$`,
       },
     },
     {
       name: 'provider-chosen-in-the-composition-root',
-      comment: 'Only the composition root (app.ts, main.ts, workflows/runtime.ts) and tests pick a driver implementation.',
+      comment: 'Only the composition root (app.ts, main.ts, runtime.ts) and tests pick a driver implementation.',
       severity: 'error',
-      from: { path: server, pathNot: [`${server}(app|main|admin)\\.ts$`, `${server}workflows/runtime\\.ts$`, `${server}providers/`] },
+      from: { path: server, pathNot: [`${server}(app|main|admin|runtime)\\.ts$`, `${server}providers/`] },
       to: { path: `${server}providers/(simulated|hetzner|kubernetes)` },
     },
   ],

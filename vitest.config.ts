@@ -10,10 +10,8 @@ const SLOW = [
   'packages/server/test/lifecycle.test.ts',
   'packages/server/test/first-run.test.ts',
   'packages/server/test/faults.test.ts',
-  'packages/cli/test/cli.test.ts',
-  'packages/cli/test/conventions.test.ts',
-  'packages/cli/test/network.test.ts',
-  'packages/cli/test/stream-access.test.ts',
+  // the real `platform` process (the other CLI tests drive it in-process, in the first tier)
+  'packages/cli/test/process.test.ts',
   'packages/server/test/stopping.test.ts',
   'test/pnpm-voice.test.ts',
   'test/generators.test.ts',
@@ -37,6 +35,9 @@ const SLOW = [
   'test/fuzz/*.test.ts',
 ];
 
+/** After each file, what its in-process test servers logged is scanned for credentials (a found one fails it). */
+const LOG_SCAN = 'packages/server/test/support/log-scan.setup.ts';
+
 export default defineConfig({
   test: {
     // A real PostgreSQL for the server tests: DATABASE_URL, or an embedded one started once for the run.
@@ -49,8 +50,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW } },
-      { test: { name: 'slow', include: SLOW } },
+      { test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN] } },
+      { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN] } },
     ],
   },
 });

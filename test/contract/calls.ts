@@ -239,6 +239,7 @@ export const calls = {
       },
     }),
   approveDeviceCode: (api) => api.POST('/v1/auth/device/approve', { body: { user_code: 'WDJB-MJHT', action: 'approve' } }),
+  getDeviceSignInRequest: (api) => api.GET('/v1/auth/device/requests/{userCode}', { params: { path: { userCode: 'WDJB-MJHT' } } }),
 
   // Quotas
   listQuotas: (api) => api.GET('/v1/quotas', { params: { query: { cluster_id: ids.cluster } } }),

@@ -497,7 +497,7 @@ export interface paths {
         put?: never;
         /**
          * Request a machine
-         * @description Requests a machine for a cluster from one of its workspace's compute configs and starts its provisioning: 202 with the machine in provisioning, or queued when the cluster is at its concurrent provisioning limit (Free 1, Pro 3); queued requests start as soon as a launching machine becomes ready. Unless the config is BYOM, the machine counts toward the owner's compute/machines, compute/cpu and compute/memory quotas (403 quota_exceeded at the limit).
+         * @description Requests a machine for a cluster from one of its workspace's compute configs and starts its provisioning: 202 with the machine in provisioning, or queued when the cluster is at its concurrent provisioning limit (Free 1, Pro 3); queued requests start as soon as a launching machine becomes ready. Unless the config is BYOM, the machine counts toward the owner's compute/machines, compute/cpu and compute/memory quotas (403 quota_exceeded at the limit). The service's calls to the cloud provider go through a rate limiter the service owns, shared by all its processes and not configured by clients (BYOM machines included): under high demand provisioning takes longer, it does not fail.
          */
         post: operations["requestMachine"];
         delete?: never;
@@ -1467,6 +1467,32 @@ export interface paths {
          * @description Records the caller's decision on the device authorization request that shows `user_code` (the browser page at `/device` calls this). `approve` lets the device's next poll of `POST /v1/auth/device/token` receive a session token for the caller; `deny` makes it receive `access_denied`. Both need `tokens:write`; approving also needs a token that holds every scope and is not restricted to workspaces (a session token, or a PAT made with `scopes: ["*"]` and no `workspace_ids`), because the session token it issues holds every scope and acts in every workspace: a narrower token would mint a wider one (403 naming what it lacks). The code is matched case-insensitively, with or without the dash. An unknown or expired code is 404, and so is a code already approved or denied (answered, and counted, as an unknown one: nobody learns which codes exist). To stop guessing, each user may enter at most 10 unknown codes in 10 minutes; beyond that the answer is 429 until `Retry-After` seconds have passed.
          */
         post: operations["approveDeviceCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/device/requests/{userCode}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The code the device shows, in any case, with or without the dash (`WDJB-MJHT`, `wdjbmjht`).
+                 * @example WDJB-MJHT
+                 */
+                userCode: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a device sign-in request waiting for a decision
+         * @description The device authorization request that shows `userCode`, while it waits for the signed-in user's decision: the client that asked and when. The `/device` page shows them with the code and asks the user to confirm that the code matches their terminal before it approves (RFC 8628 §5.4: the user confirms what they authorise). Reading changes nothing. A code that is unknown, expired, or already approved or denied is 404, as `approveDeviceCode` answers it, and counts against the same limit of 10 unknown codes per user in 10 minutes (429 beyond it, until `Retry-After` seconds have passed), so looking codes up is no faster a way to guess one.
+         */
+        get: operations["getDeviceSignInRequest"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2943,7 +2969,7 @@ export interface components {
         /** @description Optional parameters of a device authorization request (RFC 8628 §3.1). Both may be omitted, and so may the whole body. */
         DeviceCodeRequest: {
             /**
-             * @description Names the client that asks (e.g. `platform-cli`). Recorded with the request and shown nowhere else; a token poll that sends a different `client_id` is refused with `invalid_grant`.
+             * @description Names the client that asks (e.g. `platform-cli`). Recorded with the request and shown to the user who approves it (`getDeviceSignInRequest`, the `/device` page); a token poll that sends a different `client_id` is refused with `invalid_grant`.
              * @example platform-cli
              */
             client_id?: string;
@@ -2952,6 +2978,23 @@ export interface components {
              * @example platform
              */
             scope?: string;
+        };
+        /** @description A device authorization request waiting for the user's decision: what the `/device` page shows before it asks the user to confirm that the code matches their terminal (RFC 8628 §5.4). */
+        DeviceSignInRequest: {
+            /** @description The code, normalised to `XXXX-XXXX`. */
+            user_code: string;
+            /** @description The `client_id` the device sent with its request (`platform-cli` for the command-line client); null when it sent none. The device chooses it: it tells the user what asked, it proves nothing. */
+            client_id: string | null;
+            /**
+             * Format: int64
+             * @description Unix seconds when the device asked (`POST /v1/auth/device/code`).
+             */
+            requested_at: number;
+            /**
+             * Format: int64
+             * @description Unix seconds when the request expires; it can be approved or denied until then.
+             */
+            expires_at: number;
         };
         /** @description A successful device token response (RFC 6749 §5.1): a session token, issued once per device code. */
         DeviceToken: {
@@ -4181,7 +4224,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many requests. The two unauthenticated device-flow operations are limited per client address and, where the operator sets a limit (off by default), every authenticated operation per token (per user for OAuth2 JWTs), in fixed windows of 60 seconds shared by every server process; a followed log stream also needs one of the token's stream slots (2,000 by default). Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
+        /** @description Too many requests. The two unauthenticated device-flow operations are limited per client address and, where the operator sets a limit (off by default), every authenticated operation per user (all of their tokens together), in fixed windows of 60 seconds shared by every server process; a log stream also needs one of the user's stream slots (2,000 by default). Every response of a limited operation, successful or not (except a 401: a request that fails authentication is not counted), carries `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-09); this one also carries `Retry-After`, the seconds until the window resets. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4332,8 +4375,8 @@ export interface components {
          */
         InvitationId: string;
         /**
-         * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any.
-         * @example 1732268805123000000-0003
+         * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any. An id holds the position reached in each container the stream has seen (about 15 characters each), so it grows with the install's containers; treat it as opaque.
+         * @example 1732272662087-Y0fWyx:1.Jd3kQ0:7
          */
         LastEventId: string;
         /**
@@ -4362,7 +4405,7 @@ export interface components {
          */
         LogSinceSeconds: number;
         /**
-         * @description Start with at most this many of the most recent lines of each container. All lines when omitted.
+         * @description Start with at most this many of the most recent lines, counted over every container the stream follows (their lines merged in time order; `pod` and `container` narrow it to one). All lines when omitted. Ignored when resuming with `Last-Event-ID`.
          * @example 100
          */
         LogTail: number;
@@ -4475,7 +4518,7 @@ export interface components {
          */
         RateLimit: string;
         /**
-         * @description The limit that applies, in the form of draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `q` the requests allowed per window and `w` the window in seconds. `default` counts per token (per user for OAuth2 JWTs) and is 600 requests a minute unless the operator configures otherwise (`RATE_LIMIT_PER_MINUTE`); `device` counts per client address for the two unauthenticated device-flow operations (`RATE_LIMIT_DEVICE_PER_MINUTE`, default 120). Sent on every response of a rate-limited operation, except a 401.
+         * @description The limit that applies, in the form of draft-ietf-httpapi-ratelimit-headers-09: the policy's name, `q` the requests allowed per window and `w` the window in seconds. `default` counts per user (every token of theirs together, so more tokens raise no limit), where the operator sets a limit (`RATE_LIMIT_PER_MINUTE`; off by default); `device` counts per client address for the two unauthenticated device-flow operations (`RATE_LIMIT_DEVICE_PER_MINUTE`, default 120). Sent on every response of a rate-limited operation, except a 401.
          * @example "default";q=600;w=60
          */
         "RateLimit-Policy": string;
@@ -4485,7 +4528,7 @@ export interface components {
          */
         "Retry-After": number;
         /**
-         * @description The authentication scheme to use, with the reason the token was refused.
+         * @description The authentication scheme to use (RFC 6750): `Bearer realm="platform"` when the request sent no token, with `error="invalid_token"` when the token it sent was refused (malformed, unknown, expired or revoked).
          * @example Bearer realm="platform", error="invalid_token"
          */
         "WWW-Authenticate": string;
@@ -7079,7 +7122,7 @@ export interface operations {
                  */
                 follow?: components["parameters"]["LogFollow"];
                 /**
-                 * @description Start with at most this many of the most recent lines of each container. All lines when omitted.
+                 * @description Start with at most this many of the most recent lines, counted over every container the stream follows (their lines merged in time order; `pod` and `container` narrow it to one). All lines when omitted. Ignored when resuming with `Last-Event-ID`.
                  * @example 100
                  */
                 tail?: components["parameters"]["LogTail"];
@@ -7096,8 +7139,8 @@ export interface operations {
                  */
                 "X-Workspace-Id"?: components["parameters"]["WorkspaceId"];
                 /**
-                 * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any.
-                 * @example 1732268805123000000-0003
+                 * @description Resume a dropped stream after this event: the `id:` of the last `log` event received. Browsers' EventSource sends it by itself on reconnection. The stream then continues with the next line, without repeating any. An id holds the position reached in each container the stream has seen (about 15 characters each), so it grows with the install's containers; treat it as opaque.
+                 * @example 1732272662087-Y0fWyx:1.Jd3kQ0:7
                  */
                 "Last-Event-ID"?: components["parameters"]["LastEventId"];
             };
@@ -8524,6 +8567,66 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            /** @description Too many unknown codes entered; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDeviceSignInRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The code the device shows, in any case, with or without the dash (`WDJB-MJHT`, `wdjbmjht`).
+                 * @example WDJB-MJHT
+                 */
+                userCode: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request, waiting for a decision. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceSignInRequest"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No device authorization request with this code is waiting (unknown, expired, or already decided). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             /** @description Too many unknown codes entered; wait `Retry-After` seconds. */

@@ -4,6 +4,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { UsageError } from './context.ts';
+import type { Io } from './io.ts';
 
 export interface YesFlags {
   yes?: boolean;
@@ -14,10 +15,10 @@ export function withYes(command: Command): Command {
 }
 
 /** Whether to go on with `what` (e.g. `Delete cluster cl_…`): true with --yes or a "y" typed at the terminal. */
-export async function confirm(what: string, flags: YesFlags): Promise<boolean> {
+export async function confirm(io: Io, what: string, flags: YesFlags): Promise<boolean> {
   if (flags.yes) return true;
-  if (!process.stdin.isTTY) throw new UsageError(`${what}: not confirmed. Standard input is not a terminal to ask on; add --yes to confirm.`);
-  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  if (!io.stdin.isTTY) throw new UsageError(`${what}: not confirmed. Standard input is not a terminal to ask on; add --yes to confirm.`);
+  const prompt = createInterface({ input: io.stdin, output: io.stderr });
   try {
     const answer = await prompt.question(`${what}? [y/N] `);
     return /^\s*y(es)?\s*$/i.test(answer);
@@ -27,7 +28,7 @@ export async function confirm(what: string, flags: YesFlags): Promise<boolean> {
 }
 
 /** A "no" at the prompt: nothing happened, said on stderr; exit 1 so a chained command does not run. */
-export function declined(what: string): number {
-  process.stderr.write(`${what}: cancelled, nothing changed.\n`);
+export function declined(io: Io, what: string): number {
+  io.stderr.write(`${what}: cancelled, nothing changed.\n`);
   return 1;
 }

@@ -4,19 +4,38 @@
 import { createPlatformClient, type PlatformClient } from '@platform/client';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type GlobalFlags, resolveSettings, type Settings } from './config.ts';
+import type { Io } from './io.ts';
 import type { OutputOptions } from './output.ts';
 
 export interface Context {
   settings: Settings;
   api: PlatformClient;
   out: OutputOptions;
+  io: Io;
+}
+
+const ios = new WeakMap<Command, Io>();
+
+/** Ties the program to the streams and environment of its run (buildProgram does). */
+export function bindIo(program: Command, io: Io): void {
+  ios.set(program, io);
+}
+
+/** The I/O of the run a command belongs to: its program's. */
+export function ioOf(command: Command): Io {
+  let root = command;
+  while (root.parent) root = root.parent;
+  const io = ios.get(root);
+  if (!io) throw new Error('the program was built without an I/O context');
+  return io;
 }
 
 export function contextOf(command: Command): Context {
+  const io = ioOf(command);
   const flags = command.optsWithGlobals<GlobalFlags & { json?: boolean; all?: boolean }>();
-  const settings = resolveSettings(flags);
+  const settings = resolveSettings(flags, io.env);
   const api = createPlatformClient({ baseUrl: settings.apiUrl, token: settings.token, workspaceId: settings.workspace });
-  return { settings, api: flags.all ? everyPage(api) : api, out: { json: flags.json === true } };
+  return { settings, api: flags.all ? everyPage(api) : api, out: { json: flags.json === true, io }, io };
 }
 
 type Page = { data: unknown[]; pagination: { cursor: string; has_more: boolean } };
@@ -52,8 +71,9 @@ export class UsageError extends Error {}
 export function action<A extends unknown[]>(run: (context: Context, ...args: A) => Promise<number | void>) {
   return async (...args: unknown[]): Promise<void> => {
     const command = args.at(-1) as Command;
-    const code = await run(contextOf(command), ...(args.slice(0, -1) as A));
-    if (typeof code === 'number') process.exitCode = code;
+    const context = contextOf(command);
+    const code = await run(context, ...(args.slice(0, -1) as A));
+    if (typeof code === 'number') context.io.exitCode = code;
   };
 }
 

@@ -60,7 +60,7 @@ export async function newestEventId(api: PlatformClient, filters: EventFilters, 
  */
 export async function* followEvents(
   api: PlatformClient,
-  options: { filters: EventFilters; after: string | undefined; signal: AbortSignal },
+  options: { filters: EventFilters; after: string | undefined; signal: AbortSignal; stderr: NodeJS.WritableStream },
 ): AsyncGenerator<Schema<'Event'>, never, undefined> {
   const { filters, signal } = options;
   let lastEventId = options.after;
@@ -72,7 +72,7 @@ export async function* followEvents(
       }
     } catch (error) {
       if (signal.aborted || !transient(error)) throw error;
-      process.stderr.write(`Lost the events feed (${error.message}); reconnecting in ${RECONNECT_MS / 1000} s\n`);
+      options.stderr.write(`Lost the events feed (${error.message}); reconnecting in ${RECONNECT_MS / 1000} s\n`);
       await sleep(RECONNECT_MS, undefined, { signal });
     }
   }

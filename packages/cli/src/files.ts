@@ -1,12 +1,19 @@
 // What commands read from files: request bodies in YAML or JSON (YAML parses both), so a product kept in git can
 // be applied, and secrets.
 import { readFileSync } from 'node:fs';
+import { text as readAll } from 'node:stream/consumers';
 import { UsageError } from './context.ts';
+import type { Io } from './io.ts';
 
-export async function readDocument(path: string): Promise<unknown> {
+/** A file's text, or standard input's for `-`. */
+async function read(io: Io, path: string): Promise<string> {
+  return path === '-' ? readAll(io.stdin) : readFileSync(path, 'utf8');
+}
+
+export async function readDocument(io: Io, path: string): Promise<unknown> {
   let text: string;
   try {
-    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+    text = await read(io, path);
   } catch (error) {
     throw new UsageError(`cannot read ${path}: ${(error as Error).message}`);
   }
@@ -22,10 +29,10 @@ export async function readDocument(path: string): Promise<unknown> {
  * A secret (an API token) from a file, or from standard input for `-`: never from a flag's value, which would
  * stay in the shell's history and the process list. One trailing newline (as `echo` and editors add) is dropped.
  */
-export function readSecret(path: string, flag: string): string {
+export async function readSecret(io: Io, path: string, flag: string): Promise<string> {
   let text: string;
   try {
-    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+    text = await read(io, path);
   } catch (error) {
     throw new UsageError(`${flag}: cannot read ${path === '-' ? 'standard input' : path}: ${(error as Error).message}`);
   }

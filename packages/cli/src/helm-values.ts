@@ -4,6 +4,7 @@
 import type { RequestBody, Schema } from '@platform/api-types';
 import { UsageError } from './context.ts';
 import { readDocument } from './files.ts';
+import type { Io } from './io.ts';
 
 type Source = Schema<'ProductSource'>;
 export type Overrides = NonNullable<RequestBody<'createInstall'>['overrides']>;
@@ -24,7 +25,7 @@ export function collectValues(value: string, previous: string[]): string[] {
 }
 
 /** Turns `name=file` options into overrides of the product's sources; unknown, ambiguous or repeated names are usage errors. */
-export async function valuesOverrides(specs: readonly string[], product: Schema<'Product'>): Promise<Overrides> {
+export async function valuesOverrides(io: Io, specs: readonly string[], product: Schema<'Product'>): Promise<Overrides> {
   const known = () => product.sources.map((s) => `${sourceName(s)} (${s.id})`).join(', ') || 'none';
   const overrides: Overrides = [];
   for (const spec of specs) {
@@ -41,7 +42,7 @@ export async function valuesOverrides(specs: readonly string[], product: Schema<
     const source = matches[0]!;
     if (overrides.some((o) => o.template_helm_source_id === source.id))
       throw new UsageError(`--values ${spec}: source ${name} (${source.id}) is given twice; merge the values into one file`);
-    const values = (await readDocument(path)) ?? {}; // an empty file is an empty values file, as for helm
+    const values = (await readDocument(io, path)) ?? {}; // an empty file is an empty values file, as for helm
     if (typeof values !== 'object' || Array.isArray(values)) throw new UsageError(`${path} must hold a map of helm values`);
     overrides.push({ template_helm_source_id: source.id, values: values as Record<string, unknown> });
   }

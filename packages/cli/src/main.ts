@@ -5,4 +5,7 @@ import { enableCompileCache } from 'node:module';
 
 enableCompileCache();
 const { run } = await import('./program.ts');
-await run(process.argv);
+const { processIo } = await import('./io.ts');
+const io = processIo();
+await run(process.argv, io);
+process.exitCode = io.exitCode;

@@ -19,7 +19,8 @@ import { registerSessions } from './commands/sessions.ts';
 import { registerTokens } from './commands/tokens.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { registerWorkspaces } from './commands/workspaces.ts';
-import { UsageError } from './context.ts';
+import { bindIo, UsageError } from './context.ts';
+import type { Io } from './io.ts';
 import { printError } from './output.ts';
 import { EXIT_ERROR, EXIT_USAGE } from './wait.ts';
 
@@ -31,7 +32,8 @@ function oneLine(text: string): string {
   return joined === text && text.startsWith('error: unknown command') ? text.replace(/\n$/, ' (see platform --help)\n') : joined;
 }
 
-export function buildProgram(): Command {
+/** The program, writing to and reading from `io` (the process's own in main.ts; captured ones in tests). */
+export function buildProgram(io: Io): Command {
   const program = new Command('platform')
     .description('Manage clusters, compute, products, installs and webhooks of the Platform Management API.')
     .option('--api-url <url>', 'API address (env PLATFORM_API_URL; default http://127.0.0.1:8080)')
@@ -39,12 +41,19 @@ export function buildProgram(): Command {
     .option('--workspace <id>', 'workspace to act in (env PLATFORM_WORKSPACE; default: `platform workspaces use`)')
     .option('--json', 'print the JSON response instead of a table')
     // A mistyped command gets one line naming the closest commands (commander's suggestion), not the whole help.
-    .configureOutput({ outputError: (text, write) => write(oneLine(text)) })
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      // commander's own rule: the terminal's width, else 80.
+      getOutHelpWidth: () => (io.stdout.isTTY && io.stdout.columns) || 80,
+      getErrHelpWidth: () => 80,
+      outputError: (text, write) => write(oneLine(text)),
+    })
     // Usage errors throw instead of exiting, so main() maps them to exit code 2; subcommands inherit this.
     .exitOverride();
   program.addHelpText(
     'after',
-    '\n  --version             print the version of platform\n\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n',
+    '\n  --version             print the version of platform\n\nExamples:\n  $ platform login\n  $ platform clusters list --json\n  $ platform installs logs ins_01jd… --tail 100\n\nOutput: on a terminal, tables fit its width (long cells end in …); piped, one tab-separated line per row, no\nheader, nothing cut; --json prints the API’s JSON as it is.\n\nExit codes: 0 ok, 1 error, 2 usage, 3 workflow failed, 4 timeout, 130 interrupted.\n',
   );
   registerAuth(program);
   registerWorkspaces(program);
@@ -62,30 +71,32 @@ export function buildProgram(): Command {
   registerAudit(program);
   registerWebhooks(program);
   registerMeta(program);
+  bindIo(program, io);
   return program;
 }
 
-export async function run(argv: string[]): Promise<void> {
+/** Runs `platform` with `argv` (node's: the program's arguments from the third on); the exit code lands in `io.exitCode`. */
+export async function run(argv: string[], io: Io): Promise<void> {
   // `platform --version` as the only argument: commander's own version option would also take the `--version` of
   // `clusters create` (the Kubernetes version) wherever it stands.
   if (argv.length === 3 && argv[2] === '--version') {
-    process.stdout.write(`${version}\n`);
+    io.stdout.write(`${version}\n`);
     return;
   }
   try {
-    await buildProgram().parseAsync(argv);
+    await buildProgram(io).parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help also arrives here, with exit code 0; commander already printed the message.
-      process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
+      io.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
       return;
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`error: ${error.message}\n`);
-      process.exitCode = EXIT_USAGE;
+      io.stderr.write(`error: ${error.message}\n`);
+      io.exitCode = EXIT_USAGE;
       return;
     }
-    printError(error);
-    process.exitCode = EXIT_ERROR;
+    printError(io, error);
+    io.exitCode = EXIT_ERROR;
   }
 }

@@ -104,6 +104,7 @@ export const COMMANDS = {
 /** The operations no command calls, and why. */
 export const UNCOVERED = {
   approveDeviceCode: 'approved on the browser page whose address `platform login` prints; a CLI approving its own sign-in would defeat it',
+  getDeviceSignInRequest: 'shown on the browser page whose address `platform login` prints, before the user approves there',
   getLiveness: 'a probe for load balancers and orchestrators, not something a user runs',
   getReadiness: 'a probe for load balancers and orchestrators, not something a user runs',
 } as const satisfies Partial<Record<OperationId, string>>;

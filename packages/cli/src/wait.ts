@@ -1,6 +1,7 @@
 // `--wait`: polls a workflow's record every second until it succeeds, fails or the time runs out. The exit
 // code says which (0, 3, 4), so scripts can branch on it without parsing the output.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Io } from './io.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_ERROR = 1;
@@ -12,6 +13,7 @@ export const EXIT_INTERRUPTED = 130;
 export type Outcome = 'succeeded' | 'failed' | 'pending';
 
 export interface WaitOptions<T> {
+  io: Io;
   /** Reads the record again (a get or list operation). */
   read: () => Promise<T>;
   /** Where the workflow is, judged from the record. */
@@ -34,10 +36,9 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<WaitResult<T>
   // A spinner only for a person watching a terminal; piped output gets the final line alone. A terminal that
   // reports no width (some CI pseudo-terminals) would make ora clear lines without end. Loaded only then: ora
   // and its dependencies cost start-up time that scripts should not pay.
+  const { stdout, stderr } = options.io;
   const spinner =
-    process.stdout.isTTY && process.stdout.columns > 0
-      ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: process.stdout }).start()
-      : undefined;
+    stdout.isTTY && (stdout.columns ?? 0) > 0 ? (await import('ora')).default({ text: `Waiting for ${options.what}`, stream: stdout }).start() : undefined;
   try {
     for (;;) {
       const record = await options.read();
@@ -48,12 +49,12 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<WaitResult<T>
       }
       if (outcome === 'failed') {
         spinner?.fail(`${options.what}: ${options.describe(record)}`);
-        if (!spinner) process.stderr.write(`Failed: ${options.what}: ${options.describe(record)}\n`);
+        if (!spinner) stderr.write(`Failed: ${options.what}: ${options.describe(record)}\n`);
         return { code: EXIT_WORKFLOW_FAILED, record };
       }
       if (Date.now() >= deadline) {
         spinner?.fail(`Timed out waiting for ${options.what} (${options.describe(record)})`);
-        if (!spinner) process.stderr.write(`Timed out after ${options.timeoutSeconds}s waiting for ${options.what} (${options.describe(record)})\n`);
+        if (!spinner) stderr.write(`Timed out after ${options.timeoutSeconds}s waiting for ${options.what} (${options.describe(record)})\n`);
         return { code: EXIT_TIMEOUT, record };
       }
       if (spinner) spinner.text = `Waiting for ${options.what} (${options.describe(record)})`;

@@ -1,21 +1,19 @@
-// The `platform` CLI as a user runs it: a real process (Node 24 running src/main.ts) against an in-process
-// server with its workflow workers and webhook dispatcher on a real PostgreSQL and the simulated cloud at
-// second-scale timings, with its config directory redirected through XDG_CONFIG_HOME.
-import { type ChildProcess, spawn } from 'node:child_process';
+// The `platform` CLI as a user runs it, driven in the test's process through run() with an I/O context of its own
+// (cli-runner.ts), against an in-process server with its workflow workers and webhook dispatcher on a real
+// PostgreSQL and the simulated cloud at second-scale timings, with its config directory redirected through
+// XDG_CONFIG_HOME. (process.test.ts runs the real process.)
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
 import { createToken, holdControlPlanes, newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliRun, type RunningCli, startCli } from './cli-runner.ts';
 
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-
-// On real time: the CLI is another process, and its clock is the machine's.
+// On real time: the CLI's clock is the machine's.
 const app = useTestServer({
   clock: systemClock,
   env: {
@@ -50,77 +48,46 @@ function configHome(): string {
   return dir;
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
 interface RunOptions {
   home?: string;
   /** PLATFORM_TOKEN; null for none. Default: the user's PAT. */
   token?: string | null;
   env?: Record<string, string>;
-  /** Called with everything written to stdout so far, after each chunk. */
-  onOutput?: (stdout: string, child: ChildProcess) => void;
-  /** Called with everything written to stderr so far, after each chunk. */
-  onError?: (stderr: string, child: ChildProcess) => void;
-  /** Written to stdin. */
+  /** Called with everything written to stdout so far, after each write. */
+  onOutput?: (stdout: string, running: RunningCli) => void;
+  /** Called with everything written to stderr so far, after each write. */
+  onError?: (stderr: string, running: RunningCli) => void;
+  /** Standard input. */
   input?: string;
+  /** Standard output is a terminal this wide (the tables' terminal form); without it, a pipe. */
+  columns?: number;
 }
 
-/** Runs `platform …` as a separate process, with nothing of the test's environment but PATH. */
-function platform(args: string[], options: RunOptions = {}): Promise<Run> {
+/** Starts `platform …` with nothing of the test's environment. */
+function startPlatform(args: string[], options: RunOptions = {}, stdinTerminal = false): RunningCli {
   const token = options.token === undefined ? user.token : options.token;
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
     XDG_CONFIG_HOME: options.home ?? configHome(),
     PLATFORM_API_URL: app.baseUrl,
     ...(token === null ? {} : { PLATFORM_TOKEN: token }),
     ...options.env,
   };
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-  if (options.input !== undefined) child.stdin?.end(options.input);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-    options.onOutput?.(stdout, child);
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-    options.onError?.(stderr, child);
-  });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const { input, onOutput, onError, columns } = options;
+  return startCli(args, { env, input, onOutput, onError, columns, stdinTerminal });
 }
 
-/**
- * Runs `platform …` on a pseudo-terminal (util-linux `script`), so standard input is a TTY, typing `input`.
- * The terminal echoes what is typed and the prompt into the output: the prompt is read from there.
- */
+/** Runs `platform …` to its end. */
+function platform(args: string[], options: RunOptions = {}): Promise<Run> {
+  return startPlatform(args, options).done;
+}
+
+/** Runs `platform …` with standard input a terminal, typing `input`: the prompt is on stderr. */
 function platformOnTerminal(args: string[], input: string, options: RunOptions = {}): Promise<Run> {
-  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
-  const command = [process.execPath, MAIN, ...args].map(quote).join(' ');
-  const token = options.token === undefined ? user.token : options.token;
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    XDG_CONFIG_HOME: options.home ?? configHome(),
-    PLATFORM_API_URL: app.baseUrl,
-    ...(token === null ? {} : { PLATFORM_TOKEN: token }),
-  };
-  const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  child.stdin!.end(input);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const running = startPlatform(args, options, true);
+  running.type(input);
+  return running.done;
 }
 
 async function platformJson<T>(args: string[], options: RunOptions = {}): Promise<T> {
@@ -245,31 +212,26 @@ async function startProxy() {
 async function startRunning(args: string[], ready: RegExp, options: RunOptions = {}) {
   let matched: (match: RegExpExecArray) => void = () => {};
   const readiness = new Promise<RegExpExecArray>((resolve) => (matched = resolve));
-  let child: ChildProcess | undefined;
-  let output = '';
-  let errors = '';
-  const run = platform(args, {
+  const running = startPlatform(args, {
     ...options,
-    onOutput: (stdout) => (output = stdout),
-    onError: (stderr, process) => {
-      child = process;
-      errors = stderr;
+    onError: (stderr) => {
       const match = ready.exec(stderr);
       if (match) matched(match);
     },
   });
-  const interrupt = () => child?.kill('SIGINT');
+  const run = running.done;
+  const interrupt = () => running.interrupt();
   /** `promise`, or 'late' after `ms`. */
   const within = async <T>(promise: Promise<T>, ms: number): Promise<T | 'late'> => {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
     return Promise.race([promise, late]).finally(() => clearTimeout(timer));
   };
-  // A process that hangs fails the test with what it said, instead of running into the test's time limit.
+  // A run that hangs fails the test with what it said, instead of running into the test's time limit.
   const started = await within(Promise.race([readiness.then((match) => ({ match })), run.then((done) => ({ done }))]), 30_000);
   if (started === 'late') {
-    child?.kill('SIGKILL');
-    throw new Error(`platform ${args.join(' ')} was not ready after 30 s; stderr: ${errors}`);
+    interrupt();
+    throw new Error(`platform ${args.join(' ')} was not ready after 30 s; stderr: ${running.stderr()}`);
   }
   if ('done' in started) throw new Error(`platform ${args.join(' ')} exited with ${started.done.code}: ${started.done.stderr}`);
   /** Ctrl-C, then its run. */
@@ -277,10 +239,9 @@ async function startRunning(args: string[], ready: RegExp, options: RunOptions =
     interrupt();
     const ended = await within(run, 15_000);
     if (ended !== 'late') return ended;
-    child?.kill('SIGKILL');
-    throw new Error(`platform ${args.join(' ')} did not end 15 s after Ctrl-C; stderr: ${errors}`);
+    throw new Error(`platform ${args.join(' ')} did not end 15 s after Ctrl-C; stderr: ${running.stderr()}`);
   };
-  return { match: started.match, run, stdout: () => output, stderr: () => errors, interrupt, stop };
+  return { match: started.match, run, stdout: running.stdout, stderr: running.stderr, interrupt, stop };
 }
 
 /** Starts `platform webhooks listen …`; resolves once it says it is ready, with its secret, its output so far and its run. */
@@ -314,17 +275,19 @@ describe('platform', () => {
       const page = await platformJson<{ data: { id: string }[]; pagination: unknown }>(['clusters', 'list']);
       expect(page).toEqual(await api().GET('/v1/clusters'));
 
-      const table = await platform(['clusters', 'list']);
+      // On a terminal: a header, then the rows; piped: the rows, tab-separated.
+      const table = await platform(['clusters', 'list'], { columns: 200 });
       expect(table.code).toBe(0);
-      expect(table.stdout).toMatch(/ID\s+│\s+NAME/);
+      expect(table.stdout).toMatch(/^ID +NAME/);
       expect(table.stdout).toContain(cluster.id);
       expect(table.stdout).toContain('RUNNING');
+      expect((await platform(['clusters', 'list'])).stdout).toMatch(new RegExp(`^${cluster.id}\\tcli-eu\\tfsn1\\tv1\\.31\\tRUNNING\\t`, 'm'));
 
       expect(await platformJson(['clusters', 'get', cluster.id])).toEqual(
         await api().GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }),
       );
       const record = await platform(['clusters', 'get', cluster.id]);
-      expect(record.stdout).toMatch(/STATUS\s+│\s+RUNNING/);
+      expect(record.stdout).toMatch(/STATUS\tRUNNING/);
 
       const renamed = await platformJson<{ name: string }>(['clusters', 'rename', cluster.id, '--name', 'cli-eu-2']);
       expect(renamed.name).toBe('cli-eu-2');
@@ -352,13 +315,13 @@ describe('platform', () => {
       expect(await stillThere()).toBe(true);
 
       const declined = await platformOnTerminal(['clusters', 'delete', cluster.id], 'n\n', { token: someone.token });
-      expect(declined.stdout).toContain(`Delete cluster ${cluster.id}? [y/N]`);
-      expect(declined.stdout).toContain('cancelled, nothing changed');
+      expect(declined.stderr).toContain(`Delete cluster ${cluster.id}? [y/N]`);
+      expect(declined.stderr).toContain('cancelled, nothing changed');
       expect(declined.code).toBe(1);
       expect(await stillThere()).toBe(true);
 
       const confirmed = await platformOnTerminal(['clusters', 'delete', cluster.id], 'y\n', { token: someone.token });
-      expect(confirmed.code, confirmed.stdout).toBe(0);
+      expect(confirmed.code, confirmed.stderr).toBe(0);
       expect(confirmed.stdout).toContain(`Deleted cluster ${cluster.id}`);
       expect(await stillThere()).toBe(false);
     });
@@ -367,10 +330,11 @@ describe('platform', () => {
   describe('regions', () => {
     it('lists the regions as the API does, and as a table', async () => {
       expect(await platformJson(['regions'])).toEqual(await api().GET('/v1/regions'));
-      const table = await platform(['regions']);
+      const table = await platform(['regions'], { columns: 200 });
       expect(table.code, table.stderr).toBe(0);
-      expect(table.stdout).toMatch(/ID\s+│\s+NAME\s+│\s+COUNTRY/);
-      expect(table.stdout).toMatch(/fsn1\s+│\s+\S.*│\s+DE\s+│/);
+      expect(table.stdout).toMatch(/^ID +NAME +COUNTRY/);
+      expect(table.stdout).toMatch(/^fsn1 +\S.* +DE +\S/m);
+      expect((await platform(['regions'])).stdout).toMatch(/^fsn1\t[^\t]+\tDE\t/m);
     });
   });
 
@@ -459,7 +423,7 @@ describe('platform', () => {
       expect(text).not.toContain(user.token);
 
       const listed = await platform(['workspaces', 'list'], { home });
-      expect(listed.stdout).toMatch(new RegExp(`\\*\\s+│\\s+${user.workspaceId}`));
+      expect(listed.stdout).toMatch(new RegExp(`\\*\\t${user.workspaceId}`));
       // A flag beats the environment: a wrong --token fails even with a good PLATFORM_TOKEN.
       const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
       expect(flagged.code).toBe(1);
@@ -497,7 +461,7 @@ describe('platform', () => {
       const toDana = await platformJson<{ id: string }>(['workspaces', 'invite', ws, await emailOf(dana)], as(owner));
       await platformJson(['workspaces', 'accept', toDana.id], as(dana));
       const members = await platform(['workspaces', 'members', 'list', ws], as(owner));
-      expect(members.stdout).toMatch(new RegExp(`${dana.userId}\\s+│\\s+\\S+\\s+│\\s+member`));
+      expect(members.stdout).toMatch(new RegExp(`${dana.userId}\\t\\S+\\tmember`));
       expect(await platformJson(['workspaces', 'members', 'set-role', ws, dana.userId, 'viewer'], as(owner))).toMatchObject({ role: 'viewer' });
       expect((await platform(['workspaces', 'members', 'set-role', ws, dana.userId, 'boss'], as(owner))).code).toBe(2);
 
@@ -626,8 +590,8 @@ describe('platform', () => {
           await client.GET('/v1/compute/machines', { params: { query: { cluster_id: clusterId } } }),
         );
         const table = await as(['compute', 'machines', 'list', '--cluster', clusterId]);
-        expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\s+│.+│\\s+ready\\s+│`));
-        expect(table.stdout).toMatch(/\d+ cores?\s+│\s+\d+(\.\d+)? GiB\s+│/);
+        expect(table.stdout).toMatch(new RegExp(`${machine.provider_id}\\t.+\\tready\\t`));
+        expect(table.stdout).toMatch(/\d+ cores?\t\d+(\.\d+)? GiB\t/);
 
         expect(await asJson<{ drifted: boolean }>(['compute', 'drift', machine.provider_id])).toMatchObject({ drifted: false });
         expect(await asJson(['compute', 'status', clusterId])).toMatchObject({ machines: 1, autoscaling: { state: 'idle' } });
@@ -641,10 +605,10 @@ describe('platform', () => {
         expect(await asJson(['compute', 'suspensions', 'get', suspension.id])).toEqual(
           await client.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }),
         );
-        expect((await as(['compute', 'suspensions', 'get', suspension.id])).stdout).toMatch(/STATUS\s+│\s+suspended/);
+        expect((await as(['compute', 'suspensions', 'get', suspension.id])).stdout).toMatch(/STATUS\tsuspended/);
         const resumed = await as(['compute', 'suspensions', 'resume', suspension.id, '--wait', '--timeout', '30']);
         expect(resumed.code, resumed.stderr).toBe(0);
-        expect(resumed.stdout).toMatch(/STATUS\s+│\s+resumed/);
+        expect(resumed.stdout).toMatch(/STATUS\tresumed/);
 
         const configs = await asJson<{ data: { id: string }[] }>(['compute', 'configs', 'list']);
         expect(configs.data.map((c) => c.id).sort()).toEqual([config.id, spare.id].sort());
@@ -689,7 +653,7 @@ describe('platform', () => {
         ]);
         expect(created.code, created.stderr).toBe(0);
         const id = /ins_[0-9a-z]+/.exec(created.stdout)?.[0] ?? '';
-        expect(created.stdout).toMatch(/STATUS\s+│\s+running/);
+        expect(created.stdout).toMatch(/STATUS\trunning/);
         const install = await client.GET('/v1/installs/{id}', { params: { path: { id } } });
         expect(install.overrides).toEqual([{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }]);
         expect(await asJson(['installs', 'get', id])).toEqual(install);
@@ -711,10 +675,10 @@ describe('platform', () => {
         // Followed: the stream stays open; Ctrl-C (SIGINT) ends it with 130 once lines have come.
         let interrupted = false;
         const followed = await as(['installs', 'logs', id, '--tail', '1'], {
-          onOutput: (stdout, child) => {
+          onOutput: (stdout, running) => {
             if (!interrupted && stdout.split('\n').length > 3) {
               interrupted = true;
-              child.kill('SIGINT');
+              running.interrupt();
             }
           },
         });
@@ -732,7 +696,7 @@ describe('platform', () => {
         );
         const updated = await as(['products', 'update', product.id, '--file', file]);
         expect(updated.code, updated.stderr).toBe(0);
-        expect(updated.stdout).toMatch(/NEW TEMPLATE\s+│\s+\S+/);
+        expect(updated.stdout).toMatch(/NEW TEMPLATE\t\S+/);
         expect(await client.GET('/v1/products/{id}', { params: { path: { id: product.id } } })).toMatchObject({
           name: 'Shop 2',
           sources: [{ chart: { target_revision: '19.7.0' } }],
@@ -749,9 +713,9 @@ describe('platform', () => {
         const upgraded = await as(['installs', 'update', id, '--values', `wordpress=${values}`, '--wait', '--timeout', '30', '--json']);
         expect(upgraded.code, upgraded.stderr).toBe(0);
         expect(JSON.parse(upgraded.stdout)).toMatchObject({ status: 'running', overrides: [{ values: { replicaCount: 4 } }] });
-        const revisions = await as(['installs', 'revisions', id]);
+        const revisions = await as(['installs', 'revisions', id], { columns: 200 });
         expect(revisions.code, revisions.stderr).toBe(0);
-        expect(revisions.stdout).toMatch(/REVISION/);
+        expect(revisions.stdout).toMatch(/^REVISION +TEMPLATE/);
         expect(await asJson(['installs', 'revisions', id])).toEqual(await client.GET('/v1/installs/{id}/revisions', { params: { path: { id } } }));
         const rolledBack = await as(['installs', 'rollback', id, '--revision', '1', '--wait', '--timeout', '30', '--json']);
         expect(rolledBack.code, rolledBack.stderr).toBe(0);
@@ -796,7 +760,7 @@ describe('platform', () => {
       const product = await asJson<{ id: string; sources: { id: string }[] }>(['products', 'create', '--file', productFile]);
       const [shop, web, db, cache, mirror] = product.sources.map((s) => s.id);
       expect((await as(['products', 'get', product.id])).stdout).toMatch(
-        /SOURCES\s+│\s+shop@1\.0\.0, web: deploy\/charts\/web\/@main, db: postgresql@2\.0\.0, cache@3\.0\.0, cache@3\.0\.1/,
+        /SOURCES\tshop@1\.0\.0, web: deploy\/charts\/web\/@main, db: postgresql@2\.0\.0, cache@3\.0\.0, cache@3\.0\.1/,
       );
       const file = (name: string, text: string) => {
         writeFileSync(join(dir, name), text);
@@ -903,7 +867,7 @@ describe('platform', () => {
       // Outside its scopes: tokens:read.
       expect((await platform(['tokens', 'list'], { token: created.token })).stderr).toContain('tokens:read');
       const table = await platform(['tokens', 'list']);
-      expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+│\\s+ci\\s+│\\s+svc_pat_`));
+      expect(table.stdout).toMatch(new RegExp(`${created.id}\\tci\\tsvc_pat_`));
       expect(table.stdout).not.toContain(created.token);
       expect((await platform(['tokens', 'revoke', created.id])).code).toBe(2);
       const revoked = await platform(['tokens', 'revoke', created.id, '--yes']);
@@ -925,7 +889,7 @@ describe('platform', () => {
       ]);
       expect(restricted).toMatchObject({ scopes: ['workspaces:read', 'clusters:read'], workspace_ids: [user.workspaceId] });
       const shown = await platform(['tokens', 'get', restricted.id]);
-      expect(shown.stdout).toMatch(new RegExp(`WORKSPACES\\s+│\\s+${user.workspaceId}`));
+      expect(shown.stdout).toMatch(new RegExp(`WORKSPACES\\t${user.workspaceId}`));
       const listed = await platformJson<{ data: { id: string }[] }>(['workspaces', 'list'], { token: restricted.token });
       expect(listed.data.map((w) => w.id)).toEqual([user.workspaceId]);
       const refused = await platform(['tokens', 'create', '--name', 'x', '--scope', '*', '--workspace-ids', 'ws_nope']);
@@ -961,12 +925,12 @@ describe('platform', () => {
       expect(quotas).toEqual(await api(someone.token).GET('/v1/quotas'));
       expect(quotas).toContainEqual(expect.objectContaining({ metric: 'kaas/clusters', usage: 1, limit: 1, remaining: 0 }));
       const table = (await platform(['quotas', 'list'], options)).stdout;
-      expect(table).toMatch(/kaas\/clusters\s+│.+│\s+1\s+│\s+1\s+│\s+0\s+│/);
+      expect(table).toMatch(/^kaas\/clusters\t.+\t1\t1\t0$/m);
       // The free plan: 2 cores and 4 GiB, none used yet (the cluster has no machines).
-      expect(table).toMatch(/compute\/cpu\s+│.+│\s+0 cores\s+│\s+2 cores\s+│\s+2 cores\s+│/);
-      expect(table).toMatch(/compute\/memory\s+│.+│\s+0 GiB\s+│\s+4 GiB\s+│\s+4 GiB\s+│/);
+      expect(table).toMatch(/^compute\/cpu\t.+\t0 cores\t2 cores\t2 cores$/m);
+      expect(table).toMatch(/^compute\/memory\t.+\t0 GiB\t4 GiB\t4 GiB$/m);
       expect(table).not.toContain(String(4 * 2 ** 30));
-      expect((await platform(['quotas', 'get', 'compute/memory'], options)).stdout).toMatch(/LIMIT\s+│\s+4 GiB/);
+      expect((await platform(['quotas', 'get', 'compute/memory'], options)).stdout).toMatch(/LIMIT\t4 GiB/);
       const one = await platformJson(['quotas', 'get', 'kaas/clusters'], options);
       expect(one).toEqual(quotas.find((q) => q.metric === 'kaas/clusters'));
       expect(await platformJson(['quotas', 'list', '--cluster', cluster.id], options)).toContainEqual(
@@ -992,7 +956,7 @@ describe('platform', () => {
       expect(credential.is_active).toBe(true);
       expect(created.stdout).not.toContain('registry-secret-123');
       expect((await platformJson<{ data: { id: string }[] }>(['registry', 'credentials', 'list'])).data.map((c) => c.id)).toContain(credential.id);
-      expect((await platform(['registry', 'credentials', 'list'])).stdout).toMatch(/ghcr\s+│\s+ghcr\.io/);
+      expect((await platform(['registry', 'credentials', 'list'])).stdout).toMatch(/ghcr\tghcr\.io/);
       expect((await platform(['registry', 'credentials', 'create', '--name', 'x', '--registry', 'ghcr.io', '--username', 'bot'])).code).toBe(2);
       const rotated = await platform(['registry', 'credentials', 'rotate', credential.id, '--password-stdin', '--inactive', '--json'], {
         input: 'registry-secret-456\n',
@@ -1024,7 +988,7 @@ describe('platform', () => {
           input: 'hc_from_stdin_0123456789abcdef\r\n',
         });
         expect(fromStdin.code, fromStdin.stderr).toBe(0);
-        expect(fromStdin.stdout).toMatch(/NAME\s+│\s+from-stdin/);
+        expect(fromStdin.stdout).toMatch(/NAME\tfrom-stdin/);
         expect(fromStdin.stdout).not.toContain('hc_from_stdin');
         // The token as it is in the file or on stdin, without the line's end.
         expect(proxy.bodies('POST', '/v1/compute/cloud_credentials')).toEqual([
@@ -1035,7 +999,7 @@ describe('platform', () => {
         const listed = await platformJson<{ data: { id: string }[] }>(['compute', 'cloud-credentials', 'list'], options);
         expect(listed).toEqual(await client.GET('/v1/compute/cloud_credentials'));
         expect(listed.data).toHaveLength(2);
-        expect((await platform(['compute', 'cloud-credentials', 'list'], options)).stdout).toMatch(/from-file\s+│\s+hcloud\s+│\s+true/);
+        expect((await platform(['compute', 'cloud-credentials', 'list'], options)).stdout).toMatch(/from-file\thcloud\ttrue/);
         expect(await platformJson(['compute', 'cloud-credentials', 'get', fromFile.id], options)).toEqual(
           await client.GET('/v1/compute/cloud_credentials/{id}', { params: { path: { id: fromFile.id } } }),
         );
@@ -1063,7 +1027,7 @@ describe('platform', () => {
         expect(byom.cloud_credential_id).toBe(fromFile.id);
         const platformAccount = await platform(['compute', 'configs', 'create', '--name', 'platform', ...configFlags], options);
         expect(platformAccount.code, platformAccount.stderr).toBe(0);
-        expect(platformAccount.stdout).toMatch(/CREDENTIAL\s+│\s+\(platform\)/);
+        expect(platformAccount.stdout).toMatch(/CREDENTIAL\t\(platform\)/);
 
         // Still used by a config: 409; deleted once the config is gone, after the confirmation.
         const inUse = await platform(['compute', 'cloud-credentials', 'delete', fromFile.id, '--yes'], options);
@@ -1085,7 +1049,7 @@ describe('platform', () => {
           [['create', '--name', 'x', '--token-file', join(configHome(), 'missing')], undefined, '--token-file: cannot read'],
           [['create', '--name', 'x', '--token-file', '-'], '\n', '--token-file: standard input is empty'],
           [['create', '--name', 'x', '--token-file', '-', '--provider', 'aws'], 'hc_x', "argument 'aws' is invalid"],
-          [['rotate', fromStdin.stdout.match(/ID\s+│\s+(\S+)/)![1]!], undefined, 'give what to change'],
+          [['rotate', fromStdin.stdout.match(/ID\t(\S+)/)![1]!], undefined, 'give what to change'],
         ] as const) {
           const run = await platform(['compute', 'cloud-credentials', ...args], { ...options, input });
           expect(run.code, args.join(' ')).toBe(2);
@@ -1114,7 +1078,7 @@ describe('platform', () => {
       );
       expect(since.data).toHaveLength(1);
       expect((await platform(['audit', 'list', '--mine', '--since', '2099-01-01'], options)).stdout).not.toContain('updateWorkspace');
-      expect((await platform(['audit', 'list'], options)).stdout).toMatch(/updateWorkspace\s+│.*succeeded 200/);
+      expect((await platform(['audit', 'list'], options)).stdout).toMatch(/updateWorkspace\t.*succeeded 200/);
       expect((await platform(['audit', 'list', '--mine', '--actor', someone.userId], options)).code).toBe(2);
       expect((await platform(['audit', 'list', '--since', 'yesterday'], options)).code).toBe(2);
     });
@@ -1151,7 +1115,7 @@ describe('platform', () => {
         expect(running.data).toEqual([listed.data[1]]);
         expect((await platformJson<{ data: Event[] }>(['events', 'list', '--object', 'cl_other'], options)).data).toEqual([]);
         const table = await platform(['events', 'list', '--limit', '1'], options);
-        expect(table.stdout).toMatch(new RegExp(`${listed.data[0]!.id}\\s+│.+│\\s+cluster\\.created\\s+│\\s+cluster ${before.id}`));
+        expect(table.stdout).toMatch(new RegExp(`${listed.data[0]!.id}\\t.+\\tcluster\\.created\\tcluster ${before.id}`));
         expect(table.stderr).toMatch(/^More results: add --cursor \S+$/m);
 
         const ready = /Following the events of your default workspace \(Ctrl-C to stop\)\.\n/;
@@ -1216,9 +1180,9 @@ describe('platform', () => {
             options,
           );
           expect(created.code, created.stderr).toBe(0);
-          const id = /ID\s+│\s+(whe_\S+)/.exec(created.stdout)![1]!;
-          const secret = /SECRET\s+│\s+(whsec_\S+)/.exec(created.stdout)![1]!;
-          expect(created.stdout).toMatch(/EVENTS\s+│\s+cluster\.created cluster\.failed/);
+          const id = /ID\t(whe_\S+)/.exec(created.stdout)![1]!;
+          const secret = /SECRET\t(whsec_\S+)/.exec(created.stdout)![1]!;
+          expect(created.stdout).toMatch(/EVENTS\tcluster\.created cluster\.failed/);
           expect(created.stderr).toContain('Store the signing secret now: it cannot be shown again.');
 
           // Never shown again: not by get, list or their JSON.
@@ -1229,7 +1193,7 @@ describe('platform', () => {
           const listed = await platformJson(['webhooks', 'list'], options);
           expect(listed).toEqual(await client.GET('/v1/webhook_endpoints'));
           const table = await platform(['webhooks', 'list'], options);
-          expect(table.stdout).toMatch(new RegExp(`${id}\\s+│\\s+${receiver.url}\\s+│`));
+          expect(table.stdout).toMatch(new RegExp(`${id}\\t${receiver.url}\\t`));
           for (const run of [JSON.stringify(listed), table.stdout, (await platform(['webhooks', 'get', id], options)).stdout])
             expect(run).not.toContain(secret);
 
@@ -1251,13 +1215,13 @@ describe('platform', () => {
           expect((await deliveries('pending')).data).toEqual([]);
           const delivery = cancelled.data[0]!;
           const listedTable = await platform(['webhooks', 'deliveries', 'list', id], options);
-          expect(listedTable.stdout).toMatch(new RegExp(`${delivery.id}\\s+│.+│\\s+cluster\\.created\\s+│\\s+cancelled\\s+│`));
+          expect(listedTable.stdout).toMatch(new RegExp(`${delivery.id}\\t.+\\tcluster\\.created\\tcancelled\\t`));
 
           const whileDisabled = await platform(['webhooks', 'deliveries', 'redeliver', id, delivery.id], options);
           expect(whileDisabled.code).toBe(1);
           expect(whileDisabled.stderr).toContain('(409 conflict)');
           const enabled = await platform(['webhooks', 'update', id, '--enable'], options);
-          expect(enabled.stdout).toMatch(/ENABLED\s+│\s+yes/);
+          expect(enabled.stdout).toMatch(/ENABLED\tyes/);
           answer = 200;
           const redelivered = await platformJson<{ id: string; status: string }>(['webhooks', 'deliveries', 'redeliver', id, delivery.id], options);
           expect(redelivered).toMatchObject({ id: delivery.id, status: 'pending' });
@@ -1274,7 +1238,7 @@ describe('platform', () => {
           const before = Math.floor(Date.now() / 1000);
           const rotation = await platform(['webhooks', 'rotate-secret', id, '--overlap', '3600'], options);
           expect(rotation.code, rotation.stderr).toBe(0);
-          const newSecret = /SECRET\s+│\s+(whsec_\S+)/.exec(rotation.stdout)![1]!;
+          const newSecret = /SECRET\t(whsec_\S+)/.exec(rotation.stdout)![1]!;
           expect(newSecret).not.toBe(secret);
           expect(rotation.stderr).toContain('Store the new signing secret now');
           const oldSecretUntil = (await client.GET('/v1/webhook_endpoints/{id}', { params: { path: { id } } })).previous_secret_expires_at!;
@@ -1289,7 +1253,7 @@ describe('platform', () => {
 
           const changed = await platformJson(['webhooks', 'update', id, '--all-events', '--description', 'everything', '--url', `${receiver.url}/v2`], options);
           expect(changed).toMatchObject({ event_types: [], description: 'everything', url: `${receiver.url}/v2` });
-          expect((await platform(['webhooks', 'get', id], options)).stdout).toMatch(/EVENTS\s+│\s+all/);
+          expect((await platform(['webhooks', 'get', id], options)).stdout).toMatch(/EVENTS\tall/);
 
           const unconfirmed = await platform(['webhooks', 'delete', id], options);
           expect(unconfirmed.code).toBe(2);
@@ -1304,6 +1268,31 @@ describe('platform', () => {
       },
       WORKFLOWS_MS,
     );
+
+    it('list and get show the delivery state: active, the failures in a row, cooling until the next probe', async () => {
+      const someone = await newUser(app.db, systemClock, 'pro');
+      const options = { token: someone.token };
+      const endpoint = await api(someone.token).POST('/v1/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/hook' } });
+      const iso = (seconds: number) => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+      const row = async () => (await platform(['webhooks', 'list'], options)).stdout.split('\n').find((line) => line.startsWith(endpoint.id));
+      expect(await row()).toMatch(/\tactive\t/);
+      const shownActive = (await platform(['webhooks', 'get', endpoint.id], options)).stdout;
+      expect(shownActive).toMatch(/^DELIVERY STATE\tactive$/m);
+      expect(shownActive).toMatch(/^CONSECUTIVE FAILURES\t0$/m);
+      expect(shownActive).toMatch(/^COOLING UNTIL\t-$/m);
+
+      // The circuit open after five failed attempts in a row, as the dispatcher records it.
+      const until = Math.floor(Date.now() / 1000) + 600;
+      await app.db.updateTable('webhook_endpoints').set({ consecutive_failures: 5, cooling_until: until }).where('id', '=', endpoint.id).execute();
+      expect(await row()).toContain(`\tcooling until ${iso(until)}, 5 failures\t`);
+      const shown = (await platform(['webhooks', 'get', endpoint.id], options)).stdout;
+      expect(shown).toMatch(/^DELIVERY STATE\tcooling$/m);
+      expect(shown).toMatch(/^CONSECUTIVE FAILURES\t5$/m);
+      expect(shown).toMatch(new RegExp(`^COOLING UNTIL\\t${iso(until)}$`, 'm'));
+      // A failure that did not open it.
+      await app.db.updateTable('webhook_endpoints').set({ consecutive_failures: 1, cooling_until: null }).where('id', '=', endpoint.id).execute();
+      expect(await row()).toMatch(/\tactive, 1 failure\t/);
+    });
 
     it('create --json prints the secret in the JSON; a private address is refused (422); usage errors exit 2', async () => {
       const someone = await newUser(app.db, systemClock, 'pro');
@@ -1361,6 +1350,8 @@ describe('platform', () => {
           expect(listener.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
           const cluster = await client.POST('/v1/clusters', { body: { name: 'during', region_id: 'fsn1' } });
           await until('two deliveries', () => receiver.received.length >= 2);
+          // Ctrl-C once both answers are in (the line of each is printed when its answer comes).
+          await until('two lines', () => listener.stdout().split('\n').length > 2);
           listener.interrupt();
           const run = await listener.run;
           expect(run.code, run.stderr).toBe(130);

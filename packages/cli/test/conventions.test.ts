@@ -1,7 +1,8 @@
-// The conventions people bring from gh and stripe, through the real `platform` process: --version, `config`
-// (each setting and where it comes from), `completion`, `--all` on lists, one line for a mistyped command, and a
-// pointer to `webhooks listen` when an http:// receiver is refused.
-import { execFile, spawn } from 'node:child_process';
+// The conventions people bring from gh and stripe, driven in the test's process (cli-runner.ts): `config` (each
+// setting and where it comes from), `completion`, `--all` on lists, tables as gh prints them (fitted to a terminal,
+// tab-separated when piped), one line for a mistyped command, and a pointer to `webhooks listen` when an http://
+// receiver is refused. (`--version` through the real process: process.test.ts.)
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,10 +10,11 @@ import { promisify } from 'node:util';
 import { createPlatformClient } from '@platform/client';
 import { newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type CliOptions, cli, startCli } from './cli-runner.ts';
 
 const run = promisify(execFile);
-const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
-const app = useTestServer({ clock: systemClock });
+// Approvals polled every second, so the login below ends soon after its approval.
+const app = useTestServer({ clock: systemClock, env: { DEVICE_POLL_INTERVAL_SECONDS: '1' } });
 let user: TestUser;
 let home: string;
 
@@ -22,22 +24,14 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-/** `platform …` with nothing of the test's environment but PATH; resolves with the exit code whatever it is. */
-async function platform(args: string[], env: Record<string, string> = {}) {
-  const result = await run(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: home, PLATFORM_API_URL: app.baseUrl, PLATFORM_TOKEN: user.token, ...env },
-  }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-  );
-  return result;
+const environment = () => ({ XDG_CONFIG_HOME: home, PLATFORM_API_URL: app.baseUrl, PLATFORM_TOKEN: user.token });
+
+/** `platform …` with nothing of the test's environment; resolves with the exit code whatever it is. */
+function platform(args: string[], env: Record<string, string> = {}, options: Partial<CliOptions> = {}) {
+  return cli(args, { ...options, env: { ...environment(), ...env } });
 }
 
 describe('the CLI', () => {
-  it('--version prints the version', async () => {
-    expect(await platform(['--version'])).toEqual({ code: 0, stdout: '1.0.0\n', stderr: '' });
-  });
-
   it('a mistyped command gets one line with the closest command and exit 2', async () => {
     expect(await platform(['clustrs'])).toEqual({ code: 2, stdout: '', stderr: "error: unknown command 'clustrs' (did you mean clusters?)\n" });
     expect(await platform(['clusters', 'lst'])).toMatchObject({ code: 2, stderr: "error: unknown command 'lst' (did you mean list?)\n" });
@@ -89,25 +83,48 @@ describe('the CLI', () => {
     expect(every.pagination.has_more).toBe(false);
   });
 
+  it('tables: on a terminal a header and aligned rows without borders, cut to its width (ids whole); piped, tab-separated rows, nothing cut', async () => {
+    const regions = (await createPlatformClient({ baseUrl: app.baseUrl, token: user.token }).GET('/v1/regions', { params: { query: { limit: 100 } } })).data;
+    const time = (seconds: number) => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+
+    const piped = await platform(['regions', '--limit', '100']);
+    expect(piped.stdout).toBe(regions.map((r) => `${r.id}\t${r.name}\t${r.country}\t${time(r.created_at)}\n`).join(''));
+
+    const wide = await platform(['regions', '--limit', '100'], {}, { columns: 200 });
+    const lines = wide.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID +NAME +COUNTRY +CREATED$/);
+    expect(lines.slice(1)).toEqual(regions.map((r) => expect.stringMatching(new RegExp(`^${r.id} +${r.name} +${r.country} +${time(r.created_at)}$`))));
+    expect(wide.stdout).not.toMatch(/[│─┌└]/);
+    // The columns line up: each starts where its header does.
+    const at = lines[0]!.indexOf('COUNTRY');
+    for (const [i, line] of lines.slice(1).entries()) expect(line.slice(at, at + 2)).toBe(regions[i]!.country);
+
+    const narrow = await platform(['regions', '--limit', '100'], {}, { columns: 40 });
+    const cut = narrow.stdout.trimEnd().split('\n');
+    expect(Math.max(...cut.map((line) => line.length))).toBeLessThanOrEqual(40);
+    expect(narrow.stdout).toContain('…');
+    for (const [i, line] of cut.slice(1).entries()) expect(line.startsWith(`${regions[i]!.id} `)).toBe(true);
+    expect(lines.length).toBe(cut.length);
+  });
+
   it('login on a terminal offers to open the sign-in page in the browser ($BROWSER), and opens it on Enter', async () => {
     const opened = join(home, 'opened.txt');
     const browser = join(home, 'browser.sh');
     writeFileSync(browser, `#!/bin/sh\necho "$1" > ${opened}\n`, { mode: 0o755 });
-    // script(1) gives the CLI a terminal, as a person's shell does.
-    const child = spawn('script', ['-qfec', `${process.execPath} ${MAIN} login`, '/dev/null'], {
-      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: home, PLATFORM_API_URL: app.baseUrl, BROWSER: browser },
-      stdio: ['pipe', 'pipe', 'pipe'],
+    // Standard input and output are a terminal, as in a person's shell.
+    const login = startCli(['login'], {
+      env: { XDG_CONFIG_HOME: mkdtempSync(join(home, 'login-')), PLATFORM_API_URL: app.baseUrl, BROWSER: browser },
+      stdinTerminal: true,
+      columns: 120,
     });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    try {
-      await vi.waitFor(() => expect(output).toContain('Press Enter to open'), { timeout: 20_000 });
-      expect(existsSync(opened)).toBe(false);
-      child.stdin.write('\n');
-      await vi.waitFor(() => expect(readFileSync(opened, 'utf8').trim()).toBe(`${app.baseUrl}/device`), { timeout: 20_000 });
-    } finally {
-      child.kill('SIGKILL');
-    }
+    await vi.waitFor(() => expect(login.stdout()).toContain('Press Enter to open'), { timeout: 20_000 });
+    expect(existsSync(opened)).toBe(false);
+    login.type('\n');
+    await vi.waitFor(() => expect(readFileSync(opened, 'utf8').trim()).toBe(`${app.baseUrl}/device`), { timeout: 20_000 });
+    // Approved, the login ends.
+    const code = /enter the code: ([A-Z]{4}-[A-Z]{4})/.exec(login.stdout())![1]!;
+    await createPlatformClient({ baseUrl: app.baseUrl, token: user.token }).POST('/v1/auth/device/approve', { body: { user_code: code, action: 'approve' } });
+    expect((await login.done).code).toBe(0);
   });
 
   it('webhooks create with an http:// URL points to webhooks listen and the loopback setting', async () => {

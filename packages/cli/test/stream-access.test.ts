@@ -1,15 +1,12 @@
 // `platform events follow` and `platform installs logs` when the server ends the stream because the caller lost
-// access: the CLI says why, suggests what to do, exits with an error and does not reconnect. A real process (Node
-// running src/main.ts) against an in-process server on a real PostgreSQL.
-import { spawn } from 'node:child_process';
+// access: the CLI says why, suggests what to do, exits with an error and does not reconnect. The program driven in
+// the test's process (cli-runner.ts) against an in-process server on a real PostgreSQL.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { call, eventually, newUser, seedSampleResources, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+import { startCli } from './cli-runner.ts';
 
 const app = useTestServer({ clock: systemClock, env: { EVENT_POLL_MS: '50' } });
 let owner: TestUser;
@@ -26,25 +23,19 @@ beforeAll(async () => {
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
 /** Runs `platform …` with the token, until it exits. */
-function platform(args: string[], token: string): Promise<{ code: number | null; stderr: string }> {
+async function platform(args: string[], token: string): Promise<{ code: number; stderr: string }> {
   const env = {
-    PATH: process.env.PATH ?? '',
     XDG_CONFIG_HOME: home,
     PLATFORM_API_URL: app.baseUrl,
     PLATFORM_TOKEN: token,
     PLATFORM_WORKSPACE: owner.workspaceId,
   };
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  child.stdout.resume();
-  const timer = setTimeout(() => child.kill(), 20_000);
-  return new Promise((resolve) => {
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
+  const running = startCli(args, { env });
+  // One that never ends is stopped (Ctrl-C: exit 130), failing the test on its exit code.
+  const timer = setTimeout(() => running.interrupt(), 20_000);
+  const { code, stderr } = await running.done;
+  clearTimeout(timer);
+  return { code, stderr };
 }
 
 /** A member of the owner's workspace, with a PAT of their own. */

@@ -1,12 +1,13 @@
 // The table from operations to commands, and the rewriting of the service's suggestions into CLI words.
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { processIo } from '../src/io.ts';
 import { buildProgram } from '../src/program.ts';
 import { COMMANDS, rewrite, suggestionFor } from '../src/suggestions.ts';
 
 /** The command at a path of words under `platform`, with the options it takes. */
 function find(words: string[]): Command | undefined {
-  let command: Command | undefined = buildProgram();
+  let command: Command | undefined = buildProgram(processIo());
   for (const word of words) command = command?.commands.find((c) => c.name() === word);
   return command;
 }

@@ -514,6 +514,12 @@ export interface PlatformOperations {
    */
   approveDeviceCode(...args: OperationArgs<'approveDeviceCode'>): Promise<OperationResult<'approveDeviceCode'>>;
   /**
+   * Get a device sign-in request waiting for a decision
+   *
+   * `GET /v1/auth/device/requests/{userCode}`
+   */
+  getDeviceSignInRequest(...args: OperationArgs<'getDeviceSignInRequest'>): Promise<OperationResult<'getDeviceSignInRequest'>>;
+  /**
    * List quotas
    *
    * `GET /v1/quotas`
@@ -626,6 +632,7 @@ export const operationRoutes = {
   requestDeviceCode: { method: 'POST', path: '/v1/auth/device/code', path_params: [], query: [], headers: [] },
   pollDeviceToken: { method: 'POST', path: '/v1/auth/device/token', path_params: [], query: [], headers: [] },
   approveDeviceCode: { method: 'POST', path: '/v1/auth/device/approve', path_params: [], query: [], headers: [] },
+  getDeviceSignInRequest: { method: 'GET', path: '/v1/auth/device/requests/{userCode}', path_params: ['userCode'], query: [], headers: [] },
   listQuotas: { method: 'GET', path: '/v1/quotas', path_params: [], query: ['cluster_id'], headers: ['workspaceId'] },
   getQuota: { method: 'GET', path: '/v1/quotas/{metric}', path_params: ['metric'], query: ['cluster_id'], headers: ['workspaceId'] },
   getLiveness: { method: 'GET', path: '/healthz', path_params: [], query: [], headers: [] },

@@ -6,6 +6,7 @@ import pino, { type Logger } from 'pino';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/schema.ts';
+import { rowOnlyStarter, type WorkflowStarter } from './engine/engine.ts';
 import { accessLog } from './http/access-log.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { loadContract } from './http/contract.ts';
@@ -26,7 +27,6 @@ import { LogTails } from './services/log-tails.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
-import { rowOnlyStarter, type WorkflowStarter } from './workflows/engine.ts';
 
 export interface AppOptions {
   db: Kysely<Database>;

@@ -86,14 +86,14 @@ export interface Config {
   auditRetentionDays: number;
   /** How often (ms) an events stream looks for new events. */
   eventPollMs: number;
-  /** Webhook deliveries (workflows/webhook-dispatcher.ts). */
+  /** Webhook deliveries (jobs/webhook-dispatcher.ts). */
   webhooks: WebhookConfig;
 }
 
 export interface WorkflowDeadlines {
-  /** A new cluster's control plane that is not Ready by then is ERROR (workflows/cluster.ts). */
+  /** A new cluster's control plane that is not Ready by then is ERROR (workflows/create-cluster.ts). */
   clusterReadySeconds: number;
-  /** A machine whose node is not Ready this long after its server's creation fails (workflows/provision.ts). */
+  /** A machine whose node is not Ready this long after its server's creation fails (workflows/request-machine.ts). */
   machineBootSeconds: number;
   /**
    * How long an install, update or rollback waits for its releases to be deployed (Argo CD synced and healthy),
@@ -134,7 +134,7 @@ export interface ComputeConfig {
    * deletes only what carries it, so installations sharing a project never sweep each other's servers.
    */
   hcloudManagedBy: string;
-  /** The leftovers reconciler (workflows/leftovers.ts). */
+  /** The leftovers reconciler (jobs/leftovers.ts). */
   leftovers: { graceSeconds: number; dryRun: boolean; everySeconds: number };
 }
 

@@ -78,10 +78,14 @@ export const validationError = (param: string, message: string, suggestion?: str
 export const conflict = (message: string, suggestion: string, details?: unknown, param?: string): ApiError =>
   new ApiError('conflict', message, { suggestion, ...(details === undefined ? {} : { details }), ...(param === undefined ? {} : { param }) });
 
-export const unauthorized = (message: string, suggestion: string): ApiError =>
+/**
+ * 401 with its Bearer challenge (RFC 6750 §3): `error="invalid_token"` says why a token was refused; a request
+ * that sent none gets the bare challenge (§3.1: no error code when no authentication was attempted).
+ */
+export const unauthorized = (message: string, suggestion: string, { tokenSent = true } = {}): ApiError =>
   new ApiError('unauthorized', message, {
     suggestion,
-    headers: { 'WWW-Authenticate': 'Bearer realm="platform", error="invalid_token"' },
+    headers: { 'WWW-Authenticate': tokenSent ? 'Bearer realm="platform", error="invalid_token"' : 'Bearer realm="platform"' },
   });
 
 // The OAuth 2.0 error body (RFC 6749 §5.2) of the device token endpoint, the API's one exception to the shared

@@ -14,11 +14,11 @@ import { seedDemo } from './db/seed.ts';
 import { answerUnavailable, createHttpServer, type HttpServer } from './http/server.ts';
 import { watchLaunchers } from './launcher.ts';
 import { createClusterDriver } from './providers/index.ts';
+import { createRuntime } from './runtime.ts';
 import { listenForAccessChanges } from './services/access-changes.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
-import { createRuntime } from './workflows/runtime.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();

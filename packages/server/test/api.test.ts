@@ -330,6 +330,18 @@ describe('streamInstallLogs', () => {
     expect(ok.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(await ok.text()).toBe('event: end\ndata: {"reason":"backlog_sent"}\n\n');
   });
+
+  it('takes back the Last-Event-ID it sends for an install of many containers (an id grows by each container)', async () => {
+    const install = await client(alice).POST('/v1/installs', { body: { product_id: a.productId, region_id: 'fsn1' } });
+    const positions = Array.from({ length: 40 }, (_, i) => `c${String(i).padStart(5, '0')}:${1000 + i}`).join('.');
+    const id = `1732272662087-${positions}`;
+    expect(id.length).toBeGreaterThan(256);
+    const resumed = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs?follow=false`, {
+      headers: { authorization: `Bearer ${alice.token}`, accept: 'text/event-stream', 'last-event-id': id },
+    });
+    expect(resumed.status).toBe(200);
+    expect(await resumed.text()).toBe('event: end\ndata: {"reason":"backlog_sent"}\n\n');
+  });
 });
 
 describe('markNotificationRead', () => {

@@ -3,17 +3,27 @@
 // made, workflows record their transitions as the platform, the two lists page and filter, each reader sees only
 // what is theirs, old events are pruned, and a kubeconfig handed out is recorded.
 import { sql } from 'kysely';
-import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import type { Row } from '../src/db/schema.ts';
+import { rowOnlyStarter, type WorkflowStarter } from '../src/engine/engine.ts';
 import { auditLog } from '../src/http/audit.ts';
 import { newId } from '../src/ids.ts';
 import type { HandlerEnv } from '../src/operations/types.ts';
 import { recordRequestEvent } from '../src/resources/audit-events.ts';
-import { rowOnlyStarter, type WorkflowStarter } from '../src/workflows/engine.ts';
 import { buildWorld, type World } from './fixtures.ts';
-import { call, createTestDatabase, eventually, newUser, type Reply, secretsInAuditLog, startTestServer, type TestUser, useTestServer } from './support.ts';
+import {
+  call,
+  createTestDatabase,
+  eventually,
+  newUser,
+  type Reply,
+  secretsInAuditLog,
+  serverLogger,
+  startTestServer,
+  type TestUser,
+  useTestServer,
+} from './support.ts';
 
 const app = useTestServer({
   env: { WORKER_CONCURRENCY: '4', PROVIDER_RATE_LIMIT: '1000', SIM_CONTROL_PLANE_SECONDS: '30', AUDIT_RETENTION_DAYS: '90' },
@@ -419,7 +429,7 @@ describe('retention', () => {
 
 describe('the binding', () => {
   it('refuses calls to the provider, the driver and DNS inside a change’s transaction', async () => {
-    const env = { db: app.db, clock, logger: pino({ level: 'silent' }) } as unknown as HandlerEnv;
+    const env = { db: app.db, clock, logger: serverLogger() } as unknown as HandlerEnv;
     const caller = { userId: world.alice.userId, kind: 'pat' as const, tokenId: null, scopes: 'all' as const };
     const request = { meta: { operationId: 'createComputeConfig', audit: 'change' }, params: {}, caller, requestId: 'req-guard', clientAddress: '127.0.0.1' };
     for (const callOut of [

@@ -10,8 +10,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
 import { seedSampleResources } from '../src/db/seed.ts';
+import { rowOnlyStarter } from '../src/engine/engine.ts';
 import { newId } from '../src/ids.ts';
-import { rowOnlyStarter } from '../src/workflows/engine.ts';
 import { createTestDatabase, newUser, type TestDatabase } from './support.ts';
 
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));

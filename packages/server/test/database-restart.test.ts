@@ -4,17 +4,17 @@
 // The test starts an embedded PostgreSQL of its own, so it can stop and start it without touching the
 // machine's.
 import { sql } from 'kysely';
-import pino from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createUser, seedSampleResources } from '../src/db/seed.ts';
+import { rowOnlyStarter } from '../src/engine/engine.ts';
 import { newId } from '../src/ids.ts';
-import { rowOnlyStarter } from '../src/workflows/engine.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
+import { createRuntime } from '../src/runtime.ts';
 import { scratchPostgres } from './global-setup.ts';
+import { serverLogger } from './support/server-logs.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -43,7 +43,7 @@ it('finishes every workflow after a restart, none twice', { timeout: 60_000 }, a
   await migrateToLatest(db);
 
   const config = loadConfig({ SIM_BOOT_SECONDS: '1', SIM_RELEASE_SECONDS: '1', WORKFLOW_ORPHAN_SECONDS: '1', PROVIDER_RATE_LIMIT: '1000' });
-  const runtime = createRuntime({ db, connectionString: postgres.url, clock: systemClock, logger: pino({ level: 'silent' }), config, tickMs: 50 });
+  const runtime = createRuntime({ db, connectionString: postgres.url, clock: systemClock, logger: serverLogger(), config, tickMs: 50 });
   await runtime.engine.run({ work: true });
   cleanup.push(() => runtime.engine.stop());
 

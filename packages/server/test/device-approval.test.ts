@@ -43,3 +43,65 @@ describe('approveDeviceCode and its scope', () => {
     expect((await decide(pat.body.token, await newCode(), 'approve')).status).toBe(200);
   });
 });
+
+// The /device page shows the waiting request (who asked and when) before the user confirms and approves it.
+describe('getDeviceSignInRequest', () => {
+  const lookUp = (token: string, userCode: string) => call(app.baseUrl, 'GET', `/v1/auth/device/requests/${encodeURIComponent(userCode)}`, { token });
+
+  it('shows a waiting request: its code, the client that asked and when; typed in any case, with or without the dash', async () => {
+    const asked = app.clock.now();
+    const code = await newCode();
+    app.clock.advance(20);
+    const reply = await lookUp(user.token, code.replace('-', '').toLowerCase());
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ user_code: code, client_id: 'platform-cli', requested_at: asked, expires_at: expect.any(Number) });
+    expect(reply.body.expires_at).toBeGreaterThan(app.clock.now());
+    // A device that gave no client_id is shown as such.
+    const anonymous = await call(app.baseUrl, 'POST', '/v1/auth/device/code', {});
+    expect((await lookUp(user.token, anonymous.body.user_code)).body.client_id).toBeNull();
+    // A tokens:read PAT may look; reading decides nothing.
+    const reader = await call(app.baseUrl, 'POST', '/v1/user/tokens', { token: user.token, body: { name: 'reader', scopes: ['tokens:read'] } });
+    expect((await lookUp(reader.body.token, code)).status).toBe(200);
+    const grant = await app.db
+      .selectFrom('device_grants')
+      .select(['status', 'user_id'])
+      .where('user_code', '=', code.replace('-', ''))
+      .executeTakeFirstOrThrow();
+    expect(grant).toEqual({ status: 'pending', user_id: null });
+  });
+
+  it('an unknown, expired, approved or denied code is 404, as a decision answers it', async () => {
+    const approved = await newCode();
+    expect((await decide(user.token, approved, 'approve')).status).toBe(200);
+    const denied = await newCode();
+    expect((await decide(user.token, denied, 'deny')).status).toBe(200);
+    const expired = await newCode();
+    app.clock.advance(24 * 3600);
+    for (const code of ['BCDF-GHJK', approved, denied, expired]) {
+      const reply = await lookUp(user.token, code);
+      expect(reply.status).toBe(404);
+      expect(reply.body).toEqual({
+        error: {
+          code: 'not_found',
+          message: `Device code ${code} not found.`,
+          param: 'user_code',
+          suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
+        },
+      });
+      expect(reply.body).toEqual((await decide(user.token, code, 'deny')).body);
+    }
+  });
+
+  it('unknown codes looked up count against the limit of unknown codes a decision counts against; known ones do not', async () => {
+    const guesser = await newUser(app.db, app.clock);
+    const code = await newCode();
+    for (let i = 0; i < 12; i++) expect((await lookUp(guesser.token, code)).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await lookUp(guesser.token, `BCDF-GH${'JKLMNPQRST'[i]}K`)).status).toBe(404);
+    const limited = await lookUp(guesser.token, 'BCDF-GHZK');
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toMatchObject({ code: 'rate_limited', param: 'user_code' });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The limit is one: a decision is refused too.
+    expect((await decide(guesser.token, code, 'deny')).status).toBe(429);
+  });
+});

@@ -1,8 +1,10 @@
 // The device approval page (GET /device) in a real browser: Debian's Chromium driven by playwright-core, as the
-// docs test does, against a server started in-process. A user pastes a token, confirms the prefilled code and
-// approves (the device's poll then receives a token), and another request is denied (its poll gets
-// access_denied). The page loads nothing but itself: its Content-Security-Policy allows only its own inline
-// script and style, and every request is checked to go to the server.
+// docs test does, against a server started in-process. A user pastes a token and continues with the prefilled
+// code; the page shows the request (the code, the client that asked and when) and approves only once the user has
+// ticked that the code matches their terminal (the device's poll then receives a token); a remembered token never
+// approves by itself; another request is denied (its poll gets access_denied). The page loads nothing but itself:
+// its Content-Security-Policy allows only its own inline script and style, and every request is checked to go to
+// the server.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -80,19 +82,37 @@ describe('GET /device', () => {
     expect(html).not.toMatch(/(src|href)="https?:/);
   });
 
-  it('approves the code from ?user_code= with a pasted token; the device then receives a session token', { timeout: 60_000 }, async () => {
+  it('shows the request from ?user_code= with a pasted token, and approves once the code is confirmed; the device then receives a session token', {
+    timeout: 60_000,
+  }, async () => {
+    const asked = clock.now();
     const device = await startDevice();
+    clock.advance(30);
     const page = await openPage();
     await page.goto(device.verification_uri_complete);
     await expect.poll(() => page.locator('#user_code').inputValue()).toBe(device.user_code);
+    // Nothing is shown, nor can anything be approved, before the code is looked up.
+    expect(await page.locator('#request').isVisible()).toBe(false);
     await page.locator('#token').fill(alice.token);
     // Remembering the token is opt-in: a shared browser keeps nothing unless asked to.
     expect(await page.locator('#remember').isChecked()).toBe(false);
     await page.locator('#remember').check();
-    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click();
     const status = page.locator('#status');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('shown');
+    // The code, the client that asked and when it asked.
+    expect(await page.locator('#request-code').textContent()).toBe(device.user_code);
+    expect(await page.locator('#request-client').textContent()).toBe('platform-cli');
+    expect(await page.locator('#request-time').getAttribute('datetime')).toBe(new Date(asked * 1000).toISOString());
+    expect(await page.locator('#request-time').textContent()).not.toBe('');
+    expect(await page.locator('#confirm-code').textContent()).toBe(device.user_code);
+    expect(await page.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+
+    await page.getByLabel(`The code ${device.user_code} matches the one my terminal shows`).check();
+    await page.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('approved');
     expect(await status.textContent()).toContain(`Approved ${device.user_code}`);
+    expect(await page.locator('#request').isVisible()).toBe(false);
 
     clock.advance(5);
     const issued = await poll(device.device_code);
@@ -104,16 +124,59 @@ describe('GET /device', () => {
     await page.close();
   });
 
+  it('opened from a link with the token remembered, shows the request but does not approve until the code is confirmed', { timeout: 60_000 }, async () => {
+    const device = await startDevice();
+    const page = await openPage();
+    await page.goto(`${app.baseUrl}/device`);
+    await page.evaluate((token) => localStorage.setItem('platform.device.token', token), alice.token);
+    // A phished user follows someone else's link: the code is filled in and the token is remembered.
+    await page.goto(device.verification_uri_complete);
+    const status = page.locator('#status');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('shown');
+    expect(await page.locator('#request-code').textContent()).toBe(device.user_code);
+    expect(await page.locator('#request-client').textContent()).toBe('platform-cli');
+    // Approve stays disabled until the user ticks that the code matches; a click does nothing.
+    const approve = page.getByRole('button', { name: 'Approve' });
+    expect(await approve.isDisabled()).toBe(true);
+    await approve.click({ force: true });
+    // Enter in the code field looks the code up again; it never approves.
+    await page.locator('#user_code').press('Enter');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('shown');
+    clock.advance(5);
+    expect((await poll(device.device_code)).body).toMatchObject({ error: 'authorization_pending' });
+    const grant = await app.db
+      .selectFrom('device_grants')
+      .select(['status', 'user_id'])
+      .where('user_code', '=', device.user_code.replace('-', ''))
+      .executeTakeFirstOrThrow();
+    expect(grant).toEqual({ status: 'pending', user_id: null });
+
+    // Ticking, then editing the code, hides the request again: what is confirmed is what is decided.
+    await page.locator('#confirm').check();
+    expect(await approve.isDisabled()).toBe(false);
+    await page.locator('#user_code').fill('BCDF-GHJK');
+    expect(await page.locator('#request').isVisible()).toBe(false);
+    expect(await page.locator('#approve').isDisabled()).toBe(true);
+    await page.evaluate(() => localStorage.removeItem('platform.device.token'));
+    await page.close();
+  });
+
   it('denies a code typed by hand, with the token remembered from before; the device gets access_denied', { timeout: 60_000 }, async () => {
     const device = await startDevice();
     const page = await openPage();
     await page.goto(`${app.baseUrl}/device`);
+    await page.evaluate((token) => localStorage.setItem('platform.device.token', token), alice.token);
+    await page.reload();
     // The saved token is filled in; the code is typed in lower case, without the dash.
     await expect.poll(() => page.locator('#token').inputValue()).toBe(alice.token);
     expect(await page.locator('#user_code').inputValue()).toBe('');
     await page.locator('#user_code').fill(device.user_code.replace('-', '').toLowerCase());
-    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click();
     const status = page.locator('#status');
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('shown');
+    expect(await page.locator('#request-code').textContent()).toBe(device.user_code);
+    // Denying needs no confirmation.
+    await page.getByRole('button', { name: 'Deny' }).click();
     await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('denied');
     expect(await status.textContent()).toContain(`Denied ${device.user_code}`);
 
@@ -122,10 +185,12 @@ describe('GET /device', () => {
     expect(denied.status).toBe(400);
     expect(denied.body).toMatchObject({ error: 'access_denied' });
 
-    // Deciding again is answered as an unknown code is (404): nobody learns which codes exist.
-    await page.getByRole('button', { name: 'Approve' }).click();
+    // Looking the decided code up again is answered as an unknown code is (404): nobody learns which codes exist.
+    await page.getByRole('button', { name: 'Continue' }).click();
     await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('not_found');
     expect(await status.textContent()).toContain(`Device code ${device.user_code} not found.`);
+    expect(await page.locator('#request').isVisible()).toBe(false);
+    await page.evaluate(() => localStorage.removeItem('platform.device.token'));
     await page.close();
   });
 
@@ -134,7 +199,7 @@ describe('GET /device', () => {
     const page = await openPage();
     await page.goto(device.verification_uri_complete);
     await page.locator('#token').fill('q7Xk2mP9vR4tL8wN3zB6cY1hJ5dF0sGa');
-    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click();
     await expect.poll(() => page.locator('#status').getAttribute('data-result'), { timeout: 10_000 }).toBe('unauthorized');
     expect(await page.evaluate(() => localStorage.getItem('platform.device.token'))).toBeNull();
     clock.advance(5);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { rowOnlyStarter, type WorkflowStarter } from '../src/workflows/engine.ts';
+import { rowOnlyStarter, type WorkflowStarter } from '../src/engine/engine.ts';
 import { scratchPostgres } from './global-setup.ts';
 import { call, createTestDatabase, startTestServer, TestClock, type TestDatabase } from './support.ts';
 

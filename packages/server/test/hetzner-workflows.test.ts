@@ -3,10 +3,10 @@
 import { createPlatformClient } from '@platform/client';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { leftoversReconciler } from '../src/jobs/leftovers.ts';
 import { HetznerCompute, labelValue } from '../src/providers/hetzner/compute.ts';
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { secretBox } from '../src/services/secrets.ts';
-import { leftoversReconciler } from '../src/workflows/leftovers.ts';
 import { runningCluster } from './fixtures.ts';
 import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { eventually, newUser, type TestUser, useTestServer, workersSettled } from './support.ts';

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { createPlatformClient } from '@platform/client';
-import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../src/config.ts';
@@ -22,12 +21,12 @@ import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
+import { createRuntime } from '../src/runtime.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
 import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
-import { call, createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase } from './support.ts';
+import { call, createTestDatabase, newUser, serverLogger, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
 const APP = 'argoproj.io/v1alpha1/applications';
@@ -188,7 +187,7 @@ describe('control planes (Kamaji)', () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }),
       driver,
       tickMs: 20,
@@ -370,7 +369,7 @@ describe('clusters through the API', () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }),
       driver,
       tickMs: 20,
@@ -404,7 +403,7 @@ describe('machines through the provision workflow', () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', SIM_BOOT_SECONDS: '1' }),
       driver,
       tickMs: 20,
@@ -569,7 +568,7 @@ describe('installs through the API', () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000' }),
       driver,
       tickMs: 20,
@@ -1069,7 +1068,7 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', INSTALL_SYNC_TIMEOUT_SECONDS: '120' }),
       driver,
       tickMs: 20,
@@ -1271,7 +1270,7 @@ describe('Kamaji: what it admits and what it reports', () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config: kubernetesConfig({ PROVIDER_RATE_LIMIT: '1000', ...env }),
       driver,
       tickMs: 20,

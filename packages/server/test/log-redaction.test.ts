@@ -1,21 +1,17 @@
 // Logs carry no credential: the access log masks path segments that look like a PAT, session token, JWT or
 // webhook secret, an X-Request-Id that is not a short safe token is replaced by a generated one (which the
-// response names), and every other line's fields pass the same check. Everything this server logs is scanned.
-import { Writable } from 'node:stream';
+// response names), and every other line's fields, bindings and message text pass the same check. Everything the
+// test servers log is scanned at the end of each test file (support/server-logs.ts); the scan is tested here.
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loggerOptions, redactLogFields } from '../src/services/redaction.ts';
-import { call, newUser, type TestUser, useTestServer } from './support.ts';
+import { redactLogFields } from '../src/services/redaction.ts';
+import { logCapture, takeLoggedSecrets } from './support/server-logs.ts';
+import { call, newUser, serverLogger, type TestUser, useTestServer } from './support.ts';
 
 const lines: string[] = [];
-const sink = new Writable({
-  write(chunk, _encoding, done) {
-    lines.push(String(chunk));
-    done();
-  },
-});
-// The service's own logger options (app.ts and main.ts use them), writing where the test reads.
-const logger = pino(loggerOptions('info'), sink);
+// The service's own logger options (app.ts and main.ts use them), writing into the file's capture and where the
+// test reads.
+const logger = serverLogger((line) => lines.push(line));
 const app = useTestServer({ parts: { logger } });
 let user: TestUser;
 
@@ -51,10 +47,49 @@ describe('the logs', () => {
     expect(
       redactLogFields({ err: { url: `https://x.example/hook/${WHSEC}`, path: `/v1/user/tokens/${SESSION}` }, token: PAT, ids: ['ws_01jd', JWT], n: 3 }),
     ).toEqual({
-      err: { url: '[REDACTED]', path: '/v1/user/tokens/[REDACTED]' },
+      err: { url: 'https://x.example/hook/[REDACTED]', path: '/v1/user/tokens/[REDACTED]' },
       token: '[REDACTED]',
       ids: ['ws_01jd', '[REDACTED]'],
       n: 3,
     });
+  });
+
+  it('mask them in a line’s message text, its interpolated values, and an error’s message and stack', () => {
+    const start = lines.length;
+    logger.warn(`delivery to https://hooks.example/${WHSEC} failed with token ${PAT}`);
+    logger.info('signed in with %s, then %o', SESSION, { token: JWT });
+    logger.error({ err: new Error(`the provider refused ${PAT}`) }, 'a step failed');
+    const logged = lines.slice(start).map((line) => JSON.parse(line));
+    expect(logged.map((line) => line.msg)).toEqual([
+      'delivery to https://hooks.example/[REDACTED] failed with token [REDACTED]',
+      'signed in with [REDACTED], then {"token":"[REDACTED]"}',
+      'a step failed',
+    ]);
+    expect(logged[2].err).toMatchObject({ type: 'Error', message: 'the provider refused [REDACTED]' });
+    expect(logged[2].err.stack).toContain('the provider refused [REDACTED]');
+    const text = lines.slice(start).join('');
+    for (const secret of [PAT, SESSION, JWT, WHSEC]) expect(text).not.toContain(secret);
+    // Ordinary text stays as it is: ids, hex request ids and digests, host names, versions.
+    logger.info('cluster cl_01jd2x8m5r7t9v1w3y5a7c9e1g at api.platform.example, contract 1.2.0, req_0123456789abcdef0123456789abcdef');
+    expect(JSON.parse(lines.at(-1)!).msg).toBe(
+      'cluster cl_01jd2x8m5r7t9v1w3y5a7c9e1g at api.platform.example, contract 1.2.0, req_0123456789abcdef0123456789abcdef',
+    );
+  });
+});
+
+describe('the scan of what the test servers log', () => {
+  it('finds a credential that reaches the capture unmasked, each kind, and keeps nothing else', () => {
+    expect(takeLoggedSecrets()).toEqual([]);
+    // A logger without the service's options, as a server made without them would log.
+    const unmasked = pino({ level: 'info' }, logCapture);
+    unmasked.info('an ordinary line');
+    for (const secret of [PAT, SESSION, JWT, WHSEC]) unmasked.info({ value: secret }, 'leaked');
+    // What the service's logger leaves unmasked: a child's bindings (pino formats only the root's), meant for ids.
+    logger.child({ workflow: SESSION }).info('a child logger given a token');
+    const found = takeLoggedSecrets();
+    expect(found).toHaveLength(5);
+    for (const [index, secret] of [PAT, SESSION, JWT, WHSEC, SESSION].entries()) expect(found[index]).toContain(secret);
+    // Taken: the file's own scan at its end finds nothing more.
+    expect(takeLoggedSecrets()).toEqual([]);
   });
 });

@@ -4,11 +4,9 @@
 // quotas.test.ts and api.test.ts (races).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import type { Kysely } from 'kysely';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
 import type { Database } from '../src/db/schema.ts';
@@ -17,22 +15,14 @@ import type { ClusterDriver, ComputeProvider, LogEntry, PodContainer } from '../
 import { createToken } from '../src/resources/tokens.ts';
 import { buildWorld, type World } from './fixtures.ts';
 import { freePort } from './global-setup.ts';
-import { call, newUser, startTestServer, type TestServer, type TestUser, useTestServer } from './support.ts';
+import { call, newUser, serverLogger, startTestServer, type TestServer, type TestUser, useTestServer } from './support.ts';
 
 let world: World;
 const closers: (() => Promise<unknown> | unknown)[] = [];
 
-/** Every line the main server logs, at every level. */
+/** Every line the main server logs, at every level, through the service's own logger options. */
 const logLines: string[] = [];
-const logger = pino(
-  { level: 'trace' },
-  new Writable({
-    write(chunk, _encoding, done) {
-      logLines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  }),
-);
+const logger = serverLogger((line) => logLines.push(...line.split('\n').filter(Boolean)));
 
 /** Host names as the tests' DNS answers them (this machine has no public DNS). */
 const PUBLIC_IP = '93.184.215.14';

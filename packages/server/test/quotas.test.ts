@@ -111,6 +111,23 @@ describe('compute quotas and concurrency', () => {
     expect(status.body.autoscaling).toMatchObject({ state: 'scaling', provisioning: 1, queued: 2, provisioning_limit: 1 });
   });
 
+  it('a cluster’s provisioning entry shows its owner’s limit, the one enforced, whoever asks', async () => {
+    const owner = await newUser(app.db, clock, 'free');
+    const member = await newUser(app.db, clock, 'pro');
+    await app.db
+      .insertInto('workspace_members')
+      .values({ workspace_id: owner.workspaceId, user_id: member.userId, role: 'member', created_at: clock.now() })
+      .execute();
+    const { cluster } = await clusterWithConfig(owner.token, owner.workspaceId, true);
+    const asked = { token: member.token, headers: { 'x-workspace-id': owner.workspaceId } };
+    const list = await call(app.baseUrl, 'GET', `/v1/quotas?cluster_id=${cluster}`, asked);
+    expect(list.body.find((e: { metric: string }) => e.metric === 'compute/provisioning')).toMatchObject({ limit: 1, usage: 0 });
+    const one = await call(app.baseUrl, 'GET', `/v1/quotas/compute%2Fprovisioning?cluster_id=${cluster}`, asked);
+    expect(one.body).toMatchObject({ limit: 1, usage: 0, remaining: 1 });
+    const status = await call(app.baseUrl, 'GET', `/v1/clusters/${cluster}/compute_status`, asked);
+    expect(status.body.autoscaling.provisioning_limit).toBe(1);
+  });
+
   it('cpu and memory quotas count the server type', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { cluster, config } = await clusterWithConfig(user.token, user.workspaceId, false);

@@ -1,25 +1,15 @@
 // The reads of one machine, compute config and credential, the renames, credential rotation and the
 // kubeconfig of a cluster, through the server and PostgreSQL.
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { secretBox } from '../src/services/secrets.ts';
 import { buildWorld, type World } from './fixtures.ts';
-import { call, useTestServer } from './support.ts';
+import { call, serverLogger, useTestServer } from './support.ts';
 
 let world: World;
 /** What the server logs, one JSON object a line. */
 const logLines: Record<string, unknown>[] = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk, _encoding, done) {
-      logLines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  }),
-);
+const logger = serverLogger((line) => logLines.push(JSON.parse(line)));
 
 const app = useTestServer({ parts: { logger } });
 const { clock, secretsKey } = app;

@@ -3,7 +3,6 @@
 // they ask for it: useTestServer() at the top of a file.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import pino from 'pino';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { type AppOptions, createApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
@@ -13,9 +12,12 @@ import type { Database, Plan } from '../src/db/schema.ts';
 import { createUser } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { createRuntime, type RuntimeOptions } from '../src/runtime.ts';
 import { type AccessChanges, listenForAccessChanges } from '../src/services/access-changes.ts';
 import type { Resolver } from '../src/services/ssrf.ts';
-import { createRuntime, type RuntimeOptions } from '../src/workflows/runtime.ts';
+import { serverLogger } from './support/server-logs.ts';
+
+export { serverLogger } from './support/server-logs.ts';
 
 export interface TestDatabase {
   db: Kysely<Database>;
@@ -147,7 +149,7 @@ export async function startTestServer(
   parts: Partial<AppOptions> = {},
 ): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'silent', ...env }), validateResponses: true };
-  const app = await createApp({ db, config, clock, logger: pino({ level: 'silent' }), secretsKey: randomBytes(32), ...parts });
+  const app = await createApp({ db, config, clock, logger: serverLogger(), secretsKey: randomBytes(32), ...parts });
   // The server main.ts runs (its limits, its answers to what Node's parser refuses).
   const { server, listen } = createHttpServer(app.callback(), config);
   const { port } = await listen(0, '127.0.0.1');
@@ -308,7 +310,7 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
         db,
         connectionString: url,
         clock,
-        logger: own?.logger ?? pino({ level: 'silent' }),
+        logger: own?.logger ?? serverLogger(),
         config,
         // As main.ts builds it, but the simulated cloud is the runtime's own (with the test's simulation options).
         driver: config.clusterDriver.kind === 'simulated' ? undefined : await createClusterDriver(config, { db, clock }),
@@ -322,7 +324,7 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
       parts = { workflows: runtime.engine, provider: runtime.provider, driver: runtime.driver, ...parts };
     }
     // As main.ts does: open streams hear of access changes at once.
-    accessChanges = await listenForAccessChanges(url, pino({ level: 'silent' }));
+    accessChanges = await listenForAccessChanges(url, serverLogger());
     server = await startTestServer(db, clock, env, { accessChanges, ...parts });
   });
   // Runs before the database's afterAll (registered first).

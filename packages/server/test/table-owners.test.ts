@@ -18,7 +18,7 @@ const OWNER_EXCEPTIONS: Record<string, string> = {
   device_grants: 'resources/device-sign-in.ts',
   device_code_attempts: 'resources/device-sign-in.ts',
   // Rules that span resources, and the engine's own table.
-  workflows: 'workflows/engine.ts',
+  workflows: 'engine/engine.ts',
   idempotency_keys: 'services/idempotency.ts',
   provisioning_backoff: 'services/provisioning.ts',
   api_rate_limits: 'services/api-rate-limit.ts',

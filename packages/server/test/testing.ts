@@ -9,7 +9,7 @@ export { MAX_JSON_DEPTH } from '../src/http/input-checks.ts';
 export { newId } from '../src/ids.ts';
 export { recordEvent } from '../src/resources/events.ts';
 export { createToken } from '../src/resources/tokens.ts';
+export { createRuntime } from '../src/runtime.ts';
 export { encodeCursor } from '../src/services/pagination.ts';
-export { createRuntime } from '../src/workflows/runtime.ts';
 export { buildWorld, idFor, type World } from './fixtures.ts';
 export * from './support.ts';

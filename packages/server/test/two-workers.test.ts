@@ -3,12 +3,11 @@
 // state lives in PostgreSQL.
 import { createPlatformClient } from '@platform/client';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { providerRateLimit } from '../src/providers/rate-limit.ts';
-import { createRuntime } from '../src/workflows/runtime.ts';
-import { createTestDatabase, newUser, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
+import { createRuntime } from '../src/runtime.ts';
+import { createTestDatabase, newUser, serverLogger, startTestServer, TestClock, type TestDatabase, type TestServer } from './support.ts';
 
 const RATE = 10;
 let database: TestDatabase;
@@ -36,7 +35,7 @@ beforeAll(async () => {
       db: database.db,
       connectionString: database.url,
       clock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       config,
       simulation: { followPollMs: 20 },
       tickMs: 20,

@@ -9,17 +9,16 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
-import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDocument, pointer, SchemaValidator } from '../../../test/support/openapi.ts';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
+import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/jobs/webhook-dispatcher.ts';
 import { recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
-import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/workflows/webhook-dispatcher.ts';
 import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
 import {
   call,
@@ -27,6 +26,7 @@ import {
   eventually,
   newUser,
   SIMULATED_WORKFLOWS_ENV,
+  serverLogger,
   TestClock,
   type TestDatabase,
   type TestUser,
@@ -766,7 +766,7 @@ describe('a committed event reaches the dispatcher at once', () => {
       db: own.db,
       connectionString: own.url,
       clock: systemClock,
-      logger: pino({ level: 'silent' }),
+      logger: serverLogger(),
       secrets: secretBox(secretsKey),
       resolve: resolveHost,
       config: loadConfig(WEBHOOK_ENV).webhooks,

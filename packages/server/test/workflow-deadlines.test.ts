@@ -1,11 +1,10 @@
 // The engine's step deadlines: a step that keeps waiting on something outside is cut off once it has waited its
 // deadline in all, counted from its first wait in that step, and the definition's `expired` decides what then.
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { WorkflowKind } from '../src/db/schema.ts';
+import { rowOnlyStarter, type WorkflowDefinition, WorkflowEngine, waitedIn } from '../src/engine/engine.ts';
 import type { ClusterDriver, ComputeProvider } from '../src/providers/types.ts';
-import { rowOnlyStarter, type WorkflowDefinition, WorkflowEngine, waitedIn } from '../src/workflows/engine.ts';
-import { TestClock, useTestDatabase } from './support.ts';
+import { serverLogger, TestClock, useTestDatabase } from './support.ts';
 
 const context = useTestDatabase();
 const db = () => context.db;
@@ -40,7 +39,7 @@ function engineFor(clock: TestClock) {
     db: db(),
     connectionString: context.database.url,
     clock,
-    logger: pino({ level: 'silent' }),
+    logger: serverLogger(),
     provider: {} as ComputeProvider,
     driver: {} as ClusterDriver,
     definitions,

@@ -604,6 +604,24 @@ describe('installs', () => {
     expect(failed.status_message).toMatch(/No running cluster/);
     expect((await api.GET('/v1/notifications')).data.map((n) => n.type)).toContain('install.failed');
   });
+
+  it('a followed log stream of an install whose pods are gone already ends at once with pods_gone', async () => {
+    const api = client(user);
+    const product = await api.GET('/v1/products/{id}', { params: { path: { id: (await getInstall()).product_id } } });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'hel1' } });
+    await eventually(
+      () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }),
+      (i) => i.status === 'failed',
+      'failure',
+    );
+    // follow defaults to true: the stream must end by itself, not wait for keep-alives for ever.
+    const reply = await fetch(`${app.baseUrl}/v1/installs/${created.id}/logs`, {
+      headers: { authorization: `Bearer ${user.token}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(reply.status).toBe(200);
+    expect(await reply.text()).toBe('event: end\ndata: {"reason":"pods_gone"}\n\n');
+  });
 });
 
 describe('install lifecycle', () => {

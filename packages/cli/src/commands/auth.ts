@@ -28,10 +28,10 @@ export function registerAuth(program: Command): void {
           const anonymous = createPlatformClient({ baseUrl: settings.apiUrl });
           const grant = await anonymous.POST('/v1/auth/device/code', { body: { client_id: 'platform-cli' } });
           // Instructions on stderr under --json, so stdout stays one JSON document.
-          const say = (text: string) => (out.json ? process.stderr : process.stdout).write(`${text}\n`);
+          const say = (text: string) => (out.json ? out.io.stderr : out.io.stdout).write(`${text}\n`);
           say(`To sign in, open ${grant.verification_uri} and enter the code: ${grant.user_code}`);
           say(`Or open ${grant.verification_uri_complete}`);
-          const stopOffering = offerToOpen(grant.verification_uri, say);
+          const stopOffering = offerToOpen(out.io, grant.verification_uri, say);
           say('Waiting for approval…');
           try {
             let interval = grant.interval;
@@ -39,13 +39,13 @@ export function registerAuth(program: Command): void {
             for (;;) {
               await sleep(interval * 1000);
               if (Date.now() > deadline) {
-                process.stderr.write(`Error: ${FINAL_ERRORS.expired_token}\n`);
+                out.io.stderr.write(`Error: ${FINAL_ERRORS.expired_token}\n`);
                 return EXIT_ERROR;
               }
               try {
                 const token = await anonymous.POST('/v1/auth/device/token', { body: { grant_type: GRANT_TYPE, device_code: grant.device_code } });
                 // Only the session token and where it works are kept; a PLATFORM_TOKEN in the environment never is.
-                updateConfig({ token: token.access_token, api_url: settings.apiUrl });
+                updateConfig(out.io.env, { token: token.access_token, api_url: settings.apiUrl });
                 break;
               } catch (error) {
                 if (!(error instanceof PlatformApiError)) throw error;
@@ -56,7 +56,7 @@ export function registerAuth(program: Command): void {
                 }
                 const reason = FINAL_ERRORS[error.code];
                 if (reason === undefined) throw error;
-                process.stderr.write(`Error: ${reason}\n`);
+                out.io.stderr.write(`Error: ${reason}\n`);
                 return EXIT_ERROR;
               }
             }
@@ -64,12 +64,12 @@ export function registerAuth(program: Command): void {
             stopOffering();
           }
           // The new token at work: the workspaces it sees.
-          const stored = readConfig();
+          const stored = readConfig(out.io.env);
           const api = createPlatformClient({ baseUrl: settings.apiUrl, token: stored.token });
           const workspaces = await api.GET('/v1/workspaces');
-          if (out.json) return json(workspaces);
+          if (out.json) return json(out, workspaces);
           const names = workspaces.data.map((w) => `${w.name} (${w.id})`).join(', ');
-          process.stdout.write(`Logged in to ${settings.apiUrl}. Workspaces: ${names || 'none'}\nSession token saved in ${configPath()}\n`);
+          out.io.stdout.write(`Logged in to ${settings.apiUrl}. Workspaces: ${names || 'none'}\nSession token saved in ${configPath(out.io.env)}\n`);
         }),
       ),
     'platform login',
@@ -82,15 +82,15 @@ export function registerAuth(program: Command): void {
       .description('end the session (revoke its token) and forget it')
       .action(
         action(async ({ api, out, settings }) => {
-          const stored = readConfig();
+          const stored = readConfig(out.io.env);
           if (settings.token === undefined) {
-            process.stderr.write('Not logged in.\n');
+            out.io.stderr.write('Not logged in.\n');
             return EXIT_ERROR;
           }
           // Logout revokes the token it is called with: only the session this CLI keeps is ours to end. A
           // token from --token or PLATFORM_TOKEN (a CI job's PAT) is left alone.
           if (settings.token !== stored.token) {
-            process.stderr.write(
+            out.io.stderr.write(
               'The token in use comes from --token or PLATFORM_TOKEN, not from `platform login`; it is not revoked. Revoke a personal access token with `platform tokens revoke <id>`.\n',
             );
             return EXIT_ERROR;
@@ -101,7 +101,7 @@ export function registerAuth(program: Command): void {
             // A token the service no longer accepts is as good as logged out; forget it all the same.
             if (!(error instanceof PlatformApiError && error.status === 401)) throw error;
           }
-          updateConfig({ token: undefined });
+          updateConfig(out.io.env, { token: undefined });
           done(out, 'Logged out.');
         }),
       ),

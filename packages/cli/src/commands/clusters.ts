@@ -55,8 +55,9 @@ export function registerClusters(program: Command): void {
         const body = { name: flags.name, region_id: flags.region, kaas_version: flags.version as Schema<'ClusterCreate'>['kaas_version'] };
         const created = await api.POST('/v1/clusters', { body });
         if (!flags.wait) return printRecord(out, created, columns);
-        if (!out.json) process.stderr.write(`Created ${created.id}; waiting for it to run\n`);
+        if (!out.json) out.io.stderr.write(`Created ${created.id}; waiting for it to run\n`);
         const { code, record } = await waitFor({
+          io: out.io,
           what: `cluster ${created.id}`,
           read: () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: created.id } } }),
           outcome: (c) => (c.kaas.status === 'RUNNING' ? 'succeeded' : c.kaas.status === 'ERROR' ? 'failed' : 'pending'),
@@ -91,10 +92,10 @@ export function registerClusters(program: Command): void {
       .action(
         action(async ({ api, out }, id: string, flags: { ttl?: number }) => {
           const answer = await api.GET('/v1/clusters/{clusterId}/kubeconfig', { params: { path: { clusterId: id }, query: { ttl_seconds: flags.ttl } } });
-          if (out.json) return json(answer);
+          if (out.json) return json(out, answer);
           // The file alone on stdout, so it can be redirected; when it expires on stderr.
-          process.stdout.write(answer.kubeconfig);
-          process.stderr.write(`The token expires ${time(answer.expires_at)}.\n`);
+          out.io.stdout.write(answer.kubeconfig);
+          out.io.stderr.write(`The token expires ${time(answer.expires_at)}.\n`);
         }),
       ),
     'platform clusters kubeconfig cl_01jd2x8m5r7t9v1w3y5a7c9e1g > kubeconfig.yaml',
@@ -105,7 +106,7 @@ export function registerClusters(program: Command): void {
     withYes(clusters.command('delete <id>').description('delete a cluster (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete cluster ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: id } } });
         done(out, `Deleted cluster ${id}`);
       }),

@@ -92,6 +92,7 @@ export function registerCompute(program: Command): void {
         if (!flags.wait) return printRecord(out, machine, machineColumns);
         // There is no single-machine read: the cluster's list holds it.
         const { code, record } = await waitFor({
+          io: out.io,
           what: `machine ${machine.provider_id} to be ready`,
           read: async () =>
             (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: flags.cluster } } })).find((m) => m.provider_id === machine.provider_id) ??
@@ -135,7 +136,7 @@ export function registerCompute(program: Command): void {
     withYes(machines.command('delete <providerId>').description('delete a machine and its server (asks first unless --yes)')).action(
       action(async ({ api, out }, providerId: string, flags: YesFlags) => {
         const what = `Delete machine ${providerId}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId } } });
         done(out, `Deleted machine ${providerId}`);
       }),
@@ -211,7 +212,7 @@ export function registerCompute(program: Command): void {
     withYes(configs.command('delete <id>').description('delete a compute config (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete compute config ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/compute/configs/{id}', { params: { path: { id } } });
         done(out, `Deleted compute config ${id}`);
       }),
@@ -243,7 +244,7 @@ export function registerCompute(program: Command): void {
       .addOption(providerOption())
       .action(
         action(async ({ api, out }, flags: { name: string; tokenFile: string; provider: Provider }) => {
-          const body = { name: flags.name, provider: flags.provider, secret: readSecret(flags.tokenFile, '--token-file') };
+          const body = { name: flags.name, provider: flags.provider, secret: await readSecret(out.io, flags.tokenFile, '--token-file') };
           printRecord(out, await api.POST('/v1/compute/cloud_credentials', { body }), credentialColumns);
         }),
       ),
@@ -273,7 +274,7 @@ export function registerCompute(program: Command): void {
         action(async ({ api, out }, id: string, flags: { tokenFile?: string; name?: string; active?: boolean; inactive?: boolean }) => {
           if (flags.active && flags.inactive) throw new UsageError('give --active or --inactive, not both');
           const body = {
-            ...(flags.tokenFile === undefined ? {} : { secret: readSecret(flags.tokenFile, '--token-file') }),
+            ...(flags.tokenFile === undefined ? {} : { secret: await readSecret(out.io, flags.tokenFile, '--token-file') }),
             ...(flags.name === undefined ? {} : { name: flags.name }),
             ...(flags.active || flags.inactive ? { is_active: Boolean(flags.active) } : {}),
           };
@@ -288,7 +289,7 @@ export function registerCompute(program: Command): void {
     withYes(credentials.command('delete <id>').description('delete a cloud credential no compute config uses (admins; asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete cloud credential ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id } } });
         done(out, `Deleted cloud credential ${id}`);
       }),
@@ -324,6 +325,7 @@ export function registerCompute(program: Command): void {
         const suspension = await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id } } });
         if (!flags.wait) return printRecord(out, suspension, suspensionColumns);
         const { code, record } = await waitFor({
+          io: out.io,
           what: `suspension ${id} to resume`,
           read: () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id } } }),
           outcome: (s) => (s.status === 'resumed' ? 'succeeded' : s.status === 'failed' ? 'failed' : 'pending'),
@@ -351,7 +353,7 @@ export function registerCompute(program: Command): void {
               ['CHECKED', (d) => time(d.checked_at)],
             ]);
           }
-          process.stdout.write(`Drifted: ${drift.reason}\n`);
+          out.io.stdout.write(`Drifted: ${drift.reason}\n`);
           printList(out, drift.differences, [
             ['FIELD', (d) => d.field],
             ['DESIRED', (d) => d.desired],

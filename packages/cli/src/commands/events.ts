@@ -56,16 +56,16 @@ export function registerEvents(program: Command): void {
         const controller = new AbortController();
         const { signal } = controller;
         const interrupt = () => controller.abort();
-        process.once('SIGINT', interrupt);
+        const stopListening = out.io.onInterrupt(interrupt);
         try {
           const filters = filtersOf(flags);
           // By default only what happens from now on: the feed starts after the newest event recorded so far.
           const after = flags.all ? undefined : (flags.after ?? (await newestEventId(api, filters, signal)));
           const workspace = settings.workspace === undefined ? 'your default workspace' : `workspace ${settings.workspace}`;
-          process.stderr.write(`Following the events of ${workspace} (Ctrl-C to stop).\n`);
-          for await (const event of followEvents(api, { filters, after, signal })) {
+          out.io.stderr.write(`Following the events of ${workspace} (Ctrl-C to stop).\n`);
+          for await (const event of followEvents(api, { filters, after, signal, stderr: out.io.stderr })) {
             // --json: the event as the API returns it, one JSON document per line (NDJSON), for jq and friends.
-            process.stdout.write(
+            out.io.stdout.write(
               out.json ? `${JSON.stringify(event)}\n` : `${time(event.created_at)}  ${event.type.padEnd(30)}  ${event.object_type} ${event.object_id}\n`,
             );
           }
@@ -73,7 +73,7 @@ export function registerEvents(program: Command): void {
           if (signal.aborted) return EXIT_INTERRUPTED;
           throw error;
         } finally {
-          process.off('SIGINT', interrupt);
+          stopListening();
         }
       }),
     ),

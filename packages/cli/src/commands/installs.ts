@@ -5,6 +5,7 @@ import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
 import { readDocument } from '../files.ts';
 import { collectValues, type Overrides, valuesOverrides } from '../helm-values.ts';
+import type { Io } from '../io.ts';
 import { type Columns, printPage, printRecord, time } from '../output.ts';
 import { EXIT_INTERRUPTED, waitFor } from '../wait.ts';
 
@@ -27,8 +28,8 @@ const revisionColumns: Columns<Schema<'InstallRevision'>> = [
 ];
 
 /** An override file holds the list itself, or `{overrides: [...]}`. */
-async function readOverrides(path: string): Promise<Overrides> {
-  const document = await readDocument(path);
+async function readOverrides(io: Io, path: string): Promise<Overrides> {
+  const document = await readDocument(io, path);
   const list = typeof document === 'object' && document !== null && !Array.isArray(document) && 'overrides' in document ? document.overrides : document;
   if (!Array.isArray(list)) throw new UsageError(`${path} must hold a list of overrides ({template_helm_source_id, values})`);
   return list as Overrides; // validated by the service against the contract
@@ -65,15 +66,16 @@ export function registerInstalls(program: Command): void {
         const overrides: Overrides = [];
         // Names are resolved against the product as it is now: its source ids change when its sources are replaced.
         if (flags.values.length > 0)
-          overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: flags.product } } }))));
-        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(flags.overrideFile)));
+          overrides.push(...(await valuesOverrides(out.io, flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: flags.product } } }))));
+        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(out.io, flags.overrideFile)));
         // The client sends an idempotency key, so a retried create makes one install.
         const install = await api.POST('/v1/installs', {
           body: { product_id: flags.product, region_id: flags.region, overrides: overrides.length > 0 ? overrides : undefined },
         });
         if (!flags.wait) return printRecord(out, install, columns);
-        if (!out.json) process.stderr.write(`Created ${install.id}; waiting for it to run\n`);
+        if (!out.json) out.io.stderr.write(`Created ${install.id}; waiting for it to run\n`);
         const { code, record } = await waitFor({
+          io: out.io,
           what: `install ${install.id}`,
           read: () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } }),
           outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
@@ -124,7 +126,7 @@ export function registerInstalls(program: Command): void {
           // Ctrl-C ends the stream cleanly: the connection is closed and the exit code says it was interrupted.
           const controller = new AbortController();
           const interrupt = () => controller.abort();
-          process.once('SIGINT', interrupt);
+          const stopListening = out.io.onInterrupt(interrupt);
           try {
             const events = api.streamInstallLogs(id, {
               follow: flags.follow,
@@ -137,13 +139,13 @@ export function registerInstalls(program: Command): void {
             for await (const event of events) {
               if (event.type !== 'log') continue;
               // --json: one JSON line per log line (NDJSON), for jq and friends.
-              process.stdout.write(out.json ? `${JSON.stringify(event.data)}\n` : `${event.data.pod}/${event.data.container} ${event.data.line}\n`);
+              out.io.stdout.write(out.json ? `${JSON.stringify(event.data)}\n` : `${event.data.pod}/${event.data.container} ${event.data.line}\n`);
             }
           } catch (error) {
             if (controller.signal.aborted) return EXIT_INTERRUPTED;
             throw error;
           } finally {
-            process.off('SIGINT', interrupt);
+            stopListening();
           }
         }),
       ),
@@ -163,12 +165,15 @@ export function registerInstalls(program: Command): void {
         const overrides: Overrides = [];
         if (flags.values.length > 0) {
           const install = await api.GET('/v1/installs/{id}', { params: { path: { id } } });
-          overrides.push(...(await valuesOverrides(flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: install.product_id } } }))));
+          overrides.push(
+            ...(await valuesOverrides(out.io, flags.values, await api.GET('/v1/products/{id}', { params: { path: { id: install.product_id } } }))),
+          );
         }
-        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(flags.overrideFile)));
+        if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(out.io, flags.overrideFile)));
         const install = await api.PATCH('/v1/installs/{id}', { params: { path: { id } }, body: { overrides } });
         if (!flags.wait) return printRecord(out, install, columns);
         const { code, record } = await waitFor({
+          io: out.io,
           what: `install ${id}`,
           read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
           outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
@@ -203,6 +208,7 @@ export function registerInstalls(program: Command): void {
         const install = await api.POST('/v1/installs/{id}/rollback', { params: { path: { id } }, body: { revision: flags.revision } });
         if (!flags.wait) return printRecord(out, install, columns);
         const { code, record } = await waitFor({
+          io: out.io,
           what: `install ${id}`,
           read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
           outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
@@ -220,7 +226,7 @@ export function registerInstalls(program: Command): void {
     withYes(installs.command('delete <id>').description('uninstall an install: its releases, then the install (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Uninstall install ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         printRecord(out, await api.DELETE('/v1/installs/{id}', { params: { path: { id } } }), columns);
       }),
     ),

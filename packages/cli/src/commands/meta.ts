@@ -3,7 +3,8 @@
 // program's own command tree.
 import type { Command } from 'commander';
 import { configPath, DEFAULT_API_URL, type GlobalFlags, readConfig } from '../config.ts';
-import { action, example, UsageError } from '../context.ts';
+import { action, example, ioOf, UsageError } from '../context.ts';
+import type { Io } from '../io.ts';
 import { json, time } from '../output.ts';
 
 /** A token shown in part: enough to tell tokens apart, never enough to use one. */
@@ -16,8 +17,8 @@ interface SettingSource {
 }
 
 /** Each setting in force and where it came from: flag > environment > config file > default. */
-function sources(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): SettingSource[] {
-  const stored = readConfig();
+function sources(flags: GlobalFlags, env: Io['env']): SettingSource[] {
+  const stored = readConfig(env);
   const entries: [setting: string, flag: string, flagValue: string | undefined, variable: string, storedValue: string | undefined, fallback?: string][] = [
     ['api_url', '--api-url', flags.apiUrl, 'PLATFORM_API_URL', stored.api_url, DEFAULT_API_URL],
     ['token', '--token', flags.token, 'PLATFORM_TOKEN', stored.token],
@@ -29,7 +30,7 @@ function sources(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): Sett
       : env[variable]
         ? [env[variable], `environment (${variable})`]
         : storedValue
-          ? [storedValue, configPath()]
+          ? [storedValue, configPath(env)]
           : fallback
             ? [fallback, 'default']
             : [null, 'not set'];
@@ -87,7 +88,7 @@ export function registerMeta(program: Command): void {
       .action(
         action(async ({ api, out }) => {
           const me = await api.GET('/v1/user', {});
-          if (out.json) return json(me);
+          if (out.json) return json(out, me);
           const restriction = me.token.workspace_ids === null ? 'every workspace of yours' : me.token.workspace_ids.join(', ');
           const lines: [string, string][] = [
             ['user', `${me.email} (${me.id}, plan ${me.plan})`],
@@ -97,7 +98,7 @@ export function registerMeta(program: Command): void {
             ['workspace', me.workspace_id ?? '- (none: set one with platform workspaces use <id>)'],
             ['expires', me.token.expires_at === null ? 'never' : time(me.token.expires_at)],
           ];
-          for (const [name, value] of lines) process.stdout.write(`${name.padEnd(10)}  ${value}\n`);
+          for (const [name, value] of lines) out.io.stdout.write(`${name.padEnd(10)}  ${value}\n`);
         }),
       ),
     'platform whoami',
@@ -109,10 +110,11 @@ export function registerMeta(program: Command): void {
       .command('config')
       .description('show each setting in force (API address, token, workspace) and where it comes from')
       .action((_options: unknown, command: Command) => {
-        const rows = sources(command.optsWithGlobals<GlobalFlags>());
-        if (command.optsWithGlobals<{ json?: boolean }>().json) return json(rows);
+        const out = { json: command.optsWithGlobals<{ json?: boolean }>().json === true, io: ioOf(command) };
+        const rows = sources(command.optsWithGlobals<GlobalFlags>(), out.io.env);
+        if (out.json) return json(out, rows);
         const width = Math.max(...rows.map((row) => row.setting.length));
-        for (const row of rows) process.stdout.write(`${row.setting.padEnd(width)}  ${row.value ?? '-'}  (${row.source})\n`);
+        for (const row of rows) out.io.stdout.write(`${row.setting.padEnd(width)}  ${row.value ?? '-'}  (${row.source})\n`);
       }),
     'platform config',
   );
@@ -123,7 +125,7 @@ export function registerMeta(program: Command): void {
       .description('print a completion script for bash, zsh or fish')
       .action((shell: string) => {
         if (!['bash', 'zsh', 'fish'].includes(shell)) throw new UsageError(`completion: unknown shell "${shell}" (bash, zsh or fish)`);
-        process.stdout.write(completionScript(shell, program));
+        ioOf(program).stdout.write(completionScript(shell, program));
       }),
     'source <(platform completion bash)',
   );

@@ -57,7 +57,7 @@ export function registerProducts(program: Command): void {
       .requiredOption('--file <path>', 'the configuration (- for stdin)')
       .action(
         action(async ({ api, out }, flags: { file: string }) => {
-          const document = await readDocument(flags.file);
+          const document = await readDocument(out.io, flags.file);
           if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new UsageError(`${flags.file} must hold an object`);
           // The service validates the body against the contract and names any wrong field.
           printRecord(out, await api.POST('/v1/products', { body: document as RequestBody<'createProduct'> }), columns);
@@ -73,7 +73,7 @@ export function registerProducts(program: Command): void {
       .requiredOption('--file <path>', 'the configuration: name, sources, cluster_ids, stripe_price_ids, settings (- for stdin)')
       .action(
         action(async ({ api, out }, id: string, flags: { file: string }) => {
-          const document = await readDocument(flags.file);
+          const document = await readDocument(out.io, flags.file);
           if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new UsageError(`${flags.file} must hold an object`);
           // The service validates the body against the contract and names any wrong field.
           const body = document as RequestBody<'updateProduct'>;
@@ -91,7 +91,7 @@ export function registerProducts(program: Command): void {
     withYes(products.command('delete <id>').description('delete a product without installs (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete product ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/products/{id}', { params: { path: { id } } });
         done(out, `Deleted product ${id}`);
       }),

@@ -44,7 +44,7 @@ export function registerRegistry(program: Command): void {
       .action(
         action(
           async ({ api, out }, flags: { name: string; registry: string; username: string; password?: string; passwordStdin?: boolean; inactive?: boolean }) => {
-            const password = flags.passwordStdin ? readSecret('-', '--password-stdin') : flags.password;
+            const password = flags.passwordStdin ? await readSecret(out.io, '-', '--password-stdin') : flags.password;
             if (password === undefined) throw new UsageError('give --password or --password-stdin');
             const body = { name: flags.name, registry_url: flags.registry, username: flags.username, password, is_active: !flags.inactive };
             printRecord(out, await api.POST('/v1/registry/credentials', { body }), columns);
@@ -84,7 +84,7 @@ export function registerRegistry(program: Command): void {
             flags: { password?: string; passwordStdin?: boolean; username?: string; name?: string; active?: boolean; inactive?: boolean },
           ) => {
             if (flags.active && flags.inactive) throw new UsageError('give --active or --inactive, not both');
-            const password = flags.passwordStdin ? readSecret('-', '--password-stdin') : flags.password;
+            const password = flags.passwordStdin ? await readSecret(out.io, '-', '--password-stdin') : flags.password;
             const body = {
               ...(password === undefined ? {} : { password }),
               ...(flags.username === undefined ? {} : { username: flags.username }),
@@ -104,7 +104,7 @@ export function registerRegistry(program: Command): void {
     withYes(credentials.command('delete <id>').description('delete a registry credential (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete registry credential ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/registry/credentials/{id}', { params: { path: { id } } });
         done(out, `Deleted registry credential ${id}`);
       }),

@@ -29,7 +29,7 @@ export function registerSessions(program: Command): void {
     withYes(sessions.command('revoke <id>').description('end a session at once (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Revoke session ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/user/sessions/{id}', { params: { path: { id } } });
         done(out, `Revoked session ${id}`);
       }),
@@ -41,7 +41,7 @@ export function registerSessions(program: Command): void {
     withYes(sessions.command('revoke-others').description('end every session but this one, e.g. after losing a laptop (asks first unless --yes)')).action(
       action(async ({ api, out }, flags: YesFlags) => {
         const what = 'Revoke every other session';
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         const { revoked } = await api.POST('/v1/user/sessions/revoke_others', {});
         done(out, `Revoked ${revoked} other session${revoked === 1 ? '' : 's'}`, { revoked });
       }),

@@ -73,7 +73,7 @@ export function registerTokens(program: Command): void {
             ['SCOPES', (t) => t.scopes.join(' ')],
             ['WORKSPACES', workspacesOf],
           ]);
-          if (!out.json) process.stderr.write('Store the token now: it cannot be shown again.\n');
+          if (!out.json) out.io.stderr.write('Store the token now: it cannot be shown again.\n');
         }),
       ),
     'platform tokens create --name ci --scope clusters:read --expires-at 2027-01-31 --json | jq -r .token',
@@ -105,7 +105,7 @@ export function registerTokens(program: Command): void {
     withYes(tokens.command('revoke <id>').description('revoke a token at once (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Revoke token ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/user/tokens/{id}', { params: { path: { id } } });
         done(out, `Revoked token ${id}`);
       }),

@@ -7,7 +7,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
 import { action, example, type PageFlags, positiveInteger, UsageError, withPage } from '../context.ts';
 import { followEvents, newestEventId, parseEventTypes } from '../event-feed.ts';
-import { type Columns, done, printPage, printRecord, time } from '../output.ts';
+import { type Columns, done, type OutputOptions, printPage, printRecord, time } from '../output.ts';
 import { EXIT_INTERRUPTED } from '../wait.ts';
 
 /** How long the receiver has to answer one event. */
@@ -24,14 +24,24 @@ const endpointColumns: Columns<Schema<'WebhookEndpoint'>> = [
   ['URL', (e) => e.url],
   ['EVENTS', (e) => (e.event_types.length === 0 ? 'all' : e.event_types.join(' '))],
   ['ENABLED', (e) => (e.enabled ? 'yes' : `no${e.disabled_reason ? `: ${e.disabled_reason}` : ''}`)],
+  ['DELIVERY', (e) => deliveryState(e)],
   ['FAILING SINCE', (e) => time(e.failing_since)],
   ['DESCRIPTION', (e) => e.description],
   ['CREATED', (e) => time(e.created_at)],
 ];
 
-/** One endpoint, as get and update show it: with when a rotated-out secret stops signing. */
+/** Whether deliveries go out (`active`) or wait for the next probe (`cooling`), with the failures that led there. */
+function deliveryState(e: Schema<'WebhookEndpoint'>): string {
+  const failures = e.consecutive_failures === 0 ? '' : `, ${e.consecutive_failures} failure${e.consecutive_failures === 1 ? '' : 's'}`;
+  return `${e.delivery_state === 'cooling' ? `cooling until ${time(e.cooling_until)}` : e.delivery_state}${failures}`;
+}
+
+/** One endpoint, as get and update show it: the delivery state field by field, and when a rotated-out secret stops signing. */
 const endpointRecord: Columns<Schema<'WebhookEndpoint'>> = [
-  ...endpointColumns,
+  ...endpointColumns.filter(([header]) => header !== 'DELIVERY'),
+  ['DELIVERY STATE', (e) => e.delivery_state],
+  ['CONSECUTIVE FAILURES', (e) => e.consecutive_failures],
+  ['COOLING UNTIL', (e) => time(e.cooling_until)],
   ['OLD SECRET SIGNS UNTIL', (e) => time(e.previous_secret_expires_at)],
   ['UPDATED', (e) => time(e.updated_at)],
 ];
@@ -104,15 +114,15 @@ async function forward(url: URL, event: Schema<'Event'>, secret: string, signal:
   }
 }
 
-function report(json: boolean, event: Schema<'Event'>, outcome: Outcome): void {
-  if (json) {
+function report(out: OutputOptions, event: Schema<'Event'>, outcome: Outcome): void {
+  if (out.json) {
     const { id, type, object_id, created_at } = event;
     const result = 'status' in outcome ? { status: outcome.status } : { error: outcome.error };
-    process.stdout.write(`${JSON.stringify({ id, type, object_id, created_at, ...result, duration_ms: outcome.ms })}\n`);
+    out.io.stdout.write(`${JSON.stringify({ id, type, object_id, created_at, ...result, duration_ms: outcome.ms })}\n`);
     return;
   }
   const answer = 'status' in outcome ? `[${outcome.status}]` : `[failed] ${outcome.error}`;
-  process.stdout.write(`${time(event.created_at)}  ${event.type.padEnd(30)}  ${event.object_id}  ${answer} ${outcome.ms} ms\n`);
+  out.io.stdout.write(`${time(event.created_at)}  ${event.type.padEnd(30)}  ${event.object_id}  ${answer} ${outcome.ms} ms\n`);
 }
 
 export function registerWebhooks(program: Command): void {
@@ -150,13 +160,13 @@ export function registerWebhooks(program: Command): void {
           const created = await api.POST('/v1/webhook_endpoints', { body }).catch((error: unknown) => {
             // A receiver on this machine: `webhooks listen` forwards to it, no public URL needed.
             if (error instanceof PlatformApiError && error.param === 'url' && flags.url.startsWith('http://'))
-              process.stderr.write(
+              out.io.stderr.write(
                 `Hint: for a receiver on your machine run \`platform webhooks listen --forward-to ${flags.url}\`; a server started with WEBHOOK_ALLOW_HTTP_LOOPBACK=true also takes http:// loopback URLs.\n`,
               );
             throw error;
           });
           printRecord(out, created, withSecret);
-          if (!out.json) process.stderr.write('Store the signing secret now: it cannot be shown again. Verify each delivery’s webhook-signature with it.\n');
+          if (!out.json) out.io.stderr.write('Store the signing secret now: it cannot be shown again. Verify each delivery’s webhook-signature with it.\n');
         }),
       ),
     'platform webhooks create --url https://hooks.acme.example/platform --description "deploy bot"',
@@ -215,7 +225,7 @@ export function registerWebhooks(program: Command): void {
     withYes(webhooks.command('delete <id>').description('delete a webhook endpoint and its deliveries (asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete webhook endpoint ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/webhook_endpoints/{id}', { params: { path: { id } } });
         done(out, `Deleted webhook endpoint ${id}`);
       }),
@@ -240,7 +250,7 @@ export function registerWebhooks(program: Command): void {
             ['SECRET', (e) => e.secret],
             ['OLD SECRET SIGNS UNTIL', (e) => time(e.previous_secret_expires_at)],
           ]);
-          if (!out.json) process.stderr.write('Store the new signing secret now: it cannot be shown again.\n');
+          if (!out.json) out.io.stderr.write('Store the new signing secret now: it cannot be shown again.\n');
         }),
       ),
     'platform webhooks rotate-secret whe_01jd2xg0m2p4r6t8w0y2a4c6e8 --overlap 3600',
@@ -306,25 +316,25 @@ export function registerWebhooks(program: Command): void {
           const controller = new AbortController();
           const { signal } = controller;
           const interrupt = () => controller.abort();
-          process.once('SIGINT', interrupt);
+          const stopListening = out.io.onInterrupt(interrupt);
           const secret = flags.secret ?? generateWebhookSecret();
           const wanted = flags.events === undefined ? undefined : new Set<string>(flags.events);
           try {
             // Only what happens from now on: the feed starts after the newest event recorded so far.
             const after = await newestEventId(api, {}, signal);
             const workspace = settings.workspace === undefined ? 'your default workspace' : `workspace ${settings.workspace}`;
-            process.stderr.write(
+            out.io.stderr.write(
               `Ready. Forwarding the events of ${workspace} to ${flags.forwardTo.href} (Ctrl-C to stop).\nWebhook signing secret: ${secret}\n`,
             );
-            for await (const event of followEvents(api, { filters: {}, after, signal })) {
+            for await (const event of followEvents(api, { filters: {}, after, signal, stderr: out.io.stderr })) {
               if (wanted?.has(event.type) === false) continue;
-              report(out.json, event, await forward(flags.forwardTo, event, secret, signal));
+              report(out, event, await forward(flags.forwardTo, event, secret, signal));
             }
           } catch (error) {
             if (signal.aborted) return EXIT_INTERRUPTED;
             throw error;
           } finally {
-            process.off('SIGINT', interrupt);
+            stopListening();
           }
         }),
       ),

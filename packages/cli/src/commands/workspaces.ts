@@ -46,10 +46,10 @@ export function registerWorkspaces(program: Command): void {
     withYes(workspaces.command('delete <id>').description('delete an empty workspace (owner; asks first unless --yes)')).action(
       action(async ({ api, out }, id: string, flags: YesFlags) => {
         const what = `Delete workspace ${id}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: id } } });
         // A default that no longer exists would make every later command fail.
-        if (readConfig().workspace === id) updateConfig({ workspace: undefined });
+        if (readConfig(out.io.env).workspace === id) updateConfig(out.io.env, { workspace: undefined });
         done(out, `Deleted workspace ${id}`);
       }),
     ),
@@ -81,7 +81,7 @@ export function registerWorkspaces(program: Command): void {
         action(async ({ api, out }, id: string) => {
           // Checked first, so a typo is not kept.
           const workspace = await api.GET('/v1/workspaces/{workspaceId}', { params: { path: { workspaceId: id } } });
-          updateConfig({ workspace: workspace.id });
+          updateConfig(out.io.env, { workspace: workspace.id });
           done(out, `Default workspace: ${workspace.name} (${workspace.id})`, workspace);
         }),
       ),
@@ -197,7 +197,7 @@ export function registerWorkspaces(program: Command): void {
     ).action(
       action(async ({ api, out }, workspaceId: string, userId: string, flags: YesFlags) => {
         const what = `Transfer ownership of workspace ${workspaceId} to ${userId}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         const member = await api.POST('/v1/workspaces/{workspaceId}/transfer', { params: { path: { workspaceId } }, body: { user_id: userId } });
         done(out, `${member.email} (${member.user_id}) now owns workspace ${workspaceId}`, member);
       }),
@@ -254,7 +254,7 @@ function registerMembers(workspaces: Command): void {
     withYes(members.command('remove <workspace-id> <user-id>').description('remove a member (admins; asks first unless --yes)')).action(
       action(async ({ api, out }, workspaceId: string, userId: string, flags: YesFlags) => {
         const what = `Remove ${userId} from workspace ${workspaceId}`;
-        if (!(await confirm(what, flags))) return declined(what);
+        if (!(await confirm(out.io, what, flags))) return declined(out.io, what);
         await api.DELETE('/v1/workspaces/{workspaceId}/members/{userId}', { params: { path: { workspaceId, userId } } });
         done(out, `Removed ${userId} from workspace ${workspaceId}`);
       }),

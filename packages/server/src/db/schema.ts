@@ -211,7 +211,7 @@ export type WorkflowKind =
   | 'deleteInstall'
   | 'regenerateProduct';
 
-/** The truth about asynchronous work (see workflows/engine.ts); pg-boss jobs only trigger its steps. */
+/** The truth about asynchronous work (see engine/engine.ts); pg-boss jobs only trigger its steps. */
 export interface WorkflowsTable {
   id: string;
   kind: WorkflowKind;

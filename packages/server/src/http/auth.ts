@@ -38,7 +38,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
 
   return async (authorization, workspaceId, client) => {
     const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(authorization);
-    if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION);
+    if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION, { tokenSent: authorization !== undefined });
     const token = match[1];
     const kind = tokenKind(token);
     if (kind === 'jwt') {

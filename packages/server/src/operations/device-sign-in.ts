@@ -1,5 +1,6 @@
 // Device sign-in, the OAuth 2.0 Device Authorization Grant (RFC 8628): the command-line client asks for a device
-// code, the user approves it in a browser (GET /device calls approveDeviceCode), and the client's poll receives a
+// code, the user approves it in a browser (GET /device shows the request with getDeviceSignInRequest and calls
+// approveDeviceCode once the user confirms the code), and the client's poll receives a
 // session token. The token endpoint answers errors in the OAuth 2.0 body (OAuthError in errors.ts).
 import type { Config } from '../config.ts';
 import * as deviceSignIn from '../resources/device-sign-in.ts';
@@ -28,4 +29,12 @@ export const pollDeviceToken: Handler<'pollDeviceToken'> = async ({ body }, { db
 export const approveDeviceCode = staged<'approveDeviceCode'>({
   before: ({ body, caller }, { db, clock }) => deviceSignIn.admitDeviceDecision(db, clock, caller, body),
   change: async ({ body, caller }, { db, clock }) => ({ status: 200, body: await deviceSignIn.approveDeviceCode(db, clock, caller, body) }),
+});
+
+export const getDeviceSignInRequest = staged<'getDeviceSignInRequest'>({
+  before: ({ caller }, { db, clock }) => deviceSignIn.admitCodeAttempt(db, clock, caller.userId),
+  change: async ({ params, caller }, { db, clock }) => ({
+    status: 200,
+    body: await deviceSignIn.getDeviceSignInRequest(db, clock, caller.userId, params.userCode),
+  }),
 });

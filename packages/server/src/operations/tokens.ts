@@ -18,7 +18,7 @@ export const getUserToken: Handler<'getUserToken'> = async ({ params, caller }, 
 });
 
 export const revokeUserToken: Handler<'revokeUserToken'> = async ({ params, caller }, { db }) => {
-  await tokens.revokePersonalToken(db, caller, params.id);
+  await tokens.revokeOwnToken(db, caller, 'pat', params.id);
   return { status: 204, body: undefined };
 };
 
@@ -28,7 +28,7 @@ export const listUserSessions: Handler<'listUserSessions'> = async ({ query, cal
 });
 
 export const revokeUserSession: Handler<'revokeUserSession'> = async ({ params, caller }, { db }) => {
-  await tokens.revokeSession(db, caller, params.id);
+  await tokens.revokeOwnToken(db, caller, 'session', params.id);
   return { status: 204, body: undefined };
 };
 

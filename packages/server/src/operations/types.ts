@@ -6,13 +6,13 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import type { WorkflowStarter } from '../engine/engine.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import type { LogTails } from '../services/log-tails.ts';
 import type { Scopes } from '../services/scopes.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
 import type { ActingWorkspace, NamedWorkspace } from '../services/tenancy.ts';
-import type { WorkflowStarter } from '../workflows/engine.ts';
 
 export interface Caller {
   userId: string;

@@ -82,7 +82,7 @@ export interface ComputeProvider {
   /**
    * The servers, snapshots and cluster firewalls of the account that this installation of the platform made (they
    * carry its managed-by label), with their labels (`workflow`, `machine`, `cluster`), for the leftovers reconciler
-   * (workflows/leftovers.ts). The three below are absent where nothing can be left over (the simulated cloud
+   * (jobs/leftovers.ts). The three below are absent where nothing can be left over (the simulated cloud
    * deletes with its machines' rows and has no firewalls).
    */
   listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;

@@ -1,16 +1,16 @@
 // The audit log: the only writer of `audit_events`. The HTTP binding (http/audit.ts) records every request that
 // changes something, in the transaction of its change (or on its own when it was refused), and the workflow
-// engine records its transitions through the hook the composition root gives it (workflows/runtime.ts). An
+// engine records its transitions through the hook the composition root gives it (runtime.ts). An
 // event holds ids only: never a body, a token, a secret or a password.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
+import type { WorkflowTransition } from '../engine/engine.ts';
 import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { looksSecret } from '../services/redaction.ts';
 import { type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
-import type { WorkflowTransition } from '../workflows/engine.ts';
 
 type Db = Kysely<Database>;
 type AuditEvent = Schema<'AuditEvent'>;

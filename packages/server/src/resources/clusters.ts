@@ -4,6 +4,7 @@ import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { deleteWorkflowsOf, type WorkflowStarter } from '../engine/engine.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
@@ -11,7 +12,6 @@ import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
-import { deleteWorkflowsOf, type WorkflowStarter } from '../workflows/engine.ts';
 import { activeCredentials } from './cloud-credentials.ts';
 import { recordEvent } from './events.ts';
 

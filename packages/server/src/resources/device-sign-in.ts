@@ -184,7 +184,7 @@ async function decide(db: Kysely<Database>, now: number, userId: string, code: s
   });
 }
 
-// The answers of the three operations: contract records, or the errors the contract names for each outcome.
+// The answers of the four operations: contract records, or the errors the contract names for each outcome.
 
 /** A new sign-in request: the codes, and where the user approves it (`verificationUri`, the /device page). */
 export async function requestDeviceCode(
@@ -239,8 +239,7 @@ export async function pollDeviceToken(db: Kysely<Database>, clock: Clock, reques
 /**
  * Admits an approval or denial: approving issues a session token, which holds every scope and acts in every
  * workspace, so it takes a caller that holds every scope and whose token is not restricted to workspaces (403
- * otherwise); and the attempt is counted against the user's limit of unknown codes (429 beyond it). The count must stand whatever becomes of the request, so it is not made in the request's
- * transaction (the operation's `before` stage): a refused guess rolled back with its 404 would count nothing.
+ * otherwise); and the attempt is counted (admitCodeAttempt).
  */
 export async function admitDeviceDecision(
   db: Kysely<Database>,
@@ -263,8 +262,17 @@ export async function admitDeviceDecision(
     }
     requireUnrestricted(caller, 'approveDeviceCode', 'would issue a session token, which acts in every workspace');
   }
+  await admitCodeAttempt(db, clock, caller.userId);
+}
+
+/**
+ * Counts one entered code against the user's limit of unknown codes (429 beyond it), for a decision or a look-up
+ * alike. The count must stand whatever becomes of the request, so it is not made in the request's transaction
+ * (the operation's `before` stage): a refused guess rolled back with its 404 would count nothing.
+ */
+export async function admitCodeAttempt(db: Kysely<Database>, clock: Clock, userId: string): Promise<void> {
   const now = clock.now();
-  const { attempts, windowEndsAt } = await countAttempt(db, caller.userId, now);
+  const { attempts, windowEndsAt } = await countAttempt(db, userId, now);
   if (attempts > APPROVAL_ATTEMPT_LIMIT) {
     throw new ApiError(
       'rate_limited',
@@ -279,7 +287,35 @@ export async function admitDeviceDecision(
   }
 }
 
-/** The signed-in user approves or denies the request showing `userCode`, admitted by admitDeviceDecision: 404 or 409 otherwise. */
+const codeNotFound = (shown: string) =>
+  new ApiError('not_found', `Device code ${shown} not found.`, {
+    param: 'user_code',
+    suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
+  });
+
+/**
+ * The request showing `userCode` (as typed) while it waits for a decision, admitted by admitCodeAttempt: who asked
+ * and when, for the /device page to show before the user confirms. Unknown, expired and decided codes are 404, as
+ * a decision answers them; a code found gives its attempt back.
+ */
+export async function getDeviceSignInRequest(db: Kysely<Database>, clock: Clock, userId: string, userCode: string): Promise<Schema<'DeviceSignInRequest'>> {
+  const code = normaliseUserCode(userCode);
+  const grant =
+    code === undefined
+      ? undefined
+      : await db
+          .selectFrom('device_grants')
+          .select(['user_code', 'client_id', 'created_at', 'expires_at'])
+          .where('user_code', '=', code)
+          .where('status', '=', 'pending')
+          .where('expires_at', '>', clock.now())
+          .executeTakeFirst();
+  if (!grant) throw codeNotFound(code === undefined ? userCode : formatUserCode(code));
+  await refundAttempt(db, userId);
+  return { user_code: formatUserCode(grant.user_code), client_id: grant.client_id, requested_at: grant.created_at, expires_at: grant.expires_at };
+}
+
+/** The signed-in user approves or denies the request showing `userCode`, admitted by admitDeviceDecision; 404 when no such request waits. */
 export async function approveDeviceCode(
   db: Kysely<Database>,
   clock: Clock,
@@ -298,9 +334,6 @@ export async function approveDeviceCode(
         expires_at: result.row.expires_at,
       };
     case 'not_found':
-      throw new ApiError('not_found', `Device code ${shown} not found.`, {
-        param: 'user_code',
-        suggestion: 'Check the code your terminal shows; if it expired, start the sign-in again there.',
-      });
+      throw codeNotFound(shown);
   }
 }

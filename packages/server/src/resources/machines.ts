@@ -6,6 +6,7 @@ import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { cancelWorkflows, type WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
@@ -13,7 +14,6 @@ import { computeStatus, lockCluster, slotAvailable } from '../services/provision
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { type ActingWorkspace, memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
-import { cancelWorkflows, type WorkflowStarter } from '../workflows/engine.ts';
 import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
 import { matchesFilter, visibleComputeConfig } from './compute-configs.ts';

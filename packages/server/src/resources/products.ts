@@ -5,13 +5,13 @@ import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, ProductSource, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import type { WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { chartLocation } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { forbiddenSourceUrl, type Resolver } from '../services/ssrf.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
-import type { WorkflowStarter } from '../workflows/engine.ts';
 import { clustersOfWorkspace } from './clusters.ts';
 import { recordEvent } from './events.ts';
 

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
-import { allocationUsage, entry, isMetric, limitOf, METRICS, type Metric, provisioningUsage } from '../services/quotas.ts';
+import { allocationUsage, entry, isMetric, limitOf, METRICS, type Metric, provisioningEntry } from '../services/quotas.ts';
 import type { WorkspaceCaller } from '../services/tenancy.ts';
 import { visibleCluster } from './clusters.ts';
 
@@ -22,10 +22,7 @@ export async function listQuotas(
   const cluster = clusterId === undefined ? undefined : await visibleCluster(db, caller, clusterId, 'cluster_id');
   const usage = await allocationUsage(db, caller.userId, caller);
   const entries = await Promise.all(ALLOCATION.map(async (metric) => entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric])));
-  if (cluster) {
-    const limit = await limitOf(db, caller.userId, cluster.workspace_id, 'compute/provisioning');
-    entries.push(entry('compute/provisioning', limit, await provisioningUsage(db, cluster.id)));
-  }
+  if (cluster) entries.push(await provisioningEntry(db, cluster));
   return entries;
 }
 
@@ -47,8 +44,7 @@ export async function getQuota(
     if (clusterId === undefined) {
       throw validationError('cluster_id', 'compute/provisioning is counted per cluster: cluster_id is required.', 'Add ?cluster_id=<cluster id>.');
     }
-    const cluster = await visibleCluster(db, caller, clusterId, 'cluster_id');
-    return entry(metric, await limitOf(db, caller.userId, cluster.workspace_id, metric), await provisioningUsage(db, cluster.id));
+    return provisioningEntry(db, await visibleCluster(db, caller, clusterId, 'cluster_id'));
   }
   const usage = await allocationUsage(db, caller.userId, caller);
   return entry(metric, await limitOf(db, caller.userId, workspaceId, metric), usage[metric]);

@@ -4,11 +4,11 @@ import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import type { WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
-import type { WorkflowStarter } from '../workflows/engine.ts';
 import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;

@@ -244,16 +244,24 @@ export async function forgetWorkspace(db: Kysely<Database>, workspaceId: string)
     .execute();
 }
 
-/** Revocation deletes the row: the token cannot be recovered and its next use gets 401. 404 as getPersonalToken. */
-export async function revokePersonalToken(db: Kysely<Database>, caller: WorkspaceCaller, tokenId: string): Promise<void> {
+/** A token's name and expiry (never its secret or digest), for the caller's own description; undefined when it is gone. */
+export const describeToken = (db: Kysely<Database>, tokenId: string) =>
+  db.selectFrom('tokens').select(['name', 'expires_at']).where('id', '=', tokenId).executeTakeFirst();
+
+/**
+ * Revokes one of the caller's own tokens of `kind` (a PAT, or a session: the calling one too) by deleting its row:
+ * it cannot be recovered and its next use gets 401. Another user's, one of the other kind, and one the caller may
+ * not manage (wider than a restricted caller) are 404 like a missing one.
+ */
+export async function revokeOwnToken(db: Kysely<Database>, caller: WorkspaceCaller, kind: 'pat' | 'session', id: string): Promise<void> {
   const result = await db
     .deleteFrom('tokens')
-    .where('id', '=', tokenId)
+    .where('id', '=', id)
     .where('user_id', '=', caller.userId)
-    .where('kind', '=', 'pat')
+    .where('kind', '=', kind)
     .where(manageableBy(caller))
     .executeTakeFirst();
-  if (result.numDeletedRows === 0n) throw notFound('Token', tokenId);
+  if (result.numDeletedRows === 0n) throw notFound(kind === 'pat' ? 'Token' : 'Session', id);
   await announceAccessChange(db, [caller.userId]);
 }
 
@@ -277,19 +285,6 @@ export async function listSessions(
   const base = db.selectFrom('tokens').selectAll().where('user_id', '=', caller.userId).where('kind', '=', 'session').where(manageableBy(caller));
   const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
   return page(rows, limit, cursor, (row) => toSession(row, currentTokenId));
-}
-
-/** Ends one of the user's sessions (the calling one too); another user's is 404 like a missing one, and so is any to a restricted token. */
-export async function revokeSession(db: Kysely<Database>, caller: WorkspaceCaller, sessionId: string): Promise<void> {
-  const result = await db
-    .deleteFrom('tokens')
-    .where('id', '=', sessionId)
-    .where('user_id', '=', caller.userId)
-    .where('kind', '=', 'session')
-    .where(manageableBy(caller))
-    .executeTakeFirst();
-  if (result.numDeletedRows === 0n) throw notFound('Session', sessionId);
-  await announceAccessChange(db, [caller.userId]);
 }
 
 /** Ends every session of the user but the calling one (`currentTokenId`: a PAT's or null ends them all); none for a restricted token. */

@@ -7,7 +7,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { newId } from '../ids.ts';
 import { ALL_SCOPES, type Scopes } from '../services/scopes.ts';
 import type { ActingWorkspace, WorkspaceCaller } from '../services/tenancy.ts';
-import { createToken } from './tokens.ts';
+import { createToken, describeToken } from './tokens.ts';
 import { createWorkspace } from './workspaces.ts';
 
 /** A user with a workspace of their own and a first personal access token. */
@@ -49,7 +49,7 @@ export async function describeCaller(
   workspace: ActingWorkspace | undefined,
 ): Promise<Schema<'CurrentUser'>> {
   const user = await db.selectFrom('users').select(['id', 'email', 'plan']).where('id', '=', caller.userId).executeTakeFirstOrThrow();
-  const token = caller.tokenId ? await db.selectFrom('tokens').select(['name', 'expires_at']).where('id', '=', caller.tokenId).executeTakeFirst() : undefined;
+  const token = caller.tokenId ? await describeToken(db, caller.tokenId) : undefined;
   return {
     id: user.id,
     email: user.email,

@@ -162,6 +162,13 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
     let version = await tail.ready();
     let seq: number | undefined;
     if (tail.clusterId) yield* emit(await readNew(tail.clusterId, tail.containers, positions.size > 0 ? undefined : request.tail));
+    const podsGone = () => tail.finished && !tail.containers.some(wanted);
+    // An install that failed or is being removed, with nothing left to follow: the stream ends now, as it would
+    // have when its pods went.
+    if (podsGone()) {
+      yield sse('end', { reason: 'pods_gone' });
+      return;
+    }
     while (!stop.aborted) {
       const changed = await tail.changed(version, KEEP_ALIVE_MS, stop);
       if (stop.aborted) break;
@@ -175,7 +182,7 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
         seq = taken?.next;
         yield* emit(taken?.lines ?? (await readNew(tail.clusterId, tail.containers)));
       }
-      if (tail.finished && !tail.containers.some(wanted)) {
+      if (podsGone()) {
         yield sse('end', { reason: 'pods_gone' });
         return;
       }

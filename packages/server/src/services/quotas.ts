@@ -86,6 +86,15 @@ export async function provisioningUsage(db: Kysely<Database>, clusterId: string)
   return row.count;
 }
 
+/**
+ * A cluster's provisioning entry: the limit of its workspace's owner (the one provisioning enforces, whoever
+ * asks) and the provisions in progress.
+ */
+export async function provisioningEntry(db: Kysely<Database>, cluster: { id: string; workspace_id: string }): Promise<Entry> {
+  const { owner_id } = await db.selectFrom('workspaces').select('owner_id').where('id', '=', cluster.workspace_id).executeTakeFirstOrThrow();
+  return entry('compute/provisioning', await limitOf(db, owner_id, cluster.workspace_id, 'compute/provisioning'), await provisioningUsage(db, cluster.id));
+}
+
 export function entry(metric: Metric, limit: number, usage: number): Entry {
   const { type, displayName, unit } = METRICS[metric];
   return { metric, type, displayName, unit, limit, usage, remaining: Math.max(0, limit - usage) };

@@ -2,25 +2,25 @@
 // is named by the operation that starts it; regenerateProduct, started by createProduct and updateProduct, by its verb.
 import type { WorkflowDeadlines } from '../config.ts';
 import type { WorkflowKind } from '../db/schema.ts';
-import { clusterCreate } from './cluster.ts';
-import { deprovision } from './deprovision.ts';
-import type { WorkflowDefinition } from './engine.ts';
-import { installWorkflow } from './install.ts';
-import { provisionMachine } from './provision.ts';
-import { regenerateProduct } from './regeneration.ts';
-import { resumeMachine, suspendMachine } from './suspension.ts';
-import { uninstallWorkflow } from './uninstall.ts';
+import type { WorkflowDefinition } from '../engine/engine.ts';
+import { createClusterWorkflow } from './create-cluster.ts';
+import { createInstallWorkflow } from './create-install.ts';
+import { deleteInstallWorkflow } from './delete-install.ts';
+import { deleteMachineWorkflow } from './delete-machine.ts';
+import { regenerateProductWorkflow } from './regenerate-product.ts';
+import { requestMachineWorkflow } from './request-machine.ts';
+import { resumeSuspensionWorkflow, suspendMachineWorkflow } from './suspension.ts';
 
 export const workflowDefinitions = (deadlines: WorkflowDeadlines): Record<WorkflowKind, WorkflowDefinition> => ({
-  createCluster: clusterCreate(deadlines),
-  requestMachine: provisionMachine(deadlines),
-  deleteMachine: deprovision,
-  createInstall: installWorkflow(deadlines.installSyncSeconds),
+  createCluster: createClusterWorkflow(deadlines),
+  requestMachine: requestMachineWorkflow(deadlines),
+  deleteMachine: deleteMachineWorkflow,
+  createInstall: createInstallWorkflow(deadlines.installSyncSeconds),
   // The same steps: placed already, they re-render the releases (a rollback, its revision's) and wait for them.
-  updateInstall: installWorkflow(deadlines.installSyncSeconds),
-  rollbackInstall: installWorkflow(deadlines.installSyncSeconds),
-  deleteInstall: uninstallWorkflow(deadlines.installSyncSeconds),
-  regenerateProduct,
-  suspendMachine,
-  resumeSuspension: resumeMachine(deadlines),
+  updateInstall: createInstallWorkflow(deadlines.installSyncSeconds),
+  rollbackInstall: createInstallWorkflow(deadlines.installSyncSeconds),
+  deleteInstall: deleteInstallWorkflow(deadlines.installSyncSeconds),
+  regenerateProduct: regenerateProductWorkflow,
+  suspendMachine: suspendMachineWorkflow,
+  resumeSuspension: resumeSuspensionWorkflow(deadlines),
 });

@@ -4,11 +4,11 @@
 // after a crash adopts the snapshot or server the earlier run made.
 
 import type { WorkflowDeadlines } from '../config.ts';
+import type { StepContext, StepDeadline, WorkflowDefinition } from '../engine/engine.ts';
 import { machineForWorkflow, markMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { recordSnapshot, setSuspensionStatus, suspensionById } from '../resources/suspensions.ts';
 import { machineCredential } from './credentials.ts';
-import type { StepContext, StepDeadline, WorkflowDefinition } from './engine.ts';
 
 /** A snapshot still not available this long (s) after it was asked for fails the suspension. */
 const SNAPSHOT_DEADLINE_SECONDS = 3600;
@@ -32,7 +32,7 @@ async function subjectOf(ctx: StepContext) {
   return machine ? { suspension, machine } : undefined;
 }
 
-export const suspendMachine: WorkflowDefinition = {
+export const suspendMachineWorkflow: WorkflowDefinition = {
   deadlines: { await_snapshot: snapshotDeadline },
   steps: {
     async start(ctx) {
@@ -204,7 +204,7 @@ const resumeBootDeadline = (seconds: number): StepDeadline => ({
   },
 });
 
-export const resumeMachine = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
+export const resumeSuspensionWorkflow = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
   ...resumeSuspension,
   deadlines: { boot: resumeBootDeadline(deadlines.machineBootSeconds) },
 });

@@ -2,23 +2,23 @@
 // rate limit, and the engine with every workflow kind. Used by main.ts and by tests.
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import type { Database } from '../db/schema.ts';
-import { createComputeProvider } from '../providers/index.ts';
-import { type ProviderRateLimit, providerRateLimit } from '../providers/rate-limit.ts';
-import { rateLimited } from '../providers/rate-limited.ts';
-import { SimulatedCloud, type SimulationOptions } from '../providers/simulated.ts';
-import type { ClusterDriver } from '../providers/types.ts';
-import { recordWorkflowTransition } from '../resources/audit-events.ts';
-import { secretBox } from '../services/secrets.ts';
-import { defaultResolve, type Resolver } from '../services/ssrf.ts';
-import { WorkflowEngine } from './engine.ts';
-import { eventRetention } from './event-retention.ts';
-import { workflowDefinitions } from './index.ts';
-import { leftoversReconciler } from './leftovers.ts';
-import { tokenExpiryNotices } from './token-expiry.ts';
-import { WebhookDispatcher } from './webhook-dispatcher.ts';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/schema.ts';
+import { WorkflowEngine } from './engine/engine.ts';
+import { eventRetention } from './jobs/event-retention.ts';
+import { leftoversReconciler } from './jobs/leftovers.ts';
+import { tokenExpiryNotices } from './jobs/token-expiry.ts';
+import { WebhookDispatcher } from './jobs/webhook-dispatcher.ts';
+import { createComputeProvider } from './providers/index.ts';
+import { type ProviderRateLimit, providerRateLimit } from './providers/rate-limit.ts';
+import { rateLimited } from './providers/rate-limited.ts';
+import { SimulatedCloud, type SimulationOptions } from './providers/simulated.ts';
+import type { ClusterDriver } from './providers/types.ts';
+import { recordWorkflowTransition } from './resources/audit-events.ts';
+import { secretBox } from './services/secrets.ts';
+import { defaultResolve, type Resolver } from './services/ssrf.ts';
+import { workflowDefinitions } from './workflows/index.ts';
 
 export interface RuntimeOptions {
   db: Kysely<Database>;

@@ -2,11 +2,12 @@
 // release may be in flight), uninstall the release of every product source from its cluster, then remove the
 // install. It reads as `uninstalling` until then; its cluster can be deleted after. The wait for the releases to
 // go has a deadline (INSTALL_SYNC_TIMEOUT_SECONDS): then the uninstall fails with the deployer's reason.
+
+import { anyRunning, type StepContext, type WorkflowDefinition } from '../engine/engine.ts';
 import { sourcesEverDeployed } from '../resources/install-revisions.ts';
 import { failUninstall, installById, removeInstall } from '../resources/installs.ts';
 import { productOfWorkspace } from '../resources/products.ts';
-import { anyRunning, type StepContext, type WorkflowDefinition } from './engine.ts';
-import { releaseName } from './install.ts';
+import { releaseName } from './create-install.ts';
 
 const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
 
@@ -20,7 +21,7 @@ async function releasesLeft(ctx: StepContext) {
 }
 
 /** The uninstall workflow, the wait for its releases to go bounded by `timeoutSeconds`. */
-export const uninstallWorkflow = (timeoutSeconds: number): WorkflowDefinition => ({
+export const deleteInstallWorkflow = (timeoutSeconds: number): WorkflowDefinition => ({
   ...deleteInstall,
   deadlines: {
     await_gone: {

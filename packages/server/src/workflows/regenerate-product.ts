@@ -1,16 +1,17 @@
 // regenerateProduct, after a product is created or updated: render the new template, then upgrade every running
 // install of the product to it. A newer update supersedes an older regeneration, which then ends without effect.
+
+import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
 import { recordRevision } from '../resources/install-revisions.ts';
 import { installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import type { StepContext, WorkflowDefinition } from './engine.ts';
-import { releasesOf } from './install.ts';
+import { releasesOf } from './create-install.ts';
 
 /** The product, when the template this workflow regenerates is still its current one. */
 const currentProduct = (ctx: StepContext) => productAtTemplate(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id);
 
-export const regenerateProduct: WorkflowDefinition = {
+export const regenerateProductWorkflow: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const product = await currentProduct(ctx);

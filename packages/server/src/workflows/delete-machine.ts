@@ -1,13 +1,14 @@
 // Delete a machine: wait for any step of its other workflows that is running now (they were cancelled, but a
 // provider call may be in flight), delete its server and, for a suspended machine, its snapshot, then remove
 // the machine and free its provisioning slot. The machine lists as `deleting` until then.
+
+import { anyRunning, retryThenFail, type StepContext, type WorkflowDefinition } from '../engine/engine.ts';
 import { ProviderError } from '../providers/types.ts';
 import { machineById, machineForWorkflow, removeMachine } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { deleteSuspensionsOfMachine, suspensionsOfMachine } from '../resources/suspensions.ts';
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
-import { anyRunning, retryThenFail, type StepContext, type WorkflowDefinition } from './engine.ts';
 
 const machineOf = (ctx: StepContext) => machineById(ctx.db, ctx.workflow.subject_id);
 
@@ -17,7 +18,7 @@ const machineOf = (ctx: StepContext) => machineById(ctx.db, ctx.workflow.subject
  */
 const LOCKED_DEADLINE_SECONDS = 900;
 
-export const deprovision: WorkflowDefinition = {
+export const deleteMachineWorkflow: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       const cancelled = (ctx.state.cancelled as string[] | undefined) ?? [];

@@ -5,13 +5,13 @@
 // deleted and fails, freeing its slot, and counts as a failure toward the cluster's backoff.
 
 import type { WorkflowDeadlines } from '../config.ts';
+import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from '../engine/engine.ts';
 import { ProviderError } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
 import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
-import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from './engine.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
 const queuedWait = (checks: number) => Math.min(2 ** checks, 60);
@@ -164,7 +164,7 @@ const bootDeadline = (seconds: number): StepDeadline => ({
   },
 });
 
-export const provisionMachine = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
+export const requestMachineWorkflow = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
   ...provision,
   deadlines: { boot: bootDeadline(deadlines.machineBootSeconds) },
   boundedElsewhere: {

@@ -5,6 +5,7 @@
 // template and sources. Each deploy is recorded as a revision. The wait for the releases has a deadline
 // (INSTALL_SYNC_TIMEOUT_SECONDS); an error the deployer reports meanwhile fails it sooner, once it has lasted.
 import type { ProductSource } from '../db/schema.ts';
+import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from '../engine/engine.ts';
 import type { HelmRelease, HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
 import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
@@ -12,7 +13,6 @@ import { finishInstall, installById, placeInstall, setInstallTemplate } from '..
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { heldTemplateOf, productOfWorkspace } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from './engine.ts';
 
 /** How long an install waits for a cluster of its region that is still being created. */
 const PLACEMENT_WAIT = 10;
@@ -72,7 +72,7 @@ export function releasesDeadline(
 }
 
 /** The install workflow, its releases' wait bounded by `syncTimeoutSeconds`. */
-export function installWorkflow(syncTimeoutSeconds: number): WorkflowDefinition {
+export function createInstallWorkflow(syncTimeoutSeconds: number): WorkflowDefinition {
   return {
     ...installSteps,
     deadlines: {

@@ -1,14 +1,14 @@
 // Create a cluster: the driver creates its control plane and it comes up (PROVISIONING → RUNNING), then
 // machines queued for it may start. A control plane not RUNNING within the deadline makes the cluster ERROR.
 import type { WorkflowDeadlines } from '../config.ts';
+import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
 import { clusterById, markClusterFailed, markClusterRunning } from '../resources/clusters.ts';
 import { notifyWorkspace } from '../resources/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
-import type { StepContext, WorkflowDefinition } from './engine.ts';
 
 const clusterOf = (ctx: StepContext) => clusterById(ctx.db, ctx.workflow.subject_id);
 
-export const clusterCreate = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
+export const createClusterWorkflow = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
   steps: {
     async start(ctx) {
       const cluster = await clusterOf(ctx);
