@@ -21,6 +21,7 @@ export const OPERATIONS: Record<string, string[]> = {
   '/servers/{id}': ['get', 'delete'],
   '/servers/{id}/actions/shutdown': ['post'],
   '/servers/{id}/actions/poweroff': ['post'],
+  '/servers/{id}/actions/poweron': ['post'],
   '/servers/{id}/actions/create_image': ['post'],
   '/images': ['get'],
   '/images/{id}': ['get', 'delete'],

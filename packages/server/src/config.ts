@@ -1,6 +1,7 @@
 // Environment → typed configuration, validated once at start-up. A bad variable stops start-up with one
 // clear line naming it (ConfigError), never a stack trace.
 
+import { createHash } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
 
@@ -133,6 +134,12 @@ export interface ComputeConfig {
   hcloudRequestsPerHour: number;
   /** Hetzner SSH keys (names or ids) put on every server; none leaves SSH closed by the cluster's firewall. */
   hcloudSshKeys: string[];
+  /**
+   * The value of the `managed-by` label on everything this installation makes at Hetzner (HCLOUD_MANAGED_BY; by
+   * default `platform-` and a digest of PUBLIC_URL, else of the database's address): the leftovers reconciler
+   * deletes only what carries it, so installations sharing a project never sweep each other's servers.
+   */
+  hcloudManagedBy: string;
   /** The leftovers reconciler (jobs/leftovers.ts). */
   leftovers: { graceSeconds: number; dryRun: boolean; everySeconds: number };
 }
@@ -300,6 +307,26 @@ function clusterDriver(env: Env): Config['clusterDriver'] {
   };
 }
 
+/** Hetzner's label value rule (its API reference's "Labels"): at most 63 of [A-Za-z0-9._-], alphanumeric at both ends. */
+const LABEL_VALUE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
+
+/** HCLOUD_MANAGED_BY, else one derived from what tells installations apart: their public URL, or their database. */
+function managedBy(env: Env): string {
+  const raw = env.HCLOUD_MANAGED_BY;
+  if (raw !== undefined && raw !== '') {
+    if (!LABEL_VALUE.test(raw))
+      throw new ConfigError(`HCLOUD_MANAGED_BY must be a Hetzner label value (up to 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends), got "${raw}"`);
+    return raw;
+  }
+  let where = env.PUBLIC_URL || env.DATA_DIR || '.data';
+  if (!env.PUBLIC_URL && env.DATABASE_URL) {
+    // The database's address, not its password: changing a password does not make another installation.
+    const url = new URL(env.DATABASE_URL);
+    where = `${url.hostname}:${url.port}${url.pathname}`;
+  }
+  return `platform-${createHash('sha256').update(where).digest('hex').slice(0, 12)}`;
+}
+
 function compute(env: Env): ComputeConfig {
   const provider = env.COMPUTE_PROVIDER || 'simulated';
   if (provider !== 'simulated' && provider !== 'hetzner') throw new ConfigError(`COMPUTE_PROVIDER must be simulated or hetzner, got "${provider}"`);
@@ -324,6 +351,7 @@ function compute(env: Env): ComputeConfig {
     hcloudEndpoint,
     hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000),
     hcloudSshKeys,
+    hcloudManagedBy: managedBy(env),
     leftovers: {
       graceSeconds: integer(env, 'LEFTOVERS_GRACE_SECONDS', 3600, 0, 30 * 86_400),
       dryRun: boolean(env, 'LEFTOVERS_DRY_RUN', false),

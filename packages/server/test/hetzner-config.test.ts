@@ -14,6 +14,7 @@ describe('compute provider settings', () => {
       hcloudEndpoint: 'https://api.hetzner.cloud/v1',
       hcloudRequestsPerHour: 3600,
       hcloudSshKeys: [],
+      hcloudManagedBy: expect.stringMatching(/^platform-[0-9a-f]{12}$/),
       leftovers: { graceSeconds: 3600, dryRun: false, everySeconds: 600 },
     });
   });
@@ -30,6 +31,17 @@ describe('compute provider settings', () => {
     hetzner({});
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('HCLOUD_SSH_KEYS is not set');
+  });
+
+  it('names the installation in the managed-by label: HCLOUD_MANAGED_BY, else one per public URL or database', () => {
+    const managedBy = (env: Record<string, string>) => loadConfig(env).compute.hcloudManagedBy;
+    expect(managedBy({ HCLOUD_MANAGED_BY: 'acme-prod' })).toBe('acme-prod');
+    // Two installations sharing a BYOM project are told apart by their public URLs, else by their databases.
+    expect(managedBy({ PUBLIC_URL: 'https://a.example' })).not.toBe(managedBy({ PUBLIC_URL: 'https://b.example' }));
+    expect(managedBy({ PUBLIC_URL: 'https://a.example' })).toBe(managedBy({ PUBLIC_URL: 'https://a.example' }));
+    expect(managedBy({ DATABASE_URL: 'postgres://u:one@db1:5432/platform' })).toBe(managedBy({ DATABASE_URL: 'postgres://u:two@db1:5432/platform' }));
+    expect(managedBy({ DATABASE_URL: 'postgres://u@db1:5432/platform' })).not.toBe(managedBy({ DATABASE_URL: 'postgres://u@db2:5432/platform' }));
+    expect(() => loadConfig({ HCLOUD_MANAGED_BY: 'not a label!' })).toThrow(/^HCLOUD_MANAGED_BY must be a Hetzner label value/);
   });
 
   it('refuses to start with one clear line when a setting is wrong', () => {

@@ -8,12 +8,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { firewallRules, HetznerCompute, HetznerError } from '../src/providers/hetzner/compute.ts';
 import { tokenRateLimit } from '../src/providers/hetzner/rate-limit.ts';
 import { ProviderAuthError, type ProviderCredential } from '../src/providers/types.ts';
-import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
+import { ACTION_MS, type HetznerFake, STARTING_MS, startHetznerFake } from './support/hetzner-fake.ts';
 import { useTestDatabase } from './support.ts';
 
 const PLATFORM = 'platform-token-7f3a9c';
 const BYOM: ProviderCredential = { id: 'ccr_byom1', token: 'byom-token-1d44e0' };
 const FAST = 3_600_000; // requests an hour: 1 ms apart, so the tests are not slowed by spacing
+const MANAGED_BY = 'platform-driver-test';
 
 const database = useTestDatabase();
 let fake: HetznerFake;
@@ -33,6 +34,7 @@ function driver(options: { perHour?: number; token?: string | undefined; sshKeys
     endpoint: fake.url,
     token: 'token' in options ? options.token : PLATFORM,
     sshKeys: options.sshKeys ?? [],
+    managedBy: MANAGED_BY,
     rateLimit: tokenRateLimit(database.db, options.perHour ?? FAST),
     logger,
     actionPollMs: 10,
@@ -50,7 +52,8 @@ const request = (workflow: string, overrides: Partial<Parameters<HetznerCompute[
 });
 
 beforeAll(async () => {
-  fake = await startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: FAST });
+  // Actions of 30 ms, so the tests are quick; one test below keeps Hetzner's seconds.
+  fake = await startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: FAST, actionMs: 30, startingMs: 30 });
 });
 
 afterEach(() => {
@@ -95,7 +98,8 @@ describe('servers', () => {
       from_snapshot: false,
     });
     expect(server.id).toMatch(/^[0-9]+$/);
-    expect(server.labels).toEqual({ workflow: 'wf_create1', machine: 'm_wf_create1' });
+    // Ours: this installation's managed-by label beside the workflow's.
+    expect(server.labels).toEqual({ workflow: 'wf_create1', machine: 'm_wf_create1', 'managed-by': MANAGED_BY });
     const post = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name: string }).name === 'node-wf-create1');
     expect(post?.body).toMatchObject({ user_data: '#cloud-config\nruncmd: [kubeadm join]\n', labels: { workflow: 'wf_create1' }, location: 'fsn1' });
     expect(fake.requests.some((r) => r.path.startsWith('/actions/'))).toBe(true);
@@ -112,10 +116,59 @@ describe('servers', () => {
     const hetzner = driver();
     const labels = { workflow: 'wf_labels1', machine: 'compute://mch_01hx' };
     const server = await hetzner.createServer(request('wf_labels1', { labels }));
-    expect(server.labels).toEqual({ workflow: 'wf_labels1', machine: 'compute.mch_01hx' });
+    expect(server.labels).toEqual({ workflow: 'wf_labels1', machine: 'compute.mch_01hx', 'managed-by': MANAGED_BY });
     expect((await hetzner.createServer(request('wf_labels1', { labels }))).id).toBe(server.id);
     const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_labels_snap', machine: 'compute://mch_01hx' });
     expect(snapshot.labels.machine).toBe('compute.mch_01hx');
+  });
+
+  it('with Hetzner’s own timing, waits seconds for the Action while the server passes initializing, starting, running', async () => {
+    // A double with its defaults (Actions of seconds, as at Hetzner) and the driver's (one poll a second).
+    const hetznerLike = await startHetznerFake({ tokens: [PLATFORM], requestsPerHour: FAST });
+    const seen: string[] = [];
+    const watch = setInterval(() => {
+      const status = hetznerLike.servers(PLATFORM).find((s) => s.name === 'node-wf-timing')?.status;
+      if (status && seen.at(-1) !== status) seen.push(status);
+    }, 50);
+    try {
+      const hetzner = new HetznerCompute({ endpoint: hetznerLike.url, token: PLATFORM, managedBy: MANAGED_BY, rateLimit: tokenRateLimit(database.db, FAST) });
+      const started = Date.now();
+      const server = await hetzner.createServer(request('wf_timing'));
+      const took = Date.now() - started;
+      expect(took).toBeGreaterThanOrEqual(ACTION_MS);
+      expect(server.status).toBe('starting');
+      // Polled about once a second, not in a tight loop.
+      const polls = hetznerLike.requests.filter((r) => r.path.startsWith('/actions/')).length;
+      expect(polls).toBeGreaterThanOrEqual(2);
+      expect(polls).toBeLessThanOrEqual(Math.ceil(took / 1000) + 1);
+      await expect.poll(async () => (await hetzner.getServer(server.id))?.status, { interval: 200, timeout: STARTING_MS + 3000 }).toBe('running');
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the watch's next look
+      expect(seen).toEqual(['initializing', 'starting', 'running']);
+      expect(hetznerLike.violations).toEqual([]);
+    } finally {
+      clearInterval(watch);
+      await hetznerLike.close();
+    }
+  }, 30_000);
+
+  it('an Action still running at the deadline fails the call (busy Hetzner, not a hang)', async () => {
+    fake.actionMs = 60_000;
+    try {
+      const hetzner = new HetznerCompute({
+        endpoint: fake.url,
+        token: PLATFORM,
+        managedBy: MANAGED_BY,
+        rateLimit: tokenRateLimit(database.db, FAST),
+        actionPollMs: 50,
+        actionTimeoutMs: 400,
+      });
+      const started = Date.now();
+      const error = await hetzner.createServer(request('wf_action_deadline')).catch((e: unknown) => e);
+      expect(error).toMatchObject({ kind: 'unavailable', code: 'timeout', message: expect.stringContaining('create_server') });
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      fake.actionMs = 30;
+    }
   });
 
   it('reports an Action that ends in error as a HetznerError', async () => {
@@ -367,6 +420,101 @@ describe('SSH keys and the cluster’s firewall', () => {
       .createServer(request('wf_fw_badkey', { cluster_id: 'cl_fw2' }))
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: 'refused', code: 'invalid_input' });
+  });
+});
+
+describe('the cluster firewall’s lifecycle', () => {
+  const rulesOf = (id: number) =>
+    fake
+      .firewalls(PLATFORM)
+      .find((f) => f.id === id)
+      ?.rules?.map((r) => `${r.protocol}:${r.port ?? ''} from ${[...(r.source_ips ?? [])].sort().join(' ')}`)
+      .sort();
+  const expected = (addresses: string[]) =>
+    firewallRules(addresses.sort(), false)
+      .map((r) => `${r.protocol}:${r.port ?? ''} from ${[...(r.source_ips ?? [])].sort().join(' ')}`)
+      .sort();
+  const ipOf = (id: string) => `${fake.servers(PLATFORM).find((s) => String(s.id) === id)!.public_net.ipv4!.ip}/32`;
+
+  it('follows the cluster’s servers: a deleted node’s address leaves it, a rule changed by hand is set back, unchanged rules are not rewritten', async () => {
+    const hetzner = driver();
+    const a = await hetzner.createServer(request('wf_fwl1', { cluster_id: 'cl_fwl1' }));
+    const b = await hetzner.createServer(request('wf_fwl2', { cluster_id: 'cl_fwl1' }));
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fwl1')!;
+    expect(firewall.labels).toEqual({ cluster: 'cl_fwl1', 'managed-by': MANAGED_BY });
+    const [ipA, ipB] = [ipOf(a.id), ipOf(b.id)];
+    expect(rulesOf(firewall.id)).toEqual(expected([ipA, ipB]));
+
+    await hetzner.deleteServer(b.id);
+    // Whoever gets b's address next is not let into the cluster.
+    expect(rulesOf(firewall.id)).toEqual(expected([ipA]));
+
+    fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)!.rules = [];
+    await hetzner.refreshFirewall('cl_fwl1');
+    expect(rulesOf(firewall.id)).toEqual(expected([ipA]));
+    const writes = () => fake.requests.filter((r) => r.path === `/firewalls/${firewall.id}/actions/set_rules`).length;
+    const before = writes();
+    await hetzner.refreshFirewall('cl_fwl1');
+    expect(writes()).toBe(before);
+    await hetzner.deleteServer(a.id);
+  });
+
+  it('cannot be deleted while a server has it (Hetzner’s 422 resource_in_use, busy); once its servers are gone it is', async () => {
+    const hetzner = driver();
+    const node = await hetzner.createServer(request('wf_fwl3', { cluster_id: 'cl_fwl2' }));
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fwl2')!;
+    const refused = await hetzner.deleteFirewall(String(firewall.id)).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ kind: 'busy', code: 'resource_in_use', status: 422 });
+    expect(fake.firewalls(PLATFORM).map((f) => f.id)).toContain(firewall.id);
+    await hetzner.deleteServer(node.id);
+    await hetzner.deleteFirewall(String(firewall.id));
+    expect(fake.firewalls(PLATFORM).map((f) => f.id)).not.toContain(firewall.id);
+    await hetzner.deleteFirewall(String(firewall.id)); // gone already: fine
+  });
+
+  it('lists as ours only what carries this installation’s managed-by label, not a user’s server labelled workflow and machine, nor another installation’s', async () => {
+    const hetzner = driver();
+    const ours = await hetzner.createServer(request('wf_mine1', { cluster_id: 'cl_mine1' }));
+    const snapshot = await hetzner.createSnapshot(ours.id, { workflow: 'wf_mine_snap', machine: 'm_wf_mine1' });
+    const other = await new HetznerCompute({
+      endpoint: fake.url,
+      token: PLATFORM,
+      managedBy: 'platform-elsewhere',
+      rateLimit: tokenRateLimit(database.db, FAST),
+      actionPollMs: 10,
+    }).createServer(request('wf_theirs1'));
+    const users = await hetzner.createServer(request('wf_users1'));
+    fake.mutateServer(PLATFORM, Number(users.id), (server) => {
+      delete server.labels['managed-by'];
+      server.status = 'running';
+    });
+    const listed = await hetzner.listLabelled();
+    const ids = listed.map((r) => `${r.kind}:${r.id}`);
+    const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_mine1')!;
+    expect(ids).toEqual(expect.arrayContaining([`server:${ours.id}`, `snapshot:${snapshot.id}`, `firewall:${firewall.id}`]));
+    expect(ids).not.toContain(`server:${other.id}`);
+    expect(ids).not.toContain(`server:${users.id}`);
+    expect(listed.every((r) => r.labels['managed-by'] === MANAGED_BY)).toBe(true);
+    // Nor is the user's server adopted by a run with its workflow label.
+    expect((await hetzner.createServer(request('wf_users1', { name: 'node-wf-users1-again' }))).id).not.toBe(users.id);
+  });
+});
+
+describe('power on', () => {
+  it('powers a server that is off on again; one that runs, or is gone, is left as it is', async () => {
+    const hetzner = driver();
+    const server = await hetzner.createServer(request('wf_poweron1'));
+    await hetzner.shutdownServer(server.id);
+    expect((await hetzner.getServer(server.id))?.status).toBe('off');
+    await hetzner.powerOnServer(server.id);
+    await expect.poll(async () => (await hetzner.getServer(server.id))?.status, { interval: 20, timeout: 2000 }).toBe('running');
+    const posts = () => fake.requests.filter((r) => r.path === `/servers/${server.id}/actions/poweron`).length;
+    expect(posts()).toBe(1);
+    await hetzner.powerOnServer(server.id);
+    expect(posts()).toBe(1);
+    await hetzner.deleteServer(server.id);
+    await hetzner.powerOnServer(server.id);
+    expect(posts()).toBe(1);
   });
 });
 

@@ -45,7 +45,7 @@ const refused = (checked: Checked[]) => checked.filter((c) => c.status >= 400).m
 beforeAll(async () => {
   [prism, fake] = await Promise.all([
     startPrism({ mode: 'mock', document: extractPath, errors: true, verbose: 'warn' }),
-    startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: 3_600_000 }),
+    startHetznerFake({ tokens: [PLATFORM, BYOM.token], requestsPerHour: 3_600_000, actionMs: 30, startingMs: 30 }),
   ]);
 });
 
@@ -54,11 +54,12 @@ afterAll(async () => {
 });
 
 describe('requests Prism accepts', () => {
-  it('the whole stateful journey (catalog, create with user_data, adopt, Actions, shutdown and power-off, snapshot, resume, delete, BYOM) sends only valid requests', async () => {
+  it('the whole stateful journey (catalog, create with user_data, adopt, Actions, shutdown, power-off and power-on, snapshot, resume, delete, BYOM) sends only valid requests', async () => {
     const checked: Checked[] = [];
     const hetzner = new HetznerCompute({
       endpoint: fake.url,
       token: PLATFORM,
+      managedBy: 'platform-prism',
       rateLimit: unlimited,
       actionPollMs: 10,
       shutdownTimeoutMs: 200,
@@ -79,6 +80,9 @@ describe('requests Prism accepts', () => {
     } finally {
       fake.honourShutdown = true;
     }
+    await hetzner.powerOnServer(server.id);
+    await expect.poll(async () => (await hetzner.getServer(server.id))?.status, { interval: 20, timeout: 2000 }).toBe('running');
+    await hetzner.shutdownServer(server.id);
     const snapshot = await hetzner.createSnapshot(server.id, { workflow: 'wf_prism_suspend', machine: 'm_prism1' });
     await expect.poll(async () => (await hetzner.getSnapshot(snapshot.id))?.status, { interval: 20, timeout: 2000 }).toBe('available');
     await hetzner.deleteServer(server.id);
@@ -111,13 +115,21 @@ describe('requests Prism accepts', () => {
       'POST /servers',
       'POST /servers/{id}/actions/create_image',
       'POST /servers/{id}/actions/poweroff',
+      'POST /servers/{id}/actions/poweron',
       'POST /servers/{id}/actions/shutdown',
     ]);
   });
 
   it('parses what Prism generates from the schemas for every call', async () => {
     const checked: Checked[] = [];
-    const hetzner = new HetznerCompute({ endpoint: prism.url, token: PLATFORM, rateLimit: unlimited, actionPollMs: 10, fetch: prismChecked(checked, false) });
+    const hetzner = new HetznerCompute({
+      endpoint: prism.url,
+      token: PLATFORM,
+      managedBy: 'platform-prism',
+      rateLimit: unlimited,
+      actionPollMs: 10,
+      fetch: prismChecked(checked, false),
+    });
     const offerings = await hetzner.offerings();
     expect(Array.isArray(offerings)).toBe(true);
     expect(await hetzner.locations()).toEqual(expect.arrayContaining([expect.any(String)]));

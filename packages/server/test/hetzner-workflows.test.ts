@@ -13,10 +13,11 @@ import { eventually, newUser, type TestUser, useTestServer, workersSettled } fro
 
 const PLATFORM = 'platform-token-wf-81b2';
 const BYOM_TOKEN = 'byom-token-wf-4c07';
+const MANAGED_BY = 'platform-wf-test';
 let fake: HetznerFake;
 // Registered first: the fake is up when the runtime is configured, and outlives it.
 beforeAll(async () => {
-  fake = await startHetznerFake({ requestsPerHour: 3_600_000 });
+  fake = await startHetznerFake({ requestsPerHour: 3_600_000, actionMs: 30, startingMs: 30 });
   // Hetzner's default bucket for the platform token in the fake: one more request a second once spent.
   fake.addToken(PLATFORM, 3600);
   fake.addToken(BYOM_TOKEN);
@@ -30,6 +31,7 @@ const app = useTestServer({
     COMPUTE_PROVIDER: 'hetzner',
     HCLOUD_TOKEN: PLATFORM,
     HCLOUD_ENDPOINT: fake.url,
+    HCLOUD_MANAGED_BY: MANAGED_BY,
     HCLOUD_REQUESTS_PER_HOUR: '3600000',
     PROVIDER_RATE_LIMIT: '1000',
     SIM_CONTROL_PLANE_SECONDS: '30',
@@ -258,7 +260,7 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(used.last_used_at).not.toBeNull();
   });
 
-  it('a snapshot that ends unavailable fails the suspension, deletes the snapshot and keeps the server', async () => {
+  it('a snapshot that ends unavailable fails the suspension, deletes the snapshot, and powers the kept server on again: the machine is ready', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-snapfail', { byom: true });
     const ready = await eventually(
@@ -283,9 +285,50 @@ describe('provisioning on Hetzner Cloud', () => {
     );
     const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.failed' && n.resource_id === suspension.id);
     expect(notice?.body).toContain(`could not make snapshot ${failed.snapshot_id} (its status is unavailable)`);
+    expect(notice?.body).toContain(`Its server ${ready.server_id} was powered on again`);
     expect(fake.images(BYOM_TOKEN).filter((i) => i.labels.machine === labelValue(machine.provider_id))).toEqual([]);
     expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).toContain(ready.server_id);
-    expect((await machineRow(machine.provider_id)).server_id).toBe(ready.server_id);
+    // It was shut down for the snapshot; `ready` means it runs again.
+    const server = () => fake.servers(BYOM_TOKEN).find((s) => String(s.id) === ready.server_id);
+    expect(fake.requests.some((r) => r.method === 'POST' && r.path === `/servers/${ready.server_id}/actions/poweron`)).toBe(true);
+    expect(server()?.status).not.toBe('off');
+    await expect
+      .poll(async () => (await app.runtime.provider.getServer(ready.server_id!, { id: 'direct', token: BYOM_TOKEN }))?.status, { timeout: 3000 })
+      .toBe('running');
+    const row = await machineRow(machine.provider_id);
+    expect(row).toMatchObject({ server_id: ready.server_id, status: 'ready' });
+  });
+
+  it('a failed suspension whose server cannot be powered on again leaves the machine failed, saying why', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-poweronfail', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    fake.failNextAction('create_image', 'image_failed');
+    fake.refuseNext('post /servers/{id}/actions/poweron', 'server_error', 'cannot power on now');
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+      },
+      (s) => s.status === 'failed',
+      'the suspension to fail',
+    );
+    const notice = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.failed' && n.resource_id === suspension.id);
+    expect(notice?.severity).toBe('critical');
+    expect(notice?.body).toContain(`Its server ${ready.server_id} could not be powered on again`);
+    expect(notice?.body).toContain('cannot power on now');
+    expect(fake.servers(BYOM_TOKEN).find((s) => String(s.id) === ready.server_id)?.status).toBe('off');
+    expect((await machineRow(machine.provider_id)).status).toBe('failed');
   });
 
   it('a delete meeting 423 locked is retried until the server is gone; past the bound the machine stays deleting, with a notification', async () => {
@@ -428,7 +471,13 @@ describe('leftovers at Hetzner', () => {
       'the machine to be ready',
     );
     // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
-    const hetzner = new HetznerCompute({ endpoint: fake.url, token: undefined, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+    const hetzner = new HetznerCompute({
+      endpoint: fake.url,
+      token: undefined,
+      managedBy: MANAGED_BY,
+      rateLimit: tokenRateLimit(app.db, 3_600_000),
+      actionPollMs: 10,
+    });
     const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
     const lost = await hetzner.createServer({
       name: 'lost-node',
@@ -439,6 +488,18 @@ describe('leftovers at Hetzner', () => {
       credential: byom,
     });
     const lostSnapshot = await hetzner.createSnapshot(lost.id, { workflow: 'wf_lost_snap', machine: 'compute://mch_gone' }, byom);
+    // The user's own server in their project, labelled workflow and machine as ours are, but not managed by us.
+    const users = await hetzner.createServer({
+      name: 'users-own-node',
+      server_type: 'cx22',
+      location: 'fsn1',
+      image: 'ubuntu-24.04',
+      labels: { workflow: 'wf_users_own', machine: 'compute://mch_gone' },
+      credential: byom,
+    });
+    fake.mutateServer(BYOM_TOKEN, Number(users.id), (server) => {
+      delete server.labels['managed-by'];
+    });
     const logs: string[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(line) });
     const reconciler = (dryRun: boolean) =>
@@ -473,7 +534,129 @@ describe('leftovers at Hetzner', () => {
     expect(serverIds()).not.toContain(lost.id);
     expect(snapshotIds()).not.toContain(lostSnapshot.id);
     expect(logs.some((l) => l.includes('leftover server deleted') && l.includes(`"id":"${lost.id}"`))).toBe(true);
-    // The machine that exists keeps its server.
+    // The machine that exists keeps its server; the user's own server is never touched.
     expect(serverIds()).toContain(ready.server_id);
+    expect(serverIds()).toContain(users.id);
+    clock.advance(3600);
+    await live.sweep();
+    expect(serverIds()).toContain(users.id);
+    expect(fake.requests.filter((r) => r.path.startsWith(`/servers/${users.id}`) && r.method !== 'GET')).toEqual([]);
+  }, 60_000);
+
+  it('deleting a cluster whose machines are deleted deletes its firewall at once, in the BYOM project', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-fw-gone', { byom: true });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return app.db.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).executeTakeFirst();
+      },
+      (m) => m === undefined,
+      'the machine to be deleted',
+    );
+    expect(fake.firewalls(BYOM_TOKEN).map((f) => f.id)).toContain(firewall.id);
+    await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    expect(fake.firewalls(BYOM_TOKEN).map((f) => f.id)).not.toContain(firewall.id);
+  }, 60_000);
+
+  it('a deleted cluster’s firewall is deleted after its servers: refused while a leftover server still has it, gone once that server is', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-firewall', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
+    expect(firewall.labels?.['managed-by']).toBe(MANAGED_BY);
+    // A server of the cluster whose machine was lost in a crash: it has the firewall too.
+    const hetzner = new HetznerCompute({
+      endpoint: fake.url,
+      token: undefined,
+      managedBy: MANAGED_BY,
+      rateLimit: tokenRateLimit(app.db, 3_600_000),
+      actionPollMs: 10,
+    });
+    const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
+    const lost = await hetzner.createServer({
+      name: 'lost-firewalled-node',
+      server_type: 'cx22',
+      location: 'fsn1',
+      image: 'ubuntu-24.04',
+      labels: { workflow: 'wf_lost_fw', machine: 'compute://mch_gone_fw' },
+      cluster_id: cluster.id,
+      credential: byom,
+    });
+    expect(
+      fake
+        .servers(BYOM_TOKEN)
+        .find((s) => String(s.id) === lost.id)
+        ?.public_net.firewalls?.map((f) => f.id),
+    ).toEqual([firewall.id]);
+
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return app.db.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).executeTakeFirst();
+      },
+      (m) => m === undefined,
+      'the machine to be deleted',
+    );
+    expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).not.toContain(ready.server_id);
+    // The deleted node's address left the firewall; the lost server's is still in it.
+    const sources = () =>
+      new Set(
+        fake
+          .firewalls(BYOM_TOKEN)
+          .find((f) => f.id === firewall.id)
+          ?.rules?.flatMap((r) => r.source_ips ?? []),
+      );
+    const lostAddress = `${fake.servers(BYOM_TOKEN).find((s) => String(s.id) === lost.id)!.public_net.ipv4!.ip}/32`;
+    expect(sources().has(lostAddress)).toBe(true);
+    expect([...sources()].filter((ip) => ip.endsWith('/32'))).toEqual([lostAddress]);
+    await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    // The deletion tried at once, and Hetzner refused: the lost server still has the firewall.
+    expect(fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/firewalls/${firewall.id}`).map((r) => r.status)).toEqual([422]);
+
+    const logs: string[] = [];
+    const sweeper = leftoversReconciler({
+      db: app.db,
+      clock,
+      logger: pino({ level: 'info' }, { write: (line: string) => logs.push(line) }),
+      provider: app.runtime.provider,
+      secrets: secretBox(app.secretsKey),
+      graceSeconds: 600,
+      dryRun: false,
+      everyMs: 60_000,
+    });
+    const firewallIds = () => fake.firewalls(BYOM_TOKEN).map((f) => f.id);
+    await sweeper.sweep();
+    // The lost server is within its grace period and still has the firewall: Hetzner refuses, the sweep goes on.
+    expect(firewallIds()).toContain(firewall.id);
+    expect(fake.requests.some((r) => r.method === 'DELETE' && r.path === `/firewalls/${firewall.id}` && r.status === 422)).toBe(true);
+    expect(logs.some((l) => l.includes('leftover firewall still in use'))).toBe(true);
+    clock.advance(600);
+    await sweeper.sweep();
+    expect(fake.servers(BYOM_TOKEN).map((s) => String(s.id))).not.toContain(lost.id);
+    expect(firewallIds()).not.toContain(firewall.id);
+    expect(logs.some((l) => l.includes('leftover firewall deleted') && l.includes(`"id":"${firewall.id}"`))).toBe(true);
   }, 60_000);
 });

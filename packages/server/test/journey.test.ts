@@ -30,7 +30,11 @@ let tenant: KubeApiServer;
 let dir: string;
 // Registered first: the fake and the API servers are up when the runtime is configured, and outlive it.
 beforeAll(async () => {
-  [fake, management, tenant] = await Promise.all([startHetznerFake({ requestsPerHour: 3_600_000 }), new KubeApiServer().start(), new KubeApiServer().start()]);
+  [fake, management, tenant] = await Promise.all([
+    startHetznerFake({ requestsPerHour: 3_600_000, actionMs: 30, startingMs: 30 }),
+    new KubeApiServer().start(),
+    new KubeApiServer().start(),
+  ]);
   fake.addToken(PLATFORM);
   fake.addToken(BYOM_TOKEN);
   dir = await mkdtemp(join(tmpdir(), 'journey-'));

@@ -175,6 +175,10 @@ describe('every workflow kind ends against a cloud that never finishes', () => {
     } finally {
       restore();
     }
+    // The suspension failed: its server, shut down for the snapshot, runs again, so the machine is truthfully ready.
+    const row = await app.db.selectFrom('machines').select(['status', 'server_id']).where('provider_id', '=', machine.provider_id).executeTakeFirstOrThrow();
+    expect(row.status).toBe('ready');
+    expect((await app.runtime.cloud.getServer(row.server_id!))?.status).toBe('running');
   });
 
   it('resumeSuspension: the new server stays initializing', async () => {

@@ -113,7 +113,7 @@ export function auditLog(env: HandlerEnv) {
         await recordRequestEvent(trx, eventOf(request, result), env.clock.now());
         return result;
       });
-      await stages?.after?.(input, env, output as never).catch((error: unknown) => {
+      await stages?.after?.(input, env, output as never, prepared).catch((error: unknown) => {
         env.logger.warn({ err: error, operation: request.meta.operationId, requestId: request.requestId }, 'an after-commit step failed');
       });
       return output;

@@ -33,15 +33,21 @@ export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ pa
   return { status: 200, body, headers: { 'Cache-Control': 'no-store, private', Pragma: 'no-cache' } };
 };
 
-export const deleteCluster = staged<'deleteCluster'>({
+export const deleteCluster = staged<'deleteCluster', string | undefined>({
+  // The cluster's workspace, read before its record goes: its BYOM projects may hold the cluster's firewall.
+  before: ({ params, caller }, { db }) => clusters.clusterWorkspace(db, caller, params.clusterId),
   change: async ({ params, caller }, { db }) => {
     await clusters.deleteCluster(db, caller, params.clusterId);
     return { status: 204, body: undefined };
   },
-  // The control plane goes once the record's deletion is committed; one the driver fails to delete stays,
-  // labelled, to clean up.
-  after: ({ params }, { driver, logger }) =>
-    driver
+  // The control plane and the cluster's firewall go once the record's deletion is committed; what the driver or
+  // the provider fails to delete stays, labelled, to clean up (the leftovers reconciler deletes such a firewall).
+  after: async ({ params }, { db, driver, provider, secrets, logger }, _output, workspaceId) => {
+    await driver
       .deleteCluster(params.clusterId)
-      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed')),
+      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));
+    await clusters
+      .deleteClusterFirewalls(db, provider, secrets, params.clusterId, workspaceId)
+      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the cluster’s firewall failed; the leftovers run retries'));
+  },
 });

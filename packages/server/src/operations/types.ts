@@ -111,8 +111,8 @@ export type Handler<Op extends OperationId> = (input: OperationInput<Op>, env: H
 export interface Stages<Op extends OperationId, P> {
   before?(input: OperationInput<Op>, env: HandlerEnv): Promise<P>;
   change(input: OperationInput<Op>, env: HandlerEnv, prepared: P): Promise<OperationOutput<Op>>;
-  /** Its failure is logged: the change is made and answered. */
-  after?(input: OperationInput<Op>, env: HandlerEnv, output: OperationOutput<Op>): Promise<void>;
+  /** Its failure is logged: the change is made and answered. It is handed what `before` returned, too. */
+  after?(input: OperationInput<Op>, env: HandlerEnv, output: OperationOutput<Op>, prepared: P): Promise<void>;
 }
 
 export type StagedHandler<Op extends OperationId> = Handler<Op> & { stages: Stages<Op, unknown> };
@@ -120,8 +120,9 @@ export type StagedHandler<Op extends OperationId> = Handler<Op> & { stages: Stag
 /** A handler in stages; called as a plain handler (outside the binding), the stages run one after the other. */
 export function staged<Op extends OperationId, P = void>(stages: Stages<Op, P>): StagedHandler<Op> {
   const handler: Handler<Op> = async (input, env) => {
-    const output = await stages.change(input, env, (await stages.before?.(input, env)) as P);
-    await stages.after?.(input, env, output);
+    const prepared = (await stages.before?.(input, env)) as P;
+    const output = await stages.change(input, env, prepared);
+    await stages.after?.(input, env, output, prepared);
     return output;
   };
   return Object.assign(handler, { stages: stages as Stages<Op, unknown> });

@@ -28,6 +28,7 @@ export function createComputeProvider<DB>(config: Pick<Config, 'compute'>, deps:
     endpoint: compute.hcloudEndpoint,
     token: compute.hcloudToken,
     sshKeys: compute.hcloudSshKeys,
+    managedBy: compute.hcloudManagedBy,
     rateLimit: tokenRateLimit(deps.db, compute.hcloudRequestsPerHour),
     logger: deps.logger.child({ provider: 'hetzner' }),
   });

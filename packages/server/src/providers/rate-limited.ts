@@ -15,10 +15,16 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
     createServer: limited((request) => provider.createServer(request)),
     getServer: limited((id, credential) => provider.getServer(id, credential)),
     shutdownServer: limited((id, credential) => provider.shutdownServer(id, credential)),
+    powerOnServer: limited((id, credential) => provider.powerOnServer(id, credential)),
     deleteServer: limited((id, credential) => provider.deleteServer(id, credential)),
     createSnapshot: limited((serverId, labels, credential) => provider.createSnapshot(serverId, labels, credential)),
     getSnapshot: limited((id, credential) => provider.getSnapshot(id, credential)),
     deleteSnapshot: limited((id, credential) => provider.deleteSnapshot(id, credential)),
     ...(provider.listLabelled ? { listLabelled: limited((credential) => provider.listLabelled!(credential)) } : {}),
+    ...(provider.deleteFirewall ? { deleteFirewall: limited((id, credential) => provider.deleteFirewall!(id, credential)) } : {}),
+    ...(provider.deleteClusterFirewall
+      ? { deleteClusterFirewall: limited((clusterId, credential) => provider.deleteClusterFirewall!(clusterId, credential)) }
+      : {}),
+    ...(provider.refreshFirewall ? { refreshFirewall: limited((clusterId, credential) => provider.refreshFirewall!(clusterId, credential)) } : {}),
   };
 }

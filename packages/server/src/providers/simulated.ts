@@ -218,6 +218,11 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
     await sql`UPDATE simulated_cloud.servers SET off = true WHERE id = ${id}`.execute(db);
   }
 
+  async powerOnServer(id: string): Promise<void> {
+    const db = await this.call('powerOnServer');
+    await sql`UPDATE simulated_cloud.servers SET off = false WHERE id = ${id}`.execute(db);
+  }
+
   async deleteServer(id: string): Promise<void> {
     const db = await this.call('deleteServer');
     await sql`UPDATE simulated_cloud.servers SET deleted_at = ${this.clock.now()} WHERE id = ${id} AND deleted_at IS NULL`.execute(db);

@@ -71,6 +71,8 @@ export interface ComputeProvider {
   getServer(id: string, credential?: ProviderCredential): Promise<Server | undefined>;
   /** Graceful shutdown (ACPI); the server reaches `off`. */
   shutdownServer(id: string, credential?: ProviderCredential): Promise<void>;
+  /** Powers a server that is `off` on again (it boots to `running`); one that is not off, or gone, is left as it is. */
+  powerOnServer(id: string, credential?: ProviderCredential): Promise<void>;
   /** Deleting a server that is gone already succeeds. */
   deleteServer(id: string, credential?: ProviderCredential): Promise<void>;
   /** Snapshots a server, or returns the snapshot already made with the same `labels.workflow`. */
@@ -78,15 +80,22 @@ export interface ComputeProvider {
   getSnapshot(id: string, credential?: ProviderCredential): Promise<Snapshot | undefined>;
   deleteSnapshot(id: string, credential?: ProviderCredential): Promise<void>;
   /**
-   * The servers and snapshots of the account that carry the `workflow` and `machine` labels the workflows give what
-   * they make, for the leftovers reconciler (jobs/leftovers.ts). Absent where nothing can be left over (the
-   * simulated cloud deletes with its machines' rows).
+   * The servers, snapshots and cluster firewalls of the account that this installation of the platform made (they
+   * carry its managed-by label), with their labels (`workflow`, `machine`, `cluster`), for the leftovers reconciler
+   * (jobs/leftovers.ts). The three below are absent where nothing can be left over (the simulated cloud
+   * deletes with its machines' rows and has no firewalls).
    */
   listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;
+  /** Deletes a cluster's firewall; one still applied to a server is refused (a `busy` ProviderError). */
+  deleteFirewall?(id: string, credential?: ProviderCredential): Promise<void>;
+  /** Deletes a deleted cluster's firewall, if it has one; one still applied to a server is left as it is (for the leftovers run). */
+  deleteClusterFirewall?(clusterId: string, credential?: ProviderCredential): Promise<void>;
+  /** Brings the cluster firewall's rules up to date with the cluster's servers, when they differ. */
+  refreshFirewall?(clusterId: string, credential?: ProviderCredential): Promise<void>;
 }
 
 export interface LabelledResource {
-  kind: 'server' | 'snapshot';
+  kind: 'server' | 'snapshot' | 'firewall';
   id: string;
   labels: Record<string, string>;
 }

@@ -158,6 +158,16 @@ export async function machineCredential(db: Db, providerId: string, now: number,
   });
 }
 
+/** Every active cloud credential (of one workspace, when given), each opened only when its token is read. */
+export async function activeCredentials(db: Db, secrets: SecretBox, workspaceId?: string): Promise<ProviderCredential[]> {
+  let query = db.selectFrom('cloud_credentials').select(['id', 'secret_ciphertext']).where('is_active', '=', true);
+  if (workspaceId !== undefined) query = query.where('workspace_id', '=', workspaceId);
+  const rows = await query.execute();
+  return rows.map(({ id, secret_ciphertext }) =>
+    Object.defineProperty({ id } as ProviderCredential, 'token', { enumerable: false, get: () => secrets.open(secret_ciphertext) }),
+  );
+}
+
 async function byomCredentialOfMachine(db: Db, providerId: string, now: number): Promise<{ id: string; sealed: Buffer } | undefined> {
   const row = await db
     .selectFrom('machines')

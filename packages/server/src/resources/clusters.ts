@@ -7,10 +7,12 @@ import { inTransaction } from '../db/transaction.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../engine/engine.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ClusterDriver } from '../providers/types.ts';
+import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
+import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
+import { activeCredentials } from './cloud-credentials.ts';
 import { recordEvent } from './events.ts';
 
 type Db = Kysely<Database>;
@@ -109,6 +111,36 @@ export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string)
   });
 }
 
+/** The workspace of a cluster the caller may see; undefined for any other (the deletion then answers 404). */
+export const clusterWorkspace = (db: Db, caller: WorkspaceCaller, id: string): Promise<string | undefined> =>
+  visibleCluster(db, caller, id).then(
+    (cluster) => cluster.workspace_id,
+    (error: unknown) => {
+      if (error instanceof ApiError) return undefined;
+      throw error;
+    },
+  );
+
+/**
+ * After a cluster's deletion: its firewall at the cloud provider goes, in the platform's project and in each of the
+ * workspace's BYOM projects (its servers are gone, as its machines are). One a leftover server still has is left to
+ * the leftovers reconciler, which deletes it after that server.
+ */
+export async function deleteClusterFirewalls(
+  db: Db,
+  provider: ComputeProvider,
+  secrets: SecretBox,
+  clusterId: string,
+  workspaceId: string | undefined,
+): Promise<void> {
+  if (!provider.deleteClusterFirewall) return;
+  const byom = workspaceId === undefined ? [] : await activeCredentials(db, secrets, workspaceId);
+  // One project's failure (a revoked token, an outage) does not keep the others' firewalls.
+  const failures: unknown[] = [];
+  for (const credential of [undefined, ...byom]) await provider.deleteClusterFirewall(clusterId, credential).catch((error: unknown) => failures.push(error));
+  if (failures.length > 0) throw new AggregateError(failures, `deleting the firewall of cluster ${clusterId} failed in ${failures.length} project(s)`);
+}
+
 /**
  * A kubeconfig of a running cluster (409 otherwise) with a token that expires after ttlSeconds. Who may have one
  * (admins and the owner) is the operation's x-required-role, enforced by the binding.
@@ -129,6 +161,9 @@ export async function clusterKubeconfig(
   const { kubeconfig, expires_at } = await driver.kubeconfig(cluster.id, ttlSeconds);
   return { cluster_id: cluster.id, kubeconfig, expires_at };
 }
+
+/** The id of every cluster (what a cluster's firewall at the cloud provider must still serve). */
+export const clusterIds = async (db: Db): Promise<string[]> => (await db.selectFrom('clusters').select('id').execute()).map((row) => row.id);
 
 export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();
 

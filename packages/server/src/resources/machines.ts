@@ -213,6 +213,10 @@ export const machineForWorkflow = (db: Db, providerId: string) =>
     .where('machines.provider_id', '=', providerId)
     .executeTakeFirst();
 
+/** The provider id of every machine (what a server labelled with one stands for). */
+export const machineProviderIds = async (db: Db): Promise<string[]> =>
+  (await db.selectFrom('machines').select('provider_id').execute()).map((row) => row.provider_id);
+
 export const machineById = (db: Db, providerId: string) => db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirst();
 
 /**

@@ -12,7 +12,7 @@ import { machineCredential } from './credentials.ts';
 
 /** A snapshot still not available this long (s) after it was asked for fails the suspension. */
 const SNAPSHOT_DEADLINE_SECONDS = 3600;
-const KEPT = 'The machine keeps its server, shut down: suspend it again, or delete the machine.';
+const KEPT = 'The machine keeps its server.';
 
 /** The snapshot that never became available goes, and the suspension fails (its server is kept). */
 const snapshotDeadline: StepDeadline = {
@@ -82,21 +82,40 @@ export const suspendMachineWorkflow: WorkflowDefinition = {
   async fail(ctx, message) {
     const subject = await subjectOf(ctx);
     if (!subject) return;
+    // The server was shut down for the snapshot: `ready` is true only once it runs again, else the machine is failed.
+    const back = await powerBackOn(ctx, subject.machine);
     await ctx.db.transaction().execute(async (trx) => {
       const now = ctx.clock.now();
       if (!(await setSuspensionStatus(trx, subject.suspension.id, 'suspending', 'failed', now))) return; // told already
-      await markMachine(trx, subject.machine.provider_id, subject.machine.server_id ? 'ready' : 'failed', now);
+      await markMachine(trx, subject.machine.provider_id, back.running ? 'ready' : 'failed', now);
       await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
         type: 'suspension.failed',
         resource_type: 'suspension',
         resource_id: subject.suspension.id,
         title: `Suspending ${subject.machine.node_name} failed`,
-        body: message,
-        severity: 'warning',
+        body: `${message} ${back.said}`,
+        severity: back.running ? 'warning' : 'critical',
       });
     });
   },
 };
+
+/** Powers the machine's server on again after a suspension that failed; says whether it runs, and in words. */
+async function powerBackOn(ctx: StepContext, machine: { provider_id: string; server_id: string | null }): Promise<{ running: boolean; said: string }> {
+  const lost = 'The machine is failed: delete it, or request a new one.';
+  if (!machine.server_id) return { running: false, said: `It has no server any more. ${lost}` };
+  try {
+    const credential = await machineCredential(ctx, machine.provider_id);
+    await ctx.provider.powerOnServer(machine.server_id, credential);
+    const server = await ctx.provider.getServer(machine.server_id, credential);
+    if (!server) return { running: false, said: `Its server ${machine.server_id} is gone. ${lost}` };
+    if (server.status === 'off') return { running: false, said: `Its server ${machine.server_id} stays off. ${lost}` };
+    return { running: true, said: `Its server ${machine.server_id} was powered on again (${server.status}).` };
+  } catch (error) {
+    ctx.logger.warn({ err: error, server_id: machine.server_id }, 'powering the server on after a failed suspension failed');
+    return { running: false, said: `Its server ${machine.server_id} could not be powered on again (${(error as Error).message}). ${lost}` };
+  }
+}
 
 const resumeSuspension: WorkflowDefinition = {
   steps: {

@@ -12,7 +12,15 @@
 // when the Action fails (the image schema's status enum); a server is created only with SSH keys the project has
 // (POST /servers: `ssh_keys`, "SSH key IDs or names which should be injected into the Server") and firewalls that
 // exist; a firewall's name is unique in its project, and its rules follow the rule schema (`port` only for tcp and
-// udp, and then required; `source_ips` for an `in` rule).
+// udp, and then required; `source_ips` for an `in` rule); a firewall still applied to a server cannot be deleted
+// (DELETE /firewalls/{id}: 422 `resource_in_use`, "Firewall still applied to a resource"), and a server takes its
+// firewalls with it when it is deleted (the firewall's `applied_to` lists only servers that exist).
+//
+// Actions take time as Hetzner's do: `running` with a `progress` that grows, for seconds by default (a server's
+// create_server takes tens of seconds at Hetzner; hcloud-go's hcloud/action_waiter.go polls them, every 500 ms by
+// default in hcloud/client.go), then `success` or `error`. A test that needs speed sets `actionMs` lower; at least
+// one test keeps the default. POST /servers/{id}/actions/poweron (`start_server`) turns an `off` server `starting`,
+// then `running`.
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -139,6 +147,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   not_found: 404,
   uniqueness_error: 409,
   conflict: 409,
+  resource_in_use: 422,
   resource_unavailable: 412,
   placement_error: 412,
   locked: 423,
@@ -196,9 +205,9 @@ export interface HetznerFake {
   refuseNext(methodRoute: string, code: string, message?: string): void;
   /** Another client starts an Action on the server that runs `ms`: meanwhile Action requests on it are 423 `locked`. */
   occupy(token: string, serverId: number, ms: number): void;
-  /** Milliseconds an Action runs before it succeeds (default 30). */
+  /** Milliseconds an Action runs before it succeeds (default ACTION_MS, seconds as at Hetzner). */
   actionMs: number;
-  /** Milliseconds a created server stays `starting` after its create_server Action before it is `running` (default 30). */
+  /** Milliseconds a server stays `starting` after its create_server or poweron Action before it is `running` (default STARTING_MS). */
   startingMs: number;
   /** Whether a graceful shutdown turns the server off (false: it ignores ACPI, the driver must power off). */
   honourShutdown: boolean;
@@ -214,7 +223,14 @@ export interface HetznerFake {
   close(): Promise<void>;
 }
 
-export async function startHetznerFake(options: { tokens?: string[]; requestsPerHour?: number } = {}): Promise<HetznerFake> {
+/** How long an Action runs by default (ms): seconds, as Hetzner's do. */
+export const ACTION_MS = 3000;
+/** How long a server is `starting` by default (ms) once its create_server or poweron Action ended. */
+export const STARTING_MS = 2000;
+
+export async function startHetznerFake(
+  options: { tokens?: string[]; requestsPerHour?: number; actionMs?: number; startingMs?: number } = {},
+): Promise<HetznerFake> {
   const projects = new Map<string, Project>();
   const revoked = new Set<string>();
   const buckets = new Map<string, Bucket>();
@@ -233,8 +249,8 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     url: '',
     requests,
     violations,
-    actionMs: 30,
-    startingMs: 30,
+    actionMs: options.actionMs ?? ACTION_MS,
+    startingMs: options.startingMs ?? STARTING_MS,
     honourShutdown: true,
     onCreate: undefined,
     addToken(token, limit = perHour) {
@@ -286,7 +302,12 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
   function settle(project: Project): void {
     const now = Date.now();
     for (const action of project.actions.values()) {
-      if (action.status !== 'running' || action.finishAt > now) continue;
+      if (action.status !== 'running') continue;
+      if (action.finishAt > now) {
+        const total = action.finishAt - Date.parse(action.started);
+        action.progress = total > 0 ? Math.min(99, Math.floor((100 * (now - Date.parse(action.started))) / total)) : 0;
+        continue;
+      }
       action.progress = 100;
       action.finished = iso();
       if (action.fail) {
@@ -415,6 +436,12 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
     };
   }
 
+  /** The servers a firewall is applied to: those created with it that still exist (a deleting one still has it). */
+  const appliedTo = (project: Project, firewallId: number): HFirewall['applied_to'] =>
+    [...project.servers.values()]
+      .filter((s) => s.public_net.firewalls?.some((f) => f.id === firewallId))
+      .map((s) => ({ type: 'server' as const, server: { id: s.id } }));
+
   /** A rule as Hetzner answers it: every field present (the firewall schema requires them), null or empty when unset. */
   const stored = (rules: S['rule'][]): HFirewall['rules'] =>
     rules.map((r) => ({
@@ -521,6 +548,17 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
         });
         return { status: 201, body: { action } };
       }
+      case 'post /servers/{id}/actions/poweron': {
+        const found = project.servers.get(id!);
+        if (!found) return error(404, 'not_found', `server ${id} not found`);
+        if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
+        const action = startAction(project, 'start_server', { id: found.id, type: 'server' }, () => {
+          if (found.status !== 'off') return;
+          found.status = 'starting';
+          project.runningAt.set(found.id, Date.now() + fake.startingMs);
+        });
+        return { status: 201, body: { action } };
+      }
       case 'post /servers/{id}/actions/create_image': {
         const found = project.servers.get(id!);
         if (!found) return error(404, 'not_found', `server ${id} not found`);
@@ -559,7 +597,9 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
       }
       case 'get /firewalls': {
         const name = query.get('name');
-        const list = [...project.firewalls.values()].filter((f) => (!name || f.name === name) && matches(f.labels ?? {}, query.get('label_selector')));
+        const list = [...project.firewalls.values()]
+          .filter((f) => (!name || f.name === name) && matches(f.labels ?? {}, query.get('label_selector')))
+          .map((f) => ({ ...f, applied_to: appliedTo(project, f.id) }));
         const { items, meta } = page(list, query);
         return { status: 200, body: { firewalls: items, meta } };
       }
@@ -590,7 +630,10 @@ export async function startHetznerFake(options: { tokens?: string[]; requestsPer
         return { status: 201, body: { actions: [action] } };
       }
       case 'delete /firewalls/{id}': {
-        if (!project.firewalls.delete(id!)) return error(404, 'not_found', `firewall ${id} not found`);
+        if (!project.firewalls.has(id!)) return error(404, 'not_found', `firewall ${id} not found`);
+        // The reference's operation-specific error of DELETE /firewalls/{id}.
+        if (appliedTo(project, id!).length > 0) return error(422, 'resource_in_use', 'Firewall still applied to a resource');
+        project.firewalls.delete(id!);
         return { status: 204 };
       }
       case 'get /actions/{id}': {

@@ -1,6 +1,9 @@
 // The Hetzner Cloud driver behind ComputeProvider, called with openapi-fetch and typed from the committed
 // extract of Hetzner's published API description (contract/). Hetzner has no idempotency keys: servers and
 // snapshots carry the workflow id as a label, and a re-run adopts what `label_selector=workflow==<id>` finds.
+// Everything it makes (servers, snapshots, firewalls) also carries `managed-by=<installation>` (MANAGED_BY_LABEL):
+// it looks up, adopts and sweeps only what carries it, so a user's own servers in a BYOM project, or another
+// installation's in a shared one, are never taken for ours.
 // Long operations return Actions, polled at GET /actions/{id} until success or error. Ids are Hetzner's
 // integers, carried as strings.
 //
@@ -29,6 +32,7 @@ type HetznerServer = components['schemas']['server'];
 type HetznerImage = components['schemas']['image'];
 type HetznerAction = components['schemas']['action'];
 type FirewallRule = components['schemas']['rule'];
+type HetznerFirewall = components['schemas']['firewall'];
 
 /**
  * Hetzner's error codes and what the workflows do about each: by `error.code`, never by HTTP status (a 403 is a
@@ -48,6 +52,8 @@ export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = 
   placement_error: 'refused',
   uniqueness_error: 'refused',
   locked: 'busy',
+  // DELETE /firewalls/{id} while a server still has the firewall: it goes once that server is gone.
+  resource_in_use: 'busy',
   conflict: 'busy',
   server_error: 'unavailable',
   timeout: 'unavailable',
@@ -90,6 +96,8 @@ export interface HetznerOptions {
   endpoint: string;
   /** The platform account's token; calls without a BYOM credential use it. */
   token: string | undefined;
+  /** This installation's value of the managed-by label (HCLOUD_MANAGED_BY): what it makes carries it, and it touches nothing else. */
+  managedBy: string;
   /** SSH keys (Hetzner names or ids) every server is created with; none keeps SSH closed by the firewall. */
   sshKeys?: string[];
   rateLimit: TokenRateLimit;
@@ -117,6 +125,9 @@ function hetznerId(id: string): number | undefined {
 export { labelValue };
 
 const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
+
+/** The label that marks what an installation of the platform made, its value naming the installation. */
+export const MANAGED_BY_LABEL = 'managed-by';
 
 /** The statuses of an earlier run's server that is on its way to running, so a re-run adopts it. */
 const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'running']);
@@ -288,9 +299,19 @@ export class HetznerCompute implements ComputeProvider {
     return [...(await this.loadCatalog(credential)).locations];
   }
 
+  /** A label selector of what this installation made, narrowed by `terms`. */
+  private ours(...terms: string[]): string {
+    return [...terms, `${MANAGED_BY_LABEL}==${this.options.managedBy}`].join(',');
+  }
+
+  /** Labels as Hetzner takes them, with this installation's managed-by label. */
+  private labelled(labels: Record<string, string>): Record<string, string> {
+    return hetznerLabels({ ...labels, [MANAGED_BY_LABEL]: this.options.managedBy });
+  }
+
   private async serverByWorkflow(workflow: string, credential: ProviderCredential | undefined): Promise<HetznerServer | undefined> {
     const answer = await this.call(credential, (headers) =>
-      this.client.GET('/servers', { params: { query: { label_selector: `workflow==${labelValue(workflow)}` } }, headers }),
+      this.client.GET('/servers', { params: { query: { label_selector: this.ours(`workflow==${labelValue(workflow)}`) } }, headers }),
     );
     return HetznerCompute.data(answer, 'list servers')!.servers[0];
   }
@@ -300,7 +321,7 @@ export class HetznerCompute implements ComputeProvider {
     // No idempotency keys at Hetzner: an earlier run's server carries this workflow's label.
     const existing = await this.serverByWorkflow(request.labels.workflow, credential);
     const server = existing && ADOPTABLE.has(existing.status) ? toServer(existing) : await this.newServer(request, existing);
-    if (request.cluster_id !== undefined) await this.admitNodes(request.cluster_id, credential);
+    if (request.cluster_id !== undefined) await this.refreshFirewall(request.cluster_id, credential);
     return server;
   }
 
@@ -310,7 +331,7 @@ export class HetznerCompute implements ComputeProvider {
     // It would never boot into a node: it goes, and a new one is made.
     if (unusable) await this.deleteServer(String(unusable.id), credential);
     const catalog = await this.loadCatalog(credential);
-    const firewall = request.cluster_id === undefined ? undefined : await this.clusterFirewall(request.cluster_id, credential);
+    const firewall = request.cluster_id === undefined ? undefined : (await this.clusterFirewall(request.cluster_id, credential)).id;
     if (!catalog.locations.includes(request.location)) {
       throw new HetznerError(0, 'invalid_input', `Hetzner Cloud has no location ${request.location} (it has ${catalog.locations.join(', ')}).`);
     }
@@ -324,7 +345,7 @@ export class HetznerCompute implements ComputeProvider {
           server_type: request.server_type,
           location: request.location,
           image: request.image,
-          labels: hetznerLabels({ ...request.labels, ...(request.cluster_id === undefined ? {} : { cluster: request.cluster_id }) }),
+          labels: this.labelled({ ...request.labels, ...(request.cluster_id === undefined ? {} : { cluster: request.cluster_id }) }),
           start_after_create: true,
           ...(request.user_data === undefined ? {} : { user_data: request.user_data }),
           ...(this.options.sshKeys.length > 0 ? { ssh_keys: this.options.sshKeys } : {}),
@@ -350,50 +371,84 @@ export class HetznerCompute implements ComputeProvider {
     return (await this.getServer(String(created.server.id), credential)) ?? toServer(created.server);
   }
 
-  /** The cluster's firewall (labelled `cluster`), created with the rules for no node yet when it does not exist. */
-  private async clusterFirewall(clusterId: string, credential: ProviderCredential | undefined): Promise<number> {
+  /** The cluster's firewall (labelled `cluster` and ours), if there is one. */
+  private async findFirewall(clusterId: string, credential: ProviderCredential | undefined): Promise<HetznerFirewall | undefined> {
+    const answer = await this.call(credential, (headers) =>
+      this.client.GET('/firewalls', { params: { query: { label_selector: this.ours(`cluster==${labelValue(clusterId)}`) } }, headers }),
+    );
+    return HetznerCompute.data(answer, 'list firewalls')!.firewalls[0];
+  }
+
+  /** The cluster's firewall, created with the rules for no node yet when it does not exist. */
+  private async clusterFirewall(clusterId: string, credential: ProviderCredential | undefined): Promise<HetznerFirewall> {
+    const found = await this.findFirewall(clusterId, credential);
+    if (found) return found;
     const cluster = labelValue(clusterId);
-    const find = async () => {
-      const answer = await this.call(credential, (headers) =>
-        this.client.GET('/firewalls', { params: { query: { label_selector: `cluster==${cluster}` } }, headers }),
-      );
-      return HetznerCompute.data(answer, 'list firewalls')!.firewalls[0];
-    };
-    const found = await find();
-    if (found) return found.id;
     const answer = await this.call(credential, (headers) =>
       this.client.POST('/firewalls', {
-        body: { name: `cluster-${cluster}`, labels: { cluster }, rules: firewallRules([], this.options.sshKeys.length > 0) },
+        body: { name: `cluster-${cluster}`, labels: this.labelled({ cluster }), rules: firewallRules([], this.options.sshKeys.length > 0) },
         headers,
       }),
     );
     if (answer.response.status === 409) {
       // Another machine of the cluster created it meanwhile (its name is taken): use that one.
-      const raced = await find();
-      if (raced) return raced.id;
+      const raced = await this.findFirewall(clusterId, credential);
+      if (raced) return raced;
     }
     const created = HetznerCompute.data(answer, `create the firewall of cluster ${clusterId}`)?.firewall;
     if (!created) throw new HetznerError(answer.response.status, 'invalid_response', `Hetzner Cloud returned no firewall for cluster ${clusterId}.`);
-    return created.id;
+    return created;
   }
 
-  /** Sets the cluster firewall's rules to admit every node of the cluster there is now (its servers labelled `cluster`). */
-  private async admitNodes(clusterId: string, credential: ProviderCredential | undefined): Promise<void> {
-    const firewall = await this.clusterFirewall(clusterId, credential);
-    const cluster = labelValue(clusterId);
+  /**
+   * Brings the cluster firewall's rules up to date with the cluster's servers there are now (labelled `cluster` and
+   * ours, but one being deleted), when they differ: a node created or deleted, a rule changed by hand, SSH keys
+   * configured or removed. A deleted node's address leaves the rules, so whoever gets that address next is not let in.
+   * A cluster without a firewall here (no node of it ever was) is left so.
+   */
+  async refreshFirewall(clusterId: string, credential?: ProviderCredential): Promise<void> {
+    const firewall = await this.findFirewall(clusterId, credential);
+    if (!firewall) return;
     const nodes = await this.all(async (page) => {
       const answer = await this.call(credential, (headers) =>
-        this.client.GET('/servers', { params: { query: { label_selector: `cluster==${cluster}`, page, per_page: 50 } }, headers }),
+        this.client.GET('/servers', { params: { query: { label_selector: this.ours(`cluster==${labelValue(clusterId)}`), page, per_page: 50 } }, headers }),
       );
       const data = HetznerCompute.data(answer, 'list the cluster’s servers')!;
       return { items: data.servers, next: data.meta.pagination.next_page };
     });
-    const rules = firewallRules(nodes.flatMap(addressesOf).sort(), this.options.sshKeys.length > 0);
+    const addresses = nodes
+      .filter((node) => node.status !== 'deleting')
+      .flatMap(addressesOf)
+      .sort();
+    const rules = firewallRules(addresses, this.options.sshKeys.length > 0);
+    if (sameRules(firewall.rules ?? [], rules)) return;
     const answer = await this.call(credential, (headers) =>
-      this.client.POST('/firewalls/{id}/actions/set_rules', { params: { path: { id: firewall } }, body: { rules }, headers }),
+      this.client.POST('/firewalls/{id}/actions/set_rules', { params: { path: { id: firewall.id } }, body: { rules }, headers }),
     );
     for (const action of HetznerCompute.data(answer, `set the rules of the firewall of cluster ${clusterId}`)!.actions)
       await this.awaitAction(action, credential);
+  }
+
+  async deleteClusterFirewall(clusterId: string, credential?: ProviderCredential): Promise<void> {
+    const firewall = await this.findFirewall(clusterId, credential);
+    if (!firewall) return;
+    try {
+      await this.deleteFirewall(String(firewall.id), credential);
+    } catch (error) {
+      if (!(error instanceof ProviderError && error.kind === 'busy')) throw error;
+      this.options.logger?.info(
+        { cluster: clusterId, firewall: firewall.id },
+        'the deleted cluster’s firewall is still in use; the leftovers run deletes it later',
+      );
+    }
+  }
+
+  /** Deletes a firewall; one that is gone already is fine, one still applied to a server is refused (`resource_in_use`, busy). */
+  async deleteFirewall(id: string, credential?: ProviderCredential): Promise<void> {
+    const hid = hetznerId(id);
+    if (hid === undefined) return;
+    const answer = await this.call(credential, (headers) => this.client.DELETE('/firewalls/{id}', { params: { path: { id: hid } }, headers }));
+    HetznerCompute.data(answer, `delete firewall ${id}`, { notFound: true });
   }
 
   async getServer(id: string, credential?: ProviderCredential): Promise<Server | undefined> {
@@ -422,17 +477,37 @@ export class HetznerCompute implements ComputeProvider {
     await this.awaitAction(HetznerCompute.data(off, `power off server ${id}`)!.action, credential);
   }
 
+  async powerOnServer(id: string, credential?: ProviderCredential): Promise<void> {
+    const hid = hetznerId(id);
+    if (hid === undefined) return;
+    // A shutdown still under way ends first: Hetzner would refuse the poweron as locked meanwhile.
+    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    let server = await this.getServer(id, credential);
+    while (server?.status === 'stopping' && Date.now() < deadline) {
+      await sleep(this.options.actionPollMs);
+      server = await this.getServer(id, credential);
+    }
+    if (server?.status !== 'off') return;
+    const answer = await this.call(credential, (headers) => this.client.POST('/servers/{id}/actions/poweron', { params: { path: { id: hid } }, headers }));
+    await this.awaitAction(HetznerCompute.data(answer, `power on server ${id}`)!.action, credential);
+  }
+
   async deleteServer(id: string, credential?: ProviderCredential): Promise<void> {
     const hid = hetznerId(id);
     if (hid === undefined) return;
+    const server = await this.getServer(id, credential);
+    if (!server) return;
     const answer = await this.call(credential, (headers) => this.client.DELETE('/servers/{id}', { params: { path: { id: hid } }, headers }));
     const data = HetznerCompute.data(answer, `delete server ${id}`, { notFound: true });
     if (data?.action) await this.awaitAction(data.action, credential);
+    // Its address leaves its cluster's firewall.
+    const cluster = server.labels.cluster;
+    if (cluster !== undefined && server.labels[MANAGED_BY_LABEL] === this.options.managedBy) await this.refreshFirewall(cluster, credential);
   }
 
   async createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }, credential?: ProviderCredential): Promise<Snapshot> {
     const found = await this.call(credential, (headers) =>
-      this.client.GET('/images', { params: { query: { type: ['snapshot'], label_selector: `workflow==${labelValue(labels.workflow)}` } }, headers }),
+      this.client.GET('/images', { params: { query: { type: ['snapshot'], label_selector: this.ours(`workflow==${labelValue(labels.workflow)}`) } }, headers }),
     );
     const existing = HetznerCompute.data(found, 'list snapshots')!.images[0];
     if (existing) return toSnapshot(existing, serverId);
@@ -441,7 +516,7 @@ export class HetznerCompute implements ComputeProvider {
     const answer = await this.call(credential, (headers) =>
       this.client.POST('/servers/{id}/actions/create_image', {
         params: { path: { id: hid } },
-        body: { type: 'snapshot', labels: hetznerLabels(labels), description: `snapshot of server ${serverId}` },
+        body: { type: 'snapshot', labels: this.labelled(labels), description: `snapshot of server ${serverId}` },
         headers,
       }),
     );
@@ -460,7 +535,8 @@ export class HetznerCompute implements ComputeProvider {
   }
 
   async listLabelled(credential?: ProviderCredential): Promise<LabelledResource[]> {
-    const label_selector = 'workflow,machine';
+    // Only what this installation made: a user's own server with `workflow` and `machine` labels is not ours.
+    const label_selector = this.ours();
     const servers = await this.all(async (page) => {
       const answer = await this.call(credential, (headers) =>
         this.client.GET('/servers', { params: { query: { label_selector, page, per_page: 50 } }, headers }),
@@ -475,9 +551,17 @@ export class HetznerCompute implements ComputeProvider {
       const data = HetznerCompute.data(answer, 'list snapshots')!;
       return { items: data.images, next: data.meta.pagination.next_page };
     });
+    const firewalls = await this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/firewalls', { params: { query: { label_selector, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list firewalls')!;
+      return { items: data.firewalls, next: data.meta.pagination.next_page };
+    });
     return [
       ...servers.map((s) => ({ kind: 'server' as const, id: String(s.id), labels: s.labels })),
       ...images.map((i) => ({ kind: 'snapshot' as const, id: String(i.id), labels: i.labels })),
+      ...firewalls.map((f) => ({ kind: 'firewall' as const, id: String(f.id), labels: f.labels ?? {} })),
     ];
   }
 
@@ -487,6 +571,22 @@ export class HetznerCompute implements ComputeProvider {
     const answer = await this.call(credential, (headers) => this.client.DELETE('/images/{id}', { params: { path: { id: hid } }, headers }));
     HetznerCompute.data(answer, `delete snapshot ${id}`, { notFound: true });
   }
+}
+
+/** Whether a firewall's rules (as Hetzner answers them) are `wanted`, in any order. */
+function sameRules(current: HetznerFirewall['rules'], wanted: FirewallRule[]): boolean {
+  const key = (rule: FirewallRule) =>
+    JSON.stringify([
+      rule.direction,
+      rule.protocol,
+      rule.port ?? null,
+      [...(rule.source_ips ?? [])].sort(),
+      [...(rule.destination_ips ?? [])].sort(),
+      rule.description ?? null,
+    ]);
+  const a = (current ?? []).map(key).sort();
+  const b = wanted.map(key).sort();
+  return a.length === b.length && a.every((k, i) => k === b[i]);
 }
 
 function toServer(server: HetznerServer): Server {

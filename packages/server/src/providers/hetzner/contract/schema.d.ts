@@ -68,6 +68,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/servers/{id}/actions/poweron": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["power_on_server"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/servers/{id}/actions/create_image": {
         parameters: {
             query?: never;
@@ -762,6 +778,9 @@ export interface components {
         power_off_server_response: {
             action: components["schemas"]["action"];
         };
+        power_on_server_response: {
+            action: components["schemas"]["action"];
+        };
         price: {
             /**
              * Format: decimal
@@ -1222,6 +1241,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["power_off_server_response"];
+                };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    power_on_server: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["power_on_server_response"];
                 };
             };
             "4xx": {
