@@ -179,51 +179,58 @@ export interface ClaimLimits {
  *     the one more keeping a share free for the next workspace whose work comes, and the workspaces holding
  *     fewest slots first;
  *   - the oldest due first within a workspace.
- * Only the endpoints with pending deliveries are visited (a skip scan of the pending index) and at most the
- * endpoints' room is read of each, so the backlog is never loaded. The claim counts the attempt: an attempt
- * whose worker dies after it reached the receiver is counted, and its outcome fields are empty until it ends.
- * A lease that runs out frees the delivery again.
+ * The shares are reckoned before any delivery is read: a workspace at its share (endpoints that hang, say) has
+ * none of its deliveries read or locked and its endpoints' leases are not counted, however many wait; of the
+ * others at most their room is read of each endpoint. A workspace waits when one of its endpoints has a delivery
+ * due, whether or not the endpoint has room. The endpoints are found by a skip scan of the pending index (one probe for each endpoint with pending
+ * deliveries, its earliest due first, so an endpoint with nothing due, or cooling, costs that probe alone), and
+ * the backlog is never loaded. The claim counts the attempt: an attempt whose worker dies after it reached the
+ * receiver is counted, and its outcome fields are empty until it ends. A lease that runs out frees the delivery again.
  */
 export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
   if (limits.free <= 0) return [];
   const held = JSON.stringify(Object.fromEntries(limits.held));
   const { rows } = await sql<Omit<ClaimedDelivery, 'event'> & { event: string }>`
-    WITH RECURSIVE waiting (endpoint_id) AS (
-      (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+    WITH RECURSIVE waiting (endpoint_id, due_at) AS (
+      (SELECT endpoint_id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id, next_attempt_at LIMIT 1)
       UNION ALL
-      SELECT (SELECT d.endpoint_id FROM webhook_deliveries d
-              WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
-      FROM waiting w WHERE w.endpoint_id IS NOT NULL
-    ),
-    leased AS (
-      SELECT endpoint_id, count(*) AS attempts FROM webhook_deliveries WHERE leased_until > now() GROUP BY endpoint_id
+      SELECT n.endpoint_id, n.next_attempt_at FROM waiting w CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) n
     ),
     open AS (
-      SELECT e.id, e.workspace_id,
-        CASE WHEN e.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END - coalesce(l.attempts, 0) AS room
-      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id LEFT JOIN leased l ON l.endpoint_id = e.id
-      WHERE e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
-    ),
-    candidate AS (
-      SELECT c.id, o.workspace_id, c.next_attempt_at,
-        row_number() OVER (PARTITION BY o.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
-      FROM open o CROSS JOIN LATERAL (
-        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.endpoint_id = o.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
-          AND (d.leased_until IS NULL OR d.leased_until < now())
-        ORDER BY d.next_attempt_at LIMIT greatest(o.room, 0)
-        FOR UPDATE SKIP LOCKED
-      ) c
+      SELECT e.id, e.workspace_id, e.cooling_until
+      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+      WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
     ),
     held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
     share AS (
-      SELECT ceil(${limits.slots}::numeric / (count(*) + 1)) AS slots
-      FROM (SELECT workspace_id FROM candidate UNION SELECT workspace_id FROM held) workspaces
+      SELECT ceil(${limits.slots}::numeric / (count(*) + 1))::int AS slots
+      FROM (SELECT workspace_id FROM open UNION SELECT workspace_id FROM held) workspaces
+    ),
+    allowed AS (
+      SELECT o.id, o.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance,
+        least(share.slots - coalesce(h.slots, 0),
+          CASE WHEN o.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
+            - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now())) AS room
+      FROM open o CROSS JOIN share LEFT JOIN held h USING (workspace_id)
+      WHERE share.slots > coalesce(h.slots, 0)
+    ),
+    candidate AS (
+      SELECT c.id, a.holding, a.allowance, c.next_attempt_at,
+        row_number() OVER (PARTITION BY a.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
+      FROM (SELECT * FROM allowed WHERE room > 0) a CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.endpoint_id = a.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
+          AND (d.leased_until IS NULL OR d.leased_until < now())
+        ORDER BY d.next_attempt_at LIMIT a.room
+        FOR UPDATE SKIP LOCKED
+      ) c
     ),
     chosen AS (
-      SELECT c.id FROM candidate c LEFT JOIN held h USING (workspace_id), share
-      WHERE coalesce(h.slots, 0) + c.nth <= share.slots
-      ORDER BY coalesce(h.slots, 0) + c.nth, c.next_attempt_at
+      SELECT id FROM candidate WHERE nth <= allowance
+      ORDER BY holding + nth, next_attempt_at
       LIMIT ${limits.free}
     )
     UPDATE webhook_deliveries d
