@@ -74,4 +74,25 @@ describe('claiming due deliveries', () => {
     // Not one of the 11,988 waiting deliveries of the workspaces at their share was locked by the claim.
     expect(lockableMeanwhile).toBe(12 * 999);
   });
+
+  it('counts an attempt that ended, waiting to be settled, in no endpoint’s room; but a cooling endpoint’s probe until its circuit is set', async () => {
+    const { db } = context;
+    const now = clock.now();
+    const user = await newUser(db, clock, 'pro');
+    const [endpointId] = await endpoints(user.workspaceId, 1);
+    const event = { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA as never } as const;
+    for (let i = 0; i < 3; i++) await recordEvent(db, event, now);
+    const limits = { now, free: 8, slots: 8, held: new Map<string, number>(), endpointConcurrency: 1, leaseSeconds: 60 };
+    const [first] = await claimDeliveries(db, limits);
+    // Its attempt is under way: the endpoint has no room.
+    expect(await claimDeliveries(db, limits)).toEqual([]);
+    // It ended: the next is claimed while it waits to be settled, and it is not claimed again itself.
+    const [second] = await claimDeliveries(db, { ...limits, ended: [first!.lease_id] });
+    expect(second!.id).not.toBe(first!.id);
+    expect(await claimDeliveries(db, { ...limits, ended: [first!.lease_id] })).toEqual([]);
+
+    // Cooling and due for its probe: a probe that ended still holds the endpoint until it is settled.
+    await sql`UPDATE webhook_endpoints SET cooling_until = ${now} WHERE id = ${endpointId}`.execute(db);
+    expect(await claimDeliveries(db, { ...limits, ended: [first!.lease_id, second!.lease_id] })).toEqual([]);
+  });
 });

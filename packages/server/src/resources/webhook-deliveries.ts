@@ -167,6 +167,12 @@ export interface ClaimLimits {
   held: ReadonlyMap<string, number>;
   /** Attempts an endpoint may have at once, across dispatchers (a cooling endpoint's probe: one). */
   endpointConcurrency: number;
+  /**
+   * Leases of this dispatcher whose attempts ended and wait to be settled: no longer attempts under way, so they
+   * take no room of an endpoint whose circuit is closed (a cooling endpoint's probe keeps its lease until its
+   * circuit is set, so that no second probe starts before).
+   */
+  ended?: readonly string[];
   /** How long (real seconds) the claim holds a delivery: longer than an attempt can take. */
   leaseSeconds: number;
 }
@@ -213,7 +219,8 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
       SELECT o.id, o.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance,
         least(share.slots - coalesce(h.slots, 0),
           CASE WHEN o.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
-            - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now())) AS room
+            - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now()
+                AND NOT (o.cooling_until IS NULL AND l.lease_id = ANY(${limits.ended ?? []}::uuid[])))) AS room
       FROM open o CROSS JOIN share LEFT JOIN held h USING (workspace_id)
       WHERE share.slots > coalesce(h.slots, 0)
     ),

@@ -72,6 +72,8 @@ export class WebhookDispatcher {
   /** Asked to look again while a look was under way (a NOTIFY arrived, or slots were freed, meanwhile). */
   private again = false;
   private ended: Ended[] = [];
+  /** The batch being settled. */
+  private settlingBatch: Ended[] = [];
   private settling: Promise<void> | undefined;
   /** The connection LISTENing for due deliveries; undefined until connected, or after it dropped. */
   private listener: pg.Client | undefined;
@@ -164,6 +166,7 @@ export class WebhookDispatcher {
           slots: config.concurrency,
           held: this.held,
           endpointConcurrency: config.endpointConcurrency,
+          ended: [...this.ended, ...this.settlingBatch].map(({ delivery }) => delivery.lease_id),
           leaseSeconds: Math.ceil(config.timeoutMs / 1000) + LEASE_MARGIN_SECONDS,
         });
         for (const delivery of claimed) this.start(delivery);
@@ -195,6 +198,8 @@ export class WebhookDispatcher {
       else this.held.set(delivery.workspace_id, held);
       this.ended.push({ delivery, outcome });
       void this.settle();
+      // Its endpoint has room again (an ended attempt takes none while it waits to be settled).
+      void this.look();
     });
     this.attempts.add(attempt);
   }
@@ -226,7 +231,9 @@ export class WebhookDispatcher {
       while (this.ended.length > 0) {
         const batch = this.ended;
         this.ended = [];
+        this.settlingBatch = batch;
         await this.settleBatch(batch);
+        this.settlingBatch = [];
         void this.look();
       }
     })().finally(() => {
