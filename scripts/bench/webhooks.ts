@@ -71,6 +71,8 @@ export interface DeliveryFigures {
   p99_ms: number;
   max_ms: number;
   server_peak_rss_mb: number;
+  /** The server's CPU time (user + system, /proc) during the load ÷ the deliveries that arrived. */
+  server_cpu_us_per_delivery: number;
 }
 
 export interface WebhooksFigures {
@@ -110,6 +112,12 @@ async function createEndpoints(base: string, token: string, workspaceId: string,
 
 /** A process's resident memory (MB), from /proc. */
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+/** A process's CPU time so far (user + system, ms), from /proc (clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 
 const QUOTA = { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 } as const;
 
@@ -166,6 +174,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
         ['quota.reached'],
       );
       let peakRss = rssMb(server.child.pid!);
+      const cpuBefore = cpuMs(server.child.pid!);
       const sampler = setInterval(() => {
         peakRss = Math.max(peakRss, rssMb(server.child.pid!));
       }, 100);
@@ -223,6 +232,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
         p99_ms: percentile(latencies, 99),
         max_ms: percentile(latencies, 100),
         server_peak_rss_mb: Math.round(peakRss),
+        server_cpu_us_per_delivery: Math.round(((cpuMs(server.child.pid!) - cpuBefore) * 1000) / Math.max(1, latencies.length)),
       };
       console.error(`${label}: ${JSON.stringify(figures)} (load average ${loadavg()[0]!.toFixed(1)})`);
       return figures;
@@ -380,10 +390,10 @@ async function waitingDeliveries(db: Parameters<typeof recordEvent>[0], perEndpo
       INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
       SELECT 'evt_waiting_' || h.id || '_' || n, 'quota.reached', h.workspace_id, 'quota', 'kaas/clusters', ${JSON.stringify(QUOTA)}::jsonb, ${now}
       FROM hanging h, generate_series(1, ${perEndpoint}) n
-      RETURNING id
+      RETURNING id, workspace_id
     )
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
-    SELECT 'whd_waiting_' || substr(e.id, 13), substring(e.id FROM '^evt_waiting_(whe_[^_]+)_'), e.id, 'quota.reached', 'pending',
+    INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
+    SELECT 'whd_waiting_' || substr(e.id, 13), substring(e.id FROM '^evt_waiting_(whe_[^_]+)_'), e.workspace_id, e.id, 'quota.reached', 'pending',
       ${now}, ${now}, ${now}, ${now}
     FROM event e`.execute(db);
   // Statistics as autovacuum keeps them for a table whose backlog grew over time (written at once here, the

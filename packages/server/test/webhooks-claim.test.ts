@@ -42,11 +42,11 @@ describe('claiming due deliveries', () => {
         INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
         SELECT 'evt_' || e.id || '_' || n, 'quota.reached', e.workspace_id, 'quota', 'kaas/clusters', ${JSON.stringify(QUOTA)}::jsonb, ${now}
         FROM webhook_endpoints e, generate_series(1, 1000) n WHERE e.id = ANY(${hanging})
-        RETURNING id, substring(id FROM '^evt_(.*)_[0-9]+$') AS endpoint_id, (substring(id FROM '_([0-9]+)$'))::int AS n
+        RETURNING id, workspace_id, substring(id FROM '^evt_(.*)_[0-9]+$') AS endpoint_id, (substring(id FROM '_([0-9]+)$'))::int AS n
       )
-      INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, status, attempts, first_attempt_at, next_attempt_at,
+      INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, attempts, first_attempt_at, next_attempt_at,
         leased_until, lease_id, created_at, updated_at)
-      SELECT 'whd_' || substr(id, 5), endpoint_id, id, 'quota.reached', 'pending', CASE WHEN n = 1 THEN 1 ELSE 0 END, ${now}, ${now},
+      SELECT 'whd_' || substr(id, 5), endpoint_id, workspace_id, id, 'quota.reached', 'pending', CASE WHEN n = 1 THEN 1 ELSE 0 END, ${now}, ${now},
         CASE WHEN n = 1 THEN now() + interval '1 minute' END, CASE WHEN n = 1 THEN gen_random_uuid() END, ${now}, ${now}
       FROM event`.execute(db);
     await sql`ANALYZE webhook_deliveries`.execute(db);

@@ -61,6 +61,7 @@ export async function fanOut(trx: Db, event: { id: string; type: Schema<'EventTy
       endpoints.map((endpoint) => ({
         id: newId('whd'),
         endpoint_id: endpoint.id,
+        workspace_id: event.workspace_id,
         event_id: event.id,
         event_type: event.type,
         status: 'pending' as const,
@@ -185,24 +186,47 @@ export interface ClaimLimits {
  *     the one more keeping a share free for the next workspace whose work comes, and the workspaces holding
  *     fewest slots first;
  *   - the oldest due first within a workspace.
- * The shares are reckoned before any delivery is read: a workspace at its share (endpoints that hang, say) has
- * none of its deliveries read or locked and its endpoints' leases are not counted, however many wait; of the
- * others at most their room is read of each endpoint. A workspace waits when one of its endpoints has a delivery
- * due, whether or not the endpoint has room. The endpoints are found by a skip scan of the pending index (one probe for each endpoint with pending
- * deliveries, its earliest due first, so an endpoint with nothing due, or cooling, costs that probe alone), and
- * the backlog is never loaded. The claim counts the attempt: an attempt whose worker dies after it reached the
- * receiver is counted, and its outcome fields are empty until it ends. A lease that runs out frees the delivery again.
+ * The shares are reckoned before any endpoint is looked at: the workspaces with pending deliveries are found by a
+ * skip scan of the pending index (workspace first: one probe each), and a workspace at its share (endpoints that
+ * hang, say) costs that probe alone, however many endpoints and deliveries it has waiting. Of the others, each
+ * endpoint with pending deliveries costs one more probe (its earliest due first, so an endpoint with only later
+ * retries, or cooling, costs no more), and at most its room is read. A workspace waits while it has pending
+ * deliveries, due or not yet. The backlog is never loaded. The claim counts the attempt: an attempt whose worker
+ * dies after it reached the receiver is counted, and its outcome fields are empty until it ends. A lease that runs
+ * out frees the delivery again.
  */
 export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
   if (limits.free <= 0) return [];
   const held = JSON.stringify(Object.fromEntries(limits.held));
   const { rows } = await sql<Omit<ClaimedDelivery, 'event'> & { event: string }>`
-    WITH RECURSIVE waiting (endpoint_id, due_at) AS (
-      (SELECT endpoint_id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id, next_attempt_at LIMIT 1)
+    WITH RECURSIVE busy (workspace_id) AS (
+      (SELECT workspace_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY workspace_id LIMIT 1)
       UNION ALL
-      SELECT n.endpoint_id, n.next_attempt_at FROM waiting w CROSS JOIN LATERAL (
+      SELECT n.workspace_id FROM busy b CROSS JOIN LATERAL (
+        SELECT d.workspace_id FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id > b.workspace_id ORDER BY d.workspace_id LIMIT 1
+      ) n
+    ),
+    held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
+    share AS (
+      SELECT ceil(${limits.slots}::numeric / (count(*) + 1))::int AS slots
+      FROM (SELECT workspace_id FROM busy UNION SELECT workspace_id FROM held) workspaces
+    ),
+    under AS (
+      SELECT b.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance
+      FROM busy b CROSS JOIN share LEFT JOIN held h USING (workspace_id)
+      WHERE share.slots > coalesce(h.slots, 0)
+    ),
+    waiting (workspace_id, endpoint_id, due_at) AS (
+      SELECT u.workspace_id, f.endpoint_id, f.next_attempt_at FROM under u CROSS JOIN LATERAL (
         SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+        WHERE d.status = 'pending' AND d.workspace_id = u.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) f
+      UNION ALL
+      SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM waiting w CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = w.workspace_id AND d.endpoint_id > w.endpoint_id
+        ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
       ) n
     ),
     open AS (
@@ -210,26 +234,20 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
       FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id
       WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
     ),
-    held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
-    share AS (
-      SELECT ceil(${limits.slots}::numeric / (count(*) + 1))::int AS slots
-      FROM (SELECT workspace_id FROM open UNION SELECT workspace_id FROM held) workspaces
-    ),
     allowed AS (
-      SELECT o.id, o.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance,
-        least(share.slots - coalesce(h.slots, 0),
+      SELECT o.id, o.workspace_id, u.holding, u.allowance,
+        least(u.allowance,
           CASE WHEN o.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
             - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now()
                 AND NOT (o.cooling_until IS NULL AND l.lease_id = ANY(${limits.ended ?? []}::uuid[])))) AS room
-      FROM open o CROSS JOIN share LEFT JOIN held h USING (workspace_id)
-      WHERE share.slots > coalesce(h.slots, 0)
+      FROM open o JOIN under u USING (workspace_id)
     ),
     candidate AS (
       SELECT c.id, a.holding, a.allowance, c.next_attempt_at,
         row_number() OVER (PARTITION BY a.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
       FROM (SELECT * FROM allowed WHERE room > 0) a CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.endpoint_id = a.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
+        WHERE d.workspace_id = a.workspace_id AND d.endpoint_id = a.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
           AND (d.leased_until IS NULL OR d.leased_until < now())
         ORDER BY d.next_attempt_at LIMIT a.room
         FOR UPDATE SKIP LOCKED
