@@ -287,7 +287,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
     // Paired and alternated (none, with, with, none, each half the duration), so a change of the machine's load
     // during the run weighs on both alike; the figures are the two halves' means.
     const half = Math.max(1, Math.round(options.duration / 2));
-    const runs = [];
+    const runs: { hookedRun: boolean; result: autocannon.Result }[] = [];
     for (const hookedRun of [false, true, true, false]) {
       runs.push({ hookedRun, result: await (hookedRun ? load(hooked.token, hookedSample.productId, half) : load(plain.token, plainSample.productId, half)) });
     }
