@@ -95,4 +95,33 @@ describe('claiming due deliveries', () => {
     await sql`UPDATE webhook_endpoints SET cooling_until = ${now} WHERE id = ${endpointId}`.execute(db);
     expect(await claimDeliveries(db, { ...limits, ended: [first!.lease_id, second!.lease_id] })).toEqual([]);
   });
+
+  it('shares the slots among the workspaces with work due or holding slots, not those whose deliveries wait for a later retry', async () => {
+    const { db } = context;
+    const now = clock.now();
+    // Nothing of the tests before is pending.
+    await sql`UPDATE webhook_deliveries SET status = 'succeeded', leased_until = NULL WHERE status = 'pending'`.execute(db);
+    // Ten workspaces, each with a delivery whose next attempt is an hour away.
+    for (let w = 0; w < 10; w++) {
+      const user = await newUser(db, clock, 'pro');
+      await endpoints(user.workspaceId, 1);
+      await recordEvent(
+        db,
+        { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA as never },
+        now + 3600,
+      );
+    }
+    const user = await newUser(db, clock, 'pro');
+    await endpoints(user.workspaceId, 1);
+    for (let i = 0; i < 6; i++) {
+      await recordEvent(
+        db,
+        { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA as never },
+        now,
+      );
+    }
+    // Alone with work due: 8 slots ÷ (1 + 1) = 4, which its endpoint's concurrency allows.
+    const claimed = await claimDeliveries(db, { now, free: 8, slots: 8, held: new Map(), endpointConcurrency: 4, leaseSeconds: 60 });
+    expect(claimed).toHaveLength(4);
+  });
 });

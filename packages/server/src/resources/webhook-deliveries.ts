@@ -186,12 +186,13 @@ export interface ClaimLimits {
  *     the one more keeping a share free for the next workspace whose work comes, and the workspaces holding
  *     fewest slots first;
  *   - the oldest due first within a workspace.
- * The shares are reckoned before any endpoint is looked at: the workspaces with pending deliveries are found by a
- * skip scan of the pending index (workspace first: one probe each), and a workspace at its share (endpoints that
- * hang, say) costs that probe alone, however many endpoints and deliveries it has waiting. Of the others, each
- * endpoint with pending deliveries costs one more probe (its earliest due first, so an endpoint with only later
- * retries, or cooling, costs no more), and at most its room is read. A workspace waits while it has pending
- * deliveries, due or not yet. The backlog is never loaded. The claim counts the attempt: an attempt whose worker
+ * The workspaces with pending deliveries are found by a skip scan of the pending index (workspace first: one probe
+ * each). The endpoints with pending deliveries of those holding no slot here are walked (one probe each, its
+ * earliest due first, so an endpoint with only later retries, or cooling, costs no more) to know which have work
+ * due; that and the workspaces holding slots make the share. Then the endpoints of the workspaces holding fewer
+ * slots than their share are walked too: a workspace at its share (endpoints that hang, say) costs no more than
+ * its one probe, however many endpoints and deliveries it has waiting. Of each endpoint at most its room is read.
+ * The backlog is never loaded. The claim counts the attempt: an attempt whose worker
  * dies after it reached the receiver is counted, and its outcome fields are empty until it ends. A lease that runs
  * out frees the delivery again.
  */
@@ -208,39 +209,58 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
       ) n
     ),
     held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
+    -- The endpoints with pending deliveries of the workspaces holding no slot here: one probe each.
+    fresh (workspace_id, endpoint_id, due_at) AS (
+      SELECT b.workspace_id, f.endpoint_id, f.next_attempt_at FROM busy b CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = b.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) f
+      WHERE NOT EXISTS (SELECT FROM held h WHERE h.workspace_id = b.workspace_id)
+      UNION ALL
+      SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM fresh w CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = w.workspace_id AND d.endpoint_id > w.endpoint_id
+        ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) n
+    ),
+    fresh_open AS (
+      SELECT e.id, e.workspace_id, e.cooling_until
+      FROM fresh w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+      WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
+    ),
     share AS (
       SELECT ceil(${limits.slots}::numeric / (count(*) + 1))::int AS slots
-      FROM (SELECT workspace_id FROM busy UNION SELECT workspace_id FROM held) workspaces
+      FROM (SELECT workspace_id FROM fresh_open UNION SELECT workspace_id FROM held) workspaces
     ),
-    under AS (
-      SELECT b.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance
-      FROM busy b CROSS JOIN share LEFT JOIN held h USING (workspace_id)
-      WHERE share.slots > coalesce(h.slots, 0)
-    ),
-    waiting (workspace_id, endpoint_id, due_at) AS (
-      SELECT u.workspace_id, f.endpoint_id, f.next_attempt_at FROM under u CROSS JOIN LATERAL (
+    -- The endpoints with pending deliveries of the workspaces holding slots, below their share only.
+    holding (workspace_id, endpoint_id, due_at) AS (
+      SELECT h.workspace_id, f.endpoint_id, f.next_attempt_at FROM held h CROSS JOIN share CROSS JOIN LATERAL (
         SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.status = 'pending' AND d.workspace_id = u.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+        WHERE d.status = 'pending' AND d.workspace_id = h.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
       ) f
+      WHERE h.slots < share.slots
       UNION ALL
-      SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM waiting w CROSS JOIN LATERAL (
+      SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM holding w CROSS JOIN LATERAL (
         SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.workspace_id = w.workspace_id AND d.endpoint_id > w.endpoint_id
         ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
       ) n
     ),
     open AS (
+      SELECT id, workspace_id, cooling_until FROM fresh_open
+      UNION ALL
       SELECT e.id, e.workspace_id, e.cooling_until
-      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+      FROM holding w JOIN webhook_endpoints e ON e.id = w.endpoint_id
       WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
     ),
     allowed AS (
-      SELECT o.id, o.workspace_id, u.holding, u.allowance,
-        least(u.allowance,
+      SELECT o.id, o.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance,
+        least(share.slots - coalesce(h.slots, 0),
           CASE WHEN o.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
             - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now()
                 AND NOT (o.cooling_until IS NULL AND l.lease_id = ANY(${limits.ended ?? []}::uuid[])))) AS room
-      FROM open o JOIN under u USING (workspace_id)
+      FROM open o CROSS JOIN share LEFT JOIN held h USING (workspace_id)
+      WHERE share.slots > coalesce(h.slots, 0)
     ),
     candidate AS (
       SELECT c.id, a.holding, a.allowance, c.next_attempt_at,
