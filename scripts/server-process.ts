@@ -25,7 +25,9 @@ export function serverNodeFlags(): string[] {
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const inherited = { ...process.env };
   delete inherited.LOG_POLL_MS; // the server's default unless the caller sets it
-  const child = spawn(process.execPath, [...serverNodeFlags(), join(repoRoot, MAIN), ...args], {
+  // BENCH_SERVER_NODE_FLAGS: more flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it.
+  const extra = process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...serverNodeFlags(), ...extra, join(repoRoot, MAIN), ...args], {
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -2,8 +2,9 @@
 // against the server run as its own process (packages/server/src/main.ts, API and dispatcher in one: `--role all`,
 // the default WEBHOOK_* settings) with the simulated cloud at zero latency, each figure against a baseline
 // measured in the same run, everything (server, PostgreSQL, receivers, this load generator) on one machine:
-//   (a) throughput: BENCH_WEBHOOK_EVENTS events (default 2,000), committed at BENCH_WEBHOOK_RATE a second (default
-//       250) by this process through recordEvent, to BENCH_WEBHOOK_ENDPOINTS endpoints (default 10) on a loopback
+//   (a) throughput: BENCH_WEBHOOK_EVENTS events (default 3,000), committed at BENCH_WEBHOOK_RATE a second (default
+//       250, 2,500 deliveries a second) by this process through recordEvent, in batches of the events come due by up
+//       to BENCH_WEBHOOK_WRITERS transactions at once (default 8), to BENCH_WEBHOOK_ENDPOINTS endpoints (default 10) on a loopback
 //       receiver of its own (node:http, answering 204 at once): deliveries a second from the first commit to the
 //       last arrival, and p50/p99 of each event's commit → its arrival at each endpoint (system clock). Baseline:
 //       the same number of signed POSTs sent by this process straight to the receiver over kept-alive connections,
@@ -22,7 +23,8 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createUser, recordEvent, seedSampleResources, systemClock } from '@platform/server/testing';
+import { loadavg } from 'node:os';
+import { createUser, openDatabase, recordEvent, seedSampleResources, systemClock } from '@platform/server/testing';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { freshDatabase } from '../fresh-database.ts';
@@ -36,13 +38,16 @@ export interface WebhooksOptions {
   /** Events committed a second. */
   rate: number;
   endpoints: number;
+  /** Transactions writing events at once. */
+  writers: number;
 }
 
 export const defaultWebhooksOptions = (): WebhooksOptions => ({
   duration: Number(process.env.BENCH_DURATION ?? 10),
-  events: Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2000),
+  events: Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3000),
   rate: Number(process.env.BENCH_WEBHOOK_RATE ?? 250),
   endpoints: Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 10),
+  writers: Number(process.env.BENCH_WEBHOOK_WRITERS ?? 8),
 });
 
 /** The targets the figures are held to. */
@@ -66,6 +71,8 @@ export interface DeliveryFigures {
   p99_ms: number;
   max_ms: number;
   server_peak_rss_mb: number;
+  /** The server's CPU time (user + system, /proc) during the load ÷ the deliveries that arrived. */
+  server_cpu_us_per_delivery: number;
 }
 
 export interface WebhooksFigures {
@@ -106,10 +113,17 @@ async function createEndpoints(base: string, token: string, workspaceId: string,
 /** A process's resident memory (MB), from /proc. */
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
+/** A process's CPU time so far (user + system, ms), from /proc (clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
 const QUOTA = { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 } as const;
 
 export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOptions()): Promise<WebhooksFigures> {
   const { admin, url, connection: db } = await freshDatabase('platform_bench_webhooks', 'bench');
+  const writers = openDatabase(url.toString(), options.writers);
   const servers: ServerProcess[] = [];
   // Arrival (epoch ms) of each event at each endpoint: `${path} ${webhook-id}` → ms.
   const arrivals = new Map<string, number>();
@@ -160,21 +174,41 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
         ['quota.reached'],
       );
       let peakRss = rssMb(server.child.pid!);
+      const cpuBefore = cpuMs(server.child.pid!);
       const sampler = setInterval(() => {
         peakRss = Math.max(peakRss, rssMb(server.child.pid!));
       }, 100);
+      // Committed → the moment its transaction committed. Events are written by up to `writers` transactions at
+      // once, each taking the events come due since the last one (at most 50) through recordEvent, as the API
+      // writes them: one writer alone committed about 25 events a second on a busy machine, below the rate.
       const committed = new Map<string, number>();
+      const writing = new Set<Promise<void>>();
+      const event = { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA } as const;
       const started = Date.now();
-      for (let i = 0; i < options.events; i++) {
-        const due = started + (i * 1000) / options.rate;
-        if (due > Date.now()) await sleep(due - Date.now());
-        const id = await recordEvent(
-          db.db,
-          { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA },
-          systemClock.now(),
-        );
-        committed.set(id, Date.now());
+      let written = 0;
+      while (written < options.events) {
+        const due = Math.min(options.events, Math.floor(((Date.now() - started) * options.rate) / 1000) + 1);
+        if (writing.size >= options.writers) await Promise.race(writing);
+        else if (due <= written) await sleep(Math.max(1, Math.ceil(((written + 1) * 1000) / options.rate - (Date.now() - started))));
+        else {
+          const batch = Math.min(due - written, 50);
+          written += batch;
+          const write = writers.db
+            .transaction()
+            .execute(async (trx) => {
+              const ids: string[] = [];
+              for (let i = 0; i < batch; i++) ids.push(await recordEvent(trx, event, systemClock.now()));
+              return ids;
+            })
+            .then((ids) => {
+              const at = Date.now();
+              for (const id of ids) committed.set(id, at);
+            })
+            .finally(() => writing.delete(write));
+          writing.add(write);
+        }
       }
+      await Promise.all(writing);
       const expected = options.events * options.endpoints;
       const offered = Math.round((expected * 1000) / (Date.now() - started));
       const arrived = () => [...arrivals.keys()].filter((key) => key.startsWith(`/${label}-`));
@@ -188,7 +222,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
         last = Math.max(last, at);
         latencies.push(at - committed.get(key.split(' ')[1]!)!);
       }
-      return {
+      const figures = {
         deliveries: latencies.length,
         missing: expected - latencies.length,
         duplicated: duplicates,
@@ -198,7 +232,10 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
         p99_ms: percentile(latencies, 99),
         max_ms: percentile(latencies, 100),
         server_peak_rss_mb: Math.round(peakRss),
+        server_cpu_us_per_delivery: Math.round(((cpuMs(server.child.pid!) - cpuBefore) * 1000) / Math.max(1, latencies.length)),
       };
+      console.error(`${label}: ${JSON.stringify(figures)} (load average ${loadavg()[0]!.toFixed(1)})`);
+      return figures;
     };
 
     // (a) Throughput, and its baseline: the receiver fed straight, signed, over kept-alive connections.
@@ -247,8 +284,25 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
       });
     await load(plain.token, plainSample.productId, 2);
     await load(hooked.token, hookedSample.productId, 2);
-    const without = await load(plain.token, plainSample.productId, options.duration);
-    const withEndpoints = await load(hooked.token, hookedSample.productId, options.duration);
+    // Paired and alternated (none, with, with, none, each half the duration), so a change of the machine's load
+    // during the run weighs on both alike; the figures are the two halves' means.
+    const half = Math.max(1, Math.round(options.duration / 2));
+    const runs: { hookedRun: boolean; result: autocannon.Result }[] = [];
+    for (const hookedRun of [false, true, true, false]) {
+      runs.push({ hookedRun, result: await (hookedRun ? load(hooked.token, hookedSample.productId, half) : load(plain.token, plainSample.productId, half)) });
+    }
+    const mean = (hookedRun: boolean) => {
+      const of = runs.filter((run) => run.hookedRun === hookedRun).map((run) => run.result);
+      const avg = (pick: (r: autocannon.Result) => number) => of.reduce((sum, r) => sum + pick(r), 0) / of.length;
+      return {
+        requests: { average: Math.round(avg((r) => r.requests.average) * 10) / 10 },
+        latency: { p50: avg((r) => r.latency.p50), p99: avg((r) => r.latency.p99) },
+        non2xx: avg((r) => r.non2xx) * of.length,
+        errors: avg((r) => r.errors) * of.length,
+      };
+    };
+    const without = mean(false);
+    const withEndpoints = mean(true);
     await api.stop();
     // Every install of the second load wrote its 10 deliveries.
     const { rows } = await sql<{ installs: number; deliveries: number }>`
@@ -282,6 +336,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
       server.closeAllConnections();
       server.close();
     }
+    await writers.close();
     await db.close();
     await sql`DROP DATABASE IF EXISTS platform_bench_webhooks WITH (FORCE)`.execute(admin.db);
     await admin.close();
@@ -335,10 +390,10 @@ async function waitingDeliveries(db: Parameters<typeof recordEvent>[0], perEndpo
       INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
       SELECT 'evt_waiting_' || h.id || '_' || n, 'quota.reached', h.workspace_id, 'quota', 'kaas/clusters', ${JSON.stringify(QUOTA)}::jsonb, ${now}
       FROM hanging h, generate_series(1, ${perEndpoint}) n
-      RETURNING id
+      RETURNING id, workspace_id
     )
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
-    SELECT 'whd_waiting_' || substr(e.id, 13), substring(e.id FROM '^evt_waiting_(whe_[^_]+)_'), e.id, 'quota.reached', 'pending',
+    INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
+    SELECT 'whd_waiting_' || substr(e.id, 13), substring(e.id FROM '^evt_waiting_(whe_[^_]+)_'), e.workspace_id, e.id, 'quota.reached', 'pending',
       ${now}, ${now}, ${now}, ${now}
     FROM event e`.execute(db);
   // Statistics as autovacuum keeps them for a table whose backlog grew over time (written at once here, the

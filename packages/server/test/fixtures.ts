@@ -188,6 +188,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     .values({
       id: ids.webhookDelivery,
       endpoint_id: ids.webhookEndpoint,
+      workspace_id: ws,
       event_id: event,
       event_type: 'cluster.created',
       status: 'failed',

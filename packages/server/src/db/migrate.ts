@@ -23,6 +23,7 @@ import * as webhooks from './migrations/20261124_2000_webhooks.ts';
 import * as tokenWorkspaces from './migrations/20261124_3000_token_workspaces.ts';
 import * as notificationWorkspace from './migrations/20261124_3001_notification_workspace.ts';
 import * as webhookClaims from './migrations/20261125_1200_webhook_claims.ts';
+import * as webhookReadyQueue from './migrations/20261126_1000_webhook_ready_queue.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '20261124_3000_token_workspaces': tokenWorkspaces,
   '20261124_3001_notification_workspace': notificationWorkspace,
   '20261125_1200_webhook_claims': webhookClaims,
+  '20261126_1000_webhook_ready_queue': webhookReadyQueue,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

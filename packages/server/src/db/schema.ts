@@ -369,6 +369,8 @@ export interface WebhookEndpointsTable {
 export interface WebhookDeliveriesTable {
   id: string;
   endpoint_id: string;
+  /** The endpoint's (the claim walks the pending deliveries by workspace). */
+  workspace_id: string;
   event_id: string;
   event_type: Schema<'EventType'>;
   status: Schema<'WebhookDeliveryStatus'>;

@@ -61,6 +61,7 @@ export async function fanOut(trx: Db, event: { id: string; type: Schema<'EventTy
       endpoints.map((endpoint) => ({
         id: newId('whd'),
         endpoint_id: endpoint.id,
+        workspace_id: event.workspace_id,
         event_id: event.id,
         event_type: event.type,
         status: 'pending' as const,
@@ -167,6 +168,12 @@ export interface ClaimLimits {
   held: ReadonlyMap<string, number>;
   /** Attempts an endpoint may have at once, across dispatchers (a cooling endpoint's probe: one). */
   endpointConcurrency: number;
+  /**
+   * Leases of this dispatcher whose attempts ended and wait to be settled: no longer attempts under way, so they
+   * take no room of an endpoint whose circuit is closed (a cooling endpoint's probe keeps its lease until its
+   * circuit is set, so that no second probe starts before).
+   */
+  ended?: readonly string[];
   /** How long (real seconds) the claim holds a delivery: longer than an attempt can take. */
   leaseSeconds: number;
 }
@@ -179,51 +186,96 @@ export interface ClaimLimits {
  *     the one more keeping a share free for the next workspace whose work comes, and the workspaces holding
  *     fewest slots first;
  *   - the oldest due first within a workspace.
- * Only the endpoints with pending deliveries are visited (a skip scan of the pending index) and at most the
- * endpoints' room is read of each, so the backlog is never loaded. The claim counts the attempt: an attempt
- * whose worker dies after it reached the receiver is counted, and its outcome fields are empty until it ends.
- * A lease that runs out frees the delivery again.
+ * The workspaces with pending deliveries are found by a skip scan of the pending index (workspace first: one probe
+ * each). The endpoints with pending deliveries of those holding no slot here are walked (one probe each, its
+ * earliest due first, so an endpoint with only later retries, or cooling, costs no more) to know which have work
+ * due; that and the workspaces holding slots make the share. Then the endpoints of the workspaces holding fewer
+ * slots than their share are walked too: a workspace at its share (endpoints that hang, say) costs no more than
+ * its one probe, however many endpoints and deliveries it has waiting. Of each endpoint at most its room is read.
+ * The backlog is never loaded. The claim counts the attempt: an attempt whose worker
+ * dies after it reached the receiver is counted, and its outcome fields are empty until it ends. A lease that runs
+ * out frees the delivery again.
  */
 export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
   if (limits.free <= 0) return [];
   const held = JSON.stringify(Object.fromEntries(limits.held));
   const { rows } = await sql<Omit<ClaimedDelivery, 'event'> & { event: string }>`
-    WITH RECURSIVE waiting (endpoint_id) AS (
-      (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+    WITH RECURSIVE busy (workspace_id) AS (
+      (SELECT workspace_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY workspace_id LIMIT 1)
       UNION ALL
-      SELECT (SELECT d.endpoint_id FROM webhook_deliveries d
-              WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
-      FROM waiting w WHERE w.endpoint_id IS NOT NULL
+      SELECT n.workspace_id FROM busy b CROSS JOIN LATERAL (
+        SELECT d.workspace_id FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id > b.workspace_id ORDER BY d.workspace_id LIMIT 1
+      ) n
     ),
-    leased AS (
-      SELECT endpoint_id, count(*) AS attempts FROM webhook_deliveries WHERE leased_until > now() GROUP BY endpoint_id
+    held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
+    -- The endpoints with pending deliveries of the workspaces holding no slot here: one probe each.
+    fresh (workspace_id, endpoint_id, due_at) AS (
+      SELECT b.workspace_id, f.endpoint_id, f.next_attempt_at FROM busy b CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = b.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) f
+      WHERE NOT EXISTS (SELECT FROM held h WHERE h.workspace_id = b.workspace_id)
+      UNION ALL
+      SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM fresh w CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = w.workspace_id AND d.endpoint_id > w.endpoint_id
+        ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) n
+    ),
+    fresh_open AS (
+      SELECT e.id, e.workspace_id, e.cooling_until
+      FROM fresh w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+      WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
+    ),
+    share AS (
+      SELECT ceil(${limits.slots}::numeric / (count(*) + 1))::int AS slots
+      FROM (SELECT workspace_id FROM fresh_open UNION SELECT workspace_id FROM held) workspaces
+    ),
+    -- The endpoints with pending deliveries of the workspaces holding slots, below their share only.
+    holding (workspace_id, endpoint_id, due_at) AS (
+      SELECT h.workspace_id, f.endpoint_id, f.next_attempt_at FROM held h CROSS JOIN share CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = h.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) f
+      WHERE h.slots < share.slots
+      UNION ALL
+      SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM holding w CROSS JOIN LATERAL (
+        SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id = w.workspace_id AND d.endpoint_id > w.endpoint_id
+        ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
+      ) n
     ),
     open AS (
-      SELECT e.id, e.workspace_id,
-        CASE WHEN e.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END - coalesce(l.attempts, 0) AS room
-      FROM waiting w JOIN webhook_endpoints e ON e.id = w.endpoint_id LEFT JOIN leased l ON l.endpoint_id = e.id
-      WHERE e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
+      SELECT id, workspace_id, cooling_until FROM fresh_open
+      UNION ALL
+      SELECT e.id, e.workspace_id, e.cooling_until
+      FROM holding w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+      WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
+    ),
+    allowed AS (
+      SELECT o.id, o.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance,
+        least(share.slots - coalesce(h.slots, 0),
+          CASE WHEN o.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
+            - (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now()
+                AND NOT (o.cooling_until IS NULL AND l.lease_id = ANY(${limits.ended ?? []}::uuid[])))) AS room
+      FROM open o CROSS JOIN share LEFT JOIN held h USING (workspace_id)
+      WHERE share.slots > coalesce(h.slots, 0)
     ),
     candidate AS (
-      SELECT c.id, o.workspace_id, c.next_attempt_at,
-        row_number() OVER (PARTITION BY o.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
-      FROM open o CROSS JOIN LATERAL (
+      SELECT c.id, a.holding, a.allowance, c.next_attempt_at,
+        row_number() OVER (PARTITION BY a.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
+      FROM (SELECT * FROM allowed WHERE room > 0) a CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.endpoint_id = o.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
+        WHERE d.workspace_id = a.workspace_id AND d.endpoint_id = a.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
           AND (d.leased_until IS NULL OR d.leased_until < now())
-        ORDER BY d.next_attempt_at LIMIT greatest(o.room, 0)
+        ORDER BY d.next_attempt_at LIMIT a.room
         FOR UPDATE SKIP LOCKED
       ) c
     ),
-    held AS (SELECT key AS workspace_id, value::int AS slots FROM jsonb_each_text(${held}::jsonb)),
-    share AS (
-      SELECT ceil(${limits.slots}::numeric / (count(*) + 1)) AS slots
-      FROM (SELECT workspace_id FROM candidate UNION SELECT workspace_id FROM held) workspaces
-    ),
     chosen AS (
-      SELECT c.id FROM candidate c LEFT JOIN held h USING (workspace_id), share
-      WHERE coalesce(h.slots, 0) + c.nth <= share.slots
-      ORDER BY coalesce(h.slots, 0) + c.nth, c.next_attempt_at
+      SELECT id FROM candidate WHERE nth <= allowance
+      ORDER BY holding + nth, next_attempt_at
       LIMIT ${limits.free}
     )
     UPDATE webhook_deliveries d
