@@ -50,7 +50,7 @@ export default {
     {
       name: 'resources-import-services-resources-db-and-the-engine',
       comment:
-        'A resource imports services/, other resources/, db/ types and transactions, workflows/engine.ts (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, the seed or a driver.',
+        'A resource imports services/, other resources/, db/ types, transactions and raw queries, workflows/engine.ts (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, the seed or a driver.',
       severity: 'error',
       from: { path: `${server}resources/` },
       to: {
@@ -62,7 +62,7 @@ export default {
           `${server}providers/`,
           `${server}(app|main|admin|start-up)\\.ts$`,
         ],
-        pathNot: [`${server}workflows/engine\\.ts$`, `${server}db/(schema|transaction)\\.ts$`, `${server}providers/types\\.ts$`],
+        pathNot: [`${server}workflows/engine\\.ts$`, `${server}db/(schema|transaction|raw-query)\\.ts$`, `${server}providers/types\\.ts$`],
       },
     },
     {
