@@ -129,7 +129,13 @@ const checks: Check[] = [
     target: { max: SERVER_TARGETS.p99_ratio },
     baseline: `raw node:http + pg p99 ${server.baseline_p99_ms} ms (p50 ${server.baseline_p50_ms}); server p99 ${server.server_p99_ms} ms (p50 ${server.server_p50_ms})`,
   },
-  { name: 'server peak RSS under that load', value: server.server_peak_rss_mb!, unit: 'MB', target: { max: SERVER_TARGETS.server_peak_rss_mb }, baseline: `target ${SERVER_TARGETS.server_peak_rss_mb} MB` },
+  {
+    name: 'server peak RSS under that load',
+    value: server.server_peak_rss_mb!,
+    unit: 'MB',
+    target: { max: SERVER_TARGETS.server_peak_rss_mb },
+    baseline: `target ${SERVER_TARGETS.server_peak_rss_mb} MB`,
+  },
   {
     name: 'page at offset ~18,000 ÷ first page',
     value: server.deep_vs_first_ratio!,

@@ -139,7 +139,12 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
       deep_vs_first_ratio: first.rps / deepPage.rps,
       failed_requests: pairs.reduce((n, p) => n + failed(p.base) + failed(p.ours), failed(first) + failed(deepPage)),
       pairs: PAIRS,
-      ...Object.fromEntries(pairs.flatMap((p, i) => [[`pair${i + 1}_throughput_ratio`, p.ours.rps / p.base.rps], [`pair${i + 1}_p99_ratio`, p.ours.p99 / p.base.p99]])),
+      ...Object.fromEntries(
+        pairs.flatMap((p, i) => [
+          [`pair${i + 1}_throughput_ratio`, p.ours.rps / p.base.rps],
+          [`pair${i + 1}_p99_ratio`, p.ours.p99 / p.base.p99],
+        ]),
+      ),
     };
   } finally {
     baseline.child.kill('SIGTERM');
@@ -150,14 +155,21 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  const loadAtStart = os.loadavg()[0]!;
   const f = await benchServer();
   const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
-  console.log(`GET /v1/clusters?limit=50, ${CLUSTERS} clusters, ${CONNECTIONS} connections, ${PAIRS} alternating pairs of ${DURATION} s (medians), load average ${os.loadavg()[0]!.toFixed(1)}:`);
+  console.log(
+    `GET /v1/clusters?limit=50, ${CLUSTERS} clusters, ${CONNECTIONS} connections, ${PAIRS} alternating pairs of ${DURATION} s (medians), load average ${loadAtStart.toFixed(1)} at the start and ${os.loadavg()[0]!.toFixed(1)} at the end:`,
+  );
   console.log(`  baseline (node:http + pg): ${f.baseline_rps!.toFixed(0)} req/s, p50 ${f.baseline_p50_ms} ms, p99 ${f.baseline_p99_ms} ms`);
   console.log(`  server:                    ${f.server_rps!.toFixed(0)} req/s, p50 ${f.server_p50_ms} ms, p99 ${f.server_p99_ms} ms`);
   const each = (name: string) => Array.from({ length: PAIRS }, (_, i) => f[`pair${i + 1}_${name}`]!.toFixed(2)).join(' / ');
-  console.log(`  throughput ratio ${f.throughput_ratio!.toFixed(2)} (target ≥ ${SERVER_TARGETS.throughput_ratio}: ${mark(f.throughput_ratio! >= SERVER_TARGETS.throughput_ratio)}; pairs ${each('throughput_ratio')})`);
-  console.log(`  p99 ratio ${f.p99_ratio!.toFixed(2)} (target ≤ ${SERVER_TARGETS.p99_ratio}: ${mark(f.p99_ratio! <= SERVER_TARGETS.p99_ratio)}; pairs ${each('p99_ratio')})`);
+  console.log(
+    `  throughput ratio ${f.throughput_ratio!.toFixed(2)} (target ≥ ${SERVER_TARGETS.throughput_ratio}: ${mark(f.throughput_ratio! >= SERVER_TARGETS.throughput_ratio)}; pairs ${each('throughput_ratio')})`,
+  );
+  console.log(
+    `  p99 ratio ${f.p99_ratio!.toFixed(2)} (target ≤ ${SERVER_TARGETS.p99_ratio}: ${mark(f.p99_ratio! <= SERVER_TARGETS.p99_ratio)}; pairs ${each('p99_ratio')})`,
+  );
   console.log(
     `  server peak RSS ${f.server_peak_rss_mb!.toFixed(0)} MB (target < ${SERVER_TARGETS.server_peak_rss_mb}: ${mark(f.server_peak_rss_mb! < SERVER_TARGETS.server_peak_rss_mb)}); baseline ${f.baseline_peak_rss_mb!.toFixed(0)} MB`,
   );
