@@ -57,7 +57,7 @@ export default {
     {
       name: 'resources-import-services-resources-db-and-the-engine',
       comment:
-        'A resource imports services/, other resources/, db/ types and transactions, engine/ (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, a job, the seed or a driver.',
+        'A resource imports services/, other resources/, db/ types, transactions and raw queries, engine/ (to start and cancel workflows) and providers/types.ts; never a handler, the binding, a workflow kind, a job, the seed or a driver.',
       severity: 'error',
       from: { path: `${server}resources/` },
       to: {
@@ -69,7 +69,7 @@ export default {
           `${server}providers/`,
           `${server}(app|main|admin|start-up|runtime)\\.ts$`,
         ],
-        pathNot: [`${server}db/(schema|transaction)\\.ts$`, `${server}providers/types\\.ts$`],
+        pathNot: [`${server}db/(schema|transaction|raw-query)\\.ts$`, `${server}providers/types\\.ts$`],
       },
     },
     {

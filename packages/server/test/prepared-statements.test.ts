@@ -5,6 +5,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
+import { rawRows } from '../src/db/raw-query.ts';
 import { createTestDatabase, type TestDatabase } from './support.ts';
 
 let database: TestDatabase;
@@ -54,4 +55,21 @@ it('prepares a text again after its table changed under it: one call fails, the 
   await sql`ALTER TABLE items ADD COLUMN size int`.execute(connection.db);
   await expect(all()).rejects.toMatchObject({ code: '0A000' });
   expect((await all()).rows).toEqual([{ id: 1, name: 'uno', size: null }]);
+});
+
+it('runs a raw query on the pool, prepared, and inside a transaction as part of it', async () => {
+  const text = 'SELECT name FROM items WHERE id = $1';
+  expect(await rawRows(connection.db, text, [1])).toHaveLength(1);
+  expect(await prepared()).toContain(text);
+  // The row inserted in the transaction is seen by the query only if the query runs in that transaction.
+  const seen = await connection.db
+    .transaction()
+    .execute(async (trx) => {
+      await sql`INSERT INTO items VALUES (3, 'three')`.execute(trx);
+      const rows = await rawRows(trx, text, [3]);
+      throw Object.assign(new Error('roll back'), { rows });
+    })
+    .catch((error: { rows?: unknown }) => error.rows);
+  expect(seen).toEqual([{ name: 'three' }]);
+  expect(await rawRows(connection.db, text, [3])).toEqual([]);
 });

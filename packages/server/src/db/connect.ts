@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { prepareStatements } from './prepared-statements.ts';
+import { registerPool } from './raw-query.ts';
 import type { Database } from './schema.ts';
 
 // bigint columns hold Unix seconds and byte counts, all far below 2^53: read them as numbers.
@@ -37,6 +38,7 @@ export function openDatabase(url: string, poolSize = 10): Connection {
     prepareStatements(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  registerPool(db, pool);
   return { db, url, close: () => db.destroy() };
 }
 
