@@ -9,7 +9,8 @@ import { deleteInstallWorkflow } from './delete-install.ts';
 import { deleteMachineWorkflow } from './delete-machine.ts';
 import { regenerateProductWorkflow } from './regenerate-product.ts';
 import { requestMachineWorkflow } from './request-machine.ts';
-import { resumeSuspensionWorkflow, suspendMachineWorkflow } from './suspension.ts';
+import { resumeSuspensionWorkflow } from './resume-suspension.ts';
+import { suspendMachineWorkflow } from './suspend-machine.ts';
 
 export const workflowDefinitions = (deadlines: WorkflowDeadlines): Record<WorkflowKind, WorkflowDefinition> => ({
   createCluster: createClusterWorkflow(deadlines),
