@@ -31,6 +31,8 @@ let fuzzToken: string;
 /** A user whose workspace nobody of the world ever joins. */
 let outsider: TestUser;
 let bobEmail: string;
+/** The code of a device sign-in waiting for a decision, so looking it up can succeed. */
+let deviceUserCode: string;
 
 // The injected resolver: the machines have no public DNS; every name is public except the test's private one.
 const resolveHost = async (host: string) => (host.endsWith('.private.test') ? ['10.0.0.1'] : ['93.184.216.34']);
@@ -61,6 +63,7 @@ function realValues(name: string | undefined): unknown[] {
     'X-Workspace-Id': [world.alice.workspaceId],
     email: [bobEmail],
     metric: ['kaas/clusters', 'compute/machines', 'compute/cpu', 'compute/memory'],
+    userCode: [deviceUserCode],
     repo_url: ['https://charts.example.com/stable', 'oci://ghcr.example.com/acme'],
     url: ['https://hooks.example.com/platform'],
   };
@@ -156,11 +159,10 @@ function requestArbitrary(op: Operation): fc.Arbitrary<Request> {
   const pathNames = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
   for (const name of pathNames) {
     const declared = op.parameters.find((p) => p.in === 'path' && p.name === name);
-    const real = name === 'metric' ? realValues('metric') : [idFor(world, op.path, name)].filter(Boolean);
-    path[name] = fc.oneof(
-      { arbitrary: fc.constantFrom(...real), weight: 4 },
-      { arbitrary: arbitrary(declared?.object.schema ?? { type: 'string', minLength: 1, maxLength: 40 }), weight: 1 },
-    );
+    const real = name === 'metric' || name === 'userCode' ? realValues(name) : [idFor(world, op.path, name)].filter(Boolean);
+    const generated = arbitrary(declared?.object.schema ?? { type: 'string', minLength: 1, maxLength: 40 });
+    // A parameter with no real value to mix in (fast-check refuses an empty constantFrom) is only generated.
+    path[name] = real.length === 0 ? generated : fc.oneof({ arbitrary: fc.constantFrom(...real), weight: 4 }, { arbitrary: generated, weight: 1 });
   }
   const requiredQuery: string[] = [];
   const requiredHeaders: string[] = [];
@@ -273,6 +275,7 @@ beforeAll(async () => {
   fuzzToken = (await createToken(app.db, clock, { userId: world.alice.userId, kind: 'pat', name: 'fuzzer', expiresAt: null })).secret;
   outsider = await newUser(app.db, clock, 'pro');
   bobEmail = (await app.db.selectFrom('users').select('email').where('id', '=', world.bob.userId).executeTakeFirstOrThrow()).email;
+  deviceUserCode = (await send(app.baseUrl, { method: 'POST', path: '/v1/auth/device/code', query: {}, headers: {}, body: {} }, undefined)).json.user_code;
   // One request first, so the fuzz token's last_used_at is written before any snapshot.
   await send(app.baseUrl, { method: 'GET', path: '/v1/workspaces', query: {}, headers: {} }, fuzzToken);
   const tables = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`.execute(app.db);
