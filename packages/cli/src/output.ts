@@ -147,7 +147,7 @@ export function done(out: OutputOptions, message: string, body: unknown = null):
 }
 
 const ACCESS_ENDED_SUGGESTIONS: Record<PlatformAccessEndedError['reason'], string> = {
-  unauthenticated: 'log in again with `platform auth login`, or set PLATFORM_TOKEN to a valid token.',
+  unauthenticated: 'log in again with `platform login`, or set PLATFORM_TOKEN to a valid token.',
   membership_ended: 'ask an admin of the workspace to invite you again, or choose another workspace with --workspace.',
   role_lowered: 'ask an admin of the workspace for the role this stream needs.',
   scope_missing: 'create a token with the scope this stream needs (`platform tokens create --scope …`).',

@@ -79,7 +79,7 @@ describe('a stream whose access ends', () => {
     const { code, stderr } = await run;
     expect(code).toBe(1);
     expect(stderr).toContain('(unauthenticated)');
-    expect(stderr).toContain('Suggestion: log in again with `platform auth login`');
+    expect(stderr).toContain('Suggestion: log in again with `platform login`');
     expect(stderr).not.toMatch(/reconnect/i);
   });
 });

@@ -4,6 +4,8 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 
 export class ConfigError extends Error {}
 
@@ -318,11 +320,13 @@ function managedBy(env: Env): string {
       throw new ConfigError(`HCLOUD_MANAGED_BY must be a Hetzner label value (up to 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends), got "${raw}"`);
     return raw;
   }
-  let where = env.PUBLIC_URL || env.DATA_DIR || '.data';
-  if (!env.PUBLIC_URL && env.DATABASE_URL) {
-    // The database's address, not its password: changing a password does not make another installation.
-    const url = new URL(env.DATABASE_URL);
-    where = `${url.hostname}:${url.port}${url.pathname}`;
+  let where = env.PUBLIC_URL;
+  if (!where) {
+    // This machine's name with the database's address (not its password: changing a password does not make
+    // another installation), or with the embedded database's folder: two laptops on `localhost:5432/platform`
+    // or on the default `.data` are still two installations.
+    const database = env.DATABASE_URL ? new URL(env.DATABASE_URL) : undefined;
+    where = `${hostname()} ${database ? `${database.hostname}:${database.port}${database.pathname}` : resolve(env.DATA_DIR || '.data')}`;
   }
   return `platform-${createHash('sha256').update(where).digest('hex').slice(0, 12)}`;
 }

@@ -41,6 +41,8 @@ describe('compute provider settings', () => {
     expect(managedBy({ PUBLIC_URL: 'https://a.example' })).toBe(managedBy({ PUBLIC_URL: 'https://a.example' }));
     expect(managedBy({ DATABASE_URL: 'postgres://u:one@db1:5432/platform' })).toBe(managedBy({ DATABASE_URL: 'postgres://u:two@db1:5432/platform' }));
     expect(managedBy({ DATABASE_URL: 'postgres://u@db1:5432/platform' })).not.toBe(managedBy({ DATABASE_URL: 'postgres://u@db2:5432/platform' }));
+    // Without a public URL or a database URL: the embedded database's folder tells two installations apart.
+    expect(managedBy({ DATA_DIR: '/srv/one' })).not.toBe(managedBy({ DATA_DIR: '/srv/two' }));
     expect(() => loadConfig({ HCLOUD_MANAGED_BY: 'not a label!' })).toThrow(/^HCLOUD_MANAGED_BY must be a Hetzner label value/);
   });
 

@@ -568,7 +568,13 @@ describe('leftovers at Hetzner', () => {
     );
     expect(fake.firewalls(BYOM_TOKEN).map((f) => f.id)).toContain(firewall.id);
     await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
-    expect(fake.firewalls(BYOM_TOKEN).map((f) => f.id)).not.toContain(firewall.id);
+    // Deleted right after the answer (not awaited by it), not on the leftovers run's next round.
+    await eventually(
+      () => fake.firewalls(BYOM_TOKEN).map((f) => f.id),
+      (ids) => !ids.includes(firewall.id),
+      'the firewall to be deleted',
+      5_000,
+    );
   }, 60_000);
 
   it('a deleted cluster’s firewall is deleted after its servers: refused while a leftover server still has it, gone once that server is', async () => {
@@ -633,8 +639,14 @@ describe('leftovers at Hetzner', () => {
     expect(sources().has(lostAddress)).toBe(true);
     expect([...sources()].filter((ip) => ip.endsWith('/32'))).toEqual([lostAddress]);
     await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
-    // The deletion tried at once, and Hetzner refused: the lost server still has the firewall.
-    expect(fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/firewalls/${firewall.id}`).map((r) => r.status)).toEqual([422]);
+    // The deletion tried at once (right after the answer), and Hetzner refused: the lost server still has the firewall.
+    const tried = await eventually(
+      () => fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/firewalls/${firewall.id}`).map((r) => r.status),
+      (statuses) => statuses.length > 0,
+      'the firewall deletion to be tried',
+      5_000,
+    );
+    expect(tried).toEqual([422]);
 
     const logs: string[] = [];
     const sweeper = leftoversReconciler({

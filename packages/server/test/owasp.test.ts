@@ -391,7 +391,7 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
     }
     expect(reopened).toBe(200);
     second.abort();
-  });
+  }, 90_000); // it starts two more servers, each compiling the contract's validators
 
   it('bounds page sizes', async () => {
     const reply = await call(app.baseUrl, 'GET', '/v1/clusters?limit=101', { token: world.alice.token });

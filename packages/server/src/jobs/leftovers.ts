@@ -75,7 +75,12 @@ export function leftoversReconciler(options: LeftoversOptions) {
     const order = { server: 0, snapshot: 1, firewall: 2 };
     for (const resource of [...found].sort((a, b) => order[a.kind] - order[b.kind])) {
       if (!isLeftover(resource, behind)) {
-        if (resource.kind === 'firewall' && !dryRun && resource.labels.cluster) await provider.refreshFirewall?.(resource.labels.cluster, account.credential);
+        if (resource.kind === 'firewall' && !dryRun && resource.labels.cluster) {
+          // One firewall that cannot be refreshed must not stop the sweep of the account's other resources.
+          await provider
+            .refreshFirewall?.(resource.labels.cluster, account.credential)
+            .catch((error: unknown) => logger.warn({ err: error, firewall: resource.id }, 'refreshing a cluster firewall failed'));
+        }
         continue;
       }
       const key = `${account.name}:${resource.kind}:${resource.id}`;

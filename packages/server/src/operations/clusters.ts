@@ -42,12 +42,14 @@ export const deleteCluster = staged<'deleteCluster', string | undefined>({
   },
   // The control plane and the cluster's firewall go once the record's deletion is committed; what the driver or
   // the provider fails to delete stays, labelled, to clean up (the leftovers reconciler deletes such a firewall).
+  // The firewalls are not awaited: a spent provider rate limit may hold their deletion for a long while, and the
+  // answer does not depend on it.
   after: async ({ params }, { db, driver, provider, secrets, logger }, _output, workspaceId) => {
+    void clusters
+      .deleteClusterFirewalls(db, provider, secrets, params.clusterId, workspaceId)
+      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the cluster’s firewall failed; the leftovers run retries'));
     await driver
       .deleteCluster(params.clusterId)
       .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));
-    await clusters
-      .deleteClusterFirewalls(db, provider, secrets, params.clusterId, workspaceId)
-      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the cluster’s firewall failed; the leftovers run retries'));
   },
 });

@@ -114,13 +114,13 @@ export async function setSuspensionStatus(db: Db, id: string, from: Status, stat
   return true;
 }
 
-/** The ids and snapshots of a machine's suspensions (what deleting the machine cancels and removes). */
 /** The snapshots that suspensions not resumed hold (what the leftovers reconciler must keep). */
 export async function heldSnapshotIds(db: Db): Promise<string[]> {
   const rows = await db.selectFrom('suspensions').select('snapshot_id').where('snapshot_id', 'is not', null).where('status', '!=', 'resumed').execute();
   return rows.map((row) => row.snapshot_id!);
 }
 
+/** The ids and snapshots of a machine's suspensions (what deleting the machine cancels and removes). */
 export const suspensionsOfMachine = (db: Db, providerId: string) =>
   db.selectFrom('suspensions').select(['id', 'snapshot_id']).where('provider_id', '=', providerId).execute();
 

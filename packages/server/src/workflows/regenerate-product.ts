@@ -118,6 +118,8 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
           if (!(await currentProduct(ctx))) return { done: true };
           const failures = failuresOf(ctx);
           for (const install of pendingOf(ctx)) {
+            // As in the step: one deleted, uninstalling or redeployed by its own workflow is not this one's to fail.
+            if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
             const stuck = (await releasesOfPending(ctx, install)).find(({ release }) => release?.status !== 'deployed');
             if (!stuck) {
               await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', ctx.clock.now());

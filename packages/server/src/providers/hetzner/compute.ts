@@ -500,9 +500,14 @@ export class HetznerCompute implements ComputeProvider {
     const answer = await this.call(credential, (headers) => this.client.DELETE('/servers/{id}', { params: { path: { id: hid } }, headers }));
     const data = HetznerCompute.data(answer, `delete server ${id}`, { notFound: true });
     if (data?.action) await this.awaitAction(data.action, credential);
-    // Its address leaves its cluster's firewall.
+    // Its address leaves its cluster's firewall. The server is gone already, so a failure here must not fail the
+    // deletion (a retry would find no server and stop): the leftovers run refreshes the rules again.
     const cluster = server.labels.cluster;
-    if (cluster !== undefined && server.labels[MANAGED_BY_LABEL] === this.options.managedBy) await this.refreshFirewall(cluster, credential);
+    if (cluster !== undefined && server.labels[MANAGED_BY_LABEL] === this.options.managedBy) {
+      await this.refreshFirewall(cluster, credential).catch((error: unknown) =>
+        this.options.logger?.warn({ err: error, cluster }, 'refreshing the cluster firewall after a server deletion failed; the leftovers run retries'),
+      );
+    }
   }
 
   async createSnapshot(serverId: string, labels: Record<string, string> & { workflow: string }, credential?: ProviderCredential): Promise<Snapshot> {
