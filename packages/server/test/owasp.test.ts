@@ -360,25 +360,41 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
   it('caps the log streams a user holds open, over every process and every token of theirs (LOG_STREAMS_PER_USER)', async () => {
     const capped = await startTestServer(app.db, clock, { LOG_STREAMS_PER_USER: '2' });
     closers.push(() => capped.close());
+    // A second process on the same database, and a second token of the same user, made before any stream opens:
+    // the streams' slots are then held only for the few requests below.
+    const other = await startTestServer(app.db, clock, { LOG_STREAMS_PER_USER: '2' });
+    closers.push(() => other.close());
     const own = await buildWorld(app.db, clock);
+    const minted = await call(other.baseUrl, 'POST', '/v1/user/tokens', { token: own.alice.token, body: { name: 'second', scopes: ['*'] } });
+    expect(minted.status).toBe(201);
+    const logs = `/v1/installs/${own.ids.install}/logs`;
+    // Every request has a deadline: a stream wrongly admitted fails the test here instead of hanging it.
     const open = (baseUrl: string, controller: AbortController, token = own.alice.token) =>
-      fetch(`${baseUrl}/v1/installs/${own.ids.install}/logs`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+      fetch(`${baseUrl}${logs}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.any([controller.signal, AbortSignal.timeout(10_000)]) });
+    const refusal = async (query: string) => {
+      const response = await fetch(`${other.baseUrl}${logs}${query}`, {
+        headers: { authorization: `Bearer ${minted.body.token}` },
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (response.status !== 429) {
+        await response.body?.cancel();
+        return { status: response.status, retryAfter: 0, code: undefined };
+      }
+      const body = (await response.json()) as { error: { code: string } };
+      return { status: response.status, retryAfter: Number(response.headers.get('retry-after')), code: body.error.code };
+    };
     const first = new AbortController();
     const second = new AbortController();
     expect((await open(capped.baseUrl, first)).status).toBe(200);
     expect((await open(capped.baseUrl, second)).status).toBe(200);
-    // A third, with another token of the same user and through another process on the same database: 429
-    // before the stream starts. Minting tokens multiplies nothing.
-    const other = await startTestServer(app.db, clock, { LOG_STREAMS_PER_USER: '2' });
-    closers.push(() => other.close());
-    const minted = await call(other.baseUrl, 'POST', '/v1/user/tokens', { token: own.alice.token, body: { name: 'second', scopes: ['*'] } });
-    expect(minted.status).toBe(201);
-    const refused = await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs`, { token: minted.body.token });
+    // A third, with the other token of the same user and through the other process: 429 before the stream starts.
+    // Minting tokens multiplies nothing.
+    const refused = await refusal('');
     expect(refused.status).toBe(429);
-    expect(refused.body.error.code).toBe('rate_limited');
-    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.code).toBe('rate_limited');
+    expect(refused.retryAfter).toBeGreaterThan(0);
     // A backlog read (follow=false) holds a slot too while it is open.
-    expect((await call(other.baseUrl, 'GET', `/v1/installs/${own.ids.install}/logs?follow=false`, { token: minted.body.token })).status).toBe(429);
+    expect((await refusal('?follow=false')).status).toBe(429);
     // Closing a stream frees its slot.
     first.abort();
     let reopened = 0;
