@@ -281,7 +281,8 @@ async function main(): Promise<void> {
     const load = samples.filter((s) => s.phase === 'load' && s.minute >= warm);
     const half = warm + (MINUTES - warm) / 2;
     const points = (list: typeof samples) => list.map((s) => ({ x: s.minute, y: s.rssMb }));
-    const range = (key: 'fds' | 'connections', list: typeof samples) => `${Math.min(...list.map((s) => s[key]))}–${Math.max(...list.map((s) => s[key]))}`;
+    const range = (key: 'fds' | 'connections', list: typeof samples) =>
+      list.length === 0 ? 'not sampled' : `${Math.min(...list.map((s) => s[key]))}–${Math.max(...list.map((s) => s[key]))}`;
     const idle = samples.filter((s) => s.phase === 'idle');
     console.log(
       `\nRSS slope after ${warm.toFixed(1)} min of warm-up, first half of the load: ${slope(points(load.filter((s) => s.minute <= half))).toFixed(3)} MB/min`,

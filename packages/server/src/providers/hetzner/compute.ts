@@ -127,7 +127,7 @@ export { labelValue };
 const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Object.entries(labels).map(([key, value]) => [key, labelValue(value)]));
 
 /** The label that marks what an installation of the platform made, its value naming the installation. */
-export const MANAGED_BY_LABEL = 'managed-by';
+const MANAGED_BY_LABEL = 'managed-by';
 
 /** The statuses of an earlier run's server that is on its way to running, so a re-run adopts it. */
 const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'running']);
