@@ -48,6 +48,8 @@ export default defineConfig({
     // CI asks for a JSON report too, to print its closing "N passed, N failed" line (both tiers in one report).
     reporters: process.env.VITEST_JSON_REPORT ? ['default', 'json'] : ['default'],
     outputFile: process.env.VITEST_JSON_REPORT ? { json: process.env.VITEST_JSON_REPORT } : undefined,
+    // Most tests wait on servers, PostgreSQL and clocks rather than compute: more files at once than cores.
+    maxWorkers: 4,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
