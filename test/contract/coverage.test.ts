@@ -108,7 +108,7 @@ describe('the coverage check fails', () => {
 });
 
 /** The call table a document gets: the written calls, and the derived ones of the lists they leave out. */
-const tableOf = (doc: OpenApiDocument) => ({ ...listCalls(doc, writtenCalls), ...writtenCalls });
+const tableOf = (doc: OpenApiDocument): Record<string, (api: PlatformClient) => Promise<unknown>> => ({ ...listCalls(doc, writtenCalls), ...writtenCalls });
 
 /** A client that records which operation-named method each call takes, and with what. */
 function recordingClient(seen: [string, unknown][]): PlatformClient {
