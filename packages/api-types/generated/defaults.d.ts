@@ -24,6 +24,7 @@ export interface QueryDefaults {
   listWebhookEndpoints: 'limit';
   listWorkspaceInvitations: 'limit';
   listWorkspaceMembers: 'limit';
+  listWorkspaceSuspensions: 'limit';
   listWorkspaces: 'limit';
   streamInstallLogs: 'follow' | 'since_seconds';
 }
