@@ -24,7 +24,6 @@ export interface QueryDefaults {
   listWebhookEndpoints: 'limit';
   listWorkspaceInvitations: 'limit';
   listWorkspaceMembers: 'limit';
-  listWorkspaceSuspensions: 'limit';
   listWorkspaces: 'limit';
   streamInstallLogs: 'follow' | 'since_seconds';
 }

@@ -123,32 +123,6 @@ export interface paths {
         patch: operations["updateWorkspaceMember"];
         trace?: never;
     };
-    "/v1/workspaces/{workspaceId}/suspensions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's id.
-                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
-                 */
-                workspaceId: components["parameters"]["WorkspacePathId"];
-            };
-            cookie?: never;
-        };
-        /**
-         * List a workspace's suspensions
-         * @description Lists the suspensions of a workspace the caller is a member of, oldest first.
-         */
-        get: operations["listWorkspaceSuspensions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/workspaces/{workspaceId}/invitations": {
         parameters: {
             query?: never;
@@ -4090,11 +4064,6 @@ export interface components {
              */
             role: "admin" | "member" | "viewer";
         };
-        /** @description A page of one workspace's suspensions. */
-        WorkspaceSuspensionList: {
-            data: components["schemas"]["Suspension"][];
-            pagination: components["schemas"]["Pagination"];
-        };
         WorkspaceTransfer: {
             /**
              * @description The member who becomes the owner.
@@ -4847,54 +4816,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationError"];
-            429: components["responses"]["RateLimited"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    listWorkspaceSuspensions: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
-                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
-                 */
-                cursor?: components["parameters"]["Cursor"];
-                /**
-                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
-                 * @example 50
-                 */
-                limit?: components["parameters"]["Limit"];
-            };
-            header?: never;
-            path: {
-                /**
-                 * @description The workspace's id.
-                 * @example ws_01jd2x8k4q3m7n5p9r6s2t8v0w
-                 */
-                workspaceId: components["parameters"]["WorkspacePathId"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of the workspace's suspensions. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WorkspaceSuspensionList"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -52,12 +52,6 @@ export interface PlatformOperations {
    */
   removeWorkspaceMember(...args: OperationArgs<'removeWorkspaceMember'>): Promise<OperationResult<'removeWorkspaceMember'>>;
   /**
-   * List a workspace's suspensions
-   *
-   * `GET /v1/workspaces/{workspaceId}/suspensions`
-   */
-  listWorkspaceSuspensions(...args: OperationArgs<'listWorkspaceSuspensions'>): Promise<OperationResult<'listWorkspaceSuspensions'>>;
-  /**
    * List a workspace's pending invitations
    *
    * `GET /v1/workspaces/{workspaceId}/invitations`
@@ -549,7 +543,6 @@ export const operationRoutes = {
   listWorkspaceMembers: { method: 'GET', path: '/v1/workspaces/{workspaceId}/members', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   updateWorkspaceMember: { method: 'PATCH', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
   removeWorkspaceMember: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/members/{userId}', path_params: ['workspaceId', 'userId'], query: [], headers: [] },
-  listWorkspaceSuspensions: { method: 'GET', path: '/v1/workspaces/{workspaceId}/suspensions', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   listWorkspaceInvitations: { method: 'GET', path: '/v1/workspaces/{workspaceId}/invitations', path_params: ['workspaceId'], query: ['cursor', 'limit'], headers: [] },
   createWorkspaceInvitation: { method: 'POST', path: '/v1/workspaces/{workspaceId}/invitations', path_params: ['workspaceId'], query: [], headers: [] },
   revokeWorkspaceInvitation: { method: 'DELETE', path: '/v1/workspaces/{workspaceId}/invitations/{invitationId}', path_params: ['workspaceId', 'invitationId'], query: [], headers: [] },

@@ -516,23 +516,6 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
   });
 });
 
-describe("a workspace's suspensions", () => {
-  it("lists those of the path's workspace, page by page, to its members only", async () => {
-    const user = await newUser(app.db, clock, 'pro');
-    const other = await newUser(app.db, clock, 'pro');
-    const world = await seedCompute(user);
-    const suspension = await client(user).POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: world.providerId } } });
-    const path = { workspaceId: user.workspaceId };
-    const listed = await client(user).GET('/v1/workspaces/{workspaceId}/suspensions', { params: { path } });
-    expect(listed).toEqual(await client(user).GET('/v1/compute/suspensions', {}));
-    expect(listed.data.map((s) => s.id)).toContain(suspension.id);
-    const first = await client(user).GET('/v1/workspaces/{workspaceId}/suspensions', { params: { path, query: { limit: 1 } } });
-    expect(first.data).toEqual(listed.data.slice(0, 1));
-    expect((await client(other).GET('/v1/workspaces/{workspaceId}/suspensions', { params: { path: { workspaceId: other.workspaceId } } })).data).toEqual([]);
-    expect(await apiError(client(other).GET('/v1/workspaces/{workspaceId}/suspensions', { params: { path } }))).toMatchObject({ status: 404 });
-  });
-});
-
 describe('registry credentials', () => {
   it('creates one without ever returning the password, refuses private hosts, deletes it', async () => {
     const user = await newUser(app.db, clock, 'free');

@@ -88,11 +88,6 @@ export const listSuspensions: Handler<'listSuspensions'> = async (input, { db })
   body: await suspensions.listSuspensions(db, input),
 });
 
-export const listWorkspaceSuspensions: Handler<'listWorkspaceSuspensions'> = async ({ params, query, caller }, { db }) => ({
-  status: 200,
-  body: await suspensions.listWorkspaceSuspensions(db, caller, params.workspaceId, query),
-});
-
 export const getSuspension: Handler<'getSuspension'> = async ({ params, caller }, { db }) => {
   return { status: 200, body: await suspensions.getSuspension(db, caller, params.id) };
 };

@@ -7,9 +7,7 @@ import { inTransaction } from '../db/transaction.ts';
 import type { WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { afterCursor, type PageInput, workspacePage } from '../services/lists.ts';
-import { decodeCursor, page } from '../services/pagination.ts';
-import { membershipOf } from '../services/roles.ts';
+import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
 import { recordEvent } from './events.ts';
 
@@ -31,13 +29,6 @@ const toSuspension = (row: Row<'suspensions'>): Schema<'Suspension'> => ({
 type Status = Row<'suspensions'>['status'];
 
 export const listSuspensions = (db: Db, input: PageInput) => workspacePage(db, input, 'suspensions', toSuspension);
-
-/** The suspensions of the path's workspace; 404 for a non-member (the binding looks up no membership for viewers). */
-export async function listWorkspaceSuspensions(db: Db, caller: WorkspaceCaller, workspaceId: string, { cursor, limit }: PageInput['query']) {
-  if (!(await membershipOf(db, caller, workspaceId))) throw notFound('Workspace', workspaceId);
-  const base = db.selectFrom('suspensions').selectAll().where('workspace_id', '=', workspaceId);
-  return page(await afterCursor(base, 'suspensions', decodeCursor(cursor), limit).execute(), limit, cursor, toSuspension);
-}
 
 export async function getSuspension(db: Db, caller: WorkspaceCaller, id: string): Promise<Schema<'Suspension'>> {
   const row = await db.selectFrom('suspensions').selectAll().where('id', '=', id).where('workspace_id', 'in', memberWorkspaces(db, caller)).executeTakeFirst();
