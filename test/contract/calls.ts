@@ -1,10 +1,14 @@
-// One call through the client for every operation of the contract. The table is checked at compile time
-// against the generated types: an operation added to the contract without an entry (or an entry for an
-// operation that does not exist) fails the type check, and each entry must resolve to that operation's
-// generated success body. `operations.test.ts` runs each against the mock and checks at run time that the
-// entry called the operation it is named after; `coverage.test.ts` checks the keys against the document.
+// One call through the client for every operation of the contract. The calls written here are checked at compile
+// time against the generated types: an operation added to the contract without an entry (or an entry for an
+// operation that does not exist) fails the type check, and each entry must resolve to that operation's generated
+// success body. A list (a GET answering the `{data, pagination}` envelope) needs no entry: its call is derived
+// from the contract (`listCalls`), through the operation-named method the client generates for it, which
+// resolves to that body. `operations.test.ts` runs every call, written or derived, against the mock and checks
+// at run time that it called the operation it is named after; `coverage.test.ts` checks the keys against the
+// document.
 import type { OperationId, RequestBody, Schema, SuccessBody } from '@platform/api-types';
-import type { PlatformClient } from '@platform/client';
+import type { ListOperations, PlatformClient } from '@platform/client';
+import { isListOperation, type Json, listOperations, loadDocument, type OpenApiDocument, parameterExample } from '../support/openapi.ts';
 
 /** What `streamInstallLogs` yields, as the contract describes the stream (LogEvent, `event` named `type`). */
 export type LogStreamEvent =
@@ -20,7 +24,10 @@ export type Expected<Op extends OperationId> = Op extends 'streamInstallLogs'
       ? undefined | void
       : SuccessBody<Op>;
 
-export type CallTable = { [Op in OperationId]: (api: PlatformClient) => Promise<Expected<Op>> };
+type Call<Op extends OperationId> = (api: PlatformClient) => Promise<Expected<Op>>;
+
+/** The calls written by hand: one for every operation but the lists, which may be left to `listCalls`. */
+export type WrittenCalls = { [Op in Exclude<OperationId, ListOperations>]: Call<Op> } & { [Op in ListOperations]?: Call<Op> };
 
 // Identifiers as the contract's examples spell them.
 export const ids = {
@@ -54,7 +61,7 @@ const product = {
   cluster_ids: [ids.cluster],
 } satisfies RequestBody<'createProduct'>;
 
-export const calls = {
+export const writtenCalls = {
   // Workspaces
   listWorkspaces: (api) => api.GET('/v1/workspaces', { params: { query: { limit: 10 } } }),
   createWorkspace: (api) => api.POST('/v1/workspaces', { body: { name: 'Acme Production', icon: '🏭' } }),
@@ -80,7 +87,6 @@ export const calls = {
     api.DELETE('/v1/workspaces/{workspaceId}/invitations/{invitationId}', { params: { path: { workspaceId, invitationId: ids.invitation } } }),
 
   // Clusters
-  listRegions: (api) => api.GET('/v1/regions', {}),
   listClusters: (api) => api.GET('/v1/clusters', { params: { query: { limit: 10 } }, workspaceId }),
   createCluster: (api) => api.POST('/v1/clusters', { body: { name: 'prod-eu', region_id: 'fsn1', kaas_version: 'v1.31' }, workspaceId }),
   getCluster: (api) => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: ids.cluster } } }),
@@ -102,7 +108,6 @@ export const calls = {
   deleteComputeConfig: (api) => api.DELETE('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
   getComputeConfig: (api) => api.GET('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } } }),
   updateComputeConfig: (api) => api.PATCH('/v1/compute/configs/{id}', { params: { path: { id: ids.computeConfig } }, body: { name: 'general-purpose-eu' } }),
-  listCloudCredentials: (api) => api.GET('/v1/compute/cloud_credentials', {}),
   createCloudCredential: (api) =>
     api.POST('/v1/compute/cloud_credentials', {
       body: { name: 'hetzner-main', provider: 'hcloud', secret: 'hc_7Jq2xV9mK4pL8rT3wN6zB1cY5hF0sGaD2eR4tU6iO8pA1sD3' },
@@ -120,12 +125,10 @@ export const calls = {
   getMachine: (api) => api.GET('/v1/compute/machines/{providerId}', { params: { path: { providerId: ids.machine } } }),
   checkMachineDrift: (api) => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: ids.machine } } }),
   suspendMachine: (api) => api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: ids.machine } } }),
-  listSuspensions: (api) => api.GET('/v1/compute/suspensions', {}),
   getSuspension: (api) => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: ids.suspension } } }),
   resumeSuspension: (api) => api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: ids.suspension } } }),
 
   // Registry
-  listRegistryCredentials: (api) => api.GET('/v1/registry/credentials', {}),
   createRegistryCredential: (api) =>
     api.POST('/v1/registry/credentials', {
       // is_active is optional in the contract (default true), but openapi-typescript makes a property with a
@@ -144,7 +147,6 @@ export const calls = {
     api.PATCH('/v1/registry/credentials/{id}', { params: { path: { id: ids.registryCredential } }, body: { password: 'ghp_8hT2kM6pR0sV4xZ8bD2fH6jL0nQ4' } }),
 
   // Products
-  listProducts: (api) => api.GET('/v1/products', {}),
   createProduct: (api) => api.POST('/v1/products', { body: product }),
   getProduct: (api) => api.GET('/v1/products/{id}', { params: { path: { id: ids.product } } }),
   updateProduct: (api) =>
@@ -156,7 +158,6 @@ export const calls = {
   deleteProduct: (api) => api.DELETE('/v1/products/{id}', { params: { path: { id: ids.product } } }),
 
   // Installs
-  listInstalls: (api) => api.GET('/v1/installs', {}),
   createInstall: (api) =>
     api.POST('/v1/installs', {
       body: {
@@ -173,7 +174,6 @@ export const calls = {
       params: { path: { id: ids.install } },
       body: { overrides: [{ template_helm_source_id: ids.source, values: { replicaCount: 3 } }] },
     }),
-  listInstallRevisions: (api) => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: ids.install } } }),
   rollbackInstall: (api) => api.POST('/v1/installs/{id}/rollback', { params: { path: { id: ids.install } }, body: { revision: 1 } }),
   deleteInstall: (api) => api.DELETE('/v1/installs/{id}', { params: { path: { id: ids.install } } }),
   streamInstallLogs: async (api) => {
@@ -216,12 +216,10 @@ export const calls = {
     }),
 
   // Tokens
-  listUserTokens: (api) => api.GET('/v1/user/tokens', {}),
   createUserToken: (api) =>
     api.POST('/v1/user/tokens', { body: { name: 'github-actions-deploy', expires_at: 1740048800, scopes: ['clusters:read', 'installs:write'] } }),
   getUserToken: (api) => api.GET('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
   revokeUserToken: (api) => api.DELETE('/v1/user/tokens/{id}', { params: { path: { id: ids.token } } }),
-  listUserSessions: (api) => api.GET('/v1/user/sessions', {}),
   getCurrentUser: (api) => api.GET('/v1/user', {}),
   listAuditEvents: (api) => api.GET('/v1/audit_events', { params: { query: { operation: 'deleteCluster', since: 1732262400 } } }),
   listUserAuditEvents: (api) => api.GET('/v1/user/audit_events', { params: { query: { target_id: 'ins_01jd2x9a7c9e1g3j5l7n9q1s3u' } } }),
@@ -246,4 +244,36 @@ export const calls = {
   getQuota: (api) => api.GET('/v1/quotas/{metric}', { params: { path: { metric: ids.metric } } }),
 
   // Health (no token)
-} satisfies CallTable as Record<OperationId, (api: PlatformClient) => Promise<unknown>>;
+} satisfies WrittenCalls;
+
+type AnyCall = (api: PlatformClient) => Promise<unknown>;
+
+/**
+ * The call of every list of the document that `written` leaves out: its operation-named method, given the
+ * contract's example of each path parameter and required query parameter (all a list needs). A list that needs
+ * more (a required parameter without an example, or a required header) stops the tests here until its call is
+ * written above.
+ */
+export function listCalls(doc: OpenApiDocument, written: object): Record<string, AnyCall> {
+  const derived: Record<string, AnyCall> = {};
+  for (const operation of listOperations(doc)) {
+    if (operation.operationId in written || !isListOperation(doc, operation)) continue;
+    const args: Record<string, Json> = {};
+    for (const parameter of operation.parameters) {
+      if (parameter.in !== 'path' && !parameter.required) continue;
+      const value = parameterExample(parameter);
+      if ((parameter.in !== 'path' && parameter.in !== 'query') || value === undefined) {
+        throw new Error(
+          `${operation.operationId}: its required ${parameter.in} parameter ${parameter.name} cannot be derived from the contract; write its call in test/contract/calls.ts`,
+        );
+      }
+      args[parameter.name] = value;
+    }
+    const id = operation.operationId as ListOperations;
+    derived[id] = (api) => (api[id] as unknown as (init: Record<string, Json>) => Promise<unknown>)(args);
+  }
+  return derived;
+}
+
+/** Every operation's call: the written ones, and the derived ones of the lists left out. */
+export const calls = { ...listCalls(loadDocument(), writtenCalls), ...writtenCalls } as Record<OperationId, AnyCall>;

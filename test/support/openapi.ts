@@ -191,6 +191,21 @@ export function requestBodyOf(doc: OpenApiDocument, operation: Operation): { at:
 
 export const isSuccess = (status: string) => /^2\d\d$/.test(status);
 
+/**
+ * Whether the operation is a list: a GET whose 200 answers the envelope `{data: [...], pagination}` (the shared
+ * `Pagination`), as the client's `ListOperations` type says at compile time.
+ */
+export function isListOperation(doc: OpenApiDocument, operation: Operation): boolean {
+  if (operation.method !== 'get') return false;
+  const ok = responsesOf(doc, operation).find((response) => response.status === '200');
+  const schemaAt = ok?.content.find((media) => media.mediaType === 'application/json')?.schemaAt;
+  if (schemaAt === undefined) return false;
+  const schema = deref(doc, get(doc, schemaAt), schemaAt).value;
+  const properties = isObject(schema.properties) ? schema.properties : {};
+  const data = isObject(properties.data) ? deref(doc, properties.data, `${schemaAt}/properties/data`).value : undefined;
+  return data?.type === 'array' && isObject(properties.pagination) && properties.pagination.$ref === pointer('components', 'schemas', 'Pagination');
+}
+
 /** The first of each group of cases with the same key (a shared response is checked once, not once per user). */
 export function distinctBy<T>(cases: T[], key: (each: T) => string): T[] {
   const seen = new Set<string>();

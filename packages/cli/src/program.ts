@@ -3,6 +3,7 @@
 // 3 a workflow awaited with --wait failed, 4 --wait timed out, 130 interrupted.
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { registerApi } from './commands/api.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerAuth } from './commands/auth.ts';
 import { registerClusters } from './commands/clusters.ts';
@@ -70,6 +71,7 @@ export function buildProgram(io: Io): Command {
   registerEvents(program);
   registerAudit(program);
   registerWebhooks(program);
+  registerApi(program);
   registerMeta(program);
   bindIo(program, io);
   return program;

@@ -7,8 +7,9 @@ import type { OperationId } from '@platform/api-types';
 import type { PlatformApiError } from '@platform/client';
 
 /**
- * What a user runs for an operation: every operation of the contract but those in UNCOVERED (test/coverage.test.ts
- * holds both to the contract and to the program's commands).
+ * What a user runs for an operation: every operation of the contract but those in UNCOVERED and the lists read with
+ * `platform api <path>`, which need no entry (test/coverage.test.ts holds both to the contract and to the program's
+ * commands).
  */
 export const COMMANDS = {
   listWorkspaces: 'platform workspaces list',

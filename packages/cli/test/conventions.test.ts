@@ -1,5 +1,5 @@
 // The conventions people bring from gh and stripe, driven in the test's process (cli-runner.ts): `config` (each
-// setting and where it comes from), `completion`, `--all` on lists, tables as gh prints them (fitted to a terminal,
+// setting and where it comes from), `completion`, `api` (any GET of the API as JSON, as `gh api`), `--all` on lists, tables as gh prints them (fitted to a terminal,
 // tab-separated when piped), one line for a mistyped command, and a pointer to `webhooks listen` when an http://
 // receiver is refused. (`--version` through the real process: process.test.ts.)
 import { execFile } from 'node:child_process';
@@ -81,6 +81,40 @@ describe('the CLI', () => {
     const every = JSON.parse((await platform(['regions', '--limit', '1', '--all', '--json'])).stdout);
     expect(every.data.map((r: { id: string }) => r.id)).toEqual(regions);
     expect(every.pagination.has_more).toBe(false);
+  });
+
+  it('api reads any GET of the API as JSON: a list page by page (--limit, --cursor, --all, or its query) or whole', async () => {
+    const client = createPlatformClient({ baseUrl: app.baseUrl, token: user.token });
+    const members = await client.GET('/v1/workspaces/{workspaceId}/members', { params: { path: { workspaceId: user.workspaceId } } });
+    const list = await platform(['api', `/v1/workspaces/${user.workspaceId}/members`]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual(members);
+
+    const regions = (await client.GET('/v1/regions', { params: { query: { limit: 100 } } })).data;
+    const first = await platform(['api', 'v1/regions?limit=1']);
+    expect(JSON.parse(first.stdout).data).toEqual(regions.slice(0, 1));
+    const { cursor } = JSON.parse(first.stdout).pagination;
+    expect(first.stderr).toBe(`More results: add --cursor ${cursor}, or --all\n`);
+    expect(JSON.parse((await platform(['api', '/v1/regions', '--limit', '1', '--cursor', cursor])).stdout).data).toEqual(regions.slice(1, 2));
+    const every = await platform(['api', '/v1/regions', '--limit', '1', '--all']);
+    expect(JSON.parse(every.stdout)).toMatchObject({ data: regions, pagination: { has_more: false } });
+    expect(every.stderr).toBe('');
+  });
+
+  it('api refuses a path with a parameter left in it or outside the API (exit 2), and prints the API’s error (exit 1)', async () => {
+    expect(await platform(['api', '/v1/workspaces/{workspaceId}/members'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'error: api: put the value of {workspaceId} in the path\n',
+    });
+    expect(await platform(['api', '/v1/../healthz'])).toMatchObject({
+      code: 2,
+      stderr: 'error: api: /v1/../healthz is not a path of the API, which all start with /v1/\n',
+    });
+    const missing = await platform(['api', '/v1/clusters/cl_01jd2x8m5r7t9v1w3y5a7c9e1g']);
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toMatch(/^Error: .* \(404 not_found\)$/m);
   });
 
   it('tables: on a terminal a header and aligned rows without borders, cut to its width (ids whole); piped, tab-separated rows, nothing cut', async () => {
