@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { OperationId } from '@platform/api-types';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createAuthorizer } from '../src/http/authorize.ts';
 import { bindHandler } from '../src/http/bind-handler.ts';
 import { loadContract, type OperationMeta } from '../src/http/contract.ts';
 import { workspaceSourceOf } from '../src/http/workspace.ts';
@@ -104,5 +105,32 @@ describe('idempotency from the binding', () => {
     const meta = operations.find((m) => m.operationId === 'getInstall')!;
     const { handler } = counting();
     expect(bindHandler(meta, workspaceSourceOf(meta), handler)).toBe(handler);
+  });
+});
+
+describe('the workspace of a path, checked by the binding', () => {
+  const database = useTestDatabase();
+  const clock = new TestClock();
+
+  it("answers a non-member 404 for every operation under a path's {workspaceId}, a viewer's too, before its handler runs", async () => {
+    const member = await newUser(database.db, clock, 'pro');
+    const stranger = await newUser(database.db, clock, 'pro');
+    const operations = [...(await loadContract()).operations.values()];
+    const authorize = createAuthorizer(database.db, operations);
+    const underPath = operations.filter((meta) => meta.path.includes('{workspaceId}'));
+    // getWorkspace, listWorkspaceMembers and leaveWorkspace are a viewer's: a new list under the path is one too.
+    expect(
+      underPath
+        .filter((meta) => meta.requiredRole === 'viewer')
+        .map((meta) => meta.operationId)
+        .sort(),
+    ).toEqual(['getWorkspace', 'leaveWorkspace', 'listWorkspaceMembers']);
+    const callerOf = (user: TestUser) => ({ userId: user.userId, kind: 'session', tokenId: null, scopes: 'all', workspaceIds: null }) as const;
+    for (const meta of underPath) {
+      const params = { workspaceId: member.workspaceId, userId: member.userId, invitationId: 'inv_1' };
+      await expect(authorize(meta, params, callerOf(stranger), undefined), meta.operationId).rejects.toMatchObject({ status: 404 });
+    }
+    // A member gets past it to the operation (an owner holds every role).
+    for (const meta of underPath) await expect(authorize(meta, { workspaceId: member.workspaceId }, callerOf(member), undefined)).resolves.toBeUndefined();
   });
 });

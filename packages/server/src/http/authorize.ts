@@ -39,9 +39,16 @@ export type Authorizer = (
 export function createAuthorizer(db: Kysely<Database>, operations: Iterable<OperationMeta>): Authorizer {
   const targets = new Map<string, Target>();
   for (const meta of operations) {
-    // Viewers' operations need no look-up: every member may call them, and the operation checks membership.
-    if (!meta.requiredRole || meta.requiredRole === 'viewer') continue;
-    if (!meta.responses.has('403')) throw new Error(`${meta.operationId} requires a role but declares no 403`);
+    if (!meta.requiredRole) {
+      if (meta.path.includes('{workspaceId}')) throw new Error(`${meta.operationId} acts in the workspace of its path but declares no x-required-role`);
+      continue;
+    }
+    // A viewer's operation on a resource addressed by id or in X-Workspace-Id needs no look-up: the operation finds
+    // its resources among the caller's workspaces. Under a path's `{workspaceId}` the membership is looked up for every
+    // role, so an operation there answers a non-member 404 even if it reads the workspace's rows without asking.
+    const viewer = meta.requiredRole === 'viewer';
+    if (viewer && !meta.path.includes('{workspaceId}')) continue;
+    if (!viewer && !meta.responses.has('403')) throw new Error(`${meta.operationId} requires a role but declares no 403`);
     targets.set(meta.operationId, targetOf(meta));
   }
 
