@@ -5,7 +5,7 @@ import definition from '@platform/api-types/openapi.json' with { type: 'json' };
 import { type Kysely, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
-import * as oneVocabulary from '../src/db/migrations/20261127_1000_one_vocabulary.ts';
+import * as oneVocabulary from '../src/db/migrations/20261126_1100_one_vocabulary.ts';
 import { newUser, useTestDatabase } from './support.ts';
 
 type JsonSchema = { $ref?: string; enum?: (string | null)[]; properties?: Record<string, JsonSchema> };
