@@ -73,9 +73,9 @@ export default {
       },
     },
     {
-      name: 'services-import-db-and-two-resources',
+      name: 'services-import-db-and-the-events',
       comment:
-        'Rules that span resources import db/, resources/notifications.ts and resources/events.ts (a quota reached is told) and providers/types.ts; never another resource, a workflow, a handler or the binding.',
+        'Rules that span resources import db/, resources/events.ts (a quota reached is told: its event and notification) and providers/types.ts; never another resource, a workflow, a handler or the binding.',
       severity: 'error',
       from: { path: `${server}services/` },
       to: {
@@ -88,7 +88,7 @@ export default {
           `${server}providers/`,
           `${server}(app|main|admin|start-up|runtime)\\.ts$`,
         ],
-        pathNot: [`${server}resources/(notifications|events)\\.ts$`, `${server}providers/types\\.ts$`],
+        pathNot: [`${server}resources/events\\.ts$`, `${server}providers/types\\.ts$`],
       },
     },
     {
@@ -98,6 +98,14 @@ export default {
       severity: 'error',
       from: { path: `${server}(workflows|jobs)/` },
       to: { path: [`${server}http/`, `${server}operations/`, `${server}db/seed\\.ts$`, `${server}(app|main|admin|start-up|runtime)\\.ts$`] },
+    },
+    {
+      name: 'changes-told-by-their-resources',
+      comment:
+        "A state change's event and notification are written by the resource function that makes the change, together and with one type (resources/events.ts: recordEventAndNotify); a workflow kind or job makes the change, never the notification.",
+      severity: 'error',
+      from: { path: `${server}(workflows|jobs)/` },
+      to: { path: `${server}resources/notifications\\.ts$` },
     },
     {
       name: 'workflow-kinds-and-jobs-apart',

@@ -2567,6 +2567,57 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook_endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook_endpoint.disabled
+         * @description A webhook endpoint of the workspace failed every delivery for `WEBHOOK_DISABLE_AFTER_DAYS` days and the service disabled it. The body is the event exactly as `GET /v1/events` lists it, with `object` the endpoint right after the change (never its secret). Sent to every other enabled endpoint of the workspace subscribed to `webhook_endpoint.disabled` (or to every type), signed per Standard Webhooks; delivered at least once, in no particular order.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description The message's id: the event's id, the same in every retry and redelivery of it. Receivers de-duplicate by it.
+                     * @example evt_01jd2xd7h9k1n3q5s7v9x1z3b5
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix seconds when this attempt was signed. Receivers refuse a message whose timestamp is more than a few minutes from their clock (the Standard Webhooks libraries allow 5 minutes), which stops replays.
+                     * @example 1732269500
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's secret after `whsec_` (Standard Webhooks). During a secret rotation's overlap two signatures are sent, separated by a space: accept the message when any one matches.
+                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointDisabledEvent"];
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookAccepted"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -3020,11 +3071,11 @@ export interface components {
             type: components["schemas"]["EventType"];
             workspace_id: string;
             /** @enum {string} */
-            object_type: "cluster" | "machine" | "suspension" | "install" | "product" | "quota" | "token";
+            object_type: "cluster" | "machine" | "suspension" | "install" | "product" | "quota" | "token" | "webhook_endpoint";
             /** @description The object's id (a machine's `provider_id`, a quota's `metric`). */
             object_id: string;
             /** @description The object after the change, as its own operations return it (`object_type` names which). */
-            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"] | components["schemas"]["Product"] | components["schemas"]["QuotaEntry"] | components["schemas"]["Token"];
+            object: components["schemas"]["Cluster"] | components["schemas"]["Machine"] | components["schemas"]["Suspension"] | components["schemas"]["Install"] | components["schemas"]["Product"] | components["schemas"]["QuotaEntry"] | components["schemas"]["Token"] | components["schemas"]["WebhookEndpoint"];
             created_at: components["schemas"]["Timestamp"];
         };
         /** @description One event of the events stream, as the fields of its Server-Sent Events block: `event` is always `event`, `id` the event's id and `data` the JSON text of the event. */
@@ -3081,10 +3132,12 @@ export interface components {
          *       the quota entry after it, `object_id` its metric.
          *     - `token.expiring_soon`: a personal access token of the owner of the workspace expires within 7 days;
          *       `object` is the token as listed (never its secret). Told once per token, in its owner's default workspace.
+         *     - `webhook_endpoint.disabled`: a webhook endpoint of the workspace failed every delivery for days and the
+         *       service disabled it; `object` is the endpoint after it (never its secret). Not sent to the endpoint itself.
          *     More types may be added; a consumer should ignore a type it does not know.
          * @enum {string}
          */
-        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "install.updated" | "install.rolled_back" | "install.uninstalled" | "product.regeneration_succeeded" | "product.regeneration_failed" | "quota.reached" | "token.expiring_soon";
+        EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "install.updated" | "install.rolled_back" | "install.uninstalled" | "product.regeneration_succeeded" | "product.regeneration_failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
         /** @description Where a helm chart comes from: a chart repository (`repo_url` + `chart`) or a Git repository (`repo_url` + `path`). At least one of `chart` and `path` is not empty (else `422`, `param: sources[i].chart`); when both are, the chart repository is used (`chart`) and `path` is kept as sent. */
         HelmChart: {
             /**
@@ -3389,20 +3442,22 @@ export interface components {
             /** @example ntf_01jd2xd7h9k1n3q5s7v9x1z3b5 */
             id: string;
             /**
-             * @description What happened, as `<resource>.<event>`:
-             *     - `cluster.ready`, `cluster.failed`: a cluster's creation ended.
+             * @description What happened, as `<resource>.<event>`: the type of the event (`EventType`) the same change records, so a
+             *     notification and the event in the workspace's feed (`GET /v1/events`) name a change alike.
+             *     - `cluster.running`, `cluster.failed`: a cluster's creation ended.
              *     - `machine.provision_failed`: a provision attempt failed (it may be retried); `machine.failed`: the machine
-             *       could not be provisioned.
+             *       could not be provisioned, or its deletion failed (it stays `deleting`; this one has no event, the machine
+             *       did not change).
              *     - `suspension.failed`, `suspension.resumed`, `suspension.resume_failed`: a suspension or its resume ended.
              *     - `install.running`, `install.failed`: an install ended.
              *     - `quota.reached`: a creation took the last of one of the owner's allocation quotas.
              *     - `token.expiring_soon`: one of the caller's personal access tokens expires within 7 days.
              *     - `webhook_endpoint.disabled`: a webhook endpoint of the workspace failed every delivery for days and was
              *       disabled.
-             *     More types may be added; clients should show an unknown type by its `title` and `body`.
+             *     More types may be added, each an event type; clients should show an unknown type by its `title` and `body`.
              * @enum {string}
              */
-            type: "cluster.ready" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
+            type: "cluster.running" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
             /** @enum {string} */
             resource_type: "cluster" | "machine" | "suspension" | "product" | "install" | "token" | "quota" | "webhook_endpoint";
             resource_id: string;
@@ -3919,6 +3974,14 @@ export interface components {
             description?: string;
             /** @default true */
             enabled?: boolean;
+        };
+        /** @description The body of the `webhook_endpoint.disabled` webhook, the event as `GET /v1/events` lists it. */
+        WebhookEndpointDisabledEvent: components["schemas"]["Event"] & {
+            /** @constant */
+            type?: "webhook_endpoint.disabled";
+            /** @constant */
+            object_type?: "webhook_endpoint";
+            object?: components["schemas"]["WebhookEndpoint"];
         };
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];

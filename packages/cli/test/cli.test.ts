@@ -938,9 +938,9 @@ describe('platform', () => {
       );
 
       const unread = await platformJson<{ data: { id: string; type: string; read_at: number | null }[] }>(['notifications', 'list', '--unread'], options);
-      const ready = unread.data.find((n) => n.type === 'cluster.ready');
+      const ready = unread.data.find((n) => n.type === 'cluster.running');
       expect(ready?.read_at).toBeNull();
-      expect((await platform(['notifications', 'list'], options)).stdout).toContain('cluster.ready');
+      expect((await platform(['notifications', 'list'], options)).stdout).toContain('cluster.running');
       const read = await platformJson<{ read_at: number | null }>(['notifications', 'read', ready!.id], options);
       expect(read.read_at).toEqual(expect.any(Number));
       expect((await platformJson<{ data: { id: string }[] }>(['notifications', 'list', '--unread'], options)).data.map((n) => n.id)).not.toContain(ready!.id);

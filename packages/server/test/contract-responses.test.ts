@@ -143,7 +143,7 @@ describe('Notification.type', () => {
     const type = schemas.Notification?.properties.type as { enum: string[] };
     expect([...type.enum].sort()).toEqual([
       'cluster.failed',
-      'cluster.ready',
+      'cluster.running',
       'install.failed',
       'install.running',
       'machine.failed',

@@ -121,6 +121,27 @@ describe('events of a workspace', () => {
     expect(events.find((e) => e.type === 'machine.ready').object).toMatchObject({ provider_id: ids.machine, status: 'ready' });
   });
 
+  it('a notified change is told once, with one type: its notification names the event’s type, object and moment', async () => {
+    const notifications = (await client(user).GET('/v1/notifications')).data;
+    expect(notifications.map((n) => [n.type, n.resource_id]).sort()).toEqual(
+      [
+        ['cluster.running', ids.cluster],
+        ['suspension.resumed', ids.suspension],
+        ['install.running', ids.install],
+        ['install.failed', ids.failedInstall],
+      ].sort(),
+    );
+    const events = await allEvents(user);
+    for (const notice of notifications) {
+      const same = events.filter((e) => e.type === notice.type && e.object_id === notice.resource_id && e.object_type === notice.resource_type);
+      expect(
+        same.map((e) => e.created_at),
+        `${notice.type} ${notice.resource_id}`,
+      ).toEqual([notice.created_at]);
+    }
+    expect(notifications.find((n) => n.type === 'cluster.running')).toMatchObject({ title: 'Cluster events is running', severity: 'info' });
+  });
+
   it('pages without repeats or gaps, and filters by type and by object', async () => {
     const all = await allEvents(user);
     expect((await allEvents(user, { limit: 3 })).map((e) => e.id)).toEqual(all.map((e) => e.id));
@@ -182,6 +203,9 @@ describe('the event and its change', () => {
     clock.advance(60); // past the step's retry delay
     await eventually(getCluster, (c) => c.kaas.status === 'RUNNING', 'the cluster to run');
     expect((await allEvents(user, { object_id: cluster.id })).map((e) => e.type)).toEqual(['cluster.created', 'cluster.running']);
+    // Its notification went with the event: none from the refused attempts, one from the one that committed.
+    const notices = (await api.GET('/v1/notifications')).data.filter((n) => n.resource_id === cluster.id);
+    expect(notices.map((n) => n.type)).toEqual(['cluster.running']);
   });
 });
 

@@ -2,9 +2,11 @@
 // of the migrated database is compared with the enum of the contract value the column holds. A new enum value in
 // the contract without a migration (or the reverse) fails here, not at the first insert of that value.
 import definition from '@platform/api-types/openapi.json' with { type: 'json' };
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from './support.ts';
+import { systemClock } from '../src/clock.ts';
+import * as oneVocabulary from '../src/db/migrations/20261126_1100_one_vocabulary.ts';
+import { newUser, useTestDatabase } from './support.ts';
 
 type JsonSchema = { $ref?: string; enum?: (string | null)[]; properties?: Record<string, JsonSchema> };
 const schemas = (definition as unknown as { components: { schemas: Record<string, JsonSchema> } }).components.schemas;
@@ -32,6 +34,7 @@ const CONTRACT_COLUMNS: Record<string, string> = {
   'install_revisions.status': 'InstallRevisionStatus',
   'compute_configs.provider': 'ComputeProvider',
   'cloud_credentials.provider': 'ComputeProvider',
+  'notifications.type': 'Notification.type',
   'notifications.resource_type': 'Notification.resource_type',
   'notifications.severity': 'Notification.severity',
   'events.type': 'EventType',
@@ -72,5 +75,34 @@ describe('CHECK constraints of enum columns', () => {
   it.each(Object.entries(CONTRACT_COLUMNS))('%s lists exactly %s', (column, path) => {
     expect(checks.get(column), `${column} has no CHECK constraint`).toBeDefined();
     expect([...checks.get(column)!].sort()).toEqual([...contractEnum(path)].sort());
+  });
+});
+
+describe('the notification types of before one vocabulary', () => {
+  it('are renamed: a stored cluster.ready is cluster.running, the type of its event, and down renames it back', async () => {
+    const { db } = database;
+    // A migration takes the database untyped, as the migrator hands it.
+    const untyped = db as unknown as Kysely<unknown>;
+    const user = await newUser(db, systemClock);
+    const typeOf = async (id: string) => (await sql<{ type: string }>`SELECT type FROM notifications WHERE id = ${id}`.execute(db)).rows[0]?.type;
+    const insert = (id: string, type: string) =>
+      sql`INSERT INTO notifications (id, user_id, workspace_id, type, resource_type, resource_id, title, body, severity, read_at, created_at)
+        VALUES (${id}, ${user.userId}, ${user.workspaceId}, ${type}, 'cluster', 'cl_1', 'Cluster a is running', 'b', 'info', NULL, 1)`.execute(db);
+    // Up again at the end whatever fails, so the other tests of the file see the migrated database.
+    let applied = false;
+    await oneVocabulary.down(untyped);
+    try {
+      await insert('ntf_before', 'cluster.ready');
+      await oneVocabulary.up(untyped);
+      applied = true;
+      expect(await typeOf('ntf_before')).toBe('cluster.running');
+      await expect(insert('ntf_after', 'cluster.ready')).rejects.toThrow(/notifications_type_check/);
+      await oneVocabulary.down(untyped);
+      applied = false;
+      expect(await typeOf('ntf_before')).toBe('cluster.ready');
+    } finally {
+      if (!applied) await oneVocabulary.up(untyped);
+    }
+    expect(await typeOf('ntf_before')).toBe('cluster.running');
   });
 });

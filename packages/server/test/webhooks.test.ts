@@ -418,6 +418,7 @@ describe('retries', () => {
   it('follows the schedule to 3 days after the first attempt, then fails; an endpoint failing for a day (this server’s setting) is disabled and its workspace told', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const endpoint = await createEndpoint(user, { url: `${receiverUrl}/down`, event_types: ['cluster.created'] });
+    const watcher = await createEndpoint(user, { url: `${receiverUrl}/watch`, event_types: ['webhook_endpoint.disabled'] });
     receiver.answer = (request) => (request.path === '/down' ? 503 : 204);
     await createCluster(user, 'down');
     const attemptsMade = async () => (await deliveriesOf(user, endpoint.id))[0];
@@ -438,7 +439,22 @@ describe('retries', () => {
     const got = await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token });
     expect(got.body).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/^Every delivery failed for 1 days/) });
     const notifications = await client(user).GET('/v1/notifications', {});
-    expect(notifications.data.map((n) => [n.type, n.resource_id])).toContainEqual(['webhook_endpoint.disabled', endpoint.id]);
+    const notice = notifications.data.find((n) => n.type === 'webhook_endpoint.disabled');
+    expect(notice).toMatchObject({ resource_type: 'webhook_endpoint', resource_id: endpoint.id, title: 'Webhook endpoint disabled', severity: 'warning' });
+    // The same change is an event of the same type, written with the notification: in the feed, and sent to the
+    // workspace's other endpoints that subscribe to it, with the endpoint as it is now.
+    const disabled = (await feed(user)).filter((e) => e.type === 'webhook_endpoint.disabled');
+    expect(disabled).toEqual([
+      expect.objectContaining({ object_type: 'webhook_endpoint', object_id: endpoint.id, object: got.body, created_at: notice!.created_at }),
+    ]);
+    const [told] = await eventually(
+      async () => receiver.at('/watch'),
+      (received) => received.length > 0,
+      'the watcher to be told',
+    );
+    expect(verify(watcher.secret, told!)).toEqual(disabled[0]);
+    expect(contractErrors(told!.body)).toEqual([]);
+    expect(receiver.at('/watch')).toHaveLength(1);
     // Nothing more is sent to it.
     const sent = receiver.at('/down').length;
     clock.advance(36_000);

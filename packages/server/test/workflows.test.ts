@@ -88,7 +88,7 @@ describe('cluster creation', () => {
     const cluster = await runningCluster(user, 'prod-eu');
     expect(cluster.kaas.status_message).toBeNull();
     const notifications = await client(user).GET('/v1/notifications');
-    expect(notifications.data.map((n) => n.type)).toContain('cluster.ready');
+    expect(notifications.data.map((n) => n.type)).toContain('cluster.running');
   });
 });
 

@@ -146,7 +146,7 @@ export async function seedSampleResources(
           id: ids.notificationId,
           user_id: owner.userId,
           workspace_id: owner.workspaceId,
-          type: 'cluster.ready',
+          type: 'cluster.running',
           resource_type: 'cluster',
           resource_id: ids.clusterId,
           title: `Cluster ${clusterName} is running`,

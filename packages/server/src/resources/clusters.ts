@@ -13,7 +13,7 @@ import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { activeCredentials } from './cloud-credentials.ts';
-import { recordEvent } from './events.ts';
+import { recordEvent, recordEventAndNotify } from './events.ts';
 
 type Db = Kysely<Database>;
 
@@ -25,6 +25,15 @@ const toCluster = (row: Row<'clusters'>): Schema<'Cluster'> => ({
   region_id: row.region_id,
   kaas: { version: row.kaas_version, status: row.status, status_message: row.status_message },
   created_at: row.created_at,
+});
+
+/** The event of a change of the cluster, typed by its literal type (what may also notify). */
+const eventOf = <T extends Schema<'EventType'>>(type: T, row: Row<'clusters'>) => ({
+  type,
+  workspace_id: row.workspace_id,
+  object_type: 'cluster' as const,
+  object_id: row.id,
+  object: toCluster(row),
 });
 
 export const listClusters = (db: Db, input: PageInput) => workspacePage(db, input, 'clusters', toCluster);
@@ -65,7 +74,7 @@ export async function createCluster(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await tell(trx, 'cluster.created', row, now);
+    await recordEvent(trx, eventOf('cluster.created', row), now);
     return row;
   });
   return toCluster(row);
@@ -167,33 +176,50 @@ export const clusterIds = async (db: Db): Promise<string[]> => (await db.selectF
 
 export const clusterById = (db: Db, id: string) => db.selectFrom('clusters').selectAll().where('id', '=', id).executeTakeFirst();
 
-const tell = (db: Db, type: 'cluster.created' | 'cluster.running' | 'cluster.failed', row: Row<'clusters'>, now: number) =>
-  recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'cluster', object_id: row.id, object: toCluster(row) }, now);
-
-/** PROVISIONING → RUNNING; false when it is not provisioning (a re-run after a crash: done already). */
+/**
+ * PROVISIONING → RUNNING, told as an event and to the workspace's members in the same transaction; false when it
+ * is not provisioning (a re-run after a crash: done already).
+ */
 export async function markClusterRunning(db: Db, id: string, now: number): Promise<boolean> {
-  const row = await db
-    .updateTable('clusters')
-    .set({ status: 'RUNNING', status_message: null })
-    .where('id', '=', id)
-    .where('status', '=', 'PROVISIONING')
-    .returningAll()
-    .executeTakeFirst();
-  if (row) await tell(db, 'cluster.running', row, now);
-  return row !== undefined;
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('clusters')
+      .set({ status: 'RUNNING', status_message: null })
+      .where('id', '=', id)
+      .where('status', '=', 'PROVISIONING')
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) return false;
+    await recordEventAndNotify(trx, eventOf('cluster.running', row), now, {
+      title: `Cluster ${row.name} is running`,
+      body: `Kubernetes ${row.kaas_version} in ${row.region_id} is ready for machines and installs.`,
+      severity: 'info',
+    });
+    return true;
+  });
 }
 
-/** → ERROR with its message; false when it is so already (only the run that changes it tells). */
+/**
+ * → ERROR with its message, told as an event and to the workspace's members in the same transaction; false when
+ * it is so already (only the run that changes it tells).
+ */
 export async function markClusterFailed(db: Db, id: string, message: string, now: number): Promise<boolean> {
-  const row = await db
-    .updateTable('clusters')
-    .set({ status: 'ERROR', status_message: message })
-    .where('id', '=', id)
-    .where('status', '<>', 'ERROR')
-    .returningAll()
-    .executeTakeFirst();
-  if (row) await tell(db, 'cluster.failed', row, now);
-  return row !== undefined;
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('clusters')
+      .set({ status: 'ERROR', status_message: message })
+      .where('id', '=', id)
+      .where('status', '<>', 'ERROR')
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) return false;
+    await recordEventAndNotify(trx, eventOf('cluster.failed', row), now, {
+      title: `Cluster ${row.name} could not be created`,
+      body: message,
+      severity: 'critical',
+    });
+    return true;
+  });
 }
 
 /** Whether a cluster belongs to the given workspace (what an object references lives in its workspace). */

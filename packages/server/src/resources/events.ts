@@ -1,6 +1,8 @@
 // Events: the outbox of changes worth telling (a cluster came up, an install failed, …). The only writer of
 // `events`. Each resource records its events through `recordEvent` in the transaction that makes the change, so
-// a crash leaves both or neither; the event's webhook deliveries are written in that transaction too.
+// a crash leaves both or neither; the event's webhook deliveries are written in that transaction too. A change
+// its workspace's members (or one user) must hear of is told with `recordEventAndNotify`, the one place an event
+// and its notification are written: together, with one type (a notification type is an event type).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
@@ -12,6 +14,7 @@ import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, type Position, page } from '../services/pagination.ts';
 import { streamSlots } from '../services/stream-slots.ts';
+import { notifyUser, notifyWorkspace } from './notifications.ts';
 import { fanOut } from './webhook-deliveries.ts';
 
 type Db = Kysely<Database>;
@@ -45,6 +48,31 @@ export async function recordEvent(db: Db, event: EventInput, now: number): Promi
   };
   await inTransaction(db, write);
   return id;
+}
+
+/** An event of a type that is also a notification type (the contract's Notification.type, a subset of EventType). */
+export type NotifiedEventInput = EventInput & { type: Schema<'Notification'>['type'] };
+
+/** What the notification of a change says; its type and the resource it names are its event's. */
+export interface Notice {
+  title: string;
+  body: string;
+  severity: Row<'notifications'>['severity'];
+  /** Told to this user alone (their quota, their token), not to every member of the event's workspace. */
+  userId?: string;
+}
+
+/**
+ * Records the event of a change and notifies of it, with the same type, naming the event's object, in one
+ * transaction (the caller's, when it is in one): the change's resource calls it where it makes the change.
+ */
+export async function recordEventAndNotify(db: Db, event: NotifiedEventInput, now: number, { userId, ...text }: Notice): Promise<string> {
+  return inTransaction(db, async (trx) => {
+    const id = await recordEvent(trx, event, now);
+    const notification = { type: event.type, resource_type: event.object_type, resource_id: event.object_id, ...text };
+    await (userId === undefined ? notifyWorkspace(trx, event.workspace_id, now, notification) : notifyUser(trx, userId, now, notification));
+    return id;
+  });
 }
 
 /** One event as the feed shows it (a webhook delivery's body); undefined once pruned. */

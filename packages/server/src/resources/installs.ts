@@ -13,7 +13,7 @@ import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
-import { recordEvent } from './events.ts';
+import { recordEvent, recordEventAndNotify } from './events.ts';
 import { revisionOf } from './install-revisions.ts';
 import { productOfWorkspace } from './products.ts';
 import { requireRegion } from './regions.ts';
@@ -263,23 +263,41 @@ export async function setInstallTemplate(db: Db, id: string, templateId: string,
     .execute();
 }
 
-/** → running, or → failed with its message; false when it was so already (only the run that changes it tells). */
+/**
+ * → running, or → failed with its message: a deploy's end, told as an event and to the workspace's members in the
+ * same transaction; false when it was so already (only the run that changes it tells).
+ */
 export async function finishInstall(db: Db, id: string, outcome: { status: 'running' } | { status: 'failed'; message: string }, now: number): Promise<boolean> {
-  const row = await db
-    .updateTable('installs')
-    .set({ status: outcome.status, status_message: outcome.status === 'failed' ? outcome.message : null, updated_at: now })
-    .where('id', '=', id)
-    .where('status', 'not in', [outcome.status, 'uninstalling'])
-    .returningAll()
-    .executeTakeFirst();
-  if (row) await tell(db, `install.${outcome.status}`, row, now);
-  return row !== undefined;
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('installs')
+      .set({ status: outcome.status, status_message: outcome.status === 'failed' ? outcome.message : null, updated_at: now })
+      .where('id', '=', id)
+      .where('status', 'not in', [outcome.status, 'uninstalling'])
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) return false;
+    const notice =
+      outcome.status === 'running'
+        ? { title: `Install ${row.id} is running`, body: `Its releases are deployed on cluster ${row.cluster_id}.`, severity: 'info' as const }
+        : { title: `Install ${row.id} failed`, body: outcome.message, severity: 'critical' as const };
+    await recordEventAndNotify(trx, eventOf(`install.${outcome.status}`, row), now, notice);
+    return true;
+  });
 }
 
 type InstallEvent = Extract<Schema<'EventType'>, `install.${string}`>;
 
-const tell = (db: Db, type: InstallEvent, row: Row<'installs'>, now: number) =>
-  recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'install', object_id: row.id, object: toInstall(row) }, now);
+/** The event of a change of the install, typed by its literal type (what may also notify). */
+const eventOf = <T extends InstallEvent>(type: T, row: Row<'installs'>) => ({
+  type,
+  workspace_id: row.workspace_id,
+  object_type: 'install' as const,
+  object_id: row.id,
+  object: toInstall(row),
+});
+
+const tell = (db: Db, type: InstallEvent, row: Row<'installs'>, now: number) => recordEvent(db, eventOf(type, row), now);
 
 /**
  * The running installs of a product not yet at its template; only those of the product's workspace on clusters of

@@ -10,14 +10,15 @@ import { cancelWorkflows, type WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
-import { computeStatus, lockCluster, slotAvailable } from '../services/provisioning.ts';
+import { computeStatus, lockCluster, offeringOf, recordFailure, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { type ActingWorkspace, memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
 import { machineCredential, requireCredentialOfWorkspace } from './cloud-credentials.ts';
 import { visibleCluster } from './clusters.ts';
 import { matchesFilter, visibleComputeConfig } from './compute-configs.ts';
-import { recordEvent } from './events.ts';
+import { recordEvent, recordEventAndNotify } from './events.ts';
+import { notifyWorkspace } from './notifications.ts';
 import { startSuspension, suspensionsOfMachine } from './suspensions.ts';
 import { ownerOf } from './workspaces.ts';
 
@@ -234,35 +235,93 @@ export async function claimSlot(trx: Db, providerId: string, now: number): Promi
   return 'provisioning';
 }
 
-/** provisioning → queued without its server (a failed creation); false when it was not provisioning (counted once). */
-export async function requeueMachine(trx: Db, providerId: string, now: number): Promise<boolean> {
-  const row = await trx
-    .updateTable('machines')
-    .set({ status: 'queued', server_id: null })
-    .where('provider_id', '=', providerId)
-    .where('status', '=', 'provisioning')
-    .returningAll()
-    .executeTakeFirst();
-  if (row) await tell(trx, 'machine.provision_failed', row, now);
-  return row !== undefined;
+/**
+ * provisioning → queued without its server (a failed creation): the failure counts toward the cluster's backoff,
+ * and the change is told as an event and to the workspace's members with when the next attempt is. Answers the
+ * backoff; undefined when the machine was not provisioning (counted and told once: a re-run after a crash finds it
+ * queued). Call it holding the cluster's lock.
+ */
+export async function requeueMachine(
+  db: Db,
+  machine: { provider_id: string; cluster_id: string; workspace_id: string },
+  message: string,
+  now: number,
+): Promise<{ until: number; failures: number } | undefined> {
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('machines')
+      .set({ status: 'queued', server_id: null })
+      .where('provider_id', '=', machine.provider_id)
+      .where('status', '=', 'provisioning')
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const { offering } = await offeringOf(trx, { id: machine.cluster_id, workspace_id: machine.workspace_id });
+    const backoff = await recordFailure(trx, machine.cluster_id, offering, now);
+    await recordEventAndNotify(trx, await eventOf(trx, 'machine.provision_failed', row), now, {
+      title: `Provisioning ${row.node_name} failed`,
+      body: `${message}. The next attempt is in ${backoff.until - now} s.`,
+      severity: 'warning',
+    });
+    return backoff;
+  });
 }
 
-/** → ready or failed, told as an event; false when it was so already (a re-run after a crash: told already). */
+/**
+ * → ready or failed, told as an event; false when it was so already (a re-run after a crash: told already). A
+ * machine that could not be provisioned fails by `failProvisioning`, which also notifies; a suspension's end is
+ * notified by the suspension (suspensions.ts).
+ */
 export async function markMachine(db: Db, providerId: string, status: 'ready' | 'failed', now: number): Promise<boolean> {
-  const row = await db
-    .updateTable('machines')
-    .set({ status })
-    .where('provider_id', '=', providerId)
-    .where('status', '<>', status)
-    .returningAll()
-    .executeTakeFirst();
-  if (row) await tell(db, `machine.${status}`, row, now);
-  return row !== undefined;
+  return inTransaction(db, async (trx) => {
+    const row = await transition(trx, providerId, status);
+    if (row) await recordEvent(trx, await eventOf(trx, `machine.${status}`, row), now);
+    return row !== undefined;
+  });
 }
 
-async function tell(db: Db, type: 'machine.ready' | 'machine.provision_failed' | 'machine.failed', row: Row<'machines'>, now: number): Promise<void> {
+/**
+ * → failed: it could not be provisioned, told as an event and to the workspace's members with why; false when it
+ * was failed already (only the run that changes it tells).
+ */
+export async function failProvisioning(db: Db, providerId: string, message: string, now: number): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const row = await transition(trx, providerId, 'failed');
+    if (row) {
+      await recordEventAndNotify(trx, await eventOf(trx, 'machine.failed', row), now, {
+        title: `Machine ${row.node_name} failed`,
+        body: message,
+        severity: 'critical',
+      });
+    }
+    return row !== undefined;
+  });
+}
+
+/**
+ * The provider refused a deletion: the machine stays `deleting` (deleting it again retries), and the workspace's
+ * members are told why. A notification without an event: the machine did not change.
+ */
+export async function tellDeletionFailed(db: Db, providerId: string, message: string, now: number): Promise<void> {
+  const machine = await machineForWorkflow(db, providerId);
+  if (!machine) return;
+  await notifyWorkspace(db, machine.workspace_id, now, {
+    type: 'machine.failed',
+    resource_type: 'machine',
+    resource_id: machine.provider_id,
+    title: `Deleting ${machine.node_name} failed`,
+    body: `${message} The machine stays deleting; delete it again to retry.`,
+    severity: 'critical',
+  });
+}
+
+const transition = (db: Db, providerId: string, status: 'ready' | 'failed') =>
+  db.updateTable('machines').set({ status }).where('provider_id', '=', providerId).where('status', '<>', status).returningAll().executeTakeFirst();
+
+/** The event of a change of the machine (its workspace is its cluster's), typed by its literal type (what may also notify). */
+async function eventOf<T extends 'machine.ready' | 'machine.provision_failed' | 'machine.failed'>(db: Db, type: T, row: Row<'machines'>) {
   const { workspace_id } = await db.selectFrom('clusters').select('workspace_id').where('id', '=', row.cluster_id).executeTakeFirstOrThrow();
-  await recordEvent(db, { type, workspace_id, object_type: 'machine', object_id: row.provider_id, object: toMachine(row) }, now);
+  return { type, workspace_id, object_type: 'machine' as const, object_id: row.provider_id, object: toMachine(row) };
 }
 
 /** Sets the status, and the server when given (null: the server is gone). */

@@ -9,7 +9,7 @@ import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
-import { recordEvent } from './events.ts';
+import { recordEvent, recordEventAndNotify } from './events.ts';
 
 type Db = Kysely<Database>;
 
@@ -94,25 +94,75 @@ export async function recordSnapshot(db: Db, id: string, snapshotId: string): Pr
   await db.updateTable('suspensions').set({ snapshot_id: snapshotId }).where('id', '=', id).execute();
 }
 
-/** The event each end of a workflow tells: `from` → `status`. */
-const EVENTS: Partial<Record<`${Status}→${Status}`, Schema<'EventType'>>> = {
-  'suspending→suspended': 'suspension.suspended',
-  'suspending→failed': 'suspension.failed',
-  'resuming→resumed': 'suspension.resumed',
-  'resuming→failed': 'suspension.resume_failed',
-};
+// The ends of the workflows. Each is told as an event in the transaction of its change, and, but for a suspension
+// that went as asked, to the workspace's members with it; each answers false when the suspension was not in the
+// status it leaves (a re-run after a crash: done and told already).
 
-/**
- * `from` → `status`, told as an event when it ends a workflow; false when the suspension is not `from` (a re-run
- * after a crash: done and told already).
- */
-export async function setSuspensionStatus(db: Db, id: string, from: Status, status: Status, now: number): Promise<boolean> {
-  const row = await db.updateTable('suspensions').set({ status }).where('id', '=', id).where('status', '=', from).returningAll().executeTakeFirst();
-  if (!row) return false;
-  const type = EVENTS[`${from}→${status}`];
-  if (type) await recordEvent(db, { type, workspace_id: row.workspace_id, object_type: 'suspension', object_id: row.id, object: toSuspension(row) }, now);
-  return true;
+/** suspending → suspended: the machine's server is gone, its snapshot kept. */
+export async function markSuspended(db: Db, id: string, now: number): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const row = await transition(trx, id, 'suspending', 'suspended');
+    if (row) await recordEvent(trx, eventOf('suspension.suspended', row), now);
+    return row !== undefined;
+  });
 }
+
+/** suspending → failed: `message` says why and what became of the machine, a warning when it runs again. */
+export async function failSuspension(db: Db, id: string, { message, machineRuns }: { message: string; machineRuns: boolean }, now: number): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const row = await transition(trx, id, 'suspending', 'failed');
+    if (row) {
+      await recordEventAndNotify(trx, eventOf('suspension.failed', row), now, {
+        title: `Suspending ${row.node_name} failed`,
+        body: message,
+        severity: machineRuns ? 'warning' : 'critical',
+      });
+    }
+    return row !== undefined;
+  });
+}
+
+/** resuming → resumed: the machine runs again, on a new server made from the snapshot. */
+export async function markResumed(db: Db, id: string, now: number): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const row = await transition(trx, id, 'resuming', 'resumed');
+    if (row) {
+      await recordEventAndNotify(trx, eventOf('suspension.resumed', row), now, {
+        title: `${row.node_name} is running again`,
+        body: `Restored from snapshot ${row.snapshot_id} on a new server.`,
+        severity: 'info',
+      });
+    }
+    return row !== undefined;
+  });
+}
+
+/** resuming → failed, with why. */
+export async function failResume(db: Db, id: string, message: string, now: number): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const row = await transition(trx, id, 'resuming', 'failed');
+    if (row) {
+      await recordEventAndNotify(trx, eventOf('suspension.resume_failed', row), now, {
+        title: `Resuming ${row.node_name} failed`,
+        body: message,
+        severity: 'critical',
+      });
+    }
+    return row !== undefined;
+  });
+}
+
+const transition = (db: Db, id: string, from: Status, status: Status) =>
+  db.updateTable('suspensions').set({ status }).where('id', '=', id).where('status', '=', from).returningAll().executeTakeFirst();
+
+/** The event of a change of the suspension, typed by its literal type (what may also notify). */
+const eventOf = <T extends Extract<Schema<'EventType'>, `suspension.${string}`>>(type: T, row: Row<'suspensions'>) => ({
+  type,
+  workspace_id: row.workspace_id,
+  object_type: 'suspension' as const,
+  object_id: row.id,
+  object: toSuspension(row),
+});
 
 /** The snapshots that suspensions not resumed hold (what the leftovers reconciler must keep). */
 export async function heldSnapshotIds(db: Db): Promise<string[]> {

@@ -14,7 +14,7 @@ import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { ALL_SCOPES, grantableScopes, type Scope, type Scopes } from '../services/scopes.ts';
 import { grantableWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
-import { recordEvent } from './events.ts';
+import { recordEventAndNotify } from './events.ts';
 import { notifyUser } from './notifications.ts';
 
 /** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
@@ -346,14 +346,11 @@ export async function tellExpiringTokens(db: Kysely<Database>, now: number): Pro
       .execute();
     for (const row of rows) {
       const days = Math.max(1, Math.ceil((row.expires_at! - now) / 86_400));
-      await notifyUser(trx, row.user_id, now, {
-        type: 'token.expiring_soon',
-        resource_type: 'token',
-        resource_id: row.id,
+      const notice = {
         title: `Token ${row.name} expires soon`,
         body: `Your personal access token ${row.name} (${row.prefix}…) stops working in ${days} day${days === 1 ? '' : 's'}. Create a new one (POST /v1/user/tokens) and replace it where it is used.`,
-        severity: 'warning',
-      });
+        severity: 'warning' as const,
+      };
       const home = await trx
         .selectFrom('workspaces')
         .select('id')
@@ -362,8 +359,10 @@ export async function tellExpiringTokens(db: Kysely<Database>, now: number): Pro
         .orderBy('id')
         .limit(1)
         .executeTakeFirst();
-      if (home)
-        await recordEvent(trx, { type: 'token.expiring_soon', workspace_id: home.id, object_type: 'token', object_id: row.id, object: toToken(row) }, now);
+      const event = { type: 'token.expiring_soon', object_type: 'token', object_id: row.id, object: toToken(row) } as const;
+      if (home) await recordEventAndNotify(trx, { ...event, workspace_id: home.id }, now, { ...notice, userId: row.user_id });
+      // An owner of no workspace has no feed to record the event in: the notification alone.
+      else await notifyUser(trx, row.user_id, now, { type: event.type, resource_type: event.object_type, resource_id: event.object_id, ...notice });
     }
     return rows.length;
   });

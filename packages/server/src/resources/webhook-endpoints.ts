@@ -2,8 +2,8 @@
 // only writer of `webhook_endpoints`. The signing secret is sealed at rest and shown only by the creation or
 // rotation that made it; after a rotation the previous secret keeps signing until its deadline. The URL is
 // checked against the SSRF rules here and again at every connection. An endpoint failing in a row cools (its
-// circuit open) until a probe succeeds; one failing for days is disabled
-// with a notification, and nothing is delivered to a disabled endpoint (its pending deliveries are cancelled).
+// circuit open) until a probe succeeds; one failing for days is disabled with an event and a notification, and
+// nothing is delivered to a disabled endpoint (its pending deliveries are cancelled).
 import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
@@ -14,7 +14,7 @@ import { type PageInput, workspacePage } from '../services/lists.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { forbiddenWebhookUrl, newWebhookSecret, type WebhookUrlRules } from '../services/webhooks.ts';
-import { notifyWorkspace } from './notifications.ts';
+import { recordEventAndNotify } from './events.ts';
 import { cancelPendingDeliveries } from './webhook-deliveries.ts';
 
 type Db = Kysely<Database>;
@@ -246,8 +246,9 @@ export async function recordEndpointOutcomes(
 }
 
 /**
- * Disables an endpoint that failed every attempt for `days`, cancels its pending deliveries and tells its
- * workspace's members. Returns whether this call disabled it.
+ * Disables an endpoint that failed every attempt for `days`, cancels its pending deliveries and tells it: an event
+ * (sent to the workspace's other endpoints that subscribe to it) and a notification of the workspace's members.
+ * Returns whether this call disabled it.
  */
 export async function disableFailingEndpoint(db: Db, id: string, { now, days, error }: { now: number; days: number; error: string }): Promise<boolean> {
   return inTransaction(db, async (trx) => {
@@ -257,14 +258,18 @@ export async function disableFailingEndpoint(db: Db, id: string, { now, days, er
       .set({ enabled: false, disabled_reason: reason, updated_at: now })
       .where('id', '=', id)
       .where('enabled', '=', true)
-      .returning(['workspace_id', 'url'])
+      .returningAll()
       .executeTakeFirst();
     if (!row) return false;
     await cancelPendingDeliveries(trx, id, 'Cancelled: the endpoint was disabled after failing for days.', now);
-    await notifyWorkspace(trx, row.workspace_id, now, {
+    const event = {
       type: 'webhook_endpoint.disabled',
-      resource_type: 'webhook_endpoint',
-      resource_id: id,
+      workspace_id: row.workspace_id,
+      object_type: 'webhook_endpoint',
+      object_id: id,
+      object: toWebhookEndpoint(row),
+    } as const;
+    await recordEventAndNotify(trx, event, now, {
       title: 'Webhook endpoint disabled',
       body: `${row.url} failed every delivery for ${days} days and was disabled; nothing more is sent to it. Fix it, enable it again (PATCH /v1/webhook_endpoints/${id}), then redeliver what it missed.`,
       severity: 'warning',

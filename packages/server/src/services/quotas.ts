@@ -4,8 +4,7 @@ import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Plan } from '../db/schema.ts';
 import { ApiError } from '../errors.ts';
-import { recordEvent } from '../resources/events.ts';
-import { notifyUser } from '../resources/notifications.ts';
+import { recordEventAndNotify } from '../resources/events.ts';
 import { type WorkspaceCaller, type WorkspaceRef, withinRestriction } from './tenancy.ts';
 
 export type Metric = Schema<'QuotaEntry'>['metric'];
@@ -128,18 +127,17 @@ export async function enforceQuota(
     // This creation takes the last of the quota: tell the owner before the next one is refused.
     if (amount > 0 && usage[metric] + amount === limit) {
       const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
-      await notifyUser(trx, workspace.owner_id, now, {
-        type: 'quota.reached',
-        resource_type: 'quota',
-        resource_id: metric,
-        title: `${METRICS[metric].displayName}: quota reached`,
-        body: `You now use all ${show(limit)} of ${metric}. Further creations are refused until a resource is deleted or the limit is raised (Pro plan, or BYOM machines, which count toward no quota).`,
-        severity: 'warning',
-      });
-      await recordEvent(
+      await recordEventAndNotify(
         trx,
         { type: 'quota.reached', workspace_id: workspace.id, object_type: 'quota', object_id: metric, object: entry(metric, limit, limit) },
         now,
+        {
+          title: `${METRICS[metric].displayName}: quota reached`,
+          body: `You now use all ${show(limit)} of ${metric}. Further creations are refused until a resource is deleted or the limit is raised (Pro plan, or BYOM machines, which count toward no quota).`,
+          severity: 'warning',
+          // The quotas are the owner's: told to them, not to every member.
+          userId: workspace.owner_id,
+        },
       );
     }
   }

@@ -3,7 +3,6 @@
 import type { WorkflowDeadlines } from '../config.ts';
 import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
 import { clusterById, markClusterFailed, markClusterRunning } from '../resources/clusters.ts';
-import { notifyWorkspace } from '../resources/notifications.ts';
 import { nextQueued } from '../services/provisioning.ts';
 
 const clusterOf = (ctx: StepContext) => clusterById(ctx.db, ctx.workflow.subject_id);
@@ -29,18 +28,11 @@ export const createClusterWorkflow = (deadlines: WorkflowDeadlines): WorkflowDef
       // Its nodes turn Ready only once the pod network is up: installed with the control plane, before machines start.
       await ctx.driver.ensureNetwork(cluster.id);
       await ctx.db.transaction().execute(async (trx) => {
+        // Told (event and notification) by the change itself.
         if (!(await markClusterRunning(trx, cluster.id, ctx.clock.now()))) return; // a re-run after a crash: done already
         // Machines requested while the control plane came up wait queued; the oldest may start now.
         const next = await nextQueued(trx, cluster.id);
         if (next) await ctx.wake(trx, next);
-        await notifyWorkspace(trx, cluster.workspace_id, ctx.clock.now(), {
-          type: 'cluster.ready',
-          resource_type: 'cluster',
-          resource_id: cluster.id,
-          title: `Cluster ${cluster.name} is running`,
-          body: `Kubernetes ${cluster.kaas_version} in ${cluster.region_id} is ready for machines and installs.`,
-          severity: 'info',
-        });
       });
       return { done: true };
     },
@@ -63,19 +55,7 @@ export const createClusterWorkflow = (deadlines: WorkflowDeadlines): WorkflowDef
     },
   },
   async fail(ctx, message) {
-    const cluster = await clusterOf(ctx);
-    if (!cluster) return;
-    const now = ctx.clock.now();
-    await ctx.db.transaction().execute(async (trx) => {
-      if (!(await markClusterFailed(trx, cluster.id, message, now))) return; // a re-run after a crash: told already
-      await notifyWorkspace(trx, cluster.workspace_id, now, {
-        type: 'cluster.failed',
-        resource_type: 'cluster',
-        resource_id: cluster.id,
-        title: `Cluster ${cluster.name} could not be created`,
-        body: message,
-        severity: 'critical',
-      });
-    });
+    // Told (event and notification) by the change itself, once: a re-run after a crash finds it ERROR already.
+    await markClusterFailed(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
   },
 });

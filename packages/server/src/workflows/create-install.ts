@@ -10,7 +10,6 @@ import type { HelmRelease, HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
 import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
-import { notifyWorkspace } from '../resources/notifications.ts';
 import { heldTemplateOf, productOfWorkspace } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
 
@@ -185,17 +184,9 @@ const installSteps: WorkflowDefinition = {
         // A rollback deploys an older template on purpose; every other deploy ends on the product's current one.
         const rollback = typeof ctx.state.revision === 'number';
         if (!rollback && template !== undefined && template !== install.template_id) return true;
-        // Only the run that makes the change tells about it (a re-run after a crash finds it made).
         await finishRevision(trx, install.id, ctx.workflow.id, 'deployed', now);
-        if (!(await finishInstall(trx, install.id, { status: 'running' }, now))) return false;
-        await notifyWorkspace(trx, install.workspace_id, now, {
-          type: 'install.running',
-          resource_type: 'install',
-          resource_id: install.id,
-          title: `Install ${install.id} is running`,
-          body: `Its releases are deployed on cluster ${install.cluster_id}.`,
-          severity: 'info',
-        });
+        // Told (event and notification) by the change itself, by the run that makes it (a re-run after a crash finds it made).
+        await finishInstall(trx, install.id, { status: 'running' }, now);
         return false;
       });
       return behind ? { next: 'release' } : { done: true };
@@ -208,19 +199,14 @@ const installSteps: WorkflowDefinition = {
   },
 };
 
-/** A deploy of this workflow that did not land: its revision and the install fail with `message`, and it notifies. */
-export async function failDeploy(ctx: StepContext, install: { id: string; workspace_id: string }, message: string): Promise<void> {
+/**
+ * A deploy of this workflow that did not land: its revision and the install fail with `message`, together; the
+ * install's change is told (event and notification) by itself.
+ */
+export async function failDeploy(ctx: StepContext, install: { id: string }, message: string): Promise<void> {
   const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
     await finishRevision(trx, install.id, ctx.workflow.id, 'failed', now);
-    if (!(await finishInstall(trx, install.id, { status: 'failed', message }, now))) return;
-    await notifyWorkspace(trx, install.workspace_id, now, {
-      type: 'install.failed',
-      resource_type: 'install',
-      resource_id: install.id,
-      title: `Install ${install.id} failed`,
-      body: message,
-      severity: 'critical',
-    });
+    await finishInstall(trx, install.id, { status: 'failed', message }, now);
   });
 }

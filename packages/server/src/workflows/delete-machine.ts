@@ -4,8 +4,7 @@
 
 import { anyRunning, retryThenFail, type StepContext, type WorkflowDefinition } from '../engine/engine.ts';
 import { ProviderError } from '../providers/types.ts';
-import { machineById, machineForWorkflow, removeMachine } from '../resources/machines.ts';
-import { notifyWorkspace } from '../resources/notifications.ts';
+import { machineById, removeMachine, tellDeletionFailed } from '../resources/machines.ts';
 import { deleteSuspensionsOfMachine, suspensionsOfMachine } from '../resources/suspensions.ts';
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
@@ -60,15 +59,6 @@ export const deleteMachineWorkflow: WorkflowDefinition = {
     // The provider refused the deletion: the machine stays `deleting` with the reason in the workflow's error and
     // a notification, and deleting it again retries.
     ctx.logger.error({ message }, 'machine deletion failed');
-    const machine = await machineForWorkflow(ctx.db, ctx.workflow.subject_id);
-    if (!machine) return;
-    await notifyWorkspace(ctx.db, machine.workspace_id, ctx.clock.now(), {
-      type: 'machine.failed',
-      resource_type: 'machine',
-      resource_id: machine.provider_id,
-      title: `Deleting ${machine.node_name} failed`,
-      body: `${message} The machine stays deleting; delete it again to retry.`,
-      severity: 'critical',
-    });
+    await tellDeletionFailed(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
   },
 };

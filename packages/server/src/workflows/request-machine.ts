@@ -8,8 +8,7 @@ import type { WorkflowDeadlines } from '../config.ts';
 import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from '../engine/engine.ts';
 import { ProviderError } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
-import { claimSlot, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
-import { notifyWorkspace } from '../resources/notifications.ts';
+import { claimSlot, failProvisioning, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
 import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
 
@@ -106,20 +105,12 @@ const provision: WorkflowDefinition = {
     const message = error instanceof Error ? error.message : String(error);
     const backoff = await ctx.db.transaction().execute(async (trx) => {
       await lockCluster(trx, machine.cluster_id);
-      // Back to the queue, counted once: a re-run of this after a crash finds the machine queued already.
-      const requeued = await requeueMachine(trx, machine.provider_id, now);
+      // Back to the queue, counted toward the backoff and told once: a re-run of this after a crash finds the
+      // machine queued already, and waits out the backoff counted then.
+      const requeued = await requeueMachine(trx, machine, message, now);
+      if (requeued) return requeued;
       const { offering } = await offeringOf(trx, { id: machine.cluster_id, workspace_id: machine.workspace_id });
-      if (!requeued) return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
-      const backoff = await recordFailure(trx, machine.cluster_id, offering, now);
-      await notifyWorkspace(trx, machine.workspace_id, now, {
-        type: 'machine.provision_failed',
-        resource_type: 'machine',
-        resource_id: machine.provider_id,
-        title: `Provisioning ${machine.node_name} failed`,
-        body: `${message}. The next attempt is in ${backoff.until - now} s.`,
-        severity: 'warning',
-      });
-      return backoff;
+      return (await backoffOf(trx, machine.cluster_id, offering, now)) ?? { until: now, failures: 0 };
     });
     ctx.logger.info(backoff, 'provision failed; cluster backs off');
     return { wait: Math.max(0, backoff.until - now), next: 'start', attempts: 0 };
@@ -129,16 +120,9 @@ const provision: WorkflowDefinition = {
     const machine = await machineOf(ctx);
     if (!machine) return;
     await ctx.db.transaction().execute(async (trx) => {
-      await markMachine(trx, machine.provider_id, 'failed', ctx.clock.now());
+      // Told (event and notification) by the change itself.
+      await failProvisioning(trx, machine.provider_id, message, ctx.clock.now());
       await freeSlot(ctx, trx, machine.cluster_id);
-      await notifyWorkspace(trx, machine.workspace_id, ctx.clock.now(), {
-        type: 'machine.failed',
-        resource_type: 'machine',
-        resource_id: machine.provider_id,
-        title: `Machine ${machine.node_name} failed`,
-        body: message,
-        severity: 'critical',
-      });
     });
   },
 };

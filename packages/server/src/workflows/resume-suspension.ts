@@ -4,8 +4,7 @@
 import type { WorkflowDeadlines } from '../config.ts';
 import type { StepDeadline, WorkflowDefinition } from '../engine/engine.ts';
 import { markMachine, setMachineState } from '../resources/machines.ts';
-import { notifyWorkspace } from '../resources/notifications.ts';
-import { setSuspensionStatus } from '../resources/suspensions.ts';
+import { failResume, markResumed } from '../resources/suspensions.ts';
 import { machineCredential } from './credentials.ts';
 import { subjectOf } from './suspension-subject.ts';
 
@@ -46,35 +45,16 @@ const resumeSuspension: WorkflowDefinition = {
       await ctx.provider.deleteSnapshot(String(ctx.state.snapshot_id), await machineCredential(ctx, subject.machine.provider_id));
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
-        if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resuming', 'resumed', now))) return; // a re-run after a crash: done already
+        // Told (event and notification) by the change itself.
+        if (!(await markResumed(trx, subject.suspension.id, now))) return; // a re-run after a crash: done already
         await markMachine(trx, subject.machine.provider_id, 'ready', now);
-        await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
-          type: 'suspension.resumed',
-          resource_type: 'suspension',
-          resource_id: subject.suspension.id,
-          title: `${subject.machine.node_name} is running again`,
-          body: `Restored from snapshot ${subject.suspension.snapshot_id} on a new server.`,
-          severity: 'info',
-        });
       });
       return { done: true };
     },
   },
   async fail(ctx, message) {
-    const subject = await subjectOf(ctx);
-    if (!subject) return;
-    await ctx.db.transaction().execute(async (trx) => {
-      const now = ctx.clock.now();
-      if (!(await setSuspensionStatus(trx, subject.suspension.id, 'resuming', 'failed', now))) return; // told already
-      await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
-        type: 'suspension.resume_failed',
-        resource_type: 'suspension',
-        resource_id: subject.suspension.id,
-        title: `Resuming ${subject.machine.node_name} failed`,
-        body: message,
-        severity: 'critical',
-      });
-    });
+    // Told (event and notification) by the change itself, once: a re-run after a crash finds it failed already.
+    await failResume(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
   },
 };
 

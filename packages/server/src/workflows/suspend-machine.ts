@@ -1,7 +1,6 @@
 import type { StepContext, StepDeadline, WorkflowDefinition } from '../engine/engine.ts';
 import { markMachine, setMachineState } from '../resources/machines.ts';
-import { notifyWorkspace } from '../resources/notifications.ts';
-import { recordSnapshot, setSuspensionStatus } from '../resources/suspensions.ts';
+import { failSuspension, markSuspended, recordSnapshot } from '../resources/suspensions.ts';
 import { machineCredential } from './credentials.ts';
 import { subjectOf } from './suspension-subject.ts';
 
@@ -62,7 +61,7 @@ export const suspendMachineWorkflow: WorkflowDefinition = {
       await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, subject.machine.provider_id));
       await ctx.db.transaction().execute(async (trx) => {
         await setMachineState(trx, subject.machine.provider_id, { status: 'suspended', server_id: null });
-        await setSuspensionStatus(trx, subject.suspension.id, 'suspending', 'suspended', ctx.clock.now());
+        await markSuspended(trx, subject.suspension.id, ctx.clock.now());
       });
       return { done: true };
     },
@@ -74,16 +73,9 @@ export const suspendMachineWorkflow: WorkflowDefinition = {
     const back = await powerBackOn(ctx, subject.machine);
     await ctx.db.transaction().execute(async (trx) => {
       const now = ctx.clock.now();
-      if (!(await setSuspensionStatus(trx, subject.suspension.id, 'suspending', 'failed', now))) return; // told already
-      await markMachine(trx, subject.machine.provider_id, back.running ? 'ready' : 'failed', now);
-      await notifyWorkspace(trx, subject.suspension.workspace_id, now, {
-        type: 'suspension.failed',
-        resource_type: 'suspension',
-        resource_id: subject.suspension.id,
-        title: `Suspending ${subject.machine.node_name} failed`,
-        body: `${message} ${back.said}`,
-        severity: back.running ? 'warning' : 'critical',
-      });
+      // Told (event and notification) by the change itself, once.
+      const told = await failSuspension(trx, subject.suspension.id, { message: `${message} ${back.said}`, machineRuns: back.running }, now);
+      if (told) await markMachine(trx, subject.machine.provider_id, back.running ? 'ready' : 'failed', now);
     });
   },
 };
