@@ -134,6 +134,11 @@ export interface ComputeConfig {
   hcloudEndpoint: string;
   /** Requests an hour per Hetzner token (Hetzner's default project limit), shared by every process. */
   hcloudRequestsPerHour: number;
+  /**
+   * Between two reads of something Hetzner is still doing (an Action, a shutdown), in ms. Each read is a request of
+   * the token's hourly bucket: longer spares the bucket when many machines change at once, shorter notices sooner.
+   */
+  hcloudPollIntervalMs: number;
   /** Hetzner SSH keys (names or ids) put on every server; none leaves SSH closed by the cluster's firewall. */
   hcloudSshKeys: string[];
   /**
@@ -354,6 +359,7 @@ function compute(env: Env): ComputeConfig {
     hcloudToken,
     hcloudEndpoint,
     hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000),
+    hcloudPollIntervalMs: integer(env, 'HCLOUD_POLL_INTERVAL_MS', 1000, 10, 60_000),
     hcloudSshKeys,
     hcloudManagedBy: managedBy(env),
     leftovers: {
