@@ -21,7 +21,7 @@ export interface Io {
 
 /**
  * The pauses of a run, each defaulting to what a person at a terminal wants: a run inside another process (the
- * tests' in-process runs, against a server whose workflows take milliseconds) shortens them.
+ * tests' in-process runs, against a server on the same machine whose workflows take a second or two) shortens them.
  */
 export interface Pace {
   /** Between two reads of the record `--wait` watches (ms); default 1000. */

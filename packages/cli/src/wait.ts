@@ -1,5 +1,5 @@
-// `--wait`: polls a workflow's record every second (the run's pace) until it succeeds, fails or the time runs out. The exit
-// code says which (0, 3, 4), so scripts can branch on it without parsing the output.
+// `--wait`: polls a workflow's record every second (the run's pace) until it succeeds, fails or the time runs out.
+// The exit code says which (0, 3, 4), so scripts can branch on it without parsing the output.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Io } from './io.ts';
 
