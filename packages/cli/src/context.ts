@@ -34,7 +34,12 @@ export function contextOf(command: Command): Context {
   const io = ioOf(command);
   const flags = command.optsWithGlobals<GlobalFlags & { json?: boolean; all?: boolean }>();
   const settings = resolveSettings(flags, io.env);
-  const api = createPlatformClient({ baseUrl: settings.apiUrl, token: settings.token, workspaceId: settings.workspace });
+  const api = createPlatformClient({
+    baseUrl: settings.apiUrl,
+    token: settings.token,
+    workspaceId: settings.workspace,
+    ...(io.pace?.retry ? { retry: io.pace.retry } : {}),
+  });
   return { settings, api: flags.all ? everyPage(api) : api, out: { json: flags.json === true, io }, io };
 }
 

@@ -6,7 +6,7 @@ import type { QueryParams, Schema } from '@platform/api-types';
 import { PlatformApiError, type PlatformClient, PlatformNetworkError, type WebhookEventType } from '@platform/client';
 import { InvalidArgumentError } from 'commander';
 
-/** The pause before opening the feed again once the client has given up reconnecting. */
+/** The pause before opening the feed again once the client has given up reconnecting (the run's pace may shorten it). */
 const RECONNECT_MS = 2_000;
 
 export type EventFilters = Pick<QueryParams<'listEvents'>, 'type' | 'object_id'>;
@@ -60,9 +60,9 @@ export async function newestEventId(api: PlatformClient, filters: EventFilters, 
  */
 export async function* followEvents(
   api: PlatformClient,
-  options: { filters: EventFilters; after: string | undefined; signal: AbortSignal; stderr: NodeJS.WritableStream },
+  options: { filters: EventFilters; after: string | undefined; signal: AbortSignal; stderr: NodeJS.WritableStream; reconnectMs?: number },
 ): AsyncGenerator<Schema<'Event'>, never, undefined> {
-  const { filters, signal } = options;
+  const { filters, signal, reconnectMs = RECONNECT_MS } = options;
   let lastEventId = options.after;
   for (;;) {
     try {
@@ -72,8 +72,8 @@ export async function* followEvents(
       }
     } catch (error) {
       if (signal.aborted || !transient(error)) throw error;
-      options.stderr.write(`Lost the events feed (${error.message}); reconnecting in ${RECONNECT_MS / 1000} s\n`);
-      await sleep(RECONNECT_MS, undefined, { signal });
+      options.stderr.write(`Lost the events feed (${error.message}); reconnecting in ${reconnectMs / 1000} s\n`);
+      await sleep(reconnectMs, undefined, { signal });
     }
   }
 }

@@ -1,5 +1,5 @@
-// `--wait`: polls a workflow's record every second until it succeeds, fails or the time runs out. The exit
-// code says which (0, 3, 4), so scripts can branch on it without parsing the output.
+// `--wait`: polls a workflow's record every second (the run's pace) until it succeeds, fails or the time runs out.
+// The exit code says which (0, 3, 4), so scripts can branch on it without parsing the output.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Io } from './io.ts';
 
@@ -23,7 +23,6 @@ export interface WaitOptions<T> {
   /** What is awaited, e.g. `cluster cl_… to run`. */
   what: string;
   timeoutSeconds: number;
-  intervalMs?: number;
 }
 
 export interface WaitResult<T> {
@@ -58,7 +57,7 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<WaitResult<T>
         return { code: EXIT_TIMEOUT, record };
       }
       if (spinner) spinner.text = `Waiting for ${options.what} (${options.describe(record)})`;
-      await sleep(Math.min(options.intervalMs ?? 1000, Math.max(0, deadline - Date.now())));
+      await sleep(Math.min(options.io.pace?.waitPollMs ?? 1000, Math.max(0, deadline - Date.now())));
     }
   } finally {
     if (spinner?.isSpinning) spinner.stop();

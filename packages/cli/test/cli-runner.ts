@@ -3,7 +3,7 @@
 // the test's, Ctrl-C on demand, and the exit code the program sets. Runs of the program do not share state, so
 // tests run them side by side. (process.test.ts keeps the real `platform` process for what only it can show.)
 import { PassThrough, Writable } from 'node:stream';
-import type { Io } from '../src/io.ts';
+import type { Io, Pace } from '../src/io.ts';
 import { run } from '../src/program.ts';
 
 export interface CliRun {
@@ -24,6 +24,8 @@ export interface CliOptions {
   onOutput?: (stdout: string, running: RunningCli) => void;
   /** Called with everything written to stderr so far, after each write. */
   onError?: (stderr: string, running: RunningCli) => void;
+  /** The run's pauses (--wait's polls, reconnections); default the installed command's. */
+  pace?: Pace;
 }
 
 export interface RunningCli {
@@ -83,6 +85,7 @@ export function startCli(args: string[], options: CliOptions): RunningCli {
       return () => listeners.delete(listener);
     },
     exitCode: 0,
+    pace: options.pace,
   };
   running.done = run(['node', 'platform', ...args], io).then(() => {
     stdin.destroy();

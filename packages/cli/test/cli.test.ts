@@ -65,6 +65,13 @@ interface RunOptions {
   columns?: number;
 }
 
+/**
+ * The pauses of a run, shortened: the workflows take a second or two, so --wait reads every 50 ms instead of every
+ * second, the client retries at most 20, 40 and 80 ms apart, and a feed lost for longer than that is opened again
+ * after 100 ms, not 2 s.
+ */
+const PACE = { waitPollMs: 50, feedReconnectMs: 100, retry: { baseDelayMs: 20 } };
+
 /** Starts `platform …` with nothing of the test's environment. */
 function startPlatform(args: string[], options: RunOptions = {}, stdinTerminal = false): RunningCli {
   const token = options.token === undefined ? user.token : options.token;
@@ -75,7 +82,7 @@ function startPlatform(args: string[], options: RunOptions = {}, stdinTerminal =
     ...options.env,
   };
   const { input, onOutput, onError, columns } = options;
-  return startCli(args, { env, input, onOutput, onError, columns, stdinTerminal });
+  return startCli(args, { env, input, onOutput, onError, columns, stdinTerminal, pace: PACE });
 }
 
 /** Runs `platform …` to its end. */
@@ -1462,7 +1469,7 @@ describe('platform', () => {
           // An outage longer than the client's own retries: the listener keeps trying, and what happened meanwhile comes.
           proxy.setDown(true);
           proxy.drop();
-          await until('the outage noticed', () => listener.stderr().includes('Lost the events feed (The service is restarting.); reconnecting in 2 s'));
+          await until('the outage noticed', () => listener.stderr().includes('Lost the events feed (The service is restarting.); reconnecting in 0.1 s'));
           const third = await client.POST('/v1/clusters', { body: { name: 'third', region_id: 'fsn1' } });
           proxy.setDown(false);
           // The third cluster also reaches the plan's limit of 3: a quota.reached event besides the clusters' six.

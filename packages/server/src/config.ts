@@ -22,6 +22,11 @@ export interface Config {
   validateResponses: boolean;
   /** How long SIGTERM waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
+  /**
+   * How long /readyz waits for the database and the workflow queue before answering 503 naming what did not answer:
+   * under the orchestrator's own probe timeout, the answer says which one, rather than the probe timing out.
+   */
+  readyTimeoutMs: number;
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
   /** Requests a minute per user (all of a user's tokens together), shared by every process; 0: no limit. */
@@ -134,6 +139,11 @@ export interface ComputeConfig {
   hcloudEndpoint: string;
   /** Requests an hour per Hetzner token (Hetzner's default project limit), shared by every process. */
   hcloudRequestsPerHour: number;
+  /**
+   * Between two reads of something Hetzner is still doing (an Action, a shutdown), in ms. Each read is a request of
+   * the token's hourly bucket: longer spares the bucket when many machines change at once, shorter notices sooner.
+   */
+  hcloudPollIntervalMs: number;
   /** Hetzner SSH keys (names or ids) put on every server; none leaves SSH closed by the cluster's firewall. */
   hcloudSshKeys: string[];
   /**
@@ -354,6 +364,7 @@ function compute(env: Env): ComputeConfig {
     hcloudToken,
     hcloudEndpoint,
     hcloudRequestsPerHour: integer(env, 'HCLOUD_REQUESTS_PER_HOUR', 3600, 1, 36_000_000),
+    hcloudPollIntervalMs: integer(env, 'HCLOUD_POLL_INTERVAL_MS', 1000, 10, 60_000),
     hcloudSshKeys,
     hcloudManagedBy: managedBy(env),
     leftovers: {
@@ -387,6 +398,7 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: corsOrigins(env),
     hstsMaxAge: integer(env, 'HSTS_MAX_AGE', 0, 0, 2 ** 31 - 1),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    readyTimeoutMs: integer(env, 'READY_TIMEOUT_MS', 2000, 100, 60_000),
     jwt: jwt(env),
     secretsKey: secretsKey(env),
     publicUrl: publicUrl(env),

@@ -71,13 +71,17 @@ describe('readiness of the workflow queue', () => {
     }
   });
 
-  it('is 503 after the deadline when the queue hangs', async () => {
-    const server = await startTestServer((await database()).db, clock, {}, { workflows: withQueue(() => new Promise(() => {})) });
+  it('is 503 after the deadline (READY_TIMEOUT_MS) when the queue hangs', async () => {
+    // A deadline of 300 ms, not the default 2 s: the test waits it out.
+    const server = await startTestServer((await database()).db, clock, { READY_TIMEOUT_MS: '300' }, { workflows: withQueue(() => new Promise(() => {})) });
     try {
       const started = performance.now();
       const ready = await call(server.baseUrl, 'GET', '/readyz');
       expect(ready.status).toBe(503);
-      expect(performance.now() - started).toBeLessThan(5000);
+      // The configured deadline, waited out, and not the default one.
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(290);
+      expect(waited).toBeLessThan(2000);
       expect(ready.body).toEqual(notReady('ok', 'unavailable'));
     } finally {
       await server.close();

@@ -13,6 +13,7 @@ describe('compute provider settings', () => {
       hcloudToken: undefined,
       hcloudEndpoint: 'https://api.hetzner.cloud/v1',
       hcloudRequestsPerHour: 3600,
+      hcloudPollIntervalMs: 1000,
       hcloudSshKeys: [],
       hcloudManagedBy: expect.stringMatching(/^platform-[0-9a-f]{12}$/),
       leftovers: { graceSeconds: 3600, dryRun: false, everySeconds: 600 },
@@ -62,6 +63,7 @@ describe('compute provider settings', () => {
       'HCLOUD_ENDPOINT must be an http:// or https:// URL, got "ftp://x"',
     );
     expect(refusal({ HCLOUD_REQUESTS_PER_HOUR: '0' })).toMatch(/^HCLOUD_REQUESTS_PER_HOUR must be an integer/);
+    expect(refusal({ HCLOUD_POLL_INTERVAL_MS: '5' })).toBe('HCLOUD_POLL_INTERVAL_MS must be an integer from 10 to 60000, got "5"');
   });
 
   it('builds the provider the configuration names', () => {

@@ -53,6 +53,8 @@ const app = useTestServer({
     HCLOUD_TOKEN: PLATFORM,
     HCLOUD_ENDPOINT: fake.url,
     HCLOUD_REQUESTS_PER_HOUR: '3600000',
+    // The fake's Actions take 30 ms: read them every 20 ms, not every second.
+    HCLOUD_POLL_INTERVAL_MS: '20',
     PROVIDER_RATE_LIMIT: '1000',
     CLUSTER_DRIVER: 'kubernetes',
     MANAGEMENT_KUBECONFIG: join(dir, 'management.kubeconfig'),

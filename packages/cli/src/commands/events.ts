@@ -63,7 +63,7 @@ export function registerEvents(program: Command): void {
           const after = flags.all ? undefined : (flags.after ?? (await newestEventId(api, filters, signal)));
           const workspace = settings.workspace === undefined ? 'your default workspace' : `workspace ${settings.workspace}`;
           out.io.stderr.write(`Following the events of ${workspace} (Ctrl-C to stop).\n`);
-          for await (const event of followEvents(api, { filters, after, signal, stderr: out.io.stderr })) {
+          for await (const event of followEvents(api, { filters, after, signal, stderr: out.io.stderr, reconnectMs: out.io.pace?.feedReconnectMs })) {
             // --json: the event as the API returns it, one JSON document per line (NDJSON), for jq and friends.
             out.io.stdout.write(
               out.json ? `${JSON.stringify(event)}\n` : `${time(event.created_at)}  ${event.type.padEnd(30)}  ${event.object_type} ${event.object_id}\n`,

@@ -326,7 +326,7 @@ export function registerWebhooks(program: Command): void {
             out.io.stderr.write(
               `Ready. Forwarding the events of ${workspace} to ${flags.forwardTo.href} (Ctrl-C to stop).\nWebhook signing secret: ${secret}\n`,
             );
-            for await (const event of followEvents(api, { filters: {}, after, signal, stderr: out.io.stderr })) {
+            for await (const event of followEvents(api, { filters: {}, after, signal, stderr: out.io.stderr, reconnectMs: out.io.pace?.feedReconnectMs })) {
               if (wanted?.has(event.type) === false) continue;
               report(out, event, await forward(flags.forwardTo, event, secret, signal));
             }

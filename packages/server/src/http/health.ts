@@ -9,7 +9,7 @@ import { readiness } from '../services/readiness.ts';
 
 const PROBES = new Set(['/healthz', '/readyz']);
 
-export function healthProbes({ db, workflows }: Pick<HandlerEnv, 'db' | 'workflows'>): Koa.Middleware {
+export function healthProbes({ db, workflows, config }: Pick<HandlerEnv, 'db' | 'workflows' | 'config'>): Koa.Middleware {
   return async (ctx, next) => {
     if (!PROBES.has(ctx.path)) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
@@ -22,7 +22,7 @@ export function healthProbes({ db, workflows }: Pick<HandlerEnv, 'db' | 'workflo
       ctx.body = { status: 'ok' };
       return;
     }
-    const checks = await readiness(db, workflows.queueReady?.bind(workflows));
+    const checks = await readiness(db, workflows.queueReady?.bind(workflows), config.readyTimeoutMs);
     const { database, queue } = checks;
     if (database === 'ok' && queue !== 'unavailable') {
       ctx.body = { status: 'ok', checks: { database, queue } };

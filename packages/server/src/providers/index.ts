@@ -30,6 +30,7 @@ export function createComputeProvider<DB>(config: Pick<Config, 'compute'>, deps:
     sshKeys: compute.hcloudSshKeys,
     managedBy: compute.hcloudManagedBy,
     rateLimit: tokenRateLimit(deps.db, compute.hcloudRequestsPerHour),
+    actionPollMs: compute.hcloudPollIntervalMs,
     logger: deps.logger.child({ provider: 'hetzner' }),
   });
 }

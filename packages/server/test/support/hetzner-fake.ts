@@ -174,6 +174,8 @@ interface Bucket {
   limit: number;
   tokens: number;
   updatedMs: number;
+  /** Spent right before the next request arrives (exhaust), whenever that is. */
+  spentBeforeNext?: boolean;
 }
 
 export interface ReceivedRequest {
@@ -197,14 +199,20 @@ export interface HetznerFake {
   addToken(token: string, perHour?: number): void;
   /** The token's project now answers 401 (a revoked token). */
   revoke(token: string): void;
-  /** Spends the token's bucket: requests get 429 until it refills the next one. */
+  /**
+   * Spends the token's bucket, as another client of the token would right before the next request: that request
+   * gets 429, whenever it comes and however fast the bucket refills, and the next ones until it refilled one.
+   */
   exhaust(token: string): void;
   /** The next Action of this command (create_server, shutdown_server, …) ends in error. */
   failNextAction(command: string, code?: string): void;
   /** The next request to `method route` (e.g. `post /servers`) is answered with Hetzner's error `code`. */
   refuseNext(methodRoute: string, code: string, message?: string): void;
-  /** Another client starts an Action on the server that runs `ms`: meanwhile Action requests on it are 423 `locked`. */
-  occupy(token: string, serverId: number, ms: number): void;
+  /**
+   * Another client starts an Action on the server that runs `ms`: meanwhile Action requests on it are 423 `locked`.
+   * The function returned ends that Action now (a test that counts time on its own clock ends it there).
+   */
+  occupy(token: string, serverId: number, ms: number): () => void;
   /** Milliseconds an Action runs before it succeeds (default ACTION_MS, seconds as at Hetzner). */
   actionMs: number;
   /** Milliseconds a server stays `starting` after its create_server or poweron Action before it is `running` (default STARTING_MS). */
@@ -261,9 +269,7 @@ export async function startHetznerFake(
       revoked.add(token);
     },
     exhaust(token) {
-      const bucket = buckets.get(token)!;
-      bucket.tokens = 0;
-      bucket.updatedMs = Date.now();
+      buckets.get(token)!.spentBeforeNext = true;
     },
     failNextAction(command, code = 'action_failed') {
       failing.set(command, code);
@@ -273,8 +279,11 @@ export async function startHetznerFake(
     },
     occupy(token, serverId, ms) {
       const project = projects.get(token)!;
-      const action = startAction(project, 'change_protection', { id: serverId, type: 'server' });
-      project.actions.get(action.id)!.finishAt = Date.now() + ms;
+      const action = project.actions.get(startAction(project, 'change_protection', { id: serverId, type: 'server' }).id)!;
+      action.finishAt = Date.now() + ms;
+      return () => {
+        action.finishAt = Math.min(action.finishAt, Date.now());
+      };
     },
     servers: (token) => [...(projects.get(token)?.servers.values() ?? [])],
     images: (token) => [...(projects.get(token)?.images.values() ?? [])],
@@ -707,6 +716,11 @@ export async function startHetznerFake(
       return;
     }
     const bucket = buckets.get(token)!;
+    if (bucket.spentBeforeNext) {
+      bucket.spentBeforeNext = false;
+      bucket.tokens = 0;
+      bucket.updatedMs = Date.now();
+    }
     refill(bucket, Date.now());
     if (bucket.tokens < 1) {
       record(429);

@@ -102,7 +102,7 @@ export interface HetznerOptions {
   sshKeys?: string[];
   rateLimit: TokenRateLimit;
   logger?: Logger;
-  /** Between two reads of a running Action (ms); default 1000. */
+  /** Between two reads of a running Action or of a server shutting down (ms); default 1000 (HCLOUD_POLL_INTERVAL_MS). */
   actionPollMs?: number;
   /** An Action still running after this long (ms) is an error; default 10 minutes. */
   actionTimeoutMs?: number;
