@@ -48,13 +48,18 @@ export default defineConfig({
     // CI asks for a JSON report too, to print its closing "N passed, N failed" line (both tiers in one report).
     reporters: process.env.VITEST_JSON_REPORT ? ['default', 'json'] : ['default'],
     outputFile: process.env.VITEST_JSON_REPORT ? { json: process.env.VITEST_JSON_REPORT } : undefined,
-    // Most tests wait on servers, PostgreSQL and clocks rather than compute: more files at once than cores.
+    // The most files at once of any tier (each tier's own count is below).
     maxWorkers: 4,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN] } },
-      { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN] } },
+      // The first tier's tests mostly wait (on servers, PostgreSQL, clocks), so it runs more files at once than the
+      // machine has cores; the second tier's start processes and browsers that compute, so it runs after it with
+      // fewer at once (vitest runs a project with a worker count of its own as a group of its own).
+      {
+        test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 4 },
+      },
+      { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 3, sequence: { groupOrder: 1 } } },
     ],
   },
 });
