@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { repoRoot } from './gen.ts';
 
 export interface ServerProcess {
@@ -15,11 +16,14 @@ export interface ServerProcess {
 
 const MAIN = 'packages/server/src/main.ts';
 
-/** The Node flags `pnpm start` gives the server (package.json), so what is measured is what users start. */
+/**
+ * The Node flags `pnpm start` gives the server (package.json), so what is measured is what users start. A module
+ * it preloads (`--import ./…`, relative to the repository) is named by its file URL, whatever the caller's folder.
+ */
 export function serverNodeFlags(): string[] {
   const start = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const words = start.split(/\s+/);
-  return words.slice(1, words.indexOf(MAIN));
+  return words.slice(1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? pathToFileURL(join(repoRoot, word)).href : word));
 }
 
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {

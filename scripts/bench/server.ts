@@ -6,6 +6,7 @@
 // machine's load (2 shared cores) falls on both; the ratios are the medians of the pairs' ratios. Prints them
 // against the targets, the server's peak resident memory, and a deep page against the first.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -105,7 +106,15 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
   const env = { DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId };
   const baseline = await startProcess('scripts/bench/baseline-server.ts', env);
-  const server = await startProcess('packages/server/src/main.ts', env, serverNodeFlags());
+  // BENCH_SERVER_NODE_FLAGS: more flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it.
+  const serverFlags = [...serverNodeFlags(), ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
+  // A first start fills Node's compile cache with this code (packages/server/src/compile-cache.mjs), as any earlier
+  // `pnpm start` of it would; the server measured then starts as users' servers do after their first start.
+  const warmUp = await startProcess('packages/server/src/main.ts', env, serverFlags);
+  const warmUpExited = once(warmUp.child, 'exit');
+  warmUp.child.kill('SIGTERM');
+  await warmUpExited;
+  const server = await startProcess('packages/server/src/main.ts', env, serverFlags);
   try {
     await quiet(bench.db, server.child.pid!);
     await bench.close();
