@@ -70,7 +70,8 @@ describe('claiming due deliveries', () => {
       return { claimed, lockableMeanwhile: (await lockable()).rows[0]!.n };
     });
 
-    expect(claimed.map((delivery) => [delivery.endpoint_id, delivery.event.id, delivery.attempts])).toEqual([[endpointId, eventId, 1]]);
+    expect(claimed.map((delivery) => [delivery.endpoint_id, delivery.event_id, delivery.attempts])).toEqual([[endpointId, eventId, 1]]);
+    expect(JSON.parse(claimed[0]!.event)).toMatchObject({ id: eventId, type: 'quota.reached', workspace_id: healthy.workspaceId, object: QUOTA });
     // Not one of the 11,988 waiting deliveries of the workspaces at their share was locked by the claim.
     expect(lockableMeanwhile).toBe(12 * 999);
   });

@@ -154,8 +154,9 @@ export interface ClaimedDelivery {
   previous_secret_ciphertext: Buffer | null;
   previous_secret_expires_at: number | null;
   consecutive_failures: number;
-  /** The event as the feed lists it (the body sent). */
-  event: Schema<'Event'>;
+  event_id: string;
+  /** The event as the feed lists it, as JSON text (the same for each of the event's deliveries). */
+  event: string;
 }
 
 export interface ClaimLimits {
@@ -199,7 +200,7 @@ export interface ClaimLimits {
 export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
   if (limits.free <= 0) return [];
   const held = JSON.stringify(Object.fromEntries(limits.held));
-  const { rows } = await sql<Omit<ClaimedDelivery, 'event'> & { event: string }>`
+  const { rows } = await sql<ClaimedDelivery>`
     WITH RECURSIVE busy (workspace_id) AS (
       (SELECT workspace_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY workspace_id LIMIT 1)
       UNION ALL
@@ -285,15 +286,10 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
     FROM chosen, webhook_endpoints e, events ev
     WHERE d.id = chosen.id AND e.id = d.endpoint_id AND ev.id = d.event_id
     RETURNING d.id, d.lease_id, d.attempts, d.first_attempt_at, d.endpoint_id, e.workspace_id, e.url, e.secret_ciphertext,
-      e.previous_secret_ciphertext, e.previous_secret_expires_at, e.consecutive_failures,
+      e.previous_secret_ciphertext, e.previous_secret_expires_at, e.consecutive_failures, d.event_id,
       json_build_object('id', ev.id, 'type', ev.type, 'workspace_id', ev.workspace_id, 'object_type', ev.object_type,
         'object_id', ev.object_id, 'object', ev.object, 'created_at', ev.created_at)::text AS event`.execute(db);
-  return rows.map((row) => ({
-    ...row,
-    first_attempt_at: Number(row.first_attempt_at),
-    previous_secret_expires_at: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
-    event: JSON.parse(row.event) as Schema<'Event'>,
-  }));
+  return rows;
 }
 
 export type Settlement =
