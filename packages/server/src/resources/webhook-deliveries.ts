@@ -35,10 +35,6 @@ const toWebhookDelivery = (row: Row<'webhook_deliveries'>): Delivery => ({
 });
 
 /**
- * One pending delivery, due now, for every enabled endpoint of the event's workspace that subscribes to its type.
- * Call in the event's transaction.
- */
-/**
  * The channel on which a commit that makes deliveries due is told: NOTIFY is sent at commit (never before the rows
  * exist, nor for a rollback), so a dispatcher listening sends them at once instead of at its next tick.
  */
@@ -46,38 +42,33 @@ export const DELIVERIES_DUE_CHANNEL = 'webhook_deliveries_due';
 
 const tellDue = (db: Db) => sql`SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`.execute(db);
 
-export async function fanOut(trx: Db, event: { id: string; type: Schema<'EventType'>; workspace_id: string }, now: number): Promise<number> {
-  const endpoints = await trx
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('workspace_id', '=', event.workspace_id)
-    .where('enabled', '=', true)
-    .where(sql<boolean>`(cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))`)
-    .execute();
-  if (endpoints.length === 0) return 0;
-  await trx
-    .insertInto('webhook_deliveries')
-    .values(
-      endpoints.map((endpoint) => ({
-        id: newId('whd'),
-        endpoint_id: endpoint.id,
-        workspace_id: event.workspace_id,
-        event_id: event.id,
-        event_type: event.type,
-        status: 'pending' as const,
-        first_attempt_at: now,
-        last_attempt_at: null,
-        last_response_status: null,
-        last_duration_ms: null,
-        last_error: null,
-        next_attempt_at: now,
-        created_at: now,
-        updated_at: now,
-      })),
+/**
+ * The endpoints that get a delivery of an event (column `endpoint_id`): every enabled endpoint of its workspace that
+ * subscribes to its type. A query for recordEvent to run in the statement that writes the event, one round trip
+ * for both: an event of a workspace with no endpoint costs no statement more.
+ */
+export const subscribedEndpoints = (event: { type: Schema<'EventType'>; workspace_id: string }) => sql<{ endpoint_id: string }>`
+  SELECT id AS endpoint_id FROM webhook_endpoints
+  WHERE workspace_id = ${event.workspace_id} AND enabled AND (cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))`;
+
+/**
+ * One pending delivery, due now, for each of the event's subscribed endpoints, and the NOTIFY that tells the
+ * dispatchers at commit, in one statement. Call in the event's transaction.
+ */
+export async function fanOut(
+  trx: Db,
+  event: { id: string; type: Schema<'EventType'>; workspace_id: string },
+  endpointIds: readonly string[],
+  now: number,
+): Promise<void> {
+  if (endpointIds.length === 0) return;
+  await sql`
+    WITH written AS (
+      INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
+      SELECT d.id, d.endpoint_id, ${event.workspace_id}, ${event.id}, ${event.type}, 'pending', ${now}, ${now}, ${now}, ${now}
+      FROM unnest(${endpointIds.map(() => newId('whd'))}::text[], ${endpointIds}::text[]) AS d (id, endpoint_id)
     )
-    .execute();
-  await tellDue(trx);
-  return endpoints.length;
+    SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`.execute(trx);
 }
 
 /** The endpoint, when the user is a member of its workspace; 404 otherwise. */
