@@ -24,6 +24,7 @@ import * as tokenWorkspaces from './migrations/20261124_3000_token_workspaces.ts
 import * as notificationWorkspace from './migrations/20261124_3001_notification_workspace.ts';
 import * as webhookClaims from './migrations/20261125_1200_webhook_claims.ts';
 import * as webhookReadyQueue from './migrations/20261126_1000_webhook_ready_queue.ts';
+import * as webhookLiveLeases from './migrations/20261126_2000_webhook_live_leases.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '20261124_3001_notification_workspace': notificationWorkspace,
   '20261125_1200_webhook_claims': webhookClaims,
   '20261126_1000_webhook_ready_queue': webhookReadyQueue,
+  '20261126_2000_webhook_live_leases': webhookLiveLeases,
 };
 
 function migrator(db: Kysely<Database>): Migrator {

@@ -5,9 +5,11 @@
 //     slots free, no endpoint beyond WEBHOOK_ENDPOINT_CONCURRENCY attempts at once and no workspace beyond a fair
 //     share of the slots, skipping endpoints whose circuit is open (cooling);
 //   - each claim is a lease that counts the attempt; the attempt POSTs over a kept-alive connection (SSRF-checked
-//     when it was made), and the outcomes that ended meanwhile are settled together, rows and endpoints: succeeded,
-//     pending again at the next moment of the retry schedule, or failed when the schedule runs out; then the
-//     dispatcher looks again.
+//     when it was made), and its end makes the dispatcher look again (its endpoint has room); the outcomes that
+//     ended meanwhile are settled together, rows and endpoints: succeeded, pending again at the next moment of the
+//     retry schedule, or failed when the schedule runs out;
+//   - claims and settlings run on connections of the dispatcher's own (DELIVERY_SESSION: no wait for the disk at
+//     their commits, the claim planned once).
 // At least once: a worker killed after the receiver answered but before the row was settled lets go of it when
 // its lease runs out, and it is sent again; the attempt it made is counted.
 
@@ -43,6 +45,11 @@ export function nextAttemptAt(attempts: number, firstAttemptAt: number, now: num
 
 export interface DispatcherOptions {
   db: Kysely<Database>;
+  /**
+   * Connections of its own for the claims and the settlings, opened with DELIVERY_SESSION
+   * (resources/webhook-deliveries.ts says why); closed by stop().
+   */
+  leases: { db: Kysely<Database>; close(): Promise<void> };
   connectionString: string;
   clock: Clock;
   logger: Logger;
@@ -170,6 +177,7 @@ export class WebhookDispatcher {
     clearTimeout(timer);
     while (this.settling) await this.settling;
     this.sender.close();
+    await this.options.leases.close();
   }
 
   /**
@@ -184,13 +192,13 @@ export class WebhookDispatcher {
     }
     if (!this.listener) void this.listen();
     this.looking = true;
-    const { db, clock, config } = this.options;
+    const { leases, clock, config } = this.options;
     let started = 0;
     try {
       for (;;) {
         const free = config.concurrency - this.holding;
         if (free <= 0) return started;
-        const claimed = await claimDeliveries(db, {
+        const claimed = await claimDeliveries(leases.db, {
           now: clock.now(),
           free,
           slots: config.concurrency,
@@ -264,8 +272,9 @@ export class WebhookDispatcher {
 
   /**
    * Settles every attempt that ended, together (one statement for the deliveries, one for the endpoints whose
-   * state changes), then looks again (their endpoints have room now). One settling at a time: what ends meanwhile waits
-   * for the next, so the batches grow with the load.
+   * state changes). One settling at a time: what ends meanwhile waits for the next, so the batches grow with the
+   * load. An ended attempt takes no room of its endpoint (the claim is told of it), but a probe's lease does until
+   * its circuit is set: after a probe the dispatcher looks again (a success sends what waited).
    */
   private settle(): Promise<void> {
     this.settling ??= (async () => {
@@ -275,7 +284,7 @@ export class WebhookDispatcher {
         this.settlingBatch = batch;
         await this.settleBatch(batch);
         this.settlingBatch = [];
-        void this.look();
+        if (batch.some(({ delivery }) => delivery.probe)) void this.look();
       }
     })().finally(() => {
       this.settling = undefined;
@@ -284,7 +293,7 @@ export class WebhookDispatcher {
   }
 
   private async settleBatch(batch: Ended[]): Promise<void> {
-    const { db, clock, config, logger } = this.options;
+    const { db, leases, clock, config, logger } = this.options;
     const now = clock.now();
     const settled: Settled[] = [];
     const endpoints = new Map<string, EndpointOutcomes>();
@@ -312,12 +321,12 @@ export class WebhookDispatcher {
     }
     try {
       // The endpoints first: a cooling endpoint's probe keeps its lease (no second probe) until its circuit is set.
-      const failingLong = await recordEndpointOutcomes(db, [...endpoints.values()], {
+      const failingLong = await recordEndpointOutcomes(leases.db, [...endpoints.values()], {
         now,
         circuitFailures: config.circuitFailures,
         disableAfterSeconds: config.disableAfterDays * 86_400,
       });
-      await settleDeliveries(db, settled, now);
+      await settleDeliveries(leases.db, settled, now);
       for (const { id, error } of failingLong) {
         if (await disableFailingEndpoint(db, id, { now, days: config.disableAfterDays, error: error ?? 'no answer' })) {
           logger.warn({ endpoint: id }, 'webhook endpoint disabled after failing for days');
