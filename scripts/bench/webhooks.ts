@@ -18,6 +18,9 @@
 //       there, so the load measures the write), as a throughput and p50/p99 ratio of the same run.
 // Targets: (a) >= 2,000 deliveries a second with p99 < 1 s; (b) p99 < 1 s; (c) >= 0.9x.
 // Run on its own it prints its figures and targets; `benchWebhooks()` returns them to scripts/bench/report.ts.
+// BENCH_WEBHOOK_PHASES=throughput runs (a) alone, without its baseline, and adds what PostgreSQL counted for the
+// bench's database during it (transactions and rows written, per delivery; its statistics are read after the
+// 11 s in which every connection reports them), to profile the delivery path (BENCH_SERVER_NODE_FLAGS).
 import { createHmac, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -40,6 +43,8 @@ export interface WebhooksOptions {
   endpoints: number;
   /** Transactions writing events at once. */
   writers: number;
+  /** 'throughput': (a) alone, with PostgreSQL's counters (`benchWebhookThroughput`); 'all' otherwise. */
+  phases: 'all' | 'throughput';
 }
 
 export const defaultWebhooksOptions = (): WebhooksOptions => ({
@@ -48,6 +53,7 @@ export const defaultWebhooksOptions = (): WebhooksOptions => ({
   rate: Number(process.env.BENCH_WEBHOOK_RATE ?? 250),
   endpoints: Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 10),
   writers: Number(process.env.BENCH_WEBHOOK_WRITERS ?? 8),
+  phases: process.env.BENCH_WEBHOOK_PHASES === 'throughput' ? 'throughput' : 'all',
 });
 
 /** The targets the figures are held to. */
@@ -121,9 +127,24 @@ const cpuMs = (pid: number) => {
 
 const QUOTA = { metric: 'kaas/clusters', type: 'allocation', displayName: 'Managed clusters', unit: 'count', limit: 3, usage: 3, remaining: 0 } as const;
 
-export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOptions()): Promise<WebhooksFigures> {
+/** The bench's database, receivers and server (`--role all`), and the delivery load run against them. */
+interface Bench {
+  db: Awaited<ReturnType<typeof freshDatabase>>['connection'];
+  env: Record<string, string>;
+  server: ServerProcess;
+  servers: ServerProcess[];
+  receiverBase: string;
+  hangingBase: string;
+  /** Commits the events at the rate to a new workspace with its endpoints on the receiver, and measures their arrivals. */
+  deliver: (label: string, beforeLoad?: () => Promise<void>) => Promise<DeliveryFigures>;
+}
+
+async function withBench<T>(options: WebhooksOptions, work: (bench: Bench) => Promise<T>): Promise<T> {
   const { admin, url, connection: db } = await freshDatabase('platform_bench_webhooks', 'bench');
-  const writers = openDatabase(url.toString(), options.writers);
+  // Named, so that PostgreSQL's CPU for the event writers is told apart from the server's (benchWebhookThroughput).
+  const writersUrl = new URL(url);
+  writersUrl.searchParams.set('application_name', WRITERS);
+  const writers = openDatabase(writersUrl.toString(), options.writers);
   const servers: ServerProcess[] = [];
   // Arrival (epoch ms) of each event at each endpoint: `${path} ${webhook-id}` → ms.
   const arrivals = new Map<string, number>();
@@ -163,8 +184,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
     const server = await startServerProcess({ ...env, WEBHOOK_CIRCUIT_FAILURES: '1000' });
     servers.push(server);
 
-    /** Commits the events at the rate to a new workspace with its endpoints on the receiver, and measures their arrivals. */
-    const deliver = async (label: string): Promise<DeliveryFigures> => {
+    const deliver = async (label: string, beforeLoad?: () => Promise<void>): Promise<DeliveryFigures> => {
       const user = await createUser(db.db, systemClock, `bench-${label}@bench.example`, 'pro');
       await createEndpoints(
         server.base,
@@ -173,6 +193,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
         Array.from({ length: options.endpoints }, (_, i) => `${receiverBase}/${label}-${i}`),
         ['quota.reached'],
       );
+      await beforeLoad?.();
       let peakRss = rssMb(server.child.pid!);
       const cpuBefore = cpuMs(server.child.pid!);
       const sampler = setInterval(() => {
@@ -238,6 +259,125 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
       return figures;
     };
 
+    return await work({ db, env, server, servers, receiverBase, hangingBase, deliver });
+  } finally {
+    for (const server of servers) if (server.child.exitCode === null) await server.stop();
+    for (const server of [receiver, hanging]) {
+      server.closeAllConnections();
+      server.close();
+    }
+    await writers.close();
+    await db.close();
+    await sql`DROP DATABASE IF EXISTS platform_bench_webhooks WITH (FORCE)`.execute(admin.db);
+    await admin.close();
+  }
+}
+
+/** What PostgreSQL counted for the bench's database (every connection's: the server's and the event writers'). */
+interface DatabaseCounters {
+  transactions: number;
+  inserted: number;
+  updated: number;
+  /** Of the updates, those that wrote no index entry (HOT). */
+  hot_updated: number;
+}
+
+/** The application name of the bench's event writers' connections. */
+const WRITERS = 'bench-event-writers';
+
+/**
+ * CPU time so far (ms) of every PostgreSQL backend connected to the bench's database, by process id, with its
+ * application name (the webhook dispatcher's connections name themselves, the writers are named above).
+ */
+async function backendCpuMs(db: Bench['db']): Promise<Map<number, { ms: number; application: string }>> {
+  const { rows } = await sql<{ pid: number; application: string }>`
+    SELECT pid, application_name AS application FROM pg_stat_activity WHERE datname = current_database()`.execute(db.db);
+  const cpu = new Map<number, { ms: number; application: string }>();
+  for (const { pid, application } of rows) {
+    try {
+      cpu.set(pid, { ms: cpuMs(pid), application });
+    } catch {
+      // Gone meanwhile, or PostgreSQL on another machine: not counted.
+    }
+  }
+  return cpu;
+}
+
+/**
+ * Every backend reports its counters within 10 s of going idle (PostgreSQL 15's PGSTAT_IDLE_INTERVAL), and the
+ * server's are idle once the load ended: read after 11 s, the counters hold everything done before.
+ */
+async function databaseCounters(db: Bench['db']): Promise<DatabaseCounters> {
+  await sleep(11_000);
+  const { rows } = await sql<{ transactions: string; inserted: string; updated: string; hot_updated: string }>`
+    SELECT (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()) AS transactions,
+      sum(n_tup_ins) AS inserted, sum(n_tup_upd) AS updated, sum(n_tup_hot_upd) AS hot_updated
+    FROM pg_stat_user_tables`.execute(db.db);
+  const row = rows[0]!;
+  return { transactions: Number(row.transactions), inserted: Number(row.inserted), updated: Number(row.updated), hot_updated: Number(row.hot_updated) };
+}
+
+export interface ThroughputFigures {
+  throughput: DeliveryFigures;
+  /** PostgreSQL's counters during the load, per delivery. */
+  database_per_delivery: DatabaseCounters;
+  /**
+   * The CPU time of the database's backends during the load (read every half second: a backend that ends loses
+   * what it spent since its last reading) ÷ the deliveries, in all and by the backends' application name (the
+   * event writers', the webhook dispatcher's claims and settlings; '' the server's other connections).
+   */
+  database_cpu_us_per_delivery: number;
+  database_cpu_us_per_delivery_by_application: Record<string, number>;
+}
+
+/** (a) alone, with PostgreSQL's counters: what a delivery costs the server and the database. */
+export async function benchWebhookThroughput(options: WebhooksOptions = defaultWebhooksOptions()): Promise<ThroughputFigures> {
+  return withBench(options, async ({ db, deliver }) => {
+    let before: DatabaseCounters | undefined;
+    let cpuBefore = new Map<number, { ms: number; application: string }>();
+    const cpuLatest = new Map<number, { ms: number; application: string }>();
+    // Each reading of the backends is a transaction of the bench's own, taken off the count below.
+    let readings = 0;
+    const read = async () => {
+      readings++;
+      for (const [pid, cpu] of await backendCpuMs(db)) cpuLatest.set(pid, cpu);
+    };
+    let sampler: NodeJS.Timeout | undefined;
+    const throughput = await deliver('throughput', async () => {
+      before = await databaseCounters(db);
+      readings++;
+      cpuBefore = await backendCpuMs(db);
+      sampler = setInterval(() => void read(), 500);
+    });
+    clearInterval(sampler);
+    await read();
+    let backendsCpu = 0;
+    const byApplication: Record<string, number> = {};
+    for (const [pid, { ms, application }] of cpuLatest) {
+      const spent = ms - (cpuBefore.get(pid)?.ms ?? 0);
+      backendsCpu += spent;
+      byApplication[application] = (byApplication[application] ?? 0) + spent;
+    }
+    const perDelivery = (ms: number) => Math.round((ms * 1000) / Math.max(1, throughput.deliveries));
+    const after = await databaseCounters(db);
+    // Less the bench's own readings: of the statistics before, and of the backends.
+    const per = (key: keyof DatabaseCounters, less = 0) => Math.round(((after[key] - before![key] - less) / Math.max(1, throughput.deliveries)) * 1000) / 1000;
+    return {
+      throughput,
+      database_per_delivery: {
+        transactions: per('transactions', 1 + readings),
+        inserted: per('inserted'),
+        updated: per('updated'),
+        hot_updated: per('hot_updated'),
+      },
+      database_cpu_us_per_delivery: perDelivery(backendsCpu),
+      database_cpu_us_per_delivery_by_application: Object.fromEntries(Object.entries(byApplication).map(([name, ms]) => [name, perDelivery(ms)])),
+    };
+  });
+}
+
+export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOptions()): Promise<WebhooksFigures> {
+  return withBench(options, async ({ db, env, server, servers, receiverBase, hangingBase, deliver }) => {
     // (a) Throughput, and its baseline: the receiver fed straight, signed, over kept-alive connections.
     const raw = await rawPosts(receiverBase, options.events * options.endpoints, options.endpoints * 4);
     const throughput = await deliver('throughput');
@@ -330,17 +470,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
       fan_out_p99_ratio: withEndpoints.latency.p99 / without.latency.p99,
       failed_requests: without.non2xx + without.errors + withEndpoints.non2xx + withEndpoints.errors,
     };
-  } finally {
-    for (const server of servers) if (server.child.exitCode === null) await server.stop();
-    for (const server of [receiver, hanging]) {
-      server.closeAllConnections();
-      server.close();
-    }
-    await writers.close();
-    await db.close();
-    await sql`DROP DATABASE IF EXISTS platform_bench_webhooks WITH (FORCE)`.execute(admin.db);
-    await admin.close();
-  }
+  });
 }
 
 /**
@@ -424,7 +554,12 @@ export function webhookLines(f: WebhooksFigures): string[] {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const figures = await benchWebhooks();
-  console.log(figures);
-  for (const line of webhookLines(figures)) console.log(line);
+  const options = defaultWebhooksOptions();
+  if (options.phases === 'throughput') {
+    console.log(await benchWebhookThroughput(options));
+  } else {
+    const figures = await benchWebhooks(options);
+    console.log(figures);
+    for (const line of webhookLines(figures)) console.log(line);
+  }
 }

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import { openDatabase } from './db/connect.ts';
 import type { Database } from './db/schema.ts';
 import { WorkflowEngine } from './engine/engine.ts';
 import { eventRetention } from './jobs/event-retention.ts';
@@ -16,6 +17,7 @@ import { rateLimited } from './providers/rate-limited.ts';
 import { SimulatedCloud, type SimulationOptions } from './providers/simulated.ts';
 import type { ClusterDriver } from './providers/types.ts';
 import { recordWorkflowTransition } from './resources/audit-events.ts';
+import { DELIVERY_SESSION } from './resources/webhook-deliveries.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
 import { workflowDefinitions } from './workflows/index.ts';
@@ -97,6 +99,8 @@ export function createRuntime(options: RuntimeOptions) {
   const webhooks = options.secretsKey
     ? new WebhookDispatcher({
         db: options.db,
+        // Two: one claim and one settling at a time. No connection is made before the first claim (an API process makes none).
+        leases: openDatabase(options.connectionString, 2, DELIVERY_SESSION),
         connectionString: options.connectionString,
         clock: options.clock,
         logger: options.logger,

@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { recordEvent } from '../src/resources/events.ts';
-import { claimDeliveries } from '../src/resources/webhook-deliveries.ts';
+import { cancelPendingDeliveries, claimDeliveries, redeliver, type Settled, settleDeliveries } from '../src/resources/webhook-deliveries.ts';
 import { newUser, TestClock, useTestDatabase } from './support.ts';
 
 const clock = new TestClock(Math.floor(Date.now() / 1000));
@@ -70,7 +70,8 @@ describe('claiming due deliveries', () => {
       return { claimed, lockableMeanwhile: (await lockable()).rows[0]!.n };
     });
 
-    expect(claimed.map((delivery) => [delivery.endpoint_id, delivery.event.id, delivery.attempts])).toEqual([[endpointId, eventId, 1]]);
+    expect(claimed.map((delivery) => [delivery.endpoint_id, delivery.event_id, delivery.attempts])).toEqual([[endpointId, eventId, 1]]);
+    expect(JSON.parse(claimed[0]!.event)).toMatchObject({ id: eventId, type: 'quota.reached', workspace_id: healthy.workspaceId, object: QUOTA });
     // Not one of the 11,988 waiting deliveries of the workspaces at their share was locked by the claim.
     expect(lockableMeanwhile).toBe(12 * 999);
   });
@@ -123,5 +124,51 @@ describe('claiming due deliveries', () => {
     // Alone with work due: 8 slots ÷ (1 + 1) = 4, which its endpoint's concurrency allows.
     const claimed = await claimDeliveries(db, { now, free: 8, slots: 8, held: new Map(), endpointConcurrency: 4, leaseSeconds: 60 });
     expect(claimed).toHaveLength(4);
+  });
+
+  it('settles only what its claim still holds: not a delivery claimed again since, cancelled or redelivered', async () => {
+    const { db } = context;
+    const now = clock.now();
+    await sql`UPDATE webhook_deliveries SET status = 'succeeded', leased_until = NULL WHERE status = 'pending'`.execute(db);
+    const user = await newUser(db, clock, 'pro');
+    const [endpointId] = await endpoints(user.workspaceId, 1);
+    const event = { type: 'quota.reached', workspace_id: user.workspaceId, object_type: 'quota', object_id: 'kaas/clusters', object: QUOTA as never } as const;
+    // A lease of no seconds has run out by the next statement: its delivery is claimed again, as after a worker died.
+    const claim = async () => {
+      const [claimed] = await claimDeliveries(db, { now, free: 1, slots: 8, held: new Map(), endpointConcurrency: 1, leaseSeconds: 0 });
+      return claimed!;
+    };
+    const succeeded = (delivery: { id: string; lease_id: string }): Settled => ({
+      ...delivery,
+      response_status: 204,
+      duration_ms: 3,
+      settlement: { status: 'succeeded' },
+    });
+    const row = async (id: string) =>
+      (
+        await sql<{ status: string; attempts: number; lease_id: string | null; last_response_status: number | null }>`
+        SELECT status, attempts, lease_id, last_response_status FROM webhook_deliveries WHERE id = ${id}`.execute(db)
+      ).rows[0];
+
+    await recordEvent(db, event, now);
+    const first = await claim();
+    const again = await claim();
+    expect(again.id).toBe(first.id);
+    await settleDeliveries(db, [succeeded(first)], now);
+    expect(await row(first.id)).toEqual({ status: 'pending', attempts: 2, lease_id: again.lease_id, last_response_status: null });
+    await settleDeliveries(db, [succeeded(again)], now);
+    expect(await row(first.id)).toEqual({ status: 'succeeded', attempts: 2, lease_id: again.lease_id, last_response_status: 204 });
+
+    await recordEvent(db, event, now);
+    const redelivered = await claim();
+    await redeliver(db, { userId: user.userId, workspaceIds: null }, endpointId!, redelivered.id, now);
+    await settleDeliveries(db, [succeeded(redelivered)], now);
+    expect(await row(redelivered.id)).toEqual({ status: 'pending', attempts: 1, lease_id: null, last_response_status: null });
+
+    const cancelled = await claim();
+    expect(cancelled.id).toBe(redelivered.id);
+    await cancelPendingDeliveries(db, endpointId!, 'Cancelled: the endpoint was disabled.', now);
+    await settleDeliveries(db, [succeeded(cancelled)], now);
+    expect(await row(cancelled.id)).toEqual({ status: 'cancelled', attempts: 2, lease_id: null, last_response_status: null });
   });
 });

@@ -14,9 +14,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDocument, pointer, SchemaValidator } from '../../../test/support/openapi.ts';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/connect.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/jobs/webhook-dispatcher.ts';
 import { recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
+import { DELIVERY_SESSION } from '../src/resources/webhook-deliveries.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
@@ -780,6 +782,7 @@ describe('a committed event reaches the dispatcher at once', () => {
     const user = await userWithEndpoint(own.db, `${url}/notify`);
     dispatcher = new WebhookDispatcher({
       db: own.db,
+      leases: openDatabase(own.url, 2, DELIVERY_SESSION),
       connectionString: own.url,
       clock: systemClock,
       logger: serverLogger(),

@@ -24,10 +24,19 @@ export interface Connection {
 /** How long opening a connection to PostgreSQL may take. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 
-export function openDatabase(url: string, poolSize = 10): Connection {
+/**
+ * `settings`: PostgreSQL settings of every connection of the pool (sent when it connects: no statement more), for
+ * connections set apart for one kind of work (the webhook dispatcher's).
+ */
+export function openDatabase(url: string, poolSize = 10, settings: Readonly<Record<string, string>> = {}): Connection {
+  // The startup packet's command-line options: a space separates two unless escaped, as is a backslash.
+  const escaped = (value: string) => value.replace(/[\\ ]/g, '\\$&');
+  const options = Object.entries(settings)
+    .map(([name, value]) => `-c ${name}=${escaped(value)}`)
+    .join(' ');
   // A connection attempt that gets no answer (a server shutting down or starting up) fails after a while instead
   // of waiting forever with whatever waits on it (the workflow ticker, a request).
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, ...(options ? { options } : {}) });
   // A dropped idle connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   // Nor one that breaks while checked out between two queries (in a transaction, say): without a listener its

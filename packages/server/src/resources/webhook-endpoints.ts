@@ -191,17 +191,20 @@ export async function removeWorkspaceEndpoints(trx: Db, workspaceId: string): Pr
 
 // What the dispatcher needs of an endpoint.
 
-/** The secrets that sign a delivery now: the current one, and the previous one until its deadline. */
-export function signingSecrets(
+/**
+ * The secrets that sign a delivery now, each as `open` makes it of the sealed secret (the dispatcher: its signing
+ * key): the current one, and the previous one until its deadline.
+ */
+export function signingSecrets<T>(
   endpoint: Pick<Row<'webhook_endpoints'>, 'secret_ciphertext' | 'previous_secret_ciphertext' | 'previous_secret_expires_at'>,
-  secrets: SecretBox,
+  open: (sealed: Buffer) => T,
   now: number,
-): string[] {
+): T[] {
   const previous =
     endpoint.previous_secret_ciphertext && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now
-      ? [secrets.open(endpoint.previous_secret_ciphertext)]
+      ? [open(endpoint.previous_secret_ciphertext)]
       : [];
-  return [secrets.open(endpoint.secret_ciphertext), ...previous];
+  return [open(endpoint.secret_ciphertext), ...previous];
 }
 
 /** What one endpoint's attempts settled together came to, in the order they ended. */

@@ -1,9 +1,10 @@
 // Outbound webhooks: the Standard Webhooks secret and signature, the rule an endpoint's URL must follow, and the
 // POST itself, sent over kept-alive connections each made to an address the SSRF check approved (https://www.standardwebhooks.com, spec v1).
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { urlToHttpOptions } from 'node:url';
 import { isBlockedAddress, isLoopbackAddress, type Resolver, resolveChecked } from './ssrf.ts';
 
 type AllCallback = (error: null, addresses: { address: string; family: number }[]) => void;
@@ -13,9 +14,15 @@ const SECRET_PREFIX = 'whsec_';
 /** `whsec_` and the base64 of 32 random bytes, the Standard Webhooks form. */
 export const newWebhookSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 
+/**
+ * The HMAC key of a secret: its bytes as a key object, made once and kept by the sender. An HMAC keyed with the
+ * bytes themselves imports them into a key object on every call, which took ten times the HMAC's own time
+ * (43 µs against 4 µs a signature, Node 24).
+ */
+export const webhookSigningKey = (secret: string): KeyObject => createSecretKey(Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64'));
+
 /** `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` keyed with the secret's bytes. */
-export function webhookSignature(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+export function webhookSignature(key: KeyObject, id: string, timestamp: number, body: string): string {
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
@@ -64,12 +71,15 @@ export interface AttemptOutcome {
 /** A connection the SSRF rules refused: nothing was sent. */
 class NotSent extends Error {}
 
+/** Where a request goes: the URL as node:http's request options. */
+type RequestTarget = ReturnType<typeof urlToHttpOptions>;
+
 /**
  * The rules a delivery's URL must follow that need no DNS: the scheme, no credentials, and a host that is not an
  * internal name or a refused address literal (a connection to a literal address resolves nothing, so no lookup
  * would check it). A name is checked on every new connection (WebhookSender's lookup).
  */
-function deliveryUrl(url: string, allowHttpLoopback: boolean): URL | NotSent {
+function deliveryUrl(url: string, allowHttpLoopback: boolean): RequestTarget | NotSent {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -80,10 +90,13 @@ function deliveryUrl(url: string, allowHttpLoopback: boolean): URL | NotSent {
   if (parsed.protocol !== 'https:' && !(http && allowHttpLoopback)) return new NotSent('the URL must be an https:// URL');
   if (parsed.username || parsed.password) return new NotSent('the URL carries credentials; put a token in the path or query instead');
   const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) === 0) return parsed;
+  if (isIP(host) === 0) return urlToHttpOptions(parsed);
   const refused = checkedAddresses(parsed.protocol, host, [host], allowHttpLoopback);
-  return refused instanceof NotSent ? refused : parsed;
+  return refused instanceof NotSent ? refused : urlToHttpOptions(parsed);
 }
+
+/** URLs whose rules were checked and whose request options were made, kept at most this many (then forgotten together). */
+const CHECKED_URLS = 10_000;
 
 /** The addresses a connection may use (every one allowed), or why none may be used. */
 function checkedAddresses(protocol: string, host: string, addresses: string[], allowHttpLoopback: boolean): string[] | NotSent {
@@ -106,6 +119,12 @@ function checkedAddresses(protocol: string, host: string, addresses: string[], a
 export class WebhookSender {
   private readonly agents: Record<'http:' | 'https:', http.Agent>;
   private readonly allowHttpLoopback: boolean;
+  /**
+   * Each URL's outcome of deliveryUrl, which depends on nothing else: parsing it and turning it into request options
+   * took 5–15 µs of the 90 or so an attempt's sending costs. The SSRF check of what a name resolves to is not kept
+   * here: it is made on every new connection.
+   */
+  private readonly targets = new Map<string, RequestTarget | NotSent>();
 
   constructor(rules: WebhookUrlRules) {
     this.allowHttpLoopback = rules.allowHttpLoopback;
@@ -141,14 +160,21 @@ export class WebhookSender {
    * connection goes back to the pool when it ends, and is closed at the deadline when it does not.
    */
   send(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<AttemptOutcome> {
-    const target = deliveryUrl(url, this.allowHttpLoopback);
+    let target = this.targets.get(url);
+    if (target === undefined) {
+      if (this.targets.size >= CHECKED_URLS) this.targets.clear();
+      target = deliveryUrl(url, this.allowHttpLoopback);
+      this.targets.set(url, target);
+    }
     if (target instanceof NotSent) return Promise.resolve({ durationMs: 0, error: `Not sent: ${target.message}.` });
+    const protocol = target.protocol as 'http:' | 'https:';
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     return new Promise((resolve) => {
-      const request = (target.protocol === 'https:' ? https : http).request(target, {
+      const request = (protocol === 'https:' ? https : http).request({
+        ...target,
         method: 'POST',
-        agent: this.agents[target.protocol as 'http:' | 'https:'],
+        agent: this.agents[protocol],
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
       });
       // Also bounds an answer whose body never ends: the connection closes at the deadline either way.
