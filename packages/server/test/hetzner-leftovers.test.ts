@@ -20,6 +20,12 @@ beforeAll(() => {
   fake = hetzner.fake;
 });
 
+/** The driver as the workflows use it, called directly: what it makes has no machine or workflow behind it. */
+const directDriver = () =>
+  new HetznerCompute({ endpoint: fake.url, token: undefined, managedBy: MANAGED_BY, rateLimit: tokenRateLimit(app.db, 3_600_000), actionPollMs: 10 });
+/** The BYOM credential's token, as the driver takes it. */
+const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
+
 describe('leftovers at Hetzner', () => {
   it('deletes a server and a snapshot labelled as ours with nothing behind them after the grace period, not before, and not in dry run', async () => {
     const user = await newUser(app.db, clock, 'pro');
@@ -34,14 +40,7 @@ describe('leftovers at Hetzner', () => {
       'the machine to be ready',
     );
     // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
-    const hetzner = new HetznerCompute({
-      endpoint: fake.url,
-      token: undefined,
-      managedBy: MANAGED_BY,
-      rateLimit: tokenRateLimit(app.db, 3_600_000),
-      actionPollMs: 10,
-    });
-    const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
+    const hetzner = directDriver();
     const lost = await hetzner.createServer({
       name: 'lost-node',
       server_type: 'cx22',
@@ -155,14 +154,7 @@ describe('leftovers at Hetzner', () => {
     const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
     expect(firewall.labels?.['managed-by']).toBe(MANAGED_BY);
     // A server of the cluster whose machine was lost in a crash: it has the firewall too.
-    const hetzner = new HetznerCompute({
-      endpoint: fake.url,
-      token: undefined,
-      managedBy: MANAGED_BY,
-      rateLimit: tokenRateLimit(app.db, 3_600_000),
-      actionPollMs: 10,
-    });
-    const byom = { id: 'ccr_direct', token: BYOM_TOKEN };
+    const hetzner = directDriver();
     const lost = await hetzner.createServer({
       name: 'lost-firewalled-node',
       server_type: 'cx22',
