@@ -103,9 +103,17 @@ async function runningInstall(user: TestUser) {
   const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
   const read = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
   await eventually(read, (i) => i.status === 'installing', 'installing');
-  await settled();
-  clock.advance(8);
-  await eventually(read, (i) => i.status === 'running', 'running');
+  // The clock moves on each look, not once: a step scheduled after the workers looked settled (a workflow between
+  // two steps) is reached by the next move instead of waiting for ever.
+  await eventually(
+    async () => {
+      await settled();
+      clock.advance(8);
+      return read();
+    },
+    (i) => i.status === 'running',
+    'running',
+  );
   return { product, install, read };
 }
 
