@@ -9,6 +9,7 @@ import type { Context } from 'koa';
 import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import { ApiError, validationError } from '../errors.ts';
 import { ROLES, type Role } from '../services/roles.ts';
+import { propertyName } from './property-names.ts';
 import type { RouteOperation } from './router.ts';
 
 // CommonJS modules seen from ESM: the class or function is on `.default`.
@@ -76,9 +77,9 @@ export async function loadContract(): Promise<Contract> {
     const headerNames = new Map<string, string>();
     const numericQuery = new Map<string, 'integer' | 'number'>();
     for (const parameter of parameters) {
-      if (parameter.in === 'header') headerNames.set(parameter.name.toLowerCase(), parameter.name);
+      if (parameter.in === 'header') headerNames.set(propertyName(parameter.name.toLowerCase()), propertyName(parameter.name));
       const type = parameter.schema?.type;
-      if (parameter.in === 'query' && (type === 'integer' || type === 'number')) numericQuery.set(parameter.name, type);
+      if (parameter.in === 'query' && (type === 'integer' || type === 'number')) numericQuery.set(propertyName(parameter.name), type);
     }
     const security = (operation.security ?? rootSecurity) as Record<string, string[]>[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;

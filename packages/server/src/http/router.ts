@@ -2,6 +2,7 @@
 // segments, so its cost does not grow with the number of operations (openapi-backend's own router rebuilds
 // its tables on every request).
 import type { OperationId } from '@platform/api-types';
+import { propertyName } from './property-names.ts';
 
 export interface RouteOperation {
   operationId: OperationId;
@@ -31,7 +32,7 @@ export class Router {
       for (const segment of operation.path.split('/').slice(1)) {
         const param = /^\{(.+)\}$/.exec(segment)?.[1];
         if (param !== undefined) {
-          node.param ??= { name: param, node: newNode() };
+          node.param ??= { name: propertyName(param), node: newNode() };
           node = node.param.node;
         } else {
           let child = node.children.get(segment);
