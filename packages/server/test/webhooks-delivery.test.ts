@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvent } from '../src/resources/events.ts';
 import { call, eventually, newUser, TestClock, type TestUser, useTestServer } from './support.ts';
@@ -16,6 +17,7 @@ class Receiver {
   readonly open = new Map<string, number>();
   maxOpen = 0;
   answer: (path: string) => number | 'never' = () => 204;
+  private readonly unanswered = new Set<import('node:http').ServerResponse>();
   readonly server: Server;
   constructor() {
     this.server = createServer((req, res) => {
@@ -28,6 +30,7 @@ class Receiver {
       req.on('end', () => {
         const answer = this.answer(path);
         if (answer !== 'never') res.writeHead(answer).end();
+        else this.unanswered.add(res);
       });
     });
   }
@@ -38,6 +41,16 @@ class Receiver {
   }
   openCount(prefix = ''): number {
     return [...this.open].filter(([path]) => path.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0);
+  }
+  /** Answers every request left unanswered so far (204), and returns once the dispatcher has seen them end. */
+  async release(): Promise<void> {
+    for (const res of this.unanswered) if (!res.writableEnded) res.writeHead(204).end();
+    this.unanswered.clear();
+    await eventually(
+      () => this.openCount(),
+      (n) => n === 0,
+      'the unanswered requests to end',
+    );
   }
   at(path: string) {
     return this.received.filter((r) => r.path === path);
@@ -131,6 +144,47 @@ describe('fair scheduling', () => {
     expect(receiver.openCount('/hang')).toBe(SLOTS / 2);
     expect(receiver.maxOpen).toBeLessThanOrEqual(SLOTS / 2 + 1);
     receiver.answer = () => 204;
+  });
+});
+
+describe('endpoints that fail', () => {
+  it('have one attempt at a time until one succeeds, and leave the slots they cannot use to a workspace that can', async () => {
+    // What the tests before left waiting is out of the way.
+    await receiver.release();
+    await sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL WHERE status = 'pending'`.execute(app.db);
+    const failing = await newUser(app.db, clock, 'pro');
+    const busy = await newUser(app.db, clock, 'pro');
+    const failingEndpoint = await createEndpoint(failing, `${base}/failing`);
+    for (const n of [1, 2]) await createEndpoint(busy, `${base}/busy-${n}`);
+    const endpoint = async () => (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${failingEndpoint}`, { token: failing.token })).body;
+    // One failed attempt (a 503; the circuit opens only after 3).
+    receiver.answer = (path) => (path === '/failing' ? 503 : 'never');
+    await quotaReached(failing);
+    await eventually(endpoint, (e) => e.consecutive_failures === 1 && e.delivery_state === 'active', 'a failed attempt settled');
+    // Now it hangs: one attempt under way, not its concurrency of 2.
+    receiver.answer = () => 'never';
+    for (let i = 0; i < 4; i++) await quotaReached(failing);
+    await eventually(
+      () => receiver.openCount('/failing'),
+      (n) => n === 1,
+      'an attempt at the failing endpoint',
+    );
+    // The other workspace's two endpoints may have 2 each. With the failing endpoint's 1 and a share kept for the
+    // next workspace, that fits the 8 slots; were the failing endpoint counted at its concurrency, the share would
+    // be 8 ÷ (2 workspaces + 1) = 3.
+    for (let i = 0; i < 4; i++) await quotaReached(busy);
+    await eventually(
+      () => receiver.openCount('/busy'),
+      (n) => n === 4,
+      'two attempts at each of the busy workspace’s endpoints',
+    );
+    await sleep(300);
+    expect(receiver.openCount('/failing')).toBe(1);
+    expect(receiver.openCount('/busy')).toBe(4);
+    // A success ends the run of failures: the endpoint has its concurrency again.
+    receiver.answer = () => 204;
+    await receiver.release();
+    await eventually(endpoint, (e) => e.consecutive_failures === 0, 'the run of failures ended');
   });
 });
 

@@ -190,7 +190,7 @@ export interface ClaimLimits {
   slots: number;
   /** Slots of the dispatcher each workspace holds now. */
   held: ReadonlyMap<string, number>;
-  /** Attempts an endpoint may have at once, across dispatchers (a cooling endpoint's probe: one). */
+  /** Attempts an endpoint may have at once, across dispatchers (one while it is failing, and a cooling endpoint's probe). */
   endpointConcurrency: number;
   /**
    * Leases of this dispatcher whose attempts ended and wait to be settled: no longer attempts under way, so they
@@ -205,15 +205,19 @@ export interface ClaimLimits {
 /**
  * Claims due deliveries for one attempt each, in one statement that also brings their endpoints and events:
  *   - only endpoints that are enabled and not cooling (a cooling endpoint whose time has come: one probe);
- *   - no endpoint beyond its concurrency, counting the live leases of every dispatcher;
- *   - no workspace beyond a fair share of this dispatcher's slots: the slots ÷ (workspaces holding or waiting + 1),
- *     the one more keeping a share free for the next workspace whose work comes, and the workspaces holding
- *     fewest slots first;
+ *   - no endpoint beyond its concurrency, counting the live leases of every dispatcher; an endpoint whose last
+ *     attempt failed (a timeout, a refusal, an error status) has one attempt at a time until one succeeds, so a
+ *     receiver that hangs holds one slot, not four, for each timeout;
+ *   - no workspace beyond a fair share of this dispatcher's slots while others could use them: each workspace
+ *     holding or waiting could have at most its endpoints' concurrency under way, and the share is the max-min
+ *     fair level of those demands, with one workspace more counted to keep a share free for the next whose work
+ *     comes (the slots ÷ (workspaces + 1) when all want more than that; all the slots when every demand fits);
+ *     the workspaces holding fewest slots first;
  *   - the oldest due first within a workspace.
  * The workspaces with pending deliveries are found by a skip scan of the pending index (workspace first: one probe
  * each). The endpoints with pending deliveries of those holding no slot here are walked (one probe each, its
  * earliest due first, so an endpoint with only later retries, or cooling, costs no more) to know which have work
- * due; that and the workspaces holding slots make the share. Then the endpoints of the workspaces holding fewer
+ * due; those workspaces and the ones holding slots, with their endpoints' concurrency, make the share. Then the endpoints of the workspaces holding fewer
  * slots than their share are walked too: a workspace at its share (endpoints that hang, say) costs no more than
  * its one probe, however many endpoints and deliveries it has waiting. Of each endpoint at most its room is read.
  * The backlog is never loaded. The claim counts the attempt: an attempt whose worker
@@ -248,13 +252,29 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
       ) n
     ),
     fresh_open AS (
-      SELECT e.id, e.workspace_id, e.cooling_until
+      SELECT e.id, e.workspace_id, e.cooling_until, e.consecutive_failures
       FROM fresh w JOIN webhook_endpoints e ON e.id = w.endpoint_id
       WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
     ),
+    -- What each workspace with work due or holding slots could have under way at most: its endpoints' concurrency.
+    demand AS (
+      SELECT e.workspace_id, sum(CASE WHEN e.cooling_until IS NULL AND e.consecutive_failures = 0 THEN ${limits.endpointConcurrency} ELSE 1 END) AS slots
+      FROM (SELECT workspace_id FROM fresh_open UNION SELECT workspace_id FROM held) w
+      JOIN webhook_endpoints e ON e.workspace_id = w.workspace_id AND e.enabled
+      GROUP BY e.workspace_id
+    ),
+    -- The share (max-min fair): the level that the demands above it split, counting one more workspace to keep a
+    -- share free for the next whose work comes; the whole slots when every demand fits.
+    levels AS (
+      SELECT slots, row_number() OVER w AS k, count(*) OVER () AS n,
+        coalesce(sum(slots) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS below
+      FROM demand WINDOW w AS (ORDER BY slots)
+    ),
     share AS (
-      SELECT ceil(${limits.slots}::numeric / (count(*) + 1))::int AS slots
-      FROM (SELECT workspace_id FROM fresh_open UNION SELECT workspace_id FROM held) workspaces
+      SELECT coalesce((
+        SELECT ceil((${limits.slots} - below)::numeric / (n - k + 2))::int FROM levels
+        WHERE slots * (n - k + 2) >= ${limits.slots} - below ORDER BY k LIMIT 1
+      ), ${limits.slots}) AS slots
     ),
     -- The endpoints with pending deliveries of the workspaces holding slots, below their share only.
     holding (workspace_id, endpoint_id, due_at) AS (
@@ -271,16 +291,16 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
       ) n
     ),
     open AS (
-      SELECT id, workspace_id, cooling_until FROM fresh_open
+      SELECT id, workspace_id, cooling_until, consecutive_failures FROM fresh_open
       UNION ALL
-      SELECT e.id, e.workspace_id, e.cooling_until
+      SELECT e.id, e.workspace_id, e.cooling_until, e.consecutive_failures
       FROM holding w JOIN webhook_endpoints e ON e.id = w.endpoint_id
       WHERE w.due_at <= ${limits.now} AND e.enabled AND (e.cooling_until IS NULL OR e.cooling_until <= ${limits.now})
     ),
     allowed AS MATERIALIZED (
       SELECT o.id, o.workspace_id, coalesce(h.slots, 0) AS holding, share.slots - coalesce(h.slots, 0) AS allowance,
         least(share.slots - coalesce(h.slots, 0),
-          CASE WHEN o.cooling_until IS NULL THEN ${limits.endpointConcurrency} ELSE 1 END
+          CASE WHEN o.cooling_until IS NULL AND o.consecutive_failures = 0 THEN ${limits.endpointConcurrency} ELSE 1 END
             - (SELECT count(*) FROM (
                 SELECT FROM webhook_deliveries l WHERE l.endpoint_id = o.id AND l.leased_until > now()
                   AND NOT (o.cooling_until IS NULL AND l.lease_id = ANY(${limits.ended ?? []}::uuid[]))
