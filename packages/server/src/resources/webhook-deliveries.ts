@@ -276,13 +276,14 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
         WHERE slots * (n - k + 2) >= ${limits.slots} - below ORDER BY k LIMIT 1
       ), ${limits.slots}) AS slots
     ),
-    -- The endpoints with pending deliveries of the workspaces holding slots, below their share only.
+    -- The endpoints with pending deliveries of the workspaces holding slots, below their share and below what their
+    -- endpoints could have under way only (a workspace whose failing endpoints each have their one attempt is not read).
     holding (workspace_id, endpoint_id, due_at) AS (
-      SELECT h.workspace_id, f.endpoint_id, f.next_attempt_at FROM held h CROSS JOIN share CROSS JOIN LATERAL (
+      SELECT h.workspace_id, f.endpoint_id, f.next_attempt_at FROM held h JOIN demand USING (workspace_id) CROSS JOIN share CROSS JOIN LATERAL (
         SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.workspace_id = h.workspace_id ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
       ) f
-      WHERE h.slots < share.slots
+      WHERE h.slots < least(share.slots, demand.slots)
       UNION ALL
       SELECT w.workspace_id, n.endpoint_id, n.next_attempt_at FROM holding w CROSS JOIN LATERAL (
         SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
