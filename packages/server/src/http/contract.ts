@@ -54,6 +54,10 @@ export interface Contract {
 }
 
 export async function loadContract(): Promise<Contract> {
+  // openapi-backend asks for a new Ajv for each validator it builds (an operation's parameters, body, responses), and
+  // a new Ajv compiles the 2020-12 meta-schema again before it checks a schema against it: about 20 ms of each
+  // build, most of an operation's first request. One Ajv per set of options compiles it once.
+  const ajvs = new Map<string, InstanceType<typeof Ajv2020>>();
   const api = new OpenAPIBackend({
     // The document itself, not a copy: openapi-backend dereferences into a clone of its own and leaves its input
     // as it is (contract-responses.test checks), and a second copy cost 0.8 MB of the server's heap.
@@ -62,10 +66,15 @@ export async function loadContract(): Promise<Contract> {
     quick: true,
     validate: true,
     customizeAjv: (_original, ajvOpts) => {
-      // useDefaults: a parameter or body field the request leaves out gets the contract's default here, the one place
-      // defaults are applied (handlers see them as present: ReceivedQuery / ReceivedBody).
-      const ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: false, useDefaults: true });
-      addFormats(ajv);
+      const key = JSON.stringify(ajvOpts);
+      let ajv = ajvs.get(key);
+      if (ajv === undefined) {
+        // useDefaults: a parameter or body field the request leaves out gets the contract's default here, the one
+        // place defaults are applied (handlers see them as present: ReceivedQuery / ReceivedBody).
+        ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: false, useDefaults: true });
+        addFormats(ajv);
+        ajvs.set(key, ajv);
+      }
       return ajv;
     },
   });
