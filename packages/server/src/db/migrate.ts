@@ -26,6 +26,7 @@ import * as webhookClaims from './migrations/20261125_1200_webhook_claims.ts';
 import * as webhookReadyQueue from './migrations/20261126_1000_webhook_ready_queue.ts';
 import * as oneVocabulary from './migrations/20261126_1100_one_vocabulary.ts';
 import * as webhookLiveLeases from './migrations/20261126_2000_webhook_live_leases.ts';
+import * as webhookDeliveryIndexes from './migrations/20261126_2100_webhook_delivery_indexes.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '20261126_1000_webhook_ready_queue': webhookReadyQueue,
   '20261126_1100_one_vocabulary': oneVocabulary,
   '20261126_2000_webhook_live_leases': webhookLiveLeases,
+  '20261126_2100_webhook_delivery_indexes': webhookDeliveryIndexes,
 };
 
 function migrator(db: Kysely<Database>): Migrator {
