@@ -2,8 +2,8 @@
 //   - a commit that makes deliveries due (a new event's, a redelivery) NOTIFYs the dispatchers, which look at once;
 //     a ticker looks too, for retries coming due by the injected clock and for a NOTIFY lost in an outage;
 //   - a look claims what is due in one statement (with the endpoints and events), as many as the dispatcher has
-//     slots free, no endpoint beyond WEBHOOK_ENDPOINT_CONCURRENCY attempts at once and no workspace beyond a fair
-//     share of the slots, skipping endpoints whose circuit is open (cooling);
+//     slots free, no endpoint beyond WEBHOOK_ENDPOINT_CONCURRENCY attempts at once (a failing one beyond one) and no
+//     workspace beyond a fair share of the slots, skipping endpoints whose circuit is open (cooling);
 //   - each claim is a lease that counts the attempt; the attempt POSTs over a kept-alive connection (SSRF-checked
 //     when it was made), and its end makes the dispatcher look again (its endpoint has room); the outcomes that
 //     ended meanwhile are settled together, rows and endpoints: succeeded, pending again at the next moment of the
