@@ -382,7 +382,8 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
     }
     expect(curl.problems, 'operations without their curl sample').toEqual([]);
     expect(typescript.problems, 'operations without their TypeScript sample').toEqual([]);
-    // 45–57 s at a load average of 2–5 on two cores; the two visits per operation it replaced took 150–176 s at 13–17.
+    // 31–50 s at a load average of 2–4.5 on two cores; a visit per operation and language took 48–77 s at 2–3, and
+    // 150–176 s at 13–17.
   }, 400_000);
 
   it("keeps the contract's servers in the page as built, published elsewhere", async () => {
