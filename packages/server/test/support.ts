@@ -105,8 +105,11 @@ export async function eventually<T>(read: () => Promise<T> | T, check: (value: T
   }
 }
 
-/** The workers have settled: every workflow is finished or waits for a moment the clock has not reached. */
-export async function workersSettled(db: Kysely<Database>, clock: Clock): Promise<void> {
+/**
+ * The workers have settled: every workflow is finished or waits for a moment the clock has not reached. `ms`: how
+ * long (real time) the workers may take to get there.
+ */
+export async function workersSettled(db: Kysely<Database>, clock: Clock, ms = 15_000): Promise<void> {
   const { sql } = await import('kysely');
   await eventually(
     async () =>
@@ -117,6 +120,7 @@ export async function workersSettled(db: Kysely<Database>, clock: Clock): Promis
       ).rows[0]!.n,
     (n) => n === 0,
     'the workers to settle',
+    ms,
   );
 }
 

@@ -428,7 +428,14 @@ describe('retries', () => {
     const ended = (d: Awaited<ReturnType<typeof attemptsMade>>) => d?.last_duration_ms !== null;
     let delivery = await eventually(attemptsMade, (d) => d?.attempts === 1 && ended(d), 'the first attempt');
     const gaps: number[] = [];
+    const failingSince = async () => (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpoint.id}`, { token: user.token })).body.failing_since;
     while (delivery.status === 'pending') {
+      // Failing for a day at this attempt: it is disabled right after the attempt is settled. The clock stays until
+      // then, so that the watcher's delivery of the disabling is received at the time it was sent.
+      if (clock.now() - (await failingSince()) >= 86_400) {
+        delivery = await eventually(attemptsMade, (d) => d.status !== 'pending', 'the endpoint to be disabled');
+        break;
+      }
       gaps.push(delivery.next_attempt_at - delivery.last_attempt_at);
       clock.advance(delivery.next_attempt_at - clock.now());
       const attempts = delivery.attempts;

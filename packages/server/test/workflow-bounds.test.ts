@@ -20,7 +20,9 @@ const HORIZON_SECONDS = 3 * 3600;
 const STEP_SECONDS = 60;
 const NEVER = 10 ** 9;
 
-const settled = () => workersSettled(app.db, clock);
+// Hundreds of steps a walk, in the second tier beside processes and browsers: the workers get up to 45 s (real time)
+// to catch up with each move of the clock (15 s once ran out in a CI run at load 5).
+const settled = () => workersSettled(app.db, clock, 45_000);
 const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
 /** From now on, what the simulated cloud is asked to do never finishes. */
