@@ -19,9 +19,10 @@
 //       there, so the load measures the write), as a throughput and p50/p99 ratio of the same run.
 // Targets: (a) >= 2,000 deliveries a second with p99 < 1 s; (b) p99 < 1 s; (c) >= 0.9x.
 // Run on its own it prints its figures and targets; `benchWebhooks()` returns them to scripts/bench/report.ts.
-// BENCH_WEBHOOK_PHASES=throughput runs (a) alone, without its baseline, and adds what PostgreSQL counted for the
-// bench's database during it (transactions and rows written, per delivery; its statistics are read after the
-// 11 s in which every connection reports them), to profile the delivery path (BENCH_SERVER_NODE_FLAGS).
+// BENCH_WEBHOOK_PHASES=fan-out runs (c) alone. BENCH_WEBHOOK_PHASES=throughput runs (a) alone, without its baseline,
+// and adds what PostgreSQL counted for the bench's database during it (transactions and rows written, per delivery;
+// its statistics are read after the 11 s in which every connection reports them), to profile the delivery path
+// (BENCH_SERVER_NODE_FLAGS).
 import { createHmac, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -44,8 +45,8 @@ export interface WebhooksOptions {
   endpoints: number;
   /** Transactions writing events at once. */
   writers: number;
-  /** 'throughput': (a) alone, with PostgreSQL's counters (`benchWebhookThroughput`); 'all' otherwise. */
-  phases: 'all' | 'throughput';
+  /** 'throughput': (a) alone, with PostgreSQL's counters (`benchWebhookThroughput`); 'fan-out': (c) alone; 'all' otherwise. */
+  phases: 'all' | 'throughput' | 'fan-out';
 }
 
 export const defaultWebhooksOptions = (): WebhooksOptions => ({
@@ -54,7 +55,7 @@ export const defaultWebhooksOptions = (): WebhooksOptions => ({
   rate: Number(process.env.BENCH_WEBHOOK_RATE ?? 220),
   endpoints: Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 10),
   writers: Number(process.env.BENCH_WEBHOOK_WRITERS ?? 8),
-  phases: process.env.BENCH_WEBHOOK_PHASES === 'throughput' ? 'throughput' : 'all',
+  phases: process.env.BENCH_WEBHOOK_PHASES === 'throughput' || process.env.BENCH_WEBHOOK_PHASES === 'fan-out' ? process.env.BENCH_WEBHOOK_PHASES : 'all',
 });
 
 /** The targets the figures are held to. */
@@ -82,7 +83,7 @@ export interface DeliveryFigures {
   server_cpu_us_per_delivery: number;
 }
 
-export interface WebhooksFigures {
+export interface WebhooksFigures extends FanOutFigures {
   options: WebhooksOptions;
   throughput: DeliveryFigures;
   /** Baseline of (a): signed POSTs straight to the receiver, a second. */
@@ -91,6 +92,10 @@ export interface WebhooksFigures {
   fairness: DeliveryFigures & { hanging_endpoints: number; waiting_deliveries: number };
   fair_p99_ratio: number;
   fair_rss_ratio: number;
+}
+
+/** (c): createInstall without and with 10 subscribed endpoints. */
+export interface FanOutFigures {
   create_install_rps: number;
   create_install_p50_ms: number;
   create_install_p99_ms: number;
@@ -377,6 +382,88 @@ export async function benchWebhookThroughput(options: WebhooksOptions = defaultW
   });
 }
 
+/** (c) createInstall without and with 10 subscribed endpoints, in two workspaces of two users. */
+async function fanOutFigures(
+  db: Bench['db'],
+  env: Record<string, string>,
+  servers: ServerProcess[],
+  receiverBase: string,
+  options: WebhooksOptions,
+): Promise<FanOutFigures> {
+  const plain = await createUser(db.db, systemClock, 'bench-plain@bench.example', 'pro');
+  const hooked = await createUser(db.db, systemClock, 'bench-hooked@bench.example', 'pro');
+  const plainSample = await seedSampleResources(db.db, systemClock, plain, 'bench-plain');
+  const hookedSample = await seedSampleResources(db.db, systemClock, hooked, 'bench-hooked');
+  const api = await startServerProcess(env, ['--role', 'api']);
+  servers.push(api);
+  await createEndpoints(
+    api.base,
+    hooked.token,
+    hooked.workspaceId,
+    Array.from({ length: 10 }, (_, i) => `${receiverBase}/install-${i}`),
+    ['install.created'],
+  );
+  const load = (token: string, productId: string, duration: number) =>
+    autocannon({
+      url: `${api.base}/v1/installs`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ product_id: productId, region_id: 'fsn1' }),
+      connections: 32,
+      duration,
+    });
+  await load(plain.token, plainSample.productId, 2);
+  await load(hooked.token, hookedSample.productId, 2);
+  // Paired and alternated (none, with, with, none, each half the duration), so a change of the machine's load
+  // during the run weighs on both alike; the figures are the two halves' means.
+  const half = Math.max(1, Math.round(options.duration / 2));
+  const runs: { hookedRun: boolean; result: autocannon.Result }[] = [];
+  for (const hookedRun of [false, true, true, false]) {
+    runs.push({ hookedRun, result: await (hookedRun ? load(hooked.token, hookedSample.productId, half) : load(plain.token, plainSample.productId, half)) });
+  }
+  const mean = (hookedRun: boolean) => {
+    const of = runs.filter((run) => run.hookedRun === hookedRun).map((run) => run.result);
+    const avg = (pick: (r: autocannon.Result) => number) => of.reduce((sum, r) => sum + pick(r), 0) / of.length;
+    return {
+      requests: { average: Math.round(avg((r) => r.requests.average) * 10) / 10 },
+      latency: { p50: avg((r) => r.latency.p50), p99: avg((r) => r.latency.p99) },
+      non2xx: avg((r) => r.non2xx) * of.length,
+      errors: avg((r) => r.errors) * of.length,
+    };
+  };
+  const without = mean(false);
+  const withEndpoints = mean(true);
+  await api.stop();
+  // Every install of the second load wrote its 10 deliveries.
+  const { rows } = await sql<{ installs: number; deliveries: number }>`
+    SELECT (SELECT count(*)::int FROM installs WHERE workspace_id = ${hooked.workspaceId}) AS installs,
+           (SELECT count(*)::int FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             WHERE e.workspace_id = ${hooked.workspaceId}) AS deliveries`.execute(db.db);
+  if (rows[0]!.deliveries !== rows[0]!.installs * 10) throw new Error(`expected 10 deliveries per install: ${JSON.stringify(rows[0])}`);
+
+  return {
+    create_install_rps: without.requests.average,
+    create_install_p50_ms: without.latency.p50,
+    create_install_p99_ms: without.latency.p99,
+    create_install_with_endpoints_rps: withEndpoints.requests.average,
+    create_install_with_endpoints_p50_ms: withEndpoints.latency.p50,
+    create_install_with_endpoints_p99_ms: withEndpoints.latency.p99,
+    fan_out_throughput_ratio: withEndpoints.requests.average / without.requests.average,
+    fan_out_p50_ratio: withEndpoints.latency.p50 / without.latency.p50,
+    fan_out_p99_ratio: withEndpoints.latency.p99 / without.latency.p99,
+    failed_requests: without.non2xx + without.errors + withEndpoints.non2xx + withEndpoints.errors,
+  };
+}
+
+/** (c) alone. */
+export async function benchFanOut(options: WebhooksOptions = defaultWebhooksOptions()): Promise<FanOutFigures> {
+  return withBench(options, async ({ db, env, server, servers, receiverBase }) => {
+    // Its dispatcher would deliver what the load writes, on the same cores.
+    await server.stop();
+    return fanOutFigures(db, env, servers, receiverBase, options);
+  });
+}
+
 export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOptions()): Promise<WebhooksFigures> {
   return withBench(options, async ({ db, env, server, servers, receiverBase, hangingBase, deliver }) => {
     // (a) Throughput, and its baseline: the receiver fed straight, signed, over kept-alive connections.
@@ -402,57 +489,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
     const fairness = { ...(await deliver('fairness')), hanging_endpoints: HANGING_WORKSPACES * HANGING_PER_WORKSPACE, waiting_deliveries: WAITING_DELIVERIES };
     await server.stop();
 
-    // (c) createInstall without and with 10 subscribed endpoints, in two workspaces of two users.
-    const plain = await createUser(db.db, systemClock, 'bench-plain@bench.example', 'pro');
-    const hooked = await createUser(db.db, systemClock, 'bench-hooked@bench.example', 'pro');
-    const plainSample = await seedSampleResources(db.db, systemClock, plain, 'bench-plain');
-    const hookedSample = await seedSampleResources(db.db, systemClock, hooked, 'bench-hooked');
-    const api = await startServerProcess(env, ['--role', 'api']);
-    servers.push(api);
-    await createEndpoints(
-      api.base,
-      hooked.token,
-      hooked.workspaceId,
-      Array.from({ length: 10 }, (_, i) => `${receiverBase}/install-${i}`),
-      ['install.created'],
-    );
-    const load = (token: string, productId: string, duration: number) =>
-      autocannon({
-        url: `${api.base}/v1/installs`,
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ product_id: productId, region_id: 'fsn1' }),
-        connections: 32,
-        duration,
-      });
-    await load(plain.token, plainSample.productId, 2);
-    await load(hooked.token, hookedSample.productId, 2);
-    // Paired and alternated (none, with, with, none, each half the duration), so a change of the machine's load
-    // during the run weighs on both alike; the figures are the two halves' means.
-    const half = Math.max(1, Math.round(options.duration / 2));
-    const runs: { hookedRun: boolean; result: autocannon.Result }[] = [];
-    for (const hookedRun of [false, true, true, false]) {
-      runs.push({ hookedRun, result: await (hookedRun ? load(hooked.token, hookedSample.productId, half) : load(plain.token, plainSample.productId, half)) });
-    }
-    const mean = (hookedRun: boolean) => {
-      const of = runs.filter((run) => run.hookedRun === hookedRun).map((run) => run.result);
-      const avg = (pick: (r: autocannon.Result) => number) => of.reduce((sum, r) => sum + pick(r), 0) / of.length;
-      return {
-        requests: { average: Math.round(avg((r) => r.requests.average) * 10) / 10 },
-        latency: { p50: avg((r) => r.latency.p50), p99: avg((r) => r.latency.p99) },
-        non2xx: avg((r) => r.non2xx) * of.length,
-        errors: avg((r) => r.errors) * of.length,
-      };
-    };
-    const without = mean(false);
-    const withEndpoints = mean(true);
-    await api.stop();
-    // Every install of the second load wrote its 10 deliveries.
-    const { rows } = await sql<{ installs: number; deliveries: number }>`
-      SELECT (SELECT count(*)::int FROM installs WHERE workspace_id = ${hooked.workspaceId}) AS installs,
-             (SELECT count(*)::int FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-               WHERE e.workspace_id = ${hooked.workspaceId}) AS deliveries`.execute(db.db);
-    if (rows[0]!.deliveries !== rows[0]!.installs * 10) throw new Error(`expected 10 deliveries per install: ${JSON.stringify(rows[0])}`);
+    const fanOut = await fanOutFigures(db, env, servers, receiverBase, options);
 
     return {
       options,
@@ -462,16 +499,7 @@ export async function benchWebhooks(options: WebhooksOptions = defaultWebhooksOp
       fairness,
       fair_p99_ratio: fairness.p99_ms / throughput.p99_ms,
       fair_rss_ratio: fairness.server_peak_rss_mb / throughput.server_peak_rss_mb,
-      create_install_rps: without.requests.average,
-      create_install_p50_ms: without.latency.p50,
-      create_install_p99_ms: without.latency.p99,
-      create_install_with_endpoints_rps: withEndpoints.requests.average,
-      create_install_with_endpoints_p50_ms: withEndpoints.latency.p50,
-      create_install_with_endpoints_p99_ms: withEndpoints.latency.p99,
-      fan_out_throughput_ratio: withEndpoints.requests.average / without.requests.average,
-      fan_out_p50_ratio: withEndpoints.latency.p50 / without.latency.p50,
-      fan_out_p99_ratio: withEndpoints.latency.p99 / without.latency.p99,
-      failed_requests: without.non2xx + without.errors + withEndpoints.non2xx + withEndpoints.errors,
+      ...fanOut,
     };
   });
 }
@@ -562,16 +590,27 @@ export function webhookLines(f: WebhooksFigures): string[] {
       `${f.fairness.hanging_endpoints} endpoints of other workspaces hang with ${f.fairness.waiting_deliveries} deliveries waiting; ` +
       `without them p99 ${f.throughput.p99_ms} ms → ${f.fair_p99_ratio.toFixed(2)}×; server peak RSS ${f.fairness.server_peak_rss_mb} MB against ` +
       `${f.throughput.server_peak_rss_mb} MB → ${f.fair_rss_ratio.toFixed(2)}×; target p99 < ${t.fair_latency_p99_ms} ms: ${mark(f.fairness.p99_ms < t.fair_latency_p99_ms)}`,
-    `createInstall with 10 subscribed endpoints: ${f.create_install_with_endpoints_rps} req/s, p99 ${f.create_install_with_endpoints_p99_ms} ms; ` +
-      `none ${f.create_install_rps} req/s, p99 ${f.create_install_p99_ms} ms → ${f.fan_out_throughput_ratio.toFixed(2)}×, p99 ${f.fan_out_p99_ratio.toFixed(2)}×; ` +
-      `target ≥ ${t.fan_out_throughput_ratio}×: ${mark(f.fan_out_throughput_ratio >= t.fan_out_throughput_ratio)}`,
+    fanOutLine(f),
   ];
+}
+
+function fanOutLine(f: FanOutFigures): string {
+  const target = WEBHOOK_TARGETS.fan_out_throughput_ratio;
+  return (
+    `createInstall with 10 subscribed endpoints: ${f.create_install_with_endpoints_rps} req/s, p99 ${f.create_install_with_endpoints_p99_ms} ms; ` +
+    `none ${f.create_install_rps} req/s, p99 ${f.create_install_p99_ms} ms → ${f.fan_out_throughput_ratio.toFixed(2)}×, p99 ${f.fan_out_p99_ratio.toFixed(2)}×; ` +
+    `target ≥ ${target}×: ${f.fan_out_throughput_ratio >= target ? 'pass' : 'MISS'}`
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const options = defaultWebhooksOptions();
   if (options.phases === 'throughput') {
     console.log(await benchWebhookThroughput(options));
+  } else if (options.phases === 'fan-out') {
+    const figures = await benchFanOut(options);
+    console.log(figures);
+    console.log(fanOutLine(figures));
   } else {
     const figures = await benchWebhooks(options);
     console.log(figures);

@@ -66,9 +66,12 @@ class Receiver {
       });
     });
   }
+  /** Its URL, listening from the first call on. */
   async start(): Promise<string> {
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
+    if (!this.server.listening) {
+      this.server.listen(0, '127.0.0.1');
+      await once(this.server, 'listening');
+    }
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
   get port(): number {
@@ -784,9 +787,9 @@ describe('a committed event reaches the dispatcher at once', () => {
     await own?.drop();
   });
 
-  it('is sent on the NOTIFY of its commit, not at the next tick (an hour away here); a rolled-back one never', async () => {
-    const url = await quick.start();
-    const user = await userWithEndpoint(own.db, `${url}/notify`);
+  /** A dispatcher whose ticker is an hour away: what it sends in a test's seconds came by NOTIFY. */
+  async function listeningDispatcher(): Promise<void> {
+    if (dispatcher) return;
     dispatcher = new WebhookDispatcher({
       db: own.db,
       leases: openDatabase(own.url, 2, DELIVERY_SESSION),
@@ -799,6 +802,12 @@ describe('a committed event reaches the dispatcher at once', () => {
       tickMs: 3_600_000,
     });
     await dispatcher.run();
+  }
+
+  it('is sent on the NOTIFY of its commit, not at the next tick (an hour away here); a rolled-back one never', async () => {
+    const url = await quick.start();
+    const user = await userWithEndpoint(own.db, `${url}/notify`);
+    await listeningDispatcher();
     const quota = quotaReached(user.workspaceId);
     const rolledBack = new Error('rolled back');
     await expect(
@@ -818,5 +827,34 @@ describe('a committed event reaches the dispatcher at once', () => {
     // Nothing of the rolled-back event: it has no row, and its NOTIFY was never sent.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(quick.at('/notify')).toHaveLength(1);
+  });
+
+  // The first 16 deliveries are written by the statement that writes the event; the rest by one more.
+  it('reaches each of 20 endpoints of its workspace once, beyond those written with the event', async () => {
+    const url = await quick.start();
+    const user = await newUser(own.db, systemClock, 'pro');
+    const paths = Array.from({ length: 20 }, (_, i) => `/many-${i}`);
+    for (const path of paths) {
+      await createWebhookEndpoint(
+        own.db,
+        { id: user.workspaceId, owner_id: user.userId },
+        { url: `${url}${path}`, event_types: ['quota.reached'], description: '', enabled: true },
+        { now: systemClock.now(), secrets: secretBox(secretsKey), perWorkspace: 20 },
+      );
+    }
+    await listeningDispatcher();
+    const id = await recordEvent(own.db, quotaReached(user.workspaceId), systemClock.now());
+    const arrived = await eventually(
+      async () => paths.flatMap((path) => quick.at(path)),
+      (r) => r.length >= 20,
+      'a delivery at each endpoint',
+      10_000,
+    );
+    expect(arrived.map((request) => request.headers['webhook-id'])).toEqual(paths.map(() => id));
+    const deliveries = await own.db.selectFrom('webhook_deliveries').select(['endpoint_id', 'id']).where('event_id', '=', id).execute();
+    expect(new Set(deliveries.map((d) => d.endpoint_id)).size).toBe(20);
+    expect(new Set(deliveries.map((d) => d.id)).size).toBe(20);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(paths.map((path) => quick.at(path).length)).toEqual(paths.map(() => 1));
   });
 });

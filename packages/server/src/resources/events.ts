@@ -15,7 +15,7 @@ import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, type Position, page } from '../services/pagination.ts';
 import { streamSlots } from '../services/stream-slots.ts';
 import { notifyUser, notifyWorkspace } from './notifications.ts';
-import { fanOut, subscribedEndpoints } from './webhook-deliveries.ts';
+import { writeWithDeliveries } from './webhook-deliveries.ts';
 
 type Db = Kysely<Database>;
 type Event = Schema<'Event'>;
@@ -34,26 +34,20 @@ const toEvent = (row: Row<'events'>): Event => ({
 export type EventInput = Pick<Event, 'type' | 'workspace_id' | 'object_type' | 'object_id' | 'object'>;
 
 /**
- * Call inside the transaction of the change it tells; returns the event's id. Writes the event and one webhook delivery per endpoint of
- * the workspace that subscribes to its type, together (in a transaction of their own when given none): the event
- * and the look-up of those endpoints in one statement, their deliveries in a second when there are any.
+ * Call inside the transaction of the change it tells; returns the event's id. Writes the event and one webhook
+ * delivery per endpoint of the workspace that subscribes to its type, together (in a transaction of their own when
+ * given none), in one statement (writeWithDeliveries).
  */
 export async function recordEvent(db: Db, event: EventInput, now: number): Promise<string> {
   const id = newId('evt');
-  const write = async (trx: Db) => {
-    const { rows } = await sql<{ endpoint_id: string }>`
-      WITH event AS (
-        INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
-        VALUES (${id}, ${event.type}, ${event.workspace_id}, ${event.object_type}, ${event.object_id}, ${JSON.stringify(event.object)}, ${now})
-      )
-      ${subscribedEndpoints(event)}`.execute(trx);
-    await fanOut(
+  const write = (trx: Db) =>
+    writeWithDeliveries(
       trx,
+      sql`INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
+        VALUES (${id}, ${event.type}, ${event.workspace_id}, ${event.object_type}, ${event.object_id}, ${JSON.stringify(event.object)}, ${now})`,
       { id, type: event.type, workspace_id: event.workspace_id },
-      rows.map((row) => row.endpoint_id),
       now,
     );
-  };
   await inTransaction(db, write);
   return id;
 }

@@ -6,7 +6,7 @@
 // back to pending with the next attempt's moment, or failed when the retries run out; cancelled when the
 // endpoint is disabled.
 import type { Schema } from '@platform/api-types';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -43,25 +43,46 @@ export const DELIVERIES_DUE_CHANNEL = 'webhook_deliveries_due';
 const tellDue = (db: Db) => sql`SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`.execute(db);
 
 /**
- * The endpoints that get a delivery of an event (column `endpoint_id`): every enabled endpoint of its workspace that
- * subscribes to its type. A query for recordEvent to run in the statement that writes the event, one round trip
- * for both: an event of a workspace with no endpoint costs no statement more.
+ * How many of an event's deliveries are written by the statement that writes the event, with ids made beforehand
+ * (16: every endpoint of a workspace at the default WEBHOOK_ENDPOINTS_PER_WORKSPACE); a workspace with more
+ * endpoints subscribed has the rest written by a second statement.
  */
-export const subscribedEndpoints = (event: { type: Schema<'EventType'>; workspace_id: string }) => sql<{ endpoint_id: string }>`
-  SELECT id AS endpoint_id FROM webhook_endpoints
-  WHERE workspace_id = ${event.workspace_id} AND enabled AND (cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))`;
+const DELIVERIES_WITH_EVENT = 16;
+
+type EventRef = { id: string; type: Schema<'EventType'>; workspace_id: string };
 
 /**
- * One pending delivery, due now, for each of the event's subscribed endpoints, and the NOTIFY that tells the
- * dispatchers at commit, in one statement. Call in the event's transaction.
+ * Writes an event (`writeEvent`, its INSERT) and its deliveries in one statement, one round trip for both: one
+ * pending delivery, due now, for every enabled endpoint of its workspace that subscribes to its type, and the NOTIFY
+ * that tells the dispatchers at commit. An event of a workspace with no endpoint costs no statement more. Call in
+ * the event's transaction.
  */
-export async function fanOut(
-  trx: Db,
-  event: { id: string; type: Schema<'EventType'>; workspace_id: string },
-  endpointIds: readonly string[],
-  now: number,
-): Promise<void> {
-  if (endpointIds.length === 0) return;
+export async function writeWithDeliveries(trx: Db, writeEvent: RawBuilder<unknown>, event: EventRef, now: number): Promise<void> {
+  const ids = Array.from({ length: DELIVERIES_WITH_EVENT }, () => newId('whd'));
+  // `written` and `told` run whatever the main query reads: a data-modifying WITH always runs, and `told` is read by
+  // the UNION. The main query's rows are the endpoints left over (their number beyond the ids), then one NULL if
+  // the dispatchers were told.
+  const { rows } = await sql<{ endpoint_id: string | null }>`
+    WITH event AS (${writeEvent}),
+    subscribed AS (
+      SELECT id AS endpoint_id, row_number() OVER () AS n FROM webhook_endpoints
+      WHERE workspace_id = ${event.workspace_id} AND enabled AND (cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))
+    ),
+    written AS (
+      INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
+      SELECT (${ids}::text[])[n], endpoint_id, ${event.workspace_id}, ${event.id}, ${event.type}, 'pending', ${now}, ${now}, ${now}, ${now}
+      FROM subscribed WHERE n <= ${ids.length}
+      RETURNING 1
+    ),
+    told AS (SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '') FROM (SELECT FROM written LIMIT 1) AS any_written)
+    SELECT endpoint_id FROM subscribed WHERE n > ${ids.length}
+    UNION ALL SELECT NULL FROM told`.execute(trx);
+  const rest = rows.flatMap((row) => row.endpoint_id ?? []);
+  if (rest.length > 0) await fanOut(trx, event, rest, now);
+}
+
+/** One pending delivery, due now, for each of the endpoints, and the NOTIFY that tells the dispatchers at commit. */
+async function fanOut(trx: Db, event: EventRef, endpointIds: readonly string[], now: number): Promise<void> {
   await sql`
     WITH written AS (
       INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
