@@ -1053,7 +1053,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Admin. Adds a URL to the workspace named by X-Workspace-Id (the default workspace without it) that receives the workspace's events from now on, as signed HTTP POSTs (see the Webhooks section). The answer holds the signing secret, shown only here. The URL must be `https://` with a public host: loopback, private, link-local and metadata addresses are refused (422, `param: url`), and checked again at every delivery. A workspace has at most `WEBHOOK_ENDPOINTS_PER_WORKSPACE` endpoints (16 by default); beyond that the answer is 403 `quota_exceeded`.
+         * @description Admin. Adds a URL to the workspace named by X-Workspace-Id (the default workspace without it) that receives the workspace's events from now on, as signed HTTP POSTs (see the Webhooks section). The answer holds the signing secret, shown only here. The URL must be `https://` with a public host: loopback, private, link-local and metadata addresses are refused (422, `param: url`), and checked again at every delivery. A workspace has at most `WEBHOOK_ENDPOINTS_PER_WORKSPACE` endpoints (256 by default); beyond that the answer is 403 `quota_exceeded`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;

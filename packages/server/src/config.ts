@@ -426,7 +426,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 512, 1, 4096),
       endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 256),
       circuitFailures: integer(env, 'WEBHOOK_CIRCUIT_FAILURES', 5, 1, 1000),
-      endpointsPerWorkspace: integer(env, 'WEBHOOK_ENDPOINTS_PER_WORKSPACE', 16, 1, 10_000),
+      endpointsPerWorkspace: integer(env, 'WEBHOOK_ENDPOINTS_PER_WORKSPACE', 256, 1, 10_000),
     },
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),

@@ -44,8 +44,8 @@ const tellDue = (db: Db) => sql`SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`
 
 /**
  * How many of an event's deliveries are written by the statement that writes the event, with ids made beforehand
- * (16: every endpoint of a workspace at the default WEBHOOK_ENDPOINTS_PER_WORKSPACE); a workspace with more
- * endpoints subscribed has the rest written by a second statement.
+ * (more ids than most workspaces have endpoints, few enough to cost little for an event of a workspace with none);
+ * a workspace with more endpoints subscribed has the rest written by a second statement.
  */
 const DELIVERIES_WITH_EVENT = 16;
 
