@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Schema } from '@platform/api-types';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvent } from '../src/resources/events.ts';
@@ -93,17 +94,18 @@ const app = useTestServer({
   runtime: { tickMs: 20, webhooks: true },
 });
 
-async function createEndpoint(user: TestUser, url: string): Promise<string> {
-  const reply = await call(app.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url } });
+async function createEndpoint(user: TestUser, url: string, eventTypes?: Schema<'EventType'>[]): Promise<string> {
+  const reply = await call(app.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url, event_types: eventTypes } });
   expect(reply.status, JSON.stringify(reply.body)).toBe(201);
   return reply.body.id;
 }
 
-const quotaReached = (user: TestUser) =>
+/** A quota.reached event of the user's workspace (or, for endpoints told apart by type, one of `type`). */
+const quotaReached = (user: TestUser, db: Parameters<typeof recordEvent>[0] = app.db, type: Schema<'EventType'> = 'quota.reached') =>
   recordEvent(
-    app.db,
+    db,
     {
-      type: 'quota.reached',
+      type,
       workspace_id: user.workspaceId,
       object_type: 'quota',
       object_id: 'kaas/clusters',
@@ -185,6 +187,34 @@ describe('endpoints that fail', () => {
     receiver.answer = () => 204;
     await receiver.release();
     await eventually(endpoint, (e) => e.consecutive_failures === 0, 'the run of failures ended');
+  });
+});
+
+describe('the endpoints of one workspace', () => {
+  it('take turns in its share: endpoints with a backlog do not keep a sibling waiting', async () => {
+    await receiver.release();
+    await sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL WHERE status = 'pending'`.execute(app.db);
+    const user = await newUser(app.db, clock, 'pro');
+    for (const n of [1, 2]) await createEndpoint(user, `${base}/backlog-${n}`, ['quota.reached']);
+    await createEndpoint(user, `${base}/sibling`, ['token.expiring_soon']);
+    receiver.answer = (path) => (path.startsWith('/backlog') ? 'never' : 204);
+    // Committed together, so that one claim sees them all: 10 deliveries to each backlog endpoint, older than the
+    // sibling's one. The workspace's share, alone, is 4: what the backlog endpoints (2 each) could take by themselves.
+    await app.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 10; i++) await quotaReached(user, trx);
+      await quotaReached(user, trx, 'token.expiring_soon');
+    });
+    await eventually(
+      () => receiver.at('/sibling'),
+      (r) => r.length === 1,
+      'the sibling’s delivery',
+    );
+    // Sent beside the backlog's first attempts, not after them: each of those still hangs (until the 5 s timeout).
+    const backlogReceived = receiver.received.filter((r) => r.path.startsWith('/backlog')).length;
+    expect(backlogReceived).toBeGreaterThan(0);
+    expect(receiver.openCount('/backlog')).toBe(backlogReceived);
+    receiver.answer = () => 204;
+    await receiver.release();
   });
 });
 

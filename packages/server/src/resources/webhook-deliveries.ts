@@ -330,16 +330,21 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
       FROM open o CROSS JOIN share LEFT JOIN held h USING (workspace_id)
       WHERE share.slots > coalesce(h.slots, 0)
     ),
+    -- A workspace's allowance goes round its endpoints (each one's oldest, then each one's second, …): an endpoint
+    -- with a backlog does not keep its siblings waiting.
     candidate AS (
-      SELECT c.id, a.holding, a.allowance, c.next_attempt_at,
-        row_number() OVER (PARTITION BY a.workspace_id ORDER BY c.next_attempt_at, c.id) AS nth
-      FROM (SELECT * FROM allowed WHERE room > 0) a CROSS JOIN LATERAL (
-        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.workspace_id = a.workspace_id AND d.endpoint_id = a.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
-          AND (d.leased_until IS NULL OR d.leased_until < now())
-        ORDER BY d.next_attempt_at LIMIT a.room
-        FOR UPDATE SKIP LOCKED
-      ) c
+      SELECT id, holding, allowance, next_attempt_at, row_number() OVER (PARTITION BY workspace_id ORDER BY turn, next_attempt_at, id) AS nth
+      FROM (
+        SELECT c.id, a.workspace_id, a.holding, a.allowance, c.next_attempt_at,
+          row_number() OVER (PARTITION BY a.id ORDER BY c.next_attempt_at, c.id) AS turn
+        FROM (SELECT * FROM allowed WHERE room > 0) a CROSS JOIN LATERAL (
+          SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+          WHERE d.workspace_id = a.workspace_id AND d.endpoint_id = a.id AND d.status = 'pending' AND d.next_attempt_at <= ${limits.now}
+            AND (d.leased_until IS NULL OR d.leased_until < now())
+          ORDER BY d.next_attempt_at LIMIT a.room
+          FOR UPDATE SKIP LOCKED
+        ) c
+      ) per_endpoint
     ),
     chosen AS (
       SELECT id FROM candidate WHERE nth <= allowance
