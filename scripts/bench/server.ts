@@ -4,7 +4,8 @@
 // same PostgreSQL in the same run. Both start once the server is quiet (no workflow left to run, its CPU idle).
 // The two are loaded in alternating pairs (BENCH_PAIRS, default 3; the order swaps each pair) so a change in the
 // machine's load (2 shared cores) falls on both; the ratios are the medians of the pairs' ratios. Prints them
-// against the targets, the server's peak resident memory, and a deep page against the first.
+// against the targets, the CPU each process spent a request (steadier than the throughput when others share the
+// machine), the server's peak resident memory, and a deep page against the first.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -29,11 +30,15 @@ export interface LoadResult {
   p99: number;
   non2xx: number;
   errors: number;
+  /** CPU time (user + system) the serving process used a request, in µs, when its pid was given. */
+  cpuUsPerRequest?: number;
 }
 
-export async function load(url: string, headers: Record<string, string>, duration = DURATION): Promise<LoadResult> {
+export async function load(url: string, headers: Record<string, string>, duration = DURATION, pid?: number): Promise<LoadResult> {
+  const cpuBefore = pid === undefined ? 0 : cpuMs(pid);
   const result = await autocannon({ url, headers, connections: CONNECTIONS, duration });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+  const cpuUsPerRequest = pid === undefined ? undefined : ((cpuMs(pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpuUsPerRequest };
 }
 
 async function startProcess(script: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<{ child: ChildProcess; port: number }> {
@@ -124,8 +129,10 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
     const pairs: { base: LoadResult; ours: LoadResult }[] = [];
     for (let i = 0; i < PAIRS; i++) {
       // Alternating order: the baseline first in even pairs, the server first in odd ones.
-      const first = await load(page(i % 2 ? server.port : baseline.port), headers, duration);
-      const second = await load(page(i % 2 ? baseline.port : server.port), headers, duration);
+      const [firstPort, firstPid, secondPort, secondPid] =
+        i % 2 ? [server.port, server.child.pid, baseline.port, baseline.child.pid] : [baseline.port, baseline.child.pid, server.port, server.child.pid];
+      const first = await load(page(firstPort), headers, duration, firstPid);
+      const second = await load(page(secondPort), headers, duration, secondPid);
       pairs.push(i % 2 ? { base: second, ours: first } : { base: first, ours: second });
     }
     const peakRss = peakRssMb(server.child.pid!);
@@ -141,6 +148,9 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
       server_p99_ms: median(pairs.map((p) => p.ours.p99)),
       throughput_ratio: median(pairs.map((p) => p.ours.rps / p.base.rps)),
       p99_ratio: median(pairs.map((p) => p.ours.p99 / p.base.p99)),
+      // Less noisy than the throughput on a shared machine: what each process spent on a request.
+      server_cpu_us_per_request: median(pairs.map((p) => p.ours.cpuUsPerRequest!)),
+      baseline_cpu_us_per_request: median(pairs.map((p) => p.base.cpuUsPerRequest!)),
       server_peak_rss_mb: peakRss,
       baseline_peak_rss_mb: peakRssMb(baseline.child.pid!),
       first_page_p50_ms: first.p50,
@@ -178,6 +188,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   );
   console.log(
     `  p99 ratio ${f.p99_ratio!.toFixed(2)} (target ≤ ${SERVER_TARGETS.p99_ratio}: ${mark(f.p99_ratio! <= SERVER_TARGETS.p99_ratio)}; pairs ${each('p99_ratio')})`,
+  );
+  console.log(
+    `  CPU a request (user + system): server ${f.server_cpu_us_per_request!.toFixed(0)} µs, baseline ${f.baseline_cpu_us_per_request!.toFixed(0)} µs → ${(f.server_cpu_us_per_request! / f.baseline_cpu_us_per_request!).toFixed(2)}×`,
   );
   console.log(
     `  server peak RSS ${f.server_peak_rss_mb!.toFixed(0)} MB (target < ${SERVER_TARGETS.server_peak_rss_mb}: ${mark(f.server_peak_rss_mb! < SERVER_TARGETS.server_peak_rss_mb)}); baseline ${f.baseline_peak_rss_mb!.toFixed(0)} MB`,
