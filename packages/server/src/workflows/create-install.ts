@@ -5,7 +5,7 @@
 // template and sources. Each deploy is recorded as a revision. The wait for the releases has a deadline
 // (INSTALL_SYNC_TIMEOUT_SECONDS); an error the deployer reports meanwhile fails it sooner, once it has lasted.
 import type { ProductSource } from '../db/schema.ts';
-import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from '../engine/engine.ts';
+import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
 import type { HelmRelease, HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
 import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
@@ -40,34 +40,34 @@ export function mergeValues(base: Record<string, unknown>, override: Record<stri
 }
 
 /**
- * Releases that are not all deployed yet: wait, unless one has reported an error condition for
- * CONDITION_GRACE_SECONDS (counted in the workflow's state from when it was first seen).
+ * Where a deploy's releases stand, for every step that waits for them (an install's, a product regeneration's):
+ * failed (one release failed, or has reported an error condition for CONDITION_GRACE_SECONDS, counted from
+ * `conditionSince`, when it was first seen), all deployed, or still to wait for, with the moment to keep.
  */
-export function awaitCondition(ctx: StepContext, releases: (HelmRelease | undefined)[]): StepResult {
+export function releasesProgress(
+  releases: (HelmRelease | undefined)[],
+  conditionSince: number | undefined,
+  now: number,
+): { failed: string } | { deployed: true } | { waiting: true; conditionSince: number | undefined } {
+  const failed = releases.find((r) => r?.status === 'failed');
+  if (failed) return { failed: failed.message ?? `Release ${failed.release} failed.` };
+  if (releases.every((r) => r?.status === 'deployed')) return { deployed: true };
   const stalled = releases.find((r) => r?.condition);
-  if (!stalled?.condition) return { wait: 2, state: { ...ctx.state, condition_since: undefined } };
-  const now = ctx.clock.now();
-  const since = typeof ctx.state.condition_since === 'number' ? ctx.state.condition_since : now;
+  if (!stalled?.condition) return { waiting: true, conditionSince: undefined };
+  const since = conditionSince ?? now;
   if (now - since >= CONDITION_GRACE_SECONDS) return { failed: `Release ${stalled.release}: ${stalled.condition}` };
-  return { wait: 2, state: { ...ctx.state, condition_since: since } };
+  return { waiting: true, conditionSince: since };
 }
 
 /**
- * The deadline of a step that waits for releases to be deployed: it fails with what the deployer reports of the
- * first one that is not (its error condition, else its own message), or that it is missing.
+ * Why a deploy failed at its deadline: what the deployer reports of the first release not deployed (its error
+ * condition, else its own message), or that it is missing; undefined when all are deployed after all.
  */
-export function releasesDeadline(
-  seconds: number,
-  releasesOf: (ctx: StepContext) => Promise<{ name: string; release: HelmRelease | undefined }[]>,
-): StepDeadline {
-  return {
-    seconds: () => seconds,
-    async expired(ctx, waited) {
-      const stuck = (await releasesOf(ctx)).find(({ release }) => release?.status !== 'deployed');
-      const reason = !stuck?.release ? 'it is missing' : (stuck.release.condition ?? stuck.release.message ?? `it is still ${stuck.release.status}`);
-      return { failed: `Release ${stuck?.name ?? ''} was not deployed within ${waited} s: ${reason}` };
-    },
-  };
+export function notDeployed(releases: { name: string; release: HelmRelease | undefined }[], waited: number): string | undefined {
+  const stuck = releases.find(({ release }) => release?.status !== 'deployed');
+  if (!stuck) return undefined;
+  const reason = !stuck.release ? 'it is missing' : (stuck.release.condition ?? stuck.release.message ?? `it is still ${stuck.release.status}`);
+  return `Release ${stuck.name} was not deployed within ${waited} s: ${reason}`;
 }
 
 /** The install workflow, its releases' wait bounded by `syncTimeoutSeconds`. */
@@ -75,12 +75,19 @@ export function createInstallWorkflow(syncTimeoutSeconds: number): WorkflowDefin
   return {
     ...installSteps,
     deadlines: {
-      await: releasesDeadline(syncTimeoutSeconds, async (ctx) => {
-        const install = await installOf(ctx);
-        const names = (ctx.state.releases as string[] | undefined) ?? [];
-        if (!install?.cluster_id) return [];
-        return Promise.all(names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id!, install.id, name) })));
-      }),
+      await: {
+        seconds: () => syncTimeoutSeconds,
+        async expired(ctx, waited) {
+          const install = await installOf(ctx);
+          if (!install?.cluster_id) return { done: true }; // as the step: nothing of it is left to wait for
+          const names = (ctx.state.releases as string[] | undefined) ?? [];
+          const releases = await Promise.all(
+            names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id!, install.id, name) })),
+          );
+          const reason = notDeployed(releases, waited);
+          return reason ? { failed: reason } : { next: 'running' };
+        },
+      },
     },
   };
 }
@@ -166,10 +173,11 @@ const installSteps: WorkflowDefinition = {
       if (!install?.cluster_id) return { done: true };
       const names = ctx.state.releases as string[];
       const releases = await Promise.all(names.map((name) => ctx.driver.getRelease(install.cluster_id!, install.id, name)));
-      const failed = releases.find((r) => r?.status === 'failed');
-      if (failed) return { failed: failed.message ?? `Release ${failed.release} failed.` };
-      if (releases.every((r) => r?.status === 'deployed')) return { next: 'running' };
-      return awaitCondition(ctx, releases);
+      const since = typeof ctx.state.condition_since === 'number' ? ctx.state.condition_since : undefined;
+      const progress = releasesProgress(releases, since, ctx.clock.now());
+      if ('failed' in progress) return { failed: progress.failed };
+      if ('deployed' in progress) return { next: 'running' };
+      return { wait: 2, state: { ...ctx.state, condition_since: progress.conditionSince } };
     },
 
     async running(ctx) {

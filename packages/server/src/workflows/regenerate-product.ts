@@ -11,7 +11,7 @@ import { finishRevision, recordRevision } from '../resources/install-revisions.t
 import { installById, installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import { CONDITION_GRACE_SECONDS, failDeploy, releaseName, releasesOf } from './create-install.ts';
+import { failDeploy, notDeployed, releaseName, releasesOf, releasesProgress } from './create-install.ts';
 
 /** The product, when the template this workflow regenerates is still its current one. */
 const currentProduct = (ctx: StepContext) => productAtTemplate(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id);
@@ -89,22 +89,10 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
           // One deleted, uninstalling or redeployed by its own workflow meanwhile is no longer this one's to settle.
           if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
           const releases = (await releasesOfPending(ctx, install)).map((r) => r.release);
-          const failed = releases.find((r) => r?.status === 'failed');
-          if (failed) {
-            failures.push(await failOne(ctx, install.id, failed.message ?? `Release ${failed.release} failed.`));
-            continue;
-          }
-          if (releases.every((r) => r?.status === 'deployed')) {
-            await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', now);
-            continue;
-          }
-          const stalled = releases.find((r) => r?.condition);
-          const since = stalled ? (install.condition_since ?? now) : undefined;
-          if (stalled?.condition && since !== undefined && now - since >= CONDITION_GRACE_SECONDS) {
-            failures.push(await failOne(ctx, install.id, `Release ${stalled.release}: ${stalled.condition}`));
-            continue;
-          }
-          still.push({ ...install, condition_since: since });
+          const progress = releasesProgress(releases, install.condition_since, now);
+          if ('failed' in progress) failures.push(await failOne(ctx, install.id, progress.failed));
+          else if ('deployed' in progress) await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', now);
+          else still.push({ ...install, condition_since: progress.conditionSince });
         }
         if (!still.length) return finish(ctx, failures);
         return { wait: 2, state: { ...ctx.state, pending: still, failures } };
@@ -120,13 +108,9 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
           for (const install of pendingOf(ctx)) {
             // As in the step: one deleted, uninstalling or redeployed by its own workflow is not this one's to fail.
             if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
-            const stuck = (await releasesOfPending(ctx, install)).find(({ release }) => release?.status !== 'deployed');
-            if (!stuck) {
-              await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', ctx.clock.now());
-              continue;
-            }
-            const reason = !stuck.release ? 'it is missing' : (stuck.release.condition ?? stuck.release.message ?? `it is still ${stuck.release.status}`);
-            failures.push(await failOne(ctx, install.id, `Release ${stuck.name} was not deployed within ${waited} s: ${reason}`));
+            const reason = notDeployed(await releasesOfPending(ctx, install), waited);
+            if (reason) failures.push(await failOne(ctx, install.id, reason));
+            else await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', ctx.clock.now());
           }
           return finish(ctx, failures);
         },
