@@ -2,66 +2,28 @@
 // of Hetzner Cloud (answers validated against the committed extract) and CLUSTER_DRIVER=kubernetes against two
 // test Kubernetes API servers (the management cluster with Kamaji and Argo CD, and the tenant cluster) that
 // validate every object against its published schema. The test plays Kamaji, Argo CD and the kubelet.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createPlatformClient } from '@platform/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
-import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KamajiController } from './support/kamaji.ts';
-import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
+import { ARGO_NS, KAMAJI_NS, useRealDriverWorld } from './support/real-drivers.ts';
 import { call, newUser, useTestServer } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
 const APP = 'argoproj.io/v1alpha1/applications';
-const KAMAJI_NS = 'kamaji-tenants';
-const ARGO_NS = 'argocd';
 const PLATFORM = 'platform-token-journey-5e1a';
 const BYOM_TOKEN = 'byom-token-journey-90d3';
-let fake: HetznerFake;
-let management: KubeApiServer;
-let tenant: KubeApiServer;
-let dir: string;
 // Registered first: the fake and the API servers are up when the runtime is configured, and outlive it.
-beforeAll(async () => {
-  [fake, management, tenant] = await Promise.all([
-    startHetznerFake({ requestsPerHour: 3_600_000, actionMs: 30, startingMs: 30 }),
-    new KubeApiServer().start(),
-    new KubeApiServer().start(),
-  ]);
-  fake.addToken(PLATFORM);
-  fake.addToken(BYOM_TOKEN);
-  dir = await mkdtemp(join(tmpdir(), 'journey-'));
-  await writeFile(join(dir, 'management.kubeconfig'), management.kubeconfig());
-});
-afterAll(async () => {
-  await fake?.close();
-  await management?.close();
-  await tenant?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const world = useRealDriverWorld({ tokens: [PLATFORM, BYOM_TOKEN], fake: { actionMs: 30, startingMs: 30 } });
 
 const app = useTestServer({
-  env: () => ({
-    COMPUTE_PROVIDER: 'hetzner',
-    HCLOUD_TOKEN: PLATFORM,
-    HCLOUD_ENDPOINT: fake.url,
-    HCLOUD_REQUESTS_PER_HOUR: '3600000',
-    // The fake's Actions take 30 ms: read them every 20 ms, not every second.
-    HCLOUD_POLL_INTERVAL_MS: '20',
-    PROVIDER_RATE_LIMIT: '1000',
-    CLUSTER_DRIVER: 'kubernetes',
-    MANAGEMENT_KUBECONFIG: join(dir, 'management.kubeconfig'),
-    ARGOCD_NAMESPACE: ARGO_NS,
-    KAMAJI_NAMESPACE: KAMAJI_NS,
-    LOG_POLL_MS: '20',
-  }),
+  // The fake's Actions take 30 ms: read them every 20 ms, not every second.
+  env: () => ({ ...world.env(), HCLOUD_POLL_INTERVAL_MS: '20' }),
   // Every host resolves to a public address: the SSRF checks pass for the registry and the chart repository.
   resolveHost: async () => ['93.184.216.34'],
   runtime: { tickMs: 20 },
@@ -69,9 +31,9 @@ const app = useTestServer({
 const { clock } = app;
 
 afterEach(() => {
-  expect(fake.violations).toEqual([]);
-  expect(management.refused).toEqual([]);
-  expect(tenant.refused).toEqual([]);
+  expect(world.fake.violations).toEqual([]);
+  expect(world.management.refused).toEqual([]);
+  expect(world.tenant.refused).toEqual([]);
 });
 
 /** Waits for `check`, moving the workflows' clock on meanwhile (their waits are in clock seconds). */
@@ -86,7 +48,7 @@ async function until(what: string, check: () => Promise<boolean> | boolean, time
 
 /** What the kubelet reports of the worker's node. */
 const nodeStatus = (name: string, ready: boolean) =>
-  tenant.put('v1/nodes', { metadata: { name }, status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: 'KubeletReady' }] } });
+  world.tenant.put('v1/nodes', { metadata: { name }, status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: 'KubeletReady' }] } });
 
 type Application = {
   metadata: { name: string; annotations: Record<string, string>; labels: Record<string, string> };
@@ -96,7 +58,7 @@ const releaseOf = (application: Application) => application.spec.source.helm.rel
 
 /** Kamaji brings the cluster's control plane up: Provisioning, then a rollout whose replicas are ready. */
 function controlPlaneReady(clusterId: string): void {
-  const kamaji = new KamajiController(management, tenant);
+  const kamaji = new KamajiController(world.management, world.tenant);
   kamaji.provisioning(KAMAJI_NS, k8sName(clusterId));
   kamaji.rollout(KAMAJI_NS, k8sName(clusterId), 2);
 }
@@ -127,7 +89,7 @@ describe('server types', () => {
     expect(machine.status).toBe(202);
     expect(machine.body).toMatchObject({ server_type: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3 });
     // Read once and cached: one listing of the server types for all of the above.
-    expect(fake.requests.filter((r) => r.path === '/server_types').length).toBeLessThanOrEqual(2); // two pages
+    expect(world.fake.requests.filter((r) => r.path === '/server_types').length).toBeLessThanOrEqual(2); // two pages
   });
 });
 
@@ -140,21 +102,21 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     // its NotReady rollout, RUNNING once Kamaji reports it Ready.
     const cluster = await api.POST('/v1/clusters', { body: { name: 'journey', region_id: 'fsn1' } });
     const getCluster = () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
-    await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
-    const kamaji = new KamajiController(management, tenant);
+    await until('the TenantControlPlane', () => world.management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    const kamaji = new KamajiController(world.management, world.tenant);
     kamaji.provisioning(KAMAJI_NS, k8sName(cluster.id));
     expect((await getCluster()).kaas.status).toBe('PROVISIONING');
     expect(kamaji.rollout(KAMAJI_NS, k8sName(cluster.id), 0)).toBe('NotReady');
-    const polls = () => management.requests.filter((r) => r.endsWith(`/tenantcontrolplanes/${k8sName(cluster.id)}`)).length;
+    const polls = () => world.management.requests.filter((r) => r.endsWith(`/tenantcontrolplanes/${k8sName(cluster.id)}`)).length;
     const pollsBefore = polls();
     await until('polls of the NotReady control plane', () => polls() >= pollsBefore + 3);
     expect((await getCluster()).kaas.status).toBe('PROVISIONING');
     expect(kamaji.rollout(KAMAJI_NS, k8sName(cluster.id), 2)).toBe('Ready');
     await until('the cluster to run', async () => (await getCluster()).kaas.status === 'RUNNING');
     // Its pod network: an Argo CD Application of the CNI chart, made with the control plane; Argo CD deploys it.
-    const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(cluster.id)));
+    const cni = () => world.management.get(APP, ARGO_NS, cniApplicationName(k8sName(cluster.id)));
     expect(cni()).toBeDefined();
-    const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
+    const kubeadm = new KubeadmWorker(world.tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
 
     // A BYOM machine: the server is created in the credential's project with the kubeadm join script, and the
     // machine is ready only once its node is Ready in the tenant cluster.
@@ -170,30 +132,30 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     const machineStatus = async () => (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } }))[0]?.status;
     const label = labelValue(machine.provider_id);
-    const liveServers = () => fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label);
+    const liveServers = () => world.fake.servers(BYOM_TOKEN).filter((s) => s.labels.machine === label);
     await until('the server to run', () => liveServers()[0]?.status === 'running');
-    await until('the node to be asked for', () => tenant.requests.some((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)));
+    await until('the node to be asked for', () => world.tenant.requests.some((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)));
     expect(await machineStatus()).toBe('provisioning');
-    const creation = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && r.status === 201)!;
+    const creation = world.fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && r.status === 201)!;
     expect(creation.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
     const userData = (creation.body as { user_data: string }).user_data;
     const join = kubeadmJoinOf(userData);
-    expect(join.endpoint).toBe(new URL(tenant.url).host);
+    expect(join.endpoint).toBe(new URL(world.tenant.url).host);
     expect(join.flags['node-name']).toBe(machine.node_name);
-    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join.flags.token!.split('.')[0]}`)).toBeDefined();
-    expect(fake.servers(PLATFORM)).toEqual([]);
+    expect(world.tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${join.flags.token!.split('.')[0]}`)).toBeDefined();
+    expect(world.fake.servers(PLATFORM)).toEqual([]);
     // The server boots from its user_data: kubeadm joins, and the node stays NotReady until the CNI is Healthy.
     expect(kubeadm.boot(userData)).toBe(machine.node_name);
-    await until('the node to be asked for again', () => tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > 1);
+    await until('the node to be asked for again', () => world.tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > 1);
     expect(await machineStatus()).toBe('provisioning');
-    management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+    world.management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
     kubeadm.heartbeat();
     await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
     const serverId = String(liveServers()[0]!.id);
     // The drift check reads the server in the credential's project (the platform's token would find nothing).
     const drift = () => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(await drift()).toMatchObject({ drifted: false, differences: [] });
-    const driftReads = fake.requests.filter((r) => r.method === 'GET' && r.path === `/servers/${serverId}`);
+    const driftReads = world.fake.requests.filter((r) => r.method === 'GET' && r.path === `/servers/${serverId}`);
     expect(driftReads.at(-1)?.authorization).toBe(`Bearer ${BYOM_TOKEN}`);
 
     // The workspace's active registry credentials become the install's pull secret; an inactive one does not.
@@ -213,13 +175,14 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const install = await api.POST('/v1/installs', {
       body: { product_id: product.id, region_id: 'fsn1', overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 2 } }] },
     });
-    const application = () => management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as Application | undefined;
+    const application = () =>
+      world.management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as Application | undefined;
     await until('the Application', () => application() !== undefined);
     expect(application()!.spec.source).toMatchObject({ targetRevision: '19.6.1', helm: { valuesObject: { replicaCount: 2 } } });
     const namespace = k8sName(install.id);
     const pullSecret = pullSecretName(releaseOf(application()!));
     expect(application()!.spec.source.helm.valuesObject.imagePullSecrets).toEqual([{ name: pullSecret }]);
-    const secret = tenant.get('v1/secrets', namespace, pullSecret) as unknown as { type: string; data: Record<string, string> } | undefined;
+    const secret = world.tenant.get('v1/secrets', namespace, pullSecret) as unknown as { type: string; data: Record<string, string> } | undefined;
     expect(secret?.type).toBe('kubernetes.io/dockerconfigjson');
     expect(JSON.parse(Buffer.from(secret!.data['.dockerconfigjson']!, 'base64').toString())).toEqual({
       auths: { 'ghcr.io': { username: 'robot', password: 'pull-secret-1', auth: Buffer.from('robot:pull-secret-1').toString('base64') } },
@@ -227,7 +190,7 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
     expect((await getInstall()).status).toBe('installing');
     const argoDone = () =>
-      management.setStatus(APP, ARGO_NS, application()!.metadata.name, {
+      world.management.setStatus(APP, ARGO_NS, application()!.metadata.name, {
         sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } },
         health: { status: 'Healthy' },
       });
@@ -235,12 +198,12 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     await until('the install to run', async () => (await getInstall()).status === 'running');
 
     // Its logs, from the pod-log API of the tenant cluster.
-    tenant.put('v1/pods', {
+    world.tenant.put('v1/pods', {
       metadata: { name: 'wordpress-6c9f-x1y2z', namespace },
       spec: { containers: [{ name: 'wordpress', image: 'bitnami/wordpress:6' }] },
       status: { phase: 'Running' },
     });
-    tenant.appendLog(namespace, 'wordpress-6c9f-x1y2z', 'wordpress', [
+    world.tenant.appendLog(namespace, 'wordpress-6c9f-x1y2z', 'wordpress', [
       { time: '2026-11-23T12:00:00.000000001Z', line: 'starting' },
       { time: '2026-11-23T12:00:00.000000002Z', line: 'ready' },
     ]);
@@ -254,7 +217,7 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
       .filter((e) => e.includes('event: log'))
       .map((e) => (JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { line: string }).line);
     expect(lines).toEqual(['starting', 'ready']);
-    expect(tenant.requests.some((r) => r.startsWith(`GET /api/v1/namespaces/${namespace}/pods/wordpress-6c9f-x1y2z/log`))).toBe(true);
+    expect(world.tenant.requests.some((r) => r.startsWith(`GET /api/v1/namespaces/${namespace}/pods/wordpress-6c9f-x1y2z/log`))).toBe(true);
 
     // A product update: the Application is upgraded to the new template.
     await api.PATCH('/v1/products/{id}', {
@@ -277,7 +240,7 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
     await until('suspended', async () => (await getSuspension()).status === 'suspended');
     const { snapshot_id } = await getSuspension();
-    expect(fake.images(BYOM_TOKEN).find((i) => String(i.id) === snapshot_id)).toMatchObject({ type: 'snapshot', created_from: { id: Number(serverId) } });
+    expect(world.fake.images(BYOM_TOKEN).find((i) => String(i.id) === snapshot_id)).toMatchObject({ type: 'snapshot', created_from: { id: Number(serverId) } });
     expect(liveServers()).toEqual([]);
     expect(await machineStatus()).toBe('suspended');
     nodeStatus(machine.node_name, false);
@@ -287,20 +250,20 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     await until('the resumed server to run', () => liveServers()[0]?.status === 'running');
     expect(liveServers()[0]).toMatchObject({ image: { id: Number(snapshot_id), type: 'snapshot' }, location: { name: 'nbg1' } });
     // Running is not enough: the machine is ready again once its node is Ready again.
-    const nodeReads = tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length;
+    const nodeReads = world.tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length;
     await until(
       'the node to be asked for again',
-      () => tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > nodeReads + 1,
+      () => world.tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > nodeReads + 1,
     );
     expect((await getSuspension()).status).toBe('resuming');
     expect(await machineStatus()).toBe('suspended');
     nodeStatus(machine.node_name, true);
     await until('resumed', async () => (await getSuspension()).status === 'resumed');
     expect(await machineStatus()).toBe('ready');
-    expect(fake.images(BYOM_TOKEN).some((i) => String(i.id) === snapshot_id)).toBe(false);
+    expect(world.fake.images(BYOM_TOKEN).some((i) => String(i.id) === snapshot_id)).toBe(false);
     // A server restored from a snapshot runs the snapshot's image, made from the desired one: no drift.
     expect(await drift()).toMatchObject({ drifted: false, differences: [] });
-    const machineServers = fake.requests.filter((r) => r.path.startsWith('/servers/') || (r.path === '/servers' && r.method === 'POST'));
+    const machineServers = world.fake.requests.filter((r) => r.path.startsWith('/servers/') || (r.path === '/servers' && r.method === 'POST'));
     expect(new Set(machineServers.map((r) => r.authorization))).toEqual(new Set([`Bearer ${BYOM_TOKEN}`]));
 
     // Uninstall: the Application is deleted with Argo CD's resources finalizer; the install reads `uninstalling`
@@ -309,13 +272,13 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     const deleted = await call(app.baseUrl, 'DELETE', `/v1/installs/${install.id}`, { token: user.token });
     expect(deleted.status).toBe(202);
     expect(deleted.body.status).toBe('uninstalling');
-    await until('the Application to be deleted', () => management.get(APP, ARGO_NS, appName)?.metadata.deletionTimestamp !== undefined);
+    await until('the Application to be deleted', () => world.management.get(APP, ARGO_NS, appName)?.metadata.deletionTimestamp !== undefined);
     expect((await call(app.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).body.status).toBe('uninstalling');
-    management.finalize(APP, ARGO_NS, appName, 'resources-finalizer.argocd.argoproj.io');
+    world.management.finalize(APP, ARGO_NS, appName, 'resources-finalizer.argocd.argoproj.io');
     await until('the install to be gone', async () => (await call(app.baseUrl, 'GET', `/v1/installs/${install.id}`, { token: user.token })).status === 404);
-    expect(management.get(APP, ARGO_NS, appName)).toBeUndefined();
-    expect(management.refused).toEqual([]);
-    expect(tenant.refused).toEqual([]);
+    expect(world.management.get(APP, ARGO_NS, appName)).toBeUndefined();
+    expect(world.management.refused).toEqual([]);
+    expect(world.tenant.refused).toEqual([]);
   });
 });
 
@@ -324,14 +287,14 @@ describe('an install Argo CD cannot render', () => {
     const user = await newUser(app.db, clock, 'pro');
     const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
     const cluster = await api.POST('/v1/clusters', { body: { name: 'typo', region_id: 'fsn1' } });
-    await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    await until('the TenantControlPlane', () => world.management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
     controlPlaneReady(cluster.id);
     await until(
       'the cluster to run',
       async () => (await api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } })).kaas.status === 'RUNNING',
     );
     // The repository has wordpress; the product names "wordpres".
-    const argocd = new ArgoCdController(management, ARGO_NS)
+    const argocd = new ArgoCdController(world.management, ARGO_NS)
       .addRepository({ url: 'https://charts.bitnami.com/bitnami', charts: { wordpress: ['19.6.1'] } })
       .start(20);
     try {
@@ -359,7 +322,7 @@ describe('a Hetzner project out of quota', () => {
     const user = await newUser(app.db, clock, 'pro');
     const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
     const cluster = await api.POST('/v1/clusters', { body: { name: 'quota', region_id: 'fsn1' } });
-    await until('the TenantControlPlane', () => management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    await until('the TenantControlPlane', () => world.management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
     controlPlaneReady(cluster.id);
     await until(
       'the cluster to run',
@@ -375,7 +338,7 @@ describe('a Hetzner project out of quota', () => {
       },
     });
     // Hetzner answers 403 resource_limit_exceeded when the project has as many servers as its limit allows.
-    fake.refuseNext('post /servers', 'resource_limit_exceeded', 'server limit exceeded');
+    world.fake.refuseNext('post /servers', 'resource_limit_exceeded', 'server limit exceeded');
     const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     const status = async () =>
       (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } })).find((m) => m.provider_id === machine.provider_id)?.status;

@@ -3,57 +3,26 @@
 // fake, Kamaji (KamajiController.run), Argo CD's controller with the smoke's chart in its repository, and a kubelet
 // that boots every running server from its user_data with kubeadm and runs the installs' pods.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
 import { CNI_CHART, cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
-import { type HetznerFake, startHetznerFake } from './support/hetzner-fake.ts';
 import { KamajiController } from './support/kamaji.ts';
-import { KubeApiServer } from './support/kube-api-server.ts';
 import { KubeadmWorker } from './support/kubeadm.ts';
+import { ARGO_NS, KAMAJI_NS, useRealDriverWorld } from './support/real-drivers.ts';
 import { newUser, useTestServer } from './support.ts';
 
 const APP = 'argoproj.io/v1alpha1/applications';
-const KAMAJI_NS = 'kamaji-tenants';
-const ARGO_NS = 'argocd';
 const PLATFORM = 'platform-token-smoke-7c41';
 const SMOKE = join(import.meta.dirname, '../../../scripts/smoke.ts');
 const STEPS = ['cluster', 'machine', 'product', 'install', 'logs', 'uninstall', 'cleanup'];
 
-let fake: HetznerFake;
-let management: KubeApiServer;
-let tenant: KubeApiServer;
-let dir: string;
-beforeAll(async () => {
-  [fake, management, tenant] = await Promise.all([startHetznerFake({ requestsPerHour: 3_600_000 }), new KubeApiServer().start(), new KubeApiServer().start()]);
-  fake.addToken(PLATFORM);
-  dir = await mkdtemp(join(tmpdir(), 'smoke-doubles-'));
-  await writeFile(join(dir, 'management.kubeconfig'), management.kubeconfig());
-});
-afterAll(async () => {
-  await fake?.close();
-  await management?.close();
-  await tenant?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const world = useRealDriverWorld({ tokens: [PLATFORM] });
 
 const app = useTestServer({
   clock: systemClock,
-  env: () => ({
-    COMPUTE_PROVIDER: 'hetzner',
-    HCLOUD_TOKEN: PLATFORM,
-    HCLOUD_ENDPOINT: fake.url,
-    HCLOUD_REQUESTS_PER_HOUR: '3600000',
-    PROVIDER_RATE_LIMIT: '1000',
-    CLUSTER_DRIVER: 'kubernetes',
-    MANAGEMENT_KUBECONFIG: join(dir, 'management.kubeconfig'),
-    ARGOCD_NAMESPACE: ARGO_NS,
-    KAMAJI_NAMESPACE: KAMAJI_NS,
-    LOG_POLL_MS: '20',
-  }),
+  env: () => world.env(),
   resolveHost: async () => ['93.184.216.34'],
   runtime: { tickMs: 20 },
 });
@@ -66,34 +35,34 @@ const app = useTestServer({
 const bootErrors: string[] = [];
 function worldRuns(everyMs = 50): () => void {
   const cniHealthy = () =>
-    management
+    world.management
       .list(APP, ARGO_NS)
       .some(
         (a) => a.metadata.name.startsWith(cniApplicationName('')) && (a.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy',
       );
-  const kubelet = new KubeadmWorker(tenant, cniHealthy);
+  const kubelet = new KubeadmWorker(world.tenant, cniHealthy);
   const booted = new Set<string>();
   const podsOf = new Set<string>();
   const timer = setInterval(() => {
-    for (const application of management.list(APP, ARGO_NS)) {
+    for (const application of world.management.list(APP, ARGO_NS)) {
       const { name, deletionTimestamp, labels } = application.metadata;
-      if (deletionTimestamp) management.finalize(APP, ARGO_NS, name, 'resources-finalizer.argocd.argoproj.io');
+      if (deletionTimestamp) world.management.finalize(APP, ARGO_NS, name, 'resources-finalizer.argocd.argoproj.io');
       const healthy = (application.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy';
       const namespace = (application.spec as { destination?: { namespace?: string } }).destination?.namespace;
       if (healthy && labels?.['platform-api/install'] && namespace && !podsOf.has(name)) {
         podsOf.add(name);
         const pod = `${name}-5d8f-abcde`.slice(0, 63);
-        tenant.put('v1/pods', {
+        world.tenant.put('v1/pods', {
           metadata: { name: pod, namespace },
           spec: { containers: [{ name: 'podinfo', image: 'ghcr.io/stefanprodan/podinfo:6.7.1' }] },
           status: { phase: 'Running' },
         });
-        tenant.appendLog(namespace, pod, 'podinfo', [{ time: new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000000Z'), line: 'Starting podinfo' }]);
+        world.tenant.appendLog(namespace, pod, 'podinfo', [{ time: new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000000Z'), line: 'Starting podinfo' }]);
       }
     }
-    for (const server of fake.servers(PLATFORM)) {
+    for (const server of world.fake.servers(PLATFORM)) {
       if (server.status !== 'running' || booted.has(server.name)) continue;
-      const creation = fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name?: string }).name === server.name);
+      const creation = world.fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name?: string }).name === server.name);
       const userData = (creation?.body as { user_data?: string } | undefined)?.user_data;
       if (!userData) continue;
       booted.add(server.name);
@@ -111,8 +80,8 @@ function worldRuns(everyMs = 50): () => void {
 describe('pnpm smoke against both real drivers pointed at the doubles', () => {
   it('passes every step, printing its time, and leaves nothing behind', { timeout: 180_000 }, async () => {
     const user = await newUser(app.db, systemClock, 'pro');
-    const stopKamaji = new KamajiController(management, tenant).run(systemClock, KAMAJI_NS, { provisioningSeconds: 1, notReadySeconds: 2 });
-    const argocd = new ArgoCdController(management, ARGO_NS)
+    const stopKamaji = new KamajiController(world.management, world.tenant).run(systemClock, KAMAJI_NS, { provisioningSeconds: 1, notReadySeconds: 2 });
+    const argocd = new ArgoCdController(world.management, ARGO_NS)
       .addRepository({ url: 'https://stefanprodan.github.io/podinfo', charts: { podinfo: ['6.7.1'] } })
       .addRepository({ url: CNI_CHART.repoURL, charts: { [CNI_CHART.chart]: [CNI_CHART.targetRevision] } })
       .start(50);
@@ -146,13 +115,13 @@ describe('pnpm smoke against both real drivers pointed at the doubles', () => {
       expect(out).toContain('smoke: all steps passed');
       expect(code).toBe(0);
       // What it made is gone from the doubles too.
-      expect(fake.servers(PLATFORM)).toEqual([]);
-      expect(management.list('kamaji.clastix.io/v1alpha1/tenantcontrolplanes', KAMAJI_NS)).toEqual([]);
-      expect(management.list(APP, ARGO_NS)).toEqual([]);
+      expect(world.fake.servers(PLATFORM)).toEqual([]);
+      expect(world.management.list('kamaji.clastix.io/v1alpha1/tenantcontrolplanes', KAMAJI_NS)).toEqual([]);
+      expect(world.management.list(APP, ARGO_NS)).toEqual([]);
       expect(bootErrors).toEqual([]);
-      expect(fake.violations).toEqual([]);
-      expect(management.refused).toEqual([]);
-      expect(tenant.refused).toEqual([]);
+      expect(world.fake.violations).toEqual([]);
+      expect(world.management.refused).toEqual([]);
+      expect(world.tenant.refused).toEqual([]);
     } finally {
       stopWorld();
       argocd.stop();
