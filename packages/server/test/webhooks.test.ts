@@ -750,12 +750,13 @@ describe('a worker killed with SIGKILL in the middle of a delivery', { timeout: 
       await recordEvent(own.db, quotaReached(user.workspaceId), systemClock.now());
     }
     const first = startWorker();
-    await eventually(
-      () => crashReceiver.received,
-      (r) => r.length >= 1,
-      'the first worker to be sending',
-      20_000,
-    );
+    // Killed once each attempt it started has reached the receiver: an attempt is counted when it starts, so one
+    // killed before its request left would be counted and never received.
+    const started = async () => {
+      const rows = await own.db.selectFrom('webhook_deliveries').select('attempts').execute();
+      return { started: rows.reduce((sum, row) => sum + row.attempts, 0), received: crashReceiver.received.length };
+    };
+    await eventually(started, (n) => n.received >= 1 && n.received === n.started, 'the first worker to be sending what it started', 20_000);
     await kill(first);
     const sentBeforeTheKill = new Set(crashReceiver.received.map((r) => r.headers['webhook-id']));
     killing = false;
