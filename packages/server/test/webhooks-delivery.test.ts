@@ -116,6 +116,14 @@ const quotaReached = (user: TestUser, db: Parameters<typeof recordEvent>[0] = ap
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * What the tests before left waiting, out of the way. Locked in id order, as the dispatcher's settlings lock theirs:
+ * in the table's order this met a settling and PostgreSQL aborted it as a deadlock.
+ */
+const cancelEverythingPending = () =>
+  sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL
+    WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' ORDER BY id FOR UPDATE)`.execute(app.db);
+
 describe('fair scheduling', () => {
   it('a workspace whose endpoints hang holds no more than its share of the slots, each endpoint no more than its concurrency; another workspace is served meanwhile', async () => {
     const hanging = await newUser(app.db, clock, 'pro');
@@ -151,9 +159,8 @@ describe('fair scheduling', () => {
 
 describe('endpoints that fail', () => {
   it('have one attempt at a time until one succeeds, and leave the slots they cannot use to a workspace that can', async () => {
-    // What the tests before left waiting is out of the way.
     await receiver.release();
-    await sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL WHERE status = 'pending'`.execute(app.db);
+    await cancelEverythingPending();
     const failing = await newUser(app.db, clock, 'pro');
     const busy = await newUser(app.db, clock, 'pro');
     const failingEndpoint = await createEndpoint(failing, `${base}/failing`);
@@ -193,7 +200,7 @@ describe('endpoints that fail', () => {
 describe('the endpoints of one workspace', () => {
   it('take turns in its share: endpoints with a backlog do not keep a sibling waiting', async () => {
     await receiver.release();
-    await sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL WHERE status = 'pending'`.execute(app.db);
+    await cancelEverythingPending();
     const user = await newUser(app.db, clock, 'pro');
     for (const n of [1, 2]) await createEndpoint(user, `${base}/backlog-${n}`, ['quota.reached']);
     await createEndpoint(user, `${base}/sibling`, ['token.expiring_soon']);

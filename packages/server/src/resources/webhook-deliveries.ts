@@ -140,14 +140,16 @@ export async function redeliver(db: Db, caller: WorkspaceCaller, endpointId: str
   return toWebhookDelivery(row);
 }
 
-/** Pending deliveries of the endpoint → cancelled (it was disabled): nothing more is attempted. */
+/**
+ * Pending deliveries of the endpoint → cancelled (it was disabled): nothing more is attempted. Its rows are locked in
+ * id order, as a settling locks those it records (settleDeliveries), so the two never wait on each other in a circle
+ * (PostgreSQL would abort one of them as a deadlock).
+ */
 export async function cancelPendingDeliveries(trx: Db, endpointId: string, reason: string, now: number): Promise<void> {
-  await trx
-    .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, leased_until: null, lease_id: null, last_error: reason, updated_at: now })
-    .where('endpoint_id', '=', endpointId)
-    .where('status', '=', 'pending')
-    .execute();
+  await sql`
+    UPDATE webhook_deliveries
+    SET status = 'cancelled', next_attempt_at = NULL, leased_until = NULL, lease_id = NULL, last_error = ${reason}, updated_at = ${now}
+    WHERE id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = ${endpointId} AND status = 'pending' ORDER BY id FOR UPDATE)`.execute(trx);
 }
 
 // What the dispatcher does to deliveries.
@@ -386,7 +388,10 @@ export interface Settled {
  */
 export async function settleDeliveries(db: Db, settled: readonly Settled[], now: number): Promise<void> {
   if (settled.length === 0) return;
-  const column = <T>(pick: (one: Settled) => T) => settled.map(pick);
+  // In id order: on the dispatcher's connections (nested loops only) the rows are updated, and so locked, in the
+  // arrays' order, the order in which a cancellation locks them too (cancelPendingDeliveries).
+  const ordered = [...settled].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const column = <T>(pick: (one: Settled) => T) => ordered.map(pick);
   await sql`
     UPDATE webhook_deliveries d
     SET status = v.status, next_attempt_at = v.next_attempt_at, last_error = v.error, last_response_status = v.response_status,
