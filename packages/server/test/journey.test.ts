@@ -12,7 +12,7 @@ import { ArgoCdController } from './support/argocd-controller.ts';
 import { KamajiController } from './support/kamaji.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { ARGO_NS, KAMAJI_NS, useRealDriverWorld } from './support/real-drivers.ts';
-import { call, newUser, useTestServer } from './support.ts';
+import { call, eventually, newUser, useTestServer } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
 const APP = 'argoproj.io/v1alpha1/applications';
@@ -308,6 +308,18 @@ describe('an install Argo CD cannot render', () => {
       const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
       const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
       const started = clock.now();
+      // Argo CD's controller runs on the wall clock and `until` moves the workflows' clock 80 s a second: the error
+      // is awaited first, so that a loaded machine cannot let the deadline (900 s of that clock) come before it.
+      await eventually(
+        () => world.management.list(APP, ARGO_NS),
+        (applications) =>
+          applications.some(
+            (a) =>
+              a.metadata.labels?.['platform-api/install'] === install.id &&
+              ((a.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === 'ComparisonError'),
+          ),
+        'Argo CD to report the ComparisonError',
+      );
       await until('the install to fail', async () => (await getInstall()).status === 'failed');
       expect((await getInstall()).status_message).toMatch(/^Release wordpres-[a-z0-9]{6}: ComparisonError: .*chart 'wordpres' not found in index$/);
       expect(clock.now() - started).toBeLessThan(loadConfig({}).deadlines.installSyncSeconds);
