@@ -31,7 +31,15 @@ export async function writeStream(
 ): Promise<void> {
   const iterator = stream[Symbol.asyncIterator]();
   let changed = false;
-  let wake: () => void = () => {};
+  // The periodic check's timer is the stream's own, restarted after each check (not a timer and two abort signals
+  // a chunk: 1,000 followers of a busy log made tens of thousands a second). It, or a change of access, wakes the
+  // turn waiting for the next chunk; one that comes while none waits (a write is draining) is kept for the next.
+  let due = false;
+  const keep = () => {
+    due = true;
+  };
+  let wake = keep;
+  const recheck = setTimeout(() => wake(), guard.intervalMs);
   const unwatch = guard.watch(() => {
     changed = true;
     wake();
@@ -41,6 +49,7 @@ export async function writeStream(
   const stillAllowed = async (): Promise<boolean> => {
     changed = false;
     checkedAt = Date.now();
+    recheck.refresh();
     const ended = await guard.check().catch(() => null);
     if (ended === undefined) return true;
     if (ended && !res.destroyed) res.write(accessEnded(ended));
@@ -52,16 +61,16 @@ export async function writeStream(
   try {
     for (;;) {
       pending ??= iterator.next();
-      const timer = new AbortController();
-      const woken = new Promise<'check'>((resolve) => {
-        wake = () => resolve('check');
-        sleep(Math.max(0, checkedAt + guard.intervalMs - Date.now()), undefined, { signal: timer.signal }).then(
-          () => resolve('check'),
-          () => {},
-        );
-      });
-      const next = await Promise.race([pending, woken]);
-      timer.abort();
+      const next = due
+        ? 'check'
+        : await Promise.race([
+            pending,
+            new Promise<'check'>((resolve) => {
+              wake = () => resolve('check');
+            }),
+          ]);
+      wake = keep;
+      due = false;
       if ((next === 'check' || changed || Date.now() - checkedAt >= guard.intervalMs) && !(await stillAllowed())) break;
       if (next === 'check') continue;
       pending = undefined;
@@ -87,6 +96,7 @@ export async function writeStream(
       }
     }
   } finally {
+    clearTimeout(recheck);
     unwatch();
     // A step still running when the stream ended settles unread.
     pending?.catch(() => {});
