@@ -3,7 +3,7 @@
 // (its circuit open) and is probed; a kept-alive connection's host is checked again when a new connection is made.
 // The server runs with its dispatcher on a real PostgreSQL, the clock injected, the receivers on loopback.
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Schema } from '@platform/api-types';
 import { sql } from 'kysely';
@@ -18,7 +18,7 @@ class Receiver {
   readonly open = new Map<string, number>();
   maxOpen = 0;
   answer: (path: string) => number | 'never' = () => 204;
-  private readonly unanswered = new Set<import('node:http').ServerResponse>();
+  private readonly unanswered = new Set<ServerResponse>();
   readonly server: Server;
   constructor() {
     this.server = createServer((req, res) => {
@@ -100,8 +100,8 @@ async function createEndpoint(user: TestUser, url: string, eventTypes?: Schema<'
   return reply.body.id;
 }
 
-/** A quota.reached event of the user's workspace (or, for endpoints told apart by type, one of `type`). */
-const quotaReached = (user: TestUser, db: Parameters<typeof recordEvent>[0] = app.db, type: Schema<'EventType'> = 'quota.reached') =>
+/** An event of the user's workspace: quota.reached, or `type` (with the same object) for endpoints told apart by type. */
+const workspaceEvent = (user: TestUser, db: Parameters<typeof recordEvent>[0] = app.db, type: Schema<'EventType'> = 'quota.reached') =>
   recordEvent(
     db,
     {
@@ -131,7 +131,7 @@ describe('fair scheduling', () => {
     for (const n of [1, 2, 3]) await createEndpoint(hanging, `${base}/hang-${n}`);
     await createEndpoint(healthy, `${base}/healthy`);
     receiver.answer = (path) => (path.startsWith('/hang') ? 'never' : 204);
-    for (let i = 0; i < 10; i++) await quotaReached(hanging);
+    for (let i = 0; i < 10; i++) await workspaceEvent(hanging);
     // Alone, it gets the slots ÷ 2 (one share kept for the next workspace): 4 of 8, where its 3 endpoints × 2 would take 6.
     await eventually(
       () => receiver.openCount('/hang'),
@@ -143,7 +143,7 @@ describe('fair scheduling', () => {
     for (const n of [1, 2, 3]) expect(receiver.open.get(`/hang-${n}`) ?? 0).toBeLessThanOrEqual(2);
     // The other workspace's event is sent at once, not after the hanging attempts' 5 s timeout.
     const started = Date.now();
-    const id = await quotaReached(healthy);
+    const id = await workspaceEvent(healthy);
     await eventually(
       () => receiver.at('/healthy'),
       (r) => r.some((request) => request.id === id),
@@ -168,11 +168,11 @@ describe('endpoints that fail', () => {
     const endpoint = async () => (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${failingEndpoint}`, { token: failing.token })).body;
     // One failed attempt (a 503; the circuit opens only after 3).
     receiver.answer = (path) => (path === '/failing' ? 503 : 'never');
-    await quotaReached(failing);
+    await workspaceEvent(failing);
     await eventually(endpoint, (e) => e.consecutive_failures === 1 && e.delivery_state === 'active', 'a failed attempt settled');
     // Now it hangs: one attempt under way, not its concurrency of 2.
     receiver.answer = () => 'never';
-    for (let i = 0; i < 4; i++) await quotaReached(failing);
+    for (let i = 0; i < 4; i++) await workspaceEvent(failing);
     await eventually(
       () => receiver.openCount('/failing'),
       (n) => n === 1,
@@ -181,7 +181,7 @@ describe('endpoints that fail', () => {
     // The other workspace's two endpoints may have 2 each. With the failing endpoint's 1 and a share kept for the
     // next workspace, that fits the 8 slots; were the failing endpoint counted at its concurrency, the share would
     // be 8 ÷ (2 workspaces + 1) = 3.
-    for (let i = 0; i < 4; i++) await quotaReached(busy);
+    for (let i = 0; i < 4; i++) await workspaceEvent(busy);
     await eventually(
       () => receiver.openCount('/busy'),
       (n) => n === 4,
@@ -208,8 +208,8 @@ describe('the endpoints of one workspace', () => {
     // Committed together, so that one claim sees them all: 10 deliveries to each backlog endpoint, older than the
     // sibling's one. The workspace's share, alone, is 4: what the backlog endpoints (2 each) could take by themselves.
     await app.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < 10; i++) await quotaReached(user, trx);
-      await quotaReached(user, trx, 'token.expiring_soon');
+      for (let i = 0; i < 10; i++) await workspaceEvent(user, trx);
+      await workspaceEvent(user, trx, 'token.expiring_soon');
     });
     await eventually(
       () => receiver.at('/sibling'),
@@ -238,14 +238,14 @@ describe('the circuit breaker', () => {
       }[];
     expect(await endpoint()).toMatchObject({ delivery_state: 'active', consecutive_failures: 0, cooling_until: null });
     receiver.answer = (path) => (path === '/circuit' ? 503 : 204);
-    for (let i = 0; i < 3; i++) await quotaReached(user);
+    for (let i = 0; i < 3; i++) await workspaceEvent(user);
     await eventually(endpoint, (e) => e.consecutive_failures === 3, 'three failed attempts');
     const opened = await endpoint();
     expect(opened).toMatchObject({ delivery_state: 'cooling', cooling_until: clock.now() + 30 });
     expect(opened.failing_since).toBe(clock.now());
 
     // Cooling: new deliveries wait, and the failed ones' retries (due in 5 s) too.
-    for (let i = 0; i < 2; i++) await quotaReached(user);
+    for (let i = 0; i < 2; i++) await workspaceEvent(user);
     clock.advance(10);
     await sleep(400);
     expect(receiver.at('/circuit')).toHaveLength(3);
@@ -276,13 +276,13 @@ describe('kept-alive connections and the SSRF rules', () => {
     receiver.answer = () => 204;
     const lookups = () => resolved.filter((host) => host === 'pooled.test').length;
     const atCreation = lookups();
-    await quotaReached(user);
+    await workspaceEvent(user);
     await eventually(
       () => receiver.at('/pooled'),
       (r) => r.length === 1,
       'the first delivery',
     );
-    await quotaReached(user);
+    await workspaceEvent(user);
     await eventually(
       () => receiver.at('/pooled'),
       (r) => r.length === 2,
@@ -294,7 +294,7 @@ describe('kept-alive connections and the SSRF rules', () => {
     // The name now resolves to a private address; the open connection is closed by the receiver.
     dns.set('pooled.test', ['10.0.0.7']);
     receiver.server.closeIdleConnections();
-    await quotaReached(user);
+    await workspaceEvent(user);
     const deliveries = async () =>
       (await call(app.baseUrl, 'GET', `/v1/webhook_endpoints/${endpointId}/deliveries?status=pending`, { token: user.token })).body.data as {
         last_error: string | null;

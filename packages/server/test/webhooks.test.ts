@@ -18,7 +18,7 @@ import { openDatabase } from '../src/db/connect.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/jobs/webhook-dispatcher.ts';
 import { recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
-import { DELIVERY_SESSION } from '../src/resources/webhook-deliveries.ts';
+import { DELIVERIES_WITH_EVENT, DELIVERY_SESSION } from '../src/resources/webhook-deliveries.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
@@ -830,31 +830,32 @@ describe('a committed event reaches the dispatcher at once', () => {
     expect(quick.at('/notify')).toHaveLength(1);
   });
 
-  // The first 16 deliveries are written by the statement that writes the event; the rest by one more.
-  it('reaches each of 20 endpoints of its workspace once, beyond those written with the event', async () => {
+  // The first DELIVERIES_WITH_EVENT deliveries are written by the statement that writes the event; the rest by one more.
+  it('reaches each endpoint of its workspace once, beyond those written with the event', async () => {
     const url = await quick.start();
     const user = await newUser(own.db, systemClock, 'pro');
-    const paths = Array.from({ length: 20 }, (_, i) => `/many-${i}`);
+    const endpoints = DELIVERIES_WITH_EVENT + 4;
+    const paths = Array.from({ length: endpoints }, (_, i) => `/many-${i}`);
     for (const path of paths) {
       await createWebhookEndpoint(
         own.db,
         { id: user.workspaceId, owner_id: user.userId },
         { url: `${url}${path}`, event_types: ['quota.reached'], description: '', enabled: true },
-        { now: systemClock.now(), secrets: secretBox(secretsKey), perWorkspace: 20 },
+        { now: systemClock.now(), secrets: secretBox(secretsKey), perWorkspace: endpoints },
       );
     }
     await listeningDispatcher();
     const id = await recordEvent(own.db, quotaReached(user.workspaceId), systemClock.now());
     const arrived = await eventually(
       async () => paths.flatMap((path) => quick.at(path)),
-      (r) => r.length >= 20,
+      (r) => r.length >= endpoints,
       'a delivery at each endpoint',
       10_000,
     );
     expect(arrived.map((request) => request.headers['webhook-id'])).toEqual(paths.map(() => id));
     const deliveries = await own.db.selectFrom('webhook_deliveries').select(['endpoint_id', 'id']).where('event_id', '=', id).execute();
-    expect(new Set(deliveries.map((d) => d.endpoint_id)).size).toBe(20);
-    expect(new Set(deliveries.map((d) => d.id)).size).toBe(20);
+    expect(new Set(deliveries.map((d) => d.endpoint_id)).size).toBe(endpoints);
+    expect(new Set(deliveries.map((d) => d.id)).size).toBe(endpoints);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(paths.map((path) => quick.at(path).length)).toEqual(paths.map(() => 1));
   });

@@ -47,7 +47,7 @@ const tellDue = (db: Db) => sql`SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`
  * (more ids than most workspaces have endpoints, few enough to cost little for an event of a workspace with none);
  * a workspace with more endpoints subscribed has the rest written by a second statement.
  */
-const DELIVERIES_WITH_EVENT = 16;
+export const DELIVERIES_WITH_EVENT = 16;
 
 type EventRef = { id: string; type: Schema<'EventType'>; workspace_id: string };
 
@@ -69,28 +69,22 @@ export async function writeWithDeliveries(trx: Db, writeEvent: RawBuilder<unknow
       WHERE workspace_id = ${event.workspace_id} AND enabled AND (cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))
     ),
     written AS (
-      INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
-      SELECT (${ids}::text[])[n], endpoint_id, ${event.workspace_id}, ${event.id}, ${event.type}, 'pending', ${now}, ${now}, ${now}, ${now}
-      FROM subscribed WHERE n <= ${ids.length}
+      ${insertDeliveries(event, now, sql`(SELECT (${ids}::text[])[n], endpoint_id FROM subscribed WHERE n <= ${ids.length})`)}
       RETURNING 1
     ),
     told AS (SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '') FROM (SELECT FROM written LIMIT 1) AS any_written)
     SELECT endpoint_id FROM subscribed WHERE n > ${ids.length}
     UNION ALL SELECT NULL FROM told`.execute(trx);
   const rest = rows.flatMap((row) => row.endpoint_id ?? []);
-  if (rest.length > 0) await fanOut(trx, event, rest, now);
+  // The dispatchers were told by the first statement, which wrote some.
+  if (rest.length > 0) await insertDeliveries(event, now, sql`unnest(${rest.map(() => newId('whd'))}::text[], ${rest}::text[])`).execute(trx);
 }
 
-/** One pending delivery, due now, for each of the endpoints, and the NOTIFY that tells the dispatchers at commit. */
-async function fanOut(trx: Db, event: EventRef, endpointIds: readonly string[], now: number): Promise<void> {
-  await sql`
-    WITH written AS (
-      INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
-      SELECT d.id, d.endpoint_id, ${event.workspace_id}, ${event.id}, ${event.type}, 'pending', ${now}, ${now}, ${now}, ${now}
-      FROM unnest(${endpointIds.map(() => newId('whd'))}::text[], ${endpointIds}::text[]) AS d (id, endpoint_id)
-    )
-    SELECT pg_notify(${DELIVERIES_DUE_CHANNEL}, '')`.execute(trx);
-}
+/** One pending delivery of the event, due now, for each (id, endpoint_id) row of `targets`. */
+const insertDeliveries = (event: EventRef, now: number, targets: RawBuilder<unknown>) => sql`
+  INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
+  SELECT t.id, t.endpoint_id, ${event.workspace_id}, ${event.id}, ${event.type}, 'pending', ${now}, ${now}, ${now}, ${now}
+  FROM ${targets} AS t (id, endpoint_id)`;
 
 /** The endpoint, when the user is a member of its workspace; 404 otherwise. */
 async function visibleEndpoint(db: Db, caller: WorkspaceCaller, endpointId: string) {
