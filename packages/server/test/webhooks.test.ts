@@ -16,7 +16,7 @@ import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/jobs/webhook-dispatcher.ts';
-import { recordEvent } from '../src/resources/events.ts';
+import { pruneEvents, recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { DELIVERIES_WITH_EVENT, DELIVERY_SESSION } from '../src/resources/webhook-deliveries.ts';
 import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
@@ -858,5 +858,29 @@ describe('a committed event reaches the dispatcher at once', () => {
     expect(new Set(deliveries.map((d) => d.id)).size).toBe(endpoints);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(paths.map((path) => quick.at(path).length)).toEqual(paths.map(() => 1));
+  });
+});
+
+describe('retention', () => {
+  let own: TestDatabase;
+  beforeAll(async () => {
+    own = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await own?.drop();
+  });
+
+  // A delivery holds no foreign key to its event (migration 20261126_2200): pruning events deletes their deliveries.
+  it('deletes an expired event’s deliveries with it, and keeps the others', async () => {
+    const user = await userWithEndpoint(own.db, 'https://hooks.example.com/kept');
+    const now = systemClock.now();
+    const expired = await recordEvent(own.db, quotaReached(user.workspaceId), now - 31 * 86_400);
+    const kept = await recordEvent(own.db, quotaReached(user.workspaceId), now);
+    const deliveriesOf = async (eventId: string) =>
+      (await own.db.selectFrom('webhook_deliveries').select('id').where('event_id', '=', eventId).execute()).length;
+    expect([await deliveriesOf(expired), await deliveriesOf(kept)]).toEqual([1, 1]);
+    expect(await pruneEvents(own.db, now - 30 * 86_400)).toBe(1);
+    expect([await deliveriesOf(expired), await deliveriesOf(kept)]).toEqual([0, 1]);
+    expect(await own.db.selectFrom('events').select('id').where('id', 'in', [expired, kept]).execute()).toEqual([{ id: kept }]);
   });
 });

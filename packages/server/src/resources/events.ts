@@ -15,7 +15,7 @@ import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, type Position, page } from '../services/pagination.ts';
 import { streamSlots } from '../services/stream-slots.ts';
 import { notifyUser, notifyWorkspace } from './notifications.ts';
-import { writeWithDeliveries } from './webhook-deliveries.ts';
+import { deleteWithDeliveries, writeWithDeliveries } from './webhook-deliveries.ts';
 
 type Db = Kysely<Database>;
 type Event = Schema<'Event'>;
@@ -94,10 +94,9 @@ export async function listEvents(db: Db, input: PageInput & { query: { type?: Ev
   return page(await afterCursor(query, 'events', after, limit).execute(), limit, cursor, toEvent);
 }
 
-/** Deletes events created before `before` (Unix seconds); returns how many. */
+/** Deletes events created before `before` (Unix seconds), and their webhook deliveries; returns how many events. */
 export async function pruneEvents(db: Db, before: number): Promise<number> {
-  const result = await db.deleteFrom('events').where('created_at', '<', before).executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return deleteWithDeliveries(db, sql`DELETE FROM events WHERE created_at < ${before} RETURNING id`);
 }
 
 export interface EventStreamRequest {

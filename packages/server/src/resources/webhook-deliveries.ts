@@ -80,6 +80,19 @@ export async function writeWithDeliveries(trx: Db, writeEvent: RawBuilder<unknow
   if (rest.length > 0) await insertDeliveries(event, now, sql`unnest(${rest.map(() => newId('whd'))}::text[], ${rest}::text[])`).execute(trx);
 }
 
+/**
+ * Deletes events (`deleteEvents`: a DELETE of events RETURNING their id) and their deliveries in one statement, and
+ * returns how many events went. A delivery holds no foreign key to its event (its check cost every event written a
+ * lock per delivery: migration 20261126_2200), so whatever deletes events deletes their deliveries through here.
+ */
+export async function deleteWithDeliveries(db: Db, deleteEvents: RawBuilder<unknown>): Promise<number> {
+  const { rows } = await sql<{ deleted: number }>`
+    WITH gone AS (${deleteEvents}),
+    deliveries AS (DELETE FROM webhook_deliveries d USING gone WHERE d.event_id = gone.id)
+    SELECT count(*)::int AS deleted FROM gone`.execute(db);
+  return rows[0]!.deleted;
+}
+
 /** One pending delivery of the event, due now, for each (id, endpoint_id) row of `targets`. */
 const insertDeliveries = (event: EventRef, now: number, targets: RawBuilder<unknown>) => sql`
   INSERT INTO webhook_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, first_attempt_at, next_attempt_at, created_at, updated_at)
