@@ -110,7 +110,8 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
   // One token at full speed: the API rate limit is off, as the baseline has none.
   const env = { DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId };
-  const baseline = await startProcess('scripts/bench/baseline-server.ts', env);
+  // BENCH_BASELINE_NODE_FLAGS: Node flags for the baseline, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it beside the server.
+  const baseline = await startProcess('scripts/bench/baseline-server.ts', env, process.env.BENCH_BASELINE_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []);
   // BENCH_SERVER_NODE_FLAGS: more flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it.
   const serverFlags = [...serverNodeFlags(), ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
   // A first start fills Node's compile cache with this code (packages/server/src/compile-cache.mjs), as any earlier

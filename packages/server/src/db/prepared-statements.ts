@@ -23,14 +23,14 @@ export function prepareStatements(client: pg.PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<pg.QueryResult>;
   const names = new Map<string, string>();
   let counter = 0;
-  const prepared = (text: string, values: unknown[]): Promise<pg.QueryResult> => {
+  const prepared = (text: string, values: unknown[], rowMode?: 'array'): Promise<pg.QueryResult> => {
     let name = names.get(text);
     if (name === undefined) {
-      if (names.size >= MAX_PREPARED_PER_CONNECTION) return query(text, values);
+      if (names.size >= MAX_PREPARED_PER_CONNECTION) return query({ text, values, rowMode });
       name = `stmt_${++counter}`;
       names.set(text, name);
     }
-    return query({ name, text, values }).catch((error: unknown) => {
+    return query({ name, text, values, rowMode }).catch((error: unknown) => {
       if (isStalePlan(error)) names.delete(text);
       throw error;
     });
@@ -38,6 +38,17 @@ export function prepareStatements(client: pg.PoolClient): void {
   client.query = ((...args: unknown[]) => {
     const [text, values] = args;
     if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && values.length > 0) return prepared(text, values);
+    // A query config without a name, asking for rows as arrays (raw-query.ts), is prepared the same way.
+    const config = args.length === 1 ? (text as Partial<pg.QueryConfig> & { rowMode?: string }) : undefined;
+    if (
+      config?.name === undefined &&
+      config?.rowMode === 'array' &&
+      typeof config.text === 'string' &&
+      Array.isArray(config.values) &&
+      config.values.length > 0
+    ) {
+      return prepared(config.text, config.values, 'array');
+    }
     return query(...args);
   }) as typeof client.query;
 }
