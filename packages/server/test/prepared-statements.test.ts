@@ -1,7 +1,8 @@
 // Parameterised queries run as prepared statements of their connection (db/prepared-statements.ts): each
 // distinct text is prepared once per connection and reused; texts without parameters (migrations' several
 // statements in one) keep the simple protocol; a table changed under a prepared `SELECT *` fails that one call
-// and the next one prepares the text again. A raw query's rows are made by its own function (raw-query.ts), as the driver makes them.
+// and the next one prepares the text again. A raw query's rows are made by a function of its own (raw-query.ts),
+// as the driver makes them.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
