@@ -13,10 +13,11 @@ import type { ControlPlaneStatus } from '../types.ts';
  * pkgs.k8s.io/core:/stable:/v1.<minor>, the same release process):
  * - v1.30.14: the line's last (1.30 ended 2025-07-15): https://kubernetes.io/releases/1.30/ ("Latest patch release
  *   1.30.14") and CHANGELOG/CHANGELOG-1.30.md on kubernetes/kubernetes master ("Changelog since v1.30.13").
- * - v1.31.13: the release robot's "Update CHANGELOG/CHANGELOG-1.31.md for v1.31.13" (2025-09-09), carried in
- *   https://github.com/openshift/kubernetes/pull/2521; k3s v1.31.13+k3s1 (2025-09-22) embeds it.
- * - v1.32.9: the tag "Kubernetes official release v1.32.9" (commit cea7087), mirrored at
- *   https://github.com/openai/kubernetes/releases/tag/v1.32.9; k3s v1.32.9+k3s1 (2025-09-22) embeds it.
+ * - v1.31.13: https://github.com/kubernetes/kubernetes/releases/tag/v1.31.13 (2025-09-09), the release notes IBM Cloud
+ *   Kubernetes Service's change log links for its move from v1.31.12 (ibm-cloud-docs/containers,
+ *   cs_versions_changelog_131.md, master fix pack 1.31.13_1574 of 2025-10-03); k3s v1.31.13+k3s1 (2025-09-22) embeds it.
+ * - v1.32.9: https://github.com/kubernetes/kubernetes/releases/tag/v1.32.9, linked the same way for v1.32.8 → v1.32.9
+ *   (cs_versions_changelog_132.md, master fix pack 1.32.9_1562 of 2025-10-03); k3s v1.32.9+k3s1 (2025-09-22) embeds it.
  */
 export const KUBERNETES_RELEASES: Readonly<Record<string, string>> = {
   'v1.30': 'v1.30.14',
