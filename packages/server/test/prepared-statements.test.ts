@@ -76,16 +76,24 @@ it('runs a raw query on the pool, prepared, and inside a transaction as part of 
 });
 
 it('makes a raw query’s rows as the driver does, whatever their types, and follows its columns when they change', async () => {
-  await sql`CREATE TABLE typed (id bigint, tags text[], doc jsonb, at timestamptz, note text, "odd ""name""" int)`.execute(connection.db);
-  await sql`INSERT INTO typed VALUES (9007199254740991, '{a,b}', '{"k": [1]}', '2026-11-26T12:00:00Z', NULL, 7)`.execute(connection.db);
+  await sql`CREATE TABLE typed (id bigint, tags text[], doc jsonb, at timestamptz, note text, "odd ""name""" int, __proto__ text)`.execute(connection.db);
+  await sql`INSERT INTO typed VALUES (9007199254740991, '{a,b}', '{"k": [1]}', '2026-11-26T12:00:00Z', NULL, 7, 'a column')`.execute(connection.db);
   const text = 'SELECT * FROM typed WHERE id > $1';
   const driver = (await sql<Record<string, unknown>>`SELECT * FROM typed WHERE id > ${0}`.execute(connection.db)).rows;
   expect(await rawRows(connection.db, text, [0])).toEqual(driver);
-  expect(driver[0]).toEqual({ id: 9007199254740991, tags: ['a', 'b'], doc: { k: [1] }, at: new Date('2026-11-26T12:00:00Z'), note: null, 'odd "name"': 7 });
+  expect(driver[0]).toEqual({
+    id: 9007199254740991,
+    tags: ['a', 'b'],
+    doc: { k: [1] },
+    at: new Date('2026-11-26T12:00:00Z'),
+    note: null,
+    'odd "name"': 7,
+    ['__proto__']: 'a column',
+  });
   // The same text, other columns: the first call after the change fails (a prepared SELECT *), the next has them.
   await sql`ALTER TABLE typed DROP COLUMN note, ADD COLUMN size int`.execute(connection.db);
   await expect(rawRows(connection.db, text, [0])).rejects.toMatchObject({ code: '0A000' });
   expect(await rawRows(connection.db, text, [0])).toEqual([
-    { id: 9007199254740991, tags: ['a', 'b'], doc: { k: [1] }, at: new Date('2026-11-26T12:00:00Z'), 'odd "name"': 7, size: null },
+    { id: 9007199254740991, tags: ['a', 'b'], doc: { k: [1] }, at: new Date('2026-11-26T12:00:00Z'), 'odd "name"': 7, ['__proto__']: 'a column', size: null },
   ]);
 });

@@ -52,7 +52,9 @@ function objects(text: string, fields: pg.FieldDef[], rows: unknown[][]): object
 const makers = new Map<string, { names: string[]; make: (values: unknown[]) => object }>();
 
 function rowMaker(names: string[]) {
-  // The column names are the database's, quoted as JSON: the source holds no text of a request.
-  const make = new Function('v', `return { ${names.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')} };`) as (values: unknown[]) => object;
+  // The column names are the database's, quoted as JSON: the source holds no text of a request. A literal's
+  // `"__proto__": …` would set the prototype; as a computed key it is a column like any other.
+  const key = (name: string) => (name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name));
+  const make = new Function('v', `return { ${names.map((name, i) => `${key(name)}: v[${i}]`).join(', ')} };`) as (values: unknown[]) => object;
   return { names, make };
 }
