@@ -1406,6 +1406,8 @@ describe('platform', () => {
           const failing = await startListener(['--forward-to', down.url], { token: someone.token });
           const cluster = await api(someone.token).POST('/v1/clusters', { body: { name: 'filtered', region_id: 'fsn1' } });
           await until('the running event', () => receiver.received.length >= 1);
+          // Its line is printed once the receiver has answered, a moment after the receiver has it.
+          await until('the forward printed', () => filtered.stdout().trim() !== '');
           await until('two failed forwards', () => failing.stdout().split('\n').length > 2);
           filtered.interrupt();
           failing.interrupt();
