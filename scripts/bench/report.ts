@@ -5,7 +5,7 @@
 //   <date>.md    the machine and every figure against its baseline and target,
 //   <date>.json  every figure as the benchmarks returned it (for scripts and later comparisons),
 //   latest.svg   a chart of each targeted figure's margin against its target.
-// BENCH_DURATION (default 10) sets the seconds of each load; the whole run takes about 5 minutes here.
+// BENCH_DURATION (default 10) sets the seconds of each load; the whole run takes about 6.5 minutes here.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
