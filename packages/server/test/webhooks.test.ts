@@ -884,3 +884,45 @@ describe('retention', () => {
     expect(await own.db.selectFrom('events').select('id').where('id', 'in', [expired, kept]).execute()).toEqual([{ id: kept }]);
   });
 });
+
+describe('an endpoint deleted while an event of its workspace is written', () => {
+  let own: TestDatabase;
+  beforeAll(async () => {
+    own = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await own?.drop();
+  });
+
+  it('is waited for and left out; the event and its other deliveries are written', async () => {
+    const user = await newUser(own.db, systemClock, 'pro');
+    const endpoint = (url: string) =>
+      createWebhookEndpoint(
+        own.db,
+        { id: user.workspaceId, owner_id: user.userId },
+        { url, event_types: [], description: '', enabled: true },
+        { now: systemClock.now(), secrets: secretBox(secretsKey), perWorkspace: 16 },
+      );
+    const gone = await endpoint('https://hooks.example.com/gone');
+    const kept = await endpoint('https://hooks.example.com/kept');
+    let recorded: Promise<string> | undefined;
+    await own.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('webhook_endpoints').where('id', '=', gone.id).execute();
+      // Written on another connection while the deletion holds the endpoint's row: it waits for the deletion.
+      recorded = recordEvent(own.db, quotaReached(user.workspaceId), systemClock.now());
+      const meanwhile = await Promise.race([
+        recorded.then(
+          () => 'written',
+          () => 'failed',
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('waiting'), 300)),
+      ]);
+      expect(meanwhile).toBe('waiting');
+    });
+    // With the deletion committed, the event is written with a delivery for the endpoint that is left (the key check
+    // of a delivery for the deleted one failed the whole event before: 23503).
+    const id = await recorded!;
+    const deliveries = await own.db.selectFrom('webhook_deliveries').select('endpoint_id').where('event_id', '=', id).execute();
+    expect(deliveries).toEqual([{ endpoint_id: kept.id }]);
+  });
+});

@@ -65,8 +65,13 @@ export async function writeWithDeliveries(trx: Db, writeEvent: RawBuilder<unknow
   const { rows } = await sql<{ endpoint_id: string | null }>`
     WITH event AS (${writeEvent}),
     subscribed AS (
-      SELECT id AS endpoint_id, row_number() OVER () AS n FROM webhook_endpoints
-      WHERE workspace_id = ${event.workspace_id} AND enabled AND (cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))
+      SELECT endpoint_id, row_number() OVER () AS n FROM (
+        SELECT id AS endpoint_id FROM webhook_endpoints
+        WHERE workspace_id = ${event.workspace_id} AND enabled AND (cardinality(event_types) = 0 OR ${event.type} = ANY(event_types))
+        -- The lock the deliveries' key check takes anyway, taken here: an endpoint being deleted meanwhile is waited
+        -- for and then left out, where the key check would have failed the event's whole transaction.
+        FOR KEY SHARE
+      ) AS locked
     ),
     written AS (
       ${insertDeliveries(event, now, sql`(SELECT (${ids}::text[])[n], endpoint_id FROM subscribed WHERE n <= ${ids.length})`)}
