@@ -429,12 +429,12 @@ async function fanOutFigures(
   await load(hooked.token, hookedSample.productId, 2);
   // FAN_OUT_PAIRS pairs of loads of the duration each, the order swapping every pair (none then with, with then
   // none, …), so a drift of the machine's load weighs on both alike; the ratio is the median of the pairs' ratios,
-  // so one load that met a checkpoint or an autovacuum does not decide it (the means of two pairs of 5 s loads
-  // varied 0.81–0.94 for the same code, single pairs 0.85–1.04); the other figures are the loads' means.
+  // so one disturbed load does not decide it (the means of two pairs of 5 s loads varied 0.81–0.94 for the same
+  // code, single pairs 0.85–1.04); the other figures are the loads' means.
+  const none = () => load(plain.token, plainSample.productId, options.duration);
+  const some = () => load(hooked.token, hookedSample.productId, options.duration);
   const pairs: { without: autocannon.Result; with: autocannon.Result }[] = [];
   for (let i = 0; i < FAN_OUT_PAIRS; i++) {
-    const none = () => load(plain.token, plainSample.productId, options.duration);
-    const some = () => load(hooked.token, hookedSample.productId, options.duration);
     if (i % 2 === 0) {
       const without = await none();
       pairs.push({ without, with: await some() });
