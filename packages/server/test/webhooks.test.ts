@@ -861,7 +861,8 @@ describe('a committed event reaches the dispatcher at once', () => {
   });
 });
 
-describe('retention', () => {
+// The deliveries' rows beside their event's and their endpoint's, on a database of their own.
+describe('deliveries, their event and their endpoint', () => {
   let own: TestDatabase;
   beforeAll(async () => {
     own = await createTestDatabase();
@@ -883,18 +884,8 @@ describe('retention', () => {
     expect([await deliveriesOf(expired), await deliveriesOf(kept)]).toEqual([0, 1]);
     expect(await own.db.selectFrom('events').select('id').where('id', 'in', [expired, kept]).execute()).toEqual([{ id: kept }]);
   });
-});
 
-describe('an endpoint deleted while an event of its workspace is written', () => {
-  let own: TestDatabase;
-  beforeAll(async () => {
-    own = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await own?.drop();
-  });
-
-  it('is waited for and left out; the event and its other deliveries are written', async () => {
+  it('an endpoint deleted while an event of its workspace is written is waited for and left out; the event and its other deliveries are written', async () => {
     const user = await newUser(own.db, systemClock, 'pro');
     const endpoint = (url: string) =>
       createWebhookEndpoint(

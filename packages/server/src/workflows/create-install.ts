@@ -59,6 +59,11 @@ export function releasesProgress(
   return { waiting: true, conditionSince: since };
 }
 
+/** What the deployer reports of a deploy's releases, by name (undefined: it has none of that name). */
+export function namedReleases(ctx: StepContext, install: { id: string; cluster_id: string }, names: string[]) {
+  return Promise.all(names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id, install.id, name) })));
+}
+
 /**
  * Why a deploy failed at its deadline: what the deployer reports of the first release not deployed (its error
  * condition, else its own message), or that it is missing; undefined when all are deployed after all.
@@ -81,10 +86,7 @@ export function createInstallWorkflow(syncTimeoutSeconds: number): WorkflowDefin
           const install = await installOf(ctx);
           if (!install?.cluster_id) return { done: true }; // as the step: nothing of it is left to wait for
           const names = (ctx.state.releases as string[] | undefined) ?? [];
-          const releases = await Promise.all(
-            names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id!, install.id, name) })),
-          );
-          const reason = notDeployed(releases, waited);
+          const reason = notDeployed(await namedReleases(ctx, { id: install.id, cluster_id: install.cluster_id }, names), waited);
           return reason ? { failed: reason } : { next: 'running' };
         },
       },
@@ -171,8 +173,8 @@ const installSteps: WorkflowDefinition = {
     async await(ctx) {
       const install = await installOf(ctx);
       if (!install?.cluster_id) return { done: true };
-      const names = ctx.state.releases as string[];
-      const releases = await Promise.all(names.map((name) => ctx.driver.getRelease(install.cluster_id!, install.id, name)));
+      const named = await namedReleases(ctx, { id: install.id, cluster_id: install.cluster_id }, ctx.state.releases as string[]);
+      const releases = named.map((r) => r.release);
       const since = typeof ctx.state.condition_since === 'number' ? ctx.state.condition_since : undefined;
       const progress = releasesProgress(releases, since, ctx.clock.now());
       if ('failed' in progress) return { failed: progress.failed };

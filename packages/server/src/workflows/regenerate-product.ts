@@ -6,12 +6,11 @@
 // simulation's regeneration records its releases deployed as they are sent.
 import type { WorkflowDeadlines } from '../config.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from '../engine/engine.ts';
-import type { HelmRelease } from '../providers/types.ts';
 import { finishRevision, recordRevision } from '../resources/install-revisions.ts';
 import { installById, installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import { failDeploy, notDeployed, releaseName, releasesOf, releasesProgress } from './create-install.ts';
+import { failDeploy, namedReleases, notDeployed, releaseName, releasesOf, releasesProgress } from './create-install.ts';
 
 /** The product, when the template this workflow regenerates is still its current one. */
 const currentProduct = (ctx: StepContext) => productAtTemplate(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id);
@@ -26,10 +25,6 @@ interface Pending {
 
 const pendingOf = (ctx: StepContext) => (ctx.state.pending as Pending[] | undefined) ?? [];
 const failuresOf = (ctx: StepContext) => (ctx.state.failures as string[] | undefined) ?? [];
-
-async function releasesOfPending(ctx: StepContext, install: Pending): Promise<{ name: string; release: HelmRelease | undefined }[]> {
-  return Promise.all(install.releases.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id, install.id, name) })));
-}
 
 /** Fails one install of this regeneration (not the others); the message is kept for the regeneration's own. */
 async function failOne(ctx: StepContext, installId: string, message: string): Promise<string> {
@@ -88,7 +83,7 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
         for (const install of pendingOf(ctx)) {
           // One deleted, uninstalling or redeployed by its own workflow meanwhile is no longer this one's to settle.
           if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
-          const releases = (await releasesOfPending(ctx, install)).map((r) => r.release);
+          const releases = (await namedReleases(ctx, install, install.releases)).map((r) => r.release);
           const progress = releasesProgress(releases, install.condition_since, now);
           if ('failed' in progress) failures.push(await failOne(ctx, install.id, progress.failed));
           else if ('deployed' in progress) await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', now);
@@ -108,7 +103,7 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
           for (const install of pendingOf(ctx)) {
             // As in the step: one deleted, uninstalling or redeployed by its own workflow is not this one's to fail.
             if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
-            const reason = notDeployed(await releasesOfPending(ctx, install), waited);
+            const reason = notDeployed(await namedReleases(ctx, install, install.releases), waited);
             if (reason) failures.push(await failOne(ctx, install.id, reason));
             else await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', ctx.clock.now());
           }
