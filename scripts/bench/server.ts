@@ -111,13 +111,14 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
   const env = { DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId };
   // BENCH_SERVER_NODE_FLAGS: more flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it.
-  const serverFlags = [...serverNodeFlags(), ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
+  const startFlags = serverNodeFlags();
+  const serverFlags = [...startFlags, ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
   // The baseline runs on Node's compile cache too (the server's `--import` of packages/server/src/compile-cache.mjs):
   // without it the type stripper stays loaded, and its memory is not the baseline's (after 15 s of the list load the
   // baseline's peak was 221 MB with it, 143 MB without). BENCH_BASELINE_NODE_FLAGS: more flags for it, e.g. to profile it.
-  const cacheAt = serverNodeFlags().indexOf('--import');
+  const cacheAt = startFlags.indexOf('--import');
   const baselineFlags = [
-    ...(cacheAt >= 0 ? serverNodeFlags().slice(cacheAt, cacheAt + 2) : []),
+    ...(cacheAt >= 0 ? startFlags.slice(cacheAt, cacheAt + 2) : []),
     ...(process.env.BENCH_BASELINE_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
   ];
   // A first start of each fills Node's compile cache with its code, as any earlier `pnpm start` of the server would;
