@@ -19,7 +19,7 @@ import { nextAttemptAt, RETRY_WINDOW_SECONDS, WebhookDispatcher } from '../src/j
 import { pruneEvents, recordEvent } from '../src/resources/events.ts';
 import { tellExpiringTokens } from '../src/resources/tokens.ts';
 import { DELIVERIES_WITH_EVENT, DELIVERY_SESSION } from '../src/resources/webhook-deliveries.ts';
-import { createWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
+import { createWebhookEndpoint, updateWebhookEndpoint } from '../src/resources/webhook-endpoints.ts';
 import { secretBox } from '../src/services/secrets.ts';
 import { ownKeyComputeConfig, runningCluster } from './fixtures.ts';
 import {
@@ -915,5 +915,27 @@ describe('deliveries, their event and their endpoint', () => {
     const id = await recorded!;
     const deliveries = await own.db.selectFrom('webhook_deliveries').select('endpoint_id').where('event_id', '=', id).execute();
     expect(deliveries).toEqual([{ endpoint_id: kept.id }]);
+  });
+  it('a delivery written in the instant its endpoint is disabled is cancelled when the endpoint is enabled again, never sent', async () => {
+    const user = await newUser(own.db, systemClock, 'pro');
+    const caller = { userId: user.userId, workspaceIds: null };
+    const endpoint = await createWebhookEndpoint(
+      own.db,
+      { id: user.workspaceId, owner_id: user.userId },
+      { url: 'https://hooks.example.com/toggled', event_types: [], description: '', enabled: true },
+      { now: systemClock.now(), secrets: secretBox(secretsKey), perWorkspace: 16 },
+    );
+    const statusOf = async (eventId: string) =>
+      (await own.db.selectFrom('webhook_deliveries').select('status').where('event_id', '=', eventId).executeTakeFirstOrThrow()).status;
+    let eventId = '';
+    await own.db.transaction().execute(async (trx) => {
+      // The event reads the endpoint as enabled and writes its delivery; before it commits, the endpoint is disabled
+      // on another connection, whose cancellation cannot see the uncommitted delivery.
+      eventId = await recordEvent(trx, quotaReached(user.workspaceId), systemClock.now());
+      await updateWebhookEndpoint(own.db, caller, endpoint.id, { enabled: false }, { now: systemClock.now() });
+    });
+    expect(await statusOf(eventId)).toBe('pending');
+    await updateWebhookEndpoint(own.db, caller, endpoint.id, { enabled: true }, { now: systemClock.now() });
+    expect(await statusOf(eventId)).toBe('cancelled');
   });
 });

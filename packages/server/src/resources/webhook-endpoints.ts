@@ -118,7 +118,10 @@ export async function createWebhookEndpoint(
   return { ...toWebhookEndpoint(row), secret };
 }
 
-/** New fields (a new `url` checked by checkWebhookUrl first); disabling cancels the pending deliveries, enabling clears the reason and the failing run. */
+/**
+ * New fields (a new `url` checked by checkWebhookUrl first); disabling cancels the pending deliveries, enabling clears
+ * the reason and the failing run (and cancels what was written in the instant of disabling).
+ */
 export async function updateWebhookEndpoint(
   db: Db,
   caller: WorkspaceCaller,
@@ -145,6 +148,10 @@ export async function updateWebhookEndpoint(
       .returningAll()
       .executeTakeFirstOrThrow();
     if (!updated.enabled) await cancelPendingDeliveries(trx, updated.id, 'Cancelled: the endpoint was disabled.', now);
+    // Enabled again: a delivery still pending was written while it was being disabled (an event committed in that
+    // instant read it as enabled, after the disabling's cancellation had looked). Nothing written for a disabled
+    // endpoint is sent, so it is cancelled too, like the ones the disabling found.
+    else if (!current.enabled) await cancelPendingDeliveries(trx, updated.id, 'Cancelled: written as the endpoint was disabled.', now);
     return updated;
   });
   return toWebhookEndpoint(row);
