@@ -4535,7 +4535,7 @@ export interface components {
          */
         "WWW-Authenticate": string;
         /**
-         * @description Identifies this request in the service's logs; quote it when asking for support. A valid incoming `X-Request-Id` (1 to 128 characters from `[A-Za-z0-9._:-]`) is echoed, otherwise a new one is made.
+         * @description Identifies this request in the service's logs; quote it when asking for support. A valid incoming `X-Request-Id` (1 to 128 characters from `[A-Za-z0-9._:-]`) is echoed, otherwise a new one is made; one that looks like a credential (a token sent there by mistake) is never echoed or logged.
          * @example req_01jd2x9b7c4k8m3n6p2q5r7s9t
          */
         "X-Request-Id": string;

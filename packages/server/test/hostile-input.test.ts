@@ -109,6 +109,27 @@ describe('lone UTF-16 surrogates are refused, not stored changed', () => {
   });
 });
 
+describe('numbers a JSON number cannot hold as sent are refused, not stored rounded or as null', () => {
+  const cases: [string, string, () => string, string][] = [
+    ['in helm values', '/v1/products', () => product('{"replicas":1,"id":12345678901234567891}'), 'sources[0].values.id'],
+    ['a negative one, in an array', '/v1/products', () => product('{"ids":[1,-9007199254740993]}'), 'sources[0].values.ids[1]'],
+    ['where the schema wants an integer', '/v1/user/tokens', () => '{"name":"n","expires_at":99999999999999999999}', 'expires_at'],
+    ['beyond a double’s range (read as Infinity, written as null)', '/v1/products', () => product('{"big":1e400}'), 'sources[0].values.big'],
+  ];
+  it.each(cases)('%s', async (_what, path, body, param) => {
+    const reply = await send('POST', path, body());
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param });
+    expect(reply.body.error.suggestion).toMatch(/as strings|as a string/);
+  });
+  it('the largest exact integers, and longer ones a double holds exactly (2^54, 1e21), are stored as sent', async () => {
+    const values = '{"max":9007199254740991,"min":-9007199254740991,"pow":18014398509481984,"exp":1e21}';
+    const reply = await send('POST', '/v1/products', product(values));
+    expect(reply.status).toBe(201);
+    expect(reply.body.sources[0].values).toEqual(JSON.parse(values));
+  });
+});
+
 describe('values far longer than an id are never echoed whole', () => {
   const huge = `cl_${'x'.repeat(200_000)}`;
   it.each([

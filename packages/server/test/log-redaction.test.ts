@@ -34,7 +34,10 @@ describe('the logs', () => {
       expect(reply.status).toBe(404);
       expect(reply.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
     }
-    const long = await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token, headers: { 'x-request-id': 'a'.repeat(65) } });
+    // The contract's bounds: 1 to 128 characters.
+    const longest = await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token, headers: { 'x-request-id': 'a.'.repeat(64) } });
+    expect(longest.headers.get('x-request-id')).toBe('a.'.repeat(64));
+    const long = await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token, headers: { 'x-request-id': 'a'.repeat(129) } });
     expect(long.headers.get('x-request-id')).toMatch(/^req_/);
     const safe = await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token, headers: { 'x-request-id': 'trace-42.abc' } });
     expect(safe.headers.get('x-request-id')).toBe('trace-42.abc');

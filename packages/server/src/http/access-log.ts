@@ -5,7 +5,8 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { looksSecret, redactPath } from '../services/redaction.ts';
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+/** The contract's X-Request-Id (components/headers/X-Request-Id.yaml). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function accessLog(logger: Logger): Middleware {
   return async (ctx, next) => {

@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { ApiError } from '../errors.ts';
 import type { OperationMeta } from './contract.ts';
+import { InexactInteger } from './input-checks.ts';
 
 const JSON_TYPE = 'application/json';
 const FORM_TYPE = 'application/x-www-form-urlencoded';
@@ -92,10 +93,26 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
   }
   const text = await readText(ctx, limit);
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch (error) {
     throw new ApiError('bad_request', `The request body is not valid JSON (${(error as Error).message}).`, { suggestion: expected(meta) });
   }
+}
+
+/**
+ * A JSON number is read as an IEEE 754 double, so an integer written out beyond ±(2^53 − 1) would be stored
+ * rounded (12345678901234567891 as 12345678901234567000). Such a literal (16 digits at least) is kept as an
+ * InexactInteger, which the input checks refuse naming its field (input-checks.ts); a text without 16 digits in a
+ * row is parsed as it is, with no reviver's cost.
+ */
+function parseJson(text: string): unknown {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  // The reviver's third argument (the literal's source text) is V8's since Node 21.
+  return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
+    const source = context?.source;
+    if (typeof value !== 'number' || Number.isSafeInteger(value) || source === undefined || !/^-?\d+$/.test(source)) return value;
+    return Number.isFinite(value) && BigInt(value) === BigInt(source) ? value : new InexactInteger(source);
+  });
 }
 
 /** Form fields as an object of strings; a field sent twice is refused (RFC 6749 §3.2 forbids repeats). */

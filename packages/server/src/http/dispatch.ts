@@ -96,9 +96,10 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       // Operations that need no token take only small bodies: nobody unknown can make the server hold a large one.
       const limit = meta.authenticated ? config.bodyLimitBytes : config.unauthenticatedBodyLimitBytes;
       body = await readBody(ctx, meta, limit);
+      // Before the schemas: an integer the body's JSON cannot hold exactly is named as such, not as a wrong type.
+      checkRequestValue(body);
       query = validateRequest(contract, meta, { params, query: ctx.query, headers: ctx.headers, body });
       checkRequestValue({ ...params, ...query });
-      checkRequestValue(body);
     } catch (error) {
       // The device token endpoint answers even an unreadable request in the OAuth 2.0 error body.
       throw meta.oauthErrors ? OAuthError.fromRequestError(error) : error;

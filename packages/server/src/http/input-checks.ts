@@ -2,6 +2,8 @@
 // - U+0000: PostgreSQL text and jsonb cannot hold it (the query would fail: a 500).
 // - Lone UTF-16 surrogates ("\ud800" in JSON): jsonb refuses them (a 500) and text columns would store U+FFFD in
 //   their place, silently changing the value.
+// - Integers beyond ±(2^53 − 1) written out in full (body.ts marks them), and numbers beyond a double's range: a
+//   JSON number is read as a double, so the value would be stored rounded, or as null.
 // - Nesting deeper than MAX_JSON_DEPTH: recursive code anywhere below (serialisation, merging values) could run
 //   out of stack. The contract states the same limit on the free-form objects.
 // Each is the caller's error: a 422 naming the field. The walk is iterative, so no input can exhaust the stack.
@@ -11,6 +13,14 @@ import { validationError } from '../errors.ts';
 export const MAX_JSON_DEPTH = 32;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** An integer literal of a request body that a double cannot hold exactly (body.ts), with its text. */
+export class InexactInteger {
+  readonly source: string;
+  constructor(source: string) {
+    this.source = source;
+  }
+}
 
 /** `name` within `path`, as the error's `param` spells it. */
 const child = (path: string, name: string | number) => (typeof name === 'number' ? `${path}[${name}]` : path ? `${path}.${name}` : name);
@@ -35,6 +45,18 @@ export function checkRequestValue(value: unknown, root = ''): void {
     if (typeof value === 'string') {
       checkString(value, path, path || 'The body');
       continue;
+    }
+    if (value instanceof InexactInteger) {
+      const shown = value.source.length > 40 ? `${value.source.slice(0, 40)}…` : value.source;
+      throw validationError(
+        path || 'body',
+        `${path || 'The body'} is the integer ${shown}, which a JSON number here cannot hold exactly (it would be stored as ${Number(value.source)}).`,
+        `Send integers between ${-Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER} as numbers, and larger ones as strings.`,
+      );
+    }
+    // 1e400 reads as Infinity, which JSON writes as null: the value would be stored as another.
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      throw validationError(path || 'body', `${path || 'The body'} is a number too large for a double (it would be stored as null).`, 'Send it as a string.');
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) {
