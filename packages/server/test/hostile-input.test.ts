@@ -155,6 +155,19 @@ describe('idempotency keys compare the JSON value', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body.id).toBe(first.body.id);
   });
+  it('a replay is the first answer byte for byte, not only as a value', async () => {
+    const key = `bytes-${Date.now()}`;
+    const post = () =>
+      fetch(`${app.baseUrl}/v1/installs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${alice.token}`, 'x-workspace-id': alice.workspaceId, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ product_id: sample.productId, region_id: 'fsn1' }),
+      });
+    const first = await post();
+    const again = await post();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect([again.status, await again.text()]).toEqual([first.status, await first.text()]);
+  });
   it('a different value is still a different request', async () => {
     const key = `differs-${Date.now()}`;
     await send('POST', '/v1/installs', `{"product_id":"${sample.productId}","region_id":"fsn1"}`, { 'idempotency-key': key });

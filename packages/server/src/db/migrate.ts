@@ -28,6 +28,7 @@ import * as oneVocabulary from './migrations/20261126_1100_one_vocabulary.ts';
 import * as webhookLiveLeases from './migrations/20261126_2000_webhook_live_leases.ts';
 import * as webhookDeliveryIndexes from './migrations/20261126_2100_webhook_delivery_indexes.ts';
 import * as deliveriesGoWithTheirEvent from './migrations/20261126_2200_deliveries_go_with_their_event.ts';
+import * as replaysAsSent from './migrations/20261127_0900_replays_as_sent.ts';
 import type { Database } from './schema.ts';
 
 const migrations: Record<string, Migration> = {
@@ -57,6 +58,7 @@ const migrations: Record<string, Migration> = {
   '20261126_2000_webhook_live_leases': webhookLiveLeases,
   '20261126_2100_webhook_delivery_indexes': webhookDeliveryIndexes,
   '20261126_2200_deliveries_go_with_their_event': deliveriesGoWithTheirEvent,
+  '20261127_0900_replays_as_sent': replaysAsSent,
 };
 
 function migrator(db: Kysely<Database>): Migrator {
