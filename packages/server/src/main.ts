@@ -65,7 +65,12 @@ async function main(): Promise<void> {
     return;
   }
   if (config.role === 'all') workersRunning();
-  const token = await seedDemo(connection.db, systemClock, { provider: runtime.provider, driver: runtime.driver }, progress);
+  const token = await seedDemo(
+    connection.db,
+    systemClock,
+    { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
+    progress,
+  );
   const shutdown = new AbortController();
   const accessChanges = await listenForAccessChanges(connection.url, logger);
   const app = await createApp({

@@ -153,6 +153,7 @@ describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000
     });
     expect(await runKillingAtEachStep(suspendId)).toEqual(['start', 'snapshot', 'await_snapshot', 'delete_server']);
 
+    const { snapshot_id: snapshotId } = await database.db.selectFrom('suspensions').select('snapshot_id').where('id', '=', suspensionId).executeTakeFirstOrThrow();
     const resumeId = await database.db.transaction().execute(async (trx) => {
       await trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspensionId).execute();
       return rowOnlyStarter(systemClock).start(trx, 'resumeSuspension', suspensionId);
@@ -160,7 +161,8 @@ describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000
     expect(await runKillingAtEachStep(resumeId)).toEqual(['start', 'boot', 'delete_snapshot']);
 
     const suspension = await database.db.selectFrom('suspensions').select(['status', 'snapshot_id']).where('id', '=', suspensionId).executeTakeFirstOrThrow();
-    expect(suspension.status).toBe('resumed');
+    // Resumed, its snapshot deleted: `snapshot_id` is null (the contract).
+    expect(suspension).toEqual({ status: 'resumed', snapshot_id: null });
     const after = await database.db
       .selectFrom('machines')
       .select(['status', 'node_name', 'server_id'])
@@ -169,7 +171,7 @@ describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000
     expect(after).toMatchObject({ status: 'ready', node_name: 'crash-compute-worker-1' });
     const { rows: servers } = await sql<{ id: string; image: string }>`
       SELECT id, image FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine} AND deleted_at IS NULL`.execute(database.db);
-    expect(servers).toEqual([{ id: after.server_id, image: suspension.snapshot_id }]);
+    expect(servers).toEqual([{ id: after.server_id, image: snapshotId }]);
     const { rows: snapshots } = await sql`SELECT 1 FROM simulated_cloud.snapshots WHERE deleted_at IS NULL`.execute(database.db);
     expect(snapshots).toHaveLength(0);
     expect(await eventsOf(suspensionId)).toEqual(['suspension.suspended', 'suspension.resumed']);

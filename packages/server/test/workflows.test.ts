@@ -869,11 +869,13 @@ describe('suspend and resume', () => {
     expect(second).toMatchObject({ status: 409, code: 'conflict' });
     await settled();
     clock.advance(20);
-    await eventually(
+    const done = await eventually(
       () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } }),
       (s) => s.status === 'resumed',
       'resumed',
     );
+    // The contract: `snapshot_id` is null once a resume has deleted the snapshot.
+    expect(done.snapshot_id).toBeNull();
     const [resumed] = await machinesOf(user, cluster.id);
     expect(resumed).toMatchObject({ status: 'ready', node_name: machine.node_name, provider_id: machine.provider_id });
     // Exactly one live server for the machine, and the snapshot is gone.

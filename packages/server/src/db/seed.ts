@@ -9,6 +9,7 @@ import { newId } from '../ids.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
 import { machineById, setMachineState } from '../resources/machines.ts';
+import { recordSnapshot } from '../resources/suspensions.ts';
 import { anyUser, createUser } from '../resources/users.ts';
 import type { Database } from './schema.ts';
 
@@ -165,35 +166,50 @@ export const DEMO_EMAIL = 'demo@platform.example';
 
 /**
  * Seeds the demo user when the database has no user yet; returns its token, or undefined when not empty.
- * The demo's ready machine gets its server at the cloud provider, so suspending and resuming it work as for any other.
+ * The demo's machines have what such machines have at the cloud provider and in their cluster, so suspending,
+ * resuming and deleting them work as for any other: the ready one its server, and on the simulated cloud
+ * (`simulatedCloud`) the suspended one its snapshot. At a real provider that snapshot would cost a server made and
+ * deleted at every first start, and minutes of waiting: there the suspended one's snapshot id names nothing, and
+ * resuming it fails (suspend the ready one to try a resume).
  */
 export async function seedDemo(
   db: Kysely<Database>,
   clock: Clock,
-  { provider, driver }: { provider: ComputeProvider; driver: ClusterDriver },
+  { provider, driver, simulatedCloud }: { provider: ComputeProvider; driver: ClusterDriver; simulatedCloud: boolean },
   progress: (line: string) => void = () => {},
 ): Promise<string | undefined> {
   if (await anyUser(db)) return undefined;
   progress('Seeding the demo user and sample resources…');
   const user = await createUser(db, clock, DEMO_EMAIL, 'pro');
   const sample = await seedSampleResources(db, clock, user);
-  const machine = await machineById(db, sample.providerId);
-  if (!machine) throw new Error(`seeded machine ${sample.providerId} is missing`);
-  // Its node joins the cluster as a provisioned machine's does, so it is Ready again after a resume. A real
-  // cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
+  const ready = await serverFor(db, { provider, driver }, sample.providerId);
+  await setMachineState(db, sample.providerId, { server_id: ready.id });
+  if (!simulatedCloud) return user.token;
+  // Suspended as the suspend workflow does: its server snapshotted, then deleted (the simulation allows the delete
+  // before the snapshot is available).
+  const suspended = await serverFor(db, { provider, driver }, sample.suspendedId);
+  const snapshot = await provider.createSnapshot(suspended.id, { workflow: `seed-snapshot:${sample.suspendedId}`, machine: sample.suspendedId });
+  await provider.deleteServer(suspended.id);
+  await recordSnapshot(db, sample.suspensionId, snapshot.id);
+  return user.token;
+}
+
+/** A server for a seeded machine, its node joined to the machine's cluster as a provisioned machine's is. */
+async function serverFor(db: Kysely<Database>, { provider, driver }: { provider: ComputeProvider; driver: ClusterDriver }, providerId: string) {
+  const machine = await machineById(db, providerId);
+  if (!machine) throw new Error(`seeded machine ${providerId} is missing`);
   const cluster = await clusterById(db, machine.cluster_id);
   if (!cluster) throw new Error(`seeded cluster ${machine.cluster_id} is missing`);
+  // A real cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
   const join = await driver
     .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name, kubernetes_version: cluster.kaas_version })
     .catch(() => undefined);
-  const server = await provider.createServer({
+  return provider.createServer({
     name: machine.node_name,
     server_type: machine.server_type,
     location: 'fsn1',
     image: 'ubuntu-24.04',
-    labels: { workflow: `seed:${sample.providerId}`, machine: sample.providerId },
+    labels: { workflow: `seed:${providerId}`, machine: providerId },
     ...(join ? { user_data: join.user_data } : {}),
   });
-  await setMachineState(db, sample.providerId, { server_id: server.id });
-  return user.token;
 }

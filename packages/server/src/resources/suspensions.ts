@@ -122,14 +122,17 @@ export async function failSuspension(db: Db, id: string, { message, machineRuns 
   });
 }
 
-/** resuming → resumed: the machine runs again, on a new server made from the snapshot. */
-export async function markResumed(db: Db, id: string, now: number): Promise<boolean> {
+/**
+ * resuming → resumed: the machine runs again, on a new server made from `snapshotId`, which the resume has deleted
+ * (the record's `snapshot_id` is null from now on, as the contract says).
+ */
+export async function markResumed(db: Db, id: string, snapshotId: string, now: number): Promise<boolean> {
   return inTransaction(db, async (trx) => {
-    const row = await transition(trx, id, 'resuming', 'resumed');
+    const row = await transition(trx, id, 'resuming', 'resumed', { snapshot_id: null });
     if (row) {
       await recordEventAndNotify(trx, eventOf('suspension.resumed', row), now, {
         title: `${row.node_name} is running again`,
-        body: `Restored from snapshot ${row.snapshot_id} on a new server.`,
+        body: `Restored from snapshot ${snapshotId} on a new server.`,
         severity: 'info',
       });
     }
@@ -152,8 +155,14 @@ export async function failResume(db: Db, id: string, message: string, now: numbe
   });
 }
 
-const transition = (db: Db, id: string, from: Status, status: Status) =>
-  db.updateTable('suspensions').set({ status }).where('id', '=', id).where('status', '=', from).returningAll().executeTakeFirst();
+const transition = (db: Db, id: string, from: Status, status: Status, also: { snapshot_id?: null } = {}) =>
+  db
+    .updateTable('suspensions')
+    .set({ status, ...also })
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst();
 
 /** The event of a change of the suspension, typed by its literal type (what may also notify). */
 const eventOf = <T extends Extract<Schema<'EventType'>, `suspension.${string}`>>(type: T, row: Row<'suspensions'>) => ({

@@ -46,7 +46,7 @@ const resumeSuspension: WorkflowDefinition = {
       const now = ctx.clock.now();
       await ctx.db.transaction().execute(async (trx) => {
         // Told (event and notification) by the change itself.
-        if (!(await markResumed(trx, subject.suspension.id, now))) return; // a re-run after a crash: done already
+        if (!(await markResumed(trx, subject.suspension.id, String(ctx.state.snapshot_id), now))) return; // a re-run after a crash: done already
         await markMachine(trx, subject.machine.provider_id, 'ready', now);
       });
       return { done: true };
