@@ -17,10 +17,23 @@ describe('kaas/clusters', () => {
     expect(statuses.filter((s) => s === 403)).toHaveLength(19);
     for (const reply of replies.filter((r) => r.status === 403)) {
       expect(reply.body).toMatchObject({ error: { code: 'quota_exceeded', details: { metric: 'kaas/clusters', limit: 1, usage: 1, requested: 1 } } });
-      expect(reply.body.error.suggestion).toMatch(/Pro|BYOM/);
+      // A cluster is no machine: BYOM does not help here; a free plan's way up is Pro.
+      expect(reply.body.error.suggestion).toContain('plan to Pro');
+      expect(reply.body.error.suggestion).not.toContain('BYOM');
     }
     const quota = await call(app.baseUrl, 'GET', '/v1/quotas/kaas%2Fclusters', { token: user.token });
     expect(quota.body).toMatchObject({ limit: 1, usage: 1, remaining: 0 });
+  });
+
+  it('a pro user at the limit is not told to upgrade to Pro', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    for (let i = 0; i < 3; i++) {
+      expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: `pro-${i}`, region_id: 'fsn1' } })).status).toBe(202);
+    }
+    const refused = await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'pro-3', region_id: 'fsn1' } });
+    expect(refused.body.error).toMatchObject({ code: 'quota_exceeded', details: { metric: 'kaas/clusters', limit: 3 } });
+    expect(refused.body.error.suggestion).not.toContain('Pro');
+    expect(refused.body.error.suggestion).toContain('enterprise override');
   });
 
   it('counts per user across all owned workspaces: a new workspace adds no capacity', async () => {

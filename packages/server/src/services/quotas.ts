@@ -99,6 +99,19 @@ export function entry(metric: Metric, limit: number, usage: number): Entry {
   return { metric, type, displayName, unit, limit, usage, remaining: Math.max(0, limit - usage) };
 }
 
+const planOf = async (db: Kysely<Database>, userId: string): Promise<Plan> =>
+  (await db.selectFrom('users').select('plan').where('id', '=', userId).executeTakeFirstOrThrow()).plan;
+
+/**
+ * Where more of the metric comes from, for the owner's plan: a free plan's upgrade, or else an enterprise override;
+ * for the machines' metrics, also BYOM machines, which count toward no quota (never for clusters).
+ */
+function moreRoom(metric: Exclude<Metric, 'compute/provisioning'>, plan: Plan): string {
+  const raise = plan === 'free' ? "upgrade the workspace owner's plan to Pro" : 'ask us for a higher limit (an enterprise override)';
+  if (metric === 'kaas/clusters') return `Delete a cluster you no longer need, or ${raise}.`;
+  return `Delete a machine you no longer need, ${raise}, or provision machines with your own cloud credential (BYOM), which count toward no quota.`;
+}
+
 const GiBFormat = (bytes: number) => `${(bytes / GiB).toFixed(bytes % GiB === 0 ? 0 : 1)} GiB`;
 
 /**
@@ -118,9 +131,9 @@ export async function enforceQuota(
     const limit = await limitOf(trx, workspace.owner_id, workspace.id, metric);
     if (usage[metric] + amount > limit) {
       const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
+      const plan = await planOf(trx, workspace.owner_id);
       throw new ApiError('quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
-        suggestion:
-          'Delete a resource you no longer need, upgrade to the Pro plan, or provision machines with your own cloud credential (BYOM), which count toward no quota.',
+        suggestion: moreRoom(metric, plan),
         details: { metric, limit, usage: usage[metric], requested: amount },
       });
     }
@@ -133,7 +146,7 @@ export async function enforceQuota(
         now,
         {
           title: `${METRICS[metric].displayName}: quota reached`,
-          body: `You now use all ${show(limit)} of ${metric}. Further creations are refused until a resource is deleted or the limit is raised (Pro plan, or BYOM machines, which count toward no quota).`,
+          body: `You now use all ${show(limit)} of ${metric}; further creations are refused. ${moreRoom(metric, await planOf(trx, workspace.owner_id))}`,
           severity: 'warning',
           // The quotas are the owner's: told to them, not to every member.
           userId: workspace.owner_id,
