@@ -1260,6 +1260,70 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
     });
   });
 
+  it("makes a regeneration that replaces a source wait for the old source's Application to go, failing the install it is not removed from by the deadline", async () => {
+    await withApi(async (api, clusterId) => {
+      const synced = (name: string) => {
+        const spec = management.get(APP, ARGO_NS, name)!.spec as { source: unknown; destination: unknown };
+        management.setStatus(APP, ARGO_NS, name, {
+          sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
+          health: { status: 'Healthy' },
+        });
+      };
+      const first = await install(api, clusterId, 'web');
+      const productId = (await first.get()).product_id;
+      const second = await api.POST('/v1/installs', { body: { product_id: productId, region_id: 'fsn1' } });
+      const getSecond = () => api.GET('/v1/installs/{id}', { params: { path: { id: second.id } } });
+      const applicationOf = (installId: string, chart: string) =>
+        management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === installId && a.metadata.name.includes(`-${chart}-`));
+      await until(async () => applicationOf(second.id, 'web') !== undefined);
+      const secondWeb = applicationOf(second.id, 'web')!.metadata.name;
+      synced(first.name);
+      synced(secondWeb);
+      await until(async () => {
+        clock.advance(2);
+        return (await first.get()).status === 'running' && (await getSecond()).status === 'running';
+      });
+      // The only source replaced by one of another chart (no id: a new source).
+      const product = await api.GET('/v1/products/{id}', { params: { path: { id: productId } } });
+      await api.PATCH('/v1/products/{id}', {
+        params: { path: { id: productId } },
+        body: {
+          name: product.name,
+          cluster_ids: product.cluster_ids,
+          sources: [{ chart: { repo_url: 'https://charts.example.com/stable', target_revision: '1.0.0', chart: 'shop' } }],
+        },
+      });
+      // The new Applications are sent and the old ones deleted; Argo CD holds those until it removed what they deployed.
+      await until(async () => applicationOf(first.id, 'shop') !== undefined && applicationOf(second.id, 'shop') !== undefined);
+      await until(async () => management.get(APP, ARGO_NS, first.name)?.metadata.deletionTimestamp !== undefined);
+      await until(async () => management.get(APP, ARGO_NS, secondWeb)?.metadata.deletionTimestamp !== undefined);
+      synced(applicationOf(first.id, 'shop')!.metadata.name);
+      synced(applicationOf(second.id, 'shop')!.metadata.name);
+      // The new ones are deployed, the old ones not gone: the regeneration waits.
+      clock.advance(4);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('running');
+      // Argo CD removes the first install's; the second's resources cannot be deleted, and its finalizer stays.
+      management.finalize(APP, ARGO_NS, first.name, ARGOCD_FINALIZER);
+      const message = 'error deleting resources: the server could not find the requested resource';
+      management.setStatus(APP, ARGO_NS, secondWeb, { ...management.get(APP, ARGO_NS, secondWeb)!.status, conditions: [{ type: 'DeletionError', message }] });
+      await until(async () => {
+        clock.advance(10);
+        return (await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status !== 'running';
+      });
+      expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('failed');
+      expect(await first.get()).toMatchObject({ status: 'running' });
+      const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: first.id } } });
+      expect(revisions.data.map((r) => r.status)).toEqual(['deployed', 'deployed']);
+      const failed = await getSecond();
+      expect(failed.status).toBe('failed');
+      expect(failed.status_message).toMatch(
+        /^Release web-[a-z0-9]{6} was not removed within \d+ s: DeletionError: error deleting resources: the server could not find the requested resource$/,
+      );
+      expect(Number(/within (\d+) s/.exec(failed.status_message!)![1])).toBeGreaterThanOrEqual(120);
+    });
+  });
+
   it("fails an uninstall whose Application Argo CD does not remove by the deadline, with Argo CD's DeletionError", async () => {
     await withApi(async (api, clusterId) => {
       const stuck = await install(api, clusterId, 'web');

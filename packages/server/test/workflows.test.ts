@@ -837,6 +837,113 @@ describe('install lifecycle', () => {
   });
 });
 
+describe("a deploy at sources that lack some of the install's earlier ones", () => {
+  let user: TestUser;
+  let cluster: Awaited<ReturnType<typeof runningCluster>>;
+
+  beforeAll(async () => {
+    user = await newUser(app.db, clock, 'pro');
+    cluster = await runningCluster(user, 'replaced');
+  });
+
+  const wordpress = { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' };
+  const ghost = { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '21.1.0', chart: 'ghost' };
+
+  const newProduct = () =>
+    client(user).POST('/v1/products', { body: { name: 'Blog', cluster_ids: [cluster.id], sources: [{ chart: wordpress, values: {} }] } });
+  const readInstall = (id: string) => client(user).GET('/v1/installs/{id}', { params: { path: { id } } });
+
+  /** Brings the install to running: the clock moves on each look, as its releases start. */
+  const untilRunning = (id: string, what: string) =>
+    eventually(
+      async () => {
+        await settled();
+        clock.advance(8);
+        return readInstall(id);
+      },
+      (i) => i.status === 'running',
+      what,
+    );
+
+  /** The product's only source replaced by one of another chart (no id: a new source), and its regeneration done. */
+  async function replaceSource(productId: string) {
+    const api = client(user);
+    const product = await api.GET('/v1/products/{id}', { params: { path: { id: productId } } });
+    const updated = await api.PATCH('/v1/products/{id}', {
+      params: { path: { id: productId } },
+      body: { name: product.name, cluster_ids: product.cluster_ids, sources: [{ chart: ghost, values: {} }] },
+    });
+    await eventually(
+      () => api.GET('/v1/products/{id}', { params: { path: { id: productId } } }),
+      (p) => p.regeneration_status === 'succeeded',
+      'the regeneration',
+    );
+    return updated;
+  }
+
+  /** The install's releases at the simulated cloud: chart, and whether it is still installed. */
+  async function releasesOf(installId: string) {
+    const { rows } = await sql<{ chart: { chart: string }; uninstalled_ms: string | null }>`
+      SELECT chart, uninstalled_ms FROM simulated_cloud.releases WHERE namespace = ${installId} ORDER BY release`.execute(app.db);
+    return rows.map((r) => ({ chart: r.chart.chart, installed: r.uninstalled_ms === null })).sort((a, b) => a.chart.localeCompare(b.chart));
+  }
+
+  const containersOf = (installId: string) => app.runtime.cloud.listContainers(cluster.id, installId);
+
+  it("a product update that replaces the running install's source uninstalls the old source's release", async () => {
+    const product = await newProduct();
+    const created = await client(user).POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await untilRunning(created.id, 'running');
+    const updated = await replaceSource(product.id);
+    expect(await readInstall(created.id)).toMatchObject({ status: 'running' });
+    expect(await releasesOf(created.id)).toEqual([
+      { chart: 'ghost', installed: true },
+      { chart: 'wordpress', installed: false },
+    ]);
+    expect((await containersOf(created.id)).map((c) => c.container)).toEqual(['ghost']);
+    const revisions = await client(user).GET('/v1/installs/{id}/revisions', { params: { path: { id: created.id } } });
+    expect(revisions.data.map((r) => [r.template_id, r.status])).toEqual([
+      [product.template_id, 'deployed'],
+      [updated.template_id, 'deployed'],
+    ]);
+  });
+
+  it("a rollback to a revision before the replacement uninstalls the replacing source's release", async () => {
+    const product = await newProduct();
+    const created = await client(user).POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await untilRunning(created.id, 'running');
+    await replaceSource(product.id);
+    const rolling = await call(app.baseUrl, 'POST', `/v1/installs/${created.id}/rollback`, { token: user.token, body: { revision: 1 } });
+    expect(rolling.status).toBe(202);
+    await untilRunning(created.id, 'rolled back');
+    expect(await releasesOf(created.id)).toEqual([
+      { chart: 'ghost', installed: false },
+      { chart: 'wordpress', installed: true },
+    ]);
+    expect((await containersOf(created.id)).map((c) => c.container)).toEqual(['wordpress']);
+  });
+
+  it('an install still installing when its source is replaced ends with only the new source released', async () => {
+    const product = await newProduct();
+    const created = await client(user).POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await eventually(
+      () => readInstall(created.id),
+      (i) => i.status === 'installing',
+      'installing',
+    );
+    await settled(); // its release of the first template is deploying; the regeneration passes it over
+    const updated = await replaceSource(product.id);
+    await untilRunning(created.id, 'running on the new template');
+    expect(await app.db.selectFrom('installs').select('template_id').where('id', '=', created.id).executeTakeFirstOrThrow()).toEqual({
+      template_id: updated.template_id,
+    });
+    expect(await releasesOf(created.id)).toEqual([
+      { chart: 'ghost', installed: true },
+      { chart: 'wordpress', installed: false },
+    ]);
+  });
+});
+
 describe('suspend and resume', () => {
   it('suspends (snapshot, server deleted), resumes from the snapshot on a new server with the same node name; a second resume is 409', async () => {
     const user = await newUser(app.db, clock, 'pro');

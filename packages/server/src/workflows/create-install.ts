@@ -2,13 +2,14 @@
 // release per product source with the install's overrides, wait for the pods, then `running` (or `failed`
 // with a status_message). Re-entrant: `helm upgrade --install` of the same release is the same release.
 // updateInstall and rollbackInstall run the same steps on a placed install; a rollback deploys its revision's
-// template and sources. Each deploy is recorded as a revision. The wait for the releases has a deadline
-// (INSTALL_SYNC_TIMEOUT_SECONDS); an error the deployer reports meanwhile fails it sooner, once it has lasted.
+// template and sources. Each deploy is recorded as a revision, and uninstalls the install's releases of sources it no
+// longer has (uninstallReleasesNotIn). The wait for the releases has a deadline (INSTALL_SYNC_TIMEOUT_SECONDS); an
+// error the deployer reports meanwhile fails it sooner, once it has lasted.
 import type { ProductSource } from '../db/schema.ts';
 import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
 import type { HelmRelease, HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
-import { finishRevision, recordRevision, revisionOf } from '../resources/install-revisions.ts';
+import { finishRevision, recordRevision, revisionOf, sourcesEverDeployed } from '../resources/install-revisions.ts';
 import { finishInstall, installById, placeInstall, setInstallTemplate } from '../resources/installs.ts';
 import { heldTemplateOf, productOfWorkspace } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
@@ -75,6 +76,74 @@ export function notDeployed(releases: { name: string; release: HelmRelease | und
   return `Release ${stuck.name} was not deployed within ${waited} s: ${reason}`;
 }
 
+/** The releases of `names` the deployer still has, for a wait to see them gone. */
+export async function releasesLeft(ctx: StepContext, install: { id: string; cluster_id: string }, names: string[]) {
+  return (await namedReleases(ctx, install, names)).filter(({ release }) => release !== undefined);
+}
+
+/** Why releases that were uninstalled are still there at a deadline: what the deployer reports of the first one. */
+export function notRemoved(left: { name: string; release: HelmRelease | undefined }[], waited: number): string | undefined {
+  const stuck = left[0];
+  if (!stuck) return undefined;
+  const reason = stuck.release?.condition ?? stuck.release?.message ?? 'its deployer has not removed what it deployed';
+  return `Release ${stuck.name} was not removed within ${waited} s: ${reason}`;
+}
+
+/**
+ * What a deploy of an install waits for: its releases (by name) deployed, and the releases it uninstalled as no
+ * longer deployed (`removed`; absent in a workflow written before they were) gone.
+ */
+export interface DeployWait {
+  releases: string[];
+  removed?: string[];
+}
+
+/**
+ * Uninstalls the install's releases of sources a deploy of `sources` no longer has (a product update replaced or
+ * dropped them, a rollback went back before them): every source a revision of the install rendered, by release
+ * name, that is not one of the deploy's. Called once the deploy's releases were sent, so the install is never left
+ * without what it runs; uninstalling what is gone succeeds, so a re-run is safe. Returns the names, for the wait.
+ */
+export async function uninstallReleasesNotIn(ctx: StepContext, install: { id: string; cluster_id: string }, sources: ProductSource[]): Promise<string[]> {
+  const deployed = new Set(sources.map(releaseName));
+  const dropped = new Set((await sourcesEverDeployed(ctx.db, install.id)).map(releaseName).filter((name) => !deployed.has(name)));
+  for (const name of dropped) await ctx.driver.uninstallRelease(install.cluster_id, install.id, name);
+  return [...dropped];
+}
+
+/**
+ * Where a deploy stands (`releasesProgress`), counting as deployed only once the releases it uninstalled are gone
+ * too: an install reads running when it runs its sources and no others. A driver that removes them asynchronously
+ * (Argo CD, through the Application's finalizer) is waited for within the deploy's own deadline, whose reason then
+ * names the release left (`deployShortfall`).
+ */
+export async function deployProgress(
+  ctx: StepContext,
+  install: { id: string; cluster_id: string },
+  wait: DeployWait,
+  conditionSince: number | undefined,
+  now: number,
+): Promise<ReturnType<typeof releasesProgress>> {
+  const progress = releasesProgress(
+    (await namedReleases(ctx, install, wait.releases)).map((r) => r.release),
+    conditionSince,
+    now,
+  );
+  if ('deployed' in progress && (await releasesLeft(ctx, install, wait.removed ?? [])).length) return { waiting: true, conditionSince: undefined };
+  return progress;
+}
+
+/** Why a deploy did not land by its deadline: a release not deployed, else one it uninstalled not gone; undefined when it landed. */
+export async function deployShortfall(ctx: StepContext, install: { id: string; cluster_id: string }, wait: DeployWait, waited: number) {
+  return notDeployed(await namedReleases(ctx, install, wait.releases), waited) ?? notRemoved(await releasesLeft(ctx, install, wait.removed ?? []), waited);
+}
+
+/** The deploy an install workflow's state waits for (written by its `release` step). */
+const deployWaitOf = (ctx: StepContext): DeployWait => ({
+  releases: (ctx.state.releases as string[] | undefined) ?? [],
+  removed: ctx.state.removed as string[] | undefined,
+});
+
 /** The install workflow, its releases' wait bounded by `syncTimeoutSeconds`. */
 export function createInstallWorkflow(syncTimeoutSeconds: number): WorkflowDefinition {
   return {
@@ -85,8 +154,7 @@ export function createInstallWorkflow(syncTimeoutSeconds: number): WorkflowDefin
         async expired(ctx, waited) {
           const install = await installOf(ctx);
           if (!install?.cluster_id) return { done: true }; // as the step: nothing of it is left to wait for
-          const names = (ctx.state.releases as string[] | undefined) ?? [];
-          const reason = notDeployed(await namedReleases(ctx, { id: install.id, cluster_id: install.cluster_id }, names), waited);
+          const reason = await deployShortfall(ctx, { id: install.id, cluster_id: install.cluster_id }, deployWaitOf(ctx), waited);
           return reason ? { failed: reason } : { next: 'running' };
         },
       },
@@ -155,9 +223,11 @@ const installSteps: WorkflowDefinition = {
       const target = typeof ctx.state.revision === 'number' ? await revisionOf(ctx.db, install.id, ctx.state.revision) : product;
       if (!target) return { failed: `Install ${install.id} has no revision ${String(ctx.state.revision)}.` };
       const pullSecrets = await pullSecretsOf(ctx.db, install.workspace_id, ctx.clock.now(), ctx.secrets);
-      for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, target.sources, target.template_id, pullSecrets)) {
+      const placed = { ...install, cluster_id: install.cluster_id };
+      for (const release of releasesOf(placed, target.sources, target.template_id, pullSecrets)) {
         await ctx.driver.upsertRelease(release);
       }
+      const removed = await uninstallReleasesNotIn(ctx, placed, target.sources);
       await setInstallTemplate(ctx.db, install.id, target.template_id);
       const deploy = {
         install_id: install.id,
@@ -167,16 +237,14 @@ const installSteps: WorkflowDefinition = {
         overrides: install.overrides,
       };
       await recordRevision(ctx.db, { ...deploy, status: 'deploying' }, ctx.clock.now());
-      return { next: 'await', state: { ...ctx.state, releases: target.sources.map(releaseName), condition_since: undefined } };
+      return { next: 'await', state: { ...ctx.state, releases: target.sources.map(releaseName), removed, condition_since: undefined } };
     },
 
     async await(ctx) {
       const install = await installOf(ctx);
       if (!install?.cluster_id) return { done: true };
-      const named = await namedReleases(ctx, { id: install.id, cluster_id: install.cluster_id }, ctx.state.releases as string[]);
-      const releases = named.map((r) => r.release);
       const since = typeof ctx.state.condition_since === 'number' ? ctx.state.condition_since : undefined;
-      const progress = releasesProgress(releases, since, ctx.clock.now());
+      const progress = await deployProgress(ctx, { id: install.id, cluster_id: install.cluster_id }, deployWaitOf(ctx), since, ctx.clock.now());
       if ('failed' in progress) return { failed: progress.failed };
       if ('deployed' in progress) return { next: 'running' };
       return { wait: 2, state: { ...ctx.state, condition_since: progress.conditionSince } };

@@ -7,17 +7,15 @@ import { anyRunning, type StepContext, type WorkflowDefinition } from '../engine
 import { sourcesEverDeployed } from '../resources/install-revisions.ts';
 import { failUninstall, installById, removeInstall } from '../resources/installs.ts';
 import { productOfWorkspace } from '../resources/products.ts';
-import { releaseName } from './create-install.ts';
+import { notRemoved, releaseName, releasesLeft } from './create-install.ts';
 
 const installOf = (ctx: StepContext) => installById(ctx.db, ctx.workflow.subject_id);
 
 /** The releases an uninstall waits to see gone, with what is left of them. */
-async function releasesLeft(ctx: StepContext) {
+async function uninstalledLeft(ctx: StepContext) {
   const install = await installOf(ctx);
-  const names = (ctx.state.releases as string[] | undefined) ?? [];
   if (!install?.cluster_id) return [];
-  const left = await Promise.all(names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id!, install.id, name) })));
-  return left.filter(({ release }) => release !== undefined);
+  return releasesLeft(ctx, { id: install.id, cluster_id: install.cluster_id }, (ctx.state.releases as string[] | undefined) ?? []);
 }
 
 /** The uninstall workflow, the wait for its releases to go bounded by `timeoutSeconds`. */
@@ -27,10 +25,8 @@ export const deleteInstallWorkflow = (timeoutSeconds: number): WorkflowDefinitio
     await_gone: {
       seconds: () => timeoutSeconds,
       async expired(ctx, waited) {
-        const stuck = (await releasesLeft(ctx))[0];
-        if (!stuck) return { next: 'remove' };
-        const reason = stuck.release?.condition ?? stuck.release?.message ?? 'its deployer has not removed what it deployed';
-        return { failed: `Release ${stuck.name} was not removed within ${waited} s: ${reason}` };
+        const reason = notRemoved(await uninstalledLeft(ctx), waited);
+        return reason ? { failed: reason } : { next: 'remove' };
       },
     },
   },
@@ -60,7 +56,7 @@ const deleteInstall: WorkflowDefinition = {
     // The releases go when their deployer has removed what they deployed (Argo CD drops the Application's
     // resources finalizer then): until then the install reads `uninstalling`.
     async await_gone(ctx) {
-      return (await releasesLeft(ctx)).length > 0 ? { wait: 2 } : { next: 'remove' };
+      return (await uninstalledLeft(ctx)).length > 0 ? { wait: 2 } : { next: 'remove' };
     },
     async remove(ctx) {
       await removeInstall(ctx.db, ctx.workflow.subject_id, ctx.clock.now());

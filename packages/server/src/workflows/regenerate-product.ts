@@ -1,25 +1,28 @@
 // regenerateProduct, after a product is created or updated: render the new template, then upgrade every running
-// install of the product to it. A newer update supersedes an older regeneration, which then ends without effect.
+// install of the product to it, uninstalling each install's releases of sources the new template no longer has (a
+// source replaced or dropped). A newer update supersedes an older regeneration, which then ends without effect.
 // Where the deployer syncs after the fact (Argo CD; `regenerationWaits`), it then waits for each install's releases
 // as an update does, with the install deadline: an install whose releases fail, keep an error condition past its
-// grace period, or are not deployed by the deadline fails with the deployer's words, and the others go on. The
-// simulation's regeneration records its releases deployed as they are sent.
+// grace period, or are not deployed (or those uninstalled not gone) by the deadline fails with the deployer's words,
+// and the others go on. The simulation's regeneration records its releases deployed as they are sent.
 import type { WorkflowDeadlines } from '../config.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from '../engine/engine.ts';
 import { finishRevision, recordRevision } from '../resources/install-revisions.ts';
 import { installById, installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
 import { productAtTemplate, setRegenerationStatus } from '../resources/products.ts';
 import { pullSecretsOf } from '../resources/registry-credentials.ts';
-import { failDeploy, namedReleases, notDeployed, releaseName, releasesOf, releasesProgress } from './create-install.ts';
+import { type DeployWait, deployProgress, deployShortfall, failDeploy, releaseName, releasesOf, uninstallReleasesNotIn } from './create-install.ts';
 
 /** The product, when the template this workflow regenerates is still its current one. */
 const currentProduct = (ctx: StepContext) => productAtTemplate(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id);
 
-/** An install whose regenerated releases are awaited: its cluster, release names, and since when one reports an error. */
-interface Pending {
+/**
+ * An install whose regenerated releases are awaited: its cluster, the releases sent and those uninstalled, and since
+ * when one reports an error.
+ */
+interface Pending extends DeployWait {
   id: string;
   cluster_id: string;
-  releases: string[];
   condition_since?: number;
 }
 
@@ -57,9 +60,13 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
         const pending: Pending[] = [];
         for (const install of installs) {
           if (!install.cluster_id) continue;
-          for (const release of releasesOf({ ...install, cluster_id: install.cluster_id }, product.sources, product.template_id, pullSecrets)) {
+          const placed = { ...install, cluster_id: install.cluster_id };
+          for (const release of releasesOf(placed, product.sources, product.template_id, pullSecrets)) {
             await ctx.driver.upsertRelease(release);
           }
+          // Before the install is moved to the template: a re-run of this step after a failed uninstall finds it
+          // still behind and sends it all again.
+          const removed = await uninstallReleasesNotIn(ctx, placed, product.sources);
           await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());
           const deploy = {
             install_id: install.id,
@@ -70,7 +77,7 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
             status: deadlines.regenerationWaits ? ('deploying' as const) : ('deployed' as const),
           };
           await recordRevision(ctx.db, deploy, ctx.clock.now());
-          pending.push({ id: install.id, cluster_id: install.cluster_id, releases: product.sources.map(releaseName) });
+          pending.push({ id: install.id, cluster_id: install.cluster_id, releases: product.sources.map(releaseName), removed });
         }
         if (!deadlines.regenerationWaits || !pending.length) return finish(ctx, []);
         return { next: 'await', state: { ...ctx.state, pending, failures: [] } };
@@ -83,8 +90,7 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
         for (const install of pendingOf(ctx)) {
           // One deleted, uninstalling or redeployed by its own workflow meanwhile is no longer this one's to settle.
           if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
-          const releases = (await namedReleases(ctx, install, install.releases)).map((r) => r.release);
-          const progress = releasesProgress(releases, install.condition_since, now);
+          const progress = await deployProgress(ctx, install, install, install.condition_since, now);
           if ('failed' in progress) failures.push(await failOne(ctx, install.id, progress.failed));
           else if ('deployed' in progress) await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', now);
           else still.push({ ...install, condition_since: progress.conditionSince });
@@ -103,7 +109,7 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
           for (const install of pendingOf(ctx)) {
             // As in the step: one deleted, uninstalling or redeployed by its own workflow is not this one's to fail.
             if ((await installById(ctx.db, install.id))?.status !== 'running') continue;
-            const reason = notDeployed(await namedReleases(ctx, install, install.releases), waited);
+            const reason = await deployShortfall(ctx, install, install, waited);
             if (reason) failures.push(await failOne(ctx, install.id, reason));
             else await finishRevision(ctx.db, install.id, ctx.workflow.id, 'deployed', ctx.clock.now());
           }
