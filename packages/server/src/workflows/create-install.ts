@@ -45,7 +45,7 @@ export function mergeValues(base: Record<string, unknown>, override: Record<stri
  * failed (one release failed, or has reported an error condition for CONDITION_GRACE_SECONDS, counted from
  * `conditionSince`, when it was first seen), all deployed, or still to wait for, with the moment to keep.
  */
-export function releasesProgress(
+function releasesProgress(
   releases: (HelmRelease | undefined)[],
   conditionSince: number | undefined,
   now: number,
@@ -61,7 +61,7 @@ export function releasesProgress(
 }
 
 /** What the deployer reports of a deploy's releases, by name (undefined: it has none of that name). */
-export function namedReleases(ctx: StepContext, install: { id: string; cluster_id: string }, names: string[]) {
+function namedReleases(ctx: StepContext, install: { id: string; cluster_id: string }, names: string[]) {
   return Promise.all(names.map(async (name) => ({ name, release: await ctx.driver.getRelease(install.cluster_id, install.id, name) })));
 }
 
@@ -69,7 +69,7 @@ export function namedReleases(ctx: StepContext, install: { id: string; cluster_i
  * Why a deploy failed at its deadline: what the deployer reports of the first release not deployed (its error
  * condition, else its own message), or that it is missing; undefined when all are deployed after all.
  */
-export function notDeployed(releases: { name: string; release: HelmRelease | undefined }[], waited: number): string | undefined {
+function notDeployed(releases: { name: string; release: HelmRelease | undefined }[], waited: number): string | undefined {
   const stuck = releases.find(({ release }) => release?.status !== 'deployed');
   if (!stuck) return undefined;
   const reason = !stuck.release ? 'it is missing' : (stuck.release.condition ?? stuck.release.message ?? `it is still ${stuck.release.status}`);
