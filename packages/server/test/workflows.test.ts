@@ -13,6 +13,7 @@ const app = useTestServer({
     ...SIMULATED_WORKFLOWS_ENV,
     LOG_POLL_MS: '20',
     STREAM_STALL_MS: '300',
+    LOG_KEEP_ALIVE_MS: '300',
   },
   runtime: { simulation: { followPollMs: 20, logLinesPerSecond: 2 }, tickMs: 20, orphanAfterSeconds: 1 },
 });
@@ -482,6 +483,46 @@ describe('installs', () => {
     }
     // The backlog's one line, then only lines written after the stream began.
     expect(timestamps.slice(1).every((at) => at >= startedMs - 1000)).toBe(true);
+  });
+
+  it('sends a follower a keep-alive when nothing was written to it for LOG_KEEP_ALIVE_MS, though other pods print', async () => {
+    /** What a stream of the install sends within `ms` of real time. */
+    const receive = async (query: string, ms: number) => {
+      const controller = new AbortController();
+      const response = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs${query}`, {
+        headers: { authorization: `Bearer ${user.token}` },
+        signal: controller.signal,
+      });
+      expect(response.status).toBe(200);
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const timeUp = new Promise<'time up'>((resolve) => setTimeout(() => resolve('time up'), ms));
+      let text = '';
+      try {
+        for (;;) {
+          const next = reader.read();
+          const read = await Promise.race([next, timeUp]);
+          if (read === 'time up') {
+            next.catch(() => {}); // ends with the abort below
+            return text;
+          }
+          if (read.done) return text;
+          text += read.value;
+        }
+      } finally {
+        controller.abort();
+      }
+    };
+    // The clock runs at 50 s a second: the install's tail finds new lines at every poll, each waking its followers.
+    const ticker = setInterval(() => clock.advance(1), 20);
+    try {
+      const [unfiltered, filtered] = await Promise.all([receive('?tail=1', 3000), receive('?pod=nopod', 3000)]);
+      expect((unfiltered.match(/event: log/g) ?? []).length).toBeGreaterThan(20);
+      // A keep-alive every 300 ms would be 10 in 3 s; without one for 300 ms, the filtered stream would get none.
+      expect(filtered).not.toContain('event: log');
+      expect((filtered.match(/^: keep-alive$/gm) ?? []).length).toBeGreaterThanOrEqual(3);
+    } finally {
+      clearInterval(ticker);
+    }
   });
 
   it('filters by pod and container', async () => {

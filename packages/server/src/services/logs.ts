@@ -16,8 +16,6 @@ import type { ClusterDriver, LogEntry, PodContainer } from '../providers/types.t
 import type { LogTails } from './log-tails.ts';
 import { streamSlots } from './stream-slots.ts';
 
-export const KEEP_ALIVE_MS = 15_000;
-
 export interface LogStreamRequest {
   installId: string;
   pod?: string;
@@ -38,6 +36,8 @@ export interface LogStreamEnv {
   shutdown: AbortSignal;
   /** The followed installs' shared tails. */
   tails: LogTails;
+  /** A follower that has written nothing for this long (ms) sends a keep-alive comment (config.logKeepAliveMs). */
+  keepAliveMs: number;
 }
 
 export type Positions = Map<string, number>;
@@ -169,18 +169,27 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
       yield sse('end', { reason: 'pods_gone' });
       return;
     }
+    // The keep-alive counts from this follower's own last write: the tail wakes it for every line of the install,
+    // and lines its filter drops (other pods, other containers) must not put it off, or an idle-timeout proxy cuts
+    // a stream that gets nothing. One clock read per write; the wait's one timer is the one it had already.
+    let lastWriteMs = performance.now();
     while (!stop.aborted) {
-      const changed = await tail.changed(version, KEEP_ALIVE_MS, stop);
+      const quietMs = performance.now() - lastWriteMs;
+      const changed = quietMs < env.keepAliveMs && (await tail.changed(version, env.keepAliveMs - quietMs, stop));
       if (stop.aborted) break;
       if (!changed) {
         yield ': keep-alive\n\n';
+        lastWriteMs = performance.now();
         continue;
       }
       version = tail.version;
       if (tail.clusterId) {
         const taken = tail.linesAfter(positions, wanted, seq);
         seq = taken?.next;
-        yield* emit(taken?.lines ?? (await readNew(tail.clusterId, tail.containers)));
+        for (const chunk of emit(taken?.lines ?? (await readNew(tail.clusterId, tail.containers)))) {
+          yield chunk;
+          lastWriteMs = performance.now();
+        }
       }
       if (podsGone()) {
         yield sse('end', { reason: 'pods_gone' });
