@@ -66,6 +66,8 @@ export interface Config {
   workerConcurrency: number;
   /** How often (ms) a followed install's tail looks for new lines (one poller per install and process). */
   logPollMs: number;
+  /** A followed log stream that has written nothing to its client for this long (ms) sends it a keep-alive comment. */
+  logKeepAliveMs: number;
   /** A log stream whose client has not read for this long (ms) is dropped, so its buffer stays bounded. */
   streamStallMs: number;
   /** How often (s) an open stream checks again that its caller may still read it (also at once when told of a change). */
@@ -429,6 +431,8 @@ export function loadConfig(env: Env = process.env): Config {
       endpointsPerWorkspace: integer(env, 'WEBHOOK_ENDPOINTS_PER_WORKSPACE', 256, 1, 10_000),
     },
     logPollMs: integer(env, 'LOG_POLL_MS', 50, 10, 10_000),
+    // The contract's 15 s; shorter behind a proxy that cuts idle connections sooner (and in tests).
+    logKeepAliveMs: integer(env, 'LOG_KEEP_ALIVE_MS', 15_000, 100, 600_000),
     streamStallMs: integer(env, 'STREAM_STALL_MS', 30_000, 100, 600_000),
     streamReauthSeconds: integer(env, 'STREAM_REAUTH_SECONDS', 30, 1, 3600),
     providerRateLimit: integer(env, 'PROVIDER_RATE_LIMIT', 20, 1, 10_000),

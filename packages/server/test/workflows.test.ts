@@ -13,6 +13,7 @@ const app = useTestServer({
     ...SIMULATED_WORKFLOWS_ENV,
     LOG_POLL_MS: '20',
     STREAM_STALL_MS: '300',
+    LOG_KEEP_ALIVE_MS: '300',
   },
   runtime: { simulation: { followPollMs: 20, logLinesPerSecond: 2 }, tickMs: 20, orphanAfterSeconds: 1 },
 });
@@ -318,6 +319,31 @@ describe('installs', () => {
 
   const getInstall = () => client(user).GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
 
+  /** A running install of a product of two charts (two pods of one container each), on the first install's cluster. */
+  async function twoChartInstall(name: string) {
+    const api = client(user);
+    const first = await getInstall();
+    const product = await api.POST('/v1/products', {
+      body: {
+        name,
+        cluster_ids: [first.cluster_id!],
+        sources: [
+          { chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } },
+          { chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '16.2.0', chart: 'redis' } },
+        ],
+      },
+    });
+    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+    await settled();
+    clock.advance(8);
+    await eventually(
+      () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }),
+      (i) => i.status === 'running',
+      'running',
+    );
+    return created;
+  }
+
   it('goes pending → installing (placed on the region’s cluster) → running, and tells the workspace', async () => {
     const installing = await eventually(getInstall, (i) => i.status === 'installing', 'installing');
     expect(installing.cluster_id).not.toBeNull();
@@ -435,26 +461,7 @@ describe('installs', () => {
   });
 
   it('with tail=1 on an install of two containers, follows on from now: nothing the tail left out comes later', async () => {
-    const api = client(user);
-    const first = await getInstall();
-    const product = await api.POST('/v1/products', {
-      body: {
-        name: 'Two charts',
-        cluster_ids: [first.cluster_id!],
-        sources: [
-          { chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } },
-          { chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '16.2.0', chart: 'redis' } },
-        ],
-      },
-    });
-    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
-    await settled();
-    clock.advance(8);
-    await eventually(
-      () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }),
-      (i) => i.status === 'running',
-      'running',
-    );
+    const created = await twoChartInstall('Two charts');
     clock.advance(60); // a minute of history in each container
     const startedMs = clock.nowMs();
     const controller = new AbortController();
@@ -482,6 +489,86 @@ describe('installs', () => {
     }
     // The backlog's one line, then only lines written after the stream began.
     expect(timestamps.slice(1).every((at) => at >= startedMs - 1000)).toBe(true);
+  });
+
+  it('resumes from any id of a tail or since_seconds backlog of two containers: just after that event, nothing the cut left out', async () => {
+    const created = await twoChartInstall('Two charts, resumed');
+    clock.advance(60); // a minute of history in each container
+    const read = async (query: string, lastEventId?: string) => {
+      const reply = await call(app.baseUrl, 'GET', `/v1/installs/${created.id}/logs?follow=false${query}`, {
+        token: user.token,
+        headers: { accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+      });
+      expect(reply.status).toBe(200);
+      return String(reply.body)
+        .split('\n\n')
+        .filter((e) => e.includes('event: log'))
+        .map((e) => ({ id: /^id: (.+)$/m.exec(e)![1]!, data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { container: string; timestamp: string } }));
+    };
+    const backlogs = new Map<string, Awaited<ReturnType<typeof read>>>();
+    for (const query of ['&tail=3', '&since_seconds=2']) {
+      const backlog = await read(query);
+      // Both containers are in the cut: a line of the other one comes after the first event.
+      expect(new Set(backlog.map((e) => e.data.container)).size).toBe(2);
+      backlogs.set(query, backlog);
+      for (const [i, event] of backlog.entries()) {
+        // Reconnecting as EventSource does (the same query) or with the id alone: the rest of the backlog, exactly.
+        for (const again of [query, '']) {
+          expect((await read(again, event.id)).map((e) => e.data)).toEqual(backlog.slice(i + 1).map((e) => e.data));
+        }
+      }
+    }
+    // Lines written while the client was away, from both containers, come after the rest of the backlog, however
+    // long it was away (longer than since_seconds here): the cut is not taken again.
+    clock.advance(10);
+    const everything = (await read('')).map((e) => JSON.stringify(e.data));
+    for (const [query, backlog] of backlogs) {
+      const last = everything.indexOf(JSON.stringify(backlog.at(-1)!.data));
+      expect(last).toBeGreaterThanOrEqual(0);
+      const resumed = (await read(query, backlog[0]!.id)).map((e) => JSON.stringify(e.data));
+      expect(resumed).toEqual([...backlog.slice(1).map((e) => JSON.stringify(e.data)), ...everything.slice(last + 1)]);
+      expect(everything.length - last - 1).toBeGreaterThan(30); // 10 s of two containers at 2 lines a second
+    }
+  });
+
+  it('sends a follower a keep-alive when nothing was written to it for LOG_KEEP_ALIVE_MS, though other pods print', async () => {
+    /** What a stream of the install sends within `ms` of real time. */
+    const receive = async (query: string, ms: number) => {
+      const controller = new AbortController();
+      const response = await fetch(`${app.baseUrl}/v1/installs/${install.id}/logs${query}`, {
+        headers: { authorization: `Bearer ${user.token}` },
+        signal: controller.signal,
+      });
+      expect(response.status).toBe(200);
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const timeUp = new Promise<'time up'>((resolve) => setTimeout(() => resolve('time up'), ms));
+      let text = '';
+      try {
+        for (;;) {
+          const next = reader.read();
+          const read = await Promise.race([next, timeUp]);
+          if (read === 'time up') {
+            next.catch(() => {}); // ends with the abort below
+            return text;
+          }
+          if (read.done) return text;
+          text += read.value;
+        }
+      } finally {
+        controller.abort();
+      }
+    };
+    // The clock runs at 50 s a second: the install's tail finds new lines at every poll, each waking its followers.
+    const ticker = setInterval(() => clock.advance(1), 20);
+    try {
+      const [unfiltered, filtered] = await Promise.all([receive('?tail=1', 3000), receive('?pod=nopod', 3000)]);
+      expect((unfiltered.match(/event: log/g) ?? []).length).toBeGreaterThan(20);
+      // A keep-alive every 300 ms would be 10 in 3 s; without one for 300 ms, the filtered stream would get none.
+      expect(filtered).not.toContain('event: log');
+      expect((filtered.match(/^: keep-alive$/gm) ?? []).length).toBeGreaterThanOrEqual(3);
+    } finally {
+      clearInterval(ticker);
+    }
   });
 
   it('filters by pod and container', async () => {

@@ -23,7 +23,7 @@ export const streamInstallLogs: Handler<'streamInstallLogs'> = async (
     sinceSeconds: query.since_seconds,
     lastEventId: headers['Last-Event-ID'],
   };
-  const env = { db, clock, driver, signal, shutdown, tails: logTails };
+  const env = { db, clock, driver, signal, shutdown, tails: logTails, keepAliveMs: config.logKeepAliveMs };
   return {
     status: 200,
     stream: await openInstallLogStream(request, env, { key: callerKey(caller), limit: config.logStreamsPerUser }),

@@ -3,6 +3,8 @@
 // Every event's id carries the position of every container after that event ("<ms>-<c1>:<n1>.<c2>:<n2>…",
 // where <c> is a short hash of pod/container), so a client that reconnects with Last-Event-ID, to any server
 // process, continues each container exactly after its last line: no gap, no duplicate, no sticky sessions.
+// A container an id does not name had sent nothing and had nothing cut (by `tail` or since_seconds) before that
+// event: all its lines come after it.
 //
 // A follower first reads its backlog from the cluster. Then it is fed by the install's tail (log-tails.ts):
 // one poller per install and process, shared by all its followers, keeping the recent lines in memory. A
@@ -15,8 +17,6 @@ import { validationError } from '../errors.ts';
 import type { ClusterDriver, LogEntry, PodContainer } from '../providers/types.ts';
 import type { LogTails } from './log-tails.ts';
 import { streamSlots } from './stream-slots.ts';
-
-export const KEEP_ALIVE_MS = 15_000;
 
 export interface LogStreamRequest {
   installId: string;
@@ -38,6 +38,8 @@ export interface LogStreamEnv {
   shutdown: AbortSignal;
   /** The followed installs' shared tails. */
   tails: LogTails;
+  /** A follower that has written nothing for this long (ms) sends a keep-alive comment (config.logKeepAliveMs). */
+  keepAliveMs: number;
 }
 
 export type Positions = Map<string, number>;
@@ -98,37 +100,69 @@ export const byTime = (a: LogEntry, b: LogEntry) =>
 
 export async function* installLogStream(request: LogStreamRequest, env: LogStreamEnv): AsyncGenerator<string> {
   const positions = parseEventId(request.lastEventId);
+  // `tail` and since_seconds cut a new stream's backlog only: a resumed one continues after its positions, however
+  // long the client was away (the cut, taken again now, would skip what was written meanwhile).
+  const resumed = positions.size > 0;
+  const backlogTail = resumed ? undefined : request.tail;
+  const sinceMs = !resumed && request.sinceSeconds > 0 ? env.clock.nowMs() - request.sinceSeconds * 1000 : undefined;
   const stop = AbortSignal.any([env.signal, env.shutdown]);
-  const sinceMs = request.sinceSeconds > 0 ? env.clock.nowMs() - request.sinceSeconds * 1000 : undefined;
   const wanted = (c: PodContainer) =>
     (request.pod === undefined || c.pod === request.pod) && (request.container === undefined || c.container === request.container);
 
-  /**
-   * Lines after each container's position, read from the cluster, merged in time order. With `tail`, the last
-   * `tail` of the merge; the containers' positions then move to their last line read, sent or not, so that what
-   * the tail left out is never sent later.
-   */
-  const readNew = async (clusterId: string, list: PodContainer[], tail?: number) => {
+  /** Lines after each container's position, read from the cluster, merged in time order. */
+  const readNew = async (clusterId: string, list: PodContainer[], options: { tail?: number } = {}) => {
     const lines: LogEntry[] = [];
-    const ends = new Map<string, number>();
     for (const target of list.filter(wanted)) {
-      const key = containerKey(target);
       for await (const entry of env.driver.readLog(clusterId, request.installId, target, {
         follow: false,
         signal: stop,
-        after: positions.get(key),
-        tail,
+        after: positions.get(containerKey(target)),
+        tail: options.tail,
         since_ms: sinceMs,
       })) {
         lines.push(entry);
-        ends.set(key, entry.position);
       }
     }
-    lines.sort(byTime);
-    if (tail === undefined) return lines;
-    const kept = lines.slice(-tail);
-    const sent = new Set(kept.map(containerKey));
-    for (const [key, end] of ends) if (!sent.has(key)) positions.set(key, end);
+    return lines.sort(byTime);
+  };
+
+  /** Where a container's log ends now (undefined: it is empty). */
+  const endOf = async (clusterId: string, target: PodContainer) => {
+    let end: number | undefined;
+    for await (const entry of env.driver.readLog(clusterId, request.installId, target, { follow: false, signal: stop, tail: 1 })) end = entry.position;
+    return end;
+  };
+
+  /**
+   * The backlog: with a cut (`tail`: the last `tail` lines of the merge; since_seconds), every container's
+   * position moves to the cut before anything is sent: just before its first line kept, or to its end when none
+   * is. The id of every event, the first one's too, then names every container the cut left lines out of, so
+   * resuming from any of them sends neither what the client got nor what the cut left out.
+   */
+  const readBacklog = async (clusterId: string, list: PodContainer[]) => {
+    if (backlogTail === undefined && sinceMs === undefined) return readNew(clusterId, list);
+    const lines = await readNew(clusterId, list, { tail: backlogTail });
+    const kept = backlogTail === undefined ? lines : lines.slice(-backlogTail);
+    const cuts: Positions = new Map(); // each container's last line read, then its cut
+    for (const entry of lines) cuts.set(containerKey(entry), Math.max(entry.position, cuts.get(containerKey(entry)) ?? -1));
+    const firstKept = new Map<string, number>();
+    for (const entry of kept) firstKept.set(containerKey(entry), Math.min(entry.position, firstKept.get(containerKey(entry)) ?? entry.position));
+    // Positions are integers and `after` takes the lines above it: one below the first line kept cuts just before
+    // it. A line 0 kept had nothing before it to cut (and an id holds no position below 0).
+    for (const [key, first] of firstKept) {
+      if (first > 0) cuts.set(key, first - 1);
+      else cuts.delete(key);
+    }
+    if (sinceMs !== undefined) {
+      // A container quiet since the cut read no line, yet its older ones were left out: its position is its end.
+      for (const target of list.filter(wanted)) {
+        const key = containerKey(target);
+        if (cuts.has(key) || firstKept.has(key)) continue;
+        const end = await endOf(clusterId, target);
+        if (end !== undefined) cuts.set(key, end);
+      }
+    }
+    for (const [key, cut] of cuts) positions.set(key, cut);
     return kept;
   };
 
@@ -150,7 +184,7 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
     const install = await env.db.selectFrom('installs').select('cluster_id').where('id', '=', request.installId).executeTakeFirst();
     if (install?.cluster_id) {
       const list = await env.driver.listContainers(install.cluster_id, request.installId);
-      yield* emit(await readNew(install.cluster_id, list, positions.size > 0 ? undefined : request.tail));
+      yield* emit(await readBacklog(install.cluster_id, list));
     }
     yield sse('end', { reason: 'backlog_sent' });
     return;
@@ -158,10 +192,9 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
 
   const tail = env.tails.follow(request.installId);
   try {
-    // The backlog: `tail` applies to it once; a resumed stream continues after its positions instead.
     let version = await tail.ready();
     let seq: number | undefined;
-    if (tail.clusterId) yield* emit(await readNew(tail.clusterId, tail.containers, positions.size > 0 ? undefined : request.tail));
+    if (tail.clusterId) yield* emit(await readBacklog(tail.clusterId, tail.containers));
     const podsGone = () => tail.finished && !tail.containers.some(wanted);
     // An install that failed or is being removed, with nothing left to follow: the stream ends now, as it would
     // have when its pods went.
@@ -169,18 +202,27 @@ export async function* installLogStream(request: LogStreamRequest, env: LogStrea
       yield sse('end', { reason: 'pods_gone' });
       return;
     }
+    // The keep-alive counts from this follower's own last write: the tail wakes it for every line of the install,
+    // and lines its filter drops (other pods, other containers) must not put it off, or an idle-timeout proxy cuts
+    // a stream that gets nothing. One clock read per write; the wait's one timer is the one it had already.
+    let lastWriteMs = performance.now();
     while (!stop.aborted) {
-      const changed = await tail.changed(version, KEEP_ALIVE_MS, stop);
+      const quietMs = performance.now() - lastWriteMs;
+      const changed = quietMs < env.keepAliveMs && (await tail.changed(version, env.keepAliveMs - quietMs, stop));
       if (stop.aborted) break;
       if (!changed) {
         yield ': keep-alive\n\n';
+        lastWriteMs = performance.now();
         continue;
       }
       version = tail.version;
       if (tail.clusterId) {
         const taken = tail.linesAfter(positions, wanted, seq);
         seq = taken?.next;
-        yield* emit(taken?.lines ?? (await readNew(tail.clusterId, tail.containers)));
+        for (const chunk of emit(taken?.lines ?? (await readNew(tail.clusterId, tail.containers)))) {
+          yield chunk;
+          lastWriteMs = performance.now();
+        }
       }
       if (podsGone()) {
         yield sse('end', { reason: 'pods_gone' });
