@@ -4402,7 +4402,7 @@ export interface components {
          */
         LogPod: string;
         /**
-         * @description Only lines written in the last this-many seconds. `0` (the default) means no limit.
+         * @description Only lines written in the last this-many seconds. `0` (the default) means no limit. Ignored when resuming with `Last-Event-ID`, as `tail` is (the stream continues after the event it names).
          * @example 300
          */
         LogSinceSeconds: number;
@@ -7129,7 +7129,7 @@ export interface operations {
                  */
                 tail?: components["parameters"]["LogTail"];
                 /**
-                 * @description Only lines written in the last this-many seconds. `0` (the default) means no limit.
+                 * @description Only lines written in the last this-many seconds. `0` (the default) means no limit. Ignored when resuming with `Last-Event-ID`, as `tail` is (the stream continues after the event it names).
                  * @example 300
                  */
                 since_seconds?: components["parameters"]["LogSinceSeconds"];
