@@ -153,7 +153,11 @@ describe('a worker killed with SIGKILL at each step boundary', { timeout: 90_000
     });
     expect(await runKillingAtEachStep(suspendId)).toEqual(['start', 'snapshot', 'await_snapshot', 'delete_server']);
 
-    const { snapshot_id: snapshotId } = await database.db.selectFrom('suspensions').select('snapshot_id').where('id', '=', suspensionId).executeTakeFirstOrThrow();
+    const { snapshot_id: snapshotId } = await database.db
+      .selectFrom('suspensions')
+      .select('snapshot_id')
+      .where('id', '=', suspensionId)
+      .executeTakeFirstOrThrow();
     const resumeId = await database.db.transaction().execute(async (trx) => {
       await trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspensionId).execute();
       return rowOnlyStarter(systemClock).start(trx, 'resumeSuspension', suspensionId);
