@@ -33,7 +33,18 @@ describe('the logs', () => {
       });
       expect(reply.status).toBe(404);
       expect(reply.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+      // Nor does the error body repeat it (its message names the id it did not find).
+      expect(JSON.stringify(reply.body)).not.toContain(secret);
+      expect(reply.body.error.message).toContain('[REDACTED]');
     }
+    // A malformed body is not quoted back: its values may be secrets that match no pattern.
+    const malformed = await call(app.baseUrl, 'POST', '/v1/registry/credentials', {
+      token: user.token,
+      body: '{"name":"r","registry_url":"ghcr.io","username":"u","password":s3cretPW}',
+    });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('bad_request');
+    expect(JSON.stringify(malformed.body)).not.toContain('s3cretPW');
     // The contract's bounds: 1 to 128 characters.
     const longest = await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token, headers: { 'x-request-id': 'a.'.repeat(64) } });
     expect(longest.headers.get('x-request-id')).toBe('a.'.repeat(64));

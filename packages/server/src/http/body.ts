@@ -95,7 +95,7 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
   try {
     return parseJson(text);
   } catch (error) {
-    throw new ApiError('bad_request', `The request body is not valid JSON (${(error as Error).message}).`, { suggestion: expected(meta) });
+    throw new ApiError('bad_request', `The request body is not valid JSON (${jsonProblem(error)}).`, { suggestion: expected(meta) });
   }
 }
 
@@ -114,6 +114,12 @@ function parseJson(text: string): unknown {
     return Number.isFinite(value) && BigInt(value) === BigInt(source) ? value : new InexactInteger(source);
   });
 }
+
+/**
+ * What JSON.parse found wrong, without the excerpt of the body V8 quotes after it (`Unexpected token 's', "…"password":
+ * s3cret}" is not valid JSON`): a body's values may be secrets, and the answer repeats none of them.
+ */
+export const jsonProblem = (error: unknown): string => String((error as Error)?.message ?? 'parse error').replace(/, (?:\.\.\.)?".*$/s, '');
 
 /** Form fields as an object of strings; a field sent twice is refused (RFC 6749 §3.2 forbids repeats). */
 function parseForm(text: string, meta: OperationMeta): Record<string, string> {

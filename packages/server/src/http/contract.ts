@@ -9,6 +9,7 @@ import type { Context } from 'koa';
 import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import { ApiError, validationError } from '../errors.ts';
 import { ROLES, type Role } from '../services/roles.ts';
+import { jsonProblem } from './body.ts';
 import { propertyName } from './property-names.ts';
 import type { RouteOperation } from './router.ts';
 
@@ -220,7 +221,7 @@ export function requestValidationError(meta: OperationMeta, errors: AjvError[]):
   const error = errors[0];
   if (!error) return validationError('', 'The request is invalid.');
   if (error.keyword === 'parse') {
-    return new ApiError('bad_request', `The request body is not valid JSON (${error.message ?? 'parse error'}).`, {
+    return new ApiError('bad_request', `The request body is not valid JSON (${jsonProblem(error)}).`, {
       suggestion: "Send a JSON object with 'Content-Type: application/json'.",
     });
   }

@@ -1,9 +1,11 @@
 // Everything that goes wrong below this middleware (validation, auth, missing resources, database outages, bugs)
-// is answered with the contract's error body; nothing else reaches the client.
+// is answered with the contract's error body, with anything in it that may be a credential masked; nothing else
+// reaches the client.
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { isDatabaseDown } from '../db/outage.ts';
 import { ApiError, OAuthError } from '../errors.ts';
+import { redactValue } from '../services/redaction.ts';
 
 /** The error the client sees for whatever was thrown; unexpected ones are logged with the request id. */
 function answerFor(thrown: unknown, requestId: string, logger: Logger): ApiError | OAuthError {
@@ -29,7 +31,9 @@ export function errorBody(logger: Logger): Middleware {
       const error = answerFor(thrown, ctx.state.requestId as string, logger);
       ctx.status = error.status;
       if (error instanceof ApiError) ctx.set(error.headers);
-      ctx.body = error.body();
+      // A caller's value repeated in the message (an id, a field name, an X-Workspace-Id) may be a token pasted in
+      // the wrong place: masked here as in the logs, so no error body carries a credential.
+      ctx.body = redactValue(error.body());
     }
   };
 }
