@@ -251,9 +251,11 @@ export function requestValidationError(meta: OperationMeta, errors: AjvError[]):
       message = `${what} ${param} ${error.message ?? 'is invalid'}.`;
   }
   const suggestion =
-    error.keyword === 'additionalProperties'
-      ? 'Remove the field; request bodies reject fields the contract does not define.'
-      : `See the ${meta.operationId} operation in the API reference for what ${param} accepts.`;
+    error.keyword !== 'additionalProperties'
+      ? `See the ${meta.operationId} operation in the API reference for what ${param} accepts.`
+      : location === 'requestBody'
+        ? 'Remove the field; request bodies reject fields the contract does not define.'
+        : `Remove the parameter; ${meta.operationId} takes no ${param} (see the API reference for the parameters it takes).`;
   return validationError(param, message, suggestion);
 }
 
