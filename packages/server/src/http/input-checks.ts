@@ -48,9 +48,10 @@ export function checkRequestValue(value: unknown, root = ''): void {
     }
     if (value instanceof InexactInteger) {
       const shown = value.source.length > 40 ? `${value.source.slice(0, 40)}…` : value.source;
+      const stored = Number(value.source);
       throw validationError(
         path || 'body',
-        `${path || 'The body'} is the integer ${shown}, which a JSON number here cannot hold exactly (it would be stored as ${Number(value.source)}).`,
+        `${path || 'The body'} is the integer ${shown}, which a JSON number here cannot hold exactly (it would be stored as ${Number.isFinite(stored) ? stored : 'null'}).`,
         `Send integers between ${-Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER} as numbers, and larger ones as strings.`,
       );
     }
