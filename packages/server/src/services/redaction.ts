@@ -7,11 +7,12 @@ import { stdSerializers } from 'pino';
  * Credentials as they appear inside any text: a PAT (`svc_pat_…`), a webhook signing secret (`whsec_…`, base64,
  * percent-encoded in a path), a JWT (three dot-separated base64url parts; its header is a JSON object, so it starts
  * `ey` or, after white space, `ew`), and a 32-character session token (not plain lower-case hex: that is a request
- * id or a digest). Global, for replacing; `lastIndex` is reset by every use below.
+ * id or a digest). A prefix alone, as the service's own messages name it ("it must be svc_pat_ and 38 letters"), is
+ * none. Global, for replacing; `lastIndex` is reset by every use below.
  */
 export const CREDENTIAL_PATTERNS: readonly RegExp[] = [
-  /svc_pat_\w*/gi,
-  /whsec_[\w+/=%-]*/gi,
+  /svc_pat_\w+/gi,
+  /whsec_[\w+/=%-]+/gi,
   /(?<![\w-])e[wy][\w-]*\.[\w-]+\.[\w-]*/g,
   /(?<![A-Za-z0-9])(?![0-9a-f]{32}(?![A-Za-z0-9]))[A-Za-z0-9]{32}(?![A-Za-z0-9])/g,
 ];
