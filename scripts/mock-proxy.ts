@@ -4,8 +4,12 @@
 //     every violation in `details.violations`), where Prism sends the operation's one canned 422 example;
 //   - Prism's own errors (an unknown path or method, a missing token, a forced status the operation lacks), which
 //     it sends as problem+json, get the contract's error body too;
-//   - its dynamic data (`Prefer: dynamic=true`) is made consistent (scripts/mock-data.ts).
+//   - its dynamic data (`Prefer: dynamic=true`) is made consistent (scripts/mock-data.ts);
+//   - every answer's X-Request-Id is the request's own when valid, else a new one, as the server's is (Prism sends the
+//     contract's one example on every answer), and none says `Idempotent-Replayed` (Prism sends the header's
+//     example on every answer; the mock keeps no state, so nothing is a replay).
 // Everything else passes through unchanged, event streams included.
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { asksForDynamicData, consistentMockData } from './mock-data.ts';
@@ -25,12 +29,21 @@ interface ErrorBody {
 // Hop-by-hop headers, and those that no longer describe the body once fetch has decoded it.
 const dropped = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'host']);
 
+/** The contract's X-Request-Id (openapi/components/headers/X-Request-Id.yaml). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The headers every answer of the mock carries: the request's id, echoed when valid, else a new one. */
+function ownHeaders(request: IncomingMessage): Record<string, string> {
+  const incoming = request.headers['x-request-id'];
+  return { 'x-request-id': typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}` };
+}
+
 export function createMockProxy(upstream: string): Server {
   return createServer((request, response) => {
     handle(upstream, request, response).catch((error: unknown) => {
       const message = error instanceof Error ? error.message : String(error);
       if (response.headersSent) response.destroy();
-      else send(response, 502, { error: { code: 'internal_error', message: `The mock could not reach Prism: ${message}` } });
+      else send(response, 502, { error: { code: 'internal_error', message: `The mock could not reach Prism: ${message}` } }, ownHeaders(request));
     });
   });
 }
@@ -44,13 +57,18 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
     try {
       JSON.parse(body.toString('utf8'));
     } catch (error) {
-      send(response, 400, {
-        error: {
-          code: 'bad_request',
-          message: `The request body is not valid JSON: ${(error as Error).message}`,
-          suggestion: 'Send a JSON document, or fix the Content-Type header.',
+      send(
+        response,
+        400,
+        {
+          error: {
+            code: 'bad_request',
+            message: `The request body is not valid JSON: ${(error as Error).message}`,
+            suggestion: 'Send a JSON document, or fix the Content-Type header.',
+          },
         },
-      });
+        ownHeaders(request),
+      );
       return;
     }
   }
@@ -68,8 +86,9 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
   });
   const out: Record<string, string | string[]> = {};
   answer.headers.forEach((value, name) => {
-    if (!dropped.has(name)) out[name] = value;
+    if (!dropped.has(name) && name !== 'idempotent-replayed') out[name] = value;
   });
+  Object.assign(out, ownHeaders(request));
   const setCookies = answer.headers.getSetCookie();
   if (setCookies.length > 0) out['set-cookie'] = setCookies;
 

@@ -111,6 +111,24 @@ describe('valid requests pass through', () => {
     expect(body.error.code).toBe('not_found');
   });
 
+  test('X-Request-Id is the request’s own when valid, else a new one on every answer, as the server’s', async () => {
+    const echoed = await call('GET', '/v1/regions', { headers: { 'x-request-id': 'trace-42.abc' } });
+    expect(echoed.headers.get('x-request-id')).toBe('trace-42.abc');
+    const [one, two] = await Promise.all([call('GET', '/v1/regions'), call('GET', '/v1/clusters/cl_1', { headers: { prefer: 'code=404' } })]);
+    expect(one.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(two.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(one.headers.get('x-request-id')).not.toBe(two.headers.get('x-request-id'));
+  });
+
+  test('a first POST with an idempotency key is no replay (the mock keeps no state)', async () => {
+    const { status, headers } = await call('POST', '/v1/installs', {
+      body: JSON.stringify({ product_id: 'prd_1', region_id: 'fsn1' }),
+      headers: { 'idempotency-key': 'k-1' },
+    });
+    expect(status).toBe(202);
+    expect(headers.get('idempotent-replayed')).toBeNull();
+  });
+
   test('a valid body gets the success example', async () => {
     const { status, body } = await call('POST', '/v1/clusters', { body: JSON.stringify({ name: 'web', region_id: 'fsn1' }) });
     expect(status).toBe(202);
