@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import contract from '@platform/api-types/openapi.json' with { type: 'json' };
 import { asksForDynamicData, consistentMockData } from './mock-data.ts';
 
 /** One entry of Prism's `sl-violations` header. */
@@ -99,8 +100,8 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
     return;
   }
   if ((answer.headers.get('content-type') ?? '').startsWith('application/problem+json')) {
-    const { status, body } = prismError(answer.status, (await answer.json()) as PrismProblem, request);
-    send(response, status, body, out);
+    const { status, body, headers } = prismError(answer.status, (await answer.json()) as PrismProblem, request);
+    send(response, status, body, { ...out, ...headers });
     return;
   }
   if (asksForDynamicData(request.headers.prefer) && isJson(answer.headers.get('content-type') ?? undefined)) {
@@ -136,12 +137,18 @@ export function requestViolations(header: string | null): Violation[] {
 
 /**
  * Where in the request a violation is, as the contract's `param` spells it: `limit`, `X-Workspace-Id`,
- * `sources[0].chart.repo_url`. A missing required property is named by its own path.
+ * `sources[0].chart.repo_url`.
  */
 export function violationParam(violation: Violation): string | undefined {
   const [, where, ...rest] = violation.location;
-  const missing = violation.code === 'required' ? /required property '([^']+)'/.exec(violation.message)?.[1] : undefined;
-  const segments = missing === undefined ? rest : [...rest, missing];
+  // A missing property, or one the contract does not define, is named by its own path (as the server names it).
+  const named =
+    violation.code === 'required'
+      ? /required property '([^']+)'/.exec(violation.message)?.[1]
+      : violation.code === 'additionalProperties'
+        ? /found '([^']+)'/.exec(violation.message)?.[1]
+        : undefined;
+  const segments = named === undefined ? rest : [...rest, named];
   if (where !== 'body') return segments[0];
   let param = '';
   for (const segment of segments) param += /^\d+$/.test(segment) ? `[${segment}]` : param ? `.${segment}` : segment;
@@ -183,9 +190,13 @@ const CODES: Record<number, string> = {
 };
 
 /** Prism's problem+json as the contract's error body, in the API's words where it is one of Prism's known errors. */
-export function prismError(status: number, problem: PrismProblem, request: { method?: string; url?: string }): { status: number; body: ErrorBody } {
+export function prismError(
+  status: number,
+  problem: PrismProblem,
+  request: { method?: string; url?: string },
+): { status: number; body: ErrorBody; headers?: Record<string, string> } {
   const name = (problem.type ?? '').split('#').pop() ?? '';
-  const path = (request.url ?? '/').split('?')[0];
+  const path = (request.url ?? '/').split('?')[0] ?? '/';
   const known: Record<string, ErrorBody['error']> = {
     NO_PATH_MATCHED_ERROR: {
       code: 'not_found',
@@ -195,7 +206,7 @@ export function prismError(status: number, problem: PrismProblem, request: { met
     NO_METHOD_MATCHED_ERROR: {
       code: 'method_not_allowed',
       message: `${request.method} is not an operation of ${path}.`,
-      suggestion: 'Check the method against the reference docs.',
+      suggestion: `Use one of: ${allowedMethods(path).join(', ')}.`,
     },
     UNAUTHORIZED: {
       code: 'unauthorized',
@@ -216,7 +227,20 @@ export function prismError(status: number, problem: PrismProblem, request: { met
     return { status: 400, body };
   }
   const error = known[name] ?? { code: CODES[status] ?? 'internal_error', message: problem.detail ?? problem.title ?? `The mock answered ${status}.` };
-  return { status, body: { error } };
+  // A 405 names the methods the path has, as the server's does.
+  return { status, body: { error }, ...(name === 'NO_METHOD_MATCHED_ERROR' ? { headers: { allow: allowedMethods(path).join(', ') } } : {}) };
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+/** Each path of the contract as a pattern of its segments (a `{parameter}` matches one segment), with its methods. */
+const PATHS = Object.entries((contract as { paths: Record<string, Record<string, unknown>> }).paths).map(([template, item]) => ({
+  pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  methods: METHODS.filter((method) => method in item).map((method) => method.toUpperCase()),
+}));
+
+/** The methods the contract documents for a concrete path (as the server's router answers them). */
+export function allowedMethods(path: string): string[] {
+  return PATHS.find(({ pattern }) => pattern.test(path))?.methods ?? [];
 }
 
 function send(response: ServerResponse, status: number, body: ErrorBody, headers: Record<string, string | string[]> = {}): void {

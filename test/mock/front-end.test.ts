@@ -111,6 +111,16 @@ describe('valid requests pass through', () => {
     expect(body.error.code).toBe('not_found');
   });
 
+  test('a known path with another method is 405 naming the path’s methods in Allow, as the server’s', async () => {
+    const { status, headers, body } = await call('DELETE', '/v1/quotas');
+    expect(status).toBe(405);
+    expect(body.error.code).toBe('method_not_allowed');
+    expect(headers.get('allow')).toBe('GET');
+    const byId = await call('PUT', '/v1/clusters/cl_1');
+    expect(byId.status).toBe(405);
+    expect(byId.headers.get('allow')?.split(', ').sort()).toEqual(['DELETE', 'GET', 'PATCH']);
+  });
+
   test('X-Request-Id is the request’s own when valid, else a new one on every answer, as the server’s', async () => {
     const echoed = await call('GET', '/v1/regions', { headers: { 'x-request-id': 'trace-42.abc' } });
     expect(echoed.headers.get('x-request-id')).toBe('trace-42.abc');
@@ -259,6 +269,9 @@ describe('violationParam', () => {
     expect(violationParam(violation(['request', 'header', 'X-Workspace-Id']))).toBe('X-Workspace-Id');
     expect(violationParam(violation(['request', 'body', 'sources', '0', 'chart', 'repo_url']))).toBe('sources[0].chart.repo_url');
     expect(violationParam(violation(['request', 'body'], 'required', "Request body must have required property 'name'"))).toBe('name');
+    expect(
+      violationParam(violation(['request', 'body', 'settings'], 'additionalProperties', "Request body must NOT have additional properties; found 'typo'")),
+    ).toBe('settings.typo');
     expect(violationParam(violation(['request', 'body']))).toBeUndefined();
   });
 });
