@@ -17,6 +17,7 @@ import { sql } from 'kysely';
 import { freshDatabase } from '../fresh-database.ts';
 import { repoRoot } from '../gen.ts';
 import { serverNodeFlags } from '../server-process.ts';
+import { median } from '../stats.ts';
 
 const CLUSTERS = Number(process.env.BENCH_CLUSTERS ?? 20_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -66,7 +67,6 @@ const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**
  * Waits until no workflow is left to run and the server has used under 5 % of a core for two seconds running

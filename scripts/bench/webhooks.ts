@@ -35,7 +35,7 @@ import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { freshDatabase } from '../fresh-database.ts';
 import { type ServerProcess, startServerProcess } from '../server-process.ts';
-import { percentile } from '../stats.ts';
+import { median, percentile } from '../stats.ts';
 
 export interface WebhooksOptions {
   /** Seconds of each autocannon load. */
@@ -64,13 +64,6 @@ export const WEBHOOK_TARGETS = { deliveries_per_second: 2000, latency_p99_ms: 10
 
 /** (c)'s pairs of loads (none and with endpoints). */
 const FAN_OUT_PAIRS = 4;
-
-/** The middle value (the mean of the two middle ones for an even count). */
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** The hanging endpoints of (b), and the deliveries waiting for them. */
 const HANGING_WORKSPACES = 20;
