@@ -638,6 +638,49 @@ describe('installs', () => {
     ]);
   });
 
+  it('a regeneration that fails between moving an install and recording its revision records it when it runs again', async () => {
+    const created = await twoChartInstall('Revision with its template');
+    const api = client(user);
+    const product = await api.GET('/v1/products/{id}', { params: { path: { id: created.product_id } } });
+    // The first revision written for this install fails (a sequence, not rolled back with the failed statement).
+    await sql`
+      CREATE SEQUENCE failing_revision;
+      CREATE FUNCTION fail_first_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.install_id = ${sql.lit(created.id)} AND nextval('failing_revision') = 1 THEN RAISE EXCEPTION 'injected'; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER fail_first_revision BEFORE INSERT ON install_revisions FOR EACH ROW EXECUTE FUNCTION fail_first_revision();
+    `.execute(app.db);
+    try {
+      const updated = await api.PATCH('/v1/products/{id}', {
+        params: { path: { id: product.id } },
+        body: {
+          name: product.name,
+          cluster_ids: product.cluster_ids,
+          sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '20.0.0' }, values: s.values })),
+        },
+      });
+      // The step is retried after its backoff (2 s of the clock).
+      await eventually(
+        async () => {
+          await settled();
+          clock.advance(3);
+          return api.GET('/v1/products/{id}', { params: { path: { id: product.id } } });
+        },
+        (p) => p.regeneration_status === 'succeeded',
+        'the regeneration, retried',
+      );
+      const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: created.id } } });
+      expect(revisions.data.map((r) => [r.revision, r.template_id])).toEqual([
+        [1, product.template_id],
+        [2, updated.template_id],
+      ]);
+    } finally {
+      await sql`DROP TRIGGER fail_first_revision ON install_revisions; DROP FUNCTION fail_first_revision(); DROP SEQUENCE failing_revision`.execute(app.db);
+    }
+  });
+
   it('an install still installing when its product regenerates ends on the new template', async () => {
     const owner = await newUser(app.db, clock, 'pro');
     const cluster = await runningCluster(owner, 'mid-install');

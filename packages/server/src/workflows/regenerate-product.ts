@@ -6,6 +6,7 @@
 // grace period, or are not deployed (or those uninstalled not gone) by the deadline fails with the deployer's words,
 // and the others go on. The simulation's regeneration records its releases deployed as they are sent.
 import type { WorkflowDeadlines } from '../config.ts';
+import { inTransaction } from '../db/transaction.ts';
 import type { StepContext, StepResult, WorkflowDefinition } from '../engine/engine.ts';
 import { finishRevision, recordRevision } from '../resources/install-revisions.ts';
 import { installById, installsBehindTemplate, setInstallTemplate } from '../resources/installs.ts';
@@ -67,7 +68,6 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
           // Before the install is moved to the template: a re-run of this step after a failed uninstall finds it
           // still behind and sends it all again.
           const removed = await uninstallReleasesNotIn(ctx, placed, product.sources);
-          await setInstallTemplate(ctx.db, install.id, product.template_id, ctx.clock.now());
           const deploy = {
             install_id: install.id,
             workflow_id: ctx.workflow.id,
@@ -76,7 +76,12 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
             overrides: install.overrides,
             status: deadlines.regenerationWaits ? ('deploying' as const) : ('deployed' as const),
           };
-          await recordRevision(ctx.db, deploy, ctx.clock.now());
+          // The install moves to the template with its revision, or not at all: a re-run of this step takes only the
+          // installs still behind, so one moved without its revision would never get it.
+          await inTransaction(ctx.db, async (trx) => {
+            await setInstallTemplate(trx, install.id, product.template_id, ctx.clock.now());
+            await recordRevision(trx, deploy, ctx.clock.now());
+          });
           pending.push({ id: install.id, cluster_id: install.cluster_id, releases: product.sources.map(releaseName), removed });
         }
         if (!deadlines.regenerationWaits || !pending.length) return finish(ctx, []);
