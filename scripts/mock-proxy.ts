@@ -30,13 +30,15 @@ interface ErrorBody {
 // Hop-by-hop headers, and those that no longer describe the body once fetch has decoded it.
 const dropped = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'host']);
 
-/** The contract's X-Request-Id (openapi/components/headers/X-Request-Id.yaml). */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A valid incoming X-Request-Id, as the contract's header defines it (openapi/components/headers/X-Request-Id.yaml). */
+const { schema: REQUEST_ID } = contract.components.headers['X-Request-Id'];
+const REQUEST_ID_PATTERN = new RegExp(REQUEST_ID.pattern);
+const validRequestId = (id: string) => id.length >= REQUEST_ID.minLength && id.length <= REQUEST_ID.maxLength && REQUEST_ID_PATTERN.test(id);
 
 /** The headers every answer of the mock carries: the request's id, echoed when valid, else a new one. */
 function ownHeaders(request: IncomingMessage): Record<string, string> {
   const incoming = request.headers['x-request-id'];
-  return { 'x-request-id': typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}` };
+  return { 'x-request-id': typeof incoming === 'string' && validRequestId(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}` };
 }
 
 export function createMockProxy(upstream: string): Server {

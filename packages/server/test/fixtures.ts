@@ -1,5 +1,6 @@
 // A world of two users with one of each resource, for tests that walk the whole contract; and the start of the
 // workflow tests' worlds (a running cluster, a compute config on the user's own key), made through the API.
+import type { Schema } from '@platform/api-types';
 import { createPlatformClient } from '@platform/client';
 import type { Kysely } from 'kysely';
 import { expect } from 'vitest';
@@ -265,3 +266,10 @@ export async function ownKeyComputeConfig(app: WorkflowApp, user: TestUser, opti
   });
   return { credential, config };
 }
+
+/** A product update that keeps the product as it is but at another chart version of every source: a regeneration. */
+export const atChartVersion = (product: Schema<'Product'>, targetRevision: string): Schema<'ProductUpdate'> => ({
+  name: product.name,
+  cluster_ids: product.cluster_ids,
+  sources: product.sources.map((source) => ({ ...source, chart: { ...source.chart, target_revision: targetRevision } })),
+});

@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
+import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
 import { KamajiController } from './support/kamaji.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
@@ -222,11 +223,7 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     // A product update: the Application is upgraded to the new template.
     await api.PATCH('/v1/products/{id}', {
       params: { path: { id: product.id } },
-      body: {
-        name: product.name,
-        cluster_ids: product.cluster_ids,
-        sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
-      },
+      body: atChartVersion(product, '19.7.0'),
     });
     await until('the Application to be upgraded', () => application()?.spec.source.targetRevision === '19.7.0');
     expect(application()!.metadata.annotations['platform-api/revision']).toBe('2');

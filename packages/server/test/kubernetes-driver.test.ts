@@ -22,6 +22,7 @@ import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
 import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
@@ -694,11 +695,7 @@ describe('installs through the API', () => {
       // A product update: the Application moves to the new chart version, and runs once Argo CD has it.
       await api.PATCH('/v1/products/{id}', {
         params: { path: { id: product.id } },
-        body: {
-          name: product.name,
-          cluster_ids: product.cluster_ids,
-          sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
-        },
+        body: atChartVersion(product, '19.7.0'),
       });
       await until(async () => {
         clock.advance(2);
@@ -1131,10 +1128,51 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
         sources: [{ chart: { repo_url: 'https://charts.example.com/stable', target_revision: '1.2.3', chart } }],
       },
     });
-    const created = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
-    await until(async () => management.list(APP, ARGO_NS).some((a) => a.metadata.labels?.['platform-api/install'] === created.id));
-    const name = management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === created.id)!.metadata.name;
-    return { id: created.id, name, get: () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }) };
+    return installOf(api, product.id);
+  }
+
+  /** An install of the product, once its Application exists (its name, and the install's record to read). */
+  async function installOf(api: ReturnType<typeof createPlatformClient>, productId: string) {
+    const created = await api.POST('/v1/installs', { body: { product_id: productId, region_id: 'fsn1' } });
+    await until(async () => applicationOf(created.id) !== undefined);
+    return {
+      id: created.id,
+      name: applicationOf(created.id)!.metadata.name,
+      get: () => api.GET('/v1/installs/{id}', { params: { path: { id: created.id } } }),
+    };
+  }
+
+  /** The install's Application (the one of `chart`'s source, when it has several). */
+  const applicationOf = (installId: string, chart?: string) =>
+    management
+      .list(APP, ARGO_NS)
+      .find((a) => a.metadata.labels?.['platform-api/install'] === installId && (chart === undefined || a.metadata.name.includes(`-${chart}-`)));
+
+  /**
+   * What Argo CD's controller writes once it has synced an Application's current source and its resources are
+   * healthy: `status.sync.status` Synced with `comparedTo` the spec's source and destination, `status.health.status`
+   * Healthy (argo-cd pkg/apis/application/v1alpha1/types.go, SyncStatus and HealthStatus).
+   */
+  const synced = (name: string) => {
+    const spec = management.get(APP, ARGO_NS, name)!.spec as { source: unknown; destination: unknown };
+    management.setStatus(APP, ARGO_NS, name, {
+      sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
+      health: { status: 'Healthy' },
+    });
+  };
+
+  /** Two running installs of one product of the chart `web`, their Applications synced and healthy. */
+  async function twoRunningInstalls(api: ReturnType<typeof createPlatformClient>, clusterId: string) {
+    const first = await install(api, clusterId, 'web');
+    const productId = (await first.get()).product_id;
+    const second = await installOf(api, productId);
+    synced(first.name);
+    synced(second.name);
+    await until(async () => {
+      clock.advance(2);
+      return (await first.get()).status === 'running' && (await second.get()).status === 'running';
+    });
+    return { first, second, productId };
   }
 
   it('is 600 s unless set, and a bad value stops start-up naming it', () => {
@@ -1203,36 +1241,14 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
 
   it("makes a product's regeneration wait for each install's Applications, failing only the install Argo CD reports an error for, with its words", async () => {
     await withApi(async (api, clusterId) => {
-      const first = await install(api, clusterId, 'web');
-      const productId = (await first.get()).product_id;
-      const second = await api.POST('/v1/installs', { body: { product_id: productId, region_id: 'fsn1' } });
-      await until(async () => management.list(APP, ARGO_NS).some((a) => a.metadata.labels?.['platform-api/install'] === second.id));
-      const secondName = management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === second.id)!.metadata.name;
-      const getSecond = () => api.GET('/v1/installs/{id}', { params: { path: { id: second.id } } });
-      const synced = (name: string) => {
-        const spec = management.get(APP, ARGO_NS, name)!.spec as { source: unknown; destination: unknown };
-        management.setStatus(APP, ARGO_NS, name, {
-          sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
-          health: { status: 'Healthy' },
-        });
-      };
-      synced(first.name);
-      synced(secondName);
-      await until(async () => {
-        clock.advance(2);
-        return (await first.get()).status === 'running' && (await getSecond()).status === 'running';
-      });
+      const { first, second, productId } = await twoRunningInstalls(api, clusterId);
       const product = await api.GET('/v1/products/{id}', { params: { path: { id: productId } } });
       await api.PATCH('/v1/products/{id}', {
         params: { path: { id: productId } },
-        body: {
-          name: product.name,
-          cluster_ids: product.cluster_ids,
-          sources: product.sources.map((s) => ({ ...s, chart: { ...s.chart, target_revision: '1.3.0' } })),
-        },
+        body: atChartVersion(product, '1.3.0'),
       });
       const moved = (name: string) => (management.get(APP, ARGO_NS, name)!.spec as { source: { targetRevision: string } }).source.targetRevision === '1.3.0';
-      await until(async () => moved(first.name) && moved(secondName));
+      await until(async () => moved(first.name) && moved(second.name));
       // Sent, not yet synced: the regeneration waits.
       clock.advance(4);
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -1241,7 +1257,7 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       synced(first.name);
       const message =
         "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = chart 'web' version '1.3.0' not found";
-      management.setStatus(APP, ARGO_NS, secondName, {
+      management.setStatus(APP, ARGO_NS, second.name, {
         sync: { status: 'Unknown' },
         health: { status: 'Healthy' },
         conditions: [{ type: 'ComparisonError', message }],
@@ -1252,9 +1268,9 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       });
       expect((await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status).toBe('failed');
       expect(await first.get()).toMatchObject({ status: 'running' });
-      const failed = await getSecond();
+      const failed = await second.get();
       expect(failed.status).toBe('failed');
-      expect(failed.status_message).toBe(`Release ${/web-[a-z0-9]{6}$/.exec(secondName)![0]}: ComparisonError: ${message}`);
+      expect(failed.status_message).toBe(`Release ${/web-[a-z0-9]{6}$/.exec(second.name)![0]}: ComparisonError: ${message}`);
       const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: first.id } } });
       expect(revisions.data.map((r) => r.status)).toEqual(['deployed', 'deployed']);
     });
@@ -1262,27 +1278,7 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
 
   it("makes a regeneration that replaces a source wait for the old source's Application to go, failing the install it is not removed from by the deadline", async () => {
     await withApi(async (api, clusterId) => {
-      const synced = (name: string) => {
-        const spec = management.get(APP, ARGO_NS, name)!.spec as { source: unknown; destination: unknown };
-        management.setStatus(APP, ARGO_NS, name, {
-          sync: { status: 'Synced', comparedTo: { source: spec.source, destination: spec.destination } },
-          health: { status: 'Healthy' },
-        });
-      };
-      const first = await install(api, clusterId, 'web');
-      const productId = (await first.get()).product_id;
-      const second = await api.POST('/v1/installs', { body: { product_id: productId, region_id: 'fsn1' } });
-      const getSecond = () => api.GET('/v1/installs/{id}', { params: { path: { id: second.id } } });
-      const applicationOf = (installId: string, chart: string) =>
-        management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === installId && a.metadata.name.includes(`-${chart}-`));
-      await until(async () => applicationOf(second.id, 'web') !== undefined);
-      const secondWeb = applicationOf(second.id, 'web')!.metadata.name;
-      synced(first.name);
-      synced(secondWeb);
-      await until(async () => {
-        clock.advance(2);
-        return (await first.get()).status === 'running' && (await getSecond()).status === 'running';
-      });
+      const { first, second, productId } = await twoRunningInstalls(api, clusterId);
       // The only source replaced by one of another chart (no id: a new source).
       const product = await api.GET('/v1/products/{id}', { params: { path: { id: productId } } });
       await api.PATCH('/v1/products/{id}', {
@@ -1296,7 +1292,7 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       // The new Applications are sent and the old ones deleted; Argo CD holds those until it removed what they deployed.
       await until(async () => applicationOf(first.id, 'shop') !== undefined && applicationOf(second.id, 'shop') !== undefined);
       await until(async () => management.get(APP, ARGO_NS, first.name)?.metadata.deletionTimestamp !== undefined);
-      await until(async () => management.get(APP, ARGO_NS, secondWeb)?.metadata.deletionTimestamp !== undefined);
+      await until(async () => management.get(APP, ARGO_NS, second.name)?.metadata.deletionTimestamp !== undefined);
       synced(applicationOf(first.id, 'shop')!.metadata.name);
       synced(applicationOf(second.id, 'shop')!.metadata.name);
       // The new ones are deployed, the old ones not gone: the regeneration waits.
@@ -1306,7 +1302,10 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       // Argo CD removes the first install's; the second's resources cannot be deleted, and its finalizer stays.
       management.finalize(APP, ARGO_NS, first.name, ARGOCD_FINALIZER);
       const message = 'error deleting resources: the server could not find the requested resource';
-      management.setStatus(APP, ARGO_NS, secondWeb, { ...management.get(APP, ARGO_NS, secondWeb)!.status, conditions: [{ type: 'DeletionError', message }] });
+      management.setStatus(APP, ARGO_NS, second.name, {
+        ...management.get(APP, ARGO_NS, second.name)!.status,
+        conditions: [{ type: 'DeletionError', message }],
+      });
       await until(async () => {
         clock.advance(10);
         return (await api.GET('/v1/products/{id}', { params: { path: { id: productId } } })).regeneration_status !== 'running';
@@ -1315,7 +1314,7 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
       expect(await first.get()).toMatchObject({ status: 'running' });
       const revisions = await api.GET('/v1/installs/{id}/revisions', { params: { path: { id: first.id } } });
       expect(revisions.data.map((r) => r.status)).toEqual(['deployed', 'deployed']);
-      const failed = await getSecond();
+      const failed = await second.get();
       expect(failed.status).toBe('failed');
       expect(failed.status_message).toMatch(
         /^Release web-[a-z0-9]{6} was not removed within \d+ s: DeletionError: error deleting resources: the server could not find the requested resource$/,

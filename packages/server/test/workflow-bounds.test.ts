@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import type { WorkflowKind } from '../src/db/schema.ts';
 import { workflowDefinitions } from '../src/workflows/index.ts';
+import { atChartVersion } from './fixtures.ts';
 import { eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 // A regeneration waits for its releases here as it does with the Kubernetes driver (the simulation's does not).
@@ -274,11 +275,7 @@ describe('every workflow kind ends against a cloud that never finishes', () => {
     try {
       await client(user).PATCH('/v1/products/{id}', {
         params: { path: { id: product.id } },
-        body: {
-          name: product.name,
-          cluster_ids: product.cluster_ids,
-          sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
-        },
+        body: atChartVersion(product, '19.7.0'),
       });
       await walk('regenerateProduct');
       // The install whose releases never synced fails with the deadline's words; the regeneration says so.

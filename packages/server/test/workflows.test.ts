@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ownKeyComputeConfig, runningCluster as runningClusterOf } from './fixtures.ts';
+import { atChartVersion, ownKeyComputeConfig, runningCluster as runningClusterOf } from './fixtures.ts';
 import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const app = useTestServer({
@@ -616,11 +616,7 @@ describe('installs', () => {
     const product = await api.GET('/v1/products/{id}', { params: { path: { id: before.product_id } } });
     const updated = await api.PATCH('/v1/products/{id}', {
       params: { path: { id: product.id } },
-      body: {
-        name: product.name,
-        cluster_ids: product.cluster_ids,
-        sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
-      },
+      body: atChartVersion(product, '19.7.0'),
     });
     expect(updated.template_id).not.toBe(product.template_id);
     await eventually(
@@ -655,11 +651,7 @@ describe('installs', () => {
     try {
       const updated = await api.PATCH('/v1/products/{id}', {
         params: { path: { id: product.id } },
-        body: {
-          name: product.name,
-          cluster_ids: product.cluster_ids,
-          sources: product.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '20.0.0' }, values: s.values })),
-        },
+        body: atChartVersion(product, '20.0.0'),
       });
       // The step is retried after its backoff (2 s of the clock).
       await eventually(
@@ -698,11 +690,7 @@ describe('installs', () => {
     await settled(); // its releases of the first template are deploying
     const updated = await api.PATCH('/v1/products/{id}', {
       params: { path: { id: product.id } },
-      body: {
-        name: product.name,
-        cluster_ids: product.cluster_ids,
-        sources: product.sources.map((s) => ({ ...s, chart: { ...s.chart, target_revision: '19.7.0' } })),
-      },
+      body: atChartVersion(product, '19.7.0'),
     });
     await eventually(
       () => api.GET('/v1/products/{id}', { params: { path: { id: product.id } } }),
@@ -840,11 +828,7 @@ describe('install lifecycle', () => {
     const current = await api.GET('/v1/products/{id}', { params: { path: { id: product.id } } });
     await api.PATCH('/v1/products/{id}', {
       params: { path: { id: product.id } },
-      body: {
-        name: current.name,
-        cluster_ids: current.cluster_ids,
-        sources: current.sources.map((s) => ({ id: s.id, chart: { ...s.chart, target_revision: '19.7.0' }, values: s.values })),
-      },
+      body: atChartVersion(current, '19.7.0'),
     });
     await eventually(
       () => api.GET('/v1/installs/{id}/revisions', { params: { path: { id: install.id } } }),
