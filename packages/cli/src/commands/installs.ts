@@ -2,7 +2,7 @@
 import type { Schema } from '@platform/api-types';
 import type { Command } from 'commander';
 import { confirm, declined, withYes, type YesFlags } from '../confirm.ts';
-import { action, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
+import { action, type Context, example, type PageFlags, positiveInteger, UsageError, type WaitFlags, withPage, withWait } from '../context.ts';
 import { readDocument } from '../files.ts';
 import { collectValues, type Overrides, valuesOverrides } from '../helm-values.ts';
 import type { Io } from '../io.ts';
@@ -35,6 +35,20 @@ async function readOverrides(io: Io, path: string): Promise<Overrides> {
   return list as Overrides; // validated by the service against the contract
 }
 
+/** Waits until the install's deploy has run (or failed, or the wait timed out), prints it, and gives the exit code. */
+async function printWhenDeployed({ api, out }: Context, id: string, timeoutSeconds: number): Promise<number> {
+  const { code, record } = await waitFor({
+    io: out.io,
+    what: `install ${id}`,
+    read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
+    outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
+    describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
+    timeoutSeconds,
+  });
+  printRecord(out, record, columns);
+  return code;
+}
+
 interface LogFlags {
   follow: boolean;
   tail?: number;
@@ -62,7 +76,8 @@ export function registerInstalls(program: Command): void {
         )
         .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values} overriding chart values'),
     ).action(
-      action(async ({ api, out }, flags: WaitFlags & { product: string; region: string; values: string[]; overrideFile?: string }) => {
+      action(async (context, flags: WaitFlags & { product: string; region: string; values: string[]; overrideFile?: string }) => {
+        const { api, out } = context;
         const overrides: Overrides = [];
         // Names are resolved against the product as it is now: its source ids change when its sources are replaced.
         if (flags.values.length > 0)
@@ -74,16 +89,7 @@ export function registerInstalls(program: Command): void {
         });
         if (!flags.wait) return printRecord(out, install, columns);
         if (!out.json) out.io.stderr.write(`Created ${install.id}; waiting for it to run\n`);
-        const { code, record } = await waitFor({
-          io: out.io,
-          what: `install ${install.id}`,
-          read: () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } }),
-          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
-          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
-          timeoutSeconds: flags.timeout,
-        });
-        printRecord(out, record, columns);
-        return code;
+        return printWhenDeployed(context, install.id, flags.timeout);
       }),
     ),
     'platform installs create --product prd_01jd… --region fsn1 --values wordpress=values.yaml --wait',
@@ -161,7 +167,8 @@ export function registerInstalls(program: Command): void {
         .option('--values <source=file>', 'a helm values file for the product source of that name (repeatable)', collectValues, [])
         .option('--override-file <path>', 'YAML or JSON list of {template_helm_source_id, values}; none of either clears the overrides'),
     ).action(
-      action(async ({ api, out }, id: string, flags: WaitFlags & { values: string[]; overrideFile?: string }) => {
+      action(async (context, id: string, flags: WaitFlags & { values: string[]; overrideFile?: string }) => {
+        const { api, out } = context;
         const overrides: Overrides = [];
         if (flags.values.length > 0) {
           const install = await api.GET('/v1/installs/{id}', { params: { path: { id } } });
@@ -172,16 +179,7 @@ export function registerInstalls(program: Command): void {
         if (flags.overrideFile !== undefined) overrides.push(...(await readOverrides(out.io, flags.overrideFile)));
         const install = await api.PATCH('/v1/installs/{id}', { params: { path: { id } }, body: { overrides } });
         if (!flags.wait) return printRecord(out, install, columns);
-        const { code, record } = await waitFor({
-          io: out.io,
-          what: `install ${id}`,
-          read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
-          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
-          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
-          timeoutSeconds: flags.timeout,
-        });
-        printRecord(out, record, columns);
-        return code;
+        return printWhenDeployed(context, id, flags.timeout);
       }),
     ),
     'platform installs update ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --values wordpress=values.yaml --wait',
@@ -204,19 +202,11 @@ export function registerInstalls(program: Command): void {
         .description('redeploy exactly what a revision rendered: its template, sources and overrides')
         .requiredOption('--revision <n>', 'the revision (see installs revisions)', positiveInteger),
     ).action(
-      action(async ({ api, out }, id: string, flags: WaitFlags & { revision: number }) => {
+      action(async (context, id: string, flags: WaitFlags & { revision: number }) => {
+        const { api, out } = context;
         const install = await api.POST('/v1/installs/{id}/rollback', { params: { path: { id } }, body: { revision: flags.revision } });
         if (!flags.wait) return printRecord(out, install, columns);
-        const { code, record } = await waitFor({
-          io: out.io,
-          what: `install ${id}`,
-          read: () => api.GET('/v1/installs/{id}', { params: { path: { id } } }),
-          outcome: (i) => (i.status === 'running' ? 'succeeded' : i.status === 'failed' ? 'failed' : 'pending'),
-          describe: (i) => i.status + (i.status_message ? `: ${i.status_message}` : ''),
-          timeoutSeconds: flags.timeout,
-        });
-        printRecord(out, record, columns);
-        return code;
+        return printWhenDeployed(context, id, flags.timeout);
       }),
     ),
     'platform installs rollback ins_01jd2xc6g8j0m2p4r6t8w0y2a4 --revision 1 --wait',
