@@ -65,11 +65,22 @@ export class ApiError extends Error {
   }
 }
 
+/** Where a kind of resource is not one a workspace holds, what its 404 suggests instead of the workspace hint. */
+const NOT_FOUND_HINTS: Readonly<Record<string, string>> = {
+  Workspace: 'Check the id with GET /v1/workspaces; a workspace you are not a member of is not visible.',
+  Token: 'Check the id with GET /v1/user/tokens; only your own tokens are visible.',
+  Session: 'Check the id with GET /v1/user/sessions; only your own sessions are visible.',
+  Notification: 'Check the id with GET /v1/notifications; only your own notifications are visible.',
+  Member: 'Check the user id with GET /v1/workspaces/{workspaceId}/members.',
+  Invitation: 'Check the id with GET /v1/workspaces/{workspaceId}/invitations, or GET /v1/user/invitations for those sent to you.',
+  'Quota metric': 'Use a metric GET /v1/quotas lists, with its slash sent as %2F (kaas%2Fclusters).',
+};
+
 /** A resource that does not exist or is not visible to the caller; `suggestion` replaces the default hint. */
 export const notFound = (kind: string, id: string, param?: string, suggestion?: string): ApiError =>
   new ApiError('not_found', `${kind} ${shown(id)} not found.`, {
     ...(param === undefined ? {} : { param }),
-    suggestion: suggestion ?? `Check the id; ${kind.toLowerCase()}s of workspaces you are not a member of are not visible.`,
+    suggestion: suggestion ?? NOT_FOUND_HINTS[kind] ?? `Check the id; ${kind.toLowerCase()}s of workspaces you are not a member of are not visible.`,
   });
 
 export const validationError = (param: string, message: string, suggestion?: string): ApiError =>

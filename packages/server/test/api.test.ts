@@ -351,7 +351,10 @@ describe('markNotificationRead', () => {
     clock.advance(60);
     const second = await client(alice).PATCH('/v1/notifications/{id}/read', { params: { path: { id: a.notificationId } } });
     expect(second.read_at).toBe(first.read_at);
-    expect((await apiError(client(bob).PATCH('/v1/notifications/{id}/read', { params: { path: { id: a.notificationId } } }))).status).toBe(404);
+    const foreign = await apiError(client(bob).PATCH('/v1/notifications/{id}/read', { params: { path: { id: a.notificationId } } }));
+    expect(foreign).toMatchObject({ status: 404, code: 'not_found' });
+    // A notification is its user's, not a workspace's: the hint says so.
+    expect(foreign.suggestion).toBe('Check the id with GET /v1/notifications; only your own notifications are visible.');
   });
 });
 

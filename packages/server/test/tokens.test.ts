@@ -66,6 +66,15 @@ describe('personal access tokens', () => {
     expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization: 'Basic abc' } })).status).toBe(401);
   });
 
+  it('takes the token after one or more spaces, whatever the case of the scheme (RFC 6750 §2.1: "Bearer" 1*SP b64token)', async () => {
+    for (const authorization of [`Bearer ${alice.token}`, `Bearer  ${alice.token}`, `bearer ${alice.token}`, `BEARER   ${alice.token}`]) {
+      expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization } })).status, authorization.slice(0, 10)).toBe(200);
+    }
+    for (const authorization of [`Bearer${alice.token}`, `Bearer\t${alice.token}`, `Bearer ${alice.token} x`]) {
+      expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization } })).status).toBe(401);
+    }
+  });
+
   it('tells a mistyped or cut token (never issued) from an unknown one, as the token format allows', async () => {
     const message = async (token: string) => (await call(app.baseUrl, 'GET', '/v1/workspaces', { token })).body.error.message as string;
     const flipped = `${alice.token.slice(0, -1)}${alice.token.endsWith('A') ? 'B' : 'A'}`;

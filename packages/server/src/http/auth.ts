@@ -37,7 +37,8 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3000 }) : undefined;
 
   return async (authorization, workspaceId, client) => {
-    const match = authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(authorization);
+    // RFC 6750 §2.1: the scheme, one or more spaces, the token (the scheme's case does not matter: RFC 9110 §11.1).
+    const match = authorization === undefined ? null : /^Bearer +([\x21-\x7e]{1,4096})$/i.exec(authorization);
     if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION, { tokenSent: authorization !== undefined });
     const token = match[1];
     const kind = tokenKind(token);
