@@ -4263,7 +4263,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request carries content the operation does not take: a body sent to an operation that takes none (but `{}`, which is taken as no body), a body in a `Content-Encoding` the server does not decode (bodies are sent unencoded), or a `charset` other than UTF-8 in `Content-Type`. */
+        /** @description The request carries content the operation does not take: a body other than a JSON object sent to an operation that takes none (`{}` is taken as no body, and a field in a JSON object is `422` as any unknown field is), a body in a `Content-Encoding` the server does not decode (bodies are sent unencoded), or a `charset` other than UTF-8 in `Content-Type`. */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -88,14 +88,40 @@ function send(method: string, path: string, headers: Record<string, string>, bod
 }
 
 describe('a body sent to an operation that takes none', () => {
-  it('is refused with 415 and the error body, whether sized or chunked', async () => {
-    const auth = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
-    const sized = await send('GET', '/v1/clusters', { ...auth, 'content-length': '9' }, '{"all":1}');
-    expect(sized.status).toBe(415);
-    expect(sized.body.error).toMatchObject({ code: 'unsupported_media_type', param: 'body', message: 'GET /v1/clusters takes no request body.' });
-    const chunked = await send('DELETE', '/v1/clusters/cl_01jd2x8m5r7t9v1w3y5a7c9e1g', { ...auth, 'transfer-encoding': 'chunked' }, '{"force":true}');
-    expect(chunked.status).toBe(415);
-    expect(chunked.body.error.code).toBe('unsupported_media_type');
+  const auth = () => ({ authorization: `Bearer ${user.token}`, 'content-type': 'application/json' });
+
+  it('names a field of a JSON object as an unknown field (422), as a body with a schema would, whether sized or chunked', async () => {
+    const sized = await send('GET', '/v1/clusters', { ...auth(), 'content-length': '9' }, '{"all":1}');
+    expect(sized.status).toBe(422);
+    expect(sized.body.error).toMatchObject({
+      code: 'validation_error',
+      param: 'all',
+      message: 'Body field all is not allowed: GET /v1/clusters takes no request body.',
+    });
+    const chunked = await send('DELETE', '/v1/clusters/cl_01jd2x8m5r7t9v1w3y5a7c9e1g', { ...auth(), 'transfer-encoding': 'chunked' }, '{"force":true}');
+    expect(chunked.status).toBe(422);
+    expect(chunked.body.error).toMatchObject({ code: 'validation_error', param: 'force' });
+    const marked = await send('POST', '/v1/auth/logout', { ...auth(), 'content-length': '13' }, '{"read":true}');
+    expect(marked.body.error).toMatchObject({ code: 'validation_error', param: 'read' });
+    // Still signed in: nothing was done.
+    expect((await send('GET', '/v1/clusters', { authorization: `Bearer ${user.token}` })).status).toBe(200);
+  });
+
+  it('refuses JSON other than an object, JSON that does not parse and any other type of body with 415', async () => {
+    for (const [type, body] of [
+      ['application/json', '[1]'],
+      ['application/json', '{"all"'],
+      ['text/plain', 'all'],
+    ]) {
+      const reply = await send(
+        'GET',
+        '/v1/clusters',
+        { authorization: `Bearer ${user.token}`, 'content-type': type!, 'content-length': String(body!.length) },
+        body,
+      );
+      expect(reply.status, body).toBe(415);
+      expect(reply.body.error).toMatchObject({ code: 'unsupported_media_type', param: 'body', message: 'GET /v1/clusters takes no request body.' });
+    }
   });
 
   it('is not refused when empty (Content-Length: 0), nor when it is an empty JSON object', async () => {

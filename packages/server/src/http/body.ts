@@ -1,11 +1,13 @@
 // Reads a request body as the operation's contract allows: JSON, or form-encoded
 // (application/x-www-form-urlencoded, what standard OAuth clients send to the device endpoints), or nothing
-// at all when the body is optional. Anything else is 400 bad_request, oversized is 413, a body sent to an
-// operation that takes none is 415 (but an empty JSON object, which says nothing). Bodies are UTF-8 and not content-encoded: another charset or a
-// Content-Encoding is 415, bytes that are not UTF-8 are 400 (refused, never decoded with replacement characters).
+// at all when the body is optional. Anything else is 400 bad_request, oversized is 413. An operation that takes
+// no body takes an empty JSON object as none (many HTTP clients send `{}` with every POST); a field in it is 422
+// like any unknown field, and a body of another type is 415. Bodies are UTF-8 and not content-encoded: another
+// charset or a Content-Encoding is 415, bytes that are not UTF-8 are 400 (refused, never decoded with replacement
+// characters).
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import { ApiError } from '../errors.ts';
+import { ApiError, shown } from '../errors.ts';
 import type { OperationMeta } from './contract.ts';
 import { InexactInteger } from './input-checks.ts';
 
@@ -71,13 +73,21 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
   const sent = ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '';
   if (!meta.hasJsonBody && !meta.hasFormBody) {
     if (!sent) return undefined;
-    // An empty JSON object says nothing the operation would ignore (many HTTP clients send `{}` with every POST).
+    const takesNone = `${meta.method.toUpperCase()} ${meta.path} takes no request body`;
+    // A JSON object is read as an empty object's schema would read it: `{}` says nothing, a field in it is unknown.
     if (ctx.is(JSON_TYPE) === JSON_TYPE) {
       checkEncoding(ctx);
-      if (/^\s*\{\s*\}\s*$/.test(await readText(ctx, limit))) return undefined;
+      const fields = jsonObjectFields(await readText(ctx, limit));
+      if (fields?.length === 0) return undefined;
+      if (fields !== undefined) {
+        throw new ApiError('validation_error', `Body field ${shown(fields[0]!)} is not allowed: ${takesNone}.`, {
+          param: fields[0],
+          suggestion: 'Remove the field, or send no body: the operation takes its parameters in its path and query.',
+        });
+      }
     }
     // Any other body the operation would silently ignore is refused: the caller is sending it for a reason.
-    throw new ApiError('unsupported_media_type', `${meta.method.toUpperCase()} ${meta.path} takes no request body.`, {
+    throw new ApiError('unsupported_media_type', `${takesNone}.`, {
       param: 'body',
       suggestion: 'Send the request without a body (no Content-Length above 0, no Transfer-Encoding).',
     });
@@ -96,6 +106,16 @@ export async function readBody(ctx: Context, meta: OperationMeta, limit: number)
     return parseJson(text);
   } catch (error) {
     throw new ApiError('bad_request', `The request body is not valid JSON (${jsonProblem(error)}).`, { suggestion: expected(meta) });
+  }
+}
+
+/** The names of a JSON object's fields; undefined for a text that is not a JSON object. */
+function jsonObjectFields(text: string): string[] | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.keys(value) : undefined;
+  } catch {
+    return undefined;
   }
 }
 
