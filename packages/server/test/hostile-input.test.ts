@@ -145,6 +145,22 @@ describe('values far longer than an id are never echoed whole', () => {
   });
 });
 
+describe('a path parameter that is not percent-encoded UTF-8', () => {
+  it('is 400 naming the parameter, not a 404 saying the endpoint does not exist', async () => {
+    for (const path of ['/v1/user/tokens/%FF', '/v1/clusters/cl_%C3%28/compute_status', '/v1/quotas/kaas%2']) {
+      const reply = await send('GET', path);
+      expect(reply.status, path).toBe(400);
+      expect(reply.body.error).toMatchObject({
+        code: 'bad_request',
+        param: path.startsWith('/v1/user') ? 'id' : path.startsWith('/v1/quotas') ? 'metric' : 'clusterId',
+      });
+    }
+    // Well-formed encodings still reach the operation.
+    expect((await send('GET', '/v1/quotas/kaas%2Fclusters')).status).toBe(200);
+    expect((await send('GET', '/v1/clusters/cl_%C3%A9/compute_status')).status).toBe(404);
+  });
+});
+
 describe('idempotency keys compare the JSON value', () => {
   it('the same body with its keys in another order is the same request: replayed, not 422', async () => {
     const key = `reorder-${Date.now()}`;

@@ -54,6 +54,12 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
         suggestion: 'See /docs for the endpoints of this API; every path starts with /v1.',
       });
     }
+    if (match.kind === 'undecodable') {
+      throw new ApiError('bad_request', `The path parameter ${match.param} is not percent-encoded UTF-8.`, {
+        param: match.param,
+        suggestion: 'Percent-encode the value as UTF-8 bytes (encodeURIComponent does).',
+      });
+    }
     if (match.kind === 'method_not_allowed') {
       throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`, {
         suggestion: `Use one of: ${match.allow.join(', ')}.`,

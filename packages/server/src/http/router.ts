@@ -21,6 +21,8 @@ const newNode = (): Node => ({ children: new Map(), param: undefined, methods: n
 export type RouteMatch =
   | { kind: 'found'; operation: RouteOperation; params: Record<string, string> }
   | { kind: 'method_not_allowed'; allow: string[] }
+  /** A parameter's segment is not percent-encoded UTF-8 (`%FF`): no value of it can be meant. */
+  | { kind: 'undecodable'; param: string }
   | { kind: 'not_found' };
 
 export class Router {
@@ -58,7 +60,7 @@ export class Router {
         try {
           value = decodeURIComponent(segment);
         } catch {
-          return { kind: 'not_found' };
+          return { kind: 'undecodable', param: node.param.name };
         }
         params[node.param.name] = value;
         node = node.param.node;
