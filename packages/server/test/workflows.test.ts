@@ -272,6 +272,38 @@ describe('machine provisioning', () => {
   });
 });
 
+describe('a machine requested while its cluster or compute config is being deleted', () => {
+  /** The request's answer, made while `deletion` runs in a transaction of its own that commits once the request waits. */
+  async function racing(deletion: string, request: () => Promise<Awaited<ReturnType<typeof call>>>) {
+    return app.db.connection().execute(async (conn) => {
+      await sql`BEGIN`.execute(conn);
+      await sql.raw(deletion).execute(conn);
+      const answer = request();
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the request now waits for the deleting transaction
+      await sql`COMMIT`.execute(conn);
+      return answer;
+    });
+  }
+
+  for (const [what, table, param] of [
+    ['config', 'compute_configs', 'compute_config_id'],
+    ['cluster', 'clusters', 'cluster_id'],
+  ] as const) {
+    it(`the ${what} deleted first: 404 naming ${param}, not a foreign-key error`, async () => {
+      const user = await newUser(app.db, clock, 'pro');
+      const cluster = await runningCluster(user, `race-${param.replace('_id', '').replace('_', '-')}`);
+      const config = await byomConfig(user);
+      const doomed = table === 'clusters' ? cluster.id : config.id;
+      const answer = await racing(`DELETE FROM ${table} WHERE id = '${doomed}'`, () =>
+        call(app.baseUrl, 'POST', '/v1/compute/machines', { token: user.token, body: { cluster_id: cluster.id, compute_config_id: config.id } }),
+      );
+      expect(answer.status).toBe(404);
+      expect(answer.body.error).toMatchObject({ code: 'not_found', param });
+      expect(await app.db.selectFrom('machines').select('provider_id').where('cluster_id', '=', cluster.id).execute()).toEqual([]);
+    });
+  }
+});
+
 describe('machine deletion', () => {
   it('removes the server at the provider, also for a machine deleted while its server boots', async () => {
     const user = await newUser(app.db, clock, 'pro');

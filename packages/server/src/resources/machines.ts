@@ -110,6 +110,12 @@ export async function requestMachine(
   const byom = config.cloud_credential_id !== null;
   const workspace = await ownerOf(db, cluster.workspace_id);
   const row = await inTransaction(db, async (trx) => {
+    // Held until the machine is written: a cluster or config deleted meanwhile is not found (their deletions lock
+    // them, then count the machines), rather than the insert failing on its foreign key.
+    const held = (table: 'clusters' | 'compute_configs', id: string) =>
+      trx.selectFrom(table).select('id').where('id', '=', id).forKeyShare().executeTakeFirst();
+    if (!(await held('clusters', cluster.id))) throw notFound('Cluster', cluster.id, 'cluster_id');
+    if (!(await held('compute_configs', config.id))) throw notFound('Compute config', config.id, 'compute_config_id');
     // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
     if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes }, now);
     // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
