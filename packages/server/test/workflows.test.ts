@@ -176,6 +176,39 @@ describe('machine provisioning', () => {
     expect((await status()).autoscaling).toMatchObject({ state: 'idle', backoff_until: null });
   });
 
+  it('when a backoff ends, as many queued machines start as there are free slots, not one at a time', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const cluster = await runningCluster(user, 'refill');
+    const config = await byomConfig(user);
+    const api = client(user);
+    const request = () => api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+    let until = 0;
+    await whileCloudFails(async () => {
+      await request();
+      until = (await nextBackoff(user, cluster.id, null)).until;
+      await settled();
+    });
+    // Two more wait in the queue while the cluster backs off, their next look long after the backoff's end (as
+    // after many looks); only the failed machine's workflow is due when it ends.
+    const waiting = [await request(), await request()];
+    await settled();
+    await app.db
+      .updateTable('workflows')
+      .set({ run_after: until + 3600 })
+      .where('kind', '=', 'requestMachine')
+      .where(
+        'subject_id',
+        'in',
+        waiting.map((m) => m.provider_id),
+      )
+      .execute();
+    clock.advance(until - clock.now());
+    await settled();
+    const machines = await machinesOf(user, cluster.id);
+    expect(machines.map((m) => m.status)).toEqual(['provisioning', 'provisioning', 'provisioning']);
+    expect((await computeStatus(user, cluster.id)).autoscaling).toMatchObject({ state: 'scaling', provisioning: 3, queued: 0 });
+  });
+
   it('a queued request looks for a slot again after 2, 4, 8 s: exponential backoff, not a constant wait', async () => {
     const user = await newUser(app.db, clock, 'free');
     const cluster = await runningCluster(user, 'one-slot');

@@ -9,7 +9,7 @@ import type { StepContext, StepDeadline, StepResult, WorkflowDefinition } from '
 import { ProviderError } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
 import { claimSlot, failProvisioning, machineForWorkflow, markMachine, requeueMachine, setMachineState } from '../resources/machines.ts';
-import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess } from '../services/provisioning.ts';
+import { backoffOf, lockCluster, nextQueued, offeringOf, recordFailure, recordSuccess, slotAvailable } from '../services/provisioning.ts';
 import { machineCredential } from './credentials.ts';
 
 /** How long a queued machine waits before looking for a slot again (a freed slot wakes it sooner). */
@@ -27,13 +27,27 @@ async function freeSlot(ctx: StepContext, trx: StepContext['db'], clusterId: str
   if (next) await ctx.wake(trx, next);
 }
 
+/** After taking a slot: wakes the next queued machine of the cluster when one more slot is free. */
+async function wakeNextWhileSlotFree(ctx: StepContext, trx: StepContext['db']): Promise<void> {
+  const machine = await machineForWorkflow(trx, ctx.workflow.subject_id);
+  if (!machine) return;
+  const cluster = { id: machine.cluster_id, workspace_id: machine.workspace_id, status: machine.cluster_status };
+  if (await slotAvailable(trx, cluster, ctx.clock.now())) await freeSlot(ctx, trx, cluster.id);
+}
+
 const provision: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       return ctx.db.transaction().execute(async (trx): Promise<StepResult> => {
         const slot = await claimSlot(trx, ctx.workflow.subject_id, ctx.clock.now());
         if (slot === 'gone') return { done: true }; // deleted while queued
-        if (slot === 'provisioning') return { next: 'create' }; // taken now, or by an earlier run
+        if (slot === 'provisioning') {
+          // Taken now (or by an earlier run). Another slot may be free too: a backoff just ended, or the cluster just
+          // began to run, and only one machine was woken for it. The next queued machine looks now, not on its timer,
+          // and wakes the one after it in turn while slots are free.
+          await wakeNextWhileSlotFree(ctx, trx);
+          return { next: 'create' };
+        }
         const checks = ctx.workflow.attempts + 1;
         return { wait: queuedWait(checks), attempts: checks };
       });
