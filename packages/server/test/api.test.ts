@@ -517,6 +517,20 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
     const machines = await client(user).GET('/v1/compute/machines', { params: { query: { cluster_id: world.clusterId } } });
     expect(machines.find((m) => m.provider_id === machine.provider_id)?.status).toBe('deleting');
   });
+
+  it("says whether a refused server type is outside the config's filter or not offered at all", async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const world = await seedCompute(user);
+    const request = (server_type: string) =>
+      apiError(client(user).POST('/v1/compute/machines', { body: { cluster_id: world.clusterId, compute_config_id: world.configId, server_type } }));
+    expect(await request('cx32')).toMatchObject({
+      status: 422,
+      param: 'server_type',
+      message: "Server type cx32 does not match the compute config's filter cx2*.",
+    });
+    expect(await request('cx99')).toMatchObject({ status: 422, param: 'server_type', message: 'Server type cx99 is not one the provider offers.' });
+    expect((await request('cx99')).suggestion).toMatch(/^Choose one of: cx22/);
+  });
 });
 
 describe('registry credentials', () => {

@@ -101,9 +101,12 @@ export async function requestMachine(
   const candidates = offerings.filter((t) => matchesFilter(filter, t.name));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
   if (!serverType) {
+    const offered = offerings.some((t) => t.name === input.server_type);
     throw validationError(
       'server_type',
-      `Server type ${input.server_type} does not match the compute config's filter ${filter}.`,
+      offered
+        ? `Server type ${input.server_type} does not match the compute config's filter ${filter}.`
+        : `Server type ${input.server_type} is not one the provider offers.`,
       `Choose one of: ${candidates.map((t) => t.name).join(', ')}.`,
     );
   }
