@@ -2828,6 +2828,7 @@ export interface components {
             provider: components["schemas"]["ComputeProvider"];
             provider_config: {
                 provider: components["schemas"]["ComputeProvider"];
+                /** @description Where its machines are made; one of the ids `GET /v1/regions` lists (any other → `422`). */
                 region: string;
                 image: string;
                 /** @description A glob over server types (`*` any characters, `?` one), e.g. `cx2*`. */

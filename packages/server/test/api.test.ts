@@ -494,6 +494,13 @@ describe('compute configs, cloud credentials, machines and suspensions', () => {
       }),
     );
     expect(unknown).toMatchObject({ status: 422, param: 'cloud_credential_id' });
+    const nowhere = await apiError(
+      client(user).POST('/v1/compute/configs', {
+        body: { name: 'x', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'mars', image: 'i', machine_type_filter: 'cx*' } },
+      }),
+    );
+    expect(nowhere).toMatchObject({ status: 422, param: 'provider_config.region', message: 'Region mars is not one where machines are made.' });
+    expect(nowhere.suggestion).toBe('Use one of the regions GET /v1/regions lists: ash, fsn1, hel1, hil, nbg1, sin.');
     await client(user).DELETE('/v1/compute/configs/{id}', { params: { path: { id: config.id } } });
     await client(user).DELETE('/v1/compute/cloud_credentials/{id}', { params: { path: { id: credential.id } } });
   });

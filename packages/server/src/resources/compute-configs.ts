@@ -1,10 +1,11 @@
-// Compute configs: the only writer of `compute_configs`. A config's filter must match an offered server type,
-// its cloud credential (BYOM) must be of its workspace, and a config that machines use cannot be deleted.
+// Compute configs: the only writer of `compute_configs`. A config's region must be a known one, its filter must
+// match an offered server type, its cloud credential (BYOM) must be of its workspace, and a config that machines
+// use cannot be deleted.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { conflict, notFound, validationError } from '../errors.ts';
+import { conflict, notFound, shown, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ServerOffering } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
@@ -68,6 +69,14 @@ export async function createComputeConfig(
       'provider_config.machine_type_filter',
       `No server type matches ${input.provider_config.machine_type_filter}.`,
       `Use a filter matching one of: ${offerings.map((t) => t.name).join(', ')}.`,
+    );
+  }
+  const regions = (await db.selectFrom('regions').select('id').orderBy('id').execute()).map((r) => r.id);
+  if (!regions.includes(input.provider_config.region)) {
+    throw validationError(
+      'provider_config.region',
+      `Region ${shown(input.provider_config.region)} is not one where machines are made.`,
+      `Use one of the regions GET /v1/regions lists: ${regions.join(', ')}.`,
     );
   }
   if (input.cloud_credential_id !== undefined) await requireCredentialOfWorkspace(db, input.cloud_credential_id, workspace.id);
