@@ -55,7 +55,10 @@ describe('kaas/clusters', () => {
     await app.db.insertInto('quota_overrides').values({ user_id: user.userId, workspace_id: null, metric: 'kaas/clusters', limit: 2 }).execute();
     for (const name of ['a', 'b'])
       expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name, region_id: 'fsn1' } })).status).toBe(202);
-    expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(403);
+    const refused = await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } });
+    expect(refused.status).toBe(403);
+    // The override sets the limit, so a free user's upgrade would not raise it: the suggestion names the override.
+    expect(refused.body.error.suggestion).toBe('Delete a cluster you no longer need, or ask us to raise the enterprise override that sets this limit.');
     await app.db.insertInto('quota_overrides').values({ user_id: null, workspace_id: user.workspaceId, metric: 'kaas/clusters', limit: 3 }).execute();
     expect((await call(app.baseUrl, 'POST', '/v1/clusters', { token: user.token, body: { name: 'c', region_id: 'fsn1' } })).status).toBe(202);
   });

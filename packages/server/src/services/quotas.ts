@@ -23,17 +23,20 @@ export const METRICS: Record<Metric, { type: Entry['type']; displayName: string;
 export const isMetric = (name: string): name is Metric => Object.hasOwn(METRICS, name);
 
 /** The limit of one metric for a user, acting in a workspace (whose override wins) or none. */
-export async function limitOf(db: Kysely<Database>, userId: string, workspaceId: string | undefined, metric: Metric): Promise<number> {
-  const user = await db.selectFrom('users').select('plan').where('id', '=', userId).executeTakeFirstOrThrow();
+export const limitOf = async (db: Kysely<Database>, userId: string, workspaceId: string | undefined, metric: Metric): Promise<number> =>
+  (await quotaLimit(db, userId, workspaceId, metric)).limit;
+
+/** The limit, and where it comes from: an enterprise override, or the user's plan. */
+async function quotaLimit(db: Kysely<Database>, userId: string, workspaceId: string | undefined, metric: Metric) {
+  const { plan } = await db.selectFrom('users').select('plan').where('id', '=', userId).executeTakeFirstOrThrow();
   const overrides = await db
     .selectFrom('quota_overrides')
     .select(['workspace_id', 'limit'])
     .where('metric', '=', metric)
     .where((eb) => eb.or([eb('user_id', '=', userId), ...(workspaceId ? [eb('workspace_id', '=', workspaceId)] : [])]))
     .execute();
-  const workspace = overrides.find((o) => o.workspace_id !== null);
-  const personal = overrides.find((o) => o.workspace_id === null);
-  return workspace?.limit ?? personal?.limit ?? METRICS[metric].plan[user.plan];
+  const override = overrides.find((o) => o.workspace_id !== null) ?? overrides.find((o) => o.workspace_id === null);
+  return { limit: override?.limit ?? METRICS[metric].plan[plan], plan, overridden: override !== undefined };
 }
 
 /**
@@ -99,15 +102,17 @@ export function entry(metric: Metric, limit: number, usage: number): Entry {
   return { metric, type, displayName, unit, limit, usage, remaining: Math.max(0, limit - usage) };
 }
 
-const planOf = async (db: Kysely<Database>, userId: string): Promise<Plan> =>
-  (await db.selectFrom('users').select('plan').where('id', '=', userId).executeTakeFirstOrThrow()).plan;
-
 /**
- * Where more of the metric comes from, for the owner's plan: a free plan's upgrade, or else an enterprise override;
- * for the machines' metrics, also BYOM machines, which count toward no quota (never for clusters).
+ * Where more of the metric comes from: a raised override where one sets the limit, else a free plan's upgrade or an
+ * enterprise override; for the machines' metrics, also BYOM machines, which count toward no quota (never for clusters).
  */
-function moreRoom(metric: Exclude<Metric, 'compute/provisioning'>, plan: Plan): string {
-  const raise = plan === 'free' ? "upgrade the workspace owner's plan to Pro" : 'ask us for a higher limit (an enterprise override)';
+function moreRoom(metric: Exclude<Metric, 'compute/provisioning'>, { plan, overridden }: { plan: Plan; overridden: boolean }): string {
+  // An override replaces the plan's limit, so a plan upgrade would not raise it.
+  const raise = overridden
+    ? 'ask us to raise the enterprise override that sets this limit'
+    : plan === 'free'
+      ? "upgrade the workspace owner's plan to Pro"
+      : 'ask us for a higher limit (an enterprise override)';
   if (metric === 'kaas/clusters') return `Delete a cluster you no longer need, or ${raise}.`;
   return `Delete a machine you no longer need, ${raise}, or provision machines with your own cloud credential (BYOM), which count toward no quota.`;
 }
@@ -128,12 +133,12 @@ export async function enforceQuota(
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`quota:${workspace.owner_id}`}, 0))`.execute(trx);
   const usage = await allocationUsage(trx, workspace.owner_id);
   for (const [metric, amount] of Object.entries(requested) as [Exclude<Metric, 'compute/provisioning'>, number][]) {
-    const limit = await limitOf(trx, workspace.owner_id, workspace.id, metric);
+    const quota = await quotaLimit(trx, workspace.owner_id, workspace.id, metric);
+    const { limit } = quota;
     if (usage[metric] + amount > limit) {
       const show = (n: number) => (METRICS[metric].unit === 'bytes' ? GiBFormat(n) : String(n));
-      const plan = await planOf(trx, workspace.owner_id);
       throw new ApiError('quota_exceeded', `Quota ${metric} exceeded: limit ${show(limit)}, in use ${show(usage[metric])}, requested ${show(amount)}.`, {
-        suggestion: moreRoom(metric, plan),
+        suggestion: moreRoom(metric, quota),
         details: { metric, limit, usage: usage[metric], requested: amount },
       });
     }
@@ -146,7 +151,7 @@ export async function enforceQuota(
         now,
         {
           title: `${METRICS[metric].displayName}: quota reached`,
-          body: `You now use all ${show(limit)} of ${metric}; further creations are refused. ${moreRoom(metric, await planOf(trx, workspace.owner_id))}`,
+          body: `You now use all ${show(limit)} of ${metric}; further creations are refused. ${moreRoom(metric, quota)}`,
           severity: 'warning',
           // The quotas are the owner's: told to them, not to every member.
           userId: workspace.owner_id,
