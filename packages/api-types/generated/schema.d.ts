@@ -4363,6 +4363,8 @@ export interface components {
          *     - The same key with a different body → `422 idempotency_key_reused`.
          *     - A request that arrives while the first with its key is still running → `409 conflict` with
          *       `param: idempotency-key`; retry shortly to get the first one's response (the TypeScript client does).
+         *     - A request that fails (an error status) changes nothing and keeps nothing: sent again with its key, it runs
+         *       anew (as Stripe's keys do), so a retry after fixing the cause (a quota freed, a product created) succeeds.
          *     A client that retries should always send one; a UUID is a good choice.
          * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
          */
@@ -6863,6 +6865,8 @@ export interface operations {
                  *     - The same key with a different body → `422 idempotency_key_reused`.
                  *     - A request that arrives while the first with its key is still running → `409 conflict` with
                  *       `param: idempotency-key`; retry shortly to get the first one's response (the TypeScript client does).
+                 *     - A request that fails (an error status) changes nothing and keeps nothing: sent again with its key, it runs
+                 *       anew (as Stripe's keys do), so a retry after fixing the cause (a quota freed, a product created) succeeds.
                  *     A client that retries should always send one; a UUID is a good choice.
                  * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
                  */
@@ -7038,6 +7042,8 @@ export interface operations {
                  *     - The same key with a different body → `422 idempotency_key_reused`.
                  *     - A request that arrives while the first with its key is still running → `409 conflict` with
                  *       `param: idempotency-key`; retry shortly to get the first one's response (the TypeScript client does).
+                 *     - A request that fails (an error status) changes nothing and keeps nothing: sent again with its key, it runs
+                 *       anew (as Stripe's keys do), so a retry after fixing the cause (a quota freed, a product created) succeeds.
                  *     A client that retries should always send one; a UUID is a good choice.
                  * @example 6f1c2b9e-8a4d-4e7a-9b3c-2d5e8f1a7c40
                  */

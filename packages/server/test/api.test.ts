@@ -4,7 +4,7 @@ import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
-import { newUser, type TestUser, useTestServer } from './support.ts';
+import { call, newUser, type TestUser, useTestServer } from './support.ts';
 
 const app = useTestServer();
 const { clock } = app;
@@ -310,6 +310,22 @@ describe('createInstall', () => {
     ).toHaveLength(2);
     const reused = await apiError(bare.POST('/v1/installs', { body: { ...body, region_id: 'nbg1' }, idempotencyKey: key }));
     expect(reused).toMatchObject({ status: 422, code: 'idempotency_key_reused' });
+  });
+
+  it('a request that failed keeps nothing under its key: sent again it runs anew, and a corrected body is taken', async () => {
+    const key = `key-${newId('wf')}`;
+    const send = (product_id: string) =>
+      call(app.baseUrl, 'POST', '/v1/installs', { token: alice.token, body: { product_id, region_id: 'fsn1' }, headers: { 'idempotency-key': key } });
+    for (let i = 0; i < 2; i++) {
+      const failed = await send('prd_nope');
+      expect(failed).toMatchObject({ status: 404, body: { error: { code: 'not_found', param: 'product_id' } } });
+      expect(failed.headers.get('idempotent-replayed')).toBeNull();
+    }
+    const corrected = await send(a.productId);
+    expect(corrected.status).toBe(202);
+    const replayed = await send(a.productId);
+    expect(replayed).toMatchObject({ status: 202, body: { id: corrected.body.id } });
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
   });
 });
 
