@@ -1,6 +1,6 @@
 // Tokens end to end: shown once, never listed, expiry, revocation, session lifetime and refresh, the
 // once-a-minute last_used_at write, scopes, JWTs against a JWKS, and no plaintext token anywhere in the database.
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { sql } from 'kysely';
@@ -73,6 +73,23 @@ describe('personal access tokens', () => {
     for (const authorization of [`Bearer${alice.token}`, `Bearer\t${alice.token}`, `Bearer ${alice.token} x`]) {
       expect((await call(app.baseUrl, 'GET', '/v1/workspaces', { headers: { authorization } })).status).toBe(401);
     }
+  });
+
+  it('takes neither of two Authorization headers: 401 (Node keeps the first; a proxy in front may have read the other)', async () => {
+    const bob = await newUser(app.db, clock, 'free');
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const url = new URL('/v1/workspaces', app.baseUrl);
+      request(url, { headers: ['Host', url.host, 'Authorization', `Bearer ${alice.token}`, 'Authorization', `Bearer ${bob.token}`] }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(answer.status).toBe(401);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'unauthorized', message: 'The request carries more than one Authorization header.' } });
   });
 
   it('tells a mistyped or cut token (never issued) from an unknown one, as the token format allows', async () => {

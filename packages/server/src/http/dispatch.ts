@@ -4,7 +4,7 @@
 import type { OperationId } from '@platform/api-types';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config.ts';
-import { ApiError, OAuthError } from '../errors.ts';
+import { ApiError, OAuthError, unauthorized } from '../errors.ts';
 import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import type { AccessChanges } from '../services/access-changes.ts';
@@ -31,6 +31,13 @@ export interface DispatchParts {
   config: Config;
   /** Tells open streams at once that their caller's access changed; without it they check on their timer only. */
   accessChanges?: AccessChanges;
+}
+
+/** How many times a header (named in lower case) was sent. */
+function fieldLines(rawHeaders: string[], name: string): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === name.length && rawHeaders[i]!.toLowerCase() === name) count++;
+  return count;
 }
 
 export function dispatch({ contract, authenticate, rateLimiter, env, config, accessChanges }: DispatchParts): Middleware {
@@ -76,6 +83,11 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
   /** Who calls; an operation scoped by X-Workspace-Id has the workspace looked up together with the token. */
   function authenticateFor(ctx: Context, meta: OperationMeta): Promise<Caller> | undefined {
     if (!meta.authenticated) return undefined;
+    // Node keeps the first of two Authorization headers; a proxy may have read the other. Two credentials in one
+    // request are ambiguous (RFC 6750 §3.1's invalid_request), so neither is taken.
+    if (fieldLines(ctx.req.rawHeaders, 'authorization') > 1) {
+      throw unauthorized('The request carries more than one Authorization header.', 'Send one Authorization header, with one token.');
+    }
     const workspaceHeader = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
     return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined, {
       address: addressOf(ctx.req),
