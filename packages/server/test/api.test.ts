@@ -60,6 +60,23 @@ describe('listClusters', () => {
     const error = await apiError(client(bob, alice.workspaceId).GET('/v1/clusters', {}));
     expect(error).toMatchObject({ status: 403, code: 'forbidden', param: 'X-Workspace-Id' });
   });
+  it('is 403 for a non-member whatever else is wrong with the request: where it acts is checked before what it asks', async () => {
+    const asBob = (path: string, init: RequestInit = {}) =>
+      fetch(`${app.baseUrl}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${bob.token}`, 'x-workspace-id': alice.workspaceId, 'content-type': 'application/json' },
+      });
+    for (const answer of [
+      await asBob('/v1/clusters?limit=0'),
+      await asBob('/v1/clusters', { method: 'POST', body: '{}' }),
+      await asBob('/v1/installs', { method: 'POST', body: JSON.stringify({ product_id: a.productId, typo: 1 }) }),
+    ]) {
+      expect({ status: answer.status, body: await answer.json() }).toMatchObject({
+        status: 403,
+        body: { error: { code: 'forbidden', param: 'X-Workspace-Id' } },
+      });
+    }
+  });
   it('is 403 forbidden for an X-Workspace-Id that is no workspace id at all (the spec: an invalid workspace id)', async () => {
     for (const invalid of ['ws_nope', 'x'.repeat(65), ' ']) {
       const answer = await fetch(`${app.baseUrl}/v1/clusters`, { headers: { authorization: `Bearer ${alice.token}`, 'x-workspace-id': invalid } });

@@ -80,6 +80,12 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
     return { meta, params: match.params };
   }
 
+  /** The X-Workspace-Id of an operation that takes one, as sent. */
+  const workspaceHeaderOf = (ctx: Context, meta: OperationMeta): string | undefined => {
+    const value = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
+    return typeof value === 'string' ? value : undefined;
+  };
+
   /** Who calls; an operation scoped by X-Workspace-Id has the workspace looked up together with the token. */
   function authenticateFor(ctx: Context, meta: OperationMeta): Promise<Caller> | undefined {
     if (!meta.authenticated) return undefined;
@@ -88,8 +94,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
     if (fieldLines(ctx.req.rawHeaders, 'authorization') > 1) {
       throw unauthorized('The request carries more than one Authorization header.', 'Send one Authorization header, with one token.');
     }
-    const workspaceHeader = meta.headerNames.has('x-workspace-id') ? ctx.headers['x-workspace-id'] : undefined;
-    return authenticate(ctx.get('Authorization') || undefined, typeof workspaceHeader === 'string' ? workspaceHeader : undefined, {
+    return authenticate(ctx.get('Authorization') || undefined, workspaceHeaderOf(ctx, meta), {
       address: addressOf(ctx.req),
       userAgent: ctx.get('User-Agent') || undefined,
     });
@@ -171,12 +176,15 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
   async function serve(ctx: Context, meta: OperationMeta, params: Record<string, string>, caller: Caller | undefined, audited: AuditedRequest | undefined) {
     checkScope(meta, caller);
     await countRequest(ctx, caller);
-    const { body, query, headers } = await readInput(ctx, meta, params);
-    await authorize(meta, params, caller, headers['X-Workspace-Id'], (membership) => {
+    // Where the request acts, before what it asks: a caller who may not act in the workspace is told so (403, or 404
+    // for a workspace in the path), not what else is wrong with the request.
+    const workspaceHeader = workspaceHeaderOf(ctx, meta);
+    await authorize(meta, params, caller, workspaceHeader, (membership) => {
       if (audited) audited.membership = membership;
     });
     const { source, handler } = bound.get(meta.operationId)!;
-    const workspace = caller && (await actingWorkspace(env.db, source, caller, headers['X-Workspace-Id']));
+    const workspace = caller && (await actingWorkspace(env.db, source, caller, workspaceHeader));
+    const { body, query, headers } = await readInput(ctx, meta, params);
     // Aborted when the client goes away before the response is complete (long-lived streams watch it).
     const abort = new AbortController();
     ctx.res.once('close', () => {
