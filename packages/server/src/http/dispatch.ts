@@ -1,6 +1,6 @@
 // The API itself: match the request to an operation of the contract, authenticate, count it against the rate
-// limit, read and validate its input, call the operation's handler (a change in one transaction with its audit
-// event: audit.ts) and write its answer.
+// limit, check the caller's role and workspace, read and validate its input, call the operation's handler (a change
+// in one transaction with its audit event: audit.ts) and write its answer.
 import type { OperationId } from '@platform/api-types';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config.ts';
