@@ -6,6 +6,12 @@ import { enableCompileCache } from 'node:module';
 enableCompileCache();
 const { run } = await import('./program.ts');
 const { processIo } = await import('./io.ts');
+const { EXIT_BROKEN_PIPE } = await import('./wait.ts');
+// The reader of the output went away (`| head`): stop there, as a Unix tool that gets SIGPIPE does, without a trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(EXIT_BROKEN_PIPE);
+});
 const io = processIo();
 await run(process.argv, io);
 process.exitCode = io.exitCode;

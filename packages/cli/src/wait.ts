@@ -9,6 +9,8 @@ export const EXIT_USAGE = 2;
 export const EXIT_WORKFLOW_FAILED = 3;
 export const EXIT_TIMEOUT = 4;
 export const EXIT_INTERRUPTED = 130;
+/** 128 + SIGPIPE's 13, what a shell shows for a tool its reader left. */
+export const EXIT_BROKEN_PIPE = 141;
 
 export type Outcome = 'succeeded' | 'failed' | 'pending';
 

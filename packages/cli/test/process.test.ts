@@ -42,3 +42,17 @@ it('an API that is not there: the URL and the refusal on stderr, exit 1', async 
   expect(failure.stderr).toContain(`Error: GET http://127.0.0.1:${port}/v1/regions failed: connect ECONNREFUSED 127.0.0.1:${port}\n`);
   expect(failure.stderr).toContain('Suggestion: check that the API is reachable');
 });
+
+it('a reader that goes away (`| head`): exit 141 as for SIGPIPE, no stack trace', async () => {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [main, '--version'], {
+    env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // Our end of its output closed before it writes: its write fails with EPIPE.
+  child.stdout.destroy();
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  expect({ code, stderr }).toEqual({ code: 141, stderr: '' });
+});
