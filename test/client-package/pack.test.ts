@@ -58,6 +58,8 @@ const nodeConsumer = `import {
 
 const [baseUrl = '', token = '', webhookJson = '{}'] = process.argv.slice(2);
 const api: PlatformClient = createPlatformClient({ baseUrl, token });
+// As the README writes it, from the environment (string | undefined), under exactOptionalPropertyTypes.
+void createPlatformClient({ baseUrl, token: process.env.PLATFORM_TOKEN, workspaceId: process.env.PLATFORM_WORKSPACE });
 
 const regions = await api.listRegions({ limit: 1 });
 const regionIds: string[] = [];
@@ -126,7 +128,8 @@ beforeAll(async () => {
 
   await writeFile(join(scratch, 'node-consumer.ts'), nodeConsumer);
   await writeFile(join(scratch, 'browser-consumer.ts'), browserConsumer);
-  const common = { target: 'ES2022', strict: true, skipLibCheck: false };
+  // The strictest settings a consumer may have (exactOptionalPropertyTypes is outside `strict`).
+  const common = { target: 'ES2022', strict: true, exactOptionalPropertyTypes: true, skipLibCheck: false };
   await writeFile(
     join(scratch, 'tsconfig.json'),
     JSON.stringify({

@@ -29,9 +29,9 @@ export interface PlatformClientOptions {
    * Sent as `Authorization: Bearer <token>`: a PAT (`svc_pat_…`), a session token or an OAuth2 JWT. Omit it
    * only for the device sign-in calls (`requestDeviceCode`, `pollDeviceToken`), which take none.
    */
-  token?: string;
+  token?: string | undefined;
   /** Sent as `X-Workspace-Id` on every call; a call's own `workspaceId` overrides it. */
-  workspaceId?: string;
+  workspaceId?: string | undefined;
   /** The fetch to use (tests inject one). Default: the global fetch, looked up at call time. */
   fetch?: (input: Request) => Promise<Response>;
   /** Retry policy, or `false` for a single attempt (and no log stream reconnection). */

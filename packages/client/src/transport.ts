@@ -24,7 +24,7 @@ export interface LooseInit {
 
 export interface TransportOptions {
   baseUrl: string;
-  token?: string;
+  token?: string | undefined;
   workspaceId: string | undefined;
   fetch: ((input: Request) => Promise<Response>) | undefined;
   retry: RetryPolicy;

@@ -121,7 +121,7 @@ export function registerInstalls(program: Command): void {
     installs
       .command('logs <id>')
       .description('print an install’s container logs; follows new lines until Ctrl-C unless --no-follow')
-      .option('--follow', 'keep the stream open for new lines (default)', true)
+      .option('--follow', 'keep the stream open for new lines', true)
       .option('--no-follow', 'print what is there and stop')
       .option('--tail <n>', 'start with the last n lines of each container', positiveInteger)
       .option('--since <seconds>', 'only lines of the last n seconds', positiveInteger)
