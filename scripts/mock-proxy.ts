@@ -1,9 +1,11 @@
 // The small HTTP proxy `pnpm mock` puts in front of Prism, for what Prism alone gets wrong:
-//   - a body that is not JSON gets 400 `bad_request` at once (Prism never answers it);
+//   - a body that is not JSON gets 400 `bad_request` at once (Prism never answers it), and a body of a media type the
+//     operation does not take gets the server's answer (400, or 415 where it takes no body), where Prism sends the
+//     contract's first 415 example whatever the operation;
 //   - a request that breaks the contract gets the contract's error body naming the violation (`param`, `message`,
 //     every violation in `details.violations`), where Prism sends the operation's one canned 422 example;
-//   - Prism's own errors (an unknown path or method, a missing token, a forced status the operation lacks), which
-//     it sends as problem+json, get the contract's error body too;
+//   - Prism's own errors (an unknown path or method, a missing token, a forced status or an example the answer lacks),
+//     which it sends as problem+json, get the contract's error body too (400 naming Prefer for the last two);
 //   - its dynamic data (`Prefer: dynamic=true`) is made consistent (scripts/mock-data.ts);
 //   - every answer's X-Request-Id is the request's own when valid, else a new one, as the server's is (Prism sends the
 //     contract's one example on every answer), and none says `Idempotent-Replayed` (Prism sends the header's
@@ -74,6 +76,15 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
       );
       return;
     }
+  }
+
+  const refused =
+    body.length > 0 && !isJson(request.headers['content-type'])
+      ? unreadableBody(request.method ?? 'GET', (request.url ?? '/').split('?')[0] ?? '/', request.headers['content-type'])
+      : undefined;
+  if (refused) {
+    send(response, refused.status, refused.body, ownHeaders(request));
+    return;
   }
 
   const headers = new Headers();
@@ -216,6 +227,19 @@ export function prismError(
       suggestion: "Send any token as 'Authorization: Bearer <token>': the mock takes every one.",
     },
   };
+  // `Prefer: example=nope` for an example the answer does not have (an error's example without its `code=`, say): the
+  // request's mistake, which a 404 would pass off as a missing resource.
+  if (name === 'NOT_FOUND' && /exampleKey/i.test(problem.detail ?? problem.title ?? '')) {
+    const body = {
+      error: {
+        code: 'bad_request',
+        message: `The answer has no such example (${problem.detail ?? problem.title}).`,
+        param: 'Prefer',
+        suggestion: "Name an example of the status asked for; an error's example goes with its status: 'Prefer: code=404, example=not_found'.",
+      },
+    };
+    return { status: 400, body };
+  }
   // `Prefer: code=418` for a status the operation does not document: the request's mistake, not a missing resource.
   if ((name === 'NOT_FOUND' || name === 'NO_RESPONSE_DEFINED') && /status code/i.test(problem.detail ?? problem.title ?? '')) {
     const body = {
@@ -234,15 +258,52 @@ export function prismError(
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-/** Each path of the contract as a pattern of its segments (a `{parameter}` matches one segment), with its methods. */
-const PATHS = Object.entries((contract as { paths: Record<string, Record<string, unknown>> }).paths).map(([template, item]) => ({
+type PathItem = Record<string, { requestBody?: { content?: Record<string, unknown> } }>;
+/**
+ * Each path of the contract as a pattern of its segments (a `{parameter}` matches one segment), with its methods and
+ * the media types each method's body may have (none: it takes no body).
+ */
+const PATHS = Object.entries((contract as unknown as { paths: Record<string, PathItem> }).paths).map(([template, item]) => ({
+  template,
   pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
   methods: METHODS.filter((method) => method in item).map((method) => method.toUpperCase()),
+  bodies: new Map(METHODS.filter((method) => method in item).map((method) => [method.toUpperCase(), Object.keys(item[method]?.requestBody?.content ?? {})])),
 }));
 
 /** The methods the contract documents for a concrete path (as the server's router answers them). */
 export function allowedMethods(path: string): string[] {
   return PATHS.find(({ pattern }) => pattern.test(path))?.methods ?? [];
+}
+
+/**
+ * The server's answer to a body of a media type the operation does not take, which Prism answers with the contract's
+ * first 415 example whatever the operation: 400 where the operation takes JSON, 415 where it takes no body.
+ */
+export function unreadableBody(method: string, path: string, contentType: string | undefined): { status: number; body: ErrorBody } | undefined {
+  const entry = PATHS.find(({ pattern }) => pattern.test(path));
+  const types = entry?.bodies.get(method.toUpperCase());
+  if (!entry || types === undefined) return undefined;
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (types.includes(type)) return undefined;
+  if (types.length === 0) {
+    return {
+      status: 415,
+      body: {
+        error: {
+          code: 'unsupported_media_type',
+          message: `${method.toUpperCase()} ${entry.template} takes no request body.`,
+          param: 'body',
+          suggestion: 'Send the request without a body (no Content-Length above 0, no Transfer-Encoding).',
+        },
+      },
+    };
+  }
+  return {
+    status: 400,
+    body: {
+      error: { code: 'bad_request', message: 'The request body must be JSON.', suggestion: "Send a JSON object with 'Content-Type: application/json'." },
+    },
+  };
 }
 
 function send(response: ServerResponse, status: number, body: ErrorBody, headers: Record<string, string | string[]> = {}): void {

@@ -96,6 +96,25 @@ describe('invalid requests', () => {
     expect(validator.errors(schema('Error'), body)).toEqual([]);
     expect(body.error).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/not valid JSON/) });
   });
+  test('a body of a media type the operation does not take gets the server’s answer: 400 where it takes JSON, 415 where it takes none', async () => {
+    const form = await call('POST', '/v1/clusters', { body: 'name=web&region_id=fsn1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(form.status).toBe(400);
+    expect(form.body.error).toMatchObject({ code: 'bad_request', message: 'The request body must be JSON.' });
+    const text = await call('PATCH', '/v1/notifications/ntf_1/read', { body: 'read', headers: { 'content-type': 'text/plain' } });
+    expect(text.status).toBe(415);
+    expect(text.body.error).toMatchObject({
+      code: 'unsupported_media_type',
+      param: 'body',
+      message: 'PATCH /v1/notifications/{id}/read takes no request body.',
+    });
+    expect(validator.errors(schema('Error'), text.body)).toEqual([]);
+  });
+
+  test('an example the answer does not have is 400 naming Prefer, not a 404 that reads as a missing resource', async () => {
+    const { status, body } = await call('GET', '/v1/clusters/cl_1', { headers: { prefer: 'example=not_found' } });
+    expect(status).toBe(400);
+    expect(body.error).toMatchObject({ code: 'bad_request', param: 'Prefer' });
+  });
 });
 
 describe('valid requests pass through', () => {
