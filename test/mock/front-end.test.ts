@@ -246,6 +246,19 @@ function inconsistencies(value: unknown, at = ''): string[] {
   }
   for (const [key, field] of Object.entries(value)) {
     if (messageFields.has(key) && typeof field === 'string' && isLipsum(field)) found.push(`${at}.${key}: filler text "${field}"`);
+    // Ids in the service's formats, names a person would give, moments of these years (the README's promise). A
+    // request id is `req_` and 32 hex digits, a snapshot the provider's number, an object or resource id any of these.
+    const idPattern: Record<string, RegExp> = {
+      request_id: /^req_[0-9a-f]{32}$/,
+      snapshot_id: /^[0-9]+$/,
+      object_id: /^([a-z]+_01j[0-9a-hjkmnp-tv-z]{23}|compute:\/\/mch_01j[0-9a-z]{23}|[a-z]+\/[a-z]+)$/,
+    };
+    const serviceId = /^([a-z]+_01j[0-9a-hjkmnp-tv-z]{23}|fsn1|nbg1|hel1|ash|hil|sin|compute:\/\/mch_01j[0-9a-z]{23})$/;
+    const pattern = idPattern[key === 'resource_id' ? 'object_id' : key] ?? (key === 'id' || key.endsWith('_id') ? serviceId : undefined);
+    if (pattern && typeof field === 'string' && !pattern.test(field)) found.push(`${at}.${key}: not an id of the service's "${field}"`);
+    if (key === 'name' && typeof field === 'string' && isLipsum(field)) found.push(`${at}.${key}: filler text "${field}"`);
+    if (key.endsWith('_at') && typeof field === 'number' && (field < 1_704_067_200 || field > 1_798_761_600))
+      found.push(`${at}.${key}: ${field} is not of these years`);
     found.push(...inconsistencies(field, `${at}.${key}`));
   }
   return found;
@@ -258,10 +271,11 @@ describe('Prefer: dynamic=true, record by record', () => {
     expect(isLipsum('laboris reprehen')).toBe(true);
     expect(isLipsum('The control plane was not Ready within 900 seconds.')).toBe(false);
     expect(inconsistencies({ data: [], pagination: { cursor: 'x', has_more: true } })).toHaveLength(1);
-    expect(inconsistencies({ data: [{ created_at: 2, updated_at: 1, title: 'dolor sit' }] })).toHaveLength(2);
+    expect(inconsistencies({ data: [{ created_at: 1_750_000_002, updated_at: 1_750_000_001, title: 'dolor sit' }] })).toHaveLength(2);
+    expect(inconsistencies({ id: 'in eiusmod', name: 'culpa sint', created_at: 253_291_947_199 })).toHaveLength(3);
   });
 
-  test('50 answers of the list operations: updated_at never before created_at, no empty page with has_more, readable messages', async () => {
+  test('50 answers of the list operations: ids in the service’s formats, moments of these years and never before created_at, no empty page with has_more, readable names and messages', async () => {
     expect(lists.map((list) => list.operationId)).toEqual(
       expect.arrayContaining(['listClusters', 'listInstalls', 'listNotifications', 'listEvents', 'listAuditEvents']),
     );
