@@ -5,7 +5,8 @@
 //   - ids (`id`, `*_id`) in the service's formats (`ins_01j…`; regions `fsn1`…), by field and by the path's resource;
 //   - moments (`*_at`, `*_until`) in recent years, and a record's never before its `created_at`;
 //   - names, node names, server types, URLs and cursors that look like the API's; a quota entry that adds up;
-//   - a page that says `has_more` holds records (an empty one says no more follows);
+//   - a page that says `has_more` holds records (an empty one says no more follows); an error says what one of its
+//     status says, with the contract's code for it;
 //   - free-text messages (status messages, notification titles and bodies, error messages and suggestions, …) read
 //     as the API's would instead of lorem ipsum.
 // Examples (`Prefer: example=…`, the default) are served as written.
@@ -257,8 +258,34 @@ function resourceOf(path: string): string | undefined {
   return segments.at(-1);
 }
 
-/** Prism's dynamic JSON answer to a request for `path`, made consistent as described above. */
-export function consistentMockData(body: unknown, path = '/'): unknown {
+/** A generated error's code by its status, as the contract's error table has it, and what such an error says. */
+const ERRORS: Record<number, { code: string; message: string; suggestion: string }> = {
+  400: { code: 'bad_request', message: 'The request body is not valid JSON.', suggestion: "Send a JSON object with 'Content-Type: application/json'." },
+  401: { code: 'unauthorized', message: 'The token is unknown, has expired or was revoked.', suggestion: 'Sign in again with platform login.' },
+  403: { code: 'forbidden', message: 'X-Workspace-Id names no workspace you are a member of.', suggestion: 'List your workspaces with GET /v1/workspaces.' },
+  404: { code: 'not_found', message: 'Cluster cl_01jd2x8m5r7t9v1w3y5a7c9e1g not found.', suggestion: 'List the clusters to find its id.' },
+  409: { code: 'conflict', message: 'The resource is in use.', suggestion: 'Delete what uses it first.' },
+  413: { code: 'payload_too_large', message: 'The request body is larger than 1048576 bytes.', suggestion: 'Send a smaller body.' },
+  415: { code: 'unsupported_media_type', message: 'The operation takes no request body.', suggestion: 'Send the request without a body.' },
+  422: { code: 'validation_error', message: 'Body field name is too long.', suggestion: 'Use at most 63 characters.' },
+  429: {
+    code: 'rate_limited',
+    message: 'Too many requests; you may make 600 requests a minute.',
+    suggestion: 'Wait for the number of seconds in Retry-After, then retry.',
+  },
+  500: {
+    code: 'internal_error',
+    message: 'Something went wrong on our side.',
+    suggestion: 'Retry later; if it persists, contact support with the request id.',
+  },
+  503: { code: 'service_unavailable', message: 'The service is temporarily unavailable.', suggestion: 'Retry after the number of seconds in Retry-After.' },
+};
+
+/** Prism's dynamic JSON answer of `status` to a request for `path`, made consistent as described above. */
+export function consistentMockData(body: unknown, path = '/', status = 200): unknown {
+  const error = ERRORS[status];
+  // A generated error says what an error of its status says (its code above all, which front ends branch on).
+  if (error && isRecord(body as Json) && isRecord((body as { error?: Json }).error)) return { error };
   return mend(body as Json, resourceOf(path));
 }
 

@@ -118,7 +118,7 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
     return;
   }
   if (asksForDynamicData(request.headers.prefer) && isJson(answer.headers.get('content-type') ?? undefined)) {
-    const text = JSON.stringify(consistentMockData(await answer.json(), request.url ?? '/'));
+    const text = JSON.stringify(consistentMockData(await answer.json(), request.url ?? '/', answer.status));
     response.writeHead(answer.status, { ...out, 'content-length': Buffer.byteLength(text) });
     response.end(text);
     return;

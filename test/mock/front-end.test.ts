@@ -264,6 +264,21 @@ function inconsistencies(value: unknown, at = ''): string[] {
   return found;
 }
 
+describe('Prefer: dynamic=true, an error', () => {
+  test('carries the contract’s code for its status, and words that go with it', async () => {
+    for (const [status, code] of [
+      [404, 'not_found'],
+      [401, 'unauthorized'],
+      [422, 'validation_error'],
+    ] as const) {
+      const answer = await call('GET', '/v1/clusters/cl_1', { headers: { prefer: `dynamic=true, code=${status}` } });
+      expect(answer.status).toBe(status);
+      expect(validator.errors(schema('Error'), answer.body)).toEqual([]);
+      expect(answer.body.error.code).toBe(code);
+    }
+  });
+});
+
 describe('Prefer: dynamic=true, record by record', () => {
   test('the filler-text check knows lorem ipsum, even cut short, and passes a message', () => {
     expect(isLipsum('Excepteur')).toBe(true);
