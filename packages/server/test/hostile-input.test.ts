@@ -155,6 +155,12 @@ describe('a path parameter that is not percent-encoded UTF-8', () => {
         param: path.startsWith('/v1/user') ? 'id' : path.startsWith('/v1/quotas') ? 'metric' : 'clusterId',
       });
     }
+    // A NUL is refused before the role and workspace look-ups take the value to the database.
+    for (const path of ['/v1/workspaces/%00/members', '/v1/clusters/cl_%00']) {
+      const reply = await send('GET', path);
+      expect(reply.status, path).toBe(422);
+      expect(reply.body.error).toMatchObject({ code: 'validation_error', param: path.startsWith('/v1/workspaces') ? 'workspaceId' : 'clusterId' });
+    }
     // Well-formed encodings still reach the operation.
     expect((await send('GET', '/v1/quotas/kaas%2Fclusters')).status).toBe(200);
     expect((await send('GET', '/v1/clusters/cl_%C3%A9/compute_status')).status).toBe(404);

@@ -179,6 +179,8 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
     // Where the request acts, before what it asks: a caller who may not act in the workspace is told so (403, or 404
     // for a workspace in the path), not what else is wrong with the request.
     const workspaceHeader = workspaceHeaderOf(ctx, meta);
+    // The path's values reach the database in these look-ups: what no column may hold (a NUL) is refused first.
+    checkRequestValue(params);
     await authorize(meta, params, caller, workspaceHeader, (membership) => {
       if (audited) audited.membership = membership;
     });
