@@ -227,30 +227,25 @@ export function prismError(
       suggestion: "Send any token as 'Authorization: Bearer <token>': the mock takes every one.",
     },
   };
-  // `Prefer: example=nope` for an example the answer does not have (an error's example without its `code=`, say): the
-  // request's mistake, which a 404 would pass off as a missing resource.
-  if (name === 'NOT_FOUND' && /exampleKey/i.test(problem.detail ?? problem.title ?? '')) {
-    const body = {
-      error: {
-        code: 'bad_request',
-        message: `The answer has no such example (${problem.detail ?? problem.title}).`,
-        param: 'Prefer',
-        suggestion: "Name an example of the status asked for; an error's example goes with its status: 'Prefer: code=404, example=not_found'.",
-      },
-    };
-    return { status: 400, body };
+  // A `Prefer` the answer cannot meet is the request's mistake, which a 404 would pass off as a missing resource:
+  // an example it does not have (an error's example without its `code=`, say), or a status the operation does not
+  // document (`code=418`).
+  const detail = problem.detail ?? problem.title ?? '';
+  const preferMistake = (message: string, suggestion: string) => ({
+    status: 400,
+    body: { error: { code: 'bad_request', message: `${message} (${detail}).`, param: 'Prefer', suggestion } },
+  });
+  if (name === 'NOT_FOUND' && /exampleKey/i.test(detail)) {
+    return preferMistake(
+      'The answer has no such example',
+      "Name an example of the status asked for; an error's example goes with its status: 'Prefer: code=404, example=not_found'.",
+    );
   }
-  // `Prefer: code=418` for a status the operation does not document: the request's mistake, not a missing resource.
-  if ((name === 'NOT_FOUND' || name === 'NO_RESPONSE_DEFINED') && /status code/i.test(problem.detail ?? problem.title ?? '')) {
-    const body = {
-      error: {
-        code: 'bad_request',
-        message: `The operation documents no such response (${problem.detail ?? problem.title}).`,
-        param: 'Prefer',
-        suggestion: "Ask with 'Prefer: code=<status>' for a status the operation documents (see the reference docs).",
-      },
-    };
-    return { status: 400, body };
+  if ((name === 'NOT_FOUND' || name === 'NO_RESPONSE_DEFINED') && /status code/i.test(detail)) {
+    return preferMistake(
+      'The operation documents no such response',
+      "Ask with 'Prefer: code=<status>' for a status the operation documents (see the reference docs).",
+    );
   }
   const error = known[name] ?? { code: CODES[status] ?? 'internal_error', message: problem.detail ?? problem.title ?? `The mock answered ${status}.` };
   // A 405 names the methods the path has, as the server's does.

@@ -11,6 +11,7 @@ import type { ServerOffering } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
+import { regionIds } from './regions.ts';
 
 type Db = Kysely<Database>;
 
@@ -71,7 +72,7 @@ export async function createComputeConfig(
       `Use a filter matching one of: ${offerings.map((t) => t.name).join(', ')}.`,
     );
   }
-  const regions = (await db.selectFrom('regions').select('id').orderBy('id').execute()).map((r) => r.id);
+  const regions = await regionIds(db);
   if (!regions.includes(input.provider_config.region)) {
     throw validationError(
       'provider_config.region',

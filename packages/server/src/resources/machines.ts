@@ -5,12 +5,12 @@
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { holdReferenced, inTransaction } from '../db/transaction.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
-import { computeStatus, lockCluster, offeringOf, recordFailure, slotAvailable } from '../services/provisioning.ts';
+import { type ClusterRef, computeStatus, lockCluster, offeringOf, recordFailure, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import { type ActingWorkspace, memberWorkspaces, type WorkspaceCaller } from '../services/tenancy.ts';
@@ -113,12 +113,9 @@ export async function requestMachine(
   const byom = config.cloud_credential_id !== null;
   const workspace = await ownerOf(db, cluster.workspace_id);
   const row = await inTransaction(db, async (trx) => {
-    // Held until the machine is written: a cluster or config deleted meanwhile is not found (their deletions lock
-    // them, then count the machines), rather than the insert failing on its foreign key.
-    const held = (table: 'clusters' | 'compute_configs', id: string) =>
-      trx.selectFrom(table).select('id').where('id', '=', id).forKeyShare().executeTakeFirst();
-    if (!(await held('clusters', cluster.id))) throw notFound('Cluster', cluster.id, 'cluster_id');
-    if (!(await held('compute_configs', config.id))) throw notFound('Compute config', config.id, 'compute_config_id');
+    // Held until the machine is written: a cluster or config deleted meanwhile is not found, not a foreign-key error.
+    if (!(await holdReferenced(trx, 'clusters', cluster.id))) throw notFound('Cluster', cluster.id, 'cluster_id');
+    if (!(await holdReferenced(trx, 'compute_configs', config.id))) throw notFound('Compute config', config.id, 'compute_config_id');
     // BYOM machines count toward no allocation quota, but toward the cluster's concurrency limit.
     if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes }, now);
     // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
@@ -232,16 +229,21 @@ export const machineById = (db: Db, providerId: string) => db.selectFrom('machin
 /**
  * queued → provisioning when the cluster has a free slot, decided under the machine's row lock and the cluster's
  * provisioning lock: `gone` (deleted while queued), `provisioning` (taken now or by an earlier run), or `queued`.
+ * A slot taken now comes with its cluster, still under the provisioning lock, to look for another free one.
  */
-export async function claimSlot(trx: Db, providerId: string, now: number): Promise<'gone' | 'provisioning' | 'queued'> {
+export async function claimSlot(
+  trx: Db,
+  providerId: string,
+  now: number,
+): Promise<{ slot: 'gone' | 'queued' } | { slot: 'provisioning'; takenIn?: ClusterRef }> {
   const machine = await trx.selectFrom('machines').selectAll().where('provider_id', '=', providerId).forUpdate().executeTakeFirst();
-  if (!machine) return 'gone';
-  if (machine.status === 'provisioning') return 'provisioning';
+  if (!machine) return { slot: 'gone' };
+  if (machine.status === 'provisioning') return { slot: 'provisioning' };
   const cluster = await trx.selectFrom('clusters').select(['id', 'workspace_id', 'status']).where('id', '=', machine.cluster_id).executeTakeFirstOrThrow();
   await lockCluster(trx, cluster.id);
-  if (!(await slotAvailable(trx, cluster, now))) return 'queued';
+  if (!(await slotAvailable(trx, cluster, now))) return { slot: 'queued' };
   await trx.updateTable('machines').set({ status: 'provisioning' }).where('provider_id', '=', providerId).execute();
-  return 'provisioning';
+  return { slot: 'provisioning', takenIn: cluster };
 }
 
 /**

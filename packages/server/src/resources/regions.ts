@@ -19,6 +19,10 @@ export async function listRegions(db: Kysely<Database>, { cursor, limit }: { cur
   return page(rows, limit, cursor, toRegion);
 }
 
+/** Every region's id, in order. */
+export const regionIds = async (db: Kysely<Database>): Promise<string[]> =>
+  (await db.selectFrom('regions').select('id').orderBy('id').execute()).map((r) => r.id);
+
 /** The id of an existing region; 404 naming `param` otherwise. */
 export async function requireRegion(db: Kysely<Database>, id: string, param = 'region_id'): Promise<string> {
   const region = await db.selectFrom('regions').select('id').where('id', '=', id).executeTakeFirst();

@@ -3,6 +3,7 @@
 // exactly like a missing one; a workspace named outside the restriction is a 403 that says so.
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { holdReferenced } from '../db/transaction.ts';
 import { ApiError, shown, validationError } from '../errors.ts';
 
 export interface WorkspaceRef {
@@ -139,16 +140,8 @@ export async function holdActingWorkspace(db: Kysely<Database>, workspace: Works
   if (!(await holdWorkspace(db, workspace.id))) throw forbidden(workspace.id);
 }
 
-/**
- * Holds a workspace's row until the transaction commits, for a change that adds a row referring to it (a request's
- * change runs in one transaction): a deletion of the workspace either waits for the change and then finds what it
- * made (409), or went first, and then this finds no workspace (false) instead of the change failing on the
- * foreign key. Outside a transaction it only looks.
- */
-export async function holdWorkspace(db: Kysely<Database>, workspaceId: string): Promise<boolean> {
-  const query = db.selectFrom('workspaces').select('id').where('id', '=', workspaceId);
-  return (await (db.isTransaction ? query.forKeyShare() : query).executeTakeFirst()) !== undefined;
-}
+/** Holds a workspace's row for a change that adds a row referring to it (db/transaction.ts, holdReferenced). */
+export const holdWorkspace = (db: Kysely<Database>, workspaceId: string): Promise<boolean> => holdReferenced(db, 'workspaces', workspaceId);
 
 /**
  * The workspaces the caller may act in, as a subquery for `where workspace_id in (…)`: those the user is a member

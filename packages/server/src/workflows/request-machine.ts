@@ -27,25 +27,18 @@ async function freeSlot(ctx: StepContext, trx: StepContext['db'], clusterId: str
   if (next) await ctx.wake(trx, next);
 }
 
-/** After taking a slot: wakes the next queued machine of the cluster when one more slot is free. */
-async function wakeNextWhileSlotFree(ctx: StepContext, trx: StepContext['db']): Promise<void> {
-  const machine = await machineForWorkflow(trx, ctx.workflow.subject_id);
-  if (!machine) return;
-  const cluster = { id: machine.cluster_id, workspace_id: machine.workspace_id, status: machine.cluster_status };
-  if (await slotAvailable(trx, cluster, ctx.clock.now())) await freeSlot(ctx, trx, cluster.id);
-}
-
 const provision: WorkflowDefinition = {
   steps: {
     async start(ctx) {
       return ctx.db.transaction().execute(async (trx): Promise<StepResult> => {
-        const slot = await claimSlot(trx, ctx.workflow.subject_id, ctx.clock.now());
-        if (slot === 'gone') return { done: true }; // deleted while queued
-        if (slot === 'provisioning') {
+        const claim = await claimSlot(trx, ctx.workflow.subject_id, ctx.clock.now());
+        if (claim.slot === 'gone') return { done: true }; // deleted while queued
+        if (claim.slot === 'provisioning') {
           // Taken now (or by an earlier run). Another slot may be free too: a backoff just ended, or the cluster just
           // began to run, and only one machine was woken for it. The next queued machine looks now, not on its timer,
           // and wakes the one after it in turn while slots are free.
-          await wakeNextWhileSlotFree(ctx, trx);
+          const cluster = claim.takenIn;
+          if (cluster && (await slotAvailable(trx, cluster, ctx.clock.now()))) await freeSlot(ctx, trx, cluster.id);
           return { next: 'create' };
         }
         const checks = ctx.workflow.attempts + 1;
