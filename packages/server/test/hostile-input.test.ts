@@ -145,8 +145,8 @@ describe('values far longer than an id are never echoed whole', () => {
   });
 });
 
-describe('a path parameter that is not percent-encoded UTF-8', () => {
-  it('is 400 naming the parameter, not a 404 saying the endpoint does not exist', async () => {
+describe('a path parameter that is not percent-encoded UTF-8, or holds a NUL', () => {
+  it('is 400 (422 for a NUL) naming the parameter, not a 404 saying the endpoint does not exist nor a 500', async () => {
     for (const path of ['/v1/user/tokens/%FF', '/v1/clusters/cl_%C3%28/compute_status', '/v1/quotas/kaas%2']) {
       const reply = await send('GET', path);
       expect(reply.status, path).toBe(400);
