@@ -9,7 +9,11 @@
 //   - its dynamic data (`Prefer: dynamic=true`) is made consistent (scripts/mock-data.ts);
 //   - every answer's X-Request-Id is the request's own when valid, else a new one, as the server's is (Prism sends the
 //     contract's one example on every answer), and none says `Idempotent-Replayed` (Prism sends the header's
-//     example on every answer; the mock keeps no state, so nothing is a replay).
+//     example on every answer; the mock keeps no state, so nothing is a replay);
+//   - cross-origin answers say what the server's say: no credentials (tokens travel in Authorization, never in
+//     cookies) and the server's list of headers a script may read, where Prism allows credentials and exposes `*`,
+//     which a browser reads as no header at all for a request with credentials (a front end built on that would
+//     then fail on the server only).
 // Everything else passes through unchanged, event streams included.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -28,6 +32,12 @@ interface Violation {
 interface ErrorBody {
   error: { code: string; message: string; param?: string; suggestion?: string; details?: unknown };
 }
+
+/**
+ * The response headers a script on another origin may read: the server's (packages/server/src/http/cors.ts; the
+ * mock's tests hold the two equal). Not imported: the server's modules would double the mock's start-up.
+ */
+export const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Idempotent-Replayed, Allow, WWW-Authenticate';
 
 // Hop-by-hop headers, and those that no longer describe the body once fetch has decoded it.
 const dropped = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'host']);
@@ -100,8 +110,9 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
   });
   const out: Record<string, string | string[]> = {};
   answer.headers.forEach((value, name) => {
-    if (!dropped.has(name) && name !== 'idempotent-replayed') out[name] = value;
+    if (!dropped.has(name) && name !== 'idempotent-replayed' && name !== 'access-control-allow-credentials') out[name] = value;
   });
+  if (out['access-control-expose-headers'] !== undefined) out['access-control-expose-headers'] = EXPOSED_HEADERS;
   Object.assign(out, ownHeaders(request));
   const setCookies = answer.headers.getSetCookie();
   if (setCookies.length > 0) out['set-cookie'] = setCookies;
@@ -306,6 +317,7 @@ function send(response: ServerResponse, status: number, body: ErrorBody, headers
   response.writeHead(status, {
     // A browser page on another origin must be able to read the error too (Prism's own answers allow any).
     'access-control-allow-origin': '*',
+    'access-control-expose-headers': EXPOSED_HEADERS,
     ...headers,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),

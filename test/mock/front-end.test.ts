@@ -2,9 +2,13 @@
 // the violation, malformed JSON answered at once, `Prefer` honoured, and dynamic data that looks like ours.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { EXPOSED_HEADERS } from '@platform/server/testing';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { violationParam } from '../../scripts/mock-proxy.ts';
+import { EXPOSED_HEADERS as MOCK_EXPOSED_HEADERS, violationParam } from '../../scripts/mock-proxy.ts';
 import { get, isObject, listOperations, loadDocument, parameterExample, responsesOf, SchemaValidator } from '../support/openapi.ts';
 import { freePort, repoRoot } from '../support/prism.ts';
 
@@ -308,6 +312,48 @@ describe('Prefer: dynamic=true, record by record', () => {
     }
     expect(problems).toEqual([]);
   });
+});
+
+describe('a front end on another origin', () => {
+  test('reads the answer and its X-Request-Id as from the server, and a request with credentials is refused as the server refuses it', async () => {
+    expect(MOCK_EXPOSED_HEADERS).toBe(EXPOSED_HEADERS);
+    const preflight = await fetch(`${base}/v1/installs`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+    });
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
+
+    // The front end's page, from a server of its own on this machine (a page the browser made up would not be in
+    // the loopback address space, and Chromium's local-network rules would refuse its calls to the mock).
+    const frontEnd = createServer((_request, response) =>
+      response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>front end</title>'),
+    );
+    frontEnd.listen(0, '127.0.0.1');
+    await once(frontEnd, 'listening');
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`http://127.0.0.1:${(frontEnd.address() as AddressInfo).port}/`);
+      const read = (credentials: 'same-origin' | 'include') =>
+        page.evaluate(
+          async ({ base, credentials }) => {
+            try {
+              const response = await fetch(`${base}/v1/regions`, { headers: { authorization: 'Bearer any-token-works' }, credentials });
+              return { status: response.status, requestId: response.headers.get('x-request-id'), rateLimit: response.headers.get('ratelimit') };
+            } catch (error) {
+              return { error: String(error) };
+            }
+          },
+          { base, credentials },
+        );
+      expect(await read('same-origin')).toEqual({ status: 200, requestId: expect.stringMatching(/^req_/), rateLimit: expect.any(String) });
+      // Prism alone allowed credentials and exposed `*`, which hides every header from such a request.
+      expect(await read('include')).toEqual({ error: expect.stringMatching(/Failed to fetch/) });
+    } finally {
+      await browser.close();
+      frontEnd.close();
+    }
+  }, 60_000);
 });
 
 describe('violationParam', () => {

@@ -5,6 +5,7 @@ export { loadConfig } from '../src/config.ts';
 export { type Connection, connect, openDatabase } from '../src/db/connect.ts';
 export { migrateToLatest } from '../src/db/migrate.ts';
 export { createUser, seedSampleResources } from '../src/db/seed.ts';
+export { EXPOSED_HEADERS } from '../src/http/cors.ts';
 export { MAX_JSON_DEPTH } from '../src/http/input-checks.ts';
 export { newId } from '../src/ids.ts';
 export { recordEvent } from '../src/resources/events.ts';
