@@ -651,7 +651,7 @@ export interface paths {
         put?: never;
         /**
          * Resume a suspended machine
-         * @description Starts the resume workflow: a new cloud server is created from the suspension's snapshot, joins the cluster with the same `node_name` and `provider_id`, and the snapshot is deleted. The answer is `202` with the suspension in `status: resuming`; it becomes `resumed` when the machine is `ready`, or `failed`. Only a suspension in `suspended` can be resumed: any other status, including a resume already under way, is a `409` and starts no second server. No request body.
+         * @description Starts the resume workflow: a new cloud server is created from the suspension's snapshot, joins the cluster with the same `node_name` and `provider_id`, and the snapshot is deleted. The answer is `202` with the suspension in `status: resuming`; it becomes `resumed` when the machine is `ready`. A resume that fails with the snapshot kept deletes any server it made and goes back to `suspended` (the `suspension.resume_failed` event and notification say why), so it can be resumed again; with nothing left to resume from it is `failed`. Only a suspension in `suspended` whose machine is `suspended` can be resumed: any other status, including a resume already under way or a machine being deleted, is a `409` and starts no second server. No request body.
          */
         post: operations["resumeSuspension"];
         delete?: never;
@@ -3747,10 +3747,11 @@ export interface components {
             reason: "manual" | "downgrade";
             /**
              * @description - `suspending`: the machine is being stopped and snapshotted.
-             *     - `suspended`: the snapshot exists and the server is gone; it can be resumed.
+             *     - `suspended`: the snapshot exists and the server is gone; it can be resumed (again after a resume that
+             *       failed: the `suspension.resume_failed` event says why).
              *     - `resuming`: a new server is being created from the snapshot.
              *     - `resumed`: the machine is `ready` again and the snapshot is deleted.
-             *     - `failed`: suspending or resuming failed.
+             *     - `failed`: suspending failed, or a resume failed with nothing left to resume from.
              * @enum {string}
              */
             status: "suspending" | "suspended" | "resuming" | "resumed" | "failed";

@@ -1231,7 +1231,7 @@ describe('machine boot deadline', () => {
     );
   });
 
-  it('a resumed machine not Ready within the deadline: its new server is deleted, the resume fails, the snapshot is kept', async () => {
+  it('a resumed machine not Ready within the deadline: its new server is deleted, the resume fails, the snapshot is kept, and it resumes when asked again', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await readyMachine(user, 'drowsy');
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
@@ -1256,13 +1256,45 @@ describe('machine boot deadline', () => {
       expect((await getSuspension()).status).toBe('resuming');
     }
     clock.advance(20);
-    await eventually(getSuspension, (s) => s.status === 'failed', 'the resume to fail');
+    // Nothing is lost and nothing is left: the machine is suspended as before the resume, and can be resumed again.
+    await eventually(getSuspension, (s) => s.status === 'suspended', 'the resume to fail back to suspended');
     expect(await liveServers()).toBe(0);
     const snapshots = await sql`SELECT id FROM simulated_cloud.snapshots WHERE id = ${snapshot_id} AND deleted_at IS NULL`.execute(app.db);
     expect(snapshots.rows).toHaveLength(1);
     const failed = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.resume_failed' && n.resource_id === suspension.id);
     expect(failed?.body).toBe(
-      `${machine.node_name} was not Ready 600 s after its server was created from snapshot ${snapshot_id} (its server is still initializing); the server was deleted and the snapshot kept.`,
+      `${machine.node_name} was not Ready 600 s after its server was created from snapshot ${snapshot_id} (its server is still initializing); the server was deleted and the snapshot kept. The machine is suspended as before: resume it again, or delete it.`,
     );
+    expect(failed?.severity).toBe('warning');
+    const machineNow = () => api.GET('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    expect((await machineNow()).status).toBe('suspended');
+
+    expect((await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } })).status).toBe('resuming');
+    await settled();
+    clock.advance(20);
+    await eventually(getSuspension, (s) => s.status === 'resumed', 'the second resume');
+    expect((await machineNow()).status).toBe('ready');
+    expect(await liveServers()).toBe(1);
+  });
+
+  it('a suspended machine being deleted is not resumed: 409, and no server is made for it', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await readyMachine(user, 'parting');
+    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+    await settled();
+    clock.advance(15);
+    const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
+    await eventually(getSuspension, (s) => s.status === 'suspended', 'suspended');
+    // The machine is `deleting` until its deletion's workflow has run (settled() runs it).
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    expect((await getSuspension()).status).toBe('suspended');
+    await expect(api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } })).rejects.toMatchObject({
+      status: 409,
+      code: 'conflict',
+      message: `Machine ${machine.provider_id} of suspension ${suspension.id} is deleting; only a suspended machine can be resumed.`,
+    });
+    await settled();
+    const servers = await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(app.db);
+    expect(servers.rows).toHaveLength(0);
   });
 });

@@ -328,7 +328,8 @@ export function registerCompute(program: Command): void {
           io: out.io,
           what: `suspension ${id} to resume`,
           read: () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id } } }),
-          outcome: (s) => (s.status === 'resumed' ? 'succeeded' : s.status === 'failed' ? 'failed' : 'pending'),
+          // Once resuming, a suspension is suspended again only when the resume failed (the snapshot kept).
+          outcome: (s) => (s.status === 'resumed' ? 'succeeded' : s.status === 'failed' || s.status === 'suspended' ? 'failed' : 'pending'),
           describe: (s) => s.status,
           timeoutSeconds: flags.timeout,
         });

@@ -1,5 +1,6 @@
 // Suspensions: the only writer of `suspensions`. suspending → suspended (a snapshot, no server) → resuming →
-// resumed, or failed; only a suspended machine is resumed (409 otherwise, decided under the row's lock).
+// resumed, or failed; only a suspended machine is resumed (409 otherwise, decided under the row's lock). A resume
+// that fails with the snapshot kept and no server left goes back to suspended, so it can be resumed again.
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
@@ -82,6 +83,18 @@ export async function resumeSuspension(db: Db, caller: WorkspaceCaller, id: stri
         { status: suspension.status },
       );
     }
+    // The machine's row, locked as its deletion locks it: a machine being deleted is not resumed (its resume would
+    // make a server that nothing owns), and a deletion that comes later cancels this resume.
+    const machine = await trx.selectFrom('machines').select('status').where('provider_id', '=', suspension.provider_id).forUpdate().executeTakeFirst();
+    if (machine?.status !== 'suspended') {
+      throw conflict(
+        `Machine ${suspension.provider_id} of suspension ${suspension.id} is ${machine?.status ?? 'deleted'}; only a suspended machine can be resumed.`,
+        machine?.status === 'deleting'
+          ? 'The machine is being deleted, with its snapshot; request a new machine instead.'
+          : 'Read the machine to see its state.',
+        { status: suspension.status },
+      );
+    }
     await workflows.start(trx, 'resumeSuspension', suspension.id);
     return trx.updateTable('suspensions').set({ status: 'resuming' }).where('id', '=', suspension.id).returningAll().executeTakeFirstOrThrow();
   });
@@ -140,29 +153,34 @@ export async function markResumed(db: Db, id: string, snapshotId: string, now: n
   });
 }
 
-/** resuming → failed, with why. */
-export async function failResume(db: Db, id: string, message: string, now: number): Promise<boolean> {
+/**
+ * A resume failed, with why. `resumable`: its snapshot is kept and no server of it is left, so the machine is as it
+ * was before the resume: resuming → suspended, and it can be resumed again. Otherwise resuming → failed.
+ */
+export async function failResume(db: Db, id: string, message: string, now: number, { resumable }: { resumable: boolean }): Promise<boolean> {
   return inTransaction(db, async (trx) => {
-    const row = await transition(trx, id, 'resuming', 'failed');
+    const row =
+      (resumable ? await transition(trx, id, 'resuming', 'suspended', {}, { snapshotKept: true }) : undefined) ??
+      (await transition(trx, id, 'resuming', 'failed'));
     if (row) {
       await recordEventAndNotify(trx, eventOf('suspension.resume_failed', row), now, {
         title: `Resuming ${row.node_name} failed`,
-        body: message,
-        severity: 'critical',
+        body: row.status === 'suspended' ? `${message} The machine is suspended as before: resume it again, or delete it.` : message,
+        severity: row.status === 'suspended' ? 'warning' : 'critical',
       });
     }
     return row !== undefined;
   });
 }
 
-const transition = (db: Db, id: string, from: Status, status: Status, also: { snapshot_id?: null } = {}) =>
-  db
+const transition = (db: Db, id: string, from: Status, status: Status, also: { snapshot_id?: null } = {}, when: { snapshotKept?: boolean } = {}) => {
+  const query = db
     .updateTable('suspensions')
     .set({ status, ...also })
     .where('id', '=', id)
-    .where('status', '=', from)
-    .returningAll()
-    .executeTakeFirst();
+    .where('status', '=', from);
+  return (when.snapshotKept ? query.where('snapshot_id', 'is not', null) : query).returningAll().executeTakeFirst();
+};
 
 /** The event of a change of the suspension, typed by its literal type (what may also notify). */
 const eventOf = <T extends Extract<Schema<'EventType'>, `suspension.${string}`>>(type: T, row: Row<'suspensions'>) => ({

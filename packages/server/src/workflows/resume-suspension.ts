@@ -53,8 +53,24 @@ const resumeSuspension: WorkflowDefinition = {
     },
   },
   async fail(ctx, message) {
-    // Told (event and notification) by the change itself, once: a re-run after a crash finds it failed already.
-    await failResume(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
+    // A server this resume made and left is deleted, so the machine is as it was before: its snapshot and no
+    // server, to be resumed again (failResume). Told (event and notification) by the change itself, once: a re-run
+    // after a crash finds it settled already.
+    const subject = await subjectOf(ctx);
+    let serverLeft = false;
+    if (subject?.machine.server_id) {
+      try {
+        await ctx.provider.deleteServer(subject.machine.server_id, await machineCredential(ctx, subject.machine.provider_id));
+        await setMachineState(ctx.db, subject.machine.provider_id, { server_id: null });
+      } catch (error) {
+        ctx.logger.warn(
+          { err: error, machine: subject.machine.provider_id },
+          'deleting the server of a failed resume failed; the leftovers reconciler deletes it',
+        );
+        serverLeft = true;
+      }
+    }
+    await failResume(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now(), { resumable: subject !== undefined && !serverLeft });
   },
 };
 
