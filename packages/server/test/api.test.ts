@@ -490,10 +490,14 @@ describe('regions and clusters', () => {
     await client(user).DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
     expect(await apiError(client(user).GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } }))).toMatchObject({ status: 404 });
   });
-  it('refuses to delete a cluster that still has machines', async () => {
-    expect(await apiError(client(alice).DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: a.clusterId } } }))).toMatchObject({
+  it('refuses to delete a cluster that still has machines, saying what it holds', async () => {
+    const refused = await apiError(client(alice).DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: a.clusterId } } }));
+    expect(refused).toMatchObject({
       status: 409,
       code: 'conflict',
+      message: `Cluster ${a.clusterId} still has 2 machines.`,
+      suggestion: 'Delete its machines first.',
+      details: { machines: 2, installs: 0 },
     });
   });
 });

@@ -1133,8 +1133,16 @@ describe('suspend and resume', () => {
     await sql`UPDATE simulated_cloud.servers SET server_type = 'cpx31' WHERE labels->>'machine' = ${machine.provider_id}`.execute(app.db);
     const drifted = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(drifted).toMatchObject({ drifted: true, differences: [{ field: 'server_type', desired: 'cx2*', actual: 'cpx31' }] });
-    expect(drifted.reason).toContain('cpx31');
+    expect(drifted.reason).toBe('server_type is cpx31, the compute config wants cx2*.');
     await sql`UPDATE simulated_cloud.servers SET server_type = 'cx22' WHERE labels->>'machine' = ${machine.provider_id}`.execute(app.db);
+    expect(drift.reason).toBe('The machine matches its compute config.');
+    // A server deleted out of band: said as such.
+    await sql`UPDATE simulated_cloud.servers SET deleted_at = 1 WHERE labels->>'machine' = ${machine.provider_id}`.execute(app.db);
+    const vanished = await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
+    const { server_id } = (await sql<{ server_id: string }>`SELECT server_id FROM machines WHERE provider_id = ${machine.provider_id}`.execute(app.db))
+      .rows[0]!;
+    expect(vanished).toMatchObject({ drifted: true, reason: `server ${server_id} is gone at the provider.` });
+    await sql`UPDATE simulated_cloud.servers SET deleted_at = NULL WHERE labels->>'machine' = ${machine.provider_id}`.execute(app.db);
 
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
     expect(suspension.status).toBe('suspending');
@@ -1147,6 +1155,11 @@ describe('suspend and resume', () => {
     );
     expect(suspended.snapshot_id).toMatch(/^snap-/);
     expect((await machinesOf(user, cluster.id))[0]?.status).toBe('suspended');
+    // No server to compare: the answer says the record was compared, not that a server matches.
+    expect(await api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } })).toMatchObject({
+      drifted: false,
+      reason: 'The machine has no server now (it is suspended); its record matches its compute config.',
+    });
 
     const resuming = await api.POST('/v1/compute/suspensions/{id}/resume', { params: { path: { id: suspension.id } } });
     expect(resuming.status).toBe('resuming');

@@ -110,8 +110,9 @@ export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string)
       ])
       .executeTakeFirstOrThrow();
     if (machines + installs > 0) {
-      throw new ApiError('conflict', `Cluster ${cluster.id} still has ${machines} machines and ${installs} installs.`, {
-        suggestion: 'Delete its machines and installs first.',
+      const held = [machines > 0 && `${machines} machine${machines === 1 ? '' : 's'}`, installs > 0 && `${installs} install${installs === 1 ? '' : 's'}`];
+      throw new ApiError('conflict', `Cluster ${cluster.id} still has ${held.filter(Boolean).join(' and ')}.`, {
+        suggestion: `Delete its ${[machines > 0 && 'machines', installs > 0 && 'installs'].filter(Boolean).join(' and ')} first.`,
         details: { machines, installs },
       });
     }

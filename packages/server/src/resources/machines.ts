@@ -196,9 +196,14 @@ export async function checkDrift(
   if (server && !server.from_snapshot && desired.image !== actual.image) differences.push({ field: 'image', desired: desired.image, actual: actual.image });
   if (machine.server_id && !server && machine.status === 'ready') differences.push({ field: 'server', desired: machine.server_id, actual: null });
   const drifted = differences.length > 0;
+  const said = (d: (typeof differences)[number]) =>
+    d.field === 'server' ? `server ${d.desired} is gone at the provider` : `${d.field} is ${d.actual}, the compute config wants ${d.desired}`;
+  // Without a server, what is compared is the machine's own record: the answer says so, not that a server matches.
   const reason = drifted
-    ? `${differences.map((d) => `${d.field} is ${d.actual}, the compute config wants ${d.desired}`).join('; ')}.`
-    : 'The machine matches its compute config.';
+    ? `${differences.map(said).join('; ')}.`
+    : server
+      ? 'The machine matches its compute config.'
+      : `The machine has no server now (it is ${machine.status}); its record matches its compute config.`;
   return { drifted, reason, checked_at: now, differences };
 }
 
