@@ -414,6 +414,18 @@ describe('API4:2023 Unrestricted Resource Consumption', () => {
     expect(reply.status).toBe(422);
     expect(reply.body.error.param).toBe('limit');
   });
+
+  it('names a parameter sent twice as such, not as a wrong type', async () => {
+    const reply = await call(app.baseUrl, 'GET', '/v1/compute/machines?cluster_id=cl_a&cluster_id=cl_b', { token: world.alice.token });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({
+      code: 'validation_error',
+      param: 'cluster_id',
+      message: 'Parameter cluster_id was sent 2 times; it takes one value.',
+      suggestion: 'Send cluster_id once.',
+    });
+    expect((await call(app.baseUrl, 'GET', '/v1/clusters?limit=5&limit=6', { token: world.alice.token })).body.error.param).toBe('limit');
+  });
 });
 
 describe('API5:2023 Broken Function Level Authorization', () => {

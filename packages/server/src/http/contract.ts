@@ -29,6 +29,8 @@ export interface OperationMeta extends RouteOperation {
   headerNames: Map<string, string>;
   /** Query parameters typed integer or number: Ajv's coercion would take `0x10`, `1e1` or ` 5`; we take digits. */
   numericQuery: Map<string, 'integer' | 'number'>;
+  /** Query parameters that take one value (not a list, which is sent repeated). */
+  singleQuery: Set<string>;
   hasJsonBody: boolean;
   /** Also accepts application/x-www-form-urlencoded (the OAuth device endpoints). */
   hasFormBody: boolean;
@@ -86,10 +88,12 @@ export async function loadContract(): Promise<Contract> {
     const parameters = (operation.parameters ?? []) as ParameterObject[];
     const headerNames = new Map<string, string>();
     const numericQuery = new Map<string, 'integer' | 'number'>();
+    const singleQuery = new Set<string>();
     for (const parameter of parameters) {
       if (parameter.in === 'header') headerNames.set(propertyName(parameter.name.toLowerCase()), propertyName(parameter.name));
       const type = parameter.schema?.type;
       if (parameter.in === 'query' && (type === 'integer' || type === 'number')) numericQuery.set(propertyName(parameter.name), type);
+      if (parameter.in === 'query' && type !== 'array') singleQuery.add(propertyName(parameter.name));
     }
     const security = (operation.security ?? rootSecurity) as Record<string, string[]>[];
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
@@ -116,6 +120,7 @@ export async function loadContract(): Promise<Contract> {
       operation,
       headerNames,
       numericQuery,
+      singleQuery,
       hasJsonBody: Boolean(requestBody?.content?.['application/json']),
       hasFormBody: Boolean(requestBody?.content?.['application/x-www-form-urlencoded']),
       bodyRequired: requestBody?.required === true,
@@ -278,6 +283,12 @@ export interface RawRequest {
  * object is built here directly: openapi-backend's own request parsing costs more than the validation.
  */
 export function validateRequest(contract: Contract, meta: OperationMeta, request: RawRequest): Record<string, unknown> {
+  // A repeated parameter would reach the schemas as a list, and be told it "must be string".
+  for (const [name, value] of Object.entries(request.query)) {
+    if (Array.isArray(value) && meta.singleQuery.has(name)) {
+      throw validationError(name, `Parameter ${name} was sent ${value.length} times; it takes one value.`, `Send ${name} once.`);
+    }
+  }
   for (const [name, type] of meta.numericQuery) {
     const value = request.query[name];
     if (value === undefined) continue;
