@@ -161,7 +161,12 @@ export function requestArbitrary(op: Operation): fc.Arbitrary<Request> {
   const pathNames = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
   for (const name of pathNames) {
     const declared = op.parameters.find((p) => p.in === 'path' && p.name === name);
-    const real = name === 'metric' || name === 'userCode' ? realValues(name) : [idFor(world, op.path, name)].filter(Boolean);
+    // The deletion takes the ready machine: the suspended one (every other machine path's) must outlive it, or its
+    // suspension's resume is refused (409: a machine being deleted is not resumed).
+    const real =
+      name === 'metric' || name === 'userCode'
+        ? realValues(name)
+        : [op.operationId === 'deleteMachine' ? world.ids.readyMachine : idFor(world, op.path, name)].filter(Boolean);
     const generated = arbitrary(declared?.object.schema ?? { type: 'string', minLength: 1, maxLength: 40 });
     // A parameter with no real value to mix in (fast-check refuses an empty constantFrom) is only generated.
     path[name] = real.length === 0 ? generated : fc.oneof({ arbitrary: fc.constantFrom(...real), weight: 4 }, { arbitrary: generated, weight: 1 });

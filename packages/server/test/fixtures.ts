@@ -23,7 +23,10 @@ export interface World {
   ids: {
     cluster: string;
     computeConfig: string;
+    /** The suspended machine (the suspension's). */
     machine: string;
+    /** The ready machine. */
+    readyMachine: string;
     suspension: string;
     product: string;
     source: string;
@@ -57,6 +60,7 @@ export async function buildWorld(db: Kysely<Database>, clock: Clock): Promise<Wo
     cluster: sample.clusterId,
     computeConfig: sample.configId,
     machine: sample.suspendedId,
+    readyMachine: sample.providerId,
     suspension: sample.suspensionId,
     product: sample.productId,
     source: sample.sourceId,
