@@ -65,7 +65,7 @@ const resumeSuspension: WorkflowDefinition = {
       } catch (error) {
         ctx.logger.warn(
           { err: error, machine: subject.machine.provider_id },
-          'deleting the server of a failed resume failed; the leftovers reconciler deletes it',
+          'deleting the server of a failed resume failed; the suspension is failed, and deleting the machine deletes the server',
         );
         serverLeft = true;
       }
