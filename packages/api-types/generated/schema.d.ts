@@ -4344,7 +4344,7 @@ export interface components {
          */
         ComputeConfigId: string;
         /**
-         * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+         * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
          * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
          */
         Cursor: string;
@@ -4552,7 +4552,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -4756,7 +4756,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -4894,7 +4894,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -5106,7 +5106,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -5147,7 +5147,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -5481,7 +5481,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -5715,7 +5715,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -6195,7 +6195,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -6340,7 +6340,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -6562,7 +6562,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -6807,7 +6807,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7191,7 +7191,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7322,7 +7322,7 @@ export interface operations {
                  */
                 unread?: components["parameters"]["UnreadOnly"];
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7404,7 +7404,7 @@ export interface operations {
                 /** @description Only events of this object (a machine by its `provider_id`). */
                 object_id?: components["parameters"]["EventObjectId"];
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7522,7 +7522,7 @@ export interface operations {
                  */
                 until?: components["parameters"]["AuditUntil"];
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7589,7 +7589,7 @@ export interface operations {
                  */
                 until?: components["parameters"]["AuditUntil"];
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7630,7 +7630,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -7770,7 +7770,7 @@ export interface operations {
                 /** @description Only deliveries in this status. */
                 status?: components["schemas"]["WebhookDeliveryStatus"];
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -8006,7 +8006,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -8155,7 +8155,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -8315,7 +8315,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor is rejected with `422` and `param: cursor`.
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
                  * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
                  */
                 cursor?: components["parameters"]["Cursor"];

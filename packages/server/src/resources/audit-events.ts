@@ -111,7 +111,7 @@ export interface AuditFilters {
 
 /** One page of the events `where` selects (within `also` when given), narrowed by the filters, oldest first. */
 async function auditPage(db: Db, where: { column: 'workspace_id' | 'actor_id'; value: string; also?: RawBuilder<boolean> }, filters: AuditFilters) {
-  const after = decodeCursor(filters.cursor);
+  const after = decodeCursor(filters.cursor, 'audit_events');
   let query = db.selectFrom('audit_events').selectAll().where(where.column, '=', where.value);
   if (where.also) query = query.where(where.also);
   if (filters.actor_id !== undefined) query = query.where('actor_id', '=', filters.actor_id);

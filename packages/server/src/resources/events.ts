@@ -85,7 +85,7 @@ export async function eventById(db: Db, id: string): Promise<Event | undefined> 
 
 export async function listEvents(db: Db, input: PageInput & { query: { type?: Event['type']; object_id?: string } }) {
   const { cursor, limit, type, object_id } = input.query;
-  const after = decodeCursor(cursor);
+  const after = decodeCursor(cursor, 'events');
   const { workspace } = input;
   if (!workspace) return page([], limit, cursor, toEvent);
   let query = db.selectFrom('events').selectAll().where('workspace_id', '=', workspace.id);

@@ -57,7 +57,7 @@ export async function listRevisions(db: Db, installId: string, query: { cursor?:
   const rows = await afterCursor(
     db.selectFrom('install_revisions').selectAll().where('install_id', '=', installId),
     'install_revisions',
-    decodeCursor(cursor),
+    decodeCursor(cursor, 'install_revisions'),
     limit,
   ).execute();
   return page(rows, limit, cursor, toRevision);

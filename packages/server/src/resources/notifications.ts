@@ -65,7 +65,7 @@ export async function listNotifications(
 ) {
   let base = visible(db, caller).selectAll();
   if (unread) base = base.where('read_at', 'is', null);
-  const rows = await afterCursor(base, 'notifications', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(base, 'notifications', decodeCursor(cursor, 'notifications'), limit).execute();
   return page(rows, limit, cursor, toNotification);
 }
 

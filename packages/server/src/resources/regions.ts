@@ -15,7 +15,7 @@ const toRegion = (row: Row<'regions'>): Schema<'Region'> => ({
 });
 
 export async function listRegions(db: Kysely<Database>, { cursor, limit }: { cursor?: string; limit: number }) {
-  const rows = await afterCursor(db.selectFrom('regions').selectAll(), 'regions', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(db.selectFrom('regions').selectAll(), 'regions', decodeCursor(cursor, 'regions'), limit).execute();
   return page(rows, limit, cursor, toRegion);
 }
 

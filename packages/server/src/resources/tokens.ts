@@ -195,7 +195,7 @@ function manageableBy(caller: WorkspaceCaller) {
 
 export async function listPersonalTokens(db: Kysely<Database>, caller: WorkspaceCaller, { cursor, limit }: { cursor?: string; limit: number }) {
   const base = db.selectFrom('tokens').selectAll().where('user_id', '=', caller.userId).where('kind', '=', 'pat').where(manageableBy(caller));
-  const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(base, 'tokens', decodeCursor(cursor, 'tokens'), limit).execute();
   return page(rows, limit, cursor, toToken);
 }
 
@@ -286,7 +286,7 @@ export async function listSessions(
   { cursor, limit = 50 }: { cursor?: string; limit?: number },
 ) {
   const base = db.selectFrom('tokens').selectAll().where('user_id', '=', caller.userId).where('kind', '=', 'session').where(manageableBy(caller));
-  const rows = await afterCursor(base, 'tokens', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(base, 'tokens', decodeCursor(cursor, 'tokens'), limit).execute();
   return page(rows, limit, cursor, (row) => toSession(row, currentTokenId));
 }
 

@@ -123,7 +123,7 @@ export async function listWebhookDeliveries(
   query: { cursor?: string; limit: number; status?: Delivery['status'] },
 ) {
   // The cursor is input: checked before anything is looked up.
-  const after = decodeCursor(query.cursor);
+  const after = decodeCursor(query.cursor, 'webhook_deliveries');
   await visibleEndpoint(db, caller, endpointId);
   let base = db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
   if (query.status) base = base.where('status', '=', query.status);

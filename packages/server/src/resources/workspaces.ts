@@ -34,7 +34,7 @@ type PageQuery = { cursor?: string; limit: number };
 
 export async function listWorkspaces(db: Db, caller: WorkspaceCaller, { cursor, limit }: PageQuery) {
   const base = db.selectFrom('workspaces').selectAll('workspaces').where('workspaces.id', 'in', memberWorkspaces(db, caller));
-  const rows = await afterCursor(base, 'workspaces', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(base, 'workspaces', decodeCursor(cursor, 'workspaces'), limit).execute();
   return page(rows, limit, cursor, toWorkspace);
 }
 
@@ -96,7 +96,7 @@ export async function listMembers(db: Db, workspaceId: string, caller: Workspace
       sql<string>`workspace_members.user_id`.as('id'),
     ])
     .where('workspace_members.workspace_id', '=', workspaceId);
-  const rows = await afterCursor(base, 'workspace_members', decodeCursor(cursor), limit, 'user_id').execute();
+  const rows = await afterCursor(base, 'workspace_members', decodeCursor(cursor, 'workspace_members'), limit, 'user_id').execute();
   return page(rows, limit, cursor, toWorkspaceMember);
 }
 
@@ -174,7 +174,7 @@ const openInvitations = (db: Db, caller: WorkspaceCaller, now: number) =>
 
 export async function listInvitations(db: Db, caller: WorkspaceCaller, { cursor, limit = 50 }: PageQuery, now: number) {
   const base = openInvitations(db, caller, now).selectAll('workspace_invitations').select('workspaces.name as workspace_name');
-  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor, 'workspace_invitations'), limit).execute();
   return page(rows, limit, cursor, toInvitation);
 }
 
@@ -187,7 +187,7 @@ export async function listWorkspaceInvitations(db: Db, workspaceId: string, call
     .select(sql<string>`${workspace.name}`.as('workspace_name'))
     .where('workspace_id', '=', workspace.id)
     .where('expires_at', '>', now);
-  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor), limit).execute();
+  const rows = await afterCursor(base, 'workspace_invitations', decodeCursor(cursor, 'workspace_invitations'), limit).execute();
   return page(rows, limit, cursor, toInvitation);
 }
 

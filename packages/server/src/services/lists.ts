@@ -40,7 +40,7 @@ type WorkspaceTable = { [T in keyof Database]: Row<T> extends { id: string; work
  */
 export async function workspacePage<T extends WorkspaceTable, R>(db: Kysely<Database>, input: PageInput, table: T, toRecord: (row: Row<T>) => R) {
   const { cursor, limit } = input.query;
-  const after = decodeCursor(cursor);
+  const after = decodeCursor(cursor, table);
   const { workspace } = input;
   if (!workspace) return page([], limit, cursor, toRecord);
   // One query text per table serves every workspace table; the rows are of table T. Written as SQL, not with the
