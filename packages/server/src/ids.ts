@@ -29,6 +29,34 @@ export type IdPrefix =
   | 'whe'
   | 'whd';
 
+/**
+ * The id prefix of each table whose rows are listed page by page (the id its keyset orders by; members by their
+ * user), so a cursor is known for its list's (services/pagination.ts). Regions have ids of their own (`fsn1`).
+ */
+export const PAGED_TABLE_ID_PREFIX = {
+  clusters: 'cl',
+  compute_configs: 'cc',
+  cloud_credentials: 'ccr',
+  suspensions: 'sus',
+  registry_credentials: 'rc',
+  products: 'prd',
+  installs: 'ins',
+  install_revisions: 'rev',
+  notifications: 'ntf',
+  tokens: 'tok',
+  events: 'evt',
+  audit_events: 'aud',
+  webhook_endpoints: 'whe',
+  webhook_deliveries: 'whd',
+  workspaces: 'ws',
+  workspace_members: 'usr',
+  workspace_invitations: 'inv',
+  regions: null,
+} as const satisfies Record<string, IdPrefix | null>;
+
+/** A table whose rows are listed page by page. */
+export type PagedTable = keyof typeof PAGED_TABLE_ID_PREFIX;
+
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;
 }

@@ -1,7 +1,7 @@
 // Keyset pagination over (created_at, id), oldest first. The cursor is opaque base64url JSON that points
 // after the last record returned, so pages never repeat or skip and page n costs what page 1 costs.
 import { validationError } from '../errors.ts';
-import type { IdPrefix } from '../ids.ts';
+import { type IdPrefix, PAGED_TABLE_ID_PREFIX, type PagedTable } from '../ids.ts';
 
 export interface Position {
   created_at: number;
@@ -10,35 +10,6 @@ export interface Position {
 
 const ID_IN_CURSOR = /^[\x21-\x7e]{1,256}$/;
 
-/**
- * Each paged table's keyset id, by its prefix: a cursor of one list (a position among clusters) passed to another
- * (suspensions) would be read as a place in it and silently skip rows; it is refused as any cursor not from this
- * list. Regions have ids of their own (`fsn1`).
- */
-const ID_PREFIX = {
-  clusters: 'cl',
-  compute_configs: 'cc',
-  cloud_credentials: 'ccr',
-  suspensions: 'sus',
-  registry_credentials: 'rc',
-  products: 'prd',
-  installs: 'ins',
-  install_revisions: 'rev',
-  notifications: 'ntf',
-  tokens: 'tok',
-  events: 'evt',
-  audit_events: 'aud',
-  webhook_endpoints: 'whe',
-  webhook_deliveries: 'whd',
-  workspaces: 'ws',
-  workspace_members: 'usr',
-  workspace_invitations: 'inv',
-  regions: null,
-} as const satisfies Record<string, IdPrefix | null>;
-
-/** A table whose rows are listed page by page. */
-export type PagedTable = keyof typeof ID_PREFIX;
-
 export function encodeCursor(position: Position): string {
   return Buffer.from(JSON.stringify({ t: position.created_at, i: position.id })).toString('base64url');
 }
@@ -46,7 +17,9 @@ export function encodeCursor(position: Position): string {
 /** The position a cursor of `table`'s list points after; a 422 naming `cursor` for any other text. */
 export function decodeCursor(cursor: string | undefined, table: PagedTable): Position | undefined {
   if (cursor === undefined || cursor === '') return undefined;
-  const prefix: IdPrefix | null = ID_PREFIX[table];
+  // A cursor of one list (a position among clusters) passed to another (suspensions) would be read as a place in it
+  // and silently skip rows: it is refused as any cursor not from this list.
+  const prefix: IdPrefix | null = PAGED_TABLE_ID_PREFIX[table];
   let position: Position | undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
