@@ -83,6 +83,21 @@ async function readyMachine(user: TestUser, clusterName: string) {
   return { api, cluster, config, machine };
 }
 
+/** A running cluster with one BYOM machine, suspended (its snapshot made), and a reader of its suspension. */
+async function suspendedMachine(user: TestUser, clusterName: string) {
+  const { api, machine } = await readyMachine(user, clusterName);
+  const { id } = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
+  await settled();
+  clock.advance(15);
+  const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id } } });
+  const suspension = await eventually(getSuspension, (s) => s.status === 'suspended', 'suspended');
+  return { api, machine, suspension, getSuspension };
+}
+
+/** How many servers of the machine the simulated cloud runs. */
+const liveServers = async (providerId: string) =>
+  (await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${providerId} AND deleted_at IS NULL`.execute(app.db)).rows.length;
+
 describe('cluster creation', () => {
   it('goes PROVISIONING → RUNNING and tells the workspace', async () => {
     const user = await newUser(app.db, clock, 'pro');
@@ -274,7 +289,9 @@ describe('machine provisioning', () => {
   });
 
   it('a changed offering restarts the count at 30 s: a machine of another image (or server type) requested', async () => {
-    const user = await newUser(app.db, clock, 'pro');
+    // One slot (free plan): the changed offering voids the backoff for the queued machine too, and with a second slot
+    // it would try in the same instant and fail as well, the count's second failure (60 s, the old backoff's end).
+    const user = await newUser(app.db, clock, 'free');
     const cluster = await runningCluster(user, 'other-image');
     const first = await byomConfig(user);
     const other = await byomConfig(user, 'debian-12');
@@ -1201,8 +1218,6 @@ describe('machine boot deadline', () => {
     app.runtime.cloud.options.bootSeconds = bootSeconds;
     const second = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
     const statusOf = async (providerId: string) => (await machinesOf(user, cluster.id)).find((m) => m.provider_id === providerId)?.status;
-    const liveServers = async (providerId: string) =>
-      (await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${providerId} AND deleted_at IS NULL`.execute(app.db)).rows.length;
     expect(await liveServers(first.provider_id)).toBe(1);
     for (let waited = 0; waited < 590; waited += 118) {
       clock.advance(118);
@@ -1246,12 +1261,8 @@ describe('machine boot deadline', () => {
 
   it('a resumed machine not Ready within the deadline: its new server is deleted, the resume fails, the snapshot is kept, and it resumes when asked again', async () => {
     const user = await newUser(app.db, clock, 'pro');
-    const { api, machine } = await readyMachine(user, 'drowsy');
-    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
-    await settled();
-    clock.advance(15);
-    const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
-    const { snapshot_id } = await eventually(getSuspension, (s) => s.status === 'suspended', 'suspended');
+    const { api, machine, suspension, getSuspension } = await suspendedMachine(user, 'drowsy');
+    const { snapshot_id } = suspension;
     const { bootSeconds } = app.runtime.cloud.options;
     app.runtime.cloud.options.bootSeconds = 100_000;
     try {
@@ -1260,9 +1271,7 @@ describe('machine boot deadline', () => {
     } finally {
       app.runtime.cloud.options.bootSeconds = bootSeconds;
     }
-    const liveServers = async () =>
-      (await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(app.db)).rows.length;
-    expect(await liveServers()).toBe(1);
+    expect(await liveServers(machine.provider_id)).toBe(1);
     for (let waited = 0; waited < 590; waited += 118) {
       clock.advance(118);
       await settled();
@@ -1271,7 +1280,7 @@ describe('machine boot deadline', () => {
     clock.advance(20);
     // Nothing is lost and nothing is left: the machine is suspended as before the resume, and can be resumed again.
     await eventually(getSuspension, (s) => s.status === 'suspended', 'the resume to fail back to suspended');
-    expect(await liveServers()).toBe(0);
+    expect(await liveServers(machine.provider_id)).toBe(0);
     const snapshots = await sql`SELECT id FROM simulated_cloud.snapshots WHERE id = ${snapshot_id} AND deleted_at IS NULL`.execute(app.db);
     expect(snapshots.rows).toHaveLength(1);
     const failed = (await api.GET('/v1/notifications')).data.find((n) => n.type === 'suspension.resume_failed' && n.resource_id === suspension.id);
@@ -1287,17 +1296,12 @@ describe('machine boot deadline', () => {
     clock.advance(20);
     await eventually(getSuspension, (s) => s.status === 'resumed', 'the second resume');
     expect((await machineNow()).status).toBe('ready');
-    expect(await liveServers()).toBe(1);
+    expect(await liveServers(machine.provider_id)).toBe(1);
   });
 
   it('a suspended machine being deleted is not resumed: 409, and no server is made for it', async () => {
     const user = await newUser(app.db, clock, 'pro');
-    const { api, machine } = await readyMachine(user, 'parting');
-    const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
-    await settled();
-    clock.advance(15);
-    const getSuspension = () => api.GET('/v1/compute/suspensions/{id}', { params: { path: { id: suspension.id } } });
-    await eventually(getSuspension, (s) => s.status === 'suspended', 'suspended');
+    const { api, machine, suspension, getSuspension } = await suspendedMachine(user, 'parting');
     // The machine is `deleting` until its deletion's workflow has run (settled() runs it).
     await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
     expect((await getSuspension()).status).toBe('suspended');
@@ -1307,7 +1311,6 @@ describe('machine boot deadline', () => {
       message: `Machine ${machine.provider_id} of suspension ${suspension.id} is deleting; only a suspended machine can be resumed.`,
     });
     await settled();
-    const servers = await sql`SELECT id FROM simulated_cloud.servers WHERE labels->>'machine' = ${machine.provider_id} AND deleted_at IS NULL`.execute(app.db);
-    expect(servers.rows).toHaveLength(0);
+    expect(await liveServers(machine.provider_id)).toBe(0);
   });
 });

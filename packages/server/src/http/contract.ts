@@ -293,7 +293,8 @@ export function validateRequest(contract: Contract, meta: OperationMeta, request
     const value = request.query[name];
     if (value === undefined) continue;
     const digits = type === 'integer' ? /^-?\d{1,16}$/ : /^-?\d{1,16}(\.\d{1,16})?$/;
-    if ((Array.isArray(value) ? value : [value]).some((v) => !digits.test(v))) {
+    // One value: a repeated parameter was refused above.
+    if (!digits.test(value as string)) {
       throw validationError(
         name,
         `Parameter ${name} must be written as a decimal ${type}.`,

@@ -110,9 +110,10 @@ export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string)
       ])
       .executeTakeFirstOrThrow();
     if (machines + installs > 0) {
-      const held = [machines > 0 && `${machines} machine${machines === 1 ? '' : 's'}`, installs > 0 && `${installs} install${installs === 1 ? '' : 's'}`];
-      throw new ApiError('conflict', `Cluster ${cluster.id} still has ${held.filter(Boolean).join(' and ')}.`, {
-        suggestion: `Delete its ${[machines > 0 && 'machines', installs > 0 && 'installs'].filter(Boolean).join(' and ')} first.`,
+      const held = Object.entries({ machines, installs }).filter(([, count]) => count > 0);
+      const counted = held.map(([kind, count]) => `${count} ${count === 1 ? kind.slice(0, -1) : kind}`);
+      throw new ApiError('conflict', `Cluster ${cluster.id} still has ${counted.join(' and ')}.`, {
+        suggestion: `Delete its ${held.map(([kind]) => kind).join(' and ')} first.`,
         details: { machines, installs },
       });
     }

@@ -92,7 +92,7 @@ export async function resumeSuspension(db: Db, caller: WorkspaceCaller, id: stri
         machine?.status === 'deleting'
           ? 'The machine is being deleted, with its snapshot; request a new machine instead.'
           : 'Read the machine to see its state.',
-        { status: suspension.status },
+        { status: suspension.status, machine_status: machine?.status ?? null },
       );
     }
     await workflows.start(trx, 'resumeSuspension', suspension.id);
@@ -159,9 +159,7 @@ export async function markResumed(db: Db, id: string, snapshotId: string, now: n
  */
 export async function failResume(db: Db, id: string, message: string, now: number, { resumable }: { resumable: boolean }): Promise<boolean> {
   return inTransaction(db, async (trx) => {
-    const row =
-      (resumable ? await transition(trx, id, 'resuming', 'suspended', {}, { snapshotKept: true }) : undefined) ??
-      (await transition(trx, id, 'resuming', 'failed'));
+    const row = await transition(trx, id, 'resuming', resumable ? 'suspended' : 'failed');
     if (row) {
       await recordEventAndNotify(trx, eventOf('suspension.resume_failed', row), now, {
         title: `Resuming ${row.node_name} failed`,
@@ -173,14 +171,14 @@ export async function failResume(db: Db, id: string, message: string, now: numbe
   });
 }
 
-const transition = (db: Db, id: string, from: Status, status: Status, also: { snapshot_id?: null } = {}, when: { snapshotKept?: boolean } = {}) => {
-  const query = db
+const transition = (db: Db, id: string, from: Status, status: Status, also: { snapshot_id?: null } = {}) =>
+  db
     .updateTable('suspensions')
     .set({ status, ...also })
     .where('id', '=', id)
-    .where('status', '=', from);
-  return (when.snapshotKept ? query.where('snapshot_id', 'is not', null) : query).returningAll().executeTakeFirst();
-};
+    .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst();
 
 /** The event of a change of the suspension, typed by its literal type (what may also notify). */
 const eventOf = <T extends Extract<Schema<'EventType'>, `suspension.${string}`>>(type: T, row: Row<'suspensions'>) => ({

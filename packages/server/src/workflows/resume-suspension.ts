@@ -53,9 +53,9 @@ const resumeSuspension: WorkflowDefinition = {
     },
   },
   async fail(ctx, message) {
-    // A server this resume made and left is deleted, so the machine is as it was before: its snapshot and no
-    // server, to be resumed again (failResume). Told (event and notification) by the change itself, once: a re-run
-    // after a crash finds it settled already.
+    // A server this resume made and left is deleted, so the machine is as it was before: its snapshot (a resuming
+    // suspension's snapshot changes only as it is resumed) and no server, to be resumed again (failResume). Told
+    // (event and notification) by the change itself, once: a re-run after a crash finds it settled already.
     const subject = await subjectOf(ctx);
     let serverLeft = false;
     if (subject?.machine.server_id) {
@@ -70,7 +70,9 @@ const resumeSuspension: WorkflowDefinition = {
         serverLeft = true;
       }
     }
-    await failResume(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now(), { resumable: subject !== undefined && !serverLeft });
+    await failResume(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now(), {
+      resumable: subject?.suspension.snapshot_id != null && !serverLeft,
+    });
   },
 };
 
