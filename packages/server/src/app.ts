@@ -44,7 +44,10 @@ export interface AppOptions {
   shutdown?: AbortSignal;
   /** Resolves host names for the SSRF checks; default DNS (tests inject one, the machines have no public DNS). */
   resolveHost?: Resolver;
-  /** Announcements of access changes (services/access-changes.ts), so open streams end at once; else on their timer. */
+  /**
+   * Announcements of access changes (services/access-changes.ts), so open streams end at once (else on their timer),
+   * and with which a token's reading is kept between its requests (services/access-cache.ts).
+   */
   accessChanges?: AccessChanges;
 }
 
@@ -53,7 +56,7 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const contract = await loadContract();
-  const authenticate = createAuthenticator(db, clock, config);
+  const authenticate = createAuthenticator(db, clock, config, options.accessChanges);
   const rateLimiter = apiRateLimiter(db, clock);
   const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);
   const driver = options.driver ?? (await createClusterDriver(config, { db, clock, simulated }));

@@ -7,16 +7,19 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import { unauthorized } from '../errors.ts';
 import type { Caller } from '../operations/types.ts';
-import { findLiveToken, patChecksumValid, type RequestClient, tokenKind } from '../resources/tokens.ts';
+import { findLiveToken, type KnownTokens, patChecksumValid, type RequestClient, tokenKind } from '../resources/tokens.ts';
+import { AccessCache } from '../services/access-cache.ts';
+import type { AccessChanges } from '../services/access-changes.ts';
 import { scopesOfClaim } from '../services/scopes.ts';
 
 const SUGGESTION = 'Send Authorization: Bearer <token> with a valid session token, personal access token or OAuth2 JWT.';
 
 /**
  * `workspaceId`: the request's X-Workspace-Id, looked up with a PAT or session token (Caller.namedWorkspace);
- * `client`: where the request comes from, recorded with a session's last use.
+ * `client`: where the request comes from, recorded with a session's last use; `fresh`: read from the database even
+ * when an earlier request's reading is kept (an open stream's periodic check, the net for changes nobody announced).
  */
-export type Authenticator = (authorization: string | undefined, workspaceId?: string, client?: RequestClient) => Promise<Caller>;
+export type Authenticator = (authorization: string | undefined, workspaceId?: string, client?: RequestClient, fresh?: boolean) => Promise<Caller>;
 
 /** What is wrong with a PAT that was never issued (wrong length, characters or checksum); undefined for a well-formed one. */
 function patProblem(token: string): string | undefined {
@@ -31,12 +34,14 @@ function patProblem(token: string): string | undefined {
 const sessionProblem = (token: string) =>
   `The token is malformed: neither a personal access token (svc_pat_…), a JWT (three dot-separated parts) nor a session token (32 letters and digits; this one has ${token.length} characters${/^[A-Za-z0-9]*$/.test(token) ? '' : ', some of them not letters or digits'}).`;
 
-export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config): Authenticator {
+/** With `accessChanges`, what a request reads of its PAT or session is kept for the next ones (services/access-cache.ts). */
+export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: Config, accessChanges?: AccessChanges): Authenticator {
   const jwt = config.jwt;
+  const known: KnownTokens | undefined = accessChanges && new AccessCache(accessChanges);
   // The JWKS is cached in memory by jose; staleness is harmless (keys rotate with overlap).
   const jwks = jwt ? createRemoteJWKSet(new URL(jwt.jwksUrl), { timeoutDuration: 3000 }) : undefined;
 
-  return async (authorization, workspaceId, client) => {
+  return async (authorization, workspaceId, client, fresh = false) => {
     // RFC 6750 §2.1: the scheme, one or more spaces, the token (the scheme's case does not matter: RFC 9110 §11.1).
     const match = authorization === undefined ? null : /^Bearer +([\x21-\x7e]{1,4096})$/i.exec(authorization);
     if (!match?.[1]) throw unauthorized('Authentication is required.', SUGGESTION, { tokenSent: authorization !== undefined });
@@ -71,7 +76,7 @@ export function createAuthenticator(db: Kysely<Database>, clock: Clock, config: 
     // is wrong with it: such a token was mistyped or cut, never issued.
     const malformed = kind === 'pat' ? patProblem(token) : /^[A-Za-z0-9]{32}$/.test(token) ? undefined : sessionProblem(token);
     if (malformed) throw unauthorized(malformed, 'Copy the token again in full (it was never issued in this form), or create a new one.');
-    const row = await findLiveToken(db, clock, token, kind, workspaceId, client);
+    const row = await findLiveToken(db, clock, token, kind, workspaceId, client, fresh ? undefined : known);
     if (!row) {
       throw unauthorized(
         'The token is unknown, has expired or was revoked.',

@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { ApiError, OAuthError, unauthorized } from '../errors.ts';
 import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
-import type { AccessChanges } from '../services/access-changes.ts';
+import { type AccessChanges, announcementsMadeHere } from '../services/access-changes.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
@@ -87,17 +87,19 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
   };
 
   /** Who calls; an operation scoped by X-Workspace-Id has the workspace looked up together with the token. */
-  function authenticateFor(ctx: Context, meta: OperationMeta): Promise<Caller> | undefined {
+  function authenticateFor(ctx: Context, meta: OperationMeta, fresh = false): Promise<Caller> | undefined {
     if (!meta.authenticated) return undefined;
     // Node keeps the first of two Authorization headers; a proxy may have read the other. Two credentials in one
     // request are ambiguous (RFC 6750 §3.1's invalid_request), so neither is taken.
     if (fieldLines(ctx.req.rawHeaders, 'authorization') > 1) {
       throw unauthorized('The request carries more than one Authorization header.', 'Send one Authorization header, with one token.');
     }
-    return authenticate(ctx.get('Authorization') || undefined, workspaceHeaderOf(ctx, meta), {
-      address: addressOf(ctx.req),
-      userAgent: ctx.get('User-Agent') || undefined,
-    });
+    return authenticate(
+      ctx.get('Authorization') || undefined,
+      workspaceHeaderOf(ctx, meta),
+      { address: addressOf(ctx.req), userAgent: ctx.get('User-Agent') || undefined },
+      fresh,
+    );
   }
 
   /**
@@ -141,7 +143,8 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
     if (output.stream) {
       if (!caller || output.workspaceId === undefined) throw new Error(`${meta.operationId}: a stream needs a caller and its workspace`);
       const guard = {
-        check: streamAccessCheck(env.db, meta, output.workspaceId, () => authenticateFor(ctx, meta)!),
+        // Read afresh: the periodic check also finds what no announcement told of.
+        check: streamAccessCheck(env.db, meta, output.workspaceId, () => authenticateFor(ctx, meta, true)!),
         intervalMs: config.streamReauthSeconds * 1000,
         watch: (changed: () => void) => accessChanges?.watch(caller.userId, changed) ?? (() => {}),
       };
@@ -204,6 +207,11 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.
       origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
     };
-    await respond(ctx, meta, caller, audited ? await audit.run(audited, handler, input) : await handler(input, env), abort);
+    const announced = announcementsMadeHere();
+    const output = audited ? await audit.run(audited, handler, input) : await handler(input, env);
+    // A change of access made here is heard before it is answered: the caller's next request meets it, not what
+    // was kept of the access before it (services/access-cache.ts).
+    if (accessChanges && announcementsMadeHere() !== announced) await accessChanges.heard();
+    await respond(ctx, meta, caller, output, abort);
   }
 }

@@ -9,6 +9,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { AccessCache } from '../services/access-cache.ts';
 import { announceAccessChange } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
@@ -125,6 +126,9 @@ export async function createToken(
   return { row, secret };
 }
 
+/** What a request reads of its token (and the workspace it names) once, and may keep: services/access-cache.ts. */
+export type KnownTokens = AccessCache<LiveTokenRow>;
+
 interface LiveTokenRow {
   id: string;
   user_id: string;
@@ -156,18 +160,39 @@ const LIVE_TOKEN = `
 /**
  * Finds a live PAT or session token; records its use (and refreshes a session) at most once a minute. With
  * `workspaceId` (the request's X-Workspace-Id), the same query also finds that workspace when the token's
- * user is a member of it (`workspace_id` and `workspace_owner_id` are null otherwise).
+ * user is a member of it (`workspace_id` and `workspace_owner_id` are null otherwise). With `known`, what an
+ * earlier request read is used while it is kept (services/access-cache.ts).
  */
-export async function findLiveToken(db: Kysely<Database>, clock: Clock, secret: string, kind: 'pat' | 'session', workspaceId?: string, client?: RequestClient) {
-  // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
-  // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs), and it
-  // runs past Kysely's query path (raw-query.ts). The two arrays come back as text, split here: pg's array parser
-  // took 1.7 % of the server's CPU under the list benchmark (a PAT holds about twenty scopes).
-  const rows = await rawRows<LiveTokenRow>(db, LIVE_TOKEN, [workspaceId ?? null, digest(secret), kind]);
-  const row = rows[0];
+export async function findLiveToken(
+  db: Kysely<Database>,
+  clock: Clock,
+  secret: string,
+  kind: 'pat' | 'session',
+  workspaceId?: string,
+  client?: RequestClient,
+  known?: KnownTokens,
+) {
+  const tokenDigest = digest(secret);
+  const key = known && `${kind} ${workspaceId ?? ''} ${tokenDigest.toString('base64')}`;
   const now = clock.now();
-  if (!row || (row.expires_at !== null && row.expires_at <= now)) return undefined;
+  let row = key === undefined ? undefined : known!.get(key);
+  // Expired as it was kept: read again (another process may have extended a session since).
+  if (row && row.expires_at !== null && row.expires_at <= now) row = undefined;
+  if (!row) {
+    const generation = known?.generation ?? 0;
+    // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
+    // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs), and it
+    // runs past Kysely's query path (raw-query.ts). The two arrays come back as text, split here: pg's array parser
+    // took 1.7 % of the server's CPU under the list benchmark (a PAT holds about twenty scopes).
+    row = (await rawRows<LiveTokenRow>(db, LIVE_TOKEN, [workspaceId ?? null, tokenDigest, kind]))[0];
+    if (!row || (row.expires_at !== null && row.expires_at <= clock.now())) return undefined;
+    // Not kept when the user is no member of the named workspace: becoming one is announced to nobody.
+    if (key !== undefined && (workspaceId === undefined || row.workspace_id !== null)) known!.set(key, row, generation);
+  }
   if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_SECONDS) {
+    // On the kept row first, so that the other requests of this second do not write it too.
+    row.last_used_at = now;
+    if (kind === 'session') row.expires_at = now + SESSION_LIFETIME_SECONDS;
     await db
       .updateTable('tokens')
       .set({
