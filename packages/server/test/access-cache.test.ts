@@ -125,17 +125,28 @@ describe('the cache of access', () => {
     };
   }
 
+  /** Reads `key` through the cache: what was kept, else `value`, kept unless `keep` is false. */
+  const reader = (cache: AccessCache<string>) => ({
+    read: (key: string, value: string | undefined, keep = true) =>
+      cache.read(
+        key,
+        async () => value,
+        () => true,
+        () => keep,
+      ),
+  });
+
   it('forgets everything on an announcement another process makes, long before its time is up', async () => {
     const listener = await listenForAccessChanges(app.database.url, serverLogger());
     try {
-      const cache = new AccessCache<string>(listener, 60_000);
-      cache.set('key', 'value', cache.generation);
-      expect(cache.get('key')).toBe('value');
+      const cache = reader(new AccessCache<string>(listener, 60_000));
+      expect(await cache.read('key', 'first')).toBe('first');
+      expect(await cache.read('key', 'second')).toBe('first');
       // Another connection, as another server process: its announcement reaches this one's listener.
       await announceAccessChange(app.db, ['usr_someone']);
       await eventually(
-        () => cache.get('key'),
-        (value) => value === undefined,
+        () => cache.read('key', 'after the change'),
+        (value) => value === 'after the change',
         'the announcement is heard',
         2000,
       );
@@ -144,21 +155,92 @@ describe('the cache of access', () => {
     }
   });
 
-  it('keeps nothing while announcements cannot be heard, and nothing read before one was heard', () => {
+  it('keeps nothing while announcements cannot be heard, nothing read before one was heard, nothing it is told not to', async () => {
     let up = false;
     const changes = changesWhile(() => up);
     const cache = new AccessCache<string>(changes, 60_000);
-    cache.set('key', 'value', cache.generation);
-    expect(cache.get('key')).toBeUndefined();
+    const through = reader(cache);
+    expect(await through.read('key', 'down')).toBe('down');
+    expect(await through.read('key', 'down again')).toBe('down again');
     up = true;
-    const readAt = cache.generation;
+    // A change heard while the value is read: it is answered, not kept.
+    let finish: (value: string) => void = () => {};
+    const reading = cache.read(
+      'key',
+      () => new Promise<string>((resolve) => (finish = resolve)),
+      () => true,
+      () => true,
+    );
     changes.hear();
-    cache.set('key', 'read before the change', readAt);
-    expect(cache.get('key')).toBeUndefined();
-    cache.set('key', 'value', cache.generation);
-    expect(cache.get('key')).toBe('value');
+    finish('read before the change');
+    expect(await reading).toBe('read before the change');
+    expect(await through.read('key', 'read after')).toBe('read after');
+    expect(await through.read('key', 'not read')).toBe('read after');
+    expect(await through.read('other', 'not kept', false)).toBe('not kept');
+    expect(await through.read('other', 'read again')).toBe('read again');
     // The connection drops: what was kept is not used until announcements are heard again.
     up = false;
-    expect(cache.get('key')).toBeUndefined();
+    expect(await through.read('key', 'while down')).toBe('while down');
+  });
+
+  it('shares one read among the requests that ask at once, and none begun before a change', async () => {
+    const changes = changesWhile(() => true);
+    const cache = new AccessCache<string>(changes, 60_000);
+    let reads = 0;
+    const finishes: ((value: string) => void)[] = [];
+    const slow = () => {
+      reads++;
+      return new Promise<string>((resolve) => finishes.push(resolve));
+    };
+    const first = [
+      cache.read(
+        'key',
+        slow,
+        () => true,
+        () => true,
+      ),
+      cache.read(
+        'key',
+        slow,
+        () => true,
+        () => true,
+      ),
+    ];
+    expect(reads).toBe(1);
+    changes.hear();
+    const after = cache.read(
+      'key',
+      slow,
+      () => true,
+      () => true,
+    );
+    expect(reads).toBe(2);
+    finishes[0]!('before');
+    finishes[1]!('after');
+    expect(await Promise.all(first)).toEqual(['before', 'before']);
+    expect(await after).toBe('after');
+  });
+
+  it('reads again what it says is no longer usable', async () => {
+    const cache = new AccessCache<string>(
+      changesWhile(() => true),
+      60_000,
+    );
+    expect(
+      await cache.read(
+        'key',
+        async () => 'expired',
+        () => true,
+        () => true,
+      ),
+    ).toBe('expired');
+    expect(
+      await cache.read(
+        'key',
+        async () => 'fresh',
+        (kept) => kept !== 'expired',
+        () => true,
+      ),
+    ).toBe('fresh');
   });
 });

@@ -173,22 +173,23 @@ export async function findLiveToken(
   known?: KnownTokens,
 ) {
   const tokenDigest = digest(secret);
-  const key = known && `${kind} ${workspaceId ?? ''} ${tokenDigest.toString('base64')}`;
   const now = clock.now();
-  let row = key === undefined ? undefined : known!.get(key);
-  // Expired as it was kept: read again (another process may have extended a session since).
-  if (row && row.expires_at !== null && row.expires_at <= now) row = undefined;
-  if (!row) {
-    const generation = known?.generation ?? 0;
-    // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
-    // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs), and it
-    // runs past Kysely's query path (raw-query.ts). The two arrays come back as text, split here: pg's array parser
-    // took 1.7 % of the server's CPU under the list benchmark (a PAT holds about twenty scopes).
-    row = (await rawRows<LiveTokenRow>(db, LIVE_TOKEN, [workspaceId ?? null, tokenDigest, kind]))[0];
-    if (!row || (row.expires_at !== null && row.expires_at <= clock.now())) return undefined;
-    // Not kept when the user is no member of the named workspace: becoming one is announced to nobody.
-    if (key !== undefined && (workspaceId === undefined || row.workspace_id !== null)) known!.set(key, row, generation);
-  }
+  // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
+  // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs), and it
+  // runs past Kysely's query path (raw-query.ts). The two arrays come back as text, split here: pg's array parser
+  // took 1.7 % of the server's CPU under the list benchmark (a PAT holds about twenty scopes).
+  const query = async () => (await rawRows<LiveTokenRow>(db, LIVE_TOKEN, [workspaceId ?? null, tokenDigest, kind]))[0];
+  const row = known
+    ? await known.read(
+        `${kind} ${workspaceId ?? ''} ${tokenDigest.toString('base64')}`,
+        query,
+        // Expired as it was kept: read again (another process may have extended a session since).
+        (kept) => kept.expires_at === null || kept.expires_at > now,
+        // Not kept when the user is no member of the named workspace: becoming one is announced to nobody.
+        (read) => (read.expires_at === null || read.expires_at > now) && (workspaceId === undefined || read.workspace_id !== null),
+      )
+    : await query();
+  if (!row || (row.expires_at !== null && row.expires_at <= clock.now())) return undefined;
   if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_SECONDS) {
     // On the kept row first, so that the other requests of this second do not write it too.
     row.last_used_at = now;

@@ -12,6 +12,8 @@ const MAX_ENTRIES = 10_000;
 
 export class AccessCache<V> {
   #entries = new Map<string, { value: V; until: number }>();
+  /** Reads under way, shared by the requests that ask for the same key meanwhile (the ones of a busy token at once). */
+  #reading = new Map<string, Promise<V | undefined>>();
   /** Counts the forgettings: a value read before one is not kept. */
   #generation = 0;
   readonly #changes: AccessChanges;
@@ -23,33 +25,38 @@ export class AccessCache<V> {
     changes.watchAll(() => {
       this.#generation++;
       this.#entries.clear();
+      // A request after the change waits for no read begun before it.
+      this.#reading.clear();
     });
   }
 
-  get(key: string): V | undefined {
+  /**
+   * The value kept under `key` while `usable` says it is, else what `read` gives (undefined: nothing there), which is
+   * kept when `keep` says so, unless a change was heard while it was read or none can be heard now.
+   */
+  read(key: string, read: () => Promise<V | undefined>, usable: (value: V) => boolean, keep: (value: V) => boolean): Promise<V | undefined> {
     const entry = this.#entries.get(key);
-    if (entry === undefined) return undefined;
-    if (!this.#changes.listening || performance.now() >= entry.until) {
+    if (entry !== undefined) {
+      if (this.#changes.listening && performance.now() < entry.until && usable(entry.value)) return Promise.resolve(entry.value);
       this.#entries.delete(key);
-      return undefined;
     }
-    return entry.value;
+    const under = this.#reading.get(key);
+    if (under !== undefined) return under;
+    const generation = this.#generation;
+    const reading = read().then((value) => {
+      if (value !== undefined && keep(value) && generation === this.#generation && this.#changes.listening) this.#set(key, value);
+      return value;
+    });
+    this.#reading.set(key, reading);
+    const done = () => {
+      if (this.#reading.get(key) === reading) this.#reading.delete(key);
+    };
+    reading.then(done, done);
+    return reading;
   }
 
-  /** To hand to `set` with what is read next. */
-  get generation(): number {
-    return this.#generation;
-  }
-
-  /** Keeps `value`, read after `generation` was taken, unless a change was heard since or none can be heard now. */
-  set(key: string, value: V, generation: number): void {
-    if (generation !== this.#generation || !this.#changes.listening) return;
+  #set(key: string, value: V): void {
     if (this.#entries.size >= MAX_ENTRIES && !this.#entries.has(key)) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { value, until: performance.now() + this.#ttlMs });
-  }
-
-  /** Drops what is kept under `key` (it was found out of date). */
-  delete(key: string): void {
-    this.#entries.delete(key);
   }
 }
