@@ -1,7 +1,9 @@
 // The server benchmark (part of `pnpm bench`): GET /v1/clusters?limit=50 with a PAT and X-Workspace-Id on a
 // workspace of 20,000 clusters, by autocannon at 32 connections, against (a) the server and (b) a raw
 // node:http + pg baseline doing the same checks and SQL with prepared statements (baseline-server.ts), on the
-// same PostgreSQL in the same run. Both start once the server is quiet (no workflow left to run, its CPU idle).
+// same PostgreSQL in the same run. The baseline reads the token on every request; the server keeps what a request
+// read of its token for the token's next requests, for a second at most (services/access-cache.ts), as it does for
+// every caller. Both start once the server is quiet (no workflow left to run, its CPU idle).
 // The two are loaded in alternating pairs (BENCH_PAIRS, default 3; the order swaps each pair) so a change in the
 // machine's load (2 shared cores) falls on both; the ratios are the medians of the pairs' ratios. Prints them
 // against the targets, the CPU each process spent a request (steadier than the throughput when others share the
