@@ -174,6 +174,7 @@ export async function findLiveToken(
 ) {
   const tokenDigest = digest(secret);
   const now = clock.now();
+  const live = (found: LiveTokenRow) => found.expires_at === null || found.expires_at > now;
   // Every authenticated request runs this, so it is written as SQL: building and compiling it with Kysely's
   // query builder took the server's CPU per list request from about 215 to 240 µs (three paired runs), and it
   // runs past Kysely's query path (raw-query.ts). The two arrays come back as text, split here: pg's array parser
@@ -184,12 +185,12 @@ export async function findLiveToken(
         `${kind} ${workspaceId ?? ''} ${tokenDigest.toString('base64')}`,
         query,
         // Expired as it was kept: read again (another process may have extended a session since).
-        (kept) => kept.expires_at === null || kept.expires_at > now,
+        live,
         // Not kept when the user is no member of the named workspace: becoming one is announced to nobody.
-        (read) => (read.expires_at === null || read.expires_at > now) && (workspaceId === undefined || read.workspace_id !== null),
+        (read) => live(read) && (workspaceId === undefined || read.workspace_id !== null),
       )
     : await query();
-  if (!row || (row.expires_at !== null && row.expires_at <= clock.now())) return undefined;
+  if (!row || !live(row)) return undefined;
   if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_SECONDS) {
     // On the kept row first, so that the other requests of this second do not write it too.
     row.last_used_at = now;

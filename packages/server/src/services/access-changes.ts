@@ -53,7 +53,7 @@ export async function listenForAccessChanges(connectionString: string, logger: L
   };
   let client: pg.Client | undefined;
   let closed = false;
-  /** The connection once its LISTEN is in place. */
+  /** `client` once its LISTEN is in place; undefined again when it breaks. */
   let listeningOn: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
 
@@ -68,13 +68,15 @@ export async function listenForAccessChanges(connectionString: string, logger: L
     client = next;
     await next.connect();
     await next.query(`LISTEN ${CHANNEL}`);
-    // Heard from now on; whatever was announced before went unheard.
+    // Heard from now on (unless it broke meanwhile); whatever was announced before went unheard.
+    if (client !== next) return;
     listeningOn = next;
     changed();
   };
   const reconnect = (broken: pg.Client) => {
     if (closed || client !== broken || retry) return;
     client = undefined;
+    listeningOn = undefined;
     changed();
     broken.end().catch(() => {});
     logger.warn('lost the connection listening for access changes; streams check their callers on their timers until it is back');
@@ -102,7 +104,7 @@ export async function listenForAccessChanges(connectionString: string, logger: L
       everyChange.push(watcher);
     },
     get listening() {
-      return listeningOn !== undefined && listeningOn === client && !closed;
+      return listeningOn !== undefined && !closed;
     },
     async heard() {
       const asked = client;
