@@ -191,6 +191,14 @@ describe('pnpm admin', () => {
     expect(overrides).toMatchObject([{ metric: 'kaas/clusters', limit: 12 }]);
   });
 
+  it('--help prints the usage on stdout and exits 0, touching no database', async () => {
+    for (const flag of ['--help', '-h', 'help']) {
+      const { stdout, stderr } = await run(process.execPath, [join(serverDir, 'admin.ts'), flag], { env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' } });
+      expect(stdout, flag).toMatch(/^Usage:\n {2}pnpm admin --help\n {2}pnpm admin create-user/);
+      expect(stderr).toBe('');
+    }
+  });
+
   it('wrong arguments print usage on stderr and exit 2', async () => {
     for (const args of [
       [],
