@@ -439,7 +439,9 @@ describe('platform', () => {
       expect(text).not.toContain(user.token);
 
       const listed = await platform(['workspaces', 'list'], { home });
-      expect(listed.stdout).toMatch(new RegExp(`\\*\\t${user.workspaceId}`));
+      // Piped: one line a workspace, the id first (what `| cut -f1` takes), the default marked last.
+      const line = listed.stdout.split('\n').find((row) => row.startsWith(`${user.workspaceId}\t`));
+      expect(line?.split('\t').at(-1)).toBe('*');
       // A flag beats the environment: a wrong --token fails even with a good PLATFORM_TOKEN.
       const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
       expect(flagged.code).toBe(1);
