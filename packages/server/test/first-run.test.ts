@@ -118,12 +118,18 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
     expect(me.body.data[0].name).toBe('demo-eu');
   });
 
-  it('a second start on the same DATA_DIR stops with one clear line naming the fix', async () => {
-    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(first) }).catch((e: { code: number; stderr: string }) => e);
-    expect(failure).toMatchObject({ code: 1 });
-    expect((failure as { stderr: string }).stderr.trim()).toMatch(
-      /^Cannot start: DATA_DIR: cannot open the database \(the embedded PostgreSQL in .+ is already running .*set DATA_DIR to another folder\)$/,
+  it('a second start on the same DATA_DIR stops with one clear line naming the fix and the port in use, and names no other port', async () => {
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(first) }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
     );
+    expect(failure).toMatchObject({ code: 1 });
+    const port = /Starting PostgreSQL on 127\.0\.0\.1:(\d+)/.exec(one.out)![1];
+    expect((failure as { stderr: string }).stderr.trim()).toMatch(
+      new RegExp(
+        `^Cannot start: DATA_DIR: cannot open the database \\(the embedded PostgreSQL in .+ is already running on port ${port} .*set DATA_DIR to another folder\\)$`,
+      ),
+    );
+    expect((failure as { stdout: string }).stdout).not.toContain('Starting PostgreSQL');
   }, 60_000);
 
   it('another DATA_DIR gets its own database on another port, beside the first, and its own demo user', async () => {
