@@ -18,11 +18,12 @@ import { createRuntime } from './runtime.ts';
 import { listenForAccessChanges } from './services/access-changes.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
-import { demoBox, logDestination, progress } from './start-up.ts';
+import { logDestination, startUpVoice } from './start-up.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino(loggerOptions(config.logLevel), logDestination());
+  const say = startUpVoice(logger);
   // The port first: a server that cannot listen says so before it creates, migrates or seeds a database. Until
   // the app is ready, requests get 503 (and /readyz with them).
   let serve: RequestListener = (_req, res) => answerUnavailable(res, 'The server is starting.');
@@ -30,8 +31,8 @@ async function main(): Promise<void> {
   const port = http ? await listen(http, config) : undefined;
   let connection;
   try {
-    connection = await connect(config.databaseUrl, config.dataDir, progress);
-    progress('Applying database migrations…');
+    connection = await connect(config.databaseUrl, config.dataDir, say.progress);
+    say.progress('Applying database migrations…');
     await migrateToLatest(connection.db);
   } catch (error) {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
@@ -48,10 +49,7 @@ async function main(): Promise<void> {
     await runtime.webhooks?.run();
   }
   // The workers fetch jobs and pg-boss listens for new ones from here on.
-  const workersRunning = () => {
-    logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
-    console.log('Platform workflow worker running');
-  };
+  const workersRunning = () => say.workersRunning(config.workerConcurrency);
   if (config.role === 'worker') {
     onSignals(async () => {
       runtime.retention.stop();
@@ -69,7 +67,7 @@ async function main(): Promise<void> {
     connection.db,
     systemClock,
     { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
-    progress,
+    say.progress,
   );
   const shutdown = new AbortController();
   const accessChanges = await listenForAccessChanges(connection.url, logger);
@@ -98,8 +96,8 @@ async function main(): Promise<void> {
     await connection.close();
   });
   const url = `http://${config.host}:${port}`;
-  console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
-  console.log(demoBox(url, token));
+  say.listening(url);
+  say.demo(url, token);
 }
 
 async function listen(http: HttpServer, config: { port: number; host: string }): Promise<number> {

@@ -53,7 +53,7 @@ async function launch(command: string, args: string[]) {
   child.stderr!.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   await new Promise<void>((resolve, reject) => {
-    const check = () => /listening on http:\/\/\S+/.test(output.text) && /└─+┘/.test(output.text) && resolve();
+    const check = () => /listening on http:\/\/\S+/.test(output.text) && /Demo (user created|token)/.test(output.text) && resolve();
     child.stdout!.on('data', check);
     void exited.then(([code]) => reject(new Error(`exited ${code} before listening: ${output.text}`)));
   });
