@@ -20,6 +20,8 @@ export interface Config {
   logLevel: string;
   /** Validate every response against the contract (always on in tests). */
   validateResponses: boolean;
+  /** Whether the first start on an empty database creates the demo user and its sample resources. */
+  seedDemo: boolean;
   /** How long SIGTERM waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
   /**
@@ -391,6 +393,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: env.DATA_DIR || '.data',
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
+    seedDemo: boolean(env, 'SEED_DEMO', true),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     // Off unless set: counting costs a write per request on one row per token, which a single busy token
     // (a CI job, a benchmark) contends on. Production sets it (e.g. 600).

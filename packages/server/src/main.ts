@@ -63,12 +63,17 @@ async function main(): Promise<void> {
     return;
   }
   if (config.role === 'all') workersRunning();
-  const token = await seedDemo(
-    connection.db,
-    systemClock,
-    { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
-    say.progress,
-  );
+  // A production database gets no demo user (SEED_DEMO=false): nobody should hold a Pro account made by start-up.
+  const seeded = config.seedDemo
+    ? {
+        token: await seedDemo(
+          connection.db,
+          systemClock,
+          { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
+          say.progress,
+        ),
+      }
+    : undefined;
   const shutdown = new AbortController();
   const accessChanges = await listenForAccessChanges(connection.url, logger);
   const app = await createApp({
@@ -97,7 +102,7 @@ async function main(): Promise<void> {
   });
   const url = `http://${config.host}:${port}`;
   say.listening(url);
-  say.demo(url, token);
+  if (seeded) say.demo(url, seeded.token);
 }
 
 async function listen(http: HttpServer, config: { port: number; host: string }): Promise<number> {

@@ -69,6 +69,29 @@ describe('pnpm start', () => {
     expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATABASE_URL: cannot open the database \(.+\)$/);
   });
 
+  it('with SEED_DEMO=false, a first start on an empty database creates no demo user and says nothing of one', async () => {
+    const empty = await createTestDatabase();
+    try {
+      const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
+        env: { ...process.env, DATABASE_URL: empty.url, PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'false' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', () => /listening on /.test(out) && resolve());
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(await empty.db.selectFrom('users').select('id').execute()).toEqual([]);
+      expect(out).not.toMatch(/Demo|Seeding/);
+    } finally {
+      await empty.drop();
+    }
+  });
+
   it('migrates, seeds a demo user, runs workflows, drains on SIGTERM and exits 0', async () => {
     const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
       env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
