@@ -47,7 +47,7 @@ describe('no handler resolves a workspace or wraps idempotency', () => {
       "input.headers[ 'X-Workspace-Id' ]",
     ];
     expect(samples.filter((s) => !new RegExp(RESOLVES.source).test(s))).toEqual([]);
-    expect(new RegExp(RESOLVES.source).test('requireWorkspace(workspace)')).toBe(false);
+    expect(new RegExp(RESOLVES.source).test('createCluster(db, workspace, body)')).toBe(false);
   });
 });
 
