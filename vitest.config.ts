@@ -17,6 +17,8 @@ const SLOW = [
   'test/generators.test.ts',
   'test/smoke.test.ts',
   'packages/server/test/smoke-doubles.test.ts',
+  // a real PgBouncer and `pnpm start` behind it
+  'packages/server/test/pgbouncer.test.ts',
   'test/exit-code/exit-code.test.ts',
   'test/mock/*.test.ts',
   'test/docs/code-samples.test.ts',
@@ -34,6 +36,27 @@ const SLOW = [
   'packages/server/test/workflow-bounds.test.ts',
   // the contract fuzzer's generated requests (50 per operation and kind): minutes, not for the edit loop
   'test/fuzz/*.test.ts',
+];
+
+/**
+ * Server tests run a second time through a real PgBouncer in transaction mode (the `pgbouncer` project; global-setup.ts
+ * starts it): their databases' pools go through the pooler with prepared statements off, what keeps a session goes
+ * direct, as with DATABASE_URL and DATABASE_DIRECT_URL in production. The files cover requests, workflows end to end,
+ * two workers, streams and the access listener, idempotency, rate limits, quotas and webhook deliveries; the others
+ * run the same queries on the same paths.
+ */
+const THROUGH_PGBOUNCER = [
+  'packages/server/test/api.test.ts',
+  'packages/server/test/workflows.test.ts',
+  'packages/server/test/two-workers.test.ts',
+  'packages/server/test/stream-access.test.ts',
+  'packages/server/test/stream-reauth.test.ts',
+  'packages/server/test/access-cache.test.ts',
+  'packages/server/test/idempotency-in-flight.test.ts',
+  'packages/server/test/rate-limit.test.ts',
+  'packages/server/test/quotas.test.ts',
+  'packages/server/test/webhooks-delivery.test.ts',
+  'packages/server/test/webhooks-claim.test.ts',
 ];
 
 /** After each file, what its in-process test servers logged is scanned for credentials (a found one fails it). */
@@ -60,6 +83,7 @@ export default defineConfig({
         test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 4 },
       },
       { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 3, sequence: { groupOrder: 1 } } },
+      { test: { name: 'pgbouncer', include: THROUGH_PGBOUNCER, setupFiles: [LOG_SCAN], maxWorkers: 3, sequence: { groupOrder: 1 } } },
     ],
   },
 });
