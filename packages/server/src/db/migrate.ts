@@ -63,6 +63,13 @@ export const migrations: Record<string, Migration> = {
   '20261127_0900_replays_as_sent': replaysAsSent,
 };
 
+/**
+ * The newest migration of the last release: those up to it have run under a released server. A contract step may
+ * remove only what a migration up to it expanded (migrations/README.md). Set it to the newest migration when a
+ * version is released.
+ */
+export const LAST_RELEASED_MIGRATION = '20261127_0900_replays_as_sent';
+
 function migrator(db: Kysely<Database>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
 }
