@@ -3,7 +3,7 @@
 // a free port. Transaction mode is what managed PostgreSQL and most Kubernetes installs put in front of a database:
 // each transaction may run on another server connection, so what a session keeps (named prepared statements,
 // session advisory locks, LISTEN, SET) does not last.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
@@ -58,6 +58,10 @@ const listening = async (port: number, ms: number): Promise<void> => {
  */
 export async function startPgBouncer(serverUrl: string, { poolSize = 8 }: { poolSize?: number } = {}): Promise<PgBouncer> {
   const binary = pgbouncerBinary();
+  // PgBouncer 1.21 learned to keep a client's named prepared statements (max_prepared_statements; on by default in
+  // later versions); off here, so every version pools as Debian 12's 1.18 does, the case the server must handle.
+  const [major = 0, minor = 0] = (/PgBouncer (\d+)\.(\d+)/.exec(execFileSync(binary, ['--version'], { encoding: 'utf8' }))?.slice(1) ?? []).map(Number);
+  const keepsPrepared = major > 1 || (major === 1 && minor >= 21);
   const server = new URL(serverUrl);
   const user = decodeURIComponent(server.username || 'postgres');
   const password = decodeURIComponent(server.password);
@@ -80,6 +84,7 @@ export async function startPgBouncer(serverUrl: string, { poolSize = 8 }: { pool
       `auth_file = ${join(dir, 'users.txt')}`,
       'pool_mode = transaction',
       `default_pool_size = ${poolSize}`,
+      ...(keepsPrepared ? ['max_prepared_statements = 0'] : []),
       'max_client_conn = 1000',
       // A test database is dropped WITH (FORCE) while its pool may still hold server connections: reconnect quickly.
       'server_login_retry = 1',
