@@ -41,9 +41,10 @@ const SLOW = [
 /**
  * Server tests run a second time through a real PgBouncer in transaction mode (the `pgbouncer` project; global-setup.ts
  * starts it): their databases' pools go through the pooler with prepared statements off, what keeps a session goes
- * direct, as with DATABASE_URL and DATABASE_DIRECT_URL in production. The files cover requests, workflows end to end,
- * two workers, streams and the access listener, idempotency, rate limits, quotas and webhook deliveries; the others
- * run the same queries on the same paths.
+ * direct, as with DATABASE_URL and DATABASE_DIRECT_URL in production. The files cover requests, a user's journey,
+ * workflows end to end, two workers, events and streams with the access listener, tokens, the device flow,
+ * invitations, idempotency, rate limits, quotas and webhook deliveries; the others run the same queries on the same
+ * paths.
  */
 const THROUGH_PGBOUNCER = [
   'packages/server/test/api.test.ts',
@@ -57,6 +58,12 @@ const THROUGH_PGBOUNCER = [
   'packages/server/test/quotas.test.ts',
   'packages/server/test/webhooks-delivery.test.ts',
   'packages/server/test/webhooks-claim.test.ts',
+  'packages/server/test/journey.test.ts',
+  'packages/server/test/events.test.ts',
+  'packages/server/test/event-stream.test.ts',
+  'packages/server/test/tokens.test.ts',
+  'packages/server/test/device-flow.test.ts',
+  'packages/server/test/invitations.test.ts',
 ];
 
 /** After each file, what its in-process test servers logged is scanned for credentials (a found one fails it). */
