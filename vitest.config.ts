@@ -39,8 +39,8 @@ const SLOW = [
 ];
 
 /**
- * Server tests run a second time through a real PgBouncer in transaction mode (the `pgbouncer` project; global-setup.ts
- * starts it): their databases' pools go through the pooler with prepared statements off, what keeps a session goes
+ * Server tests run a second time through a real PgBouncer in transaction mode (the `pgbouncer` project, whose
+ * pgbouncer-setup.ts starts it when the project has files in the run): their databases' pools go through the pooler with prepared statements off, what keeps a session goes
  * direct, as with DATABASE_URL and DATABASE_DIRECT_URL in production. The files cover requests, a user's journey,
  * workflows end to end, two workers, events and streams with the access listener, tokens, the device flow,
  * invitations, idempotency, rate limits, quotas and webhook deliveries; the others run the same queries on the same
@@ -90,7 +90,16 @@ export default defineConfig({
         test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 4 },
       },
       { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 3, sequence: { groupOrder: 1 } } },
-      { test: { name: 'pgbouncer', include: THROUGH_PGBOUNCER, setupFiles: [LOG_SCAN], maxWorkers: 3, sequence: { groupOrder: 1 } } },
+      {
+        test: {
+          name: 'pgbouncer',
+          include: THROUGH_PGBOUNCER,
+          globalSetup: ['packages/server/test/pgbouncer-setup.ts'],
+          setupFiles: [LOG_SCAN],
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
+        },
+      },
     ],
   },
 });

@@ -1,8 +1,9 @@
 // Tests need a real PostgreSQL: DATABASE_URL when set (CI sets the machine's), otherwise an embedded one
 // started here for the whole run. The schema is migrated once, into a template database of the run's own (several
 // runs may share one server); each test file then copies it into a database of its own (see support.ts). The
-// `pgbouncer` project (vitest.config.ts) runs its files with a PgBouncer in transaction mode before that PostgreSQL:
-// their databases' pools go through it, what keeps a session goes direct, as in production with DATABASE_DIRECT_URL.
+// `pgbouncer` project (vitest.config.ts) runs its files with a PgBouncer in transaction mode before that PostgreSQL
+// (pgbouncer-setup.ts): their databases' pools go through it, what keeps a session goes direct, as in production with
+// DATABASE_DIRECT_URL.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,14 +12,13 @@ import { sql } from 'kysely';
 import type { TestProject } from 'vitest/node';
 import { openDatabase, startEmbeddedPostgres } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { startPgBouncer } from './support/pgbouncer.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
     /** The run's migrated database, which createTestDatabase copies (CREATE DATABASE … TEMPLATE). */
     templateDatabase: string;
-    /** The `pgbouncer` project's pooler: `databaseUrl` through it (pathname: the admin database); else empty. */
+    /** In the `pgbouncer` project, `databaseUrl` through its PgBouncer (pgbouncer-setup.ts); else empty. */
     pooledDatabaseUrl: string;
   }
 }
@@ -80,16 +80,6 @@ async function createTemplate(adminUrl: string): Promise<{ name: string; drop():
   };
 }
 
-/** For the `pgbouncer` project: a PgBouncer before `serverUrl`, provided as `pooledDatabaseUrl`; returns its stop. */
-async function pooler(project: TestProject, serverUrl: string): Promise<() => Promise<void>> {
-  project.provide('pooledDatabaseUrl', '');
-  const through = project.vitest.projects.find((each) => each.name === 'pgbouncer');
-  if (!through) return async () => {};
-  const pgbouncer = await startPgBouncer(serverUrl);
-  through.provide('pooledDatabaseUrl', pgbouncer.url(new URL(serverUrl).pathname.slice(1) || 'postgres'));
-  return () => pgbouncer.stop();
-}
-
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // Nothing the tests start may touch the data folder of a `pnpm start` (DATA_DIR, default .data): the servers
   // and admin commands they spawn inherit a folder of the run's own.
@@ -100,9 +90,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const template = await createTemplate(process.env.DATABASE_URL);
     project.provide('databaseUrl', process.env.DATABASE_URL);
     project.provide('templateDatabase', template.name);
-    const stopPooler = await pooler(project, process.env.DATABASE_URL);
+    project.provide('pooledDatabaseUrl', '');
     return async () => {
-      await stopPooler();
       await template.drop();
       await removeScratch();
     };
@@ -114,9 +103,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const template = await createTemplate(embedded.url);
   project.provide('databaseUrl', embedded.url);
   project.provide('templateDatabase', template.name);
-  const stopPooler = await pooler(project, embedded.url);
+  project.provide('pooledDatabaseUrl', '');
   return async () => {
-    await stopPooler();
     await template.drop();
     await embedded.stop();
     await rm(dataDir, { recursive: true, force: true });

@@ -21,18 +21,23 @@ export interface PgBouncer {
 
 /** PGBOUNCER, else Debian's /usr/sbin/pgbouncer, else `pgbouncer` on PATH; a clear error when there is none. */
 export function pgbouncerBinary(): string {
-  const candidates = [process.env.PGBOUNCER, '/usr/sbin/pgbouncer', ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'pgbouncer'))];
-  for (const candidate of candidates) {
-    if (!candidate) continue;
+  const executable = (path: string) => {
     try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
+      accessSync(path, constants.X_OK);
+      return true;
     } catch {
-      // not there: the next
+      return false;
     }
+  };
+  const named = process.env.PGBOUNCER;
+  if (named) {
+    if (executable(named)) return named;
+    throw new Error(`PGBOUNCER names ${named}, which is not an executable: point it at pgbouncer, or unset it to use Debian's /usr/sbin/pgbouncer`);
   }
+  const found = ['/usr/sbin/pgbouncer', ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'pgbouncer'))].find(executable);
+  if (found) return found;
   throw new Error(
-    'pgbouncer is not installed (looked for $PGBOUNCER, /usr/sbin/pgbouncer and pgbouncer on PATH): these tests run the server through a real PgBouncer in transaction mode. Install it (apt-get install pgbouncer) or set PGBOUNCER to its path.',
+    'pgbouncer is not installed (looked for /usr/sbin/pgbouncer and pgbouncer on PATH): these tests run the server through a real PgBouncer in transaction mode. Install it (apt-get install pgbouncer) or set PGBOUNCER to its path.',
   );
 }
 
