@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
+import { applyMigrations } from '../src/db/migrate.ts';
 import { type PgBouncer, startPgBouncer } from './support/pgbouncer.ts';
 import { call, createTestDatabase, eventually, type TestDatabase } from './support.ts';
 
@@ -72,6 +73,22 @@ describe('DATABASE_PREPARED_STATEMENTS', () => {
       expect(await concurrentQueries(connection)).toEqual([]);
     } finally {
       await connection.close();
+    }
+  });
+});
+
+describe('migrations', () => {
+  it('run on the direct URL: the migrator holds a session advisory lock across its transaction', async () => {
+    const empty = await createTestDatabase({ migrate: false });
+    // The pool's URL answers nothing: only the direct one can have migrated it.
+    const connection = openDatabase('postgres://postgres@127.0.0.1:1/nowhere', 1, {}, { preparedStatements: false, direct: empty.url });
+    try {
+      await applyMigrations(connection);
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM kysely_migration`.execute(empty.db);
+      expect(rows[0]!.n).toBeGreaterThan(0);
+    } finally {
+      await connection.close();
+      await empty.drop();
     }
   });
 });
