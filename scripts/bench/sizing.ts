@@ -9,8 +9,9 @@
 // the machine's load falls on both; the figures are the medians of the rounds. With 2 API processes a load's p99 is
 // the higher of the two processes' p99s. During each load it reads the CPU of every process from /proc: each server
 // process, the database's backends serving this database, the benchmark itself (autocannon), and the rest of the
-// machine (others' work), in cores, and the API processes' CPU a request (steadier than the throughput on a shared
-// machine). Prints the table docs/performance.md keeps.
+// machine (others' work), in cores, the API processes' CPU a request (steadier than the throughput on a shared
+// machine), and what the database's backends do (sampled every 200 ms: running, on a lock, idle in a transaction
+// waiting for the server, idle). Prints the figures docs/performance.md keeps.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { createUser, seedSampleResources, systemClock } from '@platform/server/testing';
@@ -51,6 +52,19 @@ interface Load {
   failed: number;
   /** Cores used during the load, by who. */
   cpu: { api: number[]; worker: number; postgres: number; bench: number; others: number };
+  /** What the database's backends were doing, on average over the load (BackendStates). */
+  backends: BackendStates;
+}
+
+/**
+ * The database's backends by what they do: running a statement (on a CPU, or waiting for one), waiting on a lock,
+ * idle in a transaction (waiting for the server process's next statement), idle.
+ */
+interface BackendStates {
+  running: number;
+  locked: number;
+  inTransaction: number;
+  idle: number;
 }
 
 interface Setup {
@@ -58,6 +72,8 @@ interface Setup {
   worker: ServerProcess;
   /** The backends of this database, for their CPU. */
   backends(): Promise<number[]>;
+  /** What they do now. */
+  backendStates(): Promise<BackendStates>;
 }
 
 /** `requests` spread over the API processes, CONNECTIONS in all; the CPU of everyone meanwhile. */
@@ -66,7 +82,10 @@ async function measure(setup: Setup, options: Omit<autocannon.Options, 'url' | '
   const pids = [...setup.apis.map((api) => api.child.pid!), setup.worker.child.pid!];
   const before = { procs: pids.map(cpuSeconds), postgres: backends.map(cpuSeconds), bench: process.cpuUsage(), machine: machineBusySeconds() };
   const started = performance.now();
+  const samples: BackendStates[] = [];
+  const sampling = setInterval(() => void setup.backendStates().then((states) => samples.push(states)), 200);
   const results = await Promise.all(setup.apis.map((api) => autocannon({ ...options, url: api.base, connections: CONNECTIONS / setup.apis.length, duration })));
+  clearInterval(sampling);
   const wall = (performance.now() - started) / 1000;
   const procs = pids.map((pid, i) => (cpuSeconds(pid) - before.procs[i]!) / wall);
   const postgres = backends.reduce((sum, pid, i) => sum + cpuSeconds(pid) - before.postgres[i]!, 0) / wall;
@@ -80,6 +99,12 @@ async function measure(setup: Setup, options: Omit<autocannon.Options, 'url' | '
     p99: Math.max(...results.map((r) => r.latency.p99)),
     failed: results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0),
     cpu: { api: procs.slice(0, -1), worker: procs.at(-1)!, postgres, bench, others: Math.max(0, machine - ours) },
+    backends: Object.fromEntries(
+      (['running', 'locked', 'inTransaction', 'idle'] as const).map((state) => [
+        state,
+        samples.reduce((sum, each) => sum + each[state], 0) / Math.max(1, samples.length),
+      ]),
+    ) as unknown as BackendStates,
   };
 }
 
@@ -108,6 +133,15 @@ async function round(apiCount: number): Promise<{ list: Load; create: Load }> {
         (await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`.execute(connection.db)).rows.map(
           (row) => row.pid,
         ),
+      backendStates: async () =>
+        (
+          await sql<BackendStates>`
+            SELECT count(*) FILTER (WHERE state = 'active' AND wait_event_type IS DISTINCT FROM 'Lock')::int AS running,
+                   count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')::int AS locked,
+                   count(*) FILTER (WHERE state LIKE 'idle in transaction%')::int AS "inTransaction",
+                   count(*) FILTER (WHERE state = 'idle')::int AS idle
+            FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`.execute(connection.db)
+        ).rows[0]!,
     };
     const list = {
       headers: { authorization: `Bearer ${lister.token}`, 'x-workspace-id': lister.workspaceId },
@@ -138,7 +172,7 @@ const row = (name: string, loads: Load[]) => {
     .toFixed(0)
     .padStart(
       8,
-    )} req/s  p50 ${String(m((l) => l.p50)).padStart(3)} ms  p99 ${String(m((l) => l.p99)).padStart(4)} ms  API CPU ${apiUs.toFixed(0)} µs a request; CPU (cores): API ${api}, worker ${cores(m((l) => l.cpu.worker))}, PostgreSQL ${cores(m((l) => l.cpu.postgres))}, autocannon ${cores(m((l) => l.cpu.bench))}, others ${cores(m((l) => l.cpu.others))}${loads.some((l) => l.failed > 0) ? `  FAILED ${loads.reduce((n, l) => n + l.failed, 0)}` : ''}`;
+    )} req/s  p50 ${String(m((l) => l.p50)).padStart(3)} ms  p99 ${String(m((l) => l.p99)).padStart(4)} ms  API CPU ${apiUs.toFixed(0)} µs a request; CPU (cores): API ${api}, worker ${cores(m((l) => l.cpu.worker))}, PostgreSQL ${cores(m((l) => l.cpu.postgres))}, autocannon ${cores(m((l) => l.cpu.bench))}, others ${cores(m((l) => l.cpu.others))}; backends running ${m((l) => l.backends.running).toFixed(1)}, on a lock ${m((l) => l.backends.locked).toFixed(1)}, idle in a transaction ${m((l) => l.backends.inTransaction).toFixed(1)}, idle ${m((l) => l.backends.idle).toFixed(1)}${loads.some((l) => l.failed > 0) ? `  FAILED ${loads.reduce((n, l) => n + l.failed, 0)}` : ''}`;
 };
 
 const loadAtStart = os.loadavg();
