@@ -1,5 +1,6 @@
 // The server as a separate process (`packages/server/src/main.ts`), for the benchmarks and load scenarios:
-// started with the given environment on the machine's defaults, ready once it prints its address.
+// started with the given environment on the machine's defaults, ready once it prints its address (a `--role worker`
+// process, which serves nothing: once its workers run).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { repoRoot } from './gen.ts';
 
 export interface ServerProcess {
   child: ChildProcess;
-  /** e.g. http://127.0.0.1:40123 */
+  /** e.g. http://127.0.0.1:40123; empty for a worker. */
   base: string;
   /** SIGTERM, then SIGKILL if it has not exited after 15 s. */
   stop(): Promise<void>;
@@ -36,11 +37,12 @@ export async function startServerProcess(env: Record<string, string>, args: stri
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const worker = args.join(' ').includes('--role worker');
   const base = await new Promise<string>((resolve, reject) => {
     let out = '';
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      const match = /listening on (http:\/\/[^\s]+)/.exec(out);
+      const match = worker ? /workflow worker running()/.exec(out) : /listening on (http:\/\/[^\s]+)/.exec(out);
       if (!match) return;
       // Later output (a log line per request at info) is read and dropped, not kept.
       child.stdout!.off('data', onData);

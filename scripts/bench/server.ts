@@ -90,15 +90,20 @@ async function quiet(db: Connection['db'], pid: number): Promise<void> {
   }
 }
 
+/** The list's data: `count` running clusters in the workspace, as rows (the statistics brought up to date). */
+export async function listedClusters(db: Connection['db'], workspaceId: string, count: number): Promise<void> {
+  await sql`
+    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
+    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
+    FROM generate_series(1, ${count}) AS n`.execute(db);
+  await sql`ANALYZE`.execute(db);
+}
+
 /** `duration`: seconds of the two main loads (server and baseline); the warm-ups and page loads are fixed. */
 export async function benchServer(duration = DURATION): Promise<Record<string, number>> {
   const { admin, url, connection: bench } = await freshDatabase('platform_bench', 'bench');
   const user = await createUser(bench.db, systemClock, 'bench@platform.example', 'pro');
-  await sql`
-    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
-    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${user.workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
-    FROM generate_series(1, ${CLUSTERS}) AS n`.execute(bench.db);
-  await sql`ANALYZE`.execute(bench.db);
+  await listedClusters(bench.db, user.workspaceId, CLUSTERS);
   const deep = await bench.db
     .selectFrom('clusters')
     .select(['created_at', 'id'])

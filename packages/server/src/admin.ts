@@ -2,9 +2,9 @@
 // the server: DATABASE_URL, or the embedded one under DATA_DIR (started here when the server is not running).
 import { parseArgs } from 'node:util';
 import { systemClock } from './clock.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, databaseLocation, loadConfig } from './config.ts';
 import { type Connection, connect, openDatabase, runningEmbeddedUrl } from './db/connect.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { applyMigrations } from './db/migrate.ts';
 import type { Plan } from './db/schema.ts';
 import { DEMO_EMAIL } from './db/seed.ts';
 import { setQuotaOverride } from './resources/quotas.ts';
@@ -52,8 +52,8 @@ async function open(): Promise<Connection> {
       await running.close();
     }
   }
-  const connection = await connect(config.databaseUrl, config.dataDir);
-  await migrateToLatest(connection.db);
+  const connection = await connect(databaseLocation(config), config.dataDir);
+  await applyMigrations(connection);
   return connection;
 }
 

@@ -16,6 +16,18 @@ export interface Config {
   port: number;
   /** Unset: an embedded PostgreSQL with its data under `dataDir`. */
   databaseUrl: string | undefined;
+  /**
+   * PostgreSQL itself (or a pooler in session mode), for the connections that keep session state: migrations (a
+   * session advisory lock), the LISTEN connections, pg-boss, the workflow locks, the webhook dispatcher's claims
+   * (session settings). Unset: `databaseUrl`. Set when `databaseUrl` is a pooler in transaction mode (PgBouncer).
+   */
+  databaseDirectUrl: string | undefined;
+  /**
+   * Queries run as named prepared statements of their connection (db/prepared-statements.ts). A pooler in
+   * transaction mode hands one client's statements to several server connections, which then lack them (PgBouncer
+   * before 1.21, or with `max_prepared_statements = 0`). Default: on, off when `databaseDirectUrl` is set.
+   */
+  preparedStatements: boolean;
   dataDir: string;
   logLevel: string;
   /** Validate every response against the contract (always on in tests). */
@@ -203,19 +215,29 @@ function role(env: Env): Role {
   throw new ConfigError(`--role (or ROLE) must be api, worker or all, got "${raw}"`);
 }
 
-function databaseUrl(env: Env): string | undefined {
-  const raw = env.DATABASE_URL;
+function postgresUrl(env: Env, name: 'DATABASE_URL' | 'DATABASE_DIRECT_URL'): string | undefined {
+  const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`DATABASE_URL must be a postgres:// URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be a postgres:// URL, got "${raw}"`);
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(`DATABASE_URL must be a postgres:// URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be a postgres:// URL, got "${raw}"`);
   }
   return raw;
+}
+
+/** DATABASE_URL, and DATABASE_DIRECT_URL beside it (never alone: the embedded database needs no pooler). */
+function database(env: Env): Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'preparedStatements'> {
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const databaseDirectUrl = postgresUrl(env, 'DATABASE_DIRECT_URL');
+  if (databaseDirectUrl && !databaseUrl) {
+    throw new ConfigError('DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL to the pooler and DATABASE_DIRECT_URL to PostgreSQL itself');
+  }
+  return { databaseUrl, databaseDirectUrl, preparedStatements: boolean(env, 'DATABASE_PREPARED_STATEMENTS', databaseDirectUrl === undefined) };
 }
 
 function jwt(env: Env): Config['jwt'] {
@@ -385,11 +407,18 @@ function compute(env: Env): ComputeConfig {
   };
 }
 
+/** The configuration's database, as db/connect.ts opens it. */
+export const databaseLocation = (config: Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'preparedStatements'>) => ({
+  url: config.databaseUrl,
+  directUrl: config.databaseDirectUrl,
+  preparedStatements: config.preparedStatements,
+});
+
 export function loadConfig(env: Env = process.env): Config {
   return {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
-    databaseUrl: databaseUrl(env),
+    ...database(env),
     dataDir: env.DATA_DIR || '.data',
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),

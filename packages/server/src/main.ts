@@ -7,9 +7,9 @@ import type { RequestListener } from 'node:http';
 import pino from 'pino';
 import { createApp } from './app.ts';
 import { systemClock } from './clock.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, databaseLocation, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { applyMigrations } from './db/migrate.ts';
 import { seedDemo } from './db/seed.ts';
 import { answerUnavailable, createHttpServer, type HttpServer } from './http/server.ts';
 import { watchLaunchers } from './launcher.ts';
@@ -31,16 +31,18 @@ async function main(): Promise<void> {
   const port = http ? await listen(http, config) : undefined;
   let connection;
   try {
-    connection = await connect(config.databaseUrl, config.dataDir, say.progress);
+    connection = await connect(databaseLocation(config), config.dataDir, say.progress);
     say.progress('Applying database migrations…');
-    await migrateToLatest(connection.db);
+    await applyMigrations(connection);
   } catch (error) {
-    const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
+    // The migrations are the first to connect, on the direct URL.
+    const variable = config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
     throw new ConfigError(`${variable}: cannot open the database (${(error as Error).message})`);
   }
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
-  const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
+  // The engine's locks and pg-boss, and the webhook dispatcher's claims keep session state: the direct URL.
+  const runtime = createRuntime({ db: connection.db, connectionString: connection.direct, clock: systemClock, logger, config, driver, secretsKey });
   await runtime.engine.run({ work: config.role !== 'api' });
   if (config.role !== 'api') {
     runtime.retention.start();
@@ -75,7 +77,8 @@ async function main(): Promise<void> {
       }
     : undefined;
   const shutdown = new AbortController();
-  const accessChanges = await listenForAccessChanges(connection.url, logger);
+  // LISTEN holds a session: the direct URL.
+  const accessChanges = await listenForAccessChanges(connection.direct, logger);
   const app = await createApp({
     db: connection.db,
     config,

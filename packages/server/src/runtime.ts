@@ -24,6 +24,11 @@ import { workflowDefinitions } from './workflows/index.ts';
 
 export interface RuntimeOptions {
   db: Kysely<Database>;
+  /**
+   * PostgreSQL for the connections that keep session state, never a pooler in transaction mode (DATABASE_DIRECT_URL):
+   * the workflow locks (session advisory locks) and pg-boss (its LISTEN), the webhook dispatcher's LISTEN and its
+   * claims (session settings, DELIVERY_SESSION).
+   */
   connectionString: string;
   clock: Clock;
   logger: Logger;

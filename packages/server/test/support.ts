@@ -22,8 +22,12 @@ import { serverLogger } from './support/server-logs.ts';
 export { serverLogger } from './support/server-logs.ts';
 
 export interface TestDatabase {
+  /** Its pool: through the pooler in the `pgbouncer` project, with prepared statements off (as DATABASE_URL is). */
   db: Kysely<Database>;
+  /** PostgreSQL itself, for what keeps a session (as DATABASE_DIRECT_URL is): the runtime, the access listener. */
   url: string;
+  /** The pooler's URL of it in the `pgbouncer` project; else `url`. */
+  pooledUrl: string;
   drop(): Promise<void>;
 }
 
@@ -40,10 +44,14 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   await sql.raw(`CREATE DATABASE ${name}${template}`).execute(admin.db);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const connection = openDatabase(url.toString());
+  const pooler = inject('pooledDatabaseUrl');
+  const pooledUrl = pooler ? new URL(pooler) : url;
+  pooledUrl.pathname = `/${name}`;
+  const connection = openDatabase(pooledUrl.toString(), undefined, undefined, { preparedStatements: !pooler, direct: url.toString() });
   return {
     db: connection.db,
     url: url.toString(),
+    pooledUrl: pooledUrl.toString(),
     drop: async () => {
       // Every audit event the file's requests wrote is scanned for credentials before the database goes.
       const leaks = await secretsInAuditLog(connection.db).catch((error: unknown) => [`the scan failed: ${String(error)}`]);

@@ -1,5 +1,6 @@
 // Opens the database: DATABASE_URL when given, else an embedded PostgreSQL with its data under dataDir,
-// started here and stopped by `close()`.
+// started here and stopped by `close()`. Behind a pooler in transaction mode (PgBouncer), the pool goes through the
+// pooler and what keeps session state opens its own connections to `direct` (DATABASE_DIRECT_URL).
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -18,7 +19,22 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 export interface Connection {
   db: Kysely<Database>;
   url: string;
+  /**
+   * Where connections that keep session state go (session advisory locks, LISTEN, session settings): PostgreSQL
+   * itself or a pooler in session mode. `url` when no other is given.
+   */
+  direct: string;
   close(): Promise<void>;
+}
+
+/** Where the server's database is: DATABASE_URL, DATABASE_DIRECT_URL, DATABASE_PREPARED_STATEMENTS. */
+export interface DatabaseLocation {
+  /** Unset: an embedded PostgreSQL. */
+  url?: string | undefined;
+  /** Unset: `url`. */
+  directUrl?: string | undefined;
+  /** Default true. */
+  preparedStatements?: boolean;
 }
 
 /** How long opening a connection to PostgreSQL may take. */
@@ -26,9 +42,15 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * `settings`: PostgreSQL settings of every connection of the pool (sent when it connects: no statement more), for
- * connections set apart for one kind of work (the webhook dispatcher's).
+ * connections set apart for one kind of work (the webhook dispatcher's): session state, so only on a direct URL.
+ * `preparedStatements` false: every query runs unnamed, as a pooler in transaction mode needs.
  */
-export function openDatabase(url: string, poolSize = 10, settings: Readonly<Record<string, string>> = {}): Connection {
+export function openDatabase(
+  url: string,
+  poolSize = 10,
+  settings: Readonly<Record<string, string>> = {},
+  { preparedStatements = true, direct = url }: { preparedStatements?: boolean; direct?: string } = {},
+): Connection {
   // The startup packet's command-line options: a space separates two unless escaped, as is a backslash.
   const escaped = (value: string) => value.replace(/[\\ ]/g, '\\$&');
   const options = Object.entries(settings)
@@ -44,11 +66,11 @@ export function openDatabase(url: string, poolSize = 10, settings: Readonly<Reco
   // running rejects anyway, and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
-    prepareStatements(client);
+    if (preparedStatements) prepareStatements(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   registerPool(db, pool);
-  return { db, url, close: () => db.destroy() };
+  return { db, url, direct, close: () => db.destroy() };
 }
 
 /**
@@ -206,8 +228,8 @@ export async function startEmbeddedPostgres(
   };
 }
 
-export async function connect(databaseUrl: string | undefined, dataDir: string, progress?: (line: string) => void): Promise<Connection> {
-  if (databaseUrl) return openDatabase(databaseUrl);
+export async function connect(database: DatabaseLocation, dataDir: string, progress?: (line: string) => void): Promise<Connection> {
+  if (database.url) return openDatabase(database.url, undefined, undefined, { preparedStatements: database.preparedStatements, direct: database.directUrl });
   const embedded = await startEmbeddedPostgres(dataDir, undefined, progress);
   const connection = openDatabase(embedded.url);
   return {
