@@ -14,7 +14,7 @@ import { loadConfig } from '../src/config.ts';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
 import { applyMigrations } from '../src/db/migrate.ts';
 import { type PgBouncer, startPgBouncer } from './support/pgbouncer.ts';
-import { call, createTestDatabase, eventually, type TestDatabase } from './support.ts';
+import { call, createTestDatabase, demoUserToken, eventually, type TestDatabase } from './support.ts';
 
 let pgbouncer: PgBouncer;
 let database: TestDatabase;
@@ -137,15 +137,15 @@ describe('pnpm start with DATABASE_URL through PgBouncer and DATABASE_DIRECT_URL
     server.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
-    [base, token] = await new Promise<[string, string]>((resolve, reject) => {
+    base = await new Promise<string>((resolve, reject) => {
       server!.stdout!.on('data', (chunk: Buffer) => {
         output += chunk.toString();
         const listening = /listening on (http:\/\/\S+)/.exec(output);
-        const demo = /Token: (svc_pat_\w+)/.exec(output);
-        if (listening && demo) resolve([listening[1]!, demo[1]!]);
+        if (listening && /Demo user created/.test(output)) resolve(listening[1]!);
       });
       server!.once('exit', (code) => reject(new Error(`the server exited with ${code}:\n${output}\npgbouncer:\n${pgbouncer.log()}`)));
     });
+    token = await demoUserToken(database.db);
   });
 
   afterAll(async () => {
