@@ -10,19 +10,26 @@ import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { poolOf } from './db/raw-query.ts';
 import { seedDemo } from './db/seed.ts';
 import { answerUnavailable, createHttpServer, type HttpServer } from './http/server.ts';
 import { watchLaunchers } from './launcher.ts';
 import { createClusterDriver } from './providers/index.ts';
+import { countCoolingEndpoints } from './resources/webhook-endpoints.ts';
 import { createRuntime } from './runtime.ts';
 import { listenForAccessChanges } from './services/access-changes.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
+import { enableMetrics, observeDatabase, observePool } from './telemetry/metrics.ts';
+import { type MetricsServer, serveMetrics } from './telemetry/metrics-server.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before anything makes a span: the SDK is loaded only when the OTEL_* variables ask for traces.
+  const tracer = config.tracing ? (await import('./telemetry/sdk.ts')).startTracing(config.tracing) : undefined;
   const logger = pino(loggerOptions(config.logLevel), logDestination());
+  const metricsServer = config.metrics ? await serveMetricsOrSay(config.metrics) : undefined;
   // The port first: a server that cannot listen says so before it creates, migrates or seeds a database. Until
   // the app is ready, requests get 503 (and /readyz with them).
   let serve: RequestListener = (_req, res) => answerUnavailable(res, 'The server is starting.');
@@ -40,6 +47,17 @@ async function main(): Promise<void> {
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
   const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
+  observePool('main', poolOf(connection.db));
+  const { db } = connection;
+  observeDatabase(async () => {
+    const [backlog, endpointsCooling] = await Promise.all([runtime.engine.backlog(), countCoolingEndpoints(db)]);
+    return { ...backlog, endpointsCooling };
+  });
+  // Whatever the role, the last of the drain: what was measured and traced until then is served and sent.
+  const stopTelemetry = async () => {
+    await metricsServer?.close();
+    await tracer?.shutdown();
+  };
   await runtime.engine.run({ work: config.role !== 'api' });
   if (config.role !== 'api') {
     runtime.retention.start();
@@ -60,6 +78,7 @@ async function main(): Promise<void> {
       await runtime.webhooks?.stop();
       await runtime.engine.stop();
       await connection.close();
+      await stopTelemetry();
     });
     workersRunning();
     return;
@@ -96,6 +115,7 @@ async function main(): Promise<void> {
     await runtime.engine.stop();
     await accessChanges.close();
     await connection.close();
+    await stopTelemetry();
   });
   const url = `http://${config.host}:${port}`;
   console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
@@ -108,6 +128,27 @@ async function listen(http: HttpServer, config: { port: number; host: string }):
     throw new ConfigError(`PORT/HOST: cannot listen on ${config.host}:${config.port} (${fix})`);
   });
   return port;
+}
+
+/**
+ * GET /metrics on METRICS_PORT. A port set explicitly that cannot be had stops start-up, as PORT does; the default
+ * one taken (another clone's server, a second process on this machine) is said, and this process serves no metrics.
+ */
+async function serveMetricsOrSay(listener: { port: number; host: string }): Promise<MetricsServer | undefined> {
+  const metrics = enableMetrics();
+  try {
+    const served = await serveMetrics(metrics, listener.port, listener.host);
+    console.log(`Metrics at http://${listener.host}:${served.port}/metrics`);
+    return served;
+  } catch (error) {
+    const taken = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    if (taken && !process.env.METRICS_PORT) {
+      console.error(`No metrics served: the default METRICS_PORT ${listener.port} is taken; set METRICS_PORT to a free port (or off).`);
+      return undefined;
+    }
+    const fix = taken ? 'the port is taken: set METRICS_PORT to a free port, or off' : (error as Error).message;
+    throw new ConfigError(`METRICS_PORT/METRICS_HOST: cannot listen on ${listener.host}:${listener.port} (${fix})`);
+  }
 }
 
 /**

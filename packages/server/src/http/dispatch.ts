@@ -9,6 +9,7 @@ import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import { type AccessChanges, announcementsMadeHere } from '../services/access-changes.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
+import { metrics } from '../telemetry/metrics.ts';
 import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
 import { createAuthorizer } from './authorize.ts';
@@ -157,7 +158,13 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       ctx.res.writeHead(ctx.status, ctx.response.headers as Record<string, string>);
       // The client learns at once that its stream is open, not with the first line (which may be a while).
       ctx.res.flushHeaders();
-      await writeStream(ctx.res, output.stream, config.streamStallMs, abort, guard);
+      const open = metrics?.streamsOpen.labels({ stream: meta.operationId });
+      open?.inc();
+      try {
+        await writeStream(ctx.res, output.stream, config.streamStallMs, abort, guard);
+      } finally {
+        open?.dec();
+      }
       return;
     }
     if (output.status !== 204) ctx.body = output.body;
