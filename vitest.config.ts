@@ -17,6 +17,8 @@ const SLOW = [
   'test/generators.test.ts',
   'test/smoke.test.ts',
   'packages/server/test/smoke-doubles.test.ts',
+  // a real Prometheus scraping the metrics
+  'packages/server/test/metrics.test.ts',
   'test/exit-code/exit-code.test.ts',
   'test/mock/*.test.ts',
   'test/docs/code-samples.test.ts',

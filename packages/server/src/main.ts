@@ -10,18 +10,16 @@ import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { connect } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { poolOf } from './db/raw-query.ts';
 import { seedDemo } from './db/seed.ts';
 import { answerUnavailable, createHttpServer, type HttpServer } from './http/server.ts';
 import { watchLaunchers } from './launcher.ts';
 import { createClusterDriver } from './providers/index.ts';
-import { countCoolingEndpoints } from './resources/webhook-endpoints.ts';
-import { createRuntime } from './runtime.ts';
+import { createRuntime, observeDatabaseOf } from './runtime.ts';
 import { listenForAccessChanges } from './services/access-changes.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
 import { demoBox, logDestination, progress } from './start-up.ts';
-import { enableMetrics, observeDatabase, observePool } from './telemetry/metrics.ts';
+import { enableMetrics } from './telemetry/metrics.ts';
 import { type MetricsServer, serveMetrics } from './telemetry/metrics-server.ts';
 
 async function main(): Promise<void> {
@@ -47,12 +45,7 @@ async function main(): Promise<void> {
   const secretsKey = await loadSecretsKey(config.secretsKey, config.dataDir);
   const driver = await createClusterDriver(config, { db: connection.db, clock: systemClock });
   const runtime = createRuntime({ db: connection.db, connectionString: connection.url, clock: systemClock, logger, config, driver, secretsKey });
-  observePool('main', poolOf(connection.db));
-  const { db } = connection;
-  observeDatabase(async () => {
-    const [backlog, endpointsCooling] = await Promise.all([runtime.engine.backlog(), countCoolingEndpoints(db)]);
-    return { ...backlog, endpointsCooling };
-  });
+  observeDatabaseOf(connection.db, runtime.engine);
   // Whatever the role, the last of the drain: what was measured and traced until then is served and sent.
   const stopTelemetry = async () => {
     await metricsServer?.close();

@@ -19,9 +19,10 @@ import { SimulatedCloud, type SimulationOptions } from './providers/simulated.ts
 import type { ClusterDriver } from './providers/types.ts';
 import { recordWorkflowTransition } from './resources/audit-events.ts';
 import { DELIVERY_SESSION } from './resources/webhook-deliveries.ts';
+import { countCoolingEndpoints } from './resources/webhook-endpoints.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
-import { observePool } from './telemetry/metrics.ts';
+import { observeDatabase, observePool } from './telemetry/metrics.ts';
 import { observeCalls } from './telemetry/provider-calls.ts';
 import { workflowDefinitions } from './workflows/index.ts';
 
@@ -131,4 +132,16 @@ export function createRuntime(options: RuntimeOptions) {
     everyMs: config.compute.leftovers.everySeconds * 1000,
   });
   return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers };
+}
+
+/**
+ * What a metrics scrape reads of the database (telemetry/metrics.ts, at scrape time with a deadline): the
+ * workflows' backlog and the cooling webhook endpoints, by the queries of their tables' owners; and the main pool.
+ */
+export function observeDatabaseOf(db: Kysely<Database>, engine: WorkflowEngine): void {
+  observePool('main', poolOf(db));
+  observeDatabase(async () => {
+    const [backlog, endpointsCooling] = await Promise.all([engine.backlog(), countCoolingEndpoints(db)]);
+    return { ...backlog, endpointsCooling };
+  });
 }
