@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPlatformClient } from '@platform/client';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { startTracing, type Tracing } from '../src/telemetry/sdk.ts';
@@ -78,8 +79,9 @@ describe('a createInstall traced from its caller', () => {
         await tracer.flush();
         return receiver.spans.filter((s) => s.traceId === callerTrace);
       },
-      (traced) => traced.some((s) => s.name === 'webhook delivery'),
-      'the delivery span to be exported',
+      // The delivery may end before the step that recorded its event does: both are waited for.
+      (traced) => traced.some((s) => s.name === 'webhook delivery' && traced.some((parent) => parent.spanId === s.parentSpanId)),
+      'the delivery span and its parent to be exported',
     );
     spans = receiver.spans.filter((s) => s.traceId === callerTrace);
   });
@@ -134,5 +136,42 @@ describe('a createInstall traced from its caller', () => {
       .map((l) => JSON.parse(l) as { msg: string; path?: string; traceId?: string })
       .find((l) => l.msg === 'request' && l.path === '/v1/installs');
     expect(line?.traceId).toBe(callerTrace);
+  });
+});
+
+describe('an unexpected failure of a traced request', () => {
+  /** GET /v1/regions while its table is away: a query that fails, not an outage, so a bare 500. */
+  async function failingRequest(traceparent: string) {
+    const user = await newUser(app.db, app.clock);
+    await sql`ALTER TABLE regions RENAME TO regions_away`.execute(app.db);
+    try {
+      return await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token, headers: { traceparent } });
+    } finally {
+      await sql`ALTER TABLE regions_away RENAME TO regions`.execute(app.db);
+    }
+  }
+
+  it("names the request's trace in the 500's details, beside its request id, and marks its span failed", async () => {
+    const trace = randomBytes(16).toString('hex');
+    const reply = await failingRequest(`00-${trace}-${randomBytes(8).toString('hex')}-01`);
+    expect(reply.status).toBe(500);
+    expect(reply.body.error.details).toEqual({ request_id: reply.headers.get('x-request-id'), trace_id: trace });
+    const span = await eventually(
+      async () => {
+        await tracer.flush();
+        return receiver.spans.find((s) => s.traceId === trace && s.kind === 2);
+      },
+      (found) => found !== undefined,
+      'the failed request span',
+    );
+    expect(span).toMatchObject({ name: 'listRegions', statusCode: 2 });
+    // The statement that failed is a failed span of its own, under the request's.
+    expect(receiver.spans.find((s) => s.traceId === trace && s.parentSpanId === span!.spanId && s.statusCode === 2)?.name).toBe('SELECT');
+  });
+
+  it('names no trace where the caller did not sample the request', async () => {
+    const reply = await failingRequest(`00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`);
+    expect(reply.status).toBe(500);
+    expect(reply.body.error.details).toEqual({ request_id: reply.headers.get('x-request-id') });
   });
 });

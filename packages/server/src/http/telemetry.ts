@@ -29,6 +29,17 @@ export function requestTelemetry(): Middleware {
       },
       { parent: contextOf(ctx.req.headers), kind: SpanKind.SERVER },
     );
+  // Each operation and status's histogram child, found once: prom-client hashes a label object on every observe.
+  const durations = new Map<string, { observe(seconds: number): void }>();
+  const durationOf = (operation: string, status: number) => {
+    const key = `${operation} ${status}`;
+    let child = durations.get(key);
+    if (child === undefined) {
+      child = metrics!.requestDuration.labels({ operation, status });
+      durations.set(key, child);
+    }
+    return child;
+  };
   return async (ctx, next) => {
     const m = metrics;
     const started = performance.now();
@@ -38,7 +49,7 @@ export function requestTelemetry(): Middleware {
     } finally {
       if (m) {
         m.requestsInFlight.dec();
-        m.requestDuration.observe({ operation: operationOf(ctx), status: ctx.status }, (performance.now() - started) / 1000);
+        durationOf(operationOf(ctx), ctx.status).observe((performance.now() - started) / 1000);
       }
     }
   };
