@@ -85,6 +85,18 @@ export interface WorkflowStarter {
   start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state?: Record<string, unknown>): Promise<string>;
 }
 
+/** A new workflow's row, pending, with the active span's traceparent (its steps' parent). */
+const workflowRow = (kind: WorkflowKind, subjectId: string, state: Record<string, unknown>, now: number) => ({
+  id: newId('wf'),
+  kind,
+  subject_id: subjectId,
+  status: 'pending' as const,
+  state: JSON.stringify(state),
+  trace_parent: currentTraceparent(),
+  created_at: now,
+  updated_at: now,
+});
+
 /**
  * A starter without a queue: the row is due at once and the next ticker of any worker sends its job. Used by
  * processes that run no engine (tests of the API alone).
@@ -92,23 +104,13 @@ export interface WorkflowStarter {
 export function rowOnlyStarter(clock: Clock): WorkflowStarter {
   return {
     async start(trx, kind, subjectId, state = {}) {
-      const id = newId('wf');
       const now = clock.now();
+      const row = workflowRow(kind, subjectId, state, now);
       await trx
         .insertInto('workflows')
-        .values({
-          id,
-          kind,
-          subject_id: subjectId,
-          status: 'pending',
-          state: JSON.stringify(state),
-          run_after: now,
-          trace_parent: currentTraceparent(),
-          created_at: now,
-          updated_at: now,
-        })
+        .values({ ...row, run_after: now })
         .execute();
-      return id;
+      return row.id;
     },
   };
 }
@@ -296,24 +298,12 @@ export class WorkflowEngine implements WorkflowStarter {
   }
 
   async start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state: Record<string, unknown> = {}): Promise<string> {
-    const id = newId('wf');
     const jobId = randomUUID();
-    const now = this.options.clock.now();
+    const row = workflowRow(kind, subjectId, state, this.options.clock.now());
+    const { id } = row;
     await trx
       .insertInto('workflows')
-      .values({
-        id,
-        kind,
-        subject_id: subjectId,
-        status: 'pending',
-        state: JSON.stringify(state),
-        run_after: null,
-        enqueued_at: sql<Date>`now()`,
-        job_id: jobId,
-        trace_parent: currentTraceparent(),
-        created_at: now,
-        updated_at: now,
-      })
+      .values({ ...row, run_after: null, enqueued_at: sql<Date>`now()`, job_id: jobId })
       .execute();
     await this.boss.send(QUEUE, { workflow_id: id }, { id: jobId, db: onTransaction(trx) });
     return id;
