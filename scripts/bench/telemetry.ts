@@ -48,7 +48,8 @@ const variants = {
 type Variant = keyof typeof variants;
 const names = Object.keys(variants) as Variant[];
 
-const flags = serverNodeFlags();
+// BENCH_SERVER_NODE_FLAGS: more flags for the servers, e.g. `--cpu-prof --cpu-prof-dir=DIR` to see where each spends its time.
+const flags = [...serverNodeFlags(), ...(process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
 const servers = [] as { name: Variant; child: Awaited<ReturnType<typeof startProcess>>['child']; port: number }[];
 try {
   // A first start fills Node's compile cache, as an earlier `pnpm start` would.
@@ -57,7 +58,10 @@ try {
   warm.child.kill('SIGTERM');
   await warmExited;
   for (const name of names) servers.push({ name, ...(await startProcess('packages/server/src/main.ts', variants[name], flags)) });
-  for (const server of servers) await quiet(bench.db, server.child.pid!);
+  console.log(`servers: ${servers.map((server) => `${server.name} pid ${server.child.pid}`).join(', ')}`);
+  // A profiled server is never quiet (the profiler's own sampling): it is given 10 s instead.
+  if (flags.includes('--cpu-prof')) await new Promise((resolve) => setTimeout(resolve, 10_000));
+  else for (const server of servers) await quiet(bench.db, server.child.pid!);
   await bench.close();
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId };
   const page = (port: number) => `http://127.0.0.1:${port}/v1/clusters?limit=50`;

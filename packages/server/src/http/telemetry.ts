@@ -30,14 +30,12 @@ export function requestTelemetry(): Middleware {
       { parent: contextOf(ctx.req.headers), kind: SpanKind.SERVER },
     );
   // Each operation and status's histogram child, found once: prom-client hashes a label object on every observe.
-  const durations = new Map<string, { observe(seconds: number): void }>();
+  const durations = new Map<string, Map<number, { observe(seconds: number): void }>>();
   const durationOf = (operation: string, status: number) => {
-    const key = `${operation} ${status}`;
-    let child = durations.get(key);
-    if (child === undefined) {
-      child = metrics!.requestDuration.labels({ operation, status });
-      durations.set(key, child);
-    }
+    let byStatus = durations.get(operation);
+    if (byStatus === undefined) durations.set(operation, (byStatus = new Map()));
+    let child = byStatus.get(status);
+    if (child === undefined) byStatus.set(status, (child = metrics!.requestDuration.labels({ operation, status })));
     return child;
   };
   return async (ctx, next) => {

@@ -10,6 +10,7 @@ import {
   SpanKind,
   type SpanOptions,
   SpanStatusCode,
+  type Tracer,
   trace,
 } from '@opentelemetry/api';
 
@@ -18,12 +19,16 @@ export { SpanKind };
 /** True once the SDK runs (startTracing). */
 export let tracing = false;
 
-/** Called by the SDK's start: the sites below begin making spans. */
+/** The tracer of the SDK's provider, once it runs. */
+let current: Tracer = trace.getTracer('platform');
+
+/** Called by the SDK's start, once its provider is the global one: the sites below begin making spans. */
 export function tracingStarted(): void {
+  current = trace.getTracer('platform');
   tracing = true;
 }
 
-const tracer = () => trace.getTracer('platform');
+const tracer = () => current;
 
 /**
  * Runs `work` in a span named `name`, a child of `parent` (default: the active span), ended when it settles; a
