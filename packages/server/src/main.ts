@@ -4,7 +4,7 @@
 // in-flight requests, end log streams so their clients reconnect elsewhere, let running workflow steps finish,
 // stop the embedded database, and exit 0.
 import type { RequestListener } from 'node:http';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { createApp } from './app.ts';
 import { systemClock } from './clock.ts';
 import { ConfigError, loadConfig } from './config.ts';
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   // Before anything makes a span: the SDK is loaded only when the OTEL_* variables ask for traces.
   const tracer = config.tracing ? (await import('./telemetry/sdk.ts')).startTracing(config.tracing) : undefined;
   const logger = pino(loggerOptions(config.logLevel), logDestination());
-  const metricsServer = config.metrics ? await serveMetricsOrSay(config.metrics) : undefined;
+  const metricsServer = config.metrics ? await serveMetricsOrSay(config.metrics, logger) : undefined;
   // The port first: a server that cannot listen says so before it creates, migrates or seeds a database. Until
   // the app is ready, requests get 503 (and /readyz with them).
   let serve: RequestListener = (_req, res) => answerUnavailable(res, 'The server is starting.');
@@ -125,9 +125,9 @@ async function listen(http: HttpServer, config: { port: number; host: string }):
 
 /**
  * GET /metrics on METRICS_PORT. A port set explicitly that cannot be had stops start-up, as PORT does; the default
- * one taken (another clone's server, a second process on this machine) is said, and this process serves no metrics.
+ * one taken (another clone's server, a second process on this machine) is logged, and this process serves no metrics.
  */
-async function serveMetricsOrSay(listener: { port: number; host: string }): Promise<MetricsServer | undefined> {
+async function serveMetricsOrSay(listener: { port: number; host: string }, logger: Logger): Promise<MetricsServer | undefined> {
   const metrics = enableMetrics();
   try {
     const served = await serveMetrics(metrics, listener.port, listener.host);
@@ -136,7 +136,7 @@ async function serveMetricsOrSay(listener: { port: number; host: string }): Prom
   } catch (error) {
     const taken = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
     if (taken && !process.env.METRICS_PORT) {
-      console.error(`No metrics served: the default METRICS_PORT ${listener.port} is taken; set METRICS_PORT to a free port (or off).`);
+      logger.warn({ port: listener.port }, 'no metrics served: the default METRICS_PORT is taken; set METRICS_PORT to a free port (or off)');
       return undefined;
     }
     const fix = taken ? 'the port is taken: set METRICS_PORT to a free port, or off' : (error as Error).message;
