@@ -4,14 +4,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeDatabaseOf } from '../src/runtime.ts';
 import { enableMetrics } from '../src/telemetry/metrics.ts';
 import { type MetricsServer, serveMetrics } from '../src/telemetry/metrics-server.ts';
-import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, useTestServer, workersSettled } from './support.ts';
+import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 const PROMETHEUS = process.env.PROMETHEUS_BIN ?? '/usr/bin/prometheus';
 
@@ -20,7 +22,13 @@ beforeAll(() => {
   enableMetrics();
 });
 
-const app = useTestServer({ env: SIMULATED_WORKFLOWS_ENV, runtime: { tickMs: 20, orphanAfterSeconds: 1 } });
+const app = useTestServer({
+  env: { ...SIMULATED_WORKFLOWS_ENV, WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true' },
+  runtime: { tickMs: 20, orphanAfterSeconds: 1, webhooks: true },
+});
+
+/** A webhook receiver answering 204. */
+const hooks = createHttpServer((_req, res) => res.writeHead(204).end());
 
 let metricsServer: MetricsServer;
 let prometheus: ChildProcess;
@@ -84,6 +92,7 @@ afterAll(async () => {
     await exited;
   }
   await metricsServer?.close();
+  if (hooks.listening) await new Promise((resolve) => hooks.close(resolve));
   if (storage) await rm(storage, { recursive: true, force: true });
 });
 
@@ -115,8 +124,14 @@ const scraped = async (promql: string, check: (value: number) => boolean = () =>
   );
 
 describe('the metrics, scraped by Prometheus', () => {
+  let user: TestUser;
   beforeAll(async () => {
-    const user = await newUser(app.db, app.clock);
+    user = await newUser(app.db, app.clock);
+    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+    const hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
+    expect(
+      (await call(app.baseUrl, 'POST', '/v1/webhook_endpoints', { token: user.token, body: { url: hookUrl, event_types: ['cluster.created'] } })).status,
+    ).toBe(201);
     for (let i = 0; i < 5; i++) {
       expect((await call(app.baseUrl, 'GET', '/v1/clusters', { token: user.token, headers: { 'x-workspace-id': user.workspaceId } })).status).toBe(200);
     }
@@ -157,6 +172,35 @@ describe('the metrics, scraped by Prometheus', () => {
     expect(await scraped('nodejs_eventloop_lag_p99_seconds')).toBeGreaterThanOrEqual(0);
     expect(await scraped('count(nodejs_gc_duration_seconds_count)', (n) => n >= 1)).toBeGreaterThanOrEqual(1);
     expect(await scraped('platform_metrics_database_read_failures_total')).toBe(0);
+  });
+
+  it('reports webhook attempts by outcome with their lag, and provider calls by provider, operation and status', async () => {
+    expect(await scraped('platform_webhook_attempts_total{outcome="succeeded"}', (n) => n >= 1)).toBe(1);
+    expect(await scraped('platform_webhook_delivery_lag_seconds_count')).toBe(1);
+    expect(await scraped('platform_provider_call_duration_seconds_count{provider="simulated",operation="createCluster",status="ok"}')).toBeGreaterThanOrEqual(
+      1,
+    );
+  });
+
+  it('reports the streams open, and the statements that failed by SQLSTATE', async () => {
+    const stream = new AbortController();
+    const response = await fetch(`${app.baseUrl}/v1/events/stream`, {
+      headers: { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId, accept: 'text/event-stream' },
+      signal: stream.signal,
+    });
+    expect(response.status).toBe(200);
+    expect(await scraped('platform_streams_open{stream="streamEvents"}', (n) => n === 1)).toBe(1);
+    stream.abort();
+    expect(await scraped('platform_streams_open{stream="streamEvents"}', (n) => n === 0)).toBe(0);
+    // A statement on a table that is away: 42P01, undefined_table.
+    await sql`ALTER TABLE regions RENAME TO regions_away`.execute(app.db);
+    try {
+      expect((await call(app.baseUrl, 'GET', '/v1/regions', { token: user.token })).status).toBe(500);
+    } finally {
+      await sql`ALTER TABLE regions_away RENAME TO regions`.execute(app.db);
+    }
+    expect(await scraped('platform_db_query_errors_total{code="42P01"}')).toBeGreaterThanOrEqual(1);
+    expect(await scraped('platform_http_request_duration_seconds_count{operation="listRegions",status="500"}')).toBe(1);
   });
 
   it('labels no series with an id', async () => {
