@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config.ts';
 import { startTracing, type Tracing } from '../src/telemetry/sdk.ts';
 import { runningCluster } from './fixtures.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './support/otlp-receiver.ts';
-import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, serverLogger, useTestServer, workersSettled } from './support.ts';
+import { call, eventually, newUser, SIMULATED_WORKFLOWS_ENV, serverLogger, type TestUser, useTestServer, workersSettled } from './support.ts';
 
 let receiver: OtlpReceiver;
 let tracer: Tracing;
@@ -46,9 +46,10 @@ const callerSpan = randomBytes(8).toString('hex');
 describe('a createInstall traced from its caller', () => {
   let spans: ReceivedSpan[] = [];
   let installId = '';
+  let user: TestUser;
 
   beforeAll(async () => {
-    const user = await newUser(app.db, app.clock, 'pro');
+    user = await newUser(app.db, app.clock, 'pro');
     const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
     const cluster = await runningCluster(app, user, 'traced');
     const hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
@@ -129,6 +130,32 @@ describe('a createInstall traced from its caller', () => {
     const parent = spans.find((s) => s.spanId === delivery!.parentSpanId);
     expect(parent?.attributes['workflow.kind']).toBe('createInstall');
     expect(delivery!.attributes).toMatchObject({ 'webhook.outcome': 'succeeded', 'http.response.status_code': 204 });
+  });
+
+  it("leaves the log tail's polls, shared with later followers, out of the trace of the stream that started them", async () => {
+    const trace = randomBytes(16).toString('hex');
+    const stream = new AbortController();
+    const response = await fetch(`${app.baseUrl}/v1/installs/${installId}/logs`, {
+      headers: { authorization: `Bearer ${user.token}`, accept: 'text/event-stream', traceparent: `00-${trace}-${randomBytes(8).toString('hex')}-01` },
+      signal: stream.signal,
+    });
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    await reader.read();
+    // The tail polls the cluster every 50 ms (LOG_POLL_MS): ten polls and more while the stream is open.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    stream.abort();
+    await reader.read().catch(() => {});
+    const traced = await eventually(
+      async () => {
+        await tracer.flush();
+        return receiver.spans.filter((s) => s.traceId === trace);
+      },
+      (found) => found.some((s) => s.name === 'streamInstallLogs'),
+      'the stream request span',
+    );
+    const polls = traced.filter((s) => String(s.attributes['db.query.text']).includes('simulated_cloud'));
+    expect(polls.length, traced.map((s) => s.name).join(', ')).toBeLessThan(3);
   });
 
   it("writes the trace id in the request's access log line", () => {

@@ -10,6 +10,7 @@ import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '..
 import { type AccessChanges, announcementsMadeHere } from '../services/access-changes.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import { metrics } from '../telemetry/metrics.ts';
+import { detached } from '../telemetry/tracing.ts';
 import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
 import { createAuthorizer } from './authorize.ts';
@@ -161,7 +162,8 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       const open = metrics?.streamsOpen.labels({ stream: meta.operationId });
       open?.inc();
       try {
-        await writeStream(ctx.res, output.stream, config.streamStallMs, abort, guard);
+        // The request's span covers the stream; its polls and checks, for as long as it is open, make no spans of it.
+        await detached(() => writeStream(ctx.res, output.stream!, config.streamStallMs, abort, guard));
       } finally {
         open?.dec();
       }

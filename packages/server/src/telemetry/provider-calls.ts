@@ -1,6 +1,6 @@
 // Calls to the compute provider and the cluster driver: a duration by provider, operation (the method's name) and
-// status (ok, the provider error's kind, or error), and a client span of each. A method that answers at once
-// (a log stream's iterable) passes unmeasured. Without metrics or traces the provider is handed back as it is.
+// status (ok, the provider error's kind, or error), and a client span of each. A log's lines (an async generator)
+// and a method that answers at once pass unmeasured. Without metrics or traces the provider is handed back as it is.
 import { ProviderError } from '../providers/types.ts';
 import { metrics } from './metrics.ts';
 import { failed, SpanKind, startSpan, tracing, withActiveSpan } from './tracing.ts';
@@ -53,7 +53,9 @@ export function observeCalls<T extends object>(target: T, provider: string): T {
       if (typeof value !== 'function' || typeof name !== 'string') return value;
       let call = wrapped.get(name);
       if (call === undefined) {
-        call = observed(name, value as (...args: unknown[]) => unknown);
+        const method = value as (...args: unknown[]) => unknown;
+        // A log's lines (an async generator) are read over minutes: not a call to measure or a span.
+        call = method.constructor.name === 'AsyncGeneratorFunction' ? method.bind(object) : observed(name, method);
         wrapped.set(name, call);
       }
       return call;

@@ -59,6 +59,12 @@ export const startSpan = (name: string, options: SpanOptions): Span => tracer().
 /** Runs `work` with `span` active (the parent of what it starts). */
 export const withActiveSpan = <T>(span: Span, work: () => T): T => context.with(trace.setSpan(context.active(), span), work);
 
+/**
+ * Runs `work` outside any trace: what it starts (a poller that later requests share, a stream's polls for as long
+ * as it is open) makes no span of the request that happened to start it.
+ */
+export const detached = <T>(work: () => T): T => (tracing ? context.with(ROOT_CONTEXT, work) : work());
+
 /** Marks `span` failed with what was thrown. */
 export function failed(span: Span, error: unknown): void {
   span.recordException(error instanceof Error ? error : String(error));
