@@ -22,8 +22,9 @@ const MAIN = 'packages/server/src/main.ts';
  */
 export function serverNodeFlags(): string[] {
   const start = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  // `exec <node> <flags…> <main>`: the flags between the Node binary and the entry.
   const words = start.split(/\s+/);
-  return words.slice(1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? pathToFileURL(join(repoRoot, word)).href : word));
+  return words.slice(words[0] === 'exec' ? 2 : 1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? pathToFileURL(join(repoRoot, word)).href : word));
 }
 
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {

@@ -408,6 +408,15 @@ describe('platform', () => {
       }
     });
 
+    it('exits 2 naming where an API address that is not an http(s) URL came from', async () => {
+      const flag = await platform(['--api-url', 'notaurl', 'workspaces', 'list']);
+      expect(flag).toMatchObject({ code: 2, stdout: '' });
+      expect(flag.stderr).toBe('error: --api-url must be an http:// or https:// URL, such as http://127.0.0.1:8080 (got "notaurl")\n');
+      const variable = await platform(['workspaces', 'list'], { env: { PLATFORM_API_URL: 'ftp://files.example' } });
+      expect(variable.code).toBe(2);
+      expect(variable.stderr).toMatch(/^error: PLATFORM_API_URL must be an http:\/\/ or https:\/\/ URL/);
+    });
+
     it('--help shows an example on each command and exits 0', async () => {
       for (const args of [['--help'], ['installs', 'logs', '--help'], ['webhooks', 'listen', '--help']]) {
         const run = await platform(args);
@@ -430,7 +439,9 @@ describe('platform', () => {
       expect(text).not.toContain(user.token);
 
       const listed = await platform(['workspaces', 'list'], { home });
-      expect(listed.stdout).toMatch(new RegExp(`\\*\\t${user.workspaceId}`));
+      // Piped: one line a workspace, the id first (what `| cut -f1` takes), the default marked last.
+      const line = listed.stdout.split('\n').find((row) => row.startsWith(`${user.workspaceId}\t`));
+      expect(line?.split('\t').at(-1)).toBe('*');
       // A flag beats the environment: a wrong --token fails even with a good PLATFORM_TOKEN.
       const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
       expect(flagged.code).toBe(1);

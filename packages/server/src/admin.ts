@@ -14,6 +14,7 @@ import { workspaceExists } from './resources/workspaces.ts';
 import { isMetric } from './services/quotas.ts';
 
 const USAGE = `Usage:
+  pnpm admin --help
   pnpm admin create-user --email <email> [--plan free|pro]
   pnpm admin demo-token
   pnpm admin set-plan --user <user id> --plan free|pro
@@ -58,6 +59,10 @@ async function open(): Promise<Connection> {
 
 async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const { values } = parseArgs({
     args: rest,
     options: {

@@ -34,6 +34,8 @@ export interface Config {
   logLevel: string;
   /** Validate every response against the contract (always on in tests). */
   validateResponses: boolean;
+  /** Whether the first start on an empty database creates the demo user and its sample resources. */
+  seedDemo: boolean;
   /** How long SIGTERM waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
   /**
@@ -54,6 +56,12 @@ export interface Config {
   /** How long a client may take to send a request's headers, and then its whole body. */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  /**
+   * How long an idle keep-alive connection stays open, announced in `Keep-Alive: timeout=`. Longer than the idle
+   * timeout of the load balancers in front (60 s for most), so they close idle connections first: a connection the
+   * server closed just as a client sent on it resets that client's request.
+   */
+  keepAliveTimeoutMs: number;
   /** Open connections one process accepts at once; beyond, new connections are closed at once. */
   maxConnections: number;
   /** Peers whose X-Forwarded-For names the client (load balancers, proxies): addresses and CIDR ranges. */
@@ -425,6 +433,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: env.DATA_DIR || '.data',
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
+    seedDemo: boolean(env, 'SEED_DEMO', true),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     // Off unless set: counting costs a write per request on one row per token, which a single busy token
     // (a CI job, a benchmark) contends on. Production sets it (e.g. 600).
@@ -435,6 +444,7 @@ export function loadConfig(env: Env = process.env): Config {
     unauthenticatedBodyLimitBytes: integer(env, 'UNAUTHENTICATED_BODY_LIMIT_BYTES', 8192, 1024, 1024 * 1024),
     headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_SECONDS', 10, 1, 600) * 1000,
     bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 75, 1, 3600) * 1000,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     trustProxy: trustProxy(env),
     corsOrigins: corsOrigins(env),

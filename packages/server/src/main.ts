@@ -18,7 +18,7 @@ import { createRuntime, observeDatabaseOf } from './runtime.ts';
 import { listenForAccessChanges } from './services/access-changes.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { loadSecretsKey } from './services/secrets.ts';
-import { demoBox, logDestination, progress } from './start-up.ts';
+import { logDestination, type StartUpVoice, startUpVoice } from './start-up.ts';
 import { enableMetrics } from './telemetry/metrics.ts';
 import { type MetricsServer, serveMetrics } from './telemetry/metrics-server.ts';
 
@@ -27,7 +27,8 @@ async function main(): Promise<void> {
   // Before anything makes a span: the SDK is loaded only when the OTEL_* variables ask for traces.
   const tracer = config.tracing ? (await import('./telemetry/sdk.ts')).startTracing(config.tracing) : undefined;
   const logger = pino(loggerOptions(config.logLevel), logDestination());
-  const metricsServer = config.metrics ? await serveMetricsOrSay(config.metrics, logger) : undefined;
+  const say = startUpVoice(logger);
+  const metricsServer = config.metrics ? await serveMetricsOrSay(config.metrics, logger, say) : undefined;
   // The port first: a server that cannot listen says so before it creates, migrates or seeds a database. Until
   // the app is ready, requests get 503 (and /readyz with them).
   let serve: RequestListener = (_req, res) => answerUnavailable(res, 'The server is starting.');
@@ -35,8 +36,8 @@ async function main(): Promise<void> {
   const port = http ? await listen(http, config) : undefined;
   let connection;
   try {
-    connection = await connect(config.databaseUrl, config.dataDir, progress);
-    progress('Applying database migrations…');
+    connection = await connect(config.databaseUrl, config.dataDir, say.progress);
+    say.progress('Applying database migrations…');
     await migrateToLatest(connection.db);
   } catch (error) {
     const variable = config.databaseUrl ? 'DATABASE_URL' : 'DATA_DIR';
@@ -59,10 +60,7 @@ async function main(): Promise<void> {
     await runtime.webhooks?.run();
   }
   // The workers fetch jobs and pg-boss listens for new ones from here on.
-  const workersRunning = () => {
-    logger.info({ concurrency: config.workerConcurrency }, 'workflow worker running');
-    console.log('Platform workflow worker running');
-  };
+  const workersRunning = () => say.workersRunning(config.workerConcurrency);
   if (config.role === 'worker') {
     onSignals(async () => {
       runtime.retention.stop();
@@ -77,12 +75,17 @@ async function main(): Promise<void> {
     return;
   }
   if (config.role === 'all') workersRunning();
-  const token = await seedDemo(
-    connection.db,
-    systemClock,
-    { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
-    progress,
-  );
+  // A production database gets no demo user (SEED_DEMO=false): nobody should hold a Pro account made by start-up.
+  const seeded = config.seedDemo
+    ? {
+        token: await seedDemo(
+          connection.db,
+          systemClock,
+          { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
+          say.progress,
+        ),
+      }
+    : undefined;
   const shutdown = new AbortController();
   const accessChanges = await listenForAccessChanges(connection.url, logger);
   const app = await createApp({
@@ -111,8 +114,8 @@ async function main(): Promise<void> {
     await stopTelemetry();
   });
   const url = `http://${config.host}:${port}`;
-  console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
-  console.log(demoBox(url, token));
+  say.listening(url);
+  if (seeded) say.demo(url, seeded.token);
 }
 
 async function listen(http: HttpServer, config: { port: number; host: string }): Promise<number> {
@@ -127,11 +130,11 @@ async function listen(http: HttpServer, config: { port: number; host: string }):
  * GET /metrics on METRICS_PORT. A port set explicitly that cannot be had stops start-up, as PORT does; the default
  * one taken (another clone's server, a second process on this machine) is logged, and this process serves no metrics.
  */
-async function serveMetricsOrSay(listener: { port: number; host: string }, logger: Logger): Promise<MetricsServer | undefined> {
+async function serveMetricsOrSay(listener: { port: number; host: string }, logger: Logger, say: StartUpVoice): Promise<MetricsServer | undefined> {
   const metrics = enableMetrics();
   try {
     const served = await serveMetrics(metrics, listener.port, listener.host);
-    console.log(`Metrics at http://${listener.host}:${served.port}/metrics`);
+    say.metrics(`http://${listener.host}:${served.port}/metrics`);
     return served;
   } catch (error) {
     const taken = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';

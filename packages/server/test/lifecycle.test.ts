@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateDownToZero, migrateToLatest } from '../src/db/migrate.ts';
-import { call, createTestDatabase, eventually, type TestDatabase } from './support.ts';
+import { call, createTestDatabase, demoUserToken, eventually, type TestDatabase } from './support.ts';
 
 const run = promisify(execFile);
 const serverDir = join(import.meta.dirname, '..', 'src');
@@ -84,7 +84,30 @@ describe('pnpm start', () => {
     expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATABASE_URL: cannot open the database \(.+\)$/);
   });
 
-  it('migrates, seeds a demo user, prints a working token, runs workflows, drains on SIGTERM and exits 0', async () => {
+  it('with SEED_DEMO=false, a first start on an empty database creates no demo user and says nothing of one', async () => {
+    const empty = await createTestDatabase();
+    try {
+      const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
+        env: { ...process.env, DATABASE_URL: empty.url, PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'false' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', () => /listening on /.test(out) && resolve());
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(await empty.db.selectFrom('users').select('id').execute()).toEqual([]);
+      expect(out).not.toMatch(/Demo|Seeding/);
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  it('migrates, seeds a demo user, runs workflows, drains on SIGTERM and exits 0', async () => {
     const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
       env: { ...process.env, DATABASE_URL: database.url, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -92,12 +115,13 @@ describe('pnpm start', () => {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', () => /curl .+\n/.test(out) && resolve());
+      child.stdout.on('data', () => /Demo user created/.test(out) && resolve());
       child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
     });
-    const baseUrl = /listening on (http:\/\/[^\s]+)/.exec(out)![1]!;
-    const token = /Token: (svc_pat_\w+)/.exec(out)![1]!;
-    expect(out).toContain(`curl -H 'Authorization: Bearer ${token}' ${baseUrl}/v1/clusters`);
+    const baseUrl = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+    // Piped, the demo token is not printed: it would be a credential in the logs.
+    expect(out).not.toMatch(/svc_pat_/);
+    const token = await demoUserToken(database.db);
     const clusters = await call(baseUrl, 'GET', '/v1/clusters', { token });
     expect(clusters.status).toBe(200);
     expect(clusters.body.data).toHaveLength(1);
@@ -114,7 +138,7 @@ describe('pnpm start', () => {
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     // Its metrics listener, apart from the API's port, counted the requests and the install's steps.
-    const metricsUrl = /Metrics at (http:\/\/[^\s]+)/.exec(out)![1]!;
+    const metricsUrl = /Metrics at (http:\/\/[^\s"]+)/.exec(out)![1]!;
     // The workflow is recorded finished just after its last step made the install running.
     const metrics = await eventually(
       async () => (await fetch(metricsUrl)).text(),
@@ -175,7 +199,7 @@ describe('pnpm start with the embedded PostgreSQL', () => {
       child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
       // Past start-up: the workflow workers and their LISTEN connection are running, and the API listens.
       await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', () => /workflow worker running\n[\s\S]*listening on /.test(out) && resolve());
+        child.stdout.on('data', () => /workflow worker running[\s\S]*listening on /.test(out) && resolve());
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
       });
       child.kill(signal);
@@ -215,6 +239,16 @@ describe('pnpm admin', () => {
     await admin('set-override', '--user', user_id, '--metric', 'kaas/clusters', '--limit', '12');
     const overrides = await database.db.selectFrom('quota_overrides').selectAll().where('user_id', '=', user_id).execute();
     expect(overrides).toMatchObject([{ metric: 'kaas/clusters', limit: 12 }]);
+  });
+
+  it('--help prints the usage on stdout and exits 0, touching no database', async () => {
+    for (const flag of ['--help', '-h', 'help']) {
+      const { stdout, stderr } = await run(process.execPath, [join(serverDir, 'admin.ts'), flag], {
+        env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      });
+      expect(stdout, flag).toMatch(/^Usage:\n {2}pnpm admin --help\n {2}pnpm admin create-user/);
+      expect(stderr).toBe('');
+    }
   });
 
   it('wrong arguments print usage on stderr and exit 2', async () => {

@@ -5,13 +5,15 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { type AppOptions, createApp } from '../src/app.ts';
-import type { Clock } from '../src/clock.ts';
+import { type Clock, systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
-import { createUser } from '../src/db/seed.ts';
+import { createUser, DEMO_EMAIL } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { createToken } from '../src/resources/tokens.ts';
+import { findUserByEmail } from '../src/resources/users.ts';
 import { createRuntime, type RuntimeOptions } from '../src/runtime.ts';
 import { type AccessChanges, listenForAccessChanges } from '../src/services/access-changes.ts';
 import type { Resolver } from '../src/services/ssrf.ts';
@@ -175,6 +177,16 @@ export interface TestUser {
 
 export function newUser(db: Kysely<Database>, clock: Clock, plan: Plan = 'free'): Promise<TestUser> {
   return createUser(db, clock, `user-${Math.random().toString(36).slice(2, 10)}@test.example`, plan);
+}
+
+/**
+ * A new token of the demo user that a server's first start seeded (a piped start does not print one, as
+ * `pnpm admin demo-token` does not print the one it replaces).
+ */
+export async function demoUserToken(db: Kysely<Database>): Promise<string> {
+  const demo = await findUserByEmail(db, DEMO_EMAIL);
+  if (!demo) throw new Error(`no demo user (${DEMO_EMAIL}): the server's first start on an empty database seeds it`);
+  return (await createToken(db, systemClock, { userId: demo.id, kind: 'pat', name: 'test', expiresAt: null })).secret;
 }
 
 export interface Reply {

@@ -108,20 +108,34 @@ async function anyFreePort(): Promise<number> {
  * postmaster.pid), so `pnpm admin` finds the database of this clone and never another one's.
  */
 export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
-  const pid = await readFile(join(resolve(dataDir), 'postgres', 'postmaster.pid'), 'utf8').catch(() => undefined);
-  const port = Number(pid?.split('\n')[3]);
-  return Number.isInteger(port) && port > 0 ? embeddedUrl(port) : undefined;
+  const port = await runningPort(resolve(join(dataDir, 'postgres')));
+  return port === undefined ? undefined : embeddedUrl(port);
 }
+
+/** The port of the PostgreSQL that runs on `databaseDir` now: its postmaster.pid names a live process (line 1) and its port (line 4). */
+async function runningPort(databaseDir: string): Promise<number | undefined> {
+  const lines = (await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const [pid, port] = [Number(lines[0]), Number(lines[3])];
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || port <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // Gone: a file left by a crash, which PostgreSQL itself replaces. EPERM: alive, under the postgres user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  return port;
+}
+
+const alreadyRunning = (databaseDir: string, port?: number) =>
+  new Error(
+    `the embedded PostgreSQL in ${databaseDir} is already running${port === undefined ? '' : ` on port ${port}`} (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`,
+  );
 
 const embeddedUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
 
 /** What went wrong starting PostgreSQL, from its log, as one line that names the fix. */
 function startFailure(log: string, port: number, databaseDir: string): Error {
-  if (/lock file "postmaster\.pid" already exists/.test(log)) {
-    return new Error(
-      `the embedded PostgreSQL in ${databaseDir} is already running (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`,
-    );
-  }
+  if (/lock file "postmaster\.pid" already exists/.test(log)) return alreadyRunning(databaseDir);
   if (/could not bind|Address already in use|could not create any TCP\/IP sockets/.test(log)) {
     return new Error(
       `port ${port} for the embedded PostgreSQL is taken: stop what listens there, or delete ${join(dirname(databaseDir), PORT_FILE)} to pick another port`,
@@ -147,6 +161,9 @@ export async function startEmbeddedPostgres(
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = resolve(join(dataDir, 'postgres'));
   const portFile = join(dirname(databaseDir), PORT_FILE);
+  // Before a port is chosen and named: the one in use (taken, so another would be picked) is not this start's.
+  const runningOn = await runningPort(databaseDir);
+  if (runningOn !== undefined) throw alreadyRunning(databaseDir, runningOn);
   if (port === undefined) {
     const recorded = Number(await readFile(portFile, 'utf8').catch(() => ''));
     const preferred = Number.isInteger(recorded) && recorded > 1024 && recorded < 65536 ? recorded : portFor(databaseDir);

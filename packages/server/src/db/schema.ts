@@ -250,6 +250,8 @@ export interface IdempotencyKeysTable {
   /** Null while the first request is still running. */
   status_code: number | null;
   response_body: Json<unknown> | null;
+  /** The headers the first response's handler set (none kept before they were). */
+  response_headers: Json<Record<string, string>> | null;
   created_at: Seconds;
 }
 

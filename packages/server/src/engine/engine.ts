@@ -74,9 +74,18 @@ export interface WorkflowDefinition {
    * gives up after a few attempts through `fail`.
    */
   onError?(ctx: StepContext, error: unknown, attempts: number): Promise<StepResult>;
-  /** Marks the subject failed with a message users see (status_message, a notification). */
-  fail(ctx: StepContext, message: string): Promise<void>;
+  /**
+   * The workflow failed. First what must be undone outside (a server deleted, powered back on): outside any
+   * transaction, and re-entrant, as a re-run after a crash does it again. Then it hands back the change that marks
+   * the subject failed with a message users see (status_message, an event, a notification): the engine runs it in
+   * the transaction that records the workflow failed, so both commit or neither does (never a failed subject beside
+   * a running workflow, nor the failure told twice), and not at all for a workflow cancelled meanwhile.
+   */
+  fail(ctx: StepContext, message: string): Promise<FailureChange>;
 }
+
+/** Marks a failed workflow's subject failed, in the transaction that records the workflow failed. */
+export type FailureChange = (trx: Transaction<Database>) => Promise<void>;
 
 /** What request handlers need: start a workflow inside the transaction that creates its subject. */
 export interface WorkflowStarter {
@@ -430,8 +439,8 @@ export class WorkflowEngine implements WorkflowStarter {
                 if (threw) metrics.stepFailures.inc(labels);
                 metrics.stepDuration.observe({ ...labels, outcome: threw ? 'error' : outcomeOf(result) }, (performance.now() - started) / 1000);
               }
-              if ('failed' in result) await definition.fail(ctx, result.failed);
-              await this.record(workflow, result);
+              const failure = 'failed' in result ? await definition.fail(ctx, result.failed) : undefined;
+              await this.record(workflow, result, failure);
               return result;
             },
             { parent: contextOf(workflow.trace_parent) },
@@ -454,7 +463,7 @@ export class WorkflowEngine implements WorkflowStarter {
     }
   }
 
-  private async record(workflow: Row<'workflows'>, result: StepResult): Promise<void> {
+  private async record(workflow: Row<'workflows'>, result: StepResult, failure?: FailureChange): Promise<void> {
     const now = this.options.clock.now();
     const state: Record<string, unknown> = 'state' in result && result.state ? { ...workflow.state, ...result.state } : { ...workflow.state };
     // A wait keeps the moment the workflow began waiting in that step (its deadline counts from there); anything
@@ -487,14 +496,16 @@ export class WorkflowEngine implements WorkflowStarter {
         .returning('id')
         .executeTakeFirst();
     const { onTransition } = this.options;
+    const transitions = update.status !== workflow.status && onTransition;
     let written: boolean;
-    if (update.status === workflow.status || !onTransition) {
+    if (!transitions && !failure) {
       written = (await write(this.options.db)) !== undefined;
     } else {
       const transition = { workflowId: workflow.id, kind: workflow.kind, subjectId: workflow.subject_id, state, status: update.status };
       written = await this.options.db.transaction().execute(async (trx) => {
         if (!(await write(trx))) return false;
-        await onTransition(trx, transition, now);
+        await failure?.(trx);
+        if (transitions) await onTransition(trx, transition, now);
         return true;
       });
     }

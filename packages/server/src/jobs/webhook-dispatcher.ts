@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { type ClaimedDelivery, claimDeliveries, DELIVERIES_DUE_CHANNEL, type Settled, settleDeliveries } from '../resources/webhook-deliveries.ts';
 import { disableFailingEndpoint, type EndpointOutcomes, recordEndpointOutcomes, signingSecrets } from '../resources/webhook-endpoints.ts';
 import type { SecretBox } from '../services/secrets.ts';
@@ -394,13 +395,18 @@ export class WebhookDispatcher {
       else endpoints.set(delivery.endpoint_id, { id: delivery.endpoint_id, succeeded: false, failures: 1, error: outcome.error });
     }
     try {
-      // The endpoints first: a cooling endpoint's probe keeps its lease (no second probe) until its circuit is set.
-      const failingLong = await recordEndpointOutcomes(leases.db, [...endpoints.values()], {
-        now,
-        circuitFailures: config.circuitFailures,
-        disableAfterSeconds: config.disableAfterDays * 86_400,
+      // One transaction: an outcome counts on its endpoint only with its delivery settled, or an attempt sent again
+      // after its lease would count twice (and open the circuit early). The endpoints first: a cooling endpoint's
+      // probe keeps its lease (no second probe) until its circuit is set.
+      const failingLong = await inTransaction(leases.db, async (trx) => {
+        const failing = await recordEndpointOutcomes(trx, [...endpoints.values()], {
+          now,
+          circuitFailures: config.circuitFailures,
+          disableAfterSeconds: config.disableAfterDays * 86_400,
+        });
+        await settleDeliveries(trx, settled, now);
+        return failing;
       });
-      await settleDeliveries(leases.db, settled, now);
       for (const { id, error } of failingLong) {
         if (await disableFailingEndpoint(db, id, { now, days: config.disableAfterDays, error: error ?? 'no answer' })) {
           logger.warn({ endpoint: id }, 'webhook endpoint disabled after failing for days');

@@ -1,6 +1,5 @@
 import * as clusters from '../resources/clusters.ts';
 import { listRegions as regionsPage, requireRegion } from '../resources/regions.ts';
-import { requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listClusters: Handler<'listClusters'> = async (input, { db }) => ({
@@ -15,7 +14,7 @@ export const listRegions: Handler<'listRegions'> = async ({ query }, { db }) => 
 
 export const createCluster: Handler<'createCluster'> = async ({ body, workspace }, { db, clock, workflows }) => {
   const regionId = await requireRegion(db, body.region_id);
-  return { status: 202, body: await clusters.createCluster(db, requireWorkspace(workspace), body, regionId, { now: clock.now(), workflows }) };
+  return { status: 202, body: await clusters.createCluster(db, workspace, body, regionId, { now: clock.now(), workflows }) };
 };
 
 export const getCluster: Handler<'getCluster'> = async ({ params, caller }, { db }) => {

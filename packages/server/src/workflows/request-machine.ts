@@ -125,12 +125,12 @@ const provision: WorkflowDefinition = {
 
   async fail(ctx, message) {
     const machine = await machineOf(ctx);
-    if (!machine) return;
-    await ctx.db.transaction().execute(async (trx) => {
+    return async (trx) => {
+      if (!machine) return;
       // Told (event and notification) by the change itself.
       await failProvisioning(trx, machine.provider_id, message, ctx.clock.now());
       await freeSlot(ctx, trx, machine.cluster_id);
-    });
+    };
   },
 };
 
