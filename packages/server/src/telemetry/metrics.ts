@@ -45,14 +45,18 @@ function instruments(registry: Registry) {
   const registers = [registry];
   const databaseReadFailures = new Counter({
     name: 'platform_metrics_database_read_failures_total',
-    help: `Scrapes whose database gauges could not be read within ${DATABASE_READ_DEADLINE_MS} ms (they are left out of that scrape).`,
+    help: `Readings of the database's gauges that failed or took over ${DATABASE_READ_DEADLINE_MS} ms (those gauges are then left out of the scrape, or NaN).`,
     registers,
   });
-  /** Sets a gauge from the database's reading, or leaves it out of this scrape when there is none. */
-  const fromDatabase = async (gauge: Gauge, set: (reading: DatabaseReading) => void) => {
+  /**
+   * Sets a gauge from the database's reading. Without one, a gauge by labels is left out of this scrape and one
+   * without labels (which prom-client always writes) is NaN: never a stale or a made-up 0.
+   */
+  const fromDatabase = async (gauge: Gauge, set: (reading: DatabaseReading) => void, labelled = false) => {
     const reading = await databaseReading(databaseReadFailures);
     gauge.reset();
     if (reading) set(reading);
+    else if (!labelled) gauge.set(Number.NaN);
   };
   return {
     databaseReadFailures,
@@ -77,9 +81,13 @@ function instruments(registry: Registry) {
       labelNames: ['kind', 'state'] as const,
       registers,
       collect() {
-        return fromDatabase(this, (reading) => {
-          for (const { kind, status, count } of reading.workflows) this.set({ kind, state: status }, count);
-        });
+        return fromDatabase(
+          this,
+          (reading) => {
+            for (const { kind, status, count } of reading.workflows) this.set({ kind, state: status }, count);
+          },
+          true,
+        );
       },
     }),
     workflowOldestPending: new Gauge({

@@ -1,7 +1,9 @@
-// The variables that turn metrics and traces on: METRICS_PORT/METRICS_HOST, and the OpenTelemetry specification's
-// OTEL_* as it defines them; a malformed one stops start-up with one line naming it.
+// The variables that turn metrics and traces on (METRICS_PORT/METRICS_HOST, and the OpenTelemetry specification's
+// OTEL_* as it defines them; a malformed one stops start-up with one line naming it), and the deadline of the
+// gauges a scrape reads from the database.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { DATABASE_READ_DEADLINE_MS, enableMetrics, observeDatabase } from '../src/telemetry/metrics.ts';
 
 describe('metrics', () => {
   it('listen on 9464 of HOST by default, on the port and host given, or not at all', () => {
@@ -47,5 +49,37 @@ describe('traces', () => {
     [{ ...endpoint, OTEL_SDK_DISABLED: 'yes' }, 'OTEL_SDK_DISABLED must be true or false, got "yes"'],
   ])('refuse %o with one line naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(new ConfigError(message));
+  });
+});
+
+describe('the gauges read from the database', () => {
+  it('are left out of a scrape whose reading does not answer within the deadline, which is counted', async () => {
+    const { registry } = enableMetrics();
+    observeDatabase(() => new Promise(() => {}));
+    const started = performance.now();
+    const text = await registry.metrics();
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(DATABASE_READ_DEADLINE_MS - 50);
+    expect(text).not.toMatch(/^platform_workflows\{/m);
+    expect(text).toMatch(/^platform_webhook_endpoints_cooling nan$/im);
+    expect(text).toMatch(/^platform_workflow_oldest_pending_age_seconds nan$/im);
+    expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+    // Counted as it happened, so read by the next scrape.
+    expect(await registry.getSingleMetricAsString('platform_metrics_database_read_failures_total')).toMatch(/ 1$/m);
+  });
+
+  it('are read once for the scrapes of a second', async () => {
+    const { registry } = enableMetrics();
+    let reads = 0;
+    observeDatabase(async () => {
+      reads++;
+      return { workflows: [{ kind: 'createCluster', status: 'pending', count: 3 }], oldestPendingSeconds: 12, endpointsCooling: 2 };
+    });
+    const [first] = await Promise.all([registry.metrics(), registry.metrics()]);
+    await registry.metrics();
+    expect(reads).toBe(1);
+    expect(first).toMatch(/^platform_workflows\{kind="createCluster",state="pending"\} 3$/m);
+    expect(first).toMatch(/^platform_workflow_oldest_pending_age_seconds 12$/m);
+    expect(first).toMatch(/^platform_webhook_endpoints_cooling 2$/m);
   });
 });
