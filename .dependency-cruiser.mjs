@@ -170,6 +170,16 @@ export default {
       },
     },
     {
+      name: 'telemetry-is-a-leaf',
+      comment: 'Metrics and traces are recorded by every layer, so they import none of them: only the provider error kinds and the configuration types.',
+      severity: 'error',
+      from: { path: `${server}telemetry/` },
+      to: {
+        path: server,
+        pathNot: [`${server}telemetry/`, `${server}providers/types\\.ts$`, `${server}config\\.ts$`],
+      },
+    },
+    {
       name: 'provider-chosen-in-the-composition-root',
       comment: 'Only the composition root (app.ts, main.ts, runtime.ts) and tests pick a driver implementation.',
       severity: 'error',

@@ -19,6 +19,8 @@ const SLOW = [
   'packages/server/test/smoke-doubles.test.ts',
   // a real PgBouncer and `pnpm start` behind it
   'packages/server/test/pgbouncer.test.ts',
+  // a real Prometheus scraping the metrics
+  'packages/server/test/metrics.test.ts',
   'test/exit-code/exit-code.test.ts',
   'test/mock/*.test.ts',
   'test/docs/code-samples.test.ts',

@@ -34,7 +34,8 @@ export async function startServerProcess(env: Record<string, string>, args: stri
   // BENCH_SERVER_NODE_FLAGS: more flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it.
   const extra = process.env.BENCH_SERVER_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...serverNodeFlags(), ...extra, join(repoRoot, MAIN), ...args], {
-    env: { ...inherited, ...env },
+    // Metrics recorded as `pnpm start` records them, on any free port: several servers of one run never meet on 9464.
+    env: { ...inherited, METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const worker = args.join(' ').includes('--role worker');

@@ -4192,7 +4192,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Something unexpected went wrong; it was logged with the request id. */
+        /** @description Something unexpected went wrong; it was logged with the request id (`details.request_id`), and, where the operator traces requests, its trace id (`details.trace_id`). */
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -11,9 +11,23 @@ export class ConfigError extends Error {}
 
 export type Role = 'all' | 'api' | 'worker';
 
+/** OTEL_TRACES_SAMPLER's values (the OpenTelemetry specification's). */
+export const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
+/** Traces, on when the OTEL_* variables ask for them. */
+export interface TracingConfig {
+  sampler: (typeof SAMPLERS)[number];
+  /** OTEL_TRACES_SAMPLER_ARG: the share of traces sampled, for the traceidratio samplers. */
+  ratio: number;
+}
+
 export interface Config {
   host: string;
   port: number;
+  /** Where GET /metrics listens (a port of its own); undefined: no metrics are recorded. */
+  metrics: { port: number; host: string } | undefined;
+  /** OpenTelemetry traces; undefined: off (the SDK is not loaded). */
+  tracing: TracingConfig | undefined;
   /** Unset: an embedded PostgreSQL with its data under `dataDir`. */
   databaseUrl: string | undefined;
   /**
@@ -240,6 +254,30 @@ function database(env: Env): Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 
   return { databaseUrl, databaseDirectUrl, preparedStatements: boolean(env, 'DATABASE_PREPARED_STATEMENTS', databaseDirectUrl === undefined) };
 }
 
+/** METRICS_PORT (`off`: none) and METRICS_HOST (default HOST). */
+function metricsListener(env: Env): Config['metrics'] {
+  if (env.METRICS_PORT === 'off') return undefined;
+  return { port: integer(env, 'METRICS_PORT', 9464, 0, 65535), host: env.METRICS_HOST || env.HOST || '127.0.0.1' };
+}
+
+/**
+ * The OpenTelemetry specification's variables: traces are on with OTEL_TRACES_EXPORTER=otlp, or with an OTLP
+ * endpoint set and no exporter named; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turns them off.
+ */
+function tracingConfig(env: Env): TracingConfig | undefined {
+  if (boolean(env, 'OTEL_SDK_DISABLED', false)) return undefined;
+  const exporter = env.OTEL_TRACES_EXPORTER || (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : 'none');
+  if (exporter === 'none') return undefined;
+  if (exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'] as const) {
+    const protocol = env[name];
+    if (protocol && protocol !== 'http/protobuf') throw new ConfigError(`${name} must be http/protobuf (OTLP over HTTP), got "${protocol}"`);
+  }
+  const sampler = env.OTEL_TRACES_SAMPLER || 'parentbased_always_on';
+  if (!(SAMPLERS as readonly string[]).includes(sampler)) throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, got "${sampler}"`);
+  return { sampler: sampler as TracingConfig['sampler'], ratio: sampler.endsWith('traceidratio') ? fraction(env, 'OTEL_TRACES_SAMPLER_ARG', 1) : 1 };
+}
+
 function jwt(env: Env): Config['jwt'] {
   const jwksUrl = env.JWT_JWKS_URL;
   if (!jwksUrl) return undefined;
@@ -419,6 +457,8 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
     ...database(env),
+    metrics: metricsListener(env),
+    tracing: tracingConfig(env),
     dataDir: env.DATA_DIR || '.data',
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),

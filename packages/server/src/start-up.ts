@@ -22,6 +22,8 @@ export interface StartUpVoice {
   progress(line: string): void;
   workersRunning(concurrency: number): void;
   listening(url: string): void;
+  /** Where GET /metrics is served (a port of its own). */
+  metrics(url: string): void;
   /** The demo user the first start of an empty database created (its token), or a pointer to a new token. */
   demo(url: string, token: string | undefined): void;
 }
@@ -34,6 +36,7 @@ export function startUpVoice(logger: pino.Logger): StartUpVoice {
       progress: (line) => said.info(line),
       workersRunning: (concurrency) => said.info({ concurrency }, 'workflow worker running'),
       listening: (url) => said.info({ url, docs: `${url}/docs` }, listenLine(url)),
+      metrics: (url) => said.info({ metrics: url }, metricsLine(url)),
       demo: (_url, token) =>
         said.info(
           { demo_user: DEMO_EMAIL },
@@ -48,11 +51,13 @@ export function startUpVoice(logger: pino.Logger): StartUpVoice {
       console.log('Platform workflow worker running');
     },
     listening: (url) => console.log(listenLine(url)),
+    metrics: (url) => console.log(metricsLine(url)),
     demo: (url, token) => console.log(demoBox(url, token)),
   };
 }
 
 const listenLine = (url: string) => `Platform API listening on ${url} (docs: ${url}/docs)`;
+const metricsLine = (url: string) => `Metrics at ${url} (Prometheus)`;
 
 /** The demo user's credentials in a box, printed after the listen line so it is the last thing on screen. */
 function demoBox(url: string, token: string | undefined): string {

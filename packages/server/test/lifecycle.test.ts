@@ -3,14 +3,15 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateDownToZero, migrateToLatest } from '../src/db/migrate.ts';
-import { call, createTestDatabase, demoUserToken, type TestDatabase } from './support.ts';
+import { call, createTestDatabase, demoUserToken, eventually, type TestDatabase } from './support.ts';
 
 const run = promisify(execFile);
 const serverDir = join(import.meta.dirname, '..', 'src');
@@ -61,6 +62,20 @@ describe('pnpm start', () => {
     expect((failure as { stderr: string }).stderr.trim()).toBe('Cannot start: PORT must be an integer from 0 to 65535, got "eighty"');
   });
 
+  it('stops with one clear line when the METRICS_PORT it is given is taken', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const { port } = taken.address() as AddressInfo;
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', METRICS_PORT: String(port) },
+    }).catch((e: { code: number; stderr: string }) => e);
+    taken.close();
+    expect(failure).toMatchObject({ code: 1 });
+    expect((failure as { stderr: string }).stderr.trim()).toBe(
+      `Cannot start: METRICS_PORT/METRICS_HOST: cannot listen on 127.0.0.1:${port} (the port is taken: set METRICS_PORT to a free port, or off)`,
+    );
+  });
+
   it('stops with one clear line when the database cannot be reached', async () => {
     const failure = await run(process.execPath, [join(serverDir, 'main.ts')], {
       env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PORT: '0' },
@@ -94,7 +109,7 @@ describe('pnpm start', () => {
 
   it('migrates, seeds a demo user, runs workflows, drains on SIGTERM and exits 0', async () => {
     const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
-      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
+      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -122,6 +137,17 @@ describe('pnpm start', () => {
       if (i > 200) throw new Error('the install did not run');
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
+    // Its metrics listener, apart from the API's port, counted the requests and the install's steps.
+    const metricsUrl = /Metrics at (http:\/\/[^\s"]+)/.exec(out)![1]!;
+    // The workflow is recorded finished just after its last step made the install running.
+    const metrics = await eventually(
+      async () => (await fetch(metricsUrl)).text(),
+      (text) => /^platform_workflows_finished_total\{kind="createInstall"/m.test(text),
+      'the finished workflow counted',
+    );
+    expect(metrics).toMatch(/^platform_http_request_duration_seconds_count\{operation="createInstall",status="202"\} 1$/m);
+    expect(metrics).toMatch(/^platform_workflows_finished_total\{kind="createInstall",outcome="succeeded"\} 1$/m);
+    expect(metrics).toMatch(/^platform_workflows\{kind="createInstall",state="running"\} 0$/m);
     // A followed log stream gets the shutdown block and is closed, so its client reconnects elsewhere.
     const stream = await fetch(`${baseUrl}/v1/installs/${install.body.id}/logs`, {
       headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },

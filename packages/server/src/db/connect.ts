@@ -9,6 +9,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { observeQueries } from '../telemetry/pg.ts';
 import { prepareStatements } from './prepared-statements.ts';
 import { registerPool } from './raw-query.ts';
 import type { Database } from './schema.ts';
@@ -67,6 +68,7 @@ export function openDatabase(
   pool.on('connect', (client) => {
     client.on('error', () => {});
     if (preparedStatements) prepareStatements(client);
+    observeQueries(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   registerPool(db, pool);

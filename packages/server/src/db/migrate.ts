@@ -32,6 +32,7 @@ import * as webhookDeliveryIndexes from './migrations/20261126_2100_webhook_deli
 import * as deliveriesGoWithTheirEvent from './migrations/20261126_2200_deliveries_go_with_their_event.ts';
 import * as replaysAsSent from './migrations/20261127_0900_replays_as_sent.ts';
 import * as replayedHeaders from './migrations/20261128_1000_replayed_headers.ts';
+import * as traceParents from './migrations/20261128_2000_trace_parents.ts';
 import type { Database } from './schema.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -63,6 +64,7 @@ export const migrations: Record<string, Migration> = {
   '20261126_2200_deliveries_go_with_their_event': deliveriesGoWithTheirEvent,
   '20261127_0900_replays_as_sent': replaysAsSent,
   '20261128_1000_replayed_headers': replayedHeaders,
+  '20261128_2000_trace_parents': traceParents,
 };
 
 /**

@@ -229,6 +229,8 @@ export interface WorkflowsTable {
   /** The pg-boss job last sent for it: while that job waits in the queue, the workflow is no orphan. */
   job_id: ColumnType<string | null, string | null | undefined, string | null>;
   error: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The W3C traceparent of the span that started it (its steps' parent); null without tracing. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
   updated_at: Seconds;
 }
@@ -325,6 +327,8 @@ export interface EventsTable {
   object_type: Schema<'Event'>['object_type'];
   object_id: string;
   object: Json<Schema<'Event'>['object']>;
+  /** The W3C traceparent of the span that recorded it (its deliveries' parent); null without tracing. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
 }
 
