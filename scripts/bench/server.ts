@@ -99,12 +99,6 @@ export async function listedClusters(db: Connection['db'], workspaceId: string, 
   await sql`ANALYZE`.execute(db);
 }
 
-/** `duration`: seconds of the two main loads (server and baseline); the warm-ups and page loads are fixed. */
-export async function benchServer(duration = DURATION): Promise<Record<string, number>> {
-  const { admin, url, connection: bench } = await freshDatabase('platform_bench', 'bench');
-  const user = await createUser(bench.db, systemClock, 'bench@platform.example', 'pro');
-  await listedClusters(bench.db, user.workspaceId, CLUSTERS);
-
 /** A fresh database with a user whose workspace holds CLUSTERS clusters: the list load's data. */
 export async function listDatabase() {
   const { admin, url, connection: bench } = await freshDatabase('platform_bench', 'bench');
