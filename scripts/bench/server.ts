@@ -95,8 +95,8 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
   const { admin, url, connection: bench } = await freshDatabase('platform_bench', 'bench');
   const user = await createUser(bench.db, systemClock, 'bench@platform.example', 'pro');
   await sql`
-    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
-    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${user.workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
+    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, kaas_release, status, status_message, created_at)
+    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${user.workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'v1.31.13', 'RUNNING', NULL, 1700000000 + n
     FROM generate_series(1, ${CLUSTERS}) AS n`.execute(bench.db);
   await sql`ANALYZE`.execute(bench.db);
   const deep = await bench.db

@@ -11,6 +11,7 @@ export interface QueryDefaults {
   listEvents: 'limit';
   listInstallRevisions: 'limit';
   listInstalls: 'limit';
+  listKaasVersions: 'limit';
   listNotifications: 'unread' | 'limit';
   listProducts: 'limit';
   listRegions: 'limit';

@@ -17,7 +17,6 @@ import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName, repositorySecretName } from '../src/providers/kubernetes/driver.ts';
-import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
@@ -79,7 +78,7 @@ function kamajiReady(clusterId: string, status = 'Ready') {
 
 async function runningCluster(): Promise<string> {
   const clusterId = newId('cl');
-  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+  await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
   kamajiReady(clusterId);
   return clusterId;
 }
@@ -130,13 +129,13 @@ describe('start-up', () => {
 describe('control planes (Kamaji)', () => {
   it('creates a TenantControlPlane, follows its status to RUNNING, and deletes it', async () => {
     const clusterId = newId('cl');
-    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(created).toEqual({ cluster_id: clusterId, status: 'PROVISIONING', message: null, endpoint: null });
     const tcp = management.get(TCP, KAMAJI_NS, k8sName(clusterId))!;
     expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.31.13' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
     expect(tcp.metadata.labels).toEqual({ 'platform-api/cluster': clusterId });
     // A re-run after a crash finds it: one TenantControlPlane.
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(management.list(TCP, KAMAJI_NS).filter((o) => o.metadata.name === k8sName(clusterId))).toHaveLength(1);
 
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'Provisioning' } } });
@@ -162,7 +161,7 @@ describe('control planes (Kamaji)', () => {
 
   it('mints a kubeconfig of the tenant with a TokenRequest token of a cluster-admin ServiceAccount, expiring as asked', async () => {
     const clusterId = newId('cl');
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     kamajiReady(clusterId);
     const first = await driver.kubeconfig(clusterId, 900);
     const config = parseYaml(first.kubeconfig);
@@ -208,6 +207,7 @@ describe('control planes (Kamaji)', () => {
             name: 'kamaji',
             region_id: 'fsn1',
             kaas_version: 'v1.31',
+            kaas_release: 'v1.31.13',
             status: 'PROVISIONING',
             status_message: null,
             created_at: clock.now(),
@@ -240,7 +240,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 describe('machines joining', () => {
   it('mints one bootstrap token per machine and returns user_data with kubeadm join; Ready means the Node is Ready', async () => {
     const clusterId = await runningCluster();
-    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_version: 'v1.31' };
+    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_release: 'v1.31.13' };
     const { user_data } = await driver.joinMachine(machine);
     const join = kubeadmJoinOf(user_data);
     const token = /^([a-z0-9]{6})\.([a-z0-9]{16})$/.exec(join.flags.token!);
@@ -284,7 +284,7 @@ describe("a worker's cloud-config", () => {
   it("is one Debian's cloud-init accepts, and prepares Ubuntu 24.04 as kubeadm's install guides say before it joins", async () => {
     if (!existsSync(CLOUD_INIT)) throw new Error(`${CLOUD_INIT} is missing: install it with \`apt-get update && apt-get install -y cloud-init\`.`);
     const clusterId = await runningCluster();
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_version: 'v1.31' });
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_release: 'v1.31.13' });
     const file = join(dir, 'user-data.yaml');
     await writeFile(file, user_data);
     const { stdout } = await promisify(execFile)(CLOUD_INIT, ['schema', '--config-file', file]);
@@ -302,14 +302,15 @@ describe("a worker's cloud-config", () => {
     // The cluster's minor release, not the latest.
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key');
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/ /');
-    expect(script).toContain('apt-get install -y kubelet kubeadm kubernetes-cni');
+    // The control plane's own patch release, as kubeadm's upgrade guide pins it, not the repository's newest.
+    expect(script).toContain("apt-get install -y kubelet='1.31.13-*' kubeadm='1.31.13-*' kubernetes-cni");
     expect(kubeadmJoinOf(user_data).flags['node-name']).toBe('worker-9');
   });
 
   it('joins with the token and CA hash the driver minted, and kubeadm refuses any other', async () => {
     const clusterId = await runningCluster();
     const kubeadm = new KubeadmWorker(tenant, () => false);
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_version: 'v1.32' });
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_release: 'v1.32.9' });
     const { token, 'discovery-token-ca-cert-hash': hash } = kubeadmJoinOf(user_data).flags;
     const [id, secret] = token!.split('.');
     expect(() => kubeadm.boot(user_data.replace(`${id}.${secret}`, `${id}.${'x'.repeat(16)}`))).toThrow(/could not find a JWS signature/);
@@ -381,7 +382,12 @@ describe("a cluster's pod network", () => {
     const clusterId = await runningCluster();
     const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
     const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-net', kubernetes_version: 'v1.31' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-net',
+      kubernetes_release: 'v1.31.13',
+    });
     kubeadm.boot(user_data);
     expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false);
     await driver.ensureNetwork(clusterId);
@@ -1400,7 +1406,7 @@ describe('Kamaji: what it admits and what it reports', () => {
 
   it("enables the Konnectivity addon and sets the network profile to the CNI's addresses", async () => {
     const clusterId = newId('cl');
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({
       addons: { konnectivity: { server: { port: 8132 } } },
       networkProfile: { podCidrs: ['10.244.0.0/16'], serviceCidrs: ['10.96.0.0/12'], dnsServiceIPs: ['10.96.0.10'] },
@@ -1408,11 +1414,13 @@ describe('Kamaji: what it admits and what it reports', () => {
     await driver.deleteCluster(clusterId);
   });
 
-  it('creates each of the contract minors as its pinned patch release, which Kamaji admits', async () => {
+  it('creates each Kubernetes version of the platform at its release, which Kamaji admits', async () => {
     const before = management.refused.length;
-    for (const [minor, release] of Object.entries(KUBERNETES_RELEASES)) {
+    const versions = await database.db.selectFrom('kaas_versions').select('release').execute();
+    expect(versions.length).toBeGreaterThan(0);
+    for (const { release } of versions) {
       const clusterId = newId('cl');
-      await driver.createCluster({ cluster_id: clusterId, kubernetes_version: minor });
+      await driver.createCluster({ cluster_id: clusterId, kubernetes_release: release });
       expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({ kubernetes: { version: release } });
       await driver.deleteCluster(clusterId);
     }
@@ -1448,6 +1456,7 @@ describe('Kamaji: what it admits and what it reports', () => {
             name: 'kamaji',
             region_id: 'fsn1',
             kaas_version: 'v1.32',
+            kaas_release: 'v1.32.9',
             status: 'PROVISIONING',
             status_message: null,
             created_at: clock.now(),
@@ -1567,7 +1576,7 @@ describe('Kamaji: what it admits and what it reports', () => {
     const kamaji = new KamajiController(management, tenant);
     const clusterId = newId('cl');
     const name = k8sName(clusterId);
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
     const install = {
       cluster_id: clusterId,
