@@ -23,9 +23,9 @@ import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEnt
 import { createRuntime } from '../src/runtime.ts';
 import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
-import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
+import { KAMAJI_KUBEADM_CONFIG_API, KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController, uploadKubeadmConfig } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
-import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
+import { KubeadmWorker, kubeadmConfigRefusal, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, createTestDatabase, newUser, serverLogger, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -61,8 +61,11 @@ afterAll(async () => {
 const kubernetesConfig = (env: Record<string, string> = {}) =>
   loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: kubeconfigPath, ARGOCD_NAMESPACE: ARGO_NS, KAMAJI_NAMESPACE: KAMAJI_NS, ...env });
 
-/** What Kamaji does once the control plane runs: the status, and the admin kubeconfig Secret (of the tenant). */
-function kamajiReady(clusterId: string, status = 'Ready') {
+/**
+ * What Kamaji does once the control plane runs: the status, the admin kubeconfig Secret (of the tenant), and the
+ * tenant's kubeadm-config.
+ */
+function kamajiReady(clusterId: string, status = 'Ready', release = 'v1.31.13') {
   const name = k8sName(clusterId);
   management.put('v1/secrets', {
     metadata: { name: `${name}-admin-kubeconfig`, namespace: KAMAJI_NS },
@@ -71,9 +74,10 @@ function kamajiReady(clusterId: string, status = 'Ready') {
   });
   management.setStatus(TCP, KAMAJI_NS, name, {
     controlPlaneEndpoint: new URL(tenant.url).host,
-    kubernetesResources: { version: { status, version: 'v1.31.13' } },
+    kubernetesResources: { version: { status, version: release } },
     kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
   });
+  uploadKubeadmConfig(tenant, release);
 }
 
 async function runningCluster(): Promise<string> {
@@ -310,7 +314,7 @@ describe("a worker's cloud-config", () => {
   it('joins with the token and CA hash the driver minted, and kubeadm refuses any other', async () => {
     const clusterId = await runningCluster();
     const kubeadm = new KubeadmWorker(tenant, () => false);
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_release: 'v1.32.9' });
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_release: 'v1.31.13' });
     const { token, 'discovery-token-ca-cert-hash': hash } = kubeadmJoinOf(user_data).flags;
     const [id, secret] = token!.split('.');
     expect(() => kubeadm.boot(user_data.replace(`${id}.${secret}`, `${id}.${'x'.repeat(16)}`))).toThrow(/could not find a JWS signature/);
@@ -321,6 +325,46 @@ describe("a worker's cloud-config", () => {
     // Joined, but NotReady until the cluster has a pod network.
     expect(await driver.nodeReady(clusterId, 'worker-7')).toBe(false);
     expect(tenant.refused).toEqual([]);
+  });
+
+  it("installs the kubelet and kubeadm of the control plane's patch release, not the newest its repository has since", async () => {
+    const clusterId = await runningCluster();
+    const kubeadm = new KubeadmWorker(tenant, () => false);
+    // A patch published after the cluster was made: an unpinned install would take it.
+    kubeadm.repository.publish('v1.31.14');
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-pin',
+      kubernetes_release: 'v1.31.13',
+    });
+    expect(kubeadm.boot(user_data)).toBe('worker-pin');
+    const node = tenant.get('v1/nodes', undefined, 'worker-pin') as unknown as { status: { nodeInfo: { kubeletVersion: string } } };
+    expect(node.status.nodeInfo.kubeletVersion).toBe('v1.31.13');
+    // A release the repository does not have is apt's error, not some other version.
+    const missing = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-none', kubernetes_release: 'v1.31.99' });
+    expect(() => kubeadm.boot(missing.user_data)).toThrow("E: Version '1.31.99-*' for 'kubelet' was not found");
+  });
+
+  it("joins with a kubeadm that reads Kamaji's v1beta4 kubeadm-config (v1.29 and later), and is refused as kubeadm refuses an older one", async () => {
+    const clusterId = newId('cl');
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.30.14' });
+    kamajiReady(clusterId, 'Ready', 'v1.30.14');
+    const kubeadm = new KubeadmWorker(tenant, () => false);
+    const join = (release: string, node: string) =>
+      driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: node, kubernetes_release: release }).then((j) => j.user_data);
+    expect(kubeadm.boot(await join('v1.30.14', 'worker-130'))).toBe('worker-130');
+    // kubeadm 1.28 has v1beta4 in its scheme, with extraArgs still a map; 1.27 has no v1beta4 at all.
+    const old = await join('v1.28.15', 'worker-128');
+    expect(() => kubeadm.boot(old)).toThrow(
+      'unable to fetch the kubeadm-config ConfigMap: failed to decode cluster configuration data: json: cannot unmarshal array into Go struct field APIServer.apiServer.extraArgs of type map[string]string',
+    );
+    const older = await join('v1.27.16', 'worker-127');
+    expect(() => kubeadm.boot(older)).toThrow('no kind "ClusterConfiguration" is registered for version "kubeadm.k8s.io/v1beta4"');
+    expect(tenant.get('v1/nodes', undefined, 'worker-128')).toBeUndefined();
+    // Every version the platform offers installs a kubeadm that reads what Kamaji writes.
+    for (const { release } of await database.db.selectFrom('kaas_versions').select('release').where('available_for_new_clusters', '=', true).execute())
+      expect(kubeadmConfigRefusal(release.slice(1), KAMAJI_KUBEADM_CONFIG_API), release).toBeUndefined();
   });
 });
 
