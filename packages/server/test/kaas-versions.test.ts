@@ -1,22 +1,13 @@
 // The Kubernetes versions of the managed control plane as data: listed by GET /v1/kaas/versions, checked when a
 // cluster is created (an unknown or retired version is a 422 naming the versions on offer), and changed by an
 // operator without a new release, while the clusters of a retired version keep their version and release.
-import { createPlatformClient, PlatformApiError } from '@platform/client';
+import { createPlatformClient } from '@platform/client';
 import { describe, expect, it } from 'vitest';
 import { setKaasVersion, setKaasVersionAvailability } from '../src/resources/kaas-versions.ts';
-import { newUser, useTestServer } from './support.ts';
+import { apiError, newUser, useTestServer } from './support.ts';
 
 const app = useTestServer();
 const { clock } = app;
-
-async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(PlatformApiError);
-  return error as PlatformApiError;
-}
 
 const at = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000;
 
