@@ -93,8 +93,8 @@ export async function quiet(db: Connection['db'], pid: number): Promise<void> {
 /** The list's data: `count` running clusters in the workspace, as rows (the statistics brought up to date). */
 export async function listedClusters(db: Connection['db'], workspaceId: string, count: number): Promise<void> {
   await sql`
-    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
-    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
+    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, kaas_release, status, status_message, created_at)
+    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'v1.31.13', 'RUNNING', NULL, 1700000000 + n
     FROM generate_series(1, ${count}) AS n`.execute(db);
   await sql`ANALYZE`.execute(db);
 }

@@ -12,6 +12,7 @@ export interface QueryDefaults {
   listEvents: 'limit';
   listInstallRevisions: 'limit';
   listInstalls: 'limit';
+  listKaasVersions: 'limit';
   listNotifications: 'unread' | 'limit';
   listProducts: 'limit';
   listRegions: 'limit';

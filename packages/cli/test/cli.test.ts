@@ -345,6 +345,16 @@ describe('platform', () => {
     });
   });
 
+  describe('clusters versions', () => {
+    it('lists the Kubernetes versions as the API does, and as a table saying which new clusters may use', async () => {
+      expect(await platformJson(['clusters', 'versions'])).toEqual(await api().GET('/v1/kaas/versions'));
+      const table = await platform(['clusters', 'versions'], { columns: 200 });
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(/^VERSION +RELEASE +NEW CLUSTERS +END OF SUPPORT/);
+      expect((await platform(['clusters', 'versions'])).stdout).toMatch(/^v1\.36\tv1\.36\.4\tyes\t2027-06-28/m);
+    });
+  });
+
   describe('errors and usage', () => {
     it('prints the service’s message, suggestion and request id on stderr and exits 1', async () => {
       const run = await platform(['clusters', 'get', 'cl_doesnotexist']);
@@ -373,6 +383,10 @@ describe('platform', () => {
       expect(badVersion.code).toBe(1);
       expect(badVersion.stderr).toContain('(422 validation_error)');
       expect(badVersion.stderr).toContain('Suggestion: See `platform clusters create --help` for what kaas_version accepts.');
+      const unknownVersion = await platform(['clusters', 'create', '--name', 'odd', '--region', 'fsn1', '--version', 'v1.99']);
+      expect(unknownVersion.code).toBe(1);
+      expect(unknownVersion.stderr).toContain('Kubernetes v1.99 is not a version of this platform. (422 validation_error)');
+      expect(unknownVersion.stderr).toMatch(/Suggestion: Choose one of: v1\.30, .*v1\.36 \(`platform clusters versions`\)\./);
 
       const productFile = join(configHome(), 'product.yaml');
       writeFileSync(

@@ -251,6 +251,31 @@ describe('pnpm admin', () => {
     }
   });
 
+  it('kaas-versions lists the Kubernetes versions; set, retire and offer change them', async () => {
+    const list = async () =>
+      (await admin('kaas-versions')).stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect((await list()).map((v) => v.id)).toEqual(['v1.30', 'v1.31', 'v1.32', 'v1.35', 'v1.36']);
+    const added = JSON.parse((await admin('set-kaas-version', '--version', 'v1.37', '--release', 'v1.37.1', '--end-of-support', '2027-10-28')).stdout);
+    expect(added).toMatchObject({
+      id: 'v1.37',
+      release: 'v1.37.1',
+      available_for_new_clusters: true,
+      end_of_support_at: Date.parse('2027-10-28T00:00:00Z') / 1000,
+    });
+    await admin('retire-kaas-version', '--version', 'v1.30');
+    expect((await list()).find((v) => v.id === 'v1.30')).toMatchObject({ available_for_new_clusters: false });
+    await admin('offer-kaas-version', '--version', 'v1.30');
+    expect((await list()).find((v) => v.id === 'v1.30')).toMatchObject({ available_for_new_clusters: true });
+    const unknown = await admin('retire-kaas-version', '--version', 'v1.99').catch((e: { code: number; stderr: string }) => e);
+    expect(unknown).toMatchObject({ code: 1 });
+    expect((unknown as { stderr: string }).stderr).toContain('Kubernetes v1.99 is not a version of this platform.');
+    const wrongRelease = await admin('set-kaas-version', '--version', 'v1.37', '--release', 'v1.36.4').catch((e: { code: number; stderr: string }) => e);
+    expect((wrongRelease as { stderr: string }).stderr).toContain('"v1.36.4" is not a patch release of v1.37');
+  });
+
   it('wrong arguments print usage on stderr and exit 2', async () => {
     for (const args of [
       [],
@@ -259,6 +284,9 @@ describe('pnpm admin', () => {
       ['set-override', '--user', 'u', '--workspace', 'w', '--metric', 'kaas/clusters', '--limit', '1'],
       ['frobnicate'],
       ['create-user', '--bogus'],
+      ['set-kaas-version', '--version', 'v1.37'],
+      ['set-kaas-version', '--version', 'v1.37', '--release', 'v1.37.1', '--end-of-support', 'soon'],
+      ['retire-kaas-version'],
     ]) {
       const failure = await admin(...args).catch((e: { code: number; stderr: string; stdout: string }) => e);
       expect(failure, args.join(' ')).toMatchObject({ code: 2, stdout: '' });

@@ -2,8 +2,9 @@
 // response validation on (a response that breaks the contract fails the test), with the workflow runtime when
 // they ask for it: useTestServer() at the top of a file.
 import { randomBytes } from 'node:crypto';
+import { PlatformApiError } from '@platform/client';
 import type { Kysely } from 'kysely';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { type AppOptions, createApp } from '../src/app.ts';
 import { type Clock, systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
@@ -379,4 +380,14 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
       return ready(runtime, 'runtime');
     },
   };
+}
+
+/** The PlatformApiError a client call is refused with (the test fails if it succeeds or throws anything else). */
+export async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PlatformApiError);
+  return error as PlatformApiError;
 }

@@ -31,7 +31,8 @@ import * as webhookLiveLeases from './migrations/20261126_2000_webhook_live_leas
 import * as webhookDeliveryIndexes from './migrations/20261126_2100_webhook_delivery_indexes.ts';
 import * as deliveriesGoWithTheirEvent from './migrations/20261126_2200_deliveries_go_with_their_event.ts';
 import * as replaysAsSent from './migrations/20261127_0900_replays_as_sent.ts';
-import * as replayedHeaders from './migrations/20261128_1000_replayed_headers.ts';
+import * as kaasVersions from './migrations/20261128_1000_kaas_versions.ts';
+import * as replayedHeaders from './migrations/20261128_1100_replayed_headers.ts';
 import * as traceParents from './migrations/20261128_2000_trace_parents.ts';
 import type { Database } from './schema.ts';
 
@@ -63,7 +64,8 @@ export const migrations: Record<string, Migration> = {
   '20261126_2100_webhook_delivery_indexes': webhookDeliveryIndexes,
   '20261126_2200_deliveries_go_with_their_event': deliveriesGoWithTheirEvent,
   '20261127_0900_replays_as_sent': replaysAsSent,
-  '20261128_1000_replayed_headers': replayedHeaders,
+  '20261128_1000_kaas_versions': kaasVersions,
+  '20261128_1100_replayed_headers': replayedHeaders,
   '20261128_2000_trace_parents': traceParents,
 };
 

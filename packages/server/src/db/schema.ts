@@ -73,12 +73,23 @@ export interface RegionsTable {
   created_at: Seconds;
 }
 
+/** A Kubernetes version of the managed control plane (`v1.35`) and the patch release new clusters of it run. */
+export interface KaasVersionsTable {
+  id: string;
+  release: string;
+  available_for_new_clusters: boolean;
+  end_of_support_at: Seconds | null;
+  created_at: Seconds;
+}
+
 export interface ClustersTable {
   id: string;
   workspace_id: string;
   name: string;
   region_id: string;
   kaas_version: string;
+  /** The patch release the cluster was created with: its control plane's, and its workers' kubelet and kubeadm. */
+  kaas_release: string;
   status: Schema<'ClusterStatus'>;
   status_message: string | null;
   created_at: Seconds;
@@ -400,6 +411,7 @@ export interface Database {
   workspace_invitations: WorkspaceInvitationsTable;
   tokens: TokensTable;
   regions: RegionsTable;
+  kaas_versions: KaasVersionsTable;
   clusters: ClustersTable;
   compute_configs: ComputeConfigsTable;
   machines: MachinesTable;

@@ -12,7 +12,7 @@ export const createClusterWorkflow = (deadlines: WorkflowDeadlines): WorkflowDef
     async start(ctx) {
       const cluster = await clusterOf(ctx);
       if (!cluster) return { done: true };
-      await ctx.driver.createCluster({ cluster_id: cluster.id, kubernetes_version: cluster.kaas_version });
+      await ctx.driver.createCluster({ cluster_id: cluster.id, kubernetes_release: cluster.kaas_release });
       return { next: 'await' };
     },
     async await(ctx) {

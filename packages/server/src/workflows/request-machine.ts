@@ -55,7 +55,7 @@ const provision: WorkflowDefinition = {
         cluster_id: machine.cluster_id,
         machine_id: machine.provider_id,
         node_name: machine.node_name,
-        kubernetes_version: cluster.kaas_version,
+        kubernetes_release: cluster.kaas_release,
       });
       const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
