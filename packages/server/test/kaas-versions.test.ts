@@ -2,6 +2,7 @@
 // cluster is created (an unknown or retired version is a 422 naming the versions on offer), and changed by an
 // operator without a new release, while the clusters of a retired version keep their version and release.
 import { createPlatformClient } from '@platform/client';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { setKaasVersion, setKaasVersionAvailability } from '../src/resources/kaas-versions.ts';
 import { apiError, newUser, useTestServer } from './support.ts';
@@ -96,5 +97,16 @@ describe('a cluster’s kaas_version', () => {
     await expect(setKaasVersion(app.db, { id: 'v1.34', release: 'v1.35.9', end_of_support_at: null }, clock.now())).rejects.toMatchObject({
       param: 'release',
     });
+  });
+});
+
+describe('the previous release beside this one (a rolling upgrade)', () => {
+  it('inserts clusters without a release, and each gets its version’s release: no row is without one', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    // As the previous release's server writes a cluster: it knows no kaas_release.
+    await sql`INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
+      VALUES ('cl_previous_release', ${user.workspaceId}, 'previous', 'fsn1', 'v1.32', 'PROVISIONING', NULL, ${clock.now()})`.execute(app.db);
+    const row = await app.db.selectFrom('clusters').select(['kaas_version', 'kaas_release']).where('id', '=', 'cl_previous_release').executeTakeFirstOrThrow();
+    expect(row).toEqual({ kaas_version: 'v1.32', kaas_release: 'v1.32.9' });
   });
 });

@@ -88,8 +88,12 @@ export interface ClustersTable {
   name: string;
   region_id: string;
   kaas_version: string;
-  /** The patch release the cluster was created with: its control plane's, and its workers' kubelet and kubeadm. */
-  kaas_release: string;
+  /**
+   * The patch release the cluster was created with: its control plane's, and its workers' kubelet and kubeadm.
+   * Nullable in the table until a later release's contract step; never null in a row (a trigger fills it in for a
+   * previous release's insert).
+   */
+  kaas_release: ColumnType<string, string | undefined, string>;
   status: Schema<'ClusterStatus'>;
   status_message: string | null;
   created_at: Seconds;

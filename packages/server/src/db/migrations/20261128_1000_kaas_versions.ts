@@ -43,13 +43,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ('v1.36', 'v1.36.4', true, 1814140800, 1795824000);
     ALTER TABLE clusters ADD COLUMN kaas_release text;
     UPDATE clusters SET kaas_release = (SELECT release FROM kaas_versions WHERE kaas_versions.id = clusters.kaas_version);
-    ALTER TABLE clusters ALTER COLUMN kaas_release SET NOT NULL;
     ALTER TABLE clusters ADD CONSTRAINT clusters_kaas_version_fkey FOREIGN KEY (kaas_version) REFERENCES kaas_versions (id);
+    -- Expand: the previous release's servers, running beside this one during an upgrade, insert clusters without a
+    -- release; their version's is filled in, so every row has one. NOT NULL (and dropping this trigger) is a
+    -- contract step of a later release.
+    CREATE FUNCTION clusters_kaas_release_of_version() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        NEW.kaas_release := (SELECT release FROM kaas_versions WHERE id = NEW.kaas_version);
+        RETURN NEW;
+      END $$;
+    CREATE TRIGGER clusters_kaas_release_of_version BEFORE INSERT ON clusters
+      FOR EACH ROW WHEN (NEW.kaas_release IS NULL) EXECUTE FUNCTION clusters_kaas_release_of_version();
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
+    DROP TRIGGER clusters_kaas_release_of_version ON clusters;
+    DROP FUNCTION clusters_kaas_release_of_version;
     ALTER TABLE clusters DROP CONSTRAINT clusters_kaas_version_fkey;
     ALTER TABLE clusters DROP COLUMN kaas_release;
     DROP TABLE kaas_versions;
