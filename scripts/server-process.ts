@@ -17,13 +17,15 @@ export interface ServerProcess {
 const MAIN = 'packages/server/src/main.ts';
 
 /**
- * The Node flags `pnpm start` gives the server (package.json), so what is measured is what users start. A module
- * it preloads (`--import ./…`, relative to the repository) is named by its file URL, whatever the caller's folder.
+ * The Node flags `pnpm start` gives the server (package.json), so what is measured (and what the image runs) is
+ * what users start. A module it preloads (`--import ./…`, relative to the repository) is named by `locate`: by
+ * default its file URL, whatever the caller's folder.
  */
-export function serverNodeFlags(): string[] {
+export function serverNodeFlags(locate = (path: string) => pathToFileURL(join(repoRoot, path)).href): string[] {
   const start = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const words = start.split(/\s+/);
-  return words.slice(1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? pathToFileURL(join(repoRoot, word)).href : word));
+  if (words[0] !== 'node' || !words.includes(MAIN)) throw new Error(`package.json's start script is no longer "node <flags> ${MAIN}": ${start}`);
+  return words.slice(1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? locate(word) : word));
 }
 
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
