@@ -199,6 +199,7 @@ function main(): void {
       ['--env', 'HOST=0.0.0.0'],
       ['--env', 'PORT=8080'],
       ['--env', 'NODE_ENV=production'],
+      ['--env', 'PATH=/usr/local/bin:/usr/bin:/bin'],
       ['--port', '8080/tcp'],
       ['--label', 'org.opencontainers.image.title=platform-api'],
       ['--label', 'org.opencontainers.image.description=The platform management API: --role api|worker|all, migrate, or an admin command'],
@@ -239,9 +240,7 @@ function main(): void {
       step(`OCI archive ${options.archive}`, () => run('buildah', ['push', '--quiet', '--format', 'oci', name, `oci-archive:${options.archive}`]));
       console.log(`  archive ${megabytes(statSync(options.archive).size)} (compressed, as a registry stores it)`);
     }
-    console.log(
-      `Built in ${((performance.now() - started) / 1000).toFixed(0)} s. Run: podman run --runtime runc -e DATABASE_URL=… -p 8080:8080 ${name} --role all`,
-    );
+    console.log(`Built in ${((performance.now() - started) / 1000).toFixed(0)} s. README.md "In production" says how to run it and deploy it.`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -1,15 +1,14 @@
 // The image as an operator runs it (README "In production"): `pnpm image` builds it, podman runs it the way the
 // Kubernetes manifests do (read-only root, every capability dropped, no privilege escalation, its own non-root
-// user) against a fresh database on the test run's PostgreSQL: the image's migrations, a token from its admin
-// command, then the server, ready and answering the API with that token, stopped by SIGTERM with exit code 0. A
-// second build of the same tree gives the same digest. Needs podman (with runc), buildah and mmdebstrap; where
+// user, no demo user) against a fresh database on the test run's PostgreSQL: the image's migrations, the server,
+// ready, a token from the image's admin command, the API answering with it, and SIGTERM stopping the server with
+// exit code 0. A second build of the same tree gives the same digest. Needs podman (with runc), buildah and mmdebstrap; where
 // podman is missing the test is skipped, saying so (.ci/run installs them).
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '@platform/server/testing';
+import { createTestDatabase, freePort, type TestDatabase } from '@platform/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
@@ -66,17 +65,6 @@ const podmanRun = (options: string[], args: string[]) => [
   ...args,
 ];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe.skipIf(podmanMissing)(`the image, run with podman${podmanMissing ? ` (skipped: ${podmanMissing})` : ''}`, () => {
   let database: TestDatabase;
   let built: { digest: string; bytes: number };
@@ -92,18 +80,27 @@ describe.skipIf(podmanMissing)(`the image, run with podman${podmanMissing ? ` (s
     await database?.drop();
   });
 
-  it('migrates, makes a token, serves the API with it, and stops on SIGTERM', { timeout: 180_000 }, async () => {
+  it('migrates, serves, makes a token that the API takes, and stops on SIGTERM', { timeout: 180_000 }, async () => {
     expect(built.bytes).toBeLessThan(300e6);
     const env = ['--env', `DATABASE_URL=${database.url}`];
     expect(succeed('podman', podmanRun(['--rm', ...env], ['migrate']))).toContain('Migrations applied.');
-    const { token } = JSON.parse(succeed('podman', podmanRun(['--rm', ...env], ['create-user', '--email', 'ops@example.com', '--plan', 'pro']))) as {
-      token: string;
-    };
-    expect(token).toMatch(/^svc_pat_/);
 
     const port = await freePort();
     const secretsKey = randomBytes(32).toString('base64');
-    const serving = ['--detach', '--name', container, ...env, '--env', `SECRETS_KEY=${secretsKey}`, '--env', 'HOST=127.0.0.1', '--env', `PORT=${port}`];
+    const serving = [
+      '--detach',
+      '--name',
+      container,
+      ...env,
+      '--env',
+      `SECRETS_KEY=${secretsKey}`,
+      '--env',
+      'HOST=127.0.0.1',
+      '--env',
+      `PORT=${port}`,
+      '--env',
+      'SEED_DEMO=false',
+    ];
     succeed('podman', podmanRun(serving, ['--role', 'all']));
     const base = `http://127.0.0.1:${port}`;
     let ready: Response | undefined;
@@ -114,6 +111,15 @@ describe.skipIf(podmanMissing)(`the image, run with podman${podmanMissing ? ` (s
     expect(ready?.status, run('podman', ['logs', container]).stdout).toBe(200);
     expect(await ready!.json()).toEqual({ status: 'ok', checks: { database: 'ok', queue: 'ok' } });
 
+    // SEED_DEMO=false: the empty database got no demo user; the operator makes the first one.
+    const demo = run('podman', podmanRun(['--rm', ...env], ['demo-token']));
+    expect(demo.status, demo.stdout).toBe(1);
+    expect(demo.stderr).toContain('no demo user');
+    const { token } = JSON.parse(succeed('podman', podmanRun(['--rm', ...env], ['create-user', '--email', 'ops@example.com', '--plan', 'pro']))) as {
+      token: string;
+    };
+    expect(token).toMatch(/^svc_pat_/);
+
     const clusters = await fetch(`${base}/v1/clusters`, { headers: { authorization: `Bearer ${token}` } });
     expect(clusters.status).toBe(200);
     expect(await clusters.json()).toMatchObject({ data: [] });
@@ -122,8 +128,7 @@ describe.skipIf(podmanMissing)(`the image, run with podman${podmanMissing ? ` (s
     // The server is the container's first process: SIGTERM drains it, and it exits 0.
     succeed('podman', ['stop', '--time', '30', container]);
     expect(succeed('podman', ['inspect', '--format', '{{.State.ExitCode}}', container]).trim()).toBe('0');
-    const user = succeed('podman', ['image', 'inspect', '--format', '{{.Config.User}}', tag]).trim();
-    expect(user).toBe('10001:10001');
+    expect(succeed('podman', ['image', 'inspect', '--format', '{{.Config.User}}', tag]).trim()).toBe('10001:10001');
   });
 
   it('builds the same image again, to the byte (the same digest)', { timeout: 600_000 }, () => {

@@ -200,6 +200,7 @@ describe.each(OVERLAYS)('deploy/overlays/%s', (overlay) => {
     const { settings, config } = serverConfig(objects);
     expect(config.compute.provider).toBe('hetzner');
     expect(config.clusterDriver.kind).toBe('kubernetes');
+    expect(config.seedDemo).toBe(false);
     // Otherwise each pod names the installation after its own host name, and the leftovers reconciler of one
     // pod does not know the servers another made.
     expect(settings.PUBLIC_URL || settings.HCLOUD_MANAGED_BY).toBeTruthy();

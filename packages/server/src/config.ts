@@ -62,6 +62,8 @@ export interface Config {
   devicePollIntervalSeconds: number;
   /** What this process runs: the API, the workflow workers, or both. */
   role: Role;
+  /** Whether the first start on an empty database seeds the demo user and its sample resources. */
+  seedDemo: boolean;
   /** Workflows one worker process runs at once. */
   workerConcurrency: number;
   /** How often (ms) a followed install's tail looks for new lines (one poller per install and process). */
@@ -407,6 +409,7 @@ export function loadConfig(env: Env = process.env): Config {
     deviceCodeTtlSeconds: integer(env, 'DEVICE_CODE_TTL_SECONDS', 600, 60, 3600),
     devicePollIntervalSeconds: integer(env, 'DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
     role: role(env),
+    seedDemo: boolean(env, 'SEED_DEMO', true),
     orphanAfterSeconds: integer(env, 'WORKFLOW_ORPHAN_SECONDS', 15, 1, 3600),
     deadlines: {
       clusterReadySeconds: integer(env, 'CLUSTER_READY_TIMEOUT_SECONDS', 900, 60, 86_400),

@@ -65,12 +65,14 @@ async function main(): Promise<void> {
     return;
   }
   if (config.role === 'all') workersRunning();
-  const token = await seedDemo(
-    connection.db,
-    systemClock,
-    { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
-    progress,
-  );
+  const token = config.seedDemo
+    ? await seedDemo(
+        connection.db,
+        systemClock,
+        { provider: runtime.provider, driver: runtime.driver, simulatedCloud: config.compute.provider === 'simulated' },
+        progress,
+      )
+    : undefined;
   const shutdown = new AbortController();
   const accessChanges = await listenForAccessChanges(connection.url, logger);
   const app = await createApp({
@@ -99,7 +101,7 @@ async function main(): Promise<void> {
   });
   const url = `http://${config.host}:${port}`;
   console.log(`Platform API listening on ${url} (docs: ${url}/docs)`);
-  console.log(demoBox(url, token));
+  if (config.seedDemo) console.log(demoBox(url, token));
 }
 
 async function listen(http: HttpServer, config: { port: number; host: string }): Promise<number> {

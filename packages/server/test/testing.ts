@@ -16,4 +16,5 @@ export { encodeCursor } from '../src/services/pagination.ts';
 export { BEYOND_THE_REGISTRIES, IPV4_SPECIAL_PURPOSE, IPV6_SPECIAL_PURPOSE } from '../src/services/special-purpose-addresses.ts';
 export { blockRange } from '../src/services/ssrf.ts';
 export { buildWorld, idFor, type World } from './fixtures.ts';
+export { freePort } from './global-setup.ts';
 export * from './support.ts';
