@@ -65,6 +65,8 @@ const podmanRun = (options: string[], args: string[]) => [
   ...args,
 ];
 
+if (podmanMissing) console.warn(`test/deploy/image.test.ts skipped: ${podmanMissing}`);
+
 describe.skipIf(podmanMissing)(`the image, run with podman${podmanMissing ? ` (skipped: ${podmanMissing})` : ''}`, () => {
   let database: TestDatabase;
   let built: { digest: string; bytes: number };
