@@ -8,6 +8,8 @@ import { defineConfig } from 'vitest/config';
 const SLOW = [
   // processes
   'packages/server/test/lifecycle.test.ts',
+  // the container image, built and run with podman
+  'test/deploy/image.test.ts',
   'packages/server/test/first-run.test.ts',
   'packages/server/test/faults.test.ts',
   // the real `platform` process (the other CLI tests drive it in-process, in the first tier)

@@ -18,14 +18,18 @@ export interface ServerProcess {
 const MAIN = 'packages/server/src/main.ts';
 
 /**
- * The Node flags `pnpm start` gives the server (package.json), so what is measured is what users start. A module
- * it preloads (`--import ./…`, relative to the repository) is named by its file URL, whatever the caller's folder.
+ * The Node flags `pnpm start` gives the server (package.json), so what is measured (and what the image runs) is
+ * what users start. A module it preloads (`--import ./…`, relative to the repository) is named by `locate`: by
+ * default its file URL, whatever the caller's folder.
  */
-export function serverNodeFlags(): string[] {
+export function serverNodeFlags(locate = (path: string) => pathToFileURL(join(repoRoot, path)).href): string[] {
   const start = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   // `exec <node> <flags…> <main>`: the flags between the Node binary and the entry.
   const words = start.split(/\s+/);
-  return words.slice(words[0] === 'exec' ? 2 : 1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? pathToFileURL(join(repoRoot, word)).href : word));
+  const from = words[0] === 'exec' ? 1 : 0;
+  if (!/(^|\/)node$/.test(words[from] ?? '') || !words.includes(MAIN))
+    throw new Error(`package.json's start script is no longer "exec <node> <flags> ${MAIN}": ${start}`);
+  return words.slice(from + 1, words.indexOf(MAIN)).map((word) => (word.startsWith('./') ? locate(word) : word));
 }
 
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {

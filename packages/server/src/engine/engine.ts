@@ -219,6 +219,9 @@ export function onTransaction(trx: Kysely<Database>) {
   };
 }
 
+/** How long stopping waits for the workflow steps running here (a step cut then is taken up again by another worker). */
+export const ENGINE_STOP_TIMEOUT_MS = 10_000;
+
 export class WorkflowEngine implements WorkflowStarter {
   private readonly options: EngineOptions;
   private readonly boss: PgBoss;
@@ -302,7 +305,7 @@ export class WorkflowEngine implements WorkflowStarter {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
-    await this.boss.stop({ graceful: true, timeout: 10_000 });
+    await this.boss.stop({ graceful: true, timeout: ENGINE_STOP_TIMEOUT_MS });
     await this.lockPool.end();
   }
 
