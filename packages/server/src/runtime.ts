@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { openDatabase } from './db/connect.ts';
 import type { Database } from './db/schema.ts';
 import { WorkflowEngine } from './engine/engine.ts';
+import { controlPlaneWatch } from './jobs/control-planes.ts';
 import { eventRetention } from './jobs/event-retention.ts';
 import { leftoversReconciler } from './jobs/leftovers.ts';
 import { tokenExpiryNotices } from './jobs/token-expiry.ts';
@@ -39,6 +40,7 @@ export interface RuntimeOptions {
     | 'eventRetentionDays'
     | 'auditRetentionDays'
     | 'webhooks'
+    | 'clusterDriver'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -121,5 +123,11 @@ export function createRuntime(options: RuntimeOptions) {
     dryRun: config.compute.leftovers.dryRun,
     everyMs: config.compute.leftovers.everySeconds * 1000,
   });
-  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers };
+  const controlPlanes = controlPlaneWatch({
+    db: options.db,
+    logger: options.logger,
+    driver,
+    everyMs: (config.clusterDriver.kind === 'kubernetes' ? config.clusterDriver.watchSeconds : 60) * 1000,
+  });
+  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers, controlPlanes };
 }

@@ -20,7 +20,15 @@ import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName, repositor
 import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
-import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
+import {
+  type ClusterDriver,
+  ControlPlaneUnavailable,
+  chartLocation,
+  type HelmReleaseRequest,
+  type LogEntry,
+  type PodContainer,
+  type ReadLogOptions,
+} from '../src/providers/types.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
@@ -1422,7 +1430,11 @@ describe('Kamaji: what it admits and what it reports', () => {
   /** Runs the workflows with the driver (and `env`) while `use` plays Kamaji; the cluster row is made as the API would. */
   async function withClusterWorkflow(
     env: Record<string, string>,
-    use: (clusterId: string, status: () => Promise<{ status: string; status_message: string | null }>) => Promise<void>,
+    use: (
+      clusterId: string,
+      status: () => Promise<{ status: string; status_message: string | null }>,
+      runtime: ReturnType<typeof createRuntime>,
+    ) => Promise<void>,
   ) {
     const runtime = createRuntime({
       db: database.db,
@@ -1454,7 +1466,11 @@ describe('Kamaji: what it admits and what it reports', () => {
           })
           .execute();
       });
-      await use(clusterId, () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow());
+      await use(
+        clusterId,
+        () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow(),
+        runtime,
+      );
     } finally {
       await runtime.engine.stop();
     }
@@ -1594,6 +1610,82 @@ describe('Kamaji: what it admits and what it reports', () => {
     await driver.upsertRelease(install);
     expect(argoClusterCertificate()).toBe(KAMAJI_PKI[1]!.cert);
     await driver.deleteCluster(clusterId);
+  });
+
+  it('keeps a control plane that rolls after Ready running, every tenant call working, its status message saying what happens; asleep, it is not', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const refusedBefore = management.refused.length;
+    await withClusterWorkflow({}, async (clusterId, status, runtime) => {
+      const name = k8sName(clusterId);
+      await until(async () => management.get(TCP, KAMAJI_NS, name) !== undefined);
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'RUNNING';
+      });
+      const install = {
+        cluster_id: clusterId,
+        namespace: newId('ins'),
+        release: 'web-1',
+        chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
+        values: {},
+        template_id: 't',
+      };
+      /** Every call that needs the tenant's API server works. */
+      const tenantCallsWork = async () => {
+        expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
+        expect(
+          (await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'w-1', kubernetes_version: 'v1.32' })).user_data,
+        ).toContain('kubeadm');
+        expect((await driver.upsertRelease(install)).status).toBe('pending-install');
+        expect(await driver.listContainers(clusterId, install.namespace)).toEqual([]);
+      };
+      const watched = async () => {
+        await runtime.controlPlanes.sweep();
+        return status();
+      };
+
+      // A management node drained: one of the two pods replaced while the other serves (Kamaji: Unknown).
+      expect(kamaji.roll(KAMAJI_NS, name)).toBe('Unknown');
+      expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'RUNNING', message: expect.stringContaining('(Kamaji: Unknown)') });
+      await tenantCallsWork();
+      expect(await watched()).toEqual({
+        status: 'RUNNING',
+        status_message: 'The control plane is rolling out new replicas (Kamaji: Unknown); it keeps serving meanwhile.',
+      });
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      expect(await watched()).toEqual({ status: 'RUNNING', status_message: null });
+
+      // An operator's upgrade to the next minor.
+      expect(kamaji.roll(KAMAJI_NS, name, 'v1.33.0')).toBe('Upgrading');
+      await tenantCallsWork();
+      expect((await watched()).status_message).toBe(
+        'The control plane is being upgraded to Kubernetes v1.33.0 (Kamaji: Upgrading); it keeps serving meanwhile.',
+      );
+      // A CA rotation, then a datastore migration, each while the Deployment serves.
+      kamaji.markVersionStatus(KAMAJI_NS, name, 'CertificateAuthorityRotating');
+      await tenantCallsWork();
+      expect((await watched()).status_message).toMatch(/^The control plane's certificate authority is being replaced \(Kamaji: CertificateAuthorityRotating\)/);
+      kamaji.markVersionStatus(KAMAJI_NS, name, 'Migrating');
+      await tenantCallsWork();
+      expect((await watched()).status_message).toBe(
+        "The control plane's datastore is being migrated (Kamaji: Migrating): creating and deleting objects is refused until it ends.",
+      );
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      expect(await watched()).toEqual({ status: 'RUNNING', status_message: null });
+
+      // Asleep (no replicas): nothing reaches the cluster, and the calls say so.
+      expect(kamaji.sleep(KAMAJI_NS, name)).toBe('Sleeping');
+      expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'UNAVAILABLE' });
+      await expect(driver.kubeconfig(clusterId, 900)).rejects.toThrow(
+        new ControlPlaneUnavailable('The control plane is asleep (Kamaji: Sleeping, no replicas): nothing reaches the cluster until it is woken.'),
+      );
+      expect(await watched()).toEqual({
+        status: 'RUNNING',
+        status_message: 'The control plane is asleep (Kamaji: Sleeping, no replicas): nothing reaches the cluster until it is woken.',
+      });
+    });
+    expect(management.refused.slice(refusedBefore)).toEqual([]);
   });
 
   it('runs a control plane that became Ready while no worker looked until past the deadline', async () => {

@@ -210,8 +210,20 @@ export interface ReadLogOptions {
   signal: AbortSignal;
 }
 
-/** Our cluster statuses; DELETING while the control plane is being torn down. */
-export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETING';
+/**
+ * A control plane's state: PROVISIONING until it first serves; RUNNING while it serves (also while it changes: an
+ * upgrade, a roll, a certificate rotation, its `message` says which); UNAVAILABLE when it served once and serves no
+ * more (asleep, no ready replica); ERROR; DELETING while it is being torn down.
+ */
+export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'UNAVAILABLE' | 'ERROR' | 'DELETING';
+
+/** A call that needs the cluster's control plane found it not serving (its message says why): it may serve again later. */
+export class ControlPlaneUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ControlPlaneUnavailable';
+  }
+}
 
 export interface ControlPlaneRequest {
   cluster_id: string;
@@ -222,7 +234,7 @@ export interface ControlPlaneRequest {
 export interface ControlPlane {
   cluster_id: string;
   status: ControlPlaneStatus;
-  /** Why it is in ERROR, from the control plane's status. */
+  /** Why it is in ERROR or UNAVAILABLE, or what changes while it runs, from the control plane's status; null when nothing is to be said. */
   message: string | null;
   /** The API server's address, once known. */
   endpoint: string | null;
@@ -243,6 +255,12 @@ export interface ClusterDriver {
   createCluster(request: ControlPlaneRequest): Promise<ControlPlane>;
   /** The control plane's actual state; undefined when it does not exist (any more). */
   getCluster(clusterId: string): Promise<ControlPlane | undefined>;
+  /**
+   * Every cluster's control plane as it is now, for the workers' watch (jobs/control-planes.ts), which also keeps
+   * what others hold of the clusters' credentials current (Argo CD's). Absent where control planes change only
+   * through the platform (the simulated cloud).
+   */
+  controlPlanes?(): Promise<ControlPlane[]>;
   /** Tears the control plane down; deleting what is gone succeeds. */
   deleteCluster(clusterId: string): Promise<void>;
   /** Mints the machine's join token and returns the cloud-init `user_data` that joins the cluster with it. */

@@ -139,6 +139,22 @@ function admit(server: KubeApiServer, resource: string, kind: Kind, object: Obj,
   }
 }
 
+/**
+ * A list's labelSelector, its equality-based and set-based existence terms, comma-separated
+ * (k8s.io/apimachinery/pkg/labels/selector.go, Parse): `k=v`, `k==v`, `k!=v`, `k` (has the label), `!k`.
+ */
+function selects(selector: string | undefined, labels: Record<string, string>): boolean {
+  if (!selector) return true;
+  return selector.split(',').every((term) => {
+    const unequal = /^([^!=]+)!=(.*)$/.exec(term);
+    if (unequal) return labels[unequal[1]!] !== unequal[2];
+    const equal = /^([^!=]+)==?(.*)$/.exec(term);
+    if (equal) return labels[equal[1]!] === equal[2];
+    if (term.startsWith('!')) return !(term.slice(1) in labels);
+    return term in labels;
+  });
+}
+
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 class StatusError extends Error {
@@ -288,7 +304,10 @@ export class KubeApiServer {
       const kind = KINDS[route.resource];
       if (!kind) throw new StatusError(404, 'NotFound', `the server could not find the requested resource ${route.resource}`);
       const body = req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH' ? await this.body(req) : undefined;
-      const result = req.method === 'PATCH' ? this.patch(req.headers['content-type'], route, kind, body!) : this.serve(req.method!, route, kind, body);
+      const result =
+        req.method === 'PATCH'
+          ? this.patch(req.headers['content-type'], route, kind, body!)
+          : this.serve(req.method!, route, kind, body, url.searchParams.get('labelSelector') ?? undefined);
       this.send(res, req.method === 'POST' ? 201 : 200, result);
     } catch (error) {
       const status = error instanceof StatusError ? error : new StatusError(500, 'InternalError', (error as Error).message);
@@ -349,7 +368,13 @@ export class KubeApiServer {
     return { resource: `${group}/${parts[0]}`, name: parts[1], log: false };
   }
 
-  private serve(method: string, route: { resource: string; namespace?: string; name?: string }, kind: Kind, body: Obj | undefined): unknown {
+  private serve(
+    method: string,
+    route: { resource: string; namespace?: string; name?: string },
+    kind: Kind,
+    body: Obj | undefined,
+    labelSelector?: string,
+  ): unknown {
     const { resource, namespace, name } = route;
     const existing = name ? this.get(resource, namespace, name) : undefined;
     if (method === 'GET' && !name)
@@ -357,7 +382,7 @@ export class KubeApiServer {
         apiVersion: kind.apiVersion,
         kind: `${kind.kind}List`,
         metadata: { resourceVersion: String(this.version) },
-        items: this.list(resource, namespace),
+        items: this.list(resource, namespace).filter((object) => selects(labelSelector, object.metadata.labels ?? {})),
       };
     if (method === 'GET') {
       if (!existing) throw new StatusError(404, 'NotFound', `${resource} "${name}" not found`);

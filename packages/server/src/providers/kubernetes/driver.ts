@@ -13,25 +13,29 @@ import {
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
+  createConfiguration,
   KubeConfig,
+  type Middleware,
   PatchStrategy,
   RbacAuthorizationV1Api,
+  ServerConfiguration,
   setHeaderOptions,
   type V1Secret,
 } from '@kubernetes/client-node';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
-import type {
-  ClusterDriver,
-  ControlPlane,
-  ControlPlaneRequest,
-  HelmRelease,
-  HelmReleaseRequest,
-  JoinRequest,
-  LogEntry,
-  PodContainer,
-  ReadLogOptions,
+import {
+  type ClusterDriver,
+  type ControlPlane,
+  type ControlPlaneRequest,
+  ControlPlaneUnavailable,
+  type HelmRelease,
+  type HelmReleaseRequest,
+  type JoinRequest,
+  type LogEntry,
+  type PodContainer,
+  type ReadLogOptions,
 } from '../types.ts';
 import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret, sameJson } from './argocd.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
@@ -61,6 +65,32 @@ export const applicationName = (namespace: string, release: string) => `${k8sNam
 export const pullSecretName = (release: string) => `${release}-registry`.slice(0, 253);
 /** The Argo CD repository Secret of an Application's chart repository. */
 export const repositorySecretName = (application: string) => `${application}-repository`.slice(0, 253);
+
+/** How long any one request to a Kubernetes API server may take before it fails (a list of many objects included). */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Every request of a client ends within REQUEST_TIMEOUT_MS: an API server that accepts and never answers fails the call. */
+const deadline: Middleware = {
+  pre: async (request) => {
+    request.setSignal(AbortSignal.timeout(REQUEST_TIMEOUT_MS));
+    return request;
+  },
+  post: async (response) => response,
+};
+
+/** kubeconfig.makeApiClient, with the request deadline. */
+function apiClient<T>(kubeconfig: KubeConfig, type: new (configuration: ReturnType<typeof createConfiguration>) => T): T {
+  const cluster = kubeconfig.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  return new type(
+    createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kubeconfig }, promiseMiddleware: [deadline] }),
+  );
+}
+
+/** Argo CD's cluster Secret of a tenant cluster. */
+export const argoClusterSecretName = (clusterId: string) => `cluster-${k8sName(clusterId)}`;
+/** The annotation on it: the resourceVersion of the admin kubeconfig Secret its credentials were taken from. */
+const ADMIN_KUBECONFIG_VERSION = 'platform-api/admin-kubeconfig-version';
 
 export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
@@ -100,8 +130,8 @@ export class KubernetesDriver implements ClusterDriver {
 
   constructor(options: KubernetesDriverOptions) {
     this.options = options;
-    this.core = options.management.makeApiClient(CoreV1Api);
-    this.custom = options.management.makeApiClient(CustomObjectsApi);
+    this.core = apiClient(options.management, CoreV1Api);
+    this.custom = apiClient(options.management, CustomObjectsApi);
   }
 
   // --- control planes (Kamaji) ---
@@ -135,14 +165,14 @@ export class KubernetesDriver implements ClusterDriver {
   async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
     const tcp = await this.tenantControlPlane(clusterId);
     if (!tcp) return undefined;
-    return { cluster_id: clusterId, status: controlPlaneStatus(tcp), message: null, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
+    return { cluster_id: clusterId, ...controlPlaneStatus(tcp), endpoint: tcp.status?.controlPlaneEndpoint ?? null };
   }
 
   async deleteCluster(clusterId: string): Promise<void> {
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
     await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: cniApplicationName(name) }).catch(ignoreNotFound);
-    await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
+    await this.core.deleteNamespacedSecret({ name: argoClusterSecretName(clusterId), namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...ARGO_PROJECTS, namespace: this.options.argocdNamespace, name }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
   }
@@ -173,13 +203,12 @@ export class KubernetesDriver implements ClusterDriver {
   private async adminKubeconfig(clusterId: string): Promise<{ config: KubeConfig; version: string }> {
     const tcp = await this.tenantControlPlane(clusterId);
     const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
-    if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
+    if (!tcp) throw new ControlPlaneUnavailable(`The control plane of cluster ${clusterId} is not in the management cluster.`);
+    const { status, message } = controlPlaneStatus(tcp);
+    if (status !== 'RUNNING' || !secretName)
+      throw new ControlPlaneUnavailable(message ?? `The control plane of cluster ${clusterId} is ${status.toLowerCase()}, not serving yet.`);
     const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
-    const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
-    if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
-    const config = new KubeConfig();
-    config.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
-    return { config, version: secret.metadata?.resourceVersion ?? '' };
+    return { config: adminConfigOf(secret, clusterId), version: secret.metadata?.resourceVersion ?? '' };
   }
 
   /**
@@ -188,8 +217,8 @@ export class KubernetesDriver implements ClusterDriver {
    */
   async kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig> {
     const tenant = await this.tenant(clusterId);
-    const core = tenant.makeApiClient(CoreV1Api);
-    const rbac = tenant.makeApiClient(RbacAuthorizationV1Api);
+    const core = apiClient(tenant, CoreV1Api);
+    const rbac = apiClient(tenant, RbacAuthorizationV1Api);
     const name = 'platform-admin';
     const namespace = 'kube-system';
     const metadata = { name, labels: { [LABEL.cluster]: clusterId } };
@@ -225,7 +254,7 @@ export class KubernetesDriver implements ClusterDriver {
 
   async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
     const tenant = await this.tenant(request.cluster_id);
-    const core = tenant.makeApiClient(CoreV1Api);
+    const core = apiClient(tenant, CoreV1Api);
     // One token per machine: its id is derived from the machine, so a re-run reads the token it minted.
     const id = createHash('sha256').update(request.machine_id).digest('hex').slice(0, 6);
     const name = `bootstrap-token-${id}`;
@@ -271,7 +300,7 @@ export class KubernetesDriver implements ClusterDriver {
   }
 
   async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
-    const core = (await this.tenant(clusterId)).makeApiClient(CoreV1Api);
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
     try {
       const node = await core.readNode({ name: nodeName });
       return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -285,29 +314,50 @@ export class KubernetesDriver implements ClusterDriver {
 
   /** Registers the tenant cluster with Argo CD: a cluster Secret named after it, with the admin credentials. */
   private async registerCluster(clusterId: string): Promise<string> {
-    const clusterName = k8sName(clusterId);
     // Registered again whenever Kamaji rewrote the admin kubeconfig, or Argo CD would keep a refused certificate.
-    const { config: tenant, version } = await this.adminKubeconfig(clusterId);
-    if (this.registered.get(clusterId) === version) return clusterName;
-    const cluster = tenant.getCurrentCluster();
-    const user = tenant.getCurrentUser();
+    const admin = await this.adminKubeconfig(clusterId);
+    if (this.registered.get(clusterId) !== admin.version) await this.writeClusterSecret(clusterId, admin);
+    return k8sName(clusterId);
+  }
+
+  /**
+   * Argo CD's cluster Secret of the tenant (docs/operator-manual/declarative-setup.md, "Clusters"), with the admin
+   * kubeconfig's credentials and, as an annotation, the resourceVersion of the Kamaji Secret they came from (what
+   * controlPlanes() compares to see it rewritten); and the cluster's AppProject.
+   */
+  private async writeClusterSecret(clusterId: string, admin: { config: KubeConfig; version: string }): Promise<void> {
+    const clusterName = k8sName(clusterId);
+    const cluster = admin.config.getCurrentCluster();
+    const user = admin.config.getCurrentUser();
     if (!cluster || !user) throw new Error(`the admin kubeconfig of cluster ${clusterId} has no current context`);
     const tlsClientConfig = { caData: cluster.caData, certData: user.certData, keyData: user.keyData, insecure: cluster.skipTLSVerify || undefined };
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
-        name: `cluster-${clusterName}`,
+        name: argoClusterSecretName(clusterId),
         namespace: this.options.argocdNamespace,
         labels: { 'argocd.argoproj.io/secret-type': 'cluster', [LABEL.cluster]: clusterId },
+        annotations: { [ADMIN_KUBECONFIG_VERSION]: admin.version },
       },
       type: 'Opaque',
       stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
     };
     await this.upsertSecret(this.core, body);
     await this.upsertProject(clusterId, clusterName);
-    this.registered.set(clusterId, version);
-    return clusterName;
+    this.registered.set(clusterId, admin.version);
+  }
+
+  /** The control planes of every cluster of the platform, as Kamaji reports them now (one list), for the workers' watch (jobs/control-planes.ts). */
+  async controlPlanes(): Promise<ControlPlane[]> {
+    const kamajiNamespace = this.options.kamajiNamespace;
+    const tenantControlPlanes = await this.custom.listNamespacedCustomObject({ ...KAMAJI, namespace: kamajiNamespace, labelSelector: LABEL.cluster });
+    const planes = (tenantControlPlanes as { items: TenantControlPlane[] }).items;
+    return planes.map((tcp) => ({
+      cluster_id: tcp.metadata.labels?.[LABEL.cluster] ?? '',
+      ...controlPlaneStatus(tcp),
+      endpoint: tcp.status?.controlPlaneEndpoint ?? null,
+    }));
   }
 
   /**
@@ -346,7 +396,7 @@ export class KubernetesDriver implements ClusterDriver {
   /** Registry credentials as a dockerconfigjson Secret in the install's namespace of the tenant cluster. */
   private async pullSecret(request: HelmReleaseRequest): Promise<string | undefined> {
     if (!request.pull_secrets?.length) return undefined;
-    const core = (await this.tenant(request.cluster_id)).makeApiClient(CoreV1Api);
+    const core = apiClient(await this.tenant(request.cluster_id), CoreV1Api);
     const namespace = k8sName(request.namespace);
     await core
       .createNamespace({ body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABEL.install]: request.namespace } } } })
@@ -488,7 +538,7 @@ export class KubernetesDriver implements ClusterDriver {
   // --- pods and logs (tenant cluster) ---
 
   async listContainers(clusterId: string, namespace: string): Promise<PodContainer[]> {
-    const core = (await this.tenant(clusterId)).makeApiClient(CoreV1Api);
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
     const pods = await core.listNamespacedPod({ namespace: k8sName(namespace) });
     return pods.items
       .filter((pod) => pod.status?.phase !== 'Pending' && !pod.metadata?.deletionTimestamp)
@@ -579,6 +629,15 @@ async function* logEntriesOf(lines: AsyncIterable<string>, target: PodContainer,
     const parsed = entry(raw);
     if (parsed) yield parsed;
   }
+}
+
+/** The kubeconfig in Kamaji's admin kubeconfig Secret (internal/resources/kubeconfig.go: admin.conf, and super-admin.conf). */
+function adminConfigOf(secret: V1Secret, clusterId: string): KubeConfig {
+  const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
+  if (!encoded) throw new Error(`the admin kubeconfig Secret ${secret.metadata?.name} of cluster ${clusterId} has no admin.conf`);
+  const config = new KubeConfig();
+  config.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
+  return config;
 }
 
 function ignoreNotFound(error: unknown): void {
