@@ -1688,6 +1688,44 @@ describe('Kamaji: what it admits and what it reports', () => {
     expect(management.refused.slice(refusedBefore)).toEqual([]);
   });
 
+  it("keeps Argo CD's cluster Secret current when Kamaji rewrites the admin kubeconfig, without waiting for a user's call", async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const clusterId = newId('cl');
+    const name = k8sName(clusterId);
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+    const argoCertificate = () => {
+      const secret = management.get('v1/secrets', ARGO_NS, `cluster-${name}`) as { data: Record<string, string> } | undefined;
+      return Buffer.from(JSON.parse(Buffer.from(secret!.data.config!, 'base64').toString('utf8')).tlsClientConfig.certData, 'base64').toString('utf8');
+    };
+    // Registered with Argo CD by the cluster's first Application (its CNI).
+    await driver.ensureNetwork(clusterId);
+    expect(argoCertificate()).toBe(KAMAJI_PKI[0]!.cert);
+    // Nothing changed: the watch lists, and writes nothing.
+    const writes = () => management.requests.filter((r) => r.startsWith('PUT ') || r.startsWith('POST ')).length;
+    const before = writes();
+    expect((await driver.controlPlanes!()).find((plane) => plane.cluster_id === clusterId)).toMatchObject({ status: 'RUNNING', message: null });
+    expect(writes()).toBe(before);
+    // Kamaji replaces the admin certificate (a CA rotation here; a renewal before expiry rewrites the Secret alike).
+    kamaji.rotateCertificateAuthority(KAMAJI_NS, name);
+    await driver.controlPlanes!();
+    expect(argoCertificate()).toBe(KAMAJI_PKI[1]!.cert);
+    // Three lists, whatever the number of clusters: no read per cluster.
+    const reads = management.requests.length;
+    await driver.controlPlanes!();
+    expect(
+      management.requests
+        .slice(reads)
+        .map((r) => r.split('?')[0])
+        .sort(),
+    ).toEqual([
+      `GET /api/v1/namespaces/${ARGO_NS}/secrets`,
+      `GET /api/v1/namespaces/${KAMAJI_NS}/secrets`,
+      `GET /apis/kamaji.clastix.io/v1alpha1/namespaces/${KAMAJI_NS}/tenantcontrolplanes`,
+    ]);
+    await driver.deleteCluster(clusterId);
+  });
+
   it('runs a control plane that became Ready while no worker looked until past the deadline', async () => {
     const kamaji = new KamajiController(management, tenant);
     await withClusterWorkflow({ CLUSTER_READY_TIMEOUT_SECONDS: '120' }, async (clusterId, status) => {

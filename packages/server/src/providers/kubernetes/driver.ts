@@ -348,11 +348,33 @@ export class KubernetesDriver implements ClusterDriver {
     this.registered.set(clusterId, admin.version);
   }
 
-  /** The control planes of every cluster of the platform, as Kamaji reports them now (one list), for the workers' watch (jobs/control-planes.ts). */
+  /**
+   * The control planes of every cluster of the platform, as Kamaji reports them now (one list), for the workers'
+   * watch (jobs/control-planes.ts). On the way it keeps Argo CD's access current without waiting for a user's call:
+   * Kamaji renews the admin certificate before it expires and issues a new one when the CA rotates
+   * (internal/resources/kubeconfig.go: the Secret is rewritten when the kubeconfig's CA is not the CA's or its
+   * certificate nears expiry), and a cluster Secret still carrying the old one would lose Argo CD the cluster, with
+   * self-heal, silently. Each registered cluster whose admin kubeconfig Secret changed since is registered again.
+   */
   async controlPlanes(): Promise<ControlPlane[]> {
     const kamajiNamespace = this.options.kamajiNamespace;
-    const tenantControlPlanes = await this.custom.listNamespacedCustomObject({ ...KAMAJI, namespace: kamajiNamespace, labelSelector: LABEL.cluster });
+    const [tenantControlPlanes, kamajiSecrets, argoSecrets] = await Promise.all([
+      this.custom.listNamespacedCustomObject({ ...KAMAJI, namespace: kamajiNamespace, labelSelector: LABEL.cluster }),
+      // internal/utilities/utilities.go, KamajiLabels: the admin kubeconfig Secret's component is its resource's name.
+      this.core.listNamespacedSecret({ namespace: kamajiNamespace, labelSelector: 'kamaji.clastix.io/component=admin-kubeconfig' }),
+      this.core.listNamespacedSecret({ namespace: this.options.argocdNamespace, labelSelector: `argocd.argoproj.io/secret-type=cluster,${LABEL.cluster}` }),
+    ]);
     const planes = (tenantControlPlanes as { items: TenantControlPlane[] }).items;
+    const byName = new Map(kamajiSecrets.items.map((secret) => [secret.metadata?.name, secret]));
+    for (const registration of argoSecrets.items) {
+      const clusterId = registration.metadata?.labels?.[LABEL.cluster];
+      const tcp = planes.find((plane) => plane.metadata.labels?.[LABEL.cluster] === clusterId);
+      const admin = byName.get(tcp?.status?.kubeconfig?.admin?.secretName);
+      if (!clusterId || !tcp || !admin || controlPlaneStatus(tcp).status !== 'RUNNING') continue;
+      const version = admin.metadata?.resourceVersion ?? '';
+      if (registration.metadata?.annotations?.[ADMIN_KUBECONFIG_VERSION] === version) continue;
+      await this.writeClusterSecret(clusterId, { config: adminConfigOf(admin, clusterId), version });
+    }
     return planes.map((tcp) => ({
       cluster_id: tcp.metadata.labels?.[LABEL.cluster] ?? '',
       ...controlPlaneStatus(tcp),
