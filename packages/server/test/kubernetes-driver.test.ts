@@ -248,7 +248,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 describe('machines joining', () => {
   it('mints one bootstrap token per machine and returns user_data with kubeadm join; Ready means the Node is Ready', async () => {
     const clusterId = await runningCluster();
-    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_version: 'v1.31' };
+    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_version: 'v1.31', token_ttl_seconds: 900 };
     const { user_data } = await driver.joinMachine(machine);
     const join = kubeadmJoinOf(user_data);
     const token = /^([a-z0-9]{6})\.([a-z0-9]{16})$/.exec(join.flags.token!);
@@ -266,12 +266,19 @@ describe('machines joining', () => {
       'usage-bootstrap-authentication': 'true',
       'usage-bootstrap-signing': 'true',
     });
-    expect(Date.parse(data.expiration!)).toBeGreaterThan(Date.now());
+    // It lives as long as the boot that uses it may last, not a day.
+    const expiresIn = (Date.parse(data.expiration!) - Date.now()) / 1000;
+    expect(expiresIn).toBeGreaterThan(890);
+    expect(expiresIn).toBeLessThanOrEqual(900);
     // A re-run gets the same token; another machine another one.
     expect((await driver.joinMachine(machine)).user_data).toBe(user_data);
     const other = await driver.joinMachine({ ...machine, machine_id: newId('mch'), node_name: 'worker-2' });
     expect(kubeadmJoinOf(other.user_data).flags.token).not.toBe(join.flags.token);
     expect(tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.name.startsWith('bootstrap-token-'))).toHaveLength(2);
+    // Once the node joined (or its boot was given up), the token goes; deleting it again is no error.
+    await driver.endJoin(clusterId, machine.machine_id);
+    await driver.endJoin(clusterId, machine.machine_id);
+    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${token![1]}`)).toBeUndefined();
 
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
     const node = (ready: string) => ({
@@ -292,7 +299,13 @@ describe("a worker's cloud-config", () => {
   it("is one Debian's cloud-init accepts, and prepares Ubuntu 24.04 as kubeadm's install guides say before it joins", async () => {
     if (!existsSync(CLOUD_INIT)) throw new Error(`${CLOUD_INIT} is missing: install it with \`apt-get update && apt-get install -y cloud-init\`.`);
     const clusterId = await runningCluster();
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_version: 'v1.31' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-9',
+      kubernetes_version: 'v1.31',
+      token_ttl_seconds: 600,
+    });
     const file = join(dir, 'user-data.yaml');
     await writeFile(file, user_data);
     const { stdout } = await promisify(execFile)(CLOUD_INIT, ['schema', '--config-file', file]);
@@ -317,7 +330,13 @@ describe("a worker's cloud-config", () => {
   it('joins with the token and CA hash the driver minted, and kubeadm refuses any other', async () => {
     const clusterId = await runningCluster();
     const kubeadm = new KubeadmWorker(tenant, () => false);
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_version: 'v1.32' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-7',
+      kubernetes_version: 'v1.32',
+      token_ttl_seconds: 600,
+    });
     const { token, 'discovery-token-ca-cert-hash': hash } = kubeadmJoinOf(user_data).flags;
     const [id, secret] = token!.split('.');
     expect(() => kubeadm.boot(user_data.replace(`${id}.${secret}`, `${id}.${'x'.repeat(16)}`))).toThrow(/could not find a JWS signature/);
@@ -389,7 +408,13 @@ describe("a cluster's pod network", () => {
     const clusterId = await runningCluster();
     const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
     const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-net', kubernetes_version: 'v1.31' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-net',
+      kubernetes_version: 'v1.31',
+      token_ttl_seconds: 600,
+    });
     kubeadm.boot(user_data);
     expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false);
     await driver.ensureNetwork(clusterId);
@@ -476,14 +501,20 @@ describe('machines through the provision workflow', () => {
         clock.advance(1);
         return asked();
       });
-      const token = tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.labels?.['platform-api/cluster'] === cluster.id);
-      expect(token).toHaveLength(1);
+      const tokens = () => tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.labels?.['platform-api/cluster'] === cluster.id);
+      expect(tokens()).toHaveLength(1);
+      // It lives as long as the boot deadline (MACHINE_BOOT_TIMEOUT_SECONDS, 600 s unless set).
+      const expiration = Buffer.from((tokens()[0] as unknown as { data: Record<string, string> }).data.expiration!, 'base64').toString();
+      expect((Date.parse(expiration) - Date.now()) / 1000).toBeGreaterThan(580);
+      expect((Date.parse(expiration) - Date.now()) / 1000).toBeLessThanOrEqual(600);
       expect((await machines())[0]?.status).toBe('provisioning');
       tenant.put('v1/nodes', { metadata: { name: machine.node_name }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
       await until(async () => {
         clock.advance(2);
         return (await machines())[0]?.status === 'ready';
       });
+      // Joined: the token is gone.
+      expect(tokens()).toEqual([]);
       expect(management.refused).toEqual([]);
       expect(tenant.refused).toEqual([]);
     } finally {
@@ -1635,7 +1666,8 @@ describe('Kamaji: what it admits and what it reports', () => {
       const tenantCallsWork = async () => {
         expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
         expect(
-          (await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'w-1', kubernetes_version: 'v1.32' })).user_data,
+          (await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'w-1', kubernetes_version: 'v1.32', token_ttl_seconds: 600 }))
+            .user_data,
         ).toContain('kubeadm');
         expect((await driver.upsertRelease(install)).status).toBe('pending-install');
         expect(await driver.listContainers(clusterId, install.namespace)).toEqual([]);

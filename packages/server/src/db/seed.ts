@@ -202,7 +202,13 @@ async function serverFor(db: Kysely<Database>, { provider, driver }: { provider:
   if (!cluster) throw new Error(`seeded cluster ${machine.cluster_id} is missing`);
   // A real cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
   const join = await driver
-    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name, kubernetes_version: cluster.kaas_version })
+    .joinMachine({
+      cluster_id: machine.cluster_id,
+      machine_id: machine.provider_id,
+      node_name: machine.node_name,
+      kubernetes_version: cluster.kaas_version,
+      token_ttl_seconds: 600,
+    })
     .catch(() => undefined);
   return provider.createServer({
     name: machine.node_name,

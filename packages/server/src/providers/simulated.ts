@@ -326,6 +326,11 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
     };
   }
 
+  /** The simulated join token is derived from the machine and stored nowhere: nothing to delete. */
+  async endJoin(_clusterId: string, _machineId: string): Promise<void> {
+    await this.call('endJoin', false);
+  }
+
   /** Simulated nodes need no pod network: nothing to install. */
   async ensureNetwork(_clusterId: string): Promise<void> {
     await this.call('ensureNetwork', false);

@@ -247,6 +247,8 @@ export interface JoinRequest {
   node_name: string;
   /** The cluster's Kubernetes version ("v1.31"): the node's kubelet and kubeadm are of its minor. */
   kubernetes_version: string;
+  /** How long the join token lives: the boot deadline (MACHINE_BOOT_TIMEOUT_SECONDS), by which the node has joined or never will. */
+  token_ttl_seconds: number;
 }
 
 /** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */
@@ -265,6 +267,12 @@ export interface ClusterDriver {
   deleteCluster(clusterId: string): Promise<void>;
   /** Mints the machine's join token and returns the cloud-init `user_data` that joins the cluster with it. */
   joinMachine(request: JoinRequest): Promise<{ user_data: string }>;
+  /**
+   * Deletes the machine's join token: its node has joined, or its boot was given up. The token sits in the server's
+   * user data, which the metadata service serves to any pod on the node; gone, it joins nothing more. Deleting one
+   * that is gone succeeds.
+   */
+  endJoin(clusterId: string, machineId: string): Promise<void>;
   /** A kubeconfig of the cluster's API server whose token (cluster-admin) expires after ttlSeconds. */
   kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig>;
   /** Installs the cluster's pod network (a CNI) once its control plane runs; installing it again changes nothing. */

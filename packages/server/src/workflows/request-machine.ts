@@ -27,7 +27,8 @@ async function freeSlot(ctx: StepContext, trx: StepContext['db'], clusterId: str
   if (next) await ctx.wake(trx, next);
 }
 
-const provision: WorkflowDefinition = {
+/** The steps; `bootSeconds` is the boot deadline, which the join token lives as long as. */
+const provision = (bootSeconds: number): WorkflowDefinition => ({
   steps: {
     async start(ctx) {
       return ctx.db.transaction().execute(async (trx): Promise<StepResult> => {
@@ -56,6 +57,7 @@ const provision: WorkflowDefinition = {
         machine_id: machine.provider_id,
         node_name: machine.node_name,
         kubernetes_version: cluster.kaas_version,
+        token_ttl_seconds: bootSeconds,
       });
       const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
@@ -87,6 +89,11 @@ const provision: WorkflowDefinition = {
     async ready(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
+      // Joined: its token (readable by any pod on the node through the server's user data) goes. One that cannot be
+      // deleted now (the control plane does not serve) expires at the boot deadline anyway.
+      await ctx.driver
+        .endJoin(machine.cluster_id, machine.provider_id)
+        .catch((error: unknown) => ctx.logger.warn({ err: error }, 'deleting the join token failed; it expires at the boot deadline'));
       await ctx.db.transaction().execute(async (trx) => {
         await lockCluster(trx, machine.cluster_id);
         await markMachine(trx, machine.provider_id, 'ready', ctx.clock.now());
@@ -132,7 +139,7 @@ const provision: WorkflowDefinition = {
       await freeSlot(ctx, trx, machine.cluster_id);
     });
   },
-};
+});
 
 /**
  * A node not Ready by the deadline will not be (a cloud-init that failed, a control plane it cannot reach): its
@@ -145,6 +152,9 @@ const bootDeadline = (seconds: number): StepDeadline => ({
     const machine = await machineOf(ctx);
     if (!machine) return { done: true };
     await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, machine.provider_id));
+    await ctx.driver
+      .endJoin(machine.cluster_id, machine.provider_id)
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'deleting the join token failed; it expires on its own'));
     await ctx.db.transaction().execute(async (trx) => {
       await lockCluster(trx, machine.cluster_id);
       const { offering } = await offeringOf(trx, { id: machine.cluster_id, workspace_id: machine.workspace_id });
@@ -156,7 +166,7 @@ const bootDeadline = (seconds: number): StepDeadline => ({
 });
 
 export const requestMachineWorkflow = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
-  ...provision,
+  ...provision(deadlines.machineBootSeconds),
   deadlines: { boot: bootDeadline(deadlines.machineBootSeconds) },
   boundedElsewhere: {
     start:

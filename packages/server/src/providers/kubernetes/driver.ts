@@ -255,33 +255,36 @@ export class KubernetesDriver implements ClusterDriver {
   async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
     const tenant = await this.tenant(request.cluster_id);
     const core = apiClient(tenant, CoreV1Api);
-    // One token per machine: its id is derived from the machine, so a re-run reads the token it minted.
-    const id = createHash('sha256').update(request.machine_id).digest('hex').slice(0, 6);
+    // One token per machine: its id is derived from the machine, so a re-run reads the token it minted, and gives it
+    // the full life again (a re-run comes after a failure: the boot that uses it starts now).
+    const id = bootstrapTokenId(request.machine_id);
     const name = `bootstrap-token-${id}`;
-    let secret: string;
+    let secret: string | undefined;
     try {
       const existing = await core.readNamespacedSecret({ name, namespace: 'kube-system' });
-      secret = Buffer.from(existing.data?.['token-secret'] ?? '', 'base64').toString('utf8');
+      secret = Buffer.from(existing.data?.['token-secret'] ?? '', 'base64').toString('utf8') || undefined;
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      secret = tokenSecret();
-      const body: V1Secret = {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name, namespace: 'kube-system', labels: { [LABEL.cluster]: request.cluster_id } },
-        type: 'bootstrap.kubernetes.io/token',
-        stringData: {
-          description: `joins machine ${request.machine_id}`,
-          'token-id': id,
-          'token-secret': secret,
-          expiration: new Date(Date.now() + 24 * 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
-          'usage-bootstrap-authentication': 'true',
-          'usage-bootstrap-signing': 'true',
-          'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
-        },
-      };
-      await core.createNamespacedSecret({ namespace: 'kube-system', body });
     }
+    // k8s.io/cluster-bootstrap/token/api/types.go: the token's fields; `expiration` (RFC 3339) ends it, and the
+    // token cleaner (pkg/controller/bootstrap/tokencleaner.go) deletes the Secret then.
+    const body: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace: 'kube-system', labels: { [LABEL.cluster]: request.cluster_id } },
+      type: 'bootstrap.kubernetes.io/token',
+      stringData: {
+        description: `joins machine ${request.machine_id}`,
+        'token-id': id,
+        'token-secret': secret ?? tokenSecret(),
+        expiration: new Date(Date.now() + request.token_ttl_seconds * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+        'usage-bootstrap-authentication': 'true',
+        'usage-bootstrap-signing': 'true',
+        'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
+      },
+    };
+    secret = body.stringData!['token-secret']!;
+    await this.upsertSecret(core, body);
     const cluster = tenant.getCurrentCluster();
     if (!cluster?.caData) throw new Error(`the admin kubeconfig of cluster ${request.cluster_id} has no certificate-authority-data`);
     const ca = new X509Certificate(Buffer.from(cluster.caData, 'base64'));
@@ -297,6 +300,11 @@ export class KubernetesDriver implements ClusterDriver {
         kubernetesVersion: request.kubernetes_version,
       }),
     };
+  }
+
+  async endJoin(clusterId: string, machineId: string): Promise<void> {
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
+    await core.deleteNamespacedSecret({ name: `bootstrap-token-${bootstrapTokenId(machineId)}`, namespace: 'kube-system' }).catch(ignoreNotFound);
   }
 
   async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
@@ -665,6 +673,9 @@ function adminConfigOf(secret: V1Secret, clusterId: string): KubeConfig {
 function ignoreNotFound(error: unknown): void {
   if (!isNotFound(error)) throw error;
 }
+
+/** A machine's bootstrap token id: 6 characters of [a-z0-9] (BootstrapTokenIDPattern), derived from the machine. */
+const bootstrapTokenId = (machineId: string) => createHash('sha256').update(machineId).digest('hex').slice(0, 6);
 
 /** A bootstrap token's secret part: 16 characters of [a-z0-9]. */
 function tokenSecret(): string {
