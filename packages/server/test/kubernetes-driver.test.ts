@@ -323,7 +323,12 @@ describe("a worker's cloud-config", () => {
     // The cluster's minor release, not the latest.
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key');
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/ /');
-    expect(script).toContain('apt-get install -y kubelet kubeadm kubernetes-cni');
+    // Every apt in the script waits for the package system's lock (unattended-upgrades holds it on a fresh server)
+    // rather than failing, which `set -eu` would turn into a failed join.
+    const apt = script.match(/\bapt(-get|-mark)? [^&\n]*/g) ?? [];
+    expect(apt.length).toBeGreaterThanOrEqual(3);
+    for (const command of apt) expect(command).toMatch(/^apt(-get|-mark) -o DPkg::Lock::Timeout=\d+ /);
+    expect(script).toContain('apt-get -o DPkg::Lock::Timeout=300 install -y kubelet kubeadm kubernetes-cni');
     expect(kubeadmJoinOf(user_data).flags['node-name']).toBe('worker-9');
   });
 

@@ -34,6 +34,14 @@ export function kubernetesMinor(version: string): string {
 const MODULES = ['overlay', 'br_netfilter'];
 const SYSCTLS = ['net.bridge.bridge-nf-call-iptables = 1', 'net.bridge.bridge-nf-call-ip6tables = 1', 'net.ipv4.ip_forward = 1'];
 const KEYRING = '/etc/apt/keyrings/kubernetes-apt-keyring.gpg';
+/**
+ * apt waiting for the package system's lock rather than failing at once: on a fresh Ubuntu server
+ * unattended-upgrades often holds it during the first minutes, and under `set -e` an apt that fails with "Could not
+ * get lock" ends the join. `DPkg::Lock::Timeout` (seconds; apt's libapt-pkg, "Waiting for cache lock") is apt's own
+ * wait, within the boot deadline.
+ */
+const APT_GET = 'apt-get -o DPkg::Lock::Timeout=300';
+const APT_MARK = 'apt-mark -o DPkg::Lock::Timeout=300';
 
 /** The `#cloud-config` user_data that prepares the server and joins it as `nodeName`. */
 export function nodeCloudConfig(join: NodeJoin): string {
@@ -58,7 +66,7 @@ export function nodeCloudConfig(join: NodeJoin): string {
       `mkdir -p -m 755 /etc/apt/keyrings && curl -fsSL ${repository}Release.key | gpg --dearmor -o ${KEYRING}`,
       `echo 'deb [signed-by=${KEYRING}] ${repository} /' > /etc/apt/sources.list.d/kubernetes.list`,
       // kubernetes-cni: the CNI plugins in /opt/cni/bin that containerd's default config and the CNI chart (cni.ts) use.
-      'apt-get update && apt-get install -y kubelet kubeadm kubernetes-cni && apt-mark hold kubelet kubeadm kubernetes-cni',
+      `${APT_GET} update && ${APT_GET} install -y kubelet kubeadm kubernetes-cni && ${APT_MARK} hold kubelet kubeadm kubernetes-cni`,
       'systemctl enable --now kubelet',
       ['kubeadm', 'join', join.endpoint, '--token', join.token, '--discovery-token-ca-cert-hash', join.caCertHash, '--node-name', join.nodeName],
     ],
