@@ -13,6 +13,15 @@ import { recordSnapshot } from '../resources/suspensions.ts';
 import { anyUser, createUser } from '../resources/users.ts';
 import type { Database } from './schema.ts';
 
+/**
+ * The demo product's chart, one that runs on a real cluster as it is (and the one `pnpm smoke` installs): podinfo
+ * 6.7.1 from its Helm repository, published there (its index.yaml on the repository's gh-pages branch lists
+ * https://stefanprodan.github.io/podinfo/podinfo-6.7.1.tgz, created 2024-10-08), whose image is where its values say
+ * (`ghcr.io/stefanprodan/podinfo:6.7.1`, charts/podinfo/values.yaml at tag 6.7.1) and whose Service is a ClusterIP,
+ * so it is healthy with or without a load balancer.
+ */
+const DEMO_CHART = { repo_url: 'https://stefanprodan.github.io/podinfo', target_revision: '6.7.1', chart: 'podinfo' };
+
 export { createUser };
 
 export interface SampleResources {
@@ -121,12 +130,12 @@ export async function seedSampleResources(
         {
           id: ids.productId,
           workspace_id: workspaceId,
-          name: 'Web Shop',
+          name: 'Podinfo',
           template_id: newId('tpl'),
           sources: JSON.stringify([
             {
               id: ids.sourceId,
-              chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' },
+              chart: DEMO_CHART,
               values: { replicaCount: 1 },
               metadata: {},
             },
