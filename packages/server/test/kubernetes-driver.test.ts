@@ -111,7 +111,14 @@ describe('configuration', () => {
     const config = loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: broken });
     await expect(createClusterDriver(config, { db: database.db, clock })).rejects.toThrow(ConfigError);
     expect(driver).toBeInstanceOf(KubernetesDriver);
-    expect(kubernetesConfig().clusterDriver).toEqual({ kind: 'kubernetes', kubeconfigPath, argocdNamespace: ARGO_NS, kamajiNamespace: KAMAJI_NS });
+    expect(kubernetesConfig().clusterDriver).toEqual({
+      kind: 'kubernetes',
+      kubeconfigPath,
+      argocdNamespace: ARGO_NS,
+      kamajiNamespace: KAMAJI_NS,
+      watchSeconds: 60,
+    });
+    expect(() => kubernetesConfig({ CONTROL_PLANE_WATCH_SECONDS: '1' })).toThrow(/CONTROL_PLANE_WATCH_SECONDS/);
   });
 });
 

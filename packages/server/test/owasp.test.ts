@@ -57,6 +57,7 @@ function failingParts(db: Kysely<Database>): { provider: ComputeProvider; driver
     deleteCluster: (clusterId) => simulated.deleteCluster(clusterId),
     joinMachine: (request) => simulated.joinMachine(request),
     endJoin: (...args) => simulated.endJoin(...args),
+    removeNode: (...args) => simulated.removeNode(...args),
     kubeconfig: (...args) => simulated.kubeconfig(...args),
     ensureNetwork: (clusterId) => simulated.ensureNetwork(clusterId),
     nodeReady: (...args) => simulated.nodeReady(...args),

@@ -62,9 +62,26 @@ export interface ProviderCredential {
   token: string;
 }
 
+/** What a cluster's cloud controller manager needs of the machines' cloud project (ClusterDriver.ensureCloudController). */
+export interface CloudControllerRequest {
+  cluster_id: string;
+  /** The project's API token. */
+  token: string;
+  /** The cloud API's address when it is not the provider's own. */
+  endpoint?: string;
+  /** Where new load balancers go: the cluster's region. */
+  location: string;
+}
+
 /** A cloud provider account (Hetzner Cloud's `/servers`, `/images`, `/server_types`). */
 export interface ComputeProvider {
   offerings(credential?: ProviderCredential): Promise<ServerOffering[]>;
+  /**
+   * What a cloud controller manager in a cluster of this project's servers reaches the provider with: the project's
+   * token (the BYOM credential's, else the platform's) and the API's address. Absent where no cloud controller
+   * manager runs (the simulated cloud).
+   */
+  cloudControllerAccess?(credential?: ProviderCredential): { token: string; endpoint: string } | undefined;
   /** Creates a server, or returns the one already created with the same `labels.workflow`. */
   createServer(request: CreateServerRequest): Promise<Server>;
   /** The actual state of a server; undefined when it does not exist (any more). */
@@ -249,6 +266,8 @@ export interface JoinRequest {
   kubernetes_version: string;
   /** How long the join token lives: the boot deadline (MACHINE_BOOT_TIMEOUT_SECONDS), by which the node has joined or never will. */
   token_ttl_seconds: number;
+  /** The cluster has a cloud controller manager: the kubelet leaves the node's cloud setup to it (`--cloud-provider=external`). */
+  external_cloud_provider?: boolean;
 }
 
 /** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */
@@ -277,8 +296,15 @@ export interface ClusterDriver {
   kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig>;
   /** Installs the cluster's pod network (a CNI) once its control plane runs; installing it again changes nothing. */
   ensureNetwork(clusterId: string): Promise<void>;
-  /** Whether the node has joined and is Ready. */
+  /** Whether the node has joined and is Ready (and, with a cloud controller manager, initialised by it). */
   nodeReady(clusterId: string, nodeName: string): Promise<boolean>;
+  /** Removes the node from the cluster: its machine is deleted, or its boot given up. Removing one that is gone succeeds. */
+  removeNode(clusterId: string, nodeName: string): Promise<void>;
+  /**
+   * Installs the cluster's cloud controller manager (load balancers for its Services, Nodes of servers that are gone
+   * removed) with its project's token, or brings it up to date; absent where there is none to install.
+   */
+  ensureCloudController?(request: CloudControllerRequest): Promise<void>;
   /** `helm upgrade --install`: installs the release or upgrades it to the given chart and values. */
   upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease>;
   getRelease(clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined>;

@@ -52,14 +52,20 @@ const provision = (bootSeconds: number): WorkflowDefinition => ({
       if (!machine) return { done: true };
       const cluster = await clusterById(ctx.db, machine.cluster_id);
       if (!cluster) return { done: true };
+      const credential = await machineCredential(ctx, machine.provider_id);
+      // The cluster's cloud controller manager, with the token of the project its machines live in (one project a
+      // cluster): it sets the node up, gives LoadBalancer Services their address, and removes the Nodes of servers
+      // that are gone. Brought up to date with each machine, so a replaced token reaches it.
+      const access = ctx.driver.ensureCloudController ? ctx.provider.cloudControllerAccess?.(credential) : undefined;
+      if (access) await ctx.driver.ensureCloudController!({ cluster_id: cluster.id, ...access, location: cluster.region_id });
       const { user_data } = await ctx.driver.joinMachine({
         cluster_id: machine.cluster_id,
         machine_id: machine.provider_id,
         node_name: machine.node_name,
         kubernetes_version: cluster.kaas_version,
         token_ttl_seconds: bootSeconds,
+        external_cloud_provider: access !== undefined,
       });
-      const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
         name: machine.node_name,
         server_type: machine.server_type,
@@ -152,6 +158,11 @@ const bootDeadline = (seconds: number): StepDeadline => ({
     const machine = await machineOf(ctx);
     if (!machine) return { done: true };
     await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, machine.provider_id));
+    // The node goes too, if it joined (a NotReady Node would stay for ever), and its token: best effort, as the cloud
+    // controller manager removes the Node of a server that is gone, and the token expires.
+    await ctx.driver
+      .removeNode(machine.cluster_id, machine.node_name)
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'removing the node failed; the cloud controller manager removes it'));
     await ctx.driver
       .endJoin(machine.cluster_id, machine.provider_id)
       .catch((error: unknown) => ctx.logger.warn({ err: error }, 'deleting the join token failed; it expires on its own'));

@@ -15,7 +15,7 @@ import type { TLSSocket } from 'node:tls';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
+import { Namespace, Node, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
 import { AdmissionDenied, admitTenantControlPlane, KAMAJI_SUPPORTED_VERSION } from './kamaji.ts';
 
@@ -82,6 +82,7 @@ const KINDS: Record<string, Kind> = {
     validate: (o) => new ClusterRoleBinding(o as never).validate(),
   },
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', namespaced: true, statusSubresource: true, validate: (o) => new Pod(o as never).validate() },
+  'v1/services': { apiVersion: 'v1', kind: 'Service', namespaced: true, statusSubresource: true, validate: (o) => new Service(o as never).validate() },
   'kamaji.clastix.io/v1alpha1/tenantcontrolplanes': {
     apiVersion: 'kamaji.clastix.io/v1alpha1',
     kind: 'TenantControlPlane',
@@ -250,6 +251,11 @@ export class KubeApiServer {
     return [...this.objects.entries()].filter(([key]) => key.startsWith(`${resource}|${namespace ?? ''}|`)).map(([, o]) => o);
   }
 
+  /** The objects of a resource in every namespace. */
+  listAll(resource: string): Obj[] {
+    return [...this.objects.entries()].filter(([key]) => key.startsWith(`${resource}|`)).map(([, o]) => o);
+  }
+
   /** Writes an object as a controller would (validated like a request; status included). */
   put(resource: string, object: Obj): Obj {
     const kind = KINDS[resource]!;
@@ -282,6 +288,11 @@ export class KubeApiServer {
       log.push(line);
       for (const follower of this.followers) if (follower.key === key) follower.write(line);
     }
+  }
+
+  /** Deletes an object as its controller would (a Node the cloud controller manager finds without a server). */
+  delete(resource: string, namespace: string | undefined, name: string): void {
+    this.remove(resource, namespace, name);
   }
 
   /** Deletes a pod: its followed logs end. */

@@ -30,6 +30,16 @@ export function kubeadmJoinOf(userData: string): KubeadmJoin {
   return { endpoint: endpoint!, flags };
 }
 
+/** What a runcmd writes to /etc/default/kubelet as KUBELET_EXTRA_ARGS (a shell `echo '…' > /etc/default/kubelet`). */
+function kubeletExtraArgs(userData: string): string {
+  const config = parseYaml(userData) as { runcmd?: (string | string[])[] };
+  for (const command of config.runcmd ?? []) {
+    const match = typeof command === 'string' ? /^echo '(?:KUBELET_EXTRA_ARGS=)(.*)' > \/etc\/default\/kubelet$/.exec(command) : null;
+    if (match) return match[1]!;
+  }
+  return '';
+}
+
 /** The flags of `kubeadm join` that a token-discovery worker join uses (cmd/kubeadm/app/cmd/join.go, options). */
 const JOIN_FLAGS = new Set(['token', 'discovery-token-ca-cert-hash', 'node-name']);
 // k8s.io/cluster-bootstrap/token/api/types.go: BootstrapTokenPattern.
@@ -43,6 +53,8 @@ export class KubeadmWorker {
   /** Whether the cluster's pod network (its CNI) is up: the kubelet reports NetworkReady only then. */
   private readonly networkReady: () => boolean;
   private readonly nodes = new Set<string>();
+  /** Nodes whose kubelet runs with `--cloud-provider=external`. */
+  private readonly external = new Set<string>();
 
   constructor(tenant: KubeApiServer, networkReady: () => boolean) {
     this.tenant = tenant;
@@ -72,6 +84,12 @@ export class KubeadmWorker {
     const nodeName = join.flags['node-name'];
     if (!nodeName) throw new Error('no --node-name: the node would be named after the host name');
     this.nodes.add(nodeName);
+    // The deb's drop-in 10-kubeadm.conf passes $KUBELET_EXTRA_ARGS from /etc/default/kubelet. An external cloud
+    // provider's kubelet registers its node tainted until the cloud controller manager set it up
+    // (pkg/kubelet/kubelet_node_status.go, initialNode: TaintExternalCloudProvider, NoSchedule).
+    if (kubeletExtraArgs(userData).includes('--cloud-provider=external')) this.external.add(nodeName);
+    const taints = this.external.has(nodeName) ? [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' }] : [];
+    this.tenant.put('v1/nodes', { metadata: { name: nodeName }, spec: { taints } });
     this.heartbeat();
     return nodeName;
   }
@@ -84,7 +102,10 @@ export class KubeadmWorker {
       const condition = ready
         ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }
         : { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: CNI_NOT_READY };
-      this.tenant.put('v1/nodes', { metadata: { name }, status: { conditions: [{ ...condition, lastHeartbeatTime: new Date().toISOString() }] } });
+      const status = { conditions: [{ ...condition, lastHeartbeatTime: new Date().toISOString() }] };
+      // A Node deleted meanwhile (its machine's, or by the cloud controller manager) is not written back: its server is gone.
+      if (this.tenant.get('v1/nodes', undefined, name)) this.tenant.setStatus('v1/nodes', undefined, name, status);
+      else this.nodes.delete(name);
     }
   }
 

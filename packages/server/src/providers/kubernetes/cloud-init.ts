@@ -22,6 +22,8 @@ export interface NodeJoin {
   nodeName: string;
   /** The cluster's Kubernetes version as the contract names it ("v1.31"); a patch release may follow. */
   kubernetesVersion: string;
+  /** The cluster has a cloud controller manager (ccm.ts), which sets the node up: the kubelet's `--cloud-provider=external`. */
+  externalCloudProvider?: boolean;
 }
 
 /** "v1.31", "1.31" or "v1.31.4" → "v1.31", the minor whose package repository pkgs.k8s.io serves. */
@@ -42,6 +44,7 @@ const KEYRING = '/etc/apt/keyrings/kubernetes-apt-keyring.gpg';
  */
 const APT_GET = 'apt-get -o DPkg::Lock::Timeout=300';
 const APT_MARK = 'apt-mark -o DPkg::Lock::Timeout=300';
+const KUBELET_EXTRA_ARGS = 'KUBELET_EXTRA_ARGS=--cloud-provider=external';
 
 /** The `#cloud-config` user_data that prepares the server and joins it as `nodeName`. */
 export function nodeCloudConfig(join: NodeJoin): string {
@@ -67,6 +70,12 @@ export function nodeCloudConfig(join: NodeJoin): string {
       `echo 'deb [signed-by=${KEYRING}] ${repository} /' > /etc/apt/sources.list.d/kubernetes.list`,
       // kubernetes-cni: the CNI plugins in /opt/cni/bin that containerd's default config and the CNI chart (cni.ts) use.
       `${APT_GET} update && ${APT_GET} install -y kubelet kubeadm kubernetes-cni && ${APT_MARK} hold kubelet kubeadm kubernetes-cni`,
+      // The kubelet's flags beyond kubeadm's, after its package (which may bring the file): its drop-in
+      // (10-kubeadm.conf) reads KUBELET_EXTRA_ARGS from /etc/default/kubelet (kubeadm's kubelet-integration.md).
+      // `--cloud-provider=external` as cluster-api-provider-hetzner's worker template sets it (kct-md-0-ubuntu.yaml,
+      // kubeletExtraArgs): the node is tainted until the cloud controller manager (ccm.ts) has set it up and given it
+      // its providerID, `hcloud://<server id>`.
+      ...(join.externalCloudProvider ? [`echo '${KUBELET_EXTRA_ARGS}' > /etc/default/kubelet`] : []),
       'systemctl enable --now kubelet',
       ['kubeadm', 'join', join.endpoint, '--token', join.token, '--discovery-token-ca-cert-hash', join.caCertHash, '--node-name', join.nodeName],
     ],

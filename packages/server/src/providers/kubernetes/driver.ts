@@ -26,6 +26,7 @@ import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/
 import { ConfigError } from '../../config.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
 import {
+  type CloudControllerRequest,
   type ClusterDriver,
   type ControlPlane,
   type ControlPlaneRequest,
@@ -38,6 +39,7 @@ import {
   type ReadLogOptions,
 } from '../types.ts';
 import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret, sameJson } from './argocd.ts';
+import { CCM_NAMESPACE, CCM_SECRET, ccmApplication, ccmApplicationName } from './ccm.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
 import { cniApplication, cniApplicationName } from './cni.ts';
 import { controlPlaneStatus, kubernetesRelease, type TenantControlPlane } from './kamaji.ts';
@@ -86,6 +88,9 @@ function apiClient<T>(kubeconfig: KubeConfig, type: new (configuration: ReturnTy
     createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kubeconfig }, promiseMiddleware: [deadline] }),
   );
 }
+
+/** The taint the kubelet of an external cloud provider starts its node with (k8s.io/cloud-provider/api, TaintExternalCloudProvider). */
+const UNINITIALIZED_TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 /** Argo CD's cluster Secret of a tenant cluster. */
 export const argoClusterSecretName = (clusterId: string) => `cluster-${k8sName(clusterId)}`;
@@ -171,7 +176,8 @@ export class KubernetesDriver implements ClusterDriver {
   async deleteCluster(clusterId: string): Promise<void> {
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
-    await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: cniApplicationName(name) }).catch(ignoreNotFound);
+    for (const addon of [cniApplicationName(name), ccmApplicationName(name)])
+      await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: addon }).catch(ignoreNotFound);
     await this.core.deleteNamespacedSecret({ name: argoClusterSecretName(clusterId), namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...ARGO_PROJECTS, namespace: this.options.argocdNamespace, name }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
@@ -298,6 +304,7 @@ export class KubernetesDriver implements ClusterDriver {
         caCertHash: `sha256:${caHash}`,
         nodeName: request.node_name,
         kubernetesVersion: request.kubernetes_version,
+        externalCloudProvider: request.external_cloud_provider,
       }),
     };
   }
@@ -307,15 +314,26 @@ export class KubernetesDriver implements ClusterDriver {
     await core.deleteNamespacedSecret({ name: `bootstrap-token-${bootstrapTokenId(machineId)}`, namespace: 'kube-system' }).catch(ignoreNotFound);
   }
 
+  /**
+   * Ready, and initialised by the cloud controller manager where there is one: the kubelet's
+   * `--cloud-provider=external` taints the node `node.cloudprovider.kubernetes.io/uninitialized` (NoSchedule; no
+   * workload lands on it) until the cloud controller manager has set it up (k8s.io/cloud-provider, cloud node controller).
+   */
   async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
     const core = apiClient(await this.tenant(clusterId), CoreV1Api);
     try {
       const node = await core.readNode({ name: nodeName });
-      return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      return ready && !(node.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED_TAINT);
     } catch (error) {
       if (isNotFound(error)) return false;
       throw error;
     }
+  }
+
+  async removeNode(clusterId: string, nodeName: string): Promise<void> {
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
+    await core.deleteNode({ name: nodeName }).catch(ignoreNotFound);
   }
 
   // --- releases (Argo CD) ---
@@ -513,15 +531,37 @@ export class KubernetesDriver implements ClusterDriver {
   /** The cluster's pod network (cni.ts): its Argo CD Application, created once; its nodes turn Ready when it is up. */
   async ensureNetwork(clusterId: string): Promise<void> {
     const destination = await this.registerCluster(clusterId);
-    const application = new Application(
-      cniApplication({
-        clusterName: k8sName(clusterId),
-        destination,
-        project: destination,
-        argocdNamespace: this.options.argocdNamespace,
-        labels: { [LABEL.cluster]: clusterId },
-      }),
-    );
+    const clusterName = k8sName(clusterId);
+    const labels = { [LABEL.cluster]: clusterId };
+    await this.ensureAddon(cniApplication({ clusterName, destination, project: destination, argocdNamespace: this.options.argocdNamespace, labels }));
+  }
+
+  /**
+   * The cluster's cloud controller manager (ccm.ts): its token Secret in the tenant, written each time (a rotated
+   * credential reaches it), and its Argo CD Application, created once.
+   */
+  async ensureCloudController(request: CloudControllerRequest): Promise<void> {
+    const destination = await this.registerCluster(request.cluster_id);
+    const core = apiClient(await this.tenant(request.cluster_id), CoreV1Api);
+    const labels = { [LABEL.cluster]: request.cluster_id };
+    await this.upsertSecret(core, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: CCM_SECRET.name, namespace: CCM_NAMESPACE, labels },
+      type: 'Opaque',
+      stringData: { [CCM_SECRET.key]: request.token },
+    });
+    const clusterName = k8sName(request.cluster_id);
+    await this.ensureAddon(ccmApplication({ clusterName, destination, project: destination, argocdNamespace: this.options.argocdNamespace, labels, request }));
+  }
+
+  /**
+   * An add-on's Application (the CNI's, the cloud controller manager's): created once; when the platform's add-on
+   * moved on (a chart bump, another setting), a merge patch of the spec, as an install's update, so Argo CD's own
+   * status writes are left alone. One already as wanted is not written.
+   */
+  private async ensureAddon(spec: ConstructorParameters<typeof Application>[0]): Promise<void> {
+    const application = new Application(spec);
     application.validate();
     const namespace = this.options.argocdNamespace;
     const desired = application.toJSON() as unknown as ArgoApplication;
@@ -536,8 +576,6 @@ export class KubernetesDriver implements ClusterDriver {
     }
     const current = existing ?? (await this.application(desired.metadata.name));
     if (!current || sameJson(current.spec, desired.spec)) return;
-    // The platform's CNI moved on (a chart bump, another pod CIDR): a merge patch of the spec, as an install's
-    // update, so Argo CD's own status writes are left alone.
     await this.custom.patchNamespacedCustomObject(
       { ...ARGO, namespace, name: desired.metadata.name, body: { spec: mergePatch(current.spec, desired.spec) } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
