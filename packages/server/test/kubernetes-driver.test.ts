@@ -1409,6 +1409,16 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
   });
 });
 
+/** A release of a chart `web` into a new install's namespace of the cluster. */
+const webRelease = (clusterId: string): HelmReleaseRequest => ({
+  cluster_id: clusterId,
+  namespace: newId('ins'),
+  release: 'web-1',
+  chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
+  values: {},
+  template_id: 't',
+});
+
 describe('Kamaji: what it admits and what it reports', () => {
   /** A create straight to the management API server: undefined, or the refusal's code and Status. */
   async function createTenantControlPlane(name: string, version: string): Promise<{ code: number; status: { reason: string; message: string } } | undefined> {
@@ -1628,14 +1638,7 @@ describe('Kamaji: what it admits and what it reports', () => {
     const name = k8sName(clusterId);
     await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
     expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
-    const install = {
-      cluster_id: clusterId,
-      namespace: newId('ins'),
-      release: 'web-1',
-      chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
-      values: {},
-      template_id: 't',
-    };
+    const install = webRelease(clusterId);
     const argoClusterCertificate = () => {
       const secret = management.get('v1/secrets', ARGO_NS, `cluster-${name}`) as { data: Record<string, string> } | undefined;
       const config = JSON.parse(Buffer.from(secret!.data.config!, 'base64').toString('utf8'));
@@ -1666,14 +1669,7 @@ describe('Kamaji: what it admits and what it reports', () => {
         clock.advance(2);
         return (await status()).status === 'RUNNING';
       });
-      const install = {
-        cluster_id: clusterId,
-        namespace: newId('ins'),
-        release: 'web-1',
-        chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
-        values: {},
-        template_id: 't',
-      };
+      const install = webRelease(clusterId);
       /** Every call that needs the tenant's API server works. */
       const tenantCallsWork = async () => {
         expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
