@@ -31,6 +31,8 @@ export const OPERATIONS: Record<string, string[]> = {
   '/firewalls': ['get', 'post'],
   '/firewalls/{id}': ['delete'],
   '/firewalls/{id}/actions/set_rules': ['post'],
+  '/load_balancers': ['get'],
+  '/load_balancers/{id}': ['put', 'delete'],
 };
 
 /** Documentation-only keys, removed everywhere except inside `properties` (where they are property names). */

@@ -116,7 +116,16 @@ export interface Config {
    * Which cluster driver runs: the simulation, or Kubernetes (Kamaji control planes and Argo CD installs in the
    * management cluster that MANAGEMENT_KUBECONFIG reaches).
    */
-  clusterDriver: { kind: 'simulated' } | { kind: 'kubernetes'; kubeconfigPath: string; argocdNamespace: string; kamajiNamespace: string };
+  clusterDriver:
+    | { kind: 'simulated' }
+    | {
+        kind: 'kubernetes';
+        kubeconfigPath: string;
+        argocdNamespace: string;
+        kamajiNamespace: string;
+        /** How often the workers follow the control planes (jobs/control-planes.ts), seconds (CONTROL_PLANE_WATCH_SECONDS). */
+        watchSeconds: number;
+      };
   /** How long (s) a workflow step waits on something outside before it fails or remediates. */
   deadlines: WorkflowDeadlines;
   /** An unfinished workflow no worker holds, whose job was sent this long ago (s), is sent again. */
@@ -386,6 +395,7 @@ function clusterDriver(env: Env): Config['clusterDriver'] {
     kubeconfigPath,
     argocdNamespace: k8sName(env, 'ARGOCD_NAMESPACE', 'argocd'),
     kamajiNamespace: k8sName(env, 'KAMAJI_NAMESPACE', 'kamaji-tenants'),
+    watchSeconds: integer(env, 'CONTROL_PLANE_WATCH_SECONDS', 60, 5, 3600),
   };
 }
 

@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     runtime.retention.start();
     runtime.tokenExpiry.start();
     runtime.leftovers.start();
+    runtime.controlPlanes.start();
     await runtime.webhooks?.run();
   }
   // The workers fetch jobs and pg-boss listens for new ones from here on.
@@ -68,6 +69,7 @@ async function main(): Promise<void> {
       runtime.retention.stop();
       runtime.tokenExpiry.stop();
       runtime.leftovers.stop();
+      runtime.controlPlanes.stop();
       await runtime.webhooks?.stop();
       await runtime.engine.stop();
       await connection.close();
@@ -110,6 +112,7 @@ async function main(): Promise<void> {
     runtime.retention.stop();
     runtime.tokenExpiry.stop();
     runtime.leftovers.stop();
+    runtime.controlPlanes.stop();
     await runtime.webhooks?.stop();
     await runtime.engine.stop();
     await accessChanges.close();

@@ -8,6 +8,7 @@ import { openDatabase } from './db/connect.ts';
 import { poolOf } from './db/raw-query.ts';
 import type { Database } from './db/schema.ts';
 import { WorkflowEngine } from './engine/engine.ts';
+import { controlPlaneWatch } from './jobs/control-planes.ts';
 import { eventRetention } from './jobs/event-retention.ts';
 import { leftoversReconciler } from './jobs/leftovers.ts';
 import { tokenExpiryNotices } from './jobs/token-expiry.ts';
@@ -49,6 +50,7 @@ export interface RuntimeOptions {
     | 'eventRetentionDays'
     | 'auditRetentionDays'
     | 'webhooks'
+    | 'clusterDriver'
   >;
   /** Overrides of the simulation (tests: zero latency, no failures, fast polling). */
   simulation?: Partial<SimulationOptions>;
@@ -136,7 +138,13 @@ export function createRuntime(options: RuntimeOptions) {
     dryRun: config.compute.leftovers.dryRun,
     everyMs: config.compute.leftovers.everySeconds * 1000,
   });
-  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers };
+  const controlPlanes = controlPlaneWatch({
+    db: options.db,
+    logger: options.logger,
+    driver,
+    everyMs: (config.clusterDriver.kind === 'kubernetes' ? config.clusterDriver.watchSeconds : 60) * 1000,
+  });
+  return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers, controlPlanes };
 }
 
 /**

@@ -403,8 +403,13 @@ describe('SSH keys and the cluster’s firewall', () => {
       .toEqual(sent(firewallRules(nodes, true)));
     const rules = firewallRules(nodes, true);
     expect(rules.filter((r) => r.port === '22')).toEqual([expect.objectContaining({ protocol: 'tcp', source_ips: ['0.0.0.0/0', '::/0'] })]);
-    // No kubelet port, nor anything else, open to the internet but SSH and ICMP.
-    expect(rules.filter((r) => r.source_ips?.includes('0.0.0.0/0')).map((r) => `${r.protocol}:${r.port ?? ''}`)).toEqual(['icmp:', 'tcp:22']);
+    // No kubelet port, nor anything else, open to the internet but ICMP, the NodePorts (which the cloud controller
+    // manager's load balancers reach at the nodes' public addresses) and SSH.
+    expect(rules.filter((r) => r.source_ips?.includes('0.0.0.0/0')).map((r) => `${r.protocol}:${r.port ?? ''}`)).toEqual([
+      'icmp:',
+      'tcp:30000-32767',
+      'tcp:22',
+    ]);
     expect(rules.filter((r) => r.source_ips?.join() === nodes.join()).map((r) => r.protocol)).toEqual(['tcp', 'udp', 'esp', 'gre']);
   });
 
@@ -413,7 +418,7 @@ describe('SSH keys and the cluster’s firewall', () => {
     await hetzner.createServer(request('wf_fw_nokeys', { cluster_id: 'cl_fw2' }));
     expect(posted('node-wf-fw-nokeys')).not.toHaveProperty('ssh_keys');
     const firewall = fake.firewalls(PLATFORM).find((f) => f.labels?.cluster === 'cl_fw2')!;
-    await expect.poll(() => fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)?.rules?.length, { interval: 10, timeout: 2000 }).toBe(5);
+    await expect.poll(() => fake.firewalls(PLATFORM).find((f) => f.id === firewall.id)?.rules?.length, { interval: 10, timeout: 2000 }).toBe(6);
     expect(firewall.rules?.some((r) => r.port === '22')).toBe(false);
 
     const error = await driver({ sshKeys: ['nobody'] })

@@ -6,11 +6,13 @@ import { createPlatformClient } from '@platform/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
-import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
+import { CCM_CHART, ccmApplicationName } from '../src/providers/kubernetes/ccm.ts';
+import { CNI_CHART, cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
 import { setKaasVersionAvailability } from '../src/resources/kaas-versions.ts';
 import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
+import { HcloudCloudControllerManager } from './support/hcloud-ccm.ts';
 import { KamajiController } from './support/kamaji.ts';
 import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
 import { ARGO_NS, KAMAJI_NS, useRealDriverWorld } from './support/real-drivers.ts';
@@ -152,8 +154,24 @@ describe('the journey on Hetzner Cloud, Kamaji and Argo CD', () => {
     expect(await machineStatus()).toBe('provisioning');
     world.management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
     kubeadm.heartbeat();
+    // Ready, but tainted until the cluster's cloud controller manager has set the node up: its Application and its
+    // token Secret (the machine's project's: the BYOM credential's) came with the machine.
+    await until(
+      'the node to be asked for once Ready',
+      () => world.tenant.requests.filter((r) => r.startsWith(`GET /api/v1/nodes/${machine.node_name}`)).length > 2,
+    );
+    expect(await machineStatus()).toBe('provisioning');
+    const ccmApp = world.management.get(APP, ARGO_NS, ccmApplicationName(k8sName(cluster.id)))!;
+    expect((ccmApp.spec as { source: Record<string, unknown> }).source).toMatchObject({ ...CCM_CHART });
+    const hcloudSecret = world.tenant.get('v1/secrets', 'kube-system', 'hcloud') as unknown as { data: Record<string, string> };
+    expect(Buffer.from(hcloudSecret.data.token!, 'base64').toString()).toBe(BYOM_TOKEN);
+    world.management.setStatus(APP, ARGO_NS, ccmApp.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+    expect(
+      new HcloudCloudControllerManager({ management: world.management, tenant: world.tenant, fake: world.fake, argocdNamespace: ARGO_NS }).reconcile(),
+    ).toBe(true);
     await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
     const serverId = String(liveServers()[0]!.id);
+    expect(world.tenant.get('v1/nodes', undefined, machine.node_name)?.spec).toMatchObject({ providerID: `hcloud://${serverId}` });
     // The drift check reads the server in the credential's project (the platform's token would find nothing).
     const drift = () => api.GET('/v1/compute/machines/{providerId}/drift', { params: { path: { providerId: machine.provider_id } } });
     expect(await drift()).toMatchObject({ drifted: false, differences: [] });
@@ -408,6 +426,11 @@ describe('a Kubernetes version retired while its clusters run', () => {
       expect(kubeadm.boot((creation.body as { user_data: string }).user_data)).toBe(machine.node_name);
       const node = world.tenant.get('v1/nodes', undefined, machine.node_name) as unknown as { status: { nodeInfo: { kubeletVersion: string } } };
       expect(node.status.nodeInfo.kubeletVersion).toBe('v1.30.14');
+      // The cloud controller manager the machine brought sets the node up (it is tainted until then).
+      const ccmApp = () => world.management.get(APP, ARGO_NS, ccmApplicationName(k8sName(cluster.id)));
+      await until('the cloud controller manager', () => ccmApp() !== undefined);
+      world.management.setStatus(APP, ARGO_NS, ccmApp()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+      new HcloudCloudControllerManager({ management: world.management, tenant: world.tenant, fake: world.fake, argocdNamespace: ARGO_NS }).reconcile();
       const machineStatus = async () => (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } }))[0]?.status;
       await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
 
@@ -428,8 +451,129 @@ describe('a Kubernetes version retired while its clusters run', () => {
         health: { status: 'Healthy' },
       });
       await until('the install to run', async () => (await api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } })).status === 'running');
+      // Its machine goes, and its Node with it (the tenant's API server stands for every cluster's here).
+      await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+      await until('the machine to be gone', async () => (await machineStatus()) === undefined);
     } finally {
       await setKaasVersionAvailability(app.db, 'v1.30', true);
+    }
+  });
+});
+
+describe("a cluster's life on the real systems", () => {
+  it('goes through a control-plane roll, runs a product whose LoadBalancer Service gets a Hetzner load balancer, and loses the Node of a deleted machine', {
+    timeout: 120_000,
+  }, async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'life', region_id: 'fsn1' } });
+    const name = k8sName(cluster.id);
+    const getCluster = () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    await until('the TenantControlPlane', () => world.management.get(TCP, KAMAJI_NS, name) !== undefined);
+    const kamaji = new KamajiController(world.management, world.tenant);
+    kamaji.provisioning(KAMAJI_NS, name);
+    kamaji.rollout(KAMAJI_NS, name, 2);
+    await until('the cluster to run', async () => (await getCluster()).kaas.status === 'RUNNING');
+
+    // The rest of the world runs by itself: Argo CD (its repositories: the CNI's, the cloud controller manager's and
+    // a chart whose Service is a load balancer), the kubelets booting the running servers, the cloud controller manager.
+    const argocd = new ArgoCdController(world.management, ARGO_NS, world.tenant)
+      .addRepository({ url: CNI_CHART.repoURL, charts: { [CNI_CHART.chart]: [CNI_CHART.targetRevision] } })
+      .addRepository({ url: CCM_CHART.repoURL, charts: { [CCM_CHART.chart]: [CCM_CHART.targetRevision] } })
+      .addRepository({ url: 'https://charts.example.com/web', charts: { web: ['1.0.0'] }, services: { web: [{ name: 'web', type: 'LoadBalancer' }] } })
+      .start(20);
+    const cni = () => world.management.get(APP, ARGO_NS, cniApplicationName(name));
+    const kubelet = new KubeadmWorker(world.tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
+    const ccm = new HcloudCloudControllerManager({ management: world.management, tenant: world.tenant, fake: world.fake, argocdNamespace: ARGO_NS });
+    let ccmRuns = true;
+    const booted = new Set<string>();
+    const timer = setInterval(() => {
+      for (const server of world.fake.servers(PLATFORM)) {
+        if (server.status !== 'running' || booted.has(server.name)) continue;
+        const creation = world.fake.requests.find((r) => r.method === 'POST' && r.path === '/servers' && (r.body as { name?: string }).name === server.name);
+        booted.add(server.name);
+        kubelet.boot((creation!.body as { user_data: string }).user_data);
+      }
+      kubelet.heartbeat();
+      if (ccmRuns) ccm.reconcile();
+    }, 30);
+    try {
+      // A machine of the platform's project: the cloud controller manager gets the platform's token.
+      const config = await api.POST('/v1/compute/configs', {
+        body: { name: 'life', provider: 'hcloud', provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' } },
+      });
+      const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      const machineStatus = async () =>
+        (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } })).find((m) => m.provider_id === machine.provider_id)?.status;
+      await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
+      const hcloudSecret = world.tenant.get('v1/secrets', 'kube-system', 'hcloud') as unknown as { data: Record<string, string> };
+      expect(Buffer.from(hcloudSecret.data.token!, 'base64').toString()).toBe(PLATFORM);
+      const server = world.fake.servers(PLATFORM).find((s) => s.name === machine.node_name)!;
+      const node = () =>
+        world.tenant.get('v1/nodes', undefined, machine.node_name) as unknown as { spec: { providerID?: string; taints?: unknown[] } } | undefined;
+      expect(node()?.spec).toMatchObject({ providerID: `hcloud://${server.id}`, taints: [] });
+
+      // Kamaji rolls the control plane (a management node drained): the cluster runs on, says so, and serves.
+      expect(kamaji.roll(KAMAJI_NS, name)).toBe('Unknown');
+      await app.runtime.controlPlanes.sweep();
+      expect((await getCluster()).kaas).toMatchObject({
+        status: 'RUNNING',
+        status_message: 'The control plane is rolling out new replicas (Kamaji: Unknown); it keeps serving meanwhile.',
+      });
+      const kubeconfig = await call(app.baseUrl, 'GET', `/v1/clusters/${cluster.id}/kubeconfig`, { token: user.token });
+      expect(kubeconfig.status).toBe(200);
+
+      // A product whose chart has a LoadBalancer Service: Argo CD keeps it Progressing until the Service has an
+      // address, which the cloud controller manager gives it from a Hetzner load balancer.
+      ccmRuns = false;
+      const product = await api.POST('/v1/products', {
+        body: {
+          name: 'Web',
+          cluster_ids: [cluster.id],
+          sources: [{ chart: { repo_url: 'https://charts.example.com/web', target_revision: '1.0.0', chart: 'web' } }],
+        },
+      });
+      const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+      const getInstall = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
+      const application = () => world.management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id);
+      const service = () => world.tenant.get('v1/services', k8sName(install.id), 'web');
+      await until(
+        'the Service to be applied',
+        () => service() !== undefined && (application()?.status as { sync?: { status?: string } })?.sync?.status === 'Synced',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200)); // several passes of Argo CD
+      expect((application()!.status as { health: { status: string } }).health.status).toBe('Progressing');
+      expect((await getInstall()).status).toBe('installing');
+      ccmRuns = true;
+      await until('the install to run', async () => (await getInstall()).status === 'running');
+      const [balancer] = world.fake.loadBalancers(PLATFORM);
+      expect(balancer).toMatchObject({ labels: { 'hcloud-ccm/service-uid': service()!.metadata.uid }, location: { name: 'fsn1' } });
+      expect(balancer!.targets.map((t) => t.server?.id)).toEqual([server.id]);
+      expect((service()!.status as { loadBalancer: { ingress: { ip: string }[] } }).loadBalancer.ingress[0]!.ip).toBe(balancer!.public_net.ipv4.ip);
+
+      // The control plane is Ready again: the message goes.
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      await app.runtime.controlPlanes.sweep();
+      expect((await getCluster()).kaas.status_message).toBeNull();
+
+      // The machine is deleted: its server goes, and its Node with it.
+      ccmRuns = false; // the platform removes the Node itself, not waiting for the cloud controller manager
+      await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+      await until('the machine to be gone', async () => (await machineStatus()) === undefined);
+      expect(world.fake.servers(PLATFORM).filter((s) => s.name === machine.node_name)).toEqual([]);
+      expect(node()).toBeUndefined();
+
+      // Asleep, the control plane serves nothing: the message says so, and a kubeconfig is refused with it.
+      expect(kamaji.sleep(KAMAJI_NS, name)).toBe('Sleeping');
+      await app.runtime.controlPlanes.sweep();
+      const asleep = 'The control plane is asleep (Kamaji: Sleeping, no replicas): nothing reaches the cluster until it is woken.';
+      expect((await getCluster()).kaas).toMatchObject({ status: 'RUNNING', status_message: asleep });
+      const refused = await call(app.baseUrl, 'GET', `/v1/clusters/${cluster.id}/kubeconfig`, { token: user.token });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: 'conflict', message: asleep });
+    } finally {
+      clearInterval(timer);
+      argocd.stop();
     }
   });
 });

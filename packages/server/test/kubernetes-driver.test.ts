@@ -19,7 +19,15 @@ import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName, repositorySecretName } from '../src/providers/kubernetes/driver.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
-import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
+import {
+  type ClusterDriver,
+  ControlPlaneUnavailable,
+  chartLocation,
+  type HelmReleaseRequest,
+  type LogEntry,
+  type PodContainer,
+  type ReadLogOptions,
+} from '../src/providers/types.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
@@ -106,7 +114,14 @@ describe('configuration', () => {
     const config = loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: broken });
     await expect(createClusterDriver(config, { db: database.db, clock })).rejects.toThrow(ConfigError);
     expect(driver).toBeInstanceOf(KubernetesDriver);
-    expect(kubernetesConfig().clusterDriver).toEqual({ kind: 'kubernetes', kubeconfigPath, argocdNamespace: ARGO_NS, kamajiNamespace: KAMAJI_NS });
+    expect(kubernetesConfig().clusterDriver).toEqual({
+      kind: 'kubernetes',
+      kubeconfigPath,
+      argocdNamespace: ARGO_NS,
+      kamajiNamespace: KAMAJI_NS,
+      watchSeconds: 60,
+    });
+    expect(() => kubernetesConfig({ CONTROL_PLANE_WATCH_SECONDS: '1' })).toThrow(/CONTROL_PLANE_WATCH_SECONDS/);
   });
 });
 
@@ -244,7 +259,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 describe('machines joining', () => {
   it('mints one bootstrap token per machine and returns user_data with kubeadm join; Ready means the Node is Ready', async () => {
     const clusterId = await runningCluster();
-    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_release: 'v1.31.13' };
+    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_release: 'v1.31.13', token_ttl_seconds: 900 };
     const { user_data } = await driver.joinMachine(machine);
     const join = kubeadmJoinOf(user_data);
     const token = /^([a-z0-9]{6})\.([a-z0-9]{16})$/.exec(join.flags.token!);
@@ -262,12 +277,19 @@ describe('machines joining', () => {
       'usage-bootstrap-authentication': 'true',
       'usage-bootstrap-signing': 'true',
     });
-    expect(Date.parse(data.expiration!)).toBeGreaterThan(Date.now());
+    // It lives as long as the boot that uses it may last, not a day.
+    const expiresIn = (Date.parse(data.expiration!) - Date.now()) / 1000;
+    expect(expiresIn).toBeGreaterThan(890);
+    expect(expiresIn).toBeLessThanOrEqual(900);
     // A re-run gets the same token; another machine another one.
     expect((await driver.joinMachine(machine)).user_data).toBe(user_data);
     const other = await driver.joinMachine({ ...machine, machine_id: newId('mch'), node_name: 'worker-2' });
     expect(kubeadmJoinOf(other.user_data).flags.token).not.toBe(join.flags.token);
     expect(tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.name.startsWith('bootstrap-token-'))).toHaveLength(2);
+    // Once the node joined (or its boot was given up), the token goes; deleting it again is no error.
+    await driver.endJoin(clusterId, machine.machine_id);
+    await driver.endJoin(clusterId, machine.machine_id);
+    expect(tenant.get('v1/secrets', 'kube-system', `bootstrap-token-${token![1]}`)).toBeUndefined();
 
     expect(await driver.nodeReady(clusterId, 'worker-1')).toBe(false);
     const node = (ready: string) => ({
@@ -288,7 +310,13 @@ describe("a worker's cloud-config", () => {
   it("is one Debian's cloud-init accepts, and prepares Ubuntu 24.04 as kubeadm's install guides say before it joins", async () => {
     if (!existsSync(CLOUD_INIT)) throw new Error(`${CLOUD_INIT} is missing: install it with \`apt-get update && apt-get install -y cloud-init\`.`);
     const clusterId = await runningCluster();
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_release: 'v1.31.13' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-9',
+      kubernetes_release: 'v1.31.13',
+      token_ttl_seconds: 600,
+    });
     const file = join(dir, 'user-data.yaml');
     await writeFile(file, user_data);
     const { stdout } = await promisify(execFile)(CLOUD_INIT, ['schema', '--config-file', file]);
@@ -306,15 +334,26 @@ describe("a worker's cloud-config", () => {
     // The cluster's minor release, not the latest.
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key');
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/ /');
+    // Every apt in the script waits for the package system's lock (unattended-upgrades holds it on a fresh server)
+    // rather than failing, which `set -eu` would turn into a failed join.
+    const apt = script.match(/\bapt(-get|-mark)? [^&\n]*/g) ?? [];
+    expect(apt.length).toBeGreaterThanOrEqual(3);
+    for (const command of apt) expect(command).toMatch(/^apt(-get|-mark) -o DPkg::Lock::Timeout=\d+ /);
     // The control plane's own patch release, as kubeadm's upgrade guide pins it, not the repository's newest.
-    expect(script).toContain("apt-get install -y kubelet='1.31.13-*' kubeadm='1.31.13-*' kubernetes-cni");
+    expect(script).toContain("apt-get -o DPkg::Lock::Timeout=300 install -y kubelet='1.31.13-*' kubeadm='1.31.13-*' kubernetes-cni");
     expect(kubeadmJoinOf(user_data).flags['node-name']).toBe('worker-9');
   });
 
   it('joins with the token and CA hash the driver minted, and kubeadm refuses any other', async () => {
     const clusterId = await runningCluster();
     const kubeadm = new KubeadmWorker(tenant, () => false);
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_release: 'v1.31.13' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-7',
+      kubernetes_release: 'v1.31.13',
+      token_ttl_seconds: 600,
+    });
     const { token, 'discovery-token-ca-cert-hash': hash } = kubeadmJoinOf(user_data).flags;
     const [id, secret] = token!.split('.');
     expect(() => kubeadm.boot(user_data.replace(`${id}.${secret}`, `${id}.${'x'.repeat(16)}`))).toThrow(/could not find a JWS signature/);
@@ -337,12 +376,19 @@ describe("a worker's cloud-config", () => {
       machine_id: newId('mch'),
       node_name: 'worker-pin',
       kubernetes_release: 'v1.31.13',
+      token_ttl_seconds: 600,
     });
     expect(kubeadm.boot(user_data)).toBe('worker-pin');
     const node = tenant.get('v1/nodes', undefined, 'worker-pin') as unknown as { status: { nodeInfo: { kubeletVersion: string } } };
     expect(node.status.nodeInfo.kubeletVersion).toBe('v1.31.13');
     // A release the repository does not have is apt's error, not some other version.
-    const missing = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-none', kubernetes_release: 'v1.31.99' });
+    const missing = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-none',
+      kubernetes_release: 'v1.31.99',
+      token_ttl_seconds: 600,
+    });
     expect(() => kubeadm.boot(missing.user_data)).toThrow("E: Version '1.31.99-*' for 'kubelet' was not found");
   });
 
@@ -352,7 +398,9 @@ describe("a worker's cloud-config", () => {
     kamajiReady(clusterId, 'Ready', 'v1.30.14');
     const kubeadm = new KubeadmWorker(tenant, () => false);
     const join = (release: string, node: string) =>
-      driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: node, kubernetes_release: release }).then((j) => j.user_data);
+      driver
+        .joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: node, kubernetes_release: release, token_ttl_seconds: 600 })
+        .then((j) => j.user_data);
     expect(kubeadm.boot(await join('v1.30.14', 'worker-130'))).toBe('worker-130');
     // kubeadm 1.28 has v1beta4 in its scheme, with extraArgs still a map; 1.27 has no v1beta4 at all.
     const old = await join('v1.28.15', 'worker-128');
@@ -431,6 +479,7 @@ describe("a cluster's pod network", () => {
       machine_id: newId('mch'),
       node_name: 'worker-net',
       kubernetes_release: 'v1.31.13',
+      token_ttl_seconds: 600,
     });
     kubeadm.boot(user_data);
     expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false);
@@ -518,14 +567,20 @@ describe('machines through the provision workflow', () => {
         clock.advance(1);
         return asked();
       });
-      const token = tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.labels?.['platform-api/cluster'] === cluster.id);
-      expect(token).toHaveLength(1);
+      const tokens = () => tenant.list('v1/secrets', 'kube-system').filter((s) => s.metadata.labels?.['platform-api/cluster'] === cluster.id);
+      expect(tokens()).toHaveLength(1);
+      // It lives as long as the boot deadline (MACHINE_BOOT_TIMEOUT_SECONDS, 600 s unless set).
+      const expiration = Buffer.from((tokens()[0] as unknown as { data: Record<string, string> }).data.expiration!, 'base64').toString();
+      expect((Date.parse(expiration) - Date.now()) / 1000).toBeGreaterThan(580);
+      expect((Date.parse(expiration) - Date.now()) / 1000).toBeLessThanOrEqual(600);
       expect((await machines())[0]?.status).toBe('provisioning');
       tenant.put('v1/nodes', { metadata: { name: machine.node_name }, status: { conditions: [{ type: 'Ready', status: 'True' }] } });
       await until(async () => {
         clock.advance(2);
         return (await machines())[0]?.status === 'ready';
       });
+      // Joined: the token is gone.
+      expect(tokens()).toEqual([]);
       expect(management.refused).toEqual([]);
       expect(tenant.refused).toEqual([]);
     } finally {
@@ -1408,6 +1463,16 @@ describe('install deadlines (INSTALL_SYNC_TIMEOUT_SECONDS)', () => {
   });
 });
 
+/** A release of a chart `web` into a new install's namespace of the cluster. */
+const webRelease = (clusterId: string): HelmReleaseRequest => ({
+  cluster_id: clusterId,
+  namespace: newId('ins'),
+  release: 'web-1',
+  chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
+  values: {},
+  template_id: 't',
+});
+
 describe('Kamaji: what it admits and what it reports', () => {
   /** A create straight to the management API server: undefined, or the refusal's code and Status. */
   async function createTenantControlPlane(name: string, version: string): Promise<{ code: number; status: { reason: string; message: string } } | undefined> {
@@ -1474,7 +1539,11 @@ describe('Kamaji: what it admits and what it reports', () => {
   /** Runs the workflows with the driver (and `env`) while `use` plays Kamaji; the cluster row is made as the API would. */
   async function withClusterWorkflow(
     env: Record<string, string>,
-    use: (clusterId: string, status: () => Promise<{ status: string; status_message: string | null }>) => Promise<void>,
+    use: (
+      clusterId: string,
+      status: () => Promise<{ status: string; status_message: string | null }>,
+      runtime: ReturnType<typeof createRuntime>,
+    ) => Promise<void>,
   ) {
     const runtime = createRuntime({
       db: database.db,
@@ -1507,7 +1576,11 @@ describe('Kamaji: what it admits and what it reports', () => {
           })
           .execute();
       });
-      await use(clusterId, () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow());
+      await use(
+        clusterId,
+        () => database.db.selectFrom('clusters').select(['status', 'status_message']).where('id', '=', clusterId).executeTakeFirstOrThrow(),
+        runtime,
+      );
     } finally {
       await runtime.engine.stop();
     }
@@ -1622,14 +1695,7 @@ describe('Kamaji: what it admits and what it reports', () => {
     const name = k8sName(clusterId);
     await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
-    const install = {
-      cluster_id: clusterId,
-      namespace: newId('ins'),
-      release: 'web-1',
-      chart: { repo_url: 'https://charts.example.com', target_revision: '1.0.0', chart: 'web' },
-      values: {},
-      template_id: 't',
-    };
+    const install = webRelease(clusterId);
     const argoClusterCertificate = () => {
       const secret = management.get('v1/secrets', ARGO_NS, `cluster-${name}`) as { data: Record<string, string> } | undefined;
       const config = JSON.parse(Buffer.from(secret!.data.config!, 'base64').toString('utf8'));
@@ -1646,6 +1712,121 @@ describe('Kamaji: what it admits and what it reports', () => {
     expect(tenant.requests.length).toBeGreaterThan(before);
     await driver.upsertRelease(install);
     expect(argoClusterCertificate()).toBe(KAMAJI_PKI[1]!.cert);
+    await driver.deleteCluster(clusterId);
+  });
+
+  it('keeps a control plane that rolls after Ready running, every tenant call working, its status message saying what happens; asleep, it is not', async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const refusedBefore = management.refused.length;
+    await withClusterWorkflow({}, async (clusterId, status, runtime) => {
+      const name = k8sName(clusterId);
+      await until(async () => management.get(TCP, KAMAJI_NS, name) !== undefined);
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      await until(async () => {
+        clock.advance(2);
+        return (await status()).status === 'RUNNING';
+      });
+      const install = webRelease(clusterId);
+      /** Every call that needs the tenant's API server works. */
+      const tenantCallsWork = async () => {
+        expect((await driver.kubeconfig(clusterId, 900)).kubeconfig).toContain(tenant.url);
+        expect(
+          (
+            await driver.joinMachine({
+              cluster_id: clusterId,
+              machine_id: newId('mch'),
+              node_name: 'w-1',
+              kubernetes_release: 'v1.32.9',
+              token_ttl_seconds: 600,
+            })
+          ).user_data,
+        ).toContain('kubeadm');
+        expect((await driver.upsertRelease(install)).status).toBe('pending-install');
+        expect(await driver.listContainers(clusterId, install.namespace)).toEqual([]);
+      };
+      const watched = async () => {
+        await runtime.controlPlanes.sweep();
+        return status();
+      };
+
+      // A management node drained: one of the two pods replaced while the other serves (Kamaji: Unknown).
+      expect(kamaji.roll(KAMAJI_NS, name)).toBe('Unknown');
+      expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'RUNNING', message: expect.stringContaining('(Kamaji: Unknown)') });
+      await tenantCallsWork();
+      expect(await watched()).toEqual({
+        status: 'RUNNING',
+        status_message: 'The control plane is rolling out new replicas (Kamaji: Unknown); it keeps serving meanwhile.',
+      });
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      expect(await watched()).toEqual({ status: 'RUNNING', status_message: null });
+
+      // An operator's upgrade to the next minor.
+      expect(kamaji.roll(KAMAJI_NS, name, 'v1.33.0')).toBe('Upgrading');
+      await tenantCallsWork();
+      expect((await watched()).status_message).toBe(
+        'The control plane is being upgraded to Kubernetes v1.33.0 (Kamaji: Upgrading); it keeps serving meanwhile.',
+      );
+      // A CA rotation, then a datastore migration, each while the Deployment serves.
+      kamaji.markVersionStatus(KAMAJI_NS, name, 'CertificateAuthorityRotating');
+      await tenantCallsWork();
+      expect((await watched()).status_message).toMatch(/^The control plane's certificate authority is being replaced \(Kamaji: CertificateAuthorityRotating\)/);
+      kamaji.markVersionStatus(KAMAJI_NS, name, 'Migrating');
+      await tenantCallsWork();
+      expect((await watched()).status_message).toBe(
+        "The control plane's datastore is being migrated (Kamaji: Migrating): creating and deleting objects is refused until it ends.",
+      );
+      expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+      expect(await watched()).toEqual({ status: 'RUNNING', status_message: null });
+
+      // Asleep (no replicas): nothing reaches the cluster, and the calls say so.
+      expect(kamaji.sleep(KAMAJI_NS, name)).toBe('Sleeping');
+      expect(await driver.getCluster(clusterId)).toMatchObject({ status: 'UNAVAILABLE' });
+      await expect(driver.kubeconfig(clusterId, 900)).rejects.toThrow(
+        new ControlPlaneUnavailable('The control plane is asleep (Kamaji: Sleeping, no replicas): nothing reaches the cluster until it is woken.'),
+      );
+      expect(await watched()).toEqual({
+        status: 'RUNNING',
+        status_message: 'The control plane is asleep (Kamaji: Sleeping, no replicas): nothing reaches the cluster until it is woken.',
+      });
+    });
+    expect(management.refused.slice(refusedBefore)).toEqual([]);
+  });
+
+  it("keeps Argo CD's cluster Secret current when Kamaji rewrites the admin kubeconfig, without waiting for a user's call", async () => {
+    const kamaji = new KamajiController(management, tenant);
+    const clusterId = newId('cl');
+    const name = k8sName(clusterId);
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
+    expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
+    const argoCertificate = () => {
+      const secret = management.get('v1/secrets', ARGO_NS, `cluster-${name}`) as { data: Record<string, string> } | undefined;
+      return Buffer.from(JSON.parse(Buffer.from(secret!.data.config!, 'base64').toString('utf8')).tlsClientConfig.certData, 'base64').toString('utf8');
+    };
+    // Registered with Argo CD by the cluster's first Application (its CNI).
+    await driver.ensureNetwork(clusterId);
+    expect(argoCertificate()).toBe(KAMAJI_PKI[0]!.cert);
+    // Nothing changed: the watch lists, and writes nothing.
+    const writes = () => management.requests.filter((r) => r.startsWith('PUT ') || r.startsWith('POST ')).length;
+    const before = writes();
+    expect((await driver.controlPlanes!()).find((plane) => plane.cluster_id === clusterId)).toMatchObject({ status: 'RUNNING', message: null });
+    expect(writes()).toBe(before);
+    // Kamaji replaces the admin certificate (a CA rotation here; a renewal before expiry rewrites the Secret alike).
+    kamaji.rotateCertificateAuthority(KAMAJI_NS, name);
+    await driver.controlPlanes!();
+    expect(argoCertificate()).toBe(KAMAJI_PKI[1]!.cert);
+    // Three lists, whatever the number of clusters: no read per cluster.
+    const reads = management.requests.length;
+    await driver.controlPlanes!();
+    expect(
+      management.requests
+        .slice(reads)
+        .map((r) => r.split('?')[0])
+        .sort(),
+    ).toEqual([
+      `GET /api/v1/namespaces/${ARGO_NS}/secrets`,
+      `GET /api/v1/namespaces/${KAMAJI_NS}/secrets`,
+      `GET /apis/kamaji.clastix.io/v1alpha1/namespaces/${KAMAJI_NS}/tenantcontrolplanes`,
+    ]);
     await driver.deleteCluster(clusterId);
   });
 

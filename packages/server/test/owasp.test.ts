@@ -56,6 +56,8 @@ function failingParts(db: Kysely<Database>): { provider: ComputeProvider; driver
     getCluster: (clusterId) => simulated.getCluster(clusterId),
     deleteCluster: (clusterId) => simulated.deleteCluster(clusterId),
     joinMachine: (request) => simulated.joinMachine(request),
+    endJoin: (...args) => simulated.endJoin(...args),
+    removeNode: (...args) => simulated.removeNode(...args),
     kubeconfig: (...args) => simulated.kubeconfig(...args),
     ensureNetwork: (clusterId) => simulated.ensureNetwork(clusterId),
     nodeReady: (...args) => simulated.nodeReady(...args),

@@ -30,6 +30,12 @@ describe('the demo', () => {
     });
     clock.advance(2);
     expect(await cloud.nodeReady(suspended.cluster_id, suspended.node_name)).toBe(true);
+    // Its product is a chart that runs on a real cluster as it is: podinfo, whose image is where the chart says and
+    // whose Service needs no load balancer (not a chart whose images moved away and whose Service is a load balancer).
+    const product = await database.db.selectFrom('products').selectAll().executeTakeFirstOrThrow();
+    expect(product.sources.map((source) => source.chart)).toEqual([
+      { repo_url: 'https://stefanprodan.github.io/podinfo', target_revision: '6.7.1', chart: 'podinfo' },
+    ]);
     // Seeded once: a database with a user is left as it is.
     expect(await seedDemo(database.db, clock, { provider: cloud, driver: cloud, simulatedCloud: true })).toBeUndefined();
   });

@@ -62,7 +62,7 @@ describe('ClusterDriver', () => {
     expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_release: 'v1.33.2' })).toMatchObject({ status: 'PROVISIONING' });
     clock.advance(10);
     expect(await sim.getCluster('cl_cp')).toMatchObject({ status: 'RUNNING' });
-    const join = { cluster_id: 'cl_cp', machine_id: 'mch_cp', node_name: 'node-cp', kubernetes_release: 'v1.33.2' };
+    const join = { cluster_id: 'cl_cp', machine_id: 'mch_cp', node_name: 'node-cp', kubernetes_release: 'v1.33.2', token_ttl_seconds: 600 };
     const { user_data } = await sim.joinMachine(join);
     expect(user_data).toMatch(/kubeadm join .* --node-name node-cp/);
     expect((await sim.joinMachine(join)).user_data).toBe(user_data);

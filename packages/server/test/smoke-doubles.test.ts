@@ -1,13 +1,16 @@
 // `pnpm smoke` (scripts/smoke.ts) against a platform with both real drivers — COMPUTE_PROVIDER=hetzner and
 // CLUSTER_DRIVER=kubernetes — pointed at the doubles, each progressing by itself on the wall clock: the Hetzner
-// fake, Kamaji (KamajiController.run), Argo CD's controller with the smoke's chart in its repository, and a kubelet
-// that boots every running server from its user_data with kubeadm and runs the installs' pods.
+// fake, Kamaji (KamajiController.run), Argo CD's controller with the smoke's chart in its repository, a kubelet
+// that boots every running server from its user_data with kubeadm and runs the installs' pods, and the cloud
+// controller manager the platform installs.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
+import { CCM_CHART } from '../src/providers/kubernetes/ccm.ts';
 import { CNI_CHART, cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
+import { HcloudCloudControllerManager } from './support/hcloud-ccm.ts';
 import { KamajiController } from './support/kamaji.ts';
 import { KubeadmWorker } from './support/kubeadm.ts';
 import { ARGO_NS, KAMAJI_NS, useRealDriverWorld } from './support/real-drivers.ts';
@@ -41,6 +44,7 @@ function worldRuns(everyMs = 50): () => void {
         (a) => a.metadata.name.startsWith(cniApplicationName('')) && (a.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy',
       );
   const kubelet = new KubeadmWorker(world.tenant, cniHealthy);
+  const ccm = new HcloudCloudControllerManager({ management: world.management, tenant: world.tenant, fake: world.fake, argocdNamespace: ARGO_NS });
   const booted = new Set<string>();
   const podsOf = new Set<string>();
   const timer = setInterval(() => {
@@ -73,6 +77,7 @@ function worldRuns(everyMs = 50): () => void {
       }
     }
     kubelet.heartbeat();
+    ccm.reconcile();
   }, everyMs);
   return () => clearInterval(timer);
 }
@@ -84,6 +89,7 @@ describe('pnpm smoke against both real drivers pointed at the doubles', () => {
     const argocd = new ArgoCdController(world.management, ARGO_NS)
       .addRepository({ url: 'https://stefanprodan.github.io/podinfo', charts: { podinfo: ['6.7.1'] } })
       .addRepository({ url: CNI_CHART.repoURL, charts: { [CNI_CHART.chart]: [CNI_CHART.targetRevision] } })
+      .addRepository({ url: CCM_CHART.repoURL, charts: { [CCM_CHART.chart]: [CCM_CHART.targetRevision] } })
       .start(50);
     const stopWorld = worldRuns();
     try {

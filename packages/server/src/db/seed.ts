@@ -14,6 +14,15 @@ import { recordSnapshot } from '../resources/suspensions.ts';
 import { anyUser, createUser } from '../resources/users.ts';
 import type { Database } from './schema.ts';
 
+/**
+ * The demo product's chart, one that runs on a real cluster as it is (and the one `pnpm smoke` installs): podinfo
+ * 6.7.1 from its Helm repository, published there (its index.yaml on the repository's gh-pages branch lists
+ * https://stefanprodan.github.io/podinfo/podinfo-6.7.1.tgz, created 2024-10-08), whose image is where its values say
+ * (`ghcr.io/stefanprodan/podinfo:6.7.1`, charts/podinfo/values.yaml at tag 6.7.1) and whose Service is a ClusterIP,
+ * so it is healthy with or without a load balancer.
+ */
+const DEMO_CHART = { repo_url: 'https://stefanprodan.github.io/podinfo', target_revision: '6.7.1', chart: 'podinfo' };
+
 export { createUser };
 
 export interface SampleResources {
@@ -125,12 +134,12 @@ export async function seedSampleResources(
         {
           id: ids.productId,
           workspace_id: workspaceId,
-          name: 'Web Shop',
+          name: 'Podinfo',
           template_id: newId('tpl'),
           sources: JSON.stringify([
             {
               id: ids.sourceId,
-              chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' },
+              chart: DEMO_CHART,
               values: { replicaCount: 1 },
               metadata: {},
             },
@@ -206,7 +215,13 @@ async function serverFor(db: Kysely<Database>, { provider, driver }: { provider:
   if (!cluster) throw new Error(`seeded cluster ${machine.cluster_id} is missing`);
   // A real cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
   const join = await driver
-    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name, kubernetes_release: cluster.kaas_release })
+    .joinMachine({
+      cluster_id: machine.cluster_id,
+      machine_id: machine.provider_id,
+      node_name: machine.node_name,
+      kubernetes_release: cluster.kaas_release,
+      token_ttl_seconds: 600,
+    })
     .catch(() => undefined);
   return provider.createServer({
     name: machine.node_name,

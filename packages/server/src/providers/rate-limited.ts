@@ -26,6 +26,8 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
     ...(provider.deleteClusterFirewall
       ? { deleteClusterFirewall: limited((clusterId, credential) => provider.deleteClusterFirewall!(clusterId, credential)) }
       : {}),
+    // No call to the provider: it tells what a cloud controller manager reaches the provider with.
+    ...(provider.cloudControllerAccess ? { cloudControllerAccess: (credential) => provider.cloudControllerAccess!(credential) } : {}),
     ...(provider.refreshFirewall ? { refreshFirewall: limited((clusterId, credential) => provider.refreshFirewall!(clusterId, credential)) } : {}),
   };
 }

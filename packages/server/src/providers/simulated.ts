@@ -326,6 +326,17 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
     };
   }
 
+  /** The simulated join token is derived from the machine and stored nowhere: nothing to delete. */
+  async endJoin(_clusterId: string, _machineId: string): Promise<void> {
+    await this.call('endJoin', false);
+  }
+
+  /** The node leaves its cluster: it is no longer joined. */
+  async removeNode(clusterId: string, nodeName: string): Promise<void> {
+    const db = await this.call('removeNode', false);
+    await sql`DELETE FROM simulated_cloud.nodes WHERE cluster_id = ${clusterId} AND node_name = ${nodeName}`.execute(db);
+  }
+
   /** Simulated nodes need no pod network: nothing to install. */
   async ensureNetwork(_clusterId: string): Promise<void> {
     await this.call('ensureNetwork', false);

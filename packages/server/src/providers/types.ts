@@ -62,9 +62,26 @@ export interface ProviderCredential {
   token: string;
 }
 
+/** What a cluster's cloud controller manager needs of the machines' cloud project (ClusterDriver.ensureCloudController). */
+export interface CloudControllerRequest {
+  cluster_id: string;
+  /** The project's API token. */
+  token: string;
+  /** The cloud API's address when it is not the provider's own. */
+  endpoint?: string;
+  /** Where new load balancers go: the cluster's region. */
+  location: string;
+}
+
 /** A cloud provider account (Hetzner Cloud's `/servers`, `/images`, `/server_types`). */
 export interface ComputeProvider {
   offerings(credential?: ProviderCredential): Promise<ServerOffering[]>;
+  /**
+   * What a cloud controller manager in a cluster of this project's servers reaches the provider with: the project's
+   * token (the BYOM credential's, else the platform's) and the API's address. Absent where no cloud controller
+   * manager runs (the simulated cloud).
+   */
+  cloudControllerAccess?(credential?: ProviderCredential): { token: string; endpoint: string } | undefined;
   /** Creates a server, or returns the one already created with the same `labels.workflow`. */
   createServer(request: CreateServerRequest): Promise<Server>;
   /** The actual state of a server; undefined when it does not exist (any more). */
@@ -210,8 +227,20 @@ export interface ReadLogOptions {
   signal: AbortSignal;
 }
 
-/** Our cluster statuses; DELETING while the control plane is being torn down. */
-export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETING';
+/**
+ * A control plane's state: PROVISIONING until it first serves; RUNNING while it serves (also while it changes: an
+ * upgrade, a roll, a certificate rotation, its `message` says which); UNAVAILABLE when it served once and serves no
+ * more (asleep, no ready replica); ERROR; DELETING while it is being torn down.
+ */
+export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'UNAVAILABLE' | 'ERROR' | 'DELETING';
+
+/** A call that needs the cluster's control plane found it not serving (its message says why): it may serve again later. */
+export class ControlPlaneUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ControlPlaneUnavailable';
+  }
+}
 
 export interface ControlPlaneRequest {
   cluster_id: string;
@@ -222,7 +251,7 @@ export interface ControlPlaneRequest {
 export interface ControlPlane {
   cluster_id: string;
   status: ControlPlaneStatus;
-  /** Why it is in ERROR, from the control plane's status. */
+  /** Why it is in ERROR or UNAVAILABLE, or what changes while it runs, from the control plane's status; null when nothing is to be said. */
   message: string | null;
   /** The API server's address, once known. */
   endpoint: string | null;
@@ -235,6 +264,10 @@ export interface JoinRequest {
   node_name: string;
   /** The control plane's patch release ("v1.35.9"): the node installs the kubelet and kubeadm of exactly it. */
   kubernetes_release: string;
+  /** How long the join token lives: the boot deadline (MACHINE_BOOT_TIMEOUT_SECONDS), by which the node has joined or never will. */
+  token_ttl_seconds: number;
+  /** The cluster has a cloud controller manager: the kubelet leaves the node's cloud setup to it (`--cloud-provider=external`). */
+  external_cloud_provider?: boolean;
 }
 
 /** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */
@@ -243,16 +276,35 @@ export interface ClusterDriver {
   createCluster(request: ControlPlaneRequest): Promise<ControlPlane>;
   /** The control plane's actual state; undefined when it does not exist (any more). */
   getCluster(clusterId: string): Promise<ControlPlane | undefined>;
+  /**
+   * Every cluster's control plane as it is now, for the workers' watch (jobs/control-planes.ts), which also keeps
+   * what others hold of the clusters' credentials current (Argo CD's). Absent where control planes change only
+   * through the platform (the simulated cloud).
+   */
+  controlPlanes?(): Promise<ControlPlane[]>;
   /** Tears the control plane down; deleting what is gone succeeds. */
   deleteCluster(clusterId: string): Promise<void>;
   /** Mints the machine's join token and returns the cloud-init `user_data` that joins the cluster with it. */
   joinMachine(request: JoinRequest): Promise<{ user_data: string }>;
+  /**
+   * Deletes the machine's join token: its node has joined, or its boot was given up. The token sits in the server's
+   * user data, which the metadata service serves to any pod on the node; gone, it joins nothing more. Deleting one
+   * that is gone succeeds.
+   */
+  endJoin(clusterId: string, machineId: string): Promise<void>;
   /** A kubeconfig of the cluster's API server whose token (cluster-admin) expires after ttlSeconds. */
   kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig>;
   /** Installs the cluster's pod network (a CNI) once its control plane runs; installing it again changes nothing. */
   ensureNetwork(clusterId: string): Promise<void>;
-  /** Whether the node has joined and is Ready. */
+  /** Whether the node has joined and is Ready (and, with a cloud controller manager, initialised by it). */
   nodeReady(clusterId: string, nodeName: string): Promise<boolean>;
+  /** Removes the node from the cluster: its machine is deleted, or its boot given up. Removing one that is gone succeeds. */
+  removeNode(clusterId: string, nodeName: string): Promise<void>;
+  /**
+   * Installs the cluster's cloud controller manager (load balancers for its Services, Nodes of servers that are gone
+   * removed) with its project's token, or brings it up to date; absent where there is none to install.
+   */
+  ensureCloudController?(request: CloudControllerRequest): Promise<void>;
   /** `helm upgrade --install`: installs the release or upgrades it to the given chart and values. */
   upsertRelease(request: HelmReleaseRequest): Promise<HelmRelease>;
   getRelease(clusterId: string, namespace: string, release: string): Promise<HelmRelease | undefined>;

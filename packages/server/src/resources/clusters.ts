@@ -7,7 +7,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../engine/engine.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
+import { type ClusterDriver, type ComputeProvider, ControlPlaneUnavailable } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
@@ -171,8 +171,33 @@ export async function clusterKubeconfig(
       status: cluster.status,
     });
   }
-  const { kubeconfig, expires_at } = await driver.kubeconfig(cluster.id, ttlSeconds);
-  return { cluster_id: cluster.id, kubeconfig, expires_at };
+  try {
+    const { kubeconfig, expires_at } = await driver.kubeconfig(cluster.id, ttlSeconds);
+    return { cluster_id: cluster.id, kubeconfig, expires_at };
+  } catch (error) {
+    // A running cluster whose control plane does not serve now (asleep, no ready replica): it may again.
+    if (!(error instanceof ControlPlaneUnavailable)) throw error;
+    throw conflict(error.message, 'Retry once the control plane serves again; the cluster’s status_message says what it waits for.', {
+      status: cluster.status,
+    });
+  }
+}
+
+/** The running clusters and what their status message says now: what the control-plane watch compares. */
+export const runningClusters = (db: Db) => db.selectFrom('clusters').select(['id', 'status_message']).where('status', '=', 'RUNNING').execute();
+
+/**
+ * A running cluster's status message, as its control plane's state tells it (a roll, an upgrade, a certificate
+ * rotation, asleep); null when there is nothing to say. Written only while the cluster runs, and only when it differs.
+ */
+export async function setRunningClusterMessage(db: Db, id: string, message: string | null): Promise<void> {
+  await db
+    .updateTable('clusters')
+    .set({ status_message: message })
+    .where('id', '=', id)
+    .where('status', '=', 'RUNNING')
+    .where(sql<boolean>`status_message IS DISTINCT FROM ${message}`)
+    .execute();
 }
 
 /** The id of every cluster (what a cluster's firewall at the cloud provider must still serve). */

@@ -1,9 +1,10 @@
 // Delete a machine: wait for any step of its other workflows that is running now (they were cancelled, but a
-// provider call may be in flight), delete its server and, for a suspended machine, its snapshot, then remove
-// the machine and free its provisioning slot. The machine lists as `deleting` until then.
+// provider call may be in flight), delete its server and, for a suspended machine, its snapshot, and its Node
+// from the cluster, then remove the machine and free its provisioning slot. The machine lists as `deleting` until then.
 
 import { anyRunning, retryThenFail, type StepContext, type WorkflowDefinition } from '../engine/engine.ts';
 import { ProviderError } from '../providers/types.ts';
+import { clusterById } from '../resources/clusters.ts';
 import { machineById, removeMachine, tellDeletionFailed } from '../resources/machines.ts';
 import { deleteSuspensionsOfMachine, suspensionsOfMachine } from '../resources/suspensions.ts';
 import { lockCluster, nextQueued } from '../services/provisioning.ts';
@@ -31,6 +32,15 @@ export const deleteMachineWorkflow: WorkflowDefinition = {
       if (machine.server_id) await ctx.provider.deleteServer(machine.server_id, credential);
       for (const { snapshot_id } of await suspensionsOfMachine(ctx.db, machine.provider_id)) {
         if (snapshot_id && (await ctx.provider.getSnapshot(snapshot_id, credential))) await ctx.provider.deleteSnapshot(snapshot_id, credential);
+      }
+      // Its Node leaves the cluster with its server (NotReady for ever otherwise, a StatefulSet's pods on it stuck
+      // Terminating). Best effort: a control plane that does not serve now must not keep the machine; the cloud
+      // controller manager removes the Node of a server that is gone, whichever comes first.
+      const cluster = await clusterById(ctx.db, machine.cluster_id);
+      if (cluster?.status === 'RUNNING') {
+        await ctx.driver
+          .removeNode(machine.cluster_id, machine.node_name)
+          .catch((error: unknown) => ctx.logger.warn({ err: error }, 'removing the node failed; the cloud controller manager removes it'));
       }
       return { next: 'remove' };
     },

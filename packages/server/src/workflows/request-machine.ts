@@ -27,7 +27,8 @@ async function freeSlot(ctx: StepContext, trx: StepContext['db'], clusterId: str
   if (next) await ctx.wake(trx, next);
 }
 
-const provision: WorkflowDefinition = {
+/** The steps; `bootSeconds` is the boot deadline, which the join token lives as long as. */
+const provision = (bootSeconds: number): WorkflowDefinition => ({
   steps: {
     async start(ctx) {
       return ctx.db.transaction().execute(async (trx): Promise<StepResult> => {
@@ -51,13 +52,20 @@ const provision: WorkflowDefinition = {
       if (!machine) return { done: true };
       const cluster = await clusterById(ctx.db, machine.cluster_id);
       if (!cluster) return { done: true };
+      const credential = await machineCredential(ctx, machine.provider_id);
+      // The cluster's cloud controller manager, with the token of the project its machines live in (one project a
+      // cluster): it sets the node up, gives LoadBalancer Services their address, and removes the Nodes of servers
+      // that are gone. Brought up to date with each machine, so a replaced token reaches it.
+      const access = ctx.driver.ensureCloudController ? ctx.provider.cloudControllerAccess?.(credential) : undefined;
+      if (access) await ctx.driver.ensureCloudController!({ cluster_id: cluster.id, ...access, location: cluster.region_id });
       const { user_data } = await ctx.driver.joinMachine({
         cluster_id: machine.cluster_id,
         machine_id: machine.provider_id,
         node_name: machine.node_name,
         kubernetes_release: cluster.kaas_release,
+        token_ttl_seconds: bootSeconds,
+        external_cloud_provider: access !== undefined,
       });
-      const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
         name: machine.node_name,
         server_type: machine.server_type,
@@ -87,6 +95,11 @@ const provision: WorkflowDefinition = {
     async ready(ctx) {
       const machine = await machineOf(ctx);
       if (!machine) return { done: true };
+      // Joined: its token (readable by any pod on the node through the server's user data) goes. One that cannot be
+      // deleted now (the control plane does not serve) expires at the boot deadline anyway.
+      await ctx.driver
+        .endJoin(machine.cluster_id, machine.provider_id)
+        .catch((error: unknown) => ctx.logger.warn({ err: error }, 'deleting the join token failed; it expires at the boot deadline'));
       await ctx.db.transaction().execute(async (trx) => {
         await lockCluster(trx, machine.cluster_id);
         await markMachine(trx, machine.provider_id, 'ready', ctx.clock.now());
@@ -132,7 +145,7 @@ const provision: WorkflowDefinition = {
       await freeSlot(ctx, trx, machine.cluster_id);
     };
   },
-};
+});
 
 /**
  * A node not Ready by the deadline will not be (a cloud-init that failed, a control plane it cannot reach): its
@@ -145,6 +158,14 @@ const bootDeadline = (seconds: number): StepDeadline => ({
     const machine = await machineOf(ctx);
     if (!machine) return { done: true };
     await ctx.provider.deleteServer(String(ctx.state.server_id), await machineCredential(ctx, machine.provider_id));
+    // The node goes too, if it joined (a NotReady Node would stay for ever), and its token: best effort, as the cloud
+    // controller manager removes the Node of a server that is gone, and the token expires.
+    await ctx.driver
+      .removeNode(machine.cluster_id, machine.node_name)
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'removing the node failed; the cloud controller manager removes it'));
+    await ctx.driver
+      .endJoin(machine.cluster_id, machine.provider_id)
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'deleting the join token failed; it expires on its own'));
     await ctx.db.transaction().execute(async (trx) => {
       await lockCluster(trx, machine.cluster_id);
       const { offering } = await offeringOf(trx, { id: machine.cluster_id, workspace_id: machine.workspace_id });
@@ -156,7 +177,7 @@ const bootDeadline = (seconds: number): StepDeadline => ({
 });
 
 export const requestMachineWorkflow = (deadlines: WorkflowDeadlines): WorkflowDefinition => ({
-  ...provision,
+  ...provision(deadlines.machineBootSeconds),
   deadlines: { boot: bootDeadline(deadlines.machineBootSeconds) },
   boundedElsewhere: {
     start:

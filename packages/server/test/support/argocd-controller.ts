@@ -3,6 +3,7 @@
 // One `reconcile()` is one pass of the controller over every Application; each pass moves an Application one
 // stage on (an auto-sync starts, finishes, the resources become healthy), as the real one takes several
 // refreshes. The chart repositories it can reach are the test's (`addRepository`).
+import { randomUUID } from 'node:crypto';
 import type { KubeApiServer } from './kube-api-server.ts';
 
 const APP = 'argoproj.io/v1alpha1/applications';
@@ -13,6 +14,8 @@ export interface ChartRepository {
   charts: Record<string, string[]>;
   /** When set, the repository answers 401 unless Argo CD has a repository Secret with these. */
   credentials?: { username: string; password: string };
+  /** The Services a chart renders (by chart name), which a sync applies to the destination namespace. */
+  services?: Record<string, { name: string; type: 'ClusterIP' | 'LoadBalancer' }[]>;
 }
 
 type Application = {
@@ -43,10 +46,13 @@ export class ArgoCdController {
   private timer: NodeJS.Timeout | undefined;
   private readonly server: KubeApiServer;
   private readonly namespace: string;
+  /** The destination clusters' API server (the tests have one tenant), where a sync applies what the chart renders. */
+  private readonly tenant: KubeApiServer | undefined;
 
-  constructor(server: KubeApiServer, namespace: string) {
+  constructor(server: KubeApiServer, namespace: string, tenant?: KubeApiServer) {
     this.server = server;
     this.namespace = namespace;
+    this.tenant = tenant;
   }
 
   addRepository(repository: ChartRepository): this {
@@ -128,6 +134,7 @@ export class ArgoCdController {
     if (operation.phase === 'Running') {
       const failure = this.syncFailures.get(app.metadata.name);
       this.syncFailures.delete(app.metadata.name);
+      if (!failure) this.apply(app);
       return {
         ...status,
         sync: { status: failure ? 'OutOfSync' : 'Synced', comparedTo },
@@ -139,8 +146,39 @@ export class ArgoCdController {
         } as never,
       };
     }
-    if (operation.phase === 'Succeeded' && status.health?.status === 'Progressing') return { ...status, health: { status: 'Healthy' } };
+    if (operation.phase === 'Succeeded' && status.health?.status === 'Progressing') {
+      // controller/health.go setApplicationHealth: the worst of its resources' health. A Service of type
+      // LoadBalancer is Progressing until it has an ingress address (gitops-engine, pkg/health/health_service.go).
+      const waiting = this.servicesOf(app).filter((service) => service.type === 'LoadBalancer' && !this.hasIngress(app, service.name));
+      if (waiting.length > 0) return status;
+      return { ...status, health: { status: 'Healthy' } };
+    }
     return status;
+  }
+
+  /** The Services the Application's chart renders, from its repository. */
+  private servicesOf(app: Application): { name: string; type: string }[] {
+    const { repoURL, chart } = app.spec.source;
+    return (chart && this.repositories.get(repoURL.replace(/\/+$/, ''))?.services?.[chart]) || [];
+  }
+
+  private hasIngress(app: Application, name: string): boolean {
+    const service = this.tenant?.get('v1/services', (app.spec.destination as { namespace?: string }).namespace, name);
+    return ((service?.status as { loadBalancer?: { ingress?: unknown[] } } | undefined)?.loadBalancer?.ingress?.length ?? 0) > 0;
+  }
+
+  /** A sync applies the chart's Services to the destination namespace (gitops-engine's sync: create or update). */
+  private apply(app: Application): void {
+    const namespace = (app.spec.destination as { namespace?: string }).namespace;
+    if (!this.tenant || !namespace) return;
+    for (const service of this.servicesOf(app)) {
+      const existing = this.tenant.get('v1/services', namespace, service.name);
+      this.tenant.put('v1/services', {
+        metadata: { name: service.name, namespace, uid: existing?.metadata.uid ?? randomUUID() },
+        spec: { type: service.type, selector: { app: service.name }, ports: [{ port: 80, targetPort: 9898 }] },
+        ...(existing?.status ? { status: existing.status } : {}),
+      });
+    }
   }
 
   private projectError(project: string): string | undefined {

@@ -35,6 +35,7 @@ type HServer = S['server'];
 type HImage = S['image'];
 type HAction = S['action'];
 type HFirewall = S['firewall'];
+type HLoadBalancer = S['load_balancer'];
 
 export const extractPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'providers', 'hetzner', 'contract', 'openapi.json');
 const document = JSON.parse(readFileSync(extractPath, 'utf8')) as { paths: Record<string, Record<string, any>> };
@@ -167,6 +168,7 @@ interface Project {
   firewalls: Map<number, HFirewall>;
   /** The project's SSH keys: id → name. */
   sshKeys: Map<number, string>;
+  loadBalancers: Map<number, HLoadBalancer>;
 }
 
 /** Hetzner's bucket: `limit` requests, refilled at limit per hour (one a second at the default 3600). */
@@ -222,6 +224,12 @@ export interface HetznerFake {
   servers(token: string): HServer[];
   images(token: string): HImage[];
   firewalls(token: string): HFirewall[];
+  loadBalancers(token: string): HLoadBalancer[];
+  /**
+   * A load balancer made in the token's project as POST /load_balancers makes it (a lb11 with a public IPv4 and IPv6
+   * address, round robin, the `targets` servers), for a test's cloud controller manager; returns it.
+   */
+  createLoadBalancer(token: string, request: { name: string; labels: Record<string, string>; location: string; serverIds: number[] }): HLoadBalancer;
   /** Adds an SSH key to the token's project; returns its id. */
   addSshKey(token: string, name: string): number;
   /** Called with the project's servers as they are when a server creation arrives (before it is made). */
@@ -262,7 +270,15 @@ export async function startHetznerFake(
     honourShutdown: true,
     onCreate: undefined,
     addToken(token, limit = perHour) {
-      projects.set(token, { servers: new Map(), images: new Map(), actions: new Map(), runningAt: new Map(), firewalls: new Map(), sshKeys: new Map() });
+      projects.set(token, {
+        servers: new Map(),
+        images: new Map(),
+        actions: new Map(),
+        runningAt: new Map(),
+        firewalls: new Map(),
+        sshKeys: new Map(),
+        loadBalancers: new Map(),
+      });
       buckets.set(token, { limit, tokens: limit, updatedMs: Date.now() });
     },
     revoke(token) {
@@ -288,6 +304,48 @@ export async function startHetznerFake(
     servers: (token) => [...(projects.get(token)?.servers.values() ?? [])],
     images: (token) => [...(projects.get(token)?.images.values() ?? [])],
     firewalls: (token) => [...(projects.get(token)?.firewalls.values() ?? [])],
+    loadBalancers: (token) => [...(projects.get(token)?.loadBalancers.values() ?? [])],
+    createLoadBalancer(token, request) {
+      const project = projects.get(token)!;
+      const location = LOCATIONS.find((l) => l.name === request.location);
+      if (!location) throw new Error(`no location ${request.location}`);
+      const id = nextId++;
+      const balancer: HLoadBalancer = {
+        id,
+        name: request.name,
+        labels: request.labels,
+        created: iso(),
+        location,
+        load_balancer_type: {
+          id: 1,
+          name: 'lb11',
+          description: 'LB11',
+          deprecated: null,
+          max_assigned_certificates: 10,
+          max_connections: 10000,
+          max_services: 5,
+          max_targets: 25,
+          prices: LOCATIONS.map((l) => ({
+            location: l.name,
+            included_traffic: 21990232555520,
+            price_hourly: price('0.0090'),
+            price_monthly: price('5.39'),
+            price_per_tb_traffic: price('1.00'),
+          })),
+        },
+        algorithm: { type: 'round_robin' },
+        protection: { delete: false },
+        public_net: { enabled: true, ipv4: { ip: `198.51.100.${id % 250}`, dns_ptr: null }, ipv6: { ip: `2001:db8::${id.toString(16)}`, dns_ptr: null } },
+        private_net: [],
+        services: [],
+        targets: request.serverIds.map((server) => ({ type: 'server' as const, server: { id: server }, use_private_ip: false })),
+        included_traffic: 21990232555520,
+        ingoing_traffic: null,
+        outgoing_traffic: null,
+      };
+      project.loadBalancers.set(id, balancer);
+      return balancer;
+    },
     addSshKey(token, name) {
       const id = nextId++;
       projects.get(token)!.sshKeys.set(id, name);
@@ -542,7 +600,11 @@ export async function startHetznerFake(
         if (!found) return error(404, 'not_found', `server ${id} not found`);
         if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
         found.status = 'deleting';
-        const action = startAction(project, 'delete_server', { id: found.id, type: 'server' }, () => project.servers.delete(found.id));
+        // A deleted server leaves the load balancers that targeted it (a server target exists only for a server).
+        const action = startAction(project, 'delete_server', { id: found.id, type: 'server' }, () => {
+          project.servers.delete(found.id);
+          for (const balancer of project.loadBalancers.values()) balancer.targets = balancer.targets.filter((t) => t.server?.id !== found.id);
+        });
         return { status: 200, body: { action } };
       }
       case 'post /servers/{id}/actions/shutdown':
@@ -645,6 +707,22 @@ export async function startHetznerFake(
         project.firewalls.delete(id!);
         return { status: 204 };
       }
+      case 'get /load_balancers': {
+        const list = [...project.loadBalancers.values()].filter((b) => matches(b.labels, query.get('label_selector')));
+        const { items, meta } = page(list, query);
+        return { status: 200, body: { load_balancers: items, meta } };
+      }
+      case 'put /load_balancers/{id}': {
+        const found = project.loadBalancers.get(id!);
+        if (!found) return error(404, 'not_found', `load balancer ${id} not found`);
+        if (body?.name !== undefined) found.name = body.name;
+        if (body?.labels !== undefined) found.labels = body.labels;
+        return { status: 200, body: { load_balancer: found } };
+      }
+      case 'delete /load_balancers/{id}': {
+        if (!project.loadBalancers.delete(id!)) return error(404, 'not_found', `load balancer ${id} not found`);
+        return { status: 204 };
+      }
       case 'get /actions/{id}': {
         const found = project.actions.get(id!);
         return found ? { status: 200, body: { action: publicAction(found) } } : error(404, 'not_found', `action ${id} not found`);
@@ -701,7 +779,7 @@ export async function startHetznerFake(
     const url = new URL(req.url ?? '/', 'http://fake');
     const method = (req.method ?? 'GET').toLowerCase();
     const path = url.pathname.replace(/^\/v1/, '');
-    const idMatch = /^\/(servers|images|actions|firewalls)\/([0-9]+)(\/.*)?$/.exec(path);
+    const idMatch = /^\/(servers|images|actions|firewalls|load_balancers)\/([0-9]+)(\/.*)?$/.exec(path);
     const route = idMatch ? `/${idMatch[1]}/{id}${idMatch[3] ?? ''}` : path;
     const id = idMatch ? Number(idMatch[2]) : undefined;
     const authorization = req.headers.authorization;

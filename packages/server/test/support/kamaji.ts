@@ -162,7 +162,7 @@ export class KamajiController {
    * written already, and the version's status is computeStatus's; a Ready control plane's version is recorded
    * (UpdateTenantControlPlaneStatus).
    */
-  rollout(namespace: string, name: string, readyReplicas: number): string {
+  rollout(namespace: string, name: string, readyReplicas: number, rolling: Partial<ControlPlaneDeployment> = {}): string {
     const tcp = this.management.get(TCP, namespace, name) as unknown as StoredTenantControlPlane | undefined;
     if (!tcp) throw new Error(`no TenantControlPlane ${namespace}/${name}`);
     const desired = tcp.spec.controlPlane?.deployment?.replicas ?? 2;
@@ -170,9 +170,10 @@ export class KamajiController {
       replicas: desired,
       readyReplicas,
       updatedReplicas: desired,
-      unavailableReplicas: desired - readyReplicas,
+      unavailableReplicas: Math.max(0, desired - readyReplicas),
       generation: 1,
       observedGeneration: 1,
+      ...rolling,
     };
     const status = computeStatus(tcp, deployment);
     const secretName = adminSecretName(name);
@@ -199,6 +200,46 @@ export class KamajiController {
       },
     });
     return status;
+  }
+
+  /**
+   * The running control plane's Deployment rolls again after Ready (a management node drained, a Kamaji upgrade, a
+   * certificate renewed): one of its pods replaced, the other serving. computeStatus says Unknown (progressing,
+   * the recorded version the spec's), or Upgrading once the spec asks for another version (`version`, as an
+   * operator's edit of spec.kubernetes.version). Ends with rollout(…, desired) as any rollout does.
+   */
+  roll(namespace: string, name: string, version?: string): string {
+    if (version) this.editSpec(namespace, name, (spec) => ({ ...spec, kubernetes: { ...(spec.kubernetes as object), version } }));
+    return this.rollout(namespace, name, 1, { updatedReplicas: 1, unavailableReplicas: 1, generation: 2, observedGeneration: 2 });
+  }
+
+  /**
+   * A status another of Kamaji's resources writes over computeStatus's while it works, the Deployment serving:
+   * CertificateAuthorityRotating (internal/resources/ca_certificate.go, UpdateTenantControlPlaneStatus, while a new
+   * CA is made) or Migrating (internal/resources/datastore/datastore_migrate.go, while the migration Job runs).
+   */
+  markVersionStatus(namespace: string, name: string, status: 'CertificateAuthorityRotating' | 'Migrating'): void {
+    const tcp = this.management.get(TCP, namespace, name) as unknown as StoredTenantControlPlane & { status: Record<string, unknown> };
+    const resources = tcp.status.kubernetesResources as { version: Record<string, unknown> };
+    this.management.setStatus(TCP, namespace, name, { ...tcp.status, kubernetesResources: { ...resources, version: { ...resources.version, status } } });
+  }
+
+  /**
+   * An operator puts the control plane to sleep (spec.controlPlane.deployment.replicas 0): computeStatus's first case,
+   * Sleeping, and the Deployment scales to no pod (controllers/soot/manager.go stops its tenant controllers).
+   */
+  sleep(namespace: string, name: string): string {
+    this.editSpec(namespace, name, (spec) => ({
+      ...spec,
+      controlPlane: { ...(spec.controlPlane as object), deployment: { ...(spec.controlPlane as { deployment?: object }).deployment, replicas: 0 } },
+    }));
+    return this.rollout(namespace, name, 0);
+  }
+
+  /** The TenantControlPlane's spec changed, as an operator's `kubectl edit` would (through the API server, validated). */
+  private editSpec(namespace: string, name: string, change: (spec: Record<string, unknown>) => Record<string, unknown>): void {
+    const tcp = this.management.get(TCP, namespace, name)!;
+    this.management.put(TCP, { ...tcp, spec: change(tcp.spec as Record<string, unknown>) });
   }
 
   /**
@@ -254,8 +295,11 @@ export class KamajiController {
     const { ca, cert, key } = KAMAJI_PKI[this.generations.get(name) ?? 0]!;
     this.tenant.clientCas = [ca];
     const kubeconfig = Buffer.from(kamajiAdminConf(this.tenant.url, name, cert, key)).toString('base64');
+    // internal/utilities/utilities.go, KamajiLabels(tcp, resource): the admin kubeconfig resource is "admin-kubeconfig"
+    // (controllers/resources.go).
+    const labels = { 'kamaji.clastix.io/project': 'kamaji', 'kamaji.clastix.io/name': name, 'kamaji.clastix.io/component': 'admin-kubeconfig' };
     this.management.put('v1/secrets', {
-      metadata: { name: adminSecretName(name), namespace, labels: { 'kamaji.clastix.io/name': name } },
+      metadata: { name: adminSecretName(name), namespace, labels },
       type: 'Opaque',
       data: { 'admin.conf': kubeconfig, 'super-admin.conf': kubeconfig },
     });

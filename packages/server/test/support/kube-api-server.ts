@@ -15,7 +15,7 @@ import type { TLSSocket } from 'node:tls';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { ConfigMap, Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
 import { AdmissionDenied, admitTenantControlPlane, KAMAJI_SUPPORTED_VERSION } from './kamaji.ts';
 
@@ -83,6 +83,7 @@ const KINDS: Record<string, Kind> = {
     validate: (o) => new ClusterRoleBinding(o as never).validate(),
   },
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', namespaced: true, statusSubresource: true, validate: (o) => new Pod(o as never).validate() },
+  'v1/services': { apiVersion: 'v1', kind: 'Service', namespaced: true, statusSubresource: true, validate: (o) => new Service(o as never).validate() },
   'kamaji.clastix.io/v1alpha1/tenantcontrolplanes': {
     apiVersion: 'kamaji.clastix.io/v1alpha1',
     kind: 'TenantControlPlane',
@@ -138,6 +139,22 @@ function admit(server: KubeApiServer, resource: string, kind: Kind, object: Obj,
       `${groupResource} "${object.metadata.name}" is forbidden: admission webhook "${error.webhook}" denied the request: ${error.message}`,
     );
   }
+}
+
+/**
+ * A list's labelSelector, its equality-based and set-based existence terms, comma-separated
+ * (k8s.io/apimachinery/pkg/labels/selector.go, Parse): `k=v`, `k==v`, `k!=v`, `k` (has the label), `!k`.
+ */
+function selects(selector: string | undefined, labels: Record<string, string>): boolean {
+  if (!selector) return true;
+  return selector.split(',').every((term) => {
+    const unequal = /^([^!=]+)!=(.*)$/.exec(term);
+    if (unequal) return labels[unequal[1]!] !== unequal[2];
+    const equal = /^([^!=]+)==?(.*)$/.exec(term);
+    if (equal) return labels[equal[1]!] === equal[2];
+    if (term.startsWith('!')) return !(term.slice(1) in labels);
+    return term in labels;
+  });
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -235,6 +252,11 @@ export class KubeApiServer {
     return [...this.objects.entries()].filter(([key]) => key.startsWith(`${resource}|${namespace ?? ''}|`)).map(([, o]) => o);
   }
 
+  /** The objects of a resource in every namespace. */
+  listAll(resource: string): Obj[] {
+    return [...this.objects.entries()].filter(([key]) => key.startsWith(`${resource}|`)).map(([, o]) => o);
+  }
+
   /** Writes an object as a controller would (validated like a request; status included). */
   put(resource: string, object: Obj): Obj {
     const kind = KINDS[resource]!;
@@ -269,6 +291,11 @@ export class KubeApiServer {
     }
   }
 
+  /** Deletes an object as its controller would (a Node the cloud controller manager finds without a server). */
+  delete(resource: string, namespace: string | undefined, name: string): void {
+    this.remove(resource, namespace, name);
+  }
+
   /** Deletes a pod: its followed logs end. */
   deletePod(namespace: string, name: string): void {
     this.remove('v1/pods', namespace, name);
@@ -289,7 +316,10 @@ export class KubeApiServer {
       const kind = KINDS[route.resource];
       if (!kind) throw new StatusError(404, 'NotFound', `the server could not find the requested resource ${route.resource}`);
       const body = req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH' ? await this.body(req) : undefined;
-      const result = req.method === 'PATCH' ? this.patch(req.headers['content-type'], route, kind, body!) : this.serve(req.method!, route, kind, body);
+      const result =
+        req.method === 'PATCH'
+          ? this.patch(req.headers['content-type'], route, kind, body!)
+          : this.serve(req.method!, route, kind, body, url.searchParams.get('labelSelector') ?? undefined);
       this.send(res, req.method === 'POST' ? 201 : 200, result);
     } catch (error) {
       const status = error instanceof StatusError ? error : new StatusError(500, 'InternalError', (error as Error).message);
@@ -350,7 +380,13 @@ export class KubeApiServer {
     return { resource: `${group}/${parts[0]}`, name: parts[1], log: false };
   }
 
-  private serve(method: string, route: { resource: string; namespace?: string; name?: string }, kind: Kind, body: Obj | undefined): unknown {
+  private serve(
+    method: string,
+    route: { resource: string; namespace?: string; name?: string },
+    kind: Kind,
+    body: Obj | undefined,
+    labelSelector?: string,
+  ): unknown {
     const { resource, namespace, name } = route;
     const existing = name ? this.get(resource, namespace, name) : undefined;
     if (method === 'GET' && !name)
@@ -358,7 +394,7 @@ export class KubeApiServer {
         apiVersion: kind.apiVersion,
         kind: `${kind.kind}List`,
         metadata: { resourceVersion: String(this.version) },
-        items: this.list(resource, namespace),
+        items: this.list(resource, namespace).filter((object) => selects(labelSelector, object.metadata.labels ?? {})),
       };
     if (method === 'GET') {
       if (!existing) throw new StatusError(404, 'NotFound', `${resource} "${name}" not found`);

@@ -60,7 +60,8 @@ export function installedKubernetes(userData: string, repository: PackageReposit
   const lines = shellLines(userData);
   const source = lines.map((l) => /pkgs\.k8s\.io\/core:\/stable:\/(v\d+\.\d+)\/deb\/ \//.exec(l)).find(Boolean);
   if (!source) throw new Error('no pkgs.k8s.io repository in the runcmd: kubelet and kubeadm cannot be installed');
-  const install = lines.map((l) => /apt-get install -y ([^&]+)/.exec(l)).find((m) => m?.[1]?.includes('kubeadm'));
+  // apt-get's options (`-o Name=value`, apt-get(8)) may stand before its command.
+  const install = lines.map((l) => /apt-get(?: -o \S+)* install -y ([^&]+)/.exec(l)).find((m) => m?.[1]?.includes('kubeadm'));
   if (!install) throw new Error('the runcmd installs no kubeadm');
   const installed: Record<string, string> = {};
   for (const spec of install[1]!.trim().split(/\s+/)) {
@@ -112,6 +113,16 @@ export function kubeadmJoinOf(userData: string): KubeadmJoin {
   return { endpoint: endpoint!, flags };
 }
 
+/** What a runcmd writes to /etc/default/kubelet as KUBELET_EXTRA_ARGS (a shell `echo '…' > /etc/default/kubelet`). */
+function kubeletExtraArgs(userData: string): string {
+  const config = parseYaml(userData) as { runcmd?: (string | string[])[] };
+  for (const command of config.runcmd ?? []) {
+    const match = typeof command === 'string' ? /^echo '(?:KUBELET_EXTRA_ARGS=)(.*)' > \/etc\/default\/kubelet$/.exec(command) : null;
+    if (match) return match[1]!;
+  }
+  return '';
+}
+
 /** The flags of `kubeadm join` that a token-discovery worker join uses (cmd/kubeadm/app/cmd/join.go, options). */
 const JOIN_FLAGS = new Set(['token', 'discovery-token-ca-cert-hash', 'node-name']);
 // k8s.io/cluster-bootstrap/token/api/types.go: BootstrapTokenPattern.
@@ -146,6 +157,8 @@ export class KubeadmWorker {
   private readonly networkReady: () => boolean;
   /** The joined nodes, each with its kubelet's version. */
   private readonly nodes = new Map<string, string>();
+  /** Nodes whose kubelet runs with `--cloud-provider=external`. */
+  private readonly external = new Set<string>();
   /** pkgs.k8s.io, where the servers install kubelet and kubeadm from. */
   readonly repository: PackageRepository;
 
@@ -191,6 +204,12 @@ export class KubeadmWorker {
     const nodeName = join.flags['node-name'];
     if (!nodeName) throw new Error('no --node-name: the node would be named after the host name');
     this.nodes.set(nodeName, `v${installed.kubelet}`);
+    // The deb's drop-in 10-kubeadm.conf passes $KUBELET_EXTRA_ARGS from /etc/default/kubelet. An external cloud
+    // provider's kubelet registers its node tainted until the cloud controller manager set it up
+    // (pkg/kubelet/kubelet_node_status.go, initialNode: TaintExternalCloudProvider, NoSchedule).
+    if (kubeletExtraArgs(userData).includes('--cloud-provider=external')) this.external.add(nodeName);
+    const taints = this.external.has(nodeName) ? [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' }] : [];
+    this.tenant.put('v1/nodes', { metadata: { name: nodeName }, spec: { taints } });
     this.heartbeat();
     return nodeName;
   }
@@ -204,10 +223,10 @@ export class KubeadmWorker {
         ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }
         : { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: CNI_NOT_READY };
       // NodeSystemInfo.kubeletVersion: what `kubectl get nodes` shows as VERSION (pkg/kubelet/nodestatus/setters.go, VersionInfo).
-      this.tenant.put('v1/nodes', {
-        metadata: { name },
-        status: { conditions: [{ ...condition, lastHeartbeatTime: new Date().toISOString() }], nodeInfo: nodeInfo(kubeletVersion) },
-      });
+      const status = { conditions: [{ ...condition, lastHeartbeatTime: new Date().toISOString() }], nodeInfo: nodeInfo(kubeletVersion) };
+      // A Node deleted meanwhile (its machine's, or by the cloud controller manager) is not written back: its server is gone.
+      if (this.tenant.get('v1/nodes', undefined, name)) this.tenant.setStatus('v1/nodes', undefined, name, status);
+      else this.nodes.delete(name);
     }
   }
 

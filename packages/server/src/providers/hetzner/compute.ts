@@ -142,12 +142,19 @@ const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'run
  * - nothing from the control plane: it runs in the management cluster and reaches the kubelets (logs, exec) through
  *   the konnectivity agent's outbound tunnel, so the kubelet's port 10250 stays closed to the internet;
  * - ICMP from anywhere, for path-MTU discovery;
+ * - the NodePort range (30000-32767/tcp) from anywhere: the cloud controller manager's load balancers (kubernetes/
+ *   ccm.ts) reach their targets at the nodes' public addresses (no private network), from addresses not known before
+ *   the load balancer exists, and Hetzner's firewalls apply to that traffic too; a NodePort or LoadBalancer Service
+ *   is there to be reached from outside;
  * - SSH (22/tcp) only when SSH keys are configured: without one the only way in is a root password, better closed.
  * Hetzner refuses an `in` rule without source_ips, so the nodes' rules come only once there is a node.
  */
 export function firewallRules(nodeAddresses: string[], ssh: boolean): FirewallRule[] {
   const anywhere = ['0.0.0.0/0', '::/0'];
-  const rules: FirewallRule[] = [{ direction: 'in', protocol: 'icmp', source_ips: anywhere, description: 'path-MTU discovery, ping' }];
+  const rules: FirewallRule[] = [
+    { direction: 'in', protocol: 'icmp', source_ips: anywhere, description: 'path-MTU discovery, ping' },
+    { direction: 'in', protocol: 'tcp', port: '30000-32767', source_ips: anywhere, description: 'NodePorts: load balancers, NodePort Services' },
+  ];
   if (ssh) rules.push({ direction: 'in', protocol: 'tcp', port: '22', source_ips: anywhere, description: 'SSH, with the configured keys' });
   if (nodeAddresses.length > 0) {
     for (const protocol of ['tcp', 'udp'] as const)
@@ -290,6 +297,12 @@ export class HetznerCompute implements ComputeProvider {
       .sort((a, b) => a.memory_bytes - b.memory_bytes || a.cpu - b.cpu || a.name.localeCompare(b.name));
     this.catalog = { at: Date.now(), offerings, locations: locations.map((l) => l.name) };
     return this.catalog;
+  }
+
+  /** The project's token and the API's address, for the cloud controller manager of a cluster of its servers (kubernetes/ccm.ts). */
+  cloudControllerAccess(credential?: ProviderCredential): { token: string; endpoint: string } | undefined {
+    const token = credential?.token ?? this.options.token;
+    return token ? { token, endpoint: this.options.endpoint } : undefined;
   }
 
   async offerings(credential?: ProviderCredential): Promise<ServerOffering[]> {

@@ -24,6 +24,8 @@ export interface NodeJoin {
   nodeName: string;
   /** The control plane's patch release ("v1.35.9"): the kubelet and kubeadm installed are exactly it. */
   kubernetesRelease: string;
+  /** The cluster has a cloud controller manager (ccm.ts), which sets the node up: the kubelet's `--cloud-provider=external`. */
+  externalCloudProvider?: boolean;
 }
 
 /** "v1.35.9" → its minor ("v1.35", whose package repository pkgs.k8s.io serves) and its package version ("1.35.9"). */
@@ -36,6 +38,15 @@ export function kubernetesPackages(release: string): { minor: string; version: s
 const MODULES = ['overlay', 'br_netfilter'];
 const SYSCTLS = ['net.bridge.bridge-nf-call-iptables = 1', 'net.bridge.bridge-nf-call-ip6tables = 1', 'net.ipv4.ip_forward = 1'];
 const KEYRING = '/etc/apt/keyrings/kubernetes-apt-keyring.gpg';
+/**
+ * apt waiting for the package system's lock rather than failing at once: on a fresh Ubuntu server
+ * unattended-upgrades often holds it during the first minutes, and under `set -e` an apt that fails with "Could not
+ * get lock" ends the join. `DPkg::Lock::Timeout` (seconds; apt's libapt-pkg, "Waiting for cache lock") is apt's own
+ * wait, within the boot deadline.
+ */
+const APT_GET = 'apt-get -o DPkg::Lock::Timeout=300';
+const APT_MARK = 'apt-mark -o DPkg::Lock::Timeout=300';
+const KUBELET_EXTRA_ARGS = 'KUBELET_EXTRA_ARGS=--cloud-provider=external';
 
 /** The `#cloud-config` user_data that prepares the server and joins it as `nodeName`. */
 export function nodeCloudConfig(join: NodeJoin): string {
@@ -63,7 +74,13 @@ export function nodeCloudConfig(join: NodeJoin): string {
       `mkdir -p -m 755 /etc/apt/keyrings && curl -fsSL ${repository}Release.key | gpg --dearmor -o ${KEYRING}`,
       `echo 'deb [signed-by=${KEYRING}] ${repository} /' > /etc/apt/sources.list.d/kubernetes.list`,
       // kubernetes-cni: the CNI plugins in /opt/cni/bin that containerd's default config and the CNI chart (cni.ts) use.
-      `apt-get update && apt-get install -y ${pinned} kubernetes-cni && apt-mark hold kubelet kubeadm kubernetes-cni`,
+      `${APT_GET} update && ${APT_GET} install -y ${pinned} kubernetes-cni && ${APT_MARK} hold kubelet kubeadm kubernetes-cni`,
+      // The kubelet's flags beyond kubeadm's, after its package (which may bring the file): its drop-in
+      // (10-kubeadm.conf) reads KUBELET_EXTRA_ARGS from /etc/default/kubelet (kubeadm's kubelet-integration.md).
+      // `--cloud-provider=external` as cluster-api-provider-hetzner's worker template sets it (kct-md-0-ubuntu.yaml,
+      // kubeletExtraArgs): the node is tainted until the cloud controller manager (ccm.ts) has set it up and given it
+      // its providerID, `hcloud://<server id>`.
+      ...(join.externalCloudProvider ? [`echo '${KUBELET_EXTRA_ARGS}' > /etc/default/kubelet`] : []),
       'systemctl enable --now kubelet',
       ['kubeadm', 'join', join.endpoint, '--token', join.token, '--discovery-token-ca-cert-hash', join.caCertHash, '--node-name', join.nodeName],
     ],

@@ -13,27 +13,33 @@ import {
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
+  createConfiguration,
   KubeConfig,
+  type Middleware,
   PatchStrategy,
   RbacAuthorizationV1Api,
+  ServerConfiguration,
   setHeaderOptions,
   type V1Secret,
 } from '@kubernetes/client-node';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { ConfigError } from '../../config.ts';
 import { type Kubeconfig, kubeconfigYaml } from '../kubeconfig.ts';
-import type {
-  ClusterDriver,
-  ControlPlane,
-  ControlPlaneRequest,
-  HelmRelease,
-  HelmReleaseRequest,
-  JoinRequest,
-  LogEntry,
-  PodContainer,
-  ReadLogOptions,
+import {
+  type CloudControllerRequest,
+  type ClusterDriver,
+  type ControlPlane,
+  type ControlPlaneRequest,
+  ControlPlaneUnavailable,
+  type HelmRelease,
+  type HelmReleaseRequest,
+  type JoinRequest,
+  type LogEntry,
+  type PodContainer,
+  type ReadLogOptions,
 } from '../types.ts';
 import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret, sameJson } from './argocd.ts';
+import { CCM_NAMESPACE, CCM_SECRET, ccmApplication, ccmApplicationName } from './ccm.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
 import { cniApplication, cniApplicationName } from './cni.ts';
 import { controlPlaneStatus, type TenantControlPlane } from './kamaji.ts';
@@ -61,6 +67,35 @@ export const applicationName = (namespace: string, release: string) => `${k8sNam
 export const pullSecretName = (release: string) => `${release}-registry`.slice(0, 253);
 /** The Argo CD repository Secret of an Application's chart repository. */
 export const repositorySecretName = (application: string) => `${application}-repository`.slice(0, 253);
+
+/** How long any one request to a Kubernetes API server may take before it fails (a list of many objects included). */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Every request of a client ends within REQUEST_TIMEOUT_MS: an API server that accepts and never answers fails the call. */
+const deadline: Middleware = {
+  pre: async (request) => {
+    request.setSignal(AbortSignal.timeout(REQUEST_TIMEOUT_MS));
+    return request;
+  },
+  post: async (response) => response,
+};
+
+/** kubeconfig.makeApiClient, with the request deadline. */
+function apiClient<T>(kubeconfig: KubeConfig, type: new (configuration: ReturnType<typeof createConfiguration>) => T): T {
+  const cluster = kubeconfig.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  return new type(
+    createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kubeconfig }, promiseMiddleware: [deadline] }),
+  );
+}
+
+/** The taint the kubelet of an external cloud provider starts its node with (k8s.io/cloud-provider/api, TaintExternalCloudProvider). */
+const UNINITIALIZED_TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+/** Argo CD's cluster Secret of a tenant cluster. */
+export const argoClusterSecretName = (clusterId: string) => `cluster-${k8sName(clusterId)}`;
+/** The annotation on it: the resourceVersion of the admin kubeconfig Secret its credentials were taken from. */
+const ADMIN_KUBECONFIG_VERSION = 'platform-api/admin-kubeconfig-version';
 
 export const isNotFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 const isConflict = (error: unknown) => error instanceof ApiException && error.code === 409;
@@ -100,8 +135,8 @@ export class KubernetesDriver implements ClusterDriver {
 
   constructor(options: KubernetesDriverOptions) {
     this.options = options;
-    this.core = options.management.makeApiClient(CoreV1Api);
-    this.custom = options.management.makeApiClient(CustomObjectsApi);
+    this.core = apiClient(options.management, CoreV1Api);
+    this.custom = apiClient(options.management, CustomObjectsApi);
   }
 
   // --- control planes (Kamaji) ---
@@ -137,14 +172,15 @@ export class KubernetesDriver implements ClusterDriver {
   async getCluster(clusterId: string): Promise<ControlPlane | undefined> {
     const tcp = await this.tenantControlPlane(clusterId);
     if (!tcp) return undefined;
-    return { cluster_id: clusterId, status: controlPlaneStatus(tcp), message: null, endpoint: tcp.status?.controlPlaneEndpoint ?? null };
+    return { cluster_id: clusterId, ...controlPlaneStatus(tcp), endpoint: tcp.status?.controlPlaneEndpoint ?? null };
   }
 
   async deleteCluster(clusterId: string): Promise<void> {
     this.registered.delete(clusterId);
     const name = k8sName(clusterId);
-    await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: cniApplicationName(name) }).catch(ignoreNotFound);
-    await this.core.deleteNamespacedSecret({ name: `cluster-${name}`, namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
+    for (const addon of [cniApplicationName(name), ccmApplicationName(name)])
+      await this.custom.deleteNamespacedCustomObject({ ...ARGO, namespace: this.options.argocdNamespace, name: addon }).catch(ignoreNotFound);
+    await this.core.deleteNamespacedSecret({ name: argoClusterSecretName(clusterId), namespace: this.options.argocdNamespace }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...ARGO_PROJECTS, namespace: this.options.argocdNamespace, name }).catch(ignoreNotFound);
     await this.custom.deleteNamespacedCustomObject({ ...KAMAJI, namespace: this.options.kamajiNamespace, name }).catch(ignoreNotFound);
   }
@@ -175,13 +211,12 @@ export class KubernetesDriver implements ClusterDriver {
   private async adminKubeconfig(clusterId: string): Promise<{ config: KubeConfig; version: string }> {
     const tcp = await this.tenantControlPlane(clusterId);
     const secretName = tcp?.status?.kubeconfig?.admin?.secretName;
-    if (!tcp || !secretName || controlPlaneStatus(tcp) !== 'RUNNING') throw new Error(`cluster ${clusterId} has no running control plane`);
+    if (!tcp) throw new ControlPlaneUnavailable(`The control plane of cluster ${clusterId} is not in the management cluster.`);
+    const { status, message } = controlPlaneStatus(tcp);
+    if (status !== 'RUNNING' || !secretName)
+      throw new ControlPlaneUnavailable(message ?? `The control plane of cluster ${clusterId} is ${status.toLowerCase()}, not serving yet.`);
     const secret = await this.core.readNamespacedSecret({ name: secretName, namespace: this.options.kamajiNamespace });
-    const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
-    if (!encoded) throw new Error(`the admin kubeconfig Secret ${secretName} of cluster ${clusterId} has no admin.conf`);
-    const config = new KubeConfig();
-    config.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
-    return { config, version: secret.metadata?.resourceVersion ?? '' };
+    return { config: adminConfigOf(secret, clusterId), version: secret.metadata?.resourceVersion ?? '' };
   }
 
   /**
@@ -190,8 +225,8 @@ export class KubernetesDriver implements ClusterDriver {
    */
   async kubeconfig(clusterId: string, ttlSeconds: number): Promise<Kubeconfig> {
     const tenant = await this.tenant(clusterId);
-    const core = tenant.makeApiClient(CoreV1Api);
-    const rbac = tenant.makeApiClient(RbacAuthorizationV1Api);
+    const core = apiClient(tenant, CoreV1Api);
+    const rbac = apiClient(tenant, RbacAuthorizationV1Api);
     const name = 'platform-admin';
     const namespace = 'kube-system';
     const metadata = { name, labels: { [LABEL.cluster]: clusterId } };
@@ -227,34 +262,37 @@ export class KubernetesDriver implements ClusterDriver {
 
   async joinMachine(request: JoinRequest): Promise<{ user_data: string }> {
     const tenant = await this.tenant(request.cluster_id);
-    const core = tenant.makeApiClient(CoreV1Api);
-    // One token per machine: its id is derived from the machine, so a re-run reads the token it minted.
-    const id = createHash('sha256').update(request.machine_id).digest('hex').slice(0, 6);
+    const core = apiClient(tenant, CoreV1Api);
+    // One token per machine: its id is derived from the machine, so a re-run reads the token it minted, and gives it
+    // the full life again (a re-run comes after a failure: the boot that uses it starts now).
+    const id = bootstrapTokenId(request.machine_id);
     const name = `bootstrap-token-${id}`;
-    let secret: string;
+    let secret: string | undefined;
     try {
       const existing = await core.readNamespacedSecret({ name, namespace: 'kube-system' });
-      secret = Buffer.from(existing.data?.['token-secret'] ?? '', 'base64').toString('utf8');
+      secret = Buffer.from(existing.data?.['token-secret'] ?? '', 'base64').toString('utf8') || undefined;
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      secret = tokenSecret();
-      const body: V1Secret = {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name, namespace: 'kube-system', labels: { [LABEL.cluster]: request.cluster_id } },
-        type: 'bootstrap.kubernetes.io/token',
-        stringData: {
-          description: `joins machine ${request.machine_id}`,
-          'token-id': id,
-          'token-secret': secret,
-          expiration: new Date(Date.now() + 24 * 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
-          'usage-bootstrap-authentication': 'true',
-          'usage-bootstrap-signing': 'true',
-          'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
-        },
-      };
-      await core.createNamespacedSecret({ namespace: 'kube-system', body });
     }
+    // k8s.io/cluster-bootstrap/token/api/types.go: the token's fields; `expiration` (RFC 3339) ends it, and the
+    // token cleaner (pkg/controller/bootstrap/tokencleaner.go) deletes the Secret then.
+    const body: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace: 'kube-system', labels: { [LABEL.cluster]: request.cluster_id } },
+      type: 'bootstrap.kubernetes.io/token',
+      stringData: {
+        description: `joins machine ${request.machine_id}`,
+        'token-id': id,
+        'token-secret': secret ?? tokenSecret(),
+        expiration: new Date(Date.now() + request.token_ttl_seconds * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+        'usage-bootstrap-authentication': 'true',
+        'usage-bootstrap-signing': 'true',
+        'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
+      },
+    };
+    secret = body.stringData!['token-secret']!;
+    await this.upsertSecret(core, body);
     const cluster = tenant.getCurrentCluster();
     if (!cluster?.caData) throw new Error(`the admin kubeconfig of cluster ${request.cluster_id} has no certificate-authority-data`);
     const ca = new X509Certificate(Buffer.from(cluster.caData, 'base64'));
@@ -268,48 +306,108 @@ export class KubernetesDriver implements ClusterDriver {
         caCertHash: `sha256:${caHash}`,
         nodeName: request.node_name,
         kubernetesRelease: request.kubernetes_release,
+        externalCloudProvider: request.external_cloud_provider,
       }),
     };
   }
 
+  async endJoin(clusterId: string, machineId: string): Promise<void> {
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
+    await core.deleteNamespacedSecret({ name: `bootstrap-token-${bootstrapTokenId(machineId)}`, namespace: 'kube-system' }).catch(ignoreNotFound);
+  }
+
+  /**
+   * Ready, and initialised by the cloud controller manager where there is one: the kubelet's
+   * `--cloud-provider=external` taints the node `node.cloudprovider.kubernetes.io/uninitialized` (NoSchedule; no
+   * workload lands on it) until the cloud controller manager has set it up (k8s.io/cloud-provider, cloud node controller).
+   */
   async nodeReady(clusterId: string, nodeName: string): Promise<boolean> {
-    const core = (await this.tenant(clusterId)).makeApiClient(CoreV1Api);
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
     try {
       const node = await core.readNode({ name: nodeName });
-      return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      return ready && !(node.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED_TAINT);
     } catch (error) {
       if (isNotFound(error)) return false;
       throw error;
     }
   }
 
+  async removeNode(clusterId: string, nodeName: string): Promise<void> {
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
+    await core.deleteNode({ name: nodeName }).catch(ignoreNotFound);
+  }
+
   // --- releases (Argo CD) ---
 
   /** Registers the tenant cluster with Argo CD: a cluster Secret named after it, with the admin credentials. */
   private async registerCluster(clusterId: string): Promise<string> {
-    const clusterName = k8sName(clusterId);
     // Registered again whenever Kamaji rewrote the admin kubeconfig, or Argo CD would keep a refused certificate.
-    const { config: tenant, version } = await this.adminKubeconfig(clusterId);
-    if (this.registered.get(clusterId) === version) return clusterName;
-    const cluster = tenant.getCurrentCluster();
-    const user = tenant.getCurrentUser();
+    const admin = await this.adminKubeconfig(clusterId);
+    if (this.registered.get(clusterId) !== admin.version) await this.writeClusterSecret(clusterId, admin);
+    return k8sName(clusterId);
+  }
+
+  /**
+   * Argo CD's cluster Secret of the tenant (docs/operator-manual/declarative-setup.md, "Clusters"), with the admin
+   * kubeconfig's credentials and, as an annotation, the resourceVersion of the Kamaji Secret they came from (what
+   * controlPlanes() compares to see it rewritten); and the cluster's AppProject.
+   */
+  private async writeClusterSecret(clusterId: string, admin: { config: KubeConfig; version: string }): Promise<void> {
+    const clusterName = k8sName(clusterId);
+    const cluster = admin.config.getCurrentCluster();
+    const user = admin.config.getCurrentUser();
     if (!cluster || !user) throw new Error(`the admin kubeconfig of cluster ${clusterId} has no current context`);
     const tlsClientConfig = { caData: cluster.caData, certData: user.certData, keyData: user.keyData, insecure: cluster.skipTLSVerify || undefined };
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
-        name: `cluster-${clusterName}`,
+        name: argoClusterSecretName(clusterId),
         namespace: this.options.argocdNamespace,
         labels: { 'argocd.argoproj.io/secret-type': 'cluster', [LABEL.cluster]: clusterId },
+        annotations: { [ADMIN_KUBECONFIG_VERSION]: admin.version },
       },
       type: 'Opaque',
       stringData: { name: clusterName, server: cluster.server, config: JSON.stringify({ bearerToken: user.token, tlsClientConfig }) },
     };
     await this.upsertSecret(this.core, body);
     await this.upsertProject(clusterId, clusterName);
-    this.registered.set(clusterId, version);
-    return clusterName;
+    this.registered.set(clusterId, admin.version);
+  }
+
+  /**
+   * The control planes of every cluster of the platform, as Kamaji reports them now (one list), for the workers'
+   * watch (jobs/control-planes.ts). On the way it keeps Argo CD's access current without waiting for a user's call:
+   * Kamaji renews the admin certificate before it expires and issues a new one when the CA rotates
+   * (internal/resources/kubeconfig.go: the Secret is rewritten when the kubeconfig's CA is not the CA's or its
+   * certificate nears expiry), and a cluster Secret still carrying the old one would lose Argo CD the cluster, with
+   * self-heal, silently. Each registered cluster whose admin kubeconfig Secret changed since is registered again.
+   */
+  async controlPlanes(): Promise<ControlPlane[]> {
+    const kamajiNamespace = this.options.kamajiNamespace;
+    const [tenantControlPlanes, kamajiSecrets, argoSecrets] = await Promise.all([
+      this.custom.listNamespacedCustomObject({ ...KAMAJI, namespace: kamajiNamespace, labelSelector: LABEL.cluster }),
+      // internal/utilities/utilities.go, KamajiLabels: the admin kubeconfig Secret's component is its resource's name.
+      this.core.listNamespacedSecret({ namespace: kamajiNamespace, labelSelector: 'kamaji.clastix.io/component=admin-kubeconfig' }),
+      this.core.listNamespacedSecret({ namespace: this.options.argocdNamespace, labelSelector: `argocd.argoproj.io/secret-type=cluster,${LABEL.cluster}` }),
+    ]);
+    const planes = (tenantControlPlanes as { items: TenantControlPlane[] }).items;
+    const byName = new Map(kamajiSecrets.items.map((secret) => [secret.metadata?.name, secret]));
+    for (const registration of argoSecrets.items) {
+      const clusterId = registration.metadata?.labels?.[LABEL.cluster];
+      const tcp = planes.find((plane) => plane.metadata.labels?.[LABEL.cluster] === clusterId);
+      const admin = byName.get(tcp?.status?.kubeconfig?.admin?.secretName);
+      if (!clusterId || !tcp || !admin || controlPlaneStatus(tcp).status !== 'RUNNING') continue;
+      const version = admin.metadata?.resourceVersion ?? '';
+      if (registration.metadata?.annotations?.[ADMIN_KUBECONFIG_VERSION] === version) continue;
+      await this.writeClusterSecret(clusterId, { config: adminConfigOf(admin, clusterId), version });
+    }
+    return planes.map((tcp) => ({
+      cluster_id: tcp.metadata.labels?.[LABEL.cluster] ?? '',
+      ...controlPlaneStatus(tcp),
+      endpoint: tcp.status?.controlPlaneEndpoint ?? null,
+    }));
   }
 
   /**
@@ -348,7 +446,7 @@ export class KubernetesDriver implements ClusterDriver {
   /** Registry credentials as a dockerconfigjson Secret in the install's namespace of the tenant cluster. */
   private async pullSecret(request: HelmReleaseRequest): Promise<string | undefined> {
     if (!request.pull_secrets?.length) return undefined;
-    const core = (await this.tenant(request.cluster_id)).makeApiClient(CoreV1Api);
+    const core = apiClient(await this.tenant(request.cluster_id), CoreV1Api);
     const namespace = k8sName(request.namespace);
     await core
       .createNamespace({ body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABEL.install]: request.namespace } } } })
@@ -435,15 +533,37 @@ export class KubernetesDriver implements ClusterDriver {
   /** The cluster's pod network (cni.ts): its Argo CD Application, created once; its nodes turn Ready when it is up. */
   async ensureNetwork(clusterId: string): Promise<void> {
     const destination = await this.registerCluster(clusterId);
-    const application = new Application(
-      cniApplication({
-        clusterName: k8sName(clusterId),
-        destination,
-        project: destination,
-        argocdNamespace: this.options.argocdNamespace,
-        labels: { [LABEL.cluster]: clusterId },
-      }),
-    );
+    const clusterName = k8sName(clusterId);
+    const labels = { [LABEL.cluster]: clusterId };
+    await this.ensureAddon(cniApplication({ clusterName, destination, project: destination, argocdNamespace: this.options.argocdNamespace, labels }));
+  }
+
+  /**
+   * The cluster's cloud controller manager (ccm.ts): its token Secret in the tenant, written each time (a rotated
+   * credential reaches it), and its Argo CD Application, created once.
+   */
+  async ensureCloudController(request: CloudControllerRequest): Promise<void> {
+    const destination = await this.registerCluster(request.cluster_id);
+    const core = apiClient(await this.tenant(request.cluster_id), CoreV1Api);
+    const labels = { [LABEL.cluster]: request.cluster_id };
+    await this.upsertSecret(core, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: CCM_SECRET.name, namespace: CCM_NAMESPACE, labels },
+      type: 'Opaque',
+      stringData: { [CCM_SECRET.key]: request.token },
+    });
+    const clusterName = k8sName(request.cluster_id);
+    await this.ensureAddon(ccmApplication({ clusterName, destination, project: destination, argocdNamespace: this.options.argocdNamespace, labels, request }));
+  }
+
+  /**
+   * An add-on's Application (the CNI's, the cloud controller manager's): created once; when the platform's add-on
+   * moved on (a chart bump, another setting), a merge patch of the spec, as an install's update, so Argo CD's own
+   * status writes are left alone. One already as wanted is not written.
+   */
+  private async ensureAddon(spec: ConstructorParameters<typeof Application>[0]): Promise<void> {
+    const application = new Application(spec);
     application.validate();
     const namespace = this.options.argocdNamespace;
     const desired = application.toJSON() as unknown as ArgoApplication;
@@ -458,8 +578,6 @@ export class KubernetesDriver implements ClusterDriver {
     }
     const current = existing ?? (await this.application(desired.metadata.name));
     if (!current || sameJson(current.spec, desired.spec)) return;
-    // The platform's CNI moved on (a chart bump, another pod CIDR): a merge patch of the spec, as an install's
-    // update, so Argo CD's own status writes are left alone.
     await this.custom.patchNamespacedCustomObject(
       { ...ARGO, namespace, name: desired.metadata.name, body: { spec: mergePatch(current.spec, desired.spec) } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
@@ -490,7 +608,7 @@ export class KubernetesDriver implements ClusterDriver {
   // --- pods and logs (tenant cluster) ---
 
   async listContainers(clusterId: string, namespace: string): Promise<PodContainer[]> {
-    const core = (await this.tenant(clusterId)).makeApiClient(CoreV1Api);
+    const core = apiClient(await this.tenant(clusterId), CoreV1Api);
     const pods = await core.listNamespacedPod({ namespace: k8sName(namespace) });
     return pods.items
       .filter((pod) => pod.status?.phase !== 'Pending' && !pod.metadata?.deletionTimestamp)
@@ -583,9 +701,21 @@ async function* logEntriesOf(lines: AsyncIterable<string>, target: PodContainer,
   }
 }
 
+/** The kubeconfig in Kamaji's admin kubeconfig Secret (internal/resources/kubeconfig.go: admin.conf, and super-admin.conf). */
+function adminConfigOf(secret: V1Secret, clusterId: string): KubeConfig {
+  const encoded = secret.data?.['admin.conf'] ?? secret.data?.['super-admin.conf'];
+  if (!encoded) throw new Error(`the admin kubeconfig Secret ${secret.metadata?.name} of cluster ${clusterId} has no admin.conf`);
+  const config = new KubeConfig();
+  config.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
+  return config;
+}
+
 function ignoreNotFound(error: unknown): void {
   if (!isNotFound(error)) throw error;
 }
+
+/** A machine's bootstrap token id: 6 characters of [a-z0-9] (BootstrapTokenIDPattern), derived from the machine. */
+const bootstrapTokenId = (machineId: string) => createHash('sha256').update(machineId).digest('hex').slice(0, 6);
 
 /** A bootstrap token's secret part: 16 characters of [a-z0-9]. */
 function tokenSecret(): string {

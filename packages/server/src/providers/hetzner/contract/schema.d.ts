@@ -228,6 +228,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/load_balancers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["list_load_balancers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/load_balancers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put: operations["replace_load_balancer"];
+        post?: never;
+        delete: operations["delete_load_balancer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -587,6 +619,34 @@ export interface components {
         get_server_response: {
             server?: components["schemas"]["server"];
         };
+        http: {
+            /**
+             * @example [
+             *       897
+             *     ]
+             */
+            certificates?: number[];
+            /**
+             * @default 300
+             * @example 300
+             */
+            cookie_lifetime: number;
+            /**
+             * @default HCLBSTICKY
+             * @example HCLBSTICKY
+             */
+            cookie_name: string;
+            /**
+             * @default false
+             * @example true
+             */
+            redirect_http: boolean;
+            /**
+             * @default false
+             * @example true
+             */
+            sticky_sessions: boolean;
+        };
         image: {
             architecture: components["schemas"]["architecture"];
             /**
@@ -701,6 +761,10 @@ export interface components {
             images: components["schemas"]["image"][];
             meta: components["schemas"]["meta"];
         };
+        list_load_balancers_response: {
+            load_balancers: components["schemas"]["load_balancer"][];
+            meta: components["schemas"]["meta"];
+        };
         list_locations_response: {
             locations: components["schemas"]["location"][];
             meta: components["schemas"]["meta"];
@@ -712,6 +776,193 @@ export interface components {
         list_servers_response: {
             meta: components["schemas"]["meta"];
             servers: components["schemas"]["server"][];
+        };
+        load_balancer: {
+            algorithm: components["schemas"]["load_balancer_algorithm"];
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:55:00Z
+             */
+            created: string;
+            /**
+             * Format: int64
+             * @example 42
+             */
+            id: number;
+            /**
+             * Format: int64
+             * @example 10000
+             */
+            included_traffic: number;
+            /** Format: int64 */
+            ingoing_traffic: number | null;
+            labels: components["schemas"]["labels"];
+            load_balancer_type: components["schemas"]["load_balancer_type"];
+            location: components["schemas"]["location"];
+            /** @example my-resource */
+            name: string;
+            /** Format: int64 */
+            outgoing_traffic: number | null;
+            private_net: components["schemas"]["load_balancer_private_net"][];
+            protection: components["schemas"]["protection"];
+            public_net: components["schemas"]["load_balancer_public_net"];
+            services: components["schemas"]["load_balancer_service"][];
+            targets: components["schemas"]["load_balancer_target"][];
+        };
+        /**
+         * @default {
+         *       "type": "round_robin"
+         *     }
+         */
+        load_balancer_algorithm: {
+            /**
+             * @default round_robin
+             * @enum {string}
+             */
+            type: "least_connections" | "round_robin";
+        };
+        load_balancer_private_net: {
+            /** @example 10.0.0.2 */
+            ip?: string;
+            /**
+             * Format: int64
+             * @example 4711
+             */
+            network?: number;
+        };
+        load_balancer_public_net: {
+            enabled: boolean;
+            ipv4: {
+                /** @example lb1.example.com */
+                dns_ptr?: string | null;
+                /** @example 1.2.3.4 */
+                ip?: string | null;
+            };
+            ipv6: {
+                /** @example lb1.example.com */
+                dns_ptr?: string | null;
+                /** @example 2001:db8::1 */
+                ip?: string | null;
+            };
+        };
+        load_balancer_selected_target: {
+            health_status?: components["schemas"]["load_balancer_target_health_status"][];
+            server?: components["schemas"]["resource_id"];
+            /** @example server */
+            type?: string;
+            /** @default false */
+            use_private_ip: boolean;
+        };
+        load_balancer_service: {
+            /** @example 80 */
+            destination_port: number;
+            health_check: {
+                http?: {
+                    /** @example example.com */
+                    domain: string | null;
+                    /** @example / */
+                    path: string;
+                    /** @example {"status": "ok"} */
+                    response?: string;
+                    /**
+                     * @default [
+                     *       "2??",
+                     *       "3??"
+                     *     ]
+                     * @example [
+                     *       "2??",
+                     *       "3??"
+                     *     ]
+                     */
+                    status_codes: string[];
+                    /** @example false */
+                    tls?: boolean;
+                };
+                /** @example 15 */
+                interval: number;
+                /** @example 4711 */
+                port: number;
+                /**
+                 * @example http
+                 * @enum {string}
+                 */
+                protocol: "http" | "tcp";
+                /** @example 3 */
+                retries: number;
+                /** @example 10 */
+                timeout: number;
+            };
+            http?: components["schemas"]["http"];
+            /** @example 443 */
+            listen_port: number;
+            /**
+             * @example https
+             * @enum {string}
+             */
+            protocol: "http" | "https" | "tcp";
+            /** @example false */
+            proxyprotocol: boolean;
+        };
+        load_balancer_target: {
+            health_status?: components["schemas"]["load_balancer_target_health_status"][];
+            ip?: components["schemas"]["load_balancer_target_ip"];
+            label_selector?: components["schemas"]["label_selector"];
+            server?: components["schemas"]["resource_id"];
+            targets?: components["schemas"]["load_balancer_selected_target"][];
+            /** @enum {string} */
+            type: "ip" | "label_selector" | "server";
+            /** @default false */
+            use_private_ip: boolean;
+        };
+        load_balancer_target_health_status: {
+            /** @example 443 */
+            listen_port?: number;
+            /**
+             * @example healthy
+             * @enum {string}
+             */
+            status?: "healthy" | "unhealthy" | "unknown";
+        };
+        load_balancer_target_ip: {
+            /** @example 203.0.113.1 */
+            ip: string;
+        };
+        load_balancer_type: {
+            /**
+             * Format: date-time
+             * @example 2016-01-30T23:50:00Z
+             */
+            deprecated: string | null;
+            /** @example LB11 */
+            description: string;
+            /**
+             * Format: int64
+             * @example 1
+             */
+            id: number;
+            /**
+             * Format: int64
+             * @example 10
+             */
+            max_assigned_certificates: number;
+            /**
+             * Format: int64
+             * @example 20000
+             */
+            max_connections: number;
+            /**
+             * Format: int64
+             * @example 5
+             */
+            max_services: number;
+            /**
+             * Format: int64
+             * @example 25
+             */
+            max_targets: number;
+            /** @example lb11 */
+            name: string;
+            prices: components["schemas"]["price_per_time"][];
         };
         location: {
             /** @example Falkenstein */
@@ -808,6 +1059,14 @@ export interface components {
         protection: {
             /** @example false */
             delete: boolean;
+        };
+        replace_load_balancer_request: {
+            labels?: components["schemas"]["labels"];
+            /** @example new-name */
+            name?: string;
+        };
+        replace_load_balancer_response: {
+            load_balancer: components["schemas"]["load_balancer"];
         };
         resource: {
             /**
@@ -1710,6 +1969,123 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["set_rules_response"];
                 };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    list_load_balancers: {
+        parameters: {
+            query?: {
+                sort?: ("id" | "id:asc" | "id:desc" | "name" | "name:asc" | "name:desc" | "created" | "created:asc" | "created:desc")[];
+                name?: string;
+                label_selector?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["list_load_balancers_response"];
+                };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    replace_load_balancer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["replace_load_balancer_request"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["replace_load_balancer_response"];
+                };
+            };
+            "4xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+            "5xx": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["error_response"];
+                };
+            };
+        };
+    };
+    delete_load_balancer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4xx": {
                 headers: {
