@@ -13,4 +13,5 @@ export { createToken } from '../src/resources/tokens.ts';
 export { createRuntime } from '../src/runtime.ts';
 export { encodeCursor } from '../src/services/pagination.ts';
 export { buildWorld, idFor, type World } from './fixtures.ts';
+export { deprecatedContract } from './support/deprecated-contract.ts';
 export * from './support.ts';
