@@ -15,6 +15,8 @@ const SLOW = [
   'packages/server/test/stopping.test.ts',
   'test/pnpm-voice.test.ts',
   'test/generators.test.ts',
+  // Redocly's bundler, once per case
+  'test/contract-gate.test.ts',
   'test/smoke.test.ts',
   'packages/server/test/smoke-doubles.test.ts',
   'test/exit-code/exit-code.test.ts',
