@@ -1,4 +1,4 @@
-// The server's layers and the packages' boundaries, checked by `pnpm lint` (architecture.md draws the same):
+// The server's layers and the packages' boundaries, checked by `pnpm lint` (packages/server/README.md draws the same):
 //   http → operations → resources / services → db / engine → providers, with workflows/ (the kinds) and jobs/ (the
 //   workers' other jobs) above the resources and below the handlers;   errors.ts is used by every layer.
 // Nothing imports upward, and no package reaches into another package's files by a relative path: packages
@@ -163,12 +163,20 @@ export default {
       name: 'providers-are-leaves',
       comment: 'Drivers of outside systems know nothing of our tables, rules or handlers; they are handed what they need.',
       severity: 'error',
-      // The composition root (providers/index.ts) wires drivers to the database; the sealed-secret box is a pure
-      // crypto helper (AES-256-GCM), no rule and no table.
+      // The composition root (providers/index.ts) wires drivers to the database.
       from: { path: `${server}providers/`, pathNot: `${server}providers/index\\.ts$` },
       to: {
         path: [`${server}http/`, `${server}operations/`, `${server}resources/`, `${server}services/`, `${server}(engine|workflows|jobs)/`, `${server}db/`],
-        pathNot: `${server}services/secrets\\.ts$`,
+      },
+    },
+    {
+      name: 'telemetry-is-a-leaf',
+      comment: 'Metrics and traces are recorded by every layer, so they import none of them: only the provider error kinds and the configuration types.',
+      severity: 'error',
+      from: { path: `${server}telemetry/` },
+      to: {
+        path: server,
+        pathNot: [`${server}telemetry/`, `${server}providers/types\\.ts$`, `${server}config\\.ts$`],
       },
     },
     {

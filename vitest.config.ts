@@ -19,6 +19,10 @@ const SLOW = [
   'test/contract-gate.test.ts',
   'test/smoke.test.ts',
   'packages/server/test/smoke-doubles.test.ts',
+  // a real PgBouncer and `pnpm start` behind it
+  'packages/server/test/pgbouncer.test.ts',
+  // a real Prometheus scraping the metrics
+  'packages/server/test/metrics.test.ts',
   'test/exit-code/exit-code.test.ts',
   'test/mock/*.test.ts',
   'test/docs/code-samples.test.ts',
@@ -36,6 +40,34 @@ const SLOW = [
   'packages/server/test/workflow-bounds.test.ts',
   // the contract fuzzer's generated requests (50 per operation and kind): minutes, not for the edit loop
   'test/fuzz/*.test.ts',
+];
+
+/**
+ * Server tests run a second time through a real PgBouncer in transaction mode (the `pgbouncer` project, whose
+ * pgbouncer-setup.ts starts it when the project has files in the run): their databases' pools go through the pooler with prepared statements off, what keeps a session goes
+ * direct, as with DATABASE_URL and DATABASE_DIRECT_URL in production. The files cover requests, a user's journey,
+ * workflows end to end, two workers, events and streams with the access listener, tokens, the device flow,
+ * invitations, idempotency, rate limits, quotas and webhook deliveries; the others run the same queries on the same
+ * paths.
+ */
+const THROUGH_PGBOUNCER = [
+  'packages/server/test/api.test.ts',
+  'packages/server/test/workflows.test.ts',
+  'packages/server/test/two-workers.test.ts',
+  'packages/server/test/stream-access.test.ts',
+  'packages/server/test/stream-reauth.test.ts',
+  'packages/server/test/access-cache.test.ts',
+  'packages/server/test/idempotency-in-flight.test.ts',
+  'packages/server/test/rate-limit.test.ts',
+  'packages/server/test/quotas.test.ts',
+  'packages/server/test/webhooks-delivery.test.ts',
+  'packages/server/test/webhooks-claim.test.ts',
+  'packages/server/test/journey.test.ts',
+  'packages/server/test/events.test.ts',
+  'packages/server/test/event-stream.test.ts',
+  'packages/server/test/tokens.test.ts',
+  'packages/server/test/device-flow.test.ts',
+  'packages/server/test/invitations.test.ts',
 ];
 
 /** After each file, what its in-process test servers logged is scanned for credentials (a found one fails it). */
@@ -62,6 +94,16 @@ export default defineConfig({
         test: { name: 'fast', include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'], exclude: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 4 },
       },
       { test: { name: 'slow', include: SLOW, setupFiles: [LOG_SCAN], maxWorkers: 3, sequence: { groupOrder: 1 } } },
+      {
+        test: {
+          name: 'pgbouncer',
+          include: THROUGH_PGBOUNCER,
+          globalSetup: ['packages/server/test/pgbouncer-setup.ts'],
+          setupFiles: [LOG_SCAN],
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
+        },
+      },
     ],
   },
 });

@@ -12,7 +12,7 @@ export interface FreshDatabase {
 }
 
 export async function freshDatabase(name: string, dataDirName: string): Promise<FreshDatabase> {
-  const admin = await connect(process.env.DATABASE_URL, join(repoRoot, '.data', dataDirName));
+  const admin = await connect({ url: process.env.DATABASE_URL }, join(repoRoot, '.data', dataDirName));
   await sql`DROP DATABASE IF EXISTS ${sql.id(name)} WITH (FORCE)`.execute(admin.db);
   await sql`CREATE DATABASE ${sql.id(name)}`.execute(admin.db);
   const url = new URL(admin.url);

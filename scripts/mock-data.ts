@@ -214,6 +214,9 @@ function mend(value: Json, resource?: string): Json {
           : mendField(key, field, resource);
   }
   if (typeof out.metric === 'string' && 'remaining' in out) out = mendQuota(out);
+  // A Kubernetes version's release is a patch release of it.
+  if (typeof out.id === 'string' && typeof out.release === 'string' && !out.release.startsWith(`${out.id}.`))
+    out.release = `${out.id}.${hashOf(out.release) % 15}`;
   // An event names its object by id (the object's own: its id, a machine's provider_id, a quota's metric), and a
   // notification its resource.
   for (const [typeKey, idKey] of [

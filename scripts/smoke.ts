@@ -17,7 +17,7 @@ Runs a cluster, a machine, a product, an install, its logs and an uninstall thro
 made. Against PLATFORM_API_URL with PLATFORM_TOKEN when set; otherwise against a simulator it starts itself.
 
   --region ID                   region of the cluster, install and machine (default fsn1)
-  --kubernetes-version V        the cluster's version, v1.30|v1.31|v1.32 (default v1.31)
+  --kubernetes-version V        the cluster's version, one of GET /v1/kaas/versions on offer (default v1.31)
   --chart-repo URL              the chart repository (default https://stefanprodan.github.io/podinfo)
   --chart NAME                  the chart (default podinfo)
   --chart-version VERSION       the chart version (default 6.7.1)
@@ -37,7 +37,7 @@ class StepFailure extends Error {}
 
 interface Options {
   region: string;
-  kubernetesVersion: 'v1.30' | 'v1.31' | 'v1.32';
+  kubernetesVersion: string;
   chart: { repo_url: string; chart: string; target_revision: string };
   image: string;
   machineTypeFilter: string;
@@ -85,8 +85,8 @@ function parseOptions(argv: string[]): Options | 'help' {
   }
   if (values.help) return 'help';
   const version = values['kubernetes-version']!;
-  if (version !== 'v1.30' && version !== 'v1.31' && version !== 'v1.32')
-    throw new UsageError(`--kubernetes-version must be v1.30, v1.31 or v1.32, not '${version}'`);
+  // Which versions are on offer is the API's to say (GET /v1/kaas/versions): only the form is checked here.
+  if (!/^v\d+\.\d+$/.test(version)) throw new UsageError(`--kubernetes-version must be a version like v1.35, not '${version}'`);
   let cloudToken: string | undefined;
   if (values['cloud-token-file'] !== undefined) {
     try {

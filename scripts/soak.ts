@@ -111,8 +111,8 @@ async function main(): Promise<void> {
   const user = await createUser(db.db, systemClock, 'soak@platform.example', 'pro');
   const sample = await seedSampleResources(db.db, systemClock, user, 'soak');
   await sql`
-    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
-    SELECT 'cl_soak' || lpad(n::text, 6, '0'), ${user.workspaceId}, 'soak-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
+    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, kaas_release, status, status_message, created_at)
+    SELECT 'cl_soak' || lpad(n::text, 6, '0'), ${user.workspaceId}, 'soak-' || n, 'fsn1', 'v1.31', 'v1.31.13', 'RUNNING', NULL, 1700000000 + n
     FROM generate_series(1, 500) AS n`.execute(db.db);
   await db.close();
 

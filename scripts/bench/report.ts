@@ -37,7 +37,7 @@ const round = (n: number) => (!Number.isFinite(n) ? String(n) : Math.abs(n) >= 1
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 async function machine(): Promise<Record<string, string>> {
-  const admin = await connect(process.env.DATABASE_URL, join(repoRoot, '.data', 'bench'));
+  const admin = await connect({ url: process.env.DATABASE_URL }, join(repoRoot, '.data', 'bench'));
   try {
     const { rows } = await sql<{ version: string }>`SELECT version()`.execute(admin.db);
     const pnpm = execFileSync('pnpm', ['--version'], { encoding: 'utf8' }).trim();

@@ -44,7 +44,7 @@ export async function load(url: string, headers: Record<string, string>, duratio
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpuUsPerRequest };
 }
 
-async function startProcess(script: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+export async function startProcess(script: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, [...nodeFlags, join(repoRoot, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -65,7 +65,7 @@ async function startProcess(script: string, env: Record<string, string>, nodeFla
 
 const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 /** CPU time (user + system) the process has used, in ms (clock ticks of 10 ms). */
-const cpuMs = (pid: number): number => {
+export const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
@@ -74,7 +74,7 @@ const cpuMs = (pid: number): number => {
  * Waits until no workflow is left to run and the server has used under 5 % of a core for two seconds running
  * (start-up's work and its workers' first polls done), so the load measures requests alone.
  */
-async function quiet(db: Connection['db'], pid: number): Promise<void> {
+export async function quiet(db: Connection['db'], pid: number): Promise<void> {
   const deadline = Date.now() + 120_000;
   let calm = 0;
   while (calm < 2) {
@@ -90,15 +90,26 @@ async function quiet(db: Connection['db'], pid: number): Promise<void> {
   }
 }
 
-/** `duration`: seconds of the two main loads (server and baseline); the warm-ups and page loads are fixed. */
-export async function benchServer(duration = DURATION): Promise<Record<string, number>> {
+/** The list's data: `count` running clusters in the workspace, as rows (the statistics brought up to date). */
+export async function listedClusters(db: Connection['db'], workspaceId: string, count: number): Promise<void> {
+  await sql`
+    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, kaas_release, status, status_message, created_at)
+    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'v1.31.13', 'RUNNING', NULL, 1700000000 + n
+    FROM generate_series(1, ${count}) AS n`.execute(db);
+  await sql`ANALYZE`.execute(db);
+}
+
+/** A fresh database with a user whose workspace holds CLUSTERS clusters: the list load's data. */
+export async function listDatabase() {
   const { admin, url, connection: bench } = await freshDatabase('platform_bench', 'bench');
   const user = await createUser(bench.db, systemClock, 'bench@platform.example', 'pro');
-  await sql`
-    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
-    SELECT 'cl_bench' || lpad(n::text, 8, '0'), ${user.workspaceId}, 'cluster-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
-    FROM generate_series(1, ${CLUSTERS}) AS n`.execute(bench.db);
-  await sql`ANALYZE`.execute(bench.db);
+  await listedClusters(bench.db, user.workspaceId, CLUSTERS);
+  return { admin, url, bench, user };
+}
+
+/** `duration`: seconds of the two main loads (server and baseline); the warm-ups and page loads are fixed. */
+export async function benchServer(duration = DURATION): Promise<Record<string, number>> {
+  const { admin, url, bench, user } = await listDatabase();
   const deep = await bench.db
     .selectFrom('clusters')
     .select(['created_at', 'id'])
@@ -110,7 +121,8 @@ export async function benchServer(duration = DURATION): Promise<Record<string, n
     .executeTakeFirstOrThrow();
 
   // One token at full speed: the API rate limit is off, as the baseline has none.
-  const env = { DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
+  // The metrics recorded as `pnpm start` records them, served on a port of their own (METRICS_PORT=0: any free one).
+  const env = { DATABASE_URL: url.toString(), PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   const headers = { authorization: `Bearer ${user.token}`, 'x-workspace-id': user.workspaceId };
   // BENCH_SERVER_NODE_FLAGS: more flags for the server alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile it.
   const startFlags = serverNodeFlags();

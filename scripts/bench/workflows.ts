@@ -24,6 +24,25 @@ import { freshDatabase } from '../fresh-database.ts';
 import { type ServerProcess, startServerProcess } from '../server-process.ts';
 import { median, percentile } from '../stats.ts';
 
+/**
+ * The server's environment for loads of workflows (without DATABASE_URL): the simulated cloud at zero latency,
+ * failures and waits, the provider rate limit lifted, one token at full speed.
+ */
+export const INSTANT_SIMULATION = {
+  PORT: '0',
+  LOG_LEVEL: 'warn',
+  SIM_BOOT_SECONDS: '0',
+  SIM_CONTROL_PLANE_SECONDS: '0',
+  SIM_RELEASE_SECONDS: '0',
+  SIM_SNAPSHOT_SECONDS: '0',
+  SIM_LATENCY_MS: '0',
+  SIM_FAILURE_RATE: '0',
+  // The default (20 calls/s, shared by every process) would be the figure measured; lift it.
+  PROVIDER_RATE_LIMIT: '10000',
+  // One token at full speed: the API rate limit (RATE_LIMIT_PER_MINUTE, per user) is off.
+  RATE_LIMIT_PER_MINUTE: '0',
+};
+
 export interface WorkflowsOptions {
   /** Seconds of each autocannon load and of each log-stream window. */
   duration: number;
@@ -305,21 +324,7 @@ export async function benchWorkflows(options: WorkflowsOptions = defaultWorkflow
       })
       .execute();
 
-    const simulation = {
-      DATABASE_URL: url.toString(),
-      PORT: '0',
-      LOG_LEVEL: 'warn',
-      SIM_BOOT_SECONDS: '0',
-      SIM_CONTROL_PLANE_SECONDS: '0',
-      SIM_RELEASE_SECONDS: '0',
-      SIM_SNAPSHOT_SECONDS: '0',
-      SIM_LATENCY_MS: '0',
-      SIM_FAILURE_RATE: '0',
-      // The default (20 calls/s, shared by every process) would be the figure measured; lift it.
-      PROVIDER_RATE_LIMIT: '10000',
-      // One token at full speed: the API rate limit (RATE_LIMIT_PER_MINUTE, per token) is off.
-      RATE_LIMIT_PER_MINUTE: '0',
-    };
+    const simulation = { DATABASE_URL: url.toString(), ...INSTANT_SIMULATION };
     const server = await startServerProcess(simulation);
     servers.push(server);
     const installBody = { product_id: sample.productId, region_id: 'fsn1' };

@@ -92,8 +92,8 @@ async function main(): Promise<void> {
   const sample = await seedSampleResources(load.db, systemClock, user, 'load');
   // A page's worth of clusters to list.
   await sql`
-    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, status, status_message, created_at)
-    SELECT 'cl_load' || lpad(n::text, 6, '0'), ${user.workspaceId}, 'load-' || n, 'fsn1', 'v1.31', 'RUNNING', NULL, 1700000000 + n
+    INSERT INTO clusters (id, workspace_id, name, region_id, kaas_version, kaas_release, status, status_message, created_at)
+    SELECT 'cl_load' || lpad(n::text, 6, '0'), ${user.workspaceId}, 'load-' || n, 'fsn1', 'v1.31', 'v1.31.13', 'RUNNING', NULL, 1700000000 + n
     FROM generate_series(1, 500) AS n`.execute(load.db);
   await load.close();
 

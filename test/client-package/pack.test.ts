@@ -91,6 +91,15 @@ console.log(
 );
 `;
 
+/** The README's sample of the client ("Using the client from another project"), as a reader copies it. */
+async function readmeSample(): Promise<string> {
+  const readme = await readFile(join(repoRoot, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Using the client from another project'));
+  const sample = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!sample?.includes('createPlatformClient')) throw new Error('README.md: no TypeScript sample of the client under "Using the client from another project"');
+  return sample;
+}
+
 // A consumer for browsers: the DOM lib only, no Node types.
 const browserConsumer = `import { createPlatformClient, PlatformApiError, signWebhook, verifyWebhook, WebhookVerificationError } from '@platform/client';
 
@@ -128,13 +137,15 @@ beforeAll(async () => {
 
   await writeFile(join(scratch, 'node-consumer.ts'), nodeConsumer);
   await writeFile(join(scratch, 'browser-consumer.ts'), browserConsumer);
-  // The strictest settings a consumer may have (exactOptionalPropertyTypes is outside `strict`).
-  const common = { target: 'ES2022', strict: true, exactOptionalPropertyTypes: true, skipLibCheck: false };
+  await writeFile(join(scratch, 'readme-sample.ts'), await readmeSample());
+  // The strictest settings a consumer may have (exactOptionalPropertyTypes and noUncheckedIndexedAccess are outside
+  // `strict`).
+  const common = { target: 'ES2022', strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false };
   await writeFile(
     join(scratch, 'tsconfig.json'),
     JSON.stringify({
       compilerOptions: { ...common, module: 'NodeNext', moduleResolution: 'NodeNext', types: ['node'], outDir: 'out' },
-      files: ['node-consumer.ts'],
+      files: ['node-consumer.ts', 'readme-sample.ts'],
     }),
   );
   await writeFile(
@@ -200,7 +211,7 @@ describe('the packed client in a project outside the workspace', () => {
     expect(JSON.stringify(manifest)).not.toContain('workspace:');
   });
 
-  test('type-checks with plain tsc (NodeNext) and runs on the system Node 20 against the server', async () => {
+  test('type-checks with plain tsc (NodeNext), the README’s sample too, and runs on the system Node 20 against the server', async () => {
     await exec(tsc, ['-p', 'tsconfig.json'], scratch);
     const { stdout: version } = await exec(systemNode, ['--version'], scratch);
     expect(version).toMatch(/^v20\./);

@@ -245,6 +245,9 @@ function inconsistencies(value: unknown, at = ''): string[] {
   if (typeof value.created_at === 'number' && typeof value.updated_at === 'number' && value.updated_at < value.created_at) {
     found.push(`${at}: updated_at ${value.updated_at} before created_at ${value.created_at}`);
   }
+  if (typeof value.release === 'string' && typeof value.id === 'string' && !value.release.startsWith(`${value.id}.`)) {
+    found.push(`${at}: release ${value.release} is not a patch release of ${value.id}`);
+  }
   if (Array.isArray(value.data) && isObject(value.pagination) && value.pagination.has_more === true && value.data.length === 0) {
     found.push(`${at}: an empty page with has_more`);
   }
@@ -257,7 +260,7 @@ function inconsistencies(value: unknown, at = ''): string[] {
       snapshot_id: /^[0-9]+$/,
       object_id: /^([a-z]+_01j[0-9a-hjkmnp-tv-z]{23}|compute:\/\/mch_01j[0-9a-z]{23}|[a-z]+\/[a-z]+)$/,
     };
-    const serviceId = /^([a-z]+_01j[0-9a-hjkmnp-tv-z]{23}|fsn1|nbg1|hel1|ash|hil|sin|compute:\/\/mch_01j[0-9a-z]{23})$/;
+    const serviceId = /^([a-z]+_01j[0-9a-hjkmnp-tv-z]{23}|fsn1|nbg1|hel1|ash|hil|sin|v1\.3[0-9]|compute:\/\/mch_01j[0-9a-z]{23})$/;
     const pattern = idPattern[key === 'resource_id' ? 'object_id' : key] ?? (key === 'id' || key.endsWith('_id') ? serviceId : undefined);
     if (pattern && typeof field === 'string' && !pattern.test(field)) found.push(`${at}.${key}: not an id of the service's "${field}"`);
     if (key === 'name' && typeof field === 'string' && isLipsum(field)) found.push(`${at}.${key}: filler text "${field}"`);
@@ -296,7 +299,7 @@ describe('Prefer: dynamic=true, record by record', () => {
 
   test('50 answers of the list operations: ids in the service’s formats, moments of these years and never before created_at, no empty page with has_more, readable names and messages', async () => {
     expect(lists.map((list) => list.operationId)).toEqual(
-      expect.arrayContaining(['listClusters', 'listInstalls', 'listNotifications', 'listEvents', 'listAuditEvents']),
+      expect.arrayContaining(['listClusters', 'listInstalls', 'listNotifications', 'listEvents', 'listAuditEvents', 'listKaasVersions']),
     );
     const problems: string[] = [];
     let answers = 0;

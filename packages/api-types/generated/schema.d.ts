@@ -256,6 +256,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/kaas/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Kubernetes versions
+         * @description Lists the Kubernetes versions of the managed control plane (the values of a cluster's `kaas.version`): each with the patch release a new cluster's control plane and workers run, whether new clusters may use it, and when its support ends. A cluster may be created with a version whose `available_for_new_clusters` is true. A version the platform retires stays in this list with `available_for_new_clusters` false: its clusters keep running, and their machines keep joining with the release they were created with.
+         */
+        get: operations["listKaasVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/clusters": {
         parameters: {
             query?: never;
@@ -271,7 +291,7 @@ export interface paths {
         put?: never;
         /**
          * Create a cluster
-         * @description Creates a managed cluster in the workspace named by X-Workspace-Id (the default workspace without it) and starts its provisioning workflow: the answer is 202 with kaas.status PROVISIONING, which becomes RUNNING (or ERROR with status_message). Counts toward the kaas/clusters quota of the workspace owner; at the limit → 403 quota_exceeded.
+         * @description Creates a managed cluster in the workspace named by X-Workspace-Id (the default workspace without it) and starts its provisioning workflow: the answer is 202 with kaas.status PROVISIONING, which becomes RUNNING (or ERROR with status_message). Counts toward the kaas/clusters quota of the workspace owner; at the limit → 403 quota_exceeded. `kaas_version` must be one of `GET /v1/kaas/versions` on offer to new clusters; an unknown or retired version → 422 validation_error naming `kaas_version`, with the versions on offer in its suggestion.
          */
         post: operations["createCluster"];
         delete?: never;
@@ -2749,11 +2769,10 @@ export interface components {
             /** @description One of `GET /v1/regions`. */
             region_id: string;
             /**
-             * @description The Kubernetes version.
+             * @description The Kubernetes version, `v<major>.<minor>`: one of `GET /v1/kaas/versions` whose `available_for_new_clusters` is true (another is refused with 422 naming the versions on offer).
              * @default v1.31
-             * @enum {string}
              */
-            kaas_version?: "v1.30" | "v1.31" | "v1.32";
+            kaas_version?: string;
         };
         /** @description The body of the `cluster.created` webhook, the event as `GET /v1/events` lists it. */
         ClusterCreatedEvent: components["schemas"]["Event"] & {
@@ -3301,6 +3320,31 @@ export interface components {
             /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
+        };
+        /** @description A Kubernetes version of the managed control plane, as a cluster's `kaas_version` names it. */
+        KaasVersion: {
+            /**
+             * @description The version, `v<major>.<minor>`, as `kaas_version` takes it and a cluster's `kaas.version` shows it.
+             * @example v1.35
+             */
+            id: string;
+            /**
+             * @description The patch release a new cluster of this version runs: its control plane, and the kubelet and kubeadm its machines install. A cluster keeps the release it was created with.
+             * @example v1.35.9
+             */
+            release: string;
+            /** @description Whether a cluster may be created with this version. A retired version is false: its clusters keep running, and new ones are refused with 422 naming the versions on offer. */
+            available_for_new_clusters: boolean;
+            /**
+             * Format: int64
+             * @description When support of this version ends (after it, no more patch releases); `null` when not announced.
+             */
+            end_of_support_at: number | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        KaasVersionList: {
+            data: components["schemas"]["KaasVersion"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description The `end` event, the last event of the stream; the server closes the connection after it. */
         LogEndEvent: {
@@ -4198,7 +4242,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Something unexpected went wrong; it was logged with the request id. */
+        /** @description Something unexpected went wrong; it was logged with the request id (`details.request_id`), and, where the operator traces requests, its trace id (`details.trace_id`). */
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5138,6 +5182,47 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listKaasVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from `pagination.cursor` of the previous page. Omit it for the first page. An unreadable cursor, or one of another list (a clusters cursor sent to the suspensions list), is rejected with `422` and `param: cursor`.
+                 * @example eyJ0IjoxNzMyMjY4ODAwLCJpIjoiY2xfMDFqZDJ4OGs0cTNtN241cDlyNnMydDh2MHcifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description How many records a page holds, 1 to 100. Outside that range → `422` with `param: limit`.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of Kubernetes versions, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KaasVersionList"];
                 };
             };
             401: components["responses"]["Unauthorized"];

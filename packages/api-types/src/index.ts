@@ -1,5 +1,5 @@
 // Helpers derived from the generated types; nothing here restates what the contract says.
-import type { BodyDefaults, QueryDefaults } from '../generated/defaults.d.ts';
+import type { BodyDefaults, QueryDefaults, WorkspaceRequired } from '../generated/defaults.d.ts';
 import type { components, operations, paths, webhooks } from '../generated/schema.d.ts';
 
 export type { components, operations, paths, webhooks };
@@ -56,3 +56,6 @@ type WithDefaults<T, Names> = T & { [K in Extract<Names, keyof T>]-?: Exclude<T[
 export type ReceivedQuery<Op extends OperationId> = WithDefaults<QueryParams<Op>, DefaultedNames<QueryDefaults, Op>>;
 /** The JSON body a server handler receives: top-level fields with a default in the contract are always there. */
 export type ReceivedBody<Op extends OperationId> = [RequestBody<Op>] extends [never] ? never : WithDefaults<RequestBody<Op>, DefaultedNames<BodyDefaults, Op>>;
+
+/** The operations that act in a workspace (`x-requires-workspace`): the server's binding gives their handlers one. */
+export type { WorkspaceRequired };

@@ -17,6 +17,8 @@ export interface StoredConfig {
 /** The settings in force for this run. */
 export interface Settings {
   apiUrl: string;
+  /** Where `apiUrl` came from, as the user would name it: `--api-url`, `PLATFORM_API_URL`, the config file's `api_url`. */
+  apiUrlFrom: string;
   token: string | undefined;
   workspace: string | undefined;
 }
@@ -85,8 +87,18 @@ export function updateConfig(env: Env, changes: Partial<Record<keyof StoredConfi
 
 export function resolveSettings(flags: GlobalFlags, env: Env, stored: StoredConfig = readConfig(env)): Settings {
   const pick = (...values: (string | undefined)[]) => values.find((value) => value !== undefined && value !== '');
+  const apiUrl = pick(flags.apiUrl, env.PLATFORM_API_URL, stored.api_url) ?? DEFAULT_API_URL;
+  const apiUrlFrom =
+    apiUrl === pick(flags.apiUrl)
+      ? '--api-url'
+      : apiUrl === pick(env.PLATFORM_API_URL)
+        ? 'PLATFORM_API_URL'
+        : apiUrl === pick(stored.api_url)
+          ? `api_url in ${configPath(env)}`
+          : 'the default';
   return {
-    apiUrl: pick(flags.apiUrl, env.PLATFORM_API_URL, stored.api_url) ?? DEFAULT_API_URL,
+    apiUrl,
+    apiUrlFrom,
     token: pick(flags.token, env.PLATFORM_TOKEN, stored.token),
     workspace: pick(flags.workspace, env.PLATFORM_WORKSPACE, stored.workspace),
   };

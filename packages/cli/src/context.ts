@@ -42,6 +42,8 @@ export function contextOf(command: Command): Context {
   const io = ioOf(command);
   const flags = command.optsWithGlobals<GlobalFlags & { json?: boolean; all?: boolean }>();
   const settings = resolveSettings(flags, io.env);
+  if (!isHttpUrl(settings.apiUrl))
+    throw new UsageError(`${settings.apiUrlFrom} must be an http:// or https:// URL, such as http://127.0.0.1:8080 (got "${settings.apiUrl}")`);
   const api = createPlatformClient({
     baseUrl: settings.apiUrl,
     token: settings.token,
@@ -76,6 +78,15 @@ function everyPage(api: PlatformClient): PlatformClient {
     return { ...page, data, pagination: { ...page.pagination, has_more: false } };
   }) as PlatformClient['GET'];
   return { ...api, GET };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 /** A usage mistake found after parsing (a missing choice between options): exit 2, like commander's own. */

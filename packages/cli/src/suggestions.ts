@@ -29,6 +29,7 @@ export const COMMANDS = {
   acceptInvitation: 'platform workspaces accept <invitation id>',
   declineInvitation: 'platform workspaces decline <invitation id>',
   listRegions: 'platform regions',
+  listKaasVersions: 'platform clusters versions',
   listClusters: 'platform clusters list',
   createCluster: 'platform clusters create',
   getCluster: 'platform clusters get <id>',

@@ -345,6 +345,16 @@ describe('platform', () => {
     });
   });
 
+  describe('clusters versions', () => {
+    it('lists the Kubernetes versions as the API does, and as a table saying which new clusters may use', async () => {
+      expect(await platformJson(['clusters', 'versions'])).toEqual(await api().GET('/v1/kaas/versions'));
+      const table = await platform(['clusters', 'versions'], { columns: 200 });
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(/^VERSION +RELEASE +NEW CLUSTERS +END OF SUPPORT/);
+      expect((await platform(['clusters', 'versions'])).stdout).toMatch(/^v1\.36\tv1\.36\.4\tyes\t2027-06-28/m);
+    });
+  });
+
   describe('errors and usage', () => {
     it('prints the service’s message, suggestion and request id on stderr and exits 1', async () => {
       const run = await platform(['clusters', 'get', 'cl_doesnotexist']);
@@ -373,6 +383,10 @@ describe('platform', () => {
       expect(badVersion.code).toBe(1);
       expect(badVersion.stderr).toContain('(422 validation_error)');
       expect(badVersion.stderr).toContain('Suggestion: See `platform clusters create --help` for what kaas_version accepts.');
+      const unknownVersion = await platform(['clusters', 'create', '--name', 'odd', '--region', 'fsn1', '--version', 'v1.99']);
+      expect(unknownVersion.code).toBe(1);
+      expect(unknownVersion.stderr).toContain('Kubernetes v1.99 is not a version of this platform. (422 validation_error)');
+      expect(unknownVersion.stderr).toMatch(/Suggestion: Choose one of: v1\.30, .*v1\.36 \(`platform clusters versions`\)\./);
 
       const productFile = join(configHome(), 'product.yaml');
       writeFileSync(
@@ -408,6 +422,15 @@ describe('platform', () => {
       }
     });
 
+    it('exits 2 naming where an API address that is not an http(s) URL came from', async () => {
+      const flag = await platform(['--api-url', 'notaurl', 'workspaces', 'list']);
+      expect(flag).toMatchObject({ code: 2, stdout: '' });
+      expect(flag.stderr).toBe('error: --api-url must be an http:// or https:// URL, such as http://127.0.0.1:8080 (got "notaurl")\n');
+      const variable = await platform(['workspaces', 'list'], { env: { PLATFORM_API_URL: 'ftp://files.example' } });
+      expect(variable.code).toBe(2);
+      expect(variable.stderr).toMatch(/^error: PLATFORM_API_URL must be an http:\/\/ or https:\/\/ URL/);
+    });
+
     it('--help shows an example on each command and exits 0', async () => {
       for (const args of [['--help'], ['installs', 'logs', '--help'], ['webhooks', 'listen', '--help']]) {
         const run = await platform(args);
@@ -430,7 +453,9 @@ describe('platform', () => {
       expect(text).not.toContain(user.token);
 
       const listed = await platform(['workspaces', 'list'], { home });
-      expect(listed.stdout).toMatch(new RegExp(`\\*\\t${user.workspaceId}`));
+      // Piped: one line a workspace, the id first (what `| cut -f1` takes), the default marked last.
+      const line = listed.stdout.split('\n').find((row) => row.startsWith(`${user.workspaceId}\t`));
+      expect(line?.split('\t').at(-1)).toBe('*');
       // A flag beats the environment: a wrong --token fails even with a good PLATFORM_TOKEN.
       const flagged = await platform(['--token', 'svc_pat_wrongwrongwrongwrongwrongwrongwrong', 'workspaces', 'list'], { home });
       expect(flagged.code).toBe(1);

@@ -67,8 +67,14 @@ describe('the CLI', () => {
       );
     expect((await complete(['platform', 'clu'])).split(' ')).toEqual(['clusters']);
     expect((await complete(['platform', 'clusters', 'l'])).split(' ')).toEqual(['list']);
+    // Each command's own flags, and the program's after any command.
+    expect((await complete(['platform', 'clusters', 'create', '--re'])).split(' ')).toEqual(['--region']);
+    expect((await complete(['platform', 'installs', 'logs', 'ins_1', '--t'])).split(' ')).toEqual(expect.arrayContaining(['--tail', '--token']));
     expect((await platform(['completion', 'tcsh'])).code).toBe(2);
-    expect((await platform(['completion', 'fish'])).stdout).toContain("complete -c platform -n '__fish_seen_subcommand_from clusters' -a list");
+    const fish = (await platform(['completion', 'fish'])).stdout;
+    expect(fish).toContain("complete -c platform -n '__fish_seen_subcommand_from clusters' -a list");
+    expect(fish).toContain("complete -c platform -n '__fish_seen_subcommand_from create' -l region");
+    expect(fish).toContain('complete -c platform -l api-url');
   });
 
   it('--all follows the cursor to the last page', async () => {

@@ -3,7 +3,7 @@
 // (a PlatformAccessEndedError).
 import type { HeaderParams, QueryParams, Schema } from '@platform/api-types';
 import { PlatformAccessEndedError, PlatformError, PlatformNetworkError } from './errors.ts';
-import { parseData, readEvents } from './logs.ts';
+import { parseData, readEvents, serverShutdown } from './logs.ts';
 import { backoff, type RetryPolicy } from './retry.ts';
 import type { Send } from './transport.ts';
 
@@ -23,12 +23,15 @@ export async function* streamEvents(send: Send, policy: RetryPolicy, options: Ev
   let lastId = lastEventId;
   // Reconnections since the last event received: a stream that keeps dropping without progress gives up.
   let drops = 0;
+  const shutdown = serverShutdown();
   for (;;) {
     const header = lastId === undefined ? {} : { 'Last-Event-ID': lastId };
-    const { data, release } = await send('GET', '/v1/events/stream', { params: { query, header }, workspaceId, signal, timeoutMs }, 'stream');
+    const { data, release } = await shutdown.explain('the events stream', () =>
+      send('GET', '/v1/events/stream', { params: { query, header }, workspaceId, signal, timeoutMs }, 'stream'),
+    );
     let cause: unknown;
     try {
-      for await (const message of readEvents(data, signal)) {
+      for await (const message of readEvents(data, signal, shutdown.onComment)) {
         // The caller lost access: the server closes the stream, and would refuse a reconnection.
         if (message.event === 'access_ended') throw new PlatformAccessEndedError(parseData<Schema<'StreamAccessEnded'>>(message));
         // Any other event type is one this client does not know yet: skipped.

@@ -36,12 +36,15 @@ export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId
   let lastId = lastEventId;
   // Reconnections since the last line received: a stream that keeps dropping without progress gives up.
   let drops = 0;
+  const shutdown = serverShutdown();
   for (;;) {
     const header = lastId === undefined ? {} : { 'Last-Event-ID': lastId };
-    const { data, release } = await send('GET', path, { params: { path: { id }, query, header }, workspaceId, signal, timeoutMs }, 'stream');
+    const { data, release } = await shutdown.explain(`the log stream of install ${id}`, () =>
+      send('GET', path, { params: { path: { id }, query, header }, workspaceId, signal, timeoutMs }, 'stream'),
+    );
     let cause: unknown;
     try {
-      for await (const message of readEvents(data, signal)) {
+      for await (const message of readEvents(data, signal, shutdown.onComment)) {
         if (message.id !== undefined) lastId = message.id;
         if (message.event === 'log') {
           drops = 0;
@@ -78,7 +81,11 @@ export async function* streamLogs(send: Send, policy: RetryPolicy, id: InstallId
  * reason: fetch's own abort does not always reach a body that is being read (seen with Node's fetch once the
  * process had made another request meanwhile), and a followed stream may send nothing for a long time.
  */
-export async function* readEvents(body: unknown, signal?: AbortSignal): AsyncGenerator<EventSourceMessage, void, undefined> {
+export async function* readEvents(
+  body: unknown,
+  signal?: AbortSignal,
+  onComment?: (comment: string) => void,
+): AsyncGenerator<EventSourceMessage, void, undefined> {
   // No body (an empty 200) is a connection that ended at once.
   if (!(body instanceof ReadableStream)) return;
   const reader = (body as ReadableStream<Uint8Array>).getReader();
@@ -86,7 +93,7 @@ export async function* readEvents(body: unknown, signal?: AbortSignal): AsyncGen
   signal?.addEventListener('abort', stop, { once: true });
   const decoder = new TextDecoder();
   const parsed: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (message) => parsed.push(message) });
+  const parser = createParser({ onEvent: (message) => parsed.push(message), ...(onComment ? { onComment } : {}) });
   try {
     for (;;) {
       if (signal?.aborted) throw signal.reason;
@@ -101,6 +108,33 @@ export async function* readEvents(body: unknown, signal?: AbortSignal): AsyncGen
     // Closes the connection when the caller stops early or the `end` event came.
     reader.cancel().catch(() => {});
   }
+}
+
+/**
+ * The contract's `shutdown` block (`: server shutting down; reconnect with Last-Event-ID`) ends a stream whose
+ * serving process stops. When no server answers the reconnection, the error says that, not only the refused
+ * connection, which reads as if the address were wrong.
+ */
+export function serverShutdown() {
+  let said = false;
+  return {
+    onComment: (comment: string) => {
+      if (comment.trim().startsWith('server shutting down')) said = true;
+    },
+    explain: async <T>(stream: string, connect: () => Promise<T>): Promise<T> => {
+      try {
+        return await connect();
+      } catch (error) {
+        if (!said || !(error instanceof PlatformNetworkError)) throw error;
+        throw new PlatformNetworkError(`The server ended ${stream} as it shut down, and no server answered since: ${error.message}`, {
+          timedOut: error.timedOut,
+          cause: error,
+        });
+      } finally {
+        said = false;
+      }
+    },
+  };
 }
 
 export function parseData<Data>(message: EventSourceMessage): Data {

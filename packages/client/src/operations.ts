@@ -88,6 +88,12 @@ export interface PlatformOperations {
    */
   listRegions(...args: OperationArgs<'listRegions'>): Promise<OperationResult<'listRegions'>>;
   /**
+   * List Kubernetes versions
+   *
+   * `GET /v1/kaas/versions`
+   */
+  listKaasVersions(...args: OperationArgs<'listKaasVersions'>): Promise<OperationResult<'listKaasVersions'>>;
+  /**
    * List clusters
    *
    * `GET /v1/clusters`
@@ -549,6 +555,7 @@ export const operationRoutes = {
   transferWorkspaceOwnership: { method: 'POST', path: '/v1/workspaces/{workspaceId}/transfer', path_params: ['workspaceId'], query: [], headers: [] },
   leaveWorkspace: { method: 'POST', path: '/v1/workspaces/{workspaceId}/leave', path_params: ['workspaceId'], query: [], headers: [] },
   listRegions: { method: 'GET', path: '/v1/regions', path_params: [], query: ['cursor', 'limit'], headers: [] },
+  listKaasVersions: { method: 'GET', path: '/v1/kaas/versions', path_params: [], query: ['cursor', 'limit'], headers: [] },
   listClusters: { method: 'GET', path: '/v1/clusters', path_params: [], query: ['cursor', 'limit'], headers: ['workspaceId'] },
   createCluster: { method: 'POST', path: '/v1/clusters', path_params: [], query: [], headers: ['workspaceId'] },
   getCluster: { method: 'GET', path: '/v1/clusters/{clusterId}', path_params: ['clusterId'], query: [], headers: ['workspaceId'] },

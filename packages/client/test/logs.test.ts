@@ -41,6 +41,30 @@ describe('streamInstallLogs', () => {
     expect(delays).toEqual([250]);
   });
 
+  it('says the server shut down when its stream ended with the shutdown block and no server answers again', async () => {
+    const shutdownBlock = 'retry: 1000\n: server shutting down; reconnect with Last-Event-ID\n\n';
+    const refused = () => Promise.reject(new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 127.0.0.1:8080') }));
+    const { fetch } = fakeFetch((request) => streamed(request, [logEvent(1), shutdownBlock], 'close').response, refused, refused, refused, refused);
+    const { api } = testClient(fetch, { retry: { maxRetries: 3, sleep: async () => {}, random: () => 0.5 } });
+    const events: LogEvent[] = [];
+    const error = await rejection(
+      (async () => {
+        for await (const event of api.streamInstallLogs('ins_1')) events.push(event);
+      })(),
+    );
+    expect(events).toEqual([log(1)]);
+    expect(error).toBeInstanceOf(PlatformNetworkError);
+    expect((error as Error).message).toBe(
+      'The server ended the log stream of install ins_1 as it shut down, and no server answered since: GET http://api.test/v1/installs/ins_1/logs failed: connect ECONNREFUSED 127.0.0.1:8080',
+    );
+    // A stream that merely dropped keeps the refused connection's own words.
+    const dropped = fakeFetch((request) => streamed(request, [logEvent(1)], 'close').response, refused, refused, refused, refused);
+    const plain = await rejection(
+      collect(testClient(dropped.fetch, { retry: { maxRetries: 3, sleep: async () => {}, random: () => 0.5 } }).api.streamInstallLogs('ins_1')),
+    );
+    expect((plain as Error).message).toBe('GET http://api.test/v1/installs/ins_1/logs failed: connect ECONNREFUSED 127.0.0.1:8080');
+  });
+
   it('reconnects after a connection error cutting an event in half, without yielding the half', async () => {
     const second = logEvent(2);
     const { fetch, requests } = fakeFetch(

@@ -2,11 +2,13 @@
 // the server: DATABASE_URL, or the embedded one under DATA_DIR (started here when the server is not running).
 import { parseArgs } from 'node:util';
 import { systemClock } from './clock.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, databaseLocation, loadConfig } from './config.ts';
 import { type Connection, connect, openDatabase, runningEmbeddedUrl } from './db/connect.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { applyMigrations } from './db/migrate.ts';
 import type { Plan } from './db/schema.ts';
 import { DEMO_EMAIL } from './db/seed.ts';
+import { ApiError } from './errors.ts';
+import { listKaasVersions, setKaasVersion, setKaasVersionAvailability } from './resources/kaas-versions.ts';
 import { setQuotaOverride } from './resources/quotas.ts';
 import { createToken } from './resources/tokens.ts';
 import { anyUser, createUser, findUserByEmail, setPlan, userExists } from './resources/users.ts';
@@ -14,10 +16,15 @@ import { workspaceExists } from './resources/workspaces.ts';
 import { isMetric } from './services/quotas.ts';
 
 const USAGE = `Usage:
+  pnpm admin --help
   pnpm admin create-user --email <email> [--plan free|pro]
   pnpm admin demo-token
   pnpm admin set-plan --user <user id> --plan free|pro
-  pnpm admin set-override (--user <user id> | --workspace <workspace id>) --metric <metric> --limit <n>`;
+  pnpm admin set-override (--user <user id> | --workspace <workspace id>) --metric <metric> --limit <n>
+  pnpm admin kaas-versions
+  pnpm admin set-kaas-version --version v<major>.<minor> --release v<major>.<minor>.<patch> [--end-of-support <YYYY-MM-DD>]
+  pnpm admin retire-kaas-version --version <version>
+  pnpm admin offer-kaas-version --version <version>`;
 
 class UsageError extends Error {}
 
@@ -51,13 +58,17 @@ async function open(): Promise<Connection> {
       await running.close();
     }
   }
-  const connection = await connect(config.databaseUrl, config.dataDir);
-  await migrateToLatest(connection.db);
+  const connection = await connect(databaseLocation(config), config.dataDir);
+  await applyMigrations(connection);
   return connection;
 }
 
 async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -67,6 +78,9 @@ async function run(argv: string[]): Promise<void> {
       workspace: { type: 'string' },
       metric: { type: 'string' },
       limit: { type: 'string' },
+      version: { type: 'string' },
+      release: { type: 'string' },
+      'end-of-support': { type: 'string' },
     },
     strict: true,
   });
@@ -120,6 +134,39 @@ async function run(argv: string[]): Promise<void> {
       };
       break;
     }
+    case 'kaas-versions': {
+      // One JSON line per version, as GET /v1/kaas/versions lists them.
+      action = async ({ db }) => {
+        let cursor: string | undefined;
+        do {
+          const page = await listKaasVersions(db, { cursor, limit: 100 });
+          for (const version of page.data) process.stdout.write(`${JSON.stringify(version)}\n`);
+          cursor = page.pagination.has_more ? page.pagination.cursor : undefined;
+        } while (cursor);
+      };
+      break;
+    }
+    case 'set-kaas-version': {
+      const id = required(values, 'version');
+      const release = required(values, 'release');
+      const endOfSupport = values['end-of-support'];
+      const endOfSupportAt = endOfSupport === undefined ? null : Date.parse(`${endOfSupport}T00:00:00Z`) / 1000;
+      if (endOfSupportAt !== null && !(/^\d{4}-\d{2}-\d{2}$/.test(endOfSupport!) && Number.isSafeInteger(endOfSupportAt)))
+        throw new UsageError('--end-of-support must be a date, YYYY-MM-DD');
+      action = async ({ db }) => {
+        process.stdout.write(`${JSON.stringify(await setKaasVersion(db, { id, release, end_of_support_at: endOfSupportAt }, systemClock.now()))}\n`);
+      };
+      break;
+    }
+    case 'retire-kaas-version':
+    case 'offer-kaas-version': {
+      // Retired: no new cluster may use it; its clusters keep running and their machines keep joining.
+      const id = required(values, 'version');
+      action = async ({ db }) => {
+        process.stdout.write(`${JSON.stringify(await setKaasVersionAvailability(db, id, command === 'offer-kaas-version'))}\n`);
+      };
+      break;
+    }
     default:
       throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
   }
@@ -136,6 +183,8 @@ run(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
     process.exit(2);
   }
-  process.stderr.write(`admin: ${error instanceof ConfigError ? error.message : (error as Error).message}\n`);
+  // A refusal of a resource (an unknown version) is said with its suggestion, as the API would say it.
+  const suggestion = error instanceof ApiError && error.suggestion ? ` ${error.suggestion}` : '';
+  process.stderr.write(`admin: ${error instanceof ConfigError ? error.message : (error as Error).message}${suggestion}\n`);
   process.exit(1);
 });

@@ -17,6 +17,7 @@ import { errorBody } from './http/error-body.ts';
 import { healthProbes } from './http/health.ts';
 import { pages } from './http/pages.ts';
 import { securityHeaders } from './http/security-headers.ts';
+import { requestTelemetry } from './http/telemetry.ts';
 import type { HandlerEnv } from './operations/types.ts';
 import { createClusterDriver, createComputeProvider } from './providers/index.ts';
 import { SimulatedCloud } from './providers/simulated.ts';
@@ -27,6 +28,8 @@ import { LogTails } from './services/log-tails.ts';
 import { loggerOptions } from './services/redaction.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
+import { metrics } from './telemetry/metrics.ts';
+import { tracing } from './telemetry/tracing.ts';
 
 export interface AppOptions {
   db: Kysely<Database>;
@@ -78,6 +81,8 @@ export async function createApp(options: AppOptions): Promise<Koa> {
   const app = new Koa();
   app.proxy = false;
   app.silent = true;
+  // Outermost: the request's span and duration cover everything below, and its trace id reaches the access log.
+  if (metrics || tracing) app.use(requestTelemetry());
   app.use(accessLog(logger));
   if (config.validateResponses) app.use(declaredResponses(contract));
   app.use(errorBody(logger));

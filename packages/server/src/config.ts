@@ -11,15 +11,43 @@ export class ConfigError extends Error {}
 
 export type Role = 'all' | 'api' | 'worker';
 
+/** OTEL_TRACES_SAMPLER's values (the OpenTelemetry specification's). */
+export const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
+/** Traces, on when the OTEL_* variables ask for them. */
+export interface TracingConfig {
+  sampler: (typeof SAMPLERS)[number];
+  /** OTEL_TRACES_SAMPLER_ARG: the share of traces sampled, for the traceidratio samplers. */
+  ratio: number;
+}
+
 export interface Config {
   host: string;
   port: number;
+  /** Where GET /metrics listens (a port of its own); undefined: no metrics are recorded. */
+  metrics: { port: number; host: string } | undefined;
+  /** OpenTelemetry traces; undefined: off (the SDK is not loaded). */
+  tracing: TracingConfig | undefined;
   /** Unset: an embedded PostgreSQL with its data under `dataDir`. */
   databaseUrl: string | undefined;
+  /**
+   * PostgreSQL itself (or a pooler in session mode), for the connections that keep session state: migrations (a
+   * session advisory lock), the LISTEN connections, pg-boss, the workflow locks, the webhook dispatcher's claims
+   * (session settings). Unset: `databaseUrl`. Set when `databaseUrl` is a pooler in transaction mode (PgBouncer).
+   */
+  databaseDirectUrl: string | undefined;
+  /**
+   * Queries run as named prepared statements of their connection (db/prepared-statements.ts). A pooler in
+   * transaction mode hands one client's statements to several server connections, which then lack them (PgBouncer
+   * before 1.21, or with `max_prepared_statements = 0`). Default: on, off when `databaseDirectUrl` is set.
+   */
+  preparedStatements: boolean;
   dataDir: string;
   logLevel: string;
   /** Validate every response against the contract (always on in tests). */
   validateResponses: boolean;
+  /** Whether the first start on an empty database creates the demo user and its sample resources. */
+  seedDemo: boolean;
   /** How long SIGTERM waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
   /**
@@ -40,6 +68,12 @@ export interface Config {
   /** How long a client may take to send a request's headers, and then its whole body. */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  /**
+   * How long an idle keep-alive connection stays open, announced in `Keep-Alive: timeout=`. Longer than the idle
+   * timeout of the load balancers in front (60 s for most), so they close idle connections first: a connection the
+   * server closed just as a client sent on it resets that client's request.
+   */
+  keepAliveTimeoutMs: number;
   /** Open connections one process accepts at once; beyond, new connections are closed at once. */
   maxConnections: number;
   /** Peers whose X-Forwarded-For names the client (load balancers, proxies): addresses and CIDR ranges. */
@@ -195,19 +229,53 @@ function role(env: Env): Role {
   throw new ConfigError(`--role (or ROLE) must be api, worker or all, got "${raw}"`);
 }
 
-function databaseUrl(env: Env): string | undefined {
-  const raw = env.DATABASE_URL;
+function postgresUrl(env: Env, name: 'DATABASE_URL' | 'DATABASE_DIRECT_URL'): string | undefined {
+  const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`DATABASE_URL must be a postgres:// URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be a postgres:// URL, got "${raw}"`);
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(`DATABASE_URL must be a postgres:// URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be a postgres:// URL, got "${raw}"`);
   }
   return raw;
+}
+
+/** DATABASE_URL, and DATABASE_DIRECT_URL beside it (never alone: the embedded database needs no pooler). */
+function database(env: Env): Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'preparedStatements'> {
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const databaseDirectUrl = postgresUrl(env, 'DATABASE_DIRECT_URL');
+  if (databaseDirectUrl && !databaseUrl) {
+    throw new ConfigError('DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL to the pooler and DATABASE_DIRECT_URL to PostgreSQL itself');
+  }
+  return { databaseUrl, databaseDirectUrl, preparedStatements: boolean(env, 'DATABASE_PREPARED_STATEMENTS', databaseDirectUrl === undefined) };
+}
+
+/** METRICS_PORT (`off`: none) and METRICS_HOST (default HOST). */
+function metricsListener(env: Env): Config['metrics'] {
+  if (env.METRICS_PORT === 'off') return undefined;
+  return { port: integer(env, 'METRICS_PORT', 9464, 0, 65535), host: env.METRICS_HOST || env.HOST || '127.0.0.1' };
+}
+
+/**
+ * The OpenTelemetry specification's variables: traces are on with OTEL_TRACES_EXPORTER=otlp, or with an OTLP
+ * endpoint set and no exporter named; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turns them off.
+ */
+function tracingConfig(env: Env): TracingConfig | undefined {
+  if (boolean(env, 'OTEL_SDK_DISABLED', false)) return undefined;
+  const exporter = env.OTEL_TRACES_EXPORTER || (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : 'none');
+  if (exporter === 'none') return undefined;
+  if (exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'] as const) {
+    const protocol = env[name];
+    if (protocol && protocol !== 'http/protobuf') throw new ConfigError(`${name} must be http/protobuf (OTLP over HTTP), got "${protocol}"`);
+  }
+  const sampler = env.OTEL_TRACES_SAMPLER || 'parentbased_always_on';
+  if (!(SAMPLERS as readonly string[]).includes(sampler)) throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, got "${sampler}"`);
+  return { sampler: sampler as TracingConfig['sampler'], ratio: sampler.endsWith('traceidratio') ? fraction(env, 'OTEL_TRACES_SAMPLER_ARG', 1) : 1 };
 }
 
 function jwt(env: Env): Config['jwt'] {
@@ -377,14 +445,24 @@ function compute(env: Env): ComputeConfig {
   };
 }
 
+/** The configuration's database, as db/connect.ts opens it. */
+export const databaseLocation = (config: Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'preparedStatements'>) => ({
+  url: config.databaseUrl,
+  directUrl: config.databaseDirectUrl,
+  preparedStatements: config.preparedStatements,
+});
+
 export function loadConfig(env: Env = process.env): Config {
   return {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
-    databaseUrl: databaseUrl(env),
+    ...database(env),
+    metrics: metricsListener(env),
+    tracing: tracingConfig(env),
     dataDir: env.DATA_DIR || '.data',
     logLevel: env.LOG_LEVEL || 'info',
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', false),
+    seedDemo: boolean(env, 'SEED_DEMO', true),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     // Off unless set: counting costs a write per request on one row per token, which a single busy token
     // (a CI job, a benchmark) contends on. Production sets it (e.g. 600).
@@ -395,6 +473,7 @@ export function loadConfig(env: Env = process.env): Config {
     unauthenticatedBodyLimitBytes: integer(env, 'UNAUTHENTICATED_BODY_LIMIT_BYTES', 8192, 1024, 1024 * 1024),
     headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_SECONDS', 10, 1, 600) * 1000,
     bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 75, 1, 3600) * 1000,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     trustProxy: trustProxy(env),
     corsOrigins: corsOrigins(env),

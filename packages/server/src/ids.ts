@@ -52,6 +52,7 @@ export const PAGED_TABLE_ID_PREFIX = {
   workspace_members: 'usr',
   workspace_invitations: 'inv',
   regions: null,
+  kaas_versions: null,
 } as const satisfies Record<string, IdPrefix | null>;
 
 /** A table whose rows are listed page by page. */

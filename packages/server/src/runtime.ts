@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { openDatabase } from './db/connect.ts';
+import { poolOf } from './db/raw-query.ts';
 import type { Database } from './db/schema.ts';
 import { WorkflowEngine } from './engine/engine.ts';
 import { eventRetention } from './jobs/event-retention.ts';
@@ -18,12 +19,20 @@ import { SimulatedCloud, type SimulationOptions } from './providers/simulated.ts
 import type { ClusterDriver } from './providers/types.ts';
 import { recordWorkflowTransition } from './resources/audit-events.ts';
 import { DELIVERY_SESSION } from './resources/webhook-deliveries.ts';
+import { countCoolingEndpoints } from './resources/webhook-endpoints.ts';
 import { secretBox } from './services/secrets.ts';
 import { defaultResolve, type Resolver } from './services/ssrf.ts';
+import { observeDatabase, observePool } from './telemetry/metrics.ts';
+import { observeCalls } from './telemetry/provider-calls.ts';
 import { workflowDefinitions } from './workflows/index.ts';
 
 export interface RuntimeOptions {
   db: Kysely<Database>;
+  /**
+   * PostgreSQL for the connections that keep session state, never a pooler in transaction mode (DATABASE_DIRECT_URL):
+   * the workflow locks (session advisory locks) and pg-boss (its LISTEN), the webhook dispatcher's LISTEN and its
+   * claims (session settings, DELIVERY_SESSION).
+   */
   connectionString: string;
   clock: Clock;
   logger: Logger;
@@ -32,6 +41,7 @@ export interface RuntimeOptions {
     | 'workerConcurrency'
     | 'providerRateLimit'
     | 'compute'
+    | 'clusterDriver'
     | 'simulation'
     | 'orphanAfterSeconds'
     | 'deadlines'
@@ -68,9 +78,11 @@ export function createRuntime(options: RuntimeOptions) {
     serversElsewhere: config.compute.provider !== 'simulated',
     ...options.simulation,
   });
-  const driver = options.driver ?? cloud;
+  // Calls are measured and traced by provider (telemetry/provider-calls.ts), the compute provider's inside its rate
+  // limit, whose wait is measured apart.
+  const driver = observeCalls(options.driver ?? cloud, config.clusterDriver.kind);
   const provider = rateLimited(
-    createComputeProvider(config, { db: options.db, logger: options.logger, simulated: cloud }),
+    observeCalls(createComputeProvider(config, { db: options.db, logger: options.logger, simulated: cloud }), config.compute.provider),
     options.rateLimit ?? providerRateLimit(options.db, config.providerRateLimit),
   );
   const engine = new WorkflowEngine({
@@ -96,20 +108,23 @@ export function createRuntime(options: RuntimeOptions) {
     auditRetentionDays: config.auditRetentionDays,
     everyMs: options.eventPruneEveryMs ?? 3_600_000,
   });
-  const webhooks = options.secretsKey
-    ? new WebhookDispatcher({
-        db: options.db,
-        // Two: one claim and one settling at a time. No connection is made before the first claim (an API process makes none).
-        leases: openDatabase(options.connectionString, 2, DELIVERY_SESSION),
-        connectionString: options.connectionString,
-        clock: options.clock,
-        logger: options.logger,
-        secrets: secretBox(options.secretsKey),
-        resolve: options.resolveHost ?? defaultResolve,
-        config: config.webhooks,
-        tickMs: options.tickMs ?? 250,
-      })
-    : undefined;
+  // Two: one claim and one settling at a time. No connection is made before the first claim (an API process makes none).
+  const leases = options.secretsKey ? openDatabase(options.connectionString, 2, DELIVERY_SESSION) : undefined;
+  if (leases) observePool('webhook_dispatch', poolOf(leases.db));
+  const webhooks =
+    leases && options.secretsKey
+      ? new WebhookDispatcher({
+          db: options.db,
+          leases,
+          connectionString: options.connectionString,
+          clock: options.clock,
+          logger: options.logger,
+          secrets: secretBox(options.secretsKey),
+          resolve: options.resolveHost ?? defaultResolve,
+          config: config.webhooks,
+          tickMs: options.tickMs ?? 250,
+        })
+      : undefined;
   const tokenExpiry = tokenExpiryNotices({ db: options.db, clock: options.clock, logger: options.logger, everyMs: options.eventPruneEveryMs ?? 3_600_000 });
   const leftovers = leftoversReconciler({
     db: options.db,
@@ -122,4 +137,16 @@ export function createRuntime(options: RuntimeOptions) {
     everyMs: config.compute.leftovers.everySeconds * 1000,
   });
   return { cloud, provider, driver, engine, retention, webhooks, tokenExpiry, leftovers };
+}
+
+/**
+ * What a metrics scrape reads of the database (telemetry/metrics.ts, at scrape time with a deadline): the
+ * workflows' backlog and the cooling webhook endpoints, by the queries of their tables' owners; and the main pool.
+ */
+export function observeDatabaseOf(db: Kysely<Database>, engine: WorkflowEngine): void {
+  observePool('main', poolOf(db));
+  observeDatabase(async () => {
+    const [backlog, endpointsCooling] = await Promise.all([engine.backlog(), countCoolingEndpoints(db)]);
+    return { ...backlog, endpointsCooling };
+  });
 }

@@ -4,7 +4,7 @@ import { createPlatformClient, PlatformApiError } from '@platform/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
-import { call, newUser, type TestUser, useTestServer } from './support.ts';
+import { apiError, call, newUser, type TestUser, useTestServer } from './support.ts';
 
 const app = useTestServer();
 const { clock } = app;
@@ -13,15 +13,6 @@ let bob: TestUser;
 
 const client = (user: TestUser, workspaceId?: string) =>
   createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false, ...(workspaceId ? { workspaceId } : {}) });
-
-async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(PlatformApiError);
-  return error as PlatformApiError;
-}
 
 const seedCompute = (user: TestUser) => seedSampleResources(app.db, clock, user, `c-${user.userId.slice(-6)}`);
 
@@ -102,6 +93,7 @@ describe('listClusters', () => {
           name: `c${i}`,
           region_id: 'fsn1',
           kaas_version: 'v1.31',
+          kaas_release: 'v1.31.13',
           status: 'RUNNING',
           status_message: null,
           created_at: clock.now() + Math.floor(i / 3),
@@ -129,6 +121,7 @@ describe('listClusters', () => {
         name: 'later',
         region_id: 'fsn1',
         kaas_version: 'v1.31',
+        kaas_release: 'v1.31.13',
         status: 'RUNNING',
         status_message: null,
         created_at: clock.now() + 10,

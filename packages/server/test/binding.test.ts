@@ -47,7 +47,7 @@ describe('no handler resolves a workspace or wraps idempotency', () => {
       "input.headers[ 'X-Workspace-Id' ]",
     ];
     expect(samples.filter((s) => !new RegExp(RESOLVES.source).test(s))).toEqual([]);
-    expect(new RegExp(RESOLVES.source).test('requireWorkspace(workspace)')).toBe(false);
+    expect(new RegExp(RESOLVES.source).test('createCluster(db, workspace, body)')).toBe(false);
   });
 });
 
@@ -62,10 +62,10 @@ describe('idempotency from the binding', () => {
     operations = [...(await loadContract()).operations.values()];
   });
 
-  /** A handler that counts its runs and answers which run it was. */
+  /** A handler that counts its runs and answers which run it was, with a header of its own. */
   function counting() {
     let runs = 0;
-    const handler = async () => ({ status: 202, body: { run: ++runs } });
+    const handler = async () => ({ status: 202, body: { run: ++runs }, headers: { Location: `/v1/installs/ins_${runs}` } });
     return { handler, runs: () => runs };
   }
 
@@ -82,7 +82,7 @@ describe('idempotency from the binding', () => {
       origin: 'http://127.0.0.1',
     }) as unknown as OperationInput<OperationId>;
 
-  it('runs an operation declaring idempotency-key once per key and replays its answer', async () => {
+  it('runs an operation declaring idempotency-key once per key and replays its answer, headers included', async () => {
     const declaring = operations.filter((meta) => meta.headerNames.has('idempotency-key'));
     expect(declaring.map((meta) => meta.operationId).sort()).toEqual(['createInstall', 'updateInstall']);
     for (const meta of declaring) {
@@ -92,8 +92,8 @@ describe('idempotency from the binding', () => {
       const key = `binding-${meta.operationId}`;
       const first = await bound(inputFor(key), env);
       const again = await bound(inputFor(key), env);
-      expect(first).toEqual({ status: 202, body: { run: 1 } });
-      expect(again).toEqual({ status: 202, body: { run: 1 }, headers: { 'Idempotent-Replayed': 'true' } });
+      expect(first).toEqual({ status: 202, body: { run: 1 }, headers: { Location: '/v1/installs/ins_1' } });
+      expect(again).toEqual({ status: 202, body: { run: 1 }, headers: { Location: '/v1/installs/ins_1', 'Idempotent-Replayed': 'true' } });
       expect(runs()).toBe(1);
       // Without a key, each request runs.
       await bound(inputFor(undefined), env);

@@ -128,6 +128,45 @@ describe('CORS for the origins in CORS_ORIGINS', () => {
   });
 });
 
+describe('idle keep-alive connections (KEEP_ALIVE_TIMEOUT_SECONDS)', () => {
+  it('stay open longer than the idle timeout of a load balancer in front, and say so in Keep-Alive', async () => {
+    const { hostname, port } = new URL(app.baseUrl);
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    let received = '';
+    socket.on('data', (chunk) => {
+      received += chunk.toString('utf8');
+    });
+    let closed = false;
+    socket.on('close', () => {
+      closed = true;
+    });
+    const answered = async (count: number) => {
+      for (let waited = 0; (received.match(/\r\n\r\n\{"status":"ok"\}/g) ?? []).length < count; waited += 20) {
+        if (waited > 5_000) throw new Error(`no answer ${count}; received: ${received}`);
+        await sleep(20);
+      }
+    };
+    try {
+      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await answered(1);
+      expect(received).toMatch(/\r\nKeep-Alive: timeout=75\r\n/i);
+      // Past Node's own 5 s, which closed the connection as a client (or a balancer's pool) sent on it: a reset.
+      await sleep(6_000);
+      expect(closed).toBe(false);
+      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await answered(2);
+      expect(statusOf(received.slice(received.lastIndexOf('HTTP/1.1 ')))).toBe(200);
+    } finally {
+      socket.destroy();
+    }
+  });
+  it('defaults to 75 s, past the 60 s most load balancers keep an idle connection', () => {
+    expect(loadConfig({}).keepAliveTimeoutMs).toBe(75_000);
+    expect(() => loadConfig({ KEEP_ALIVE_TIMEOUT_SECONDS: '0' })).toThrow(/KEEP_ALIVE_TIMEOUT_SECONDS/);
+  });
+});
+
 describe('drain', () => {
   it('finishes the requests in flight, answers newcomers 503 with Connection: close and Retry-After, resets nothing', async () => {
     const { listen, drain } = createHttpServer(
@@ -135,7 +174,7 @@ describe('drain', () => {
         await sleep(300);
         res.writeHead(200, { 'content-type': 'text/plain' }).end('done');
       },
-      { headersTimeoutMs: 5_000, bodyTimeoutMs: 5_000, maxConnections: 100 },
+      { headersTimeoutMs: 5_000, bodyTimeoutMs: 5_000, keepAliveTimeoutMs: 5_000, maxConnections: 100 },
     );
     const { port } = await listen(0, '127.0.0.1');
     const url = `http://127.0.0.1:${port}/`;

@@ -41,7 +41,7 @@ function waitFor(child: ChildProcess, output: { text: string }, pattern: RegExp)
 
 /**
  * Starts `pnpm start`'s entry (under script(1), stdout on a pseudo-terminal, when `terminal`) and waits for
- * its start-up to end (the box closes it).
+ * its start-up to end (the demo box on a terminal, the demo line otherwise, closes it).
  */
 async function start(env: NodeJS.ProcessEnv, terminal = false): Promise<{ out: string; url: string; child: ChildProcess; output: { text: string } }> {
   const command = [process.execPath, join(serverDir, 'main.ts')];
@@ -52,7 +52,7 @@ async function start(env: NodeJS.ProcessEnv, terminal = false): Promise<{ out: s
   const output = { text: '' };
   child.stdout.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
-  await waitFor(child, output, /└─+┘\r?\n/);
+  await waitFor(child, output, terminal ? /└─+┘\r?\n/ : /"msg":"Demo (user created|token)[^\n]*\n/);
   return { out: output.text, url: /listening on (http:\/\/\S+)/.exec(output.text)![1]!, child, output };
 }
 
@@ -76,7 +76,7 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
   let blocked: number;
 
   beforeAll(async () => {
-    one = await start(embedded(first));
+    one = await start(embedded(first), true);
     // The second clone's port (kept from an earlier run) is taken by something else meanwhile.
     blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
@@ -86,7 +86,7 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
   afterAll(() => new Promise((resolve) => blocker.close(resolve)));
 
   it('says what the first start does, then the listen line, then the demo credentials in a box', async () => {
-    const lines = one.out.split('\n');
+    const lines = stripVTControlCharacters(one.out).split(/\r?\n/);
     const at = (pattern: RegExp) => lines.findIndex((line) => pattern.test(line));
     const steps = [
       /^Creating the database in .+ \(first start only/,
@@ -118,12 +118,18 @@ describe('pnpm start with the embedded PostgreSQL, two clones side by side', () 
     expect(me.body.data[0].name).toBe('demo-eu');
   });
 
-  it('a second start on the same DATA_DIR stops with one clear line naming the fix', async () => {
-    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(first) }).catch((e: { code: number; stderr: string }) => e);
-    expect(failure).toMatchObject({ code: 1 });
-    expect((failure as { stderr: string }).stderr.trim()).toMatch(
-      /^Cannot start: DATA_DIR: cannot open the database \(the embedded PostgreSQL in .+ is already running .*set DATA_DIR to another folder\)$/,
+  it('a second start on the same DATA_DIR stops with one clear line naming the fix and the port in use, and names no other port', async () => {
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], { env: embedded(first) }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
     );
+    expect(failure).toMatchObject({ code: 1 });
+    const port = /Starting PostgreSQL on 127\.0\.0\.1:(\d+)/.exec(one.out)![1];
+    expect((failure as { stderr: string }).stderr.trim()).toMatch(
+      new RegExp(
+        `^Cannot start: DATA_DIR: cannot open the database \\(the embedded PostgreSQL in .+ is already running on port ${port} .*set DATA_DIR to another folder\\)$`,
+      ),
+    );
+    expect((failure as { stdout: string }).stdout).not.toContain('Starting PostgreSQL');
   }, 60_000);
 
   it('another DATA_DIR gets its own database on another port, beside the first, and its own demo user', async () => {
@@ -188,13 +194,31 @@ describe('logs', () => {
   });
 
   // A request gets an access line at level info.
-  it('are JSON lines when stdout is not a terminal', async () => {
+  it('are JSON lines when stdout is not a terminal, start-up included, and hold no token', async () => {
+    // The first start on this database: it seeds the demo user.
     const server = await start({ ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info' });
     expect((await call(server.url, 'GET', '/openapi.json')).status).toBe(200);
     await waitFor(server.child, server.output, /"msg":"request"/);
-    const json = server.output.text.split('\n').filter((line) => line.startsWith('{'));
-    expect(json.length).toBeGreaterThan(0);
-    for (const line of json) expect(JSON.parse(line)).toHaveProperty('level');
+    const lines = server.output.text.split('\n').filter(Boolean);
+    const messages = lines.map((line) => {
+      const parsed = JSON.parse(line) as { level: number; msg: string };
+      expect(parsed.level, line).toBeTypeOf('number');
+      return parsed.msg;
+    });
+    const at = (pattern: RegExp) => messages.findIndex((message) => pattern.test(message));
+    const steps = [
+      /^Applying database migrations/,
+      /^workflow worker running$/,
+      /^Seeding the demo user/,
+      /^Platform API listening on /,
+      /^Demo user created: .+pnpm admin demo-token/,
+    ];
+    expect(steps.map(at)).toEqual(steps.map(at).sort((a, b) => a - b));
+    expect(
+      steps.map(at).every((position) => position >= 0),
+      messages.join('\n'),
+    ).toBe(true);
+    expect(server.output.text).not.toMatch(/svc_pat_/);
   });
 
   it('are readable lines on a terminal', async () => {

@@ -1,6 +1,9 @@
 // Tests need a real PostgreSQL: DATABASE_URL when set (CI sets the machine's), otherwise an embedded one
 // started here for the whole run. The schema is migrated once, into a template database of the run's own (several
-// runs may share one server); each test file then copies it into a database of its own (see support.ts).
+// runs may share one server); each test file then copies it into a database of its own (see support.ts). The
+// `pgbouncer` project (vitest.config.ts) runs its files with a PgBouncer in transaction mode before that PostgreSQL
+// (pgbouncer-setup.ts): their databases' pools go through it, what keeps a session goes direct, as in production with
+// DATABASE_DIRECT_URL.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +18,8 @@ declare module 'vitest' {
     databaseUrl: string;
     /** The run's migrated database, which createTestDatabase copies (CREATE DATABASE … TEMPLATE). */
     templateDatabase: string;
+    /** In the `pgbouncer` project, `databaseUrl` through its PgBouncer (pgbouncer-setup.ts); else empty. */
+    pooledDatabaseUrl: string;
   }
 }
 
@@ -85,6 +90,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const template = await createTemplate(process.env.DATABASE_URL);
     project.provide('databaseUrl', process.env.DATABASE_URL);
     project.provide('templateDatabase', template.name);
+    project.provide('pooledDatabaseUrl', '');
     return async () => {
       await template.drop();
       await removeScratch();
@@ -97,6 +103,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const template = await createTemplate(embedded.url);
   project.provide('databaseUrl', embedded.url);
   project.provide('templateDatabase', template.name);
+  project.provide('pooledDatabaseUrl', '');
   return async () => {
     await template.drop();
     await embedded.stop();

@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { k8sName, pullSecretName } from '../src/providers/kubernetes/driver.ts';
+import { setKaasVersionAvailability } from '../src/resources/kaas-versions.ts';
 import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
 import { KamajiController } from './support/kamaji.ts';
@@ -357,5 +358,78 @@ describe('a Hetzner project out of quota', () => {
     expect(notice?.body).toContain(`The Hetzner Cloud project of cloud credential ${credential.id} has reached one of its own resource limits`);
     expect(notice?.body).not.toContain('replace the token');
     expect(notices.map((n) => n.type)).not.toContain('machine.provision_failed');
+  });
+});
+
+describe('a Kubernetes version retired while its clusters run', () => {
+  it('keeps its cluster working (a machine joins at its release, an install runs) and refuses new clusters on it', { timeout: 90_000 }, async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+    const cluster = await api.POST('/v1/clusters', { body: { name: 'aging', region_id: 'fsn1', kaas_version: 'v1.30' } });
+    await until('the TenantControlPlane', () => world.management.get(TCP, KAMAJI_NS, k8sName(cluster.id)) !== undefined);
+    expect(world.management.get(TCP, KAMAJI_NS, k8sName(cluster.id))!.spec).toMatchObject({ kubernetes: { version: 'v1.30.14' } });
+    controlPlaneReady(cluster.id);
+    const getCluster = () => api.GET('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    await until('the cluster to run', async () => (await getCluster()).kaas.status === 'RUNNING');
+
+    // The operator retires v1.30 (what `pnpm admin retire-kaas-version --version v1.30` does).
+    await setKaasVersionAvailability(app.db, 'v1.30', false);
+    try {
+      const refused = await call(app.baseUrl, 'POST', '/v1/clusters', {
+        token: user.token,
+        body: { name: 'too-late', region_id: 'fsn1', kaas_version: 'v1.30' },
+      });
+      expect(refused.status).toBe(422);
+      expect(refused.body.error).toMatchObject({ code: 'validation_error', param: 'kaas_version' });
+      expect(refused.body.error.suggestion).toContain('v1.36');
+      expect(refused.body.error.suggestion).not.toContain('v1.30');
+      expect((await api.GET('/v1/kaas/versions')).data.find((v) => v.id === 'v1.30')).toMatchObject({ available_for_new_clusters: false });
+
+      // Its cluster keeps running: a machine joins, with the kubelet and kubeadm of its control plane's release.
+      expect((await getCluster()).kaas).toMatchObject({ version: 'v1.30', status: 'RUNNING' });
+      const cni = () => world.management.get(APP, ARGO_NS, cniApplicationName(k8sName(cluster.id)));
+      await until('the pod network Application', () => cni() !== undefined);
+      world.management.setStatus(APP, ARGO_NS, cni()!.metadata.name, { sync: { status: 'Synced' }, health: { status: 'Healthy' } });
+      const kubeadm = new KubeadmWorker(world.tenant, () => true);
+      const config = await api.POST('/v1/compute/configs', {
+        body: {
+          name: 'aging-workers',
+          provider: 'hcloud',
+          provider_config: { provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+        },
+      });
+      const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
+      const label = labelValue(machine.provider_id);
+      const server = () => world.fake.servers(PLATFORM).find((s) => s.labels.machine === label);
+      await until('the server to run', () => server()?.status === 'running');
+      const creation = world.fake.requests.find(
+        (r) => r.method === 'POST' && r.path === '/servers' && r.status === 201 && (r.body as { labels?: Record<string, string> }).labels?.machine === label,
+      )!;
+      expect(kubeadm.boot((creation.body as { user_data: string }).user_data)).toBe(machine.node_name);
+      const node = world.tenant.get('v1/nodes', undefined, machine.node_name) as unknown as { status: { nodeInfo: { kubeletVersion: string } } };
+      expect(node.status.nodeInfo.kubeletVersion).toBe('v1.30.14');
+      const machineStatus = async () => (await api.GET('/v1/compute/machines', { params: { query: { cluster_id: cluster.id } } }))[0]?.status;
+      await until('the machine to be ready', async () => (await machineStatus()) === 'ready');
+
+      // And an install runs on it.
+      const product = await api.POST('/v1/products', {
+        body: {
+          name: 'Aging',
+          cluster_ids: [cluster.id],
+          sources: [{ chart: { repo_url: 'https://charts.bitnami.com/bitnami', target_revision: '19.6.1', chart: 'wordpress' } }],
+        },
+      });
+      const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
+      const application = () =>
+        world.management.list(APP, ARGO_NS).find((a) => a.metadata.labels?.['platform-api/install'] === install.id) as Application | undefined;
+      await until('the Application', () => application() !== undefined);
+      world.management.setStatus(APP, ARGO_NS, application()!.metadata.name, {
+        sync: { status: 'Synced', comparedTo: { source: application()!.spec.source, destination: application()!.spec.destination } },
+        health: { status: 'Healthy' },
+      });
+      await until('the install to run', async () => (await api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } })).status === 'running');
+    } finally {
+      await setKaasVersionAvailability(app.db, 'v1.30', true);
+    }
   });
 });

@@ -17,16 +17,15 @@ import { newId } from '../src/ids.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
 import { cniApplicationName } from '../src/providers/kubernetes/cni.ts';
 import { ARGOCD_FINALIZER, applicationName, KubernetesDriver, k8sName, repositorySecretName } from '../src/providers/kubernetes/driver.ts';
-import { KUBERNETES_RELEASES } from '../src/providers/kubernetes/kamaji.ts';
 import { POD_CIDR } from '../src/providers/kubernetes/network.ts';
 import { SimulatedCloud } from '../src/providers/simulated.ts';
 import { type ClusterDriver, chartLocation, type HelmReleaseRequest, type LogEntry, type PodContainer, type ReadLogOptions } from '../src/providers/types.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { atChartVersion } from './fixtures.ts';
 import { ArgoCdController } from './support/argocd-controller.ts';
-import { KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController } from './support/kamaji.ts';
+import { KAMAJI_KUBEADM_CONFIG_API, KAMAJI_PKI, KAMAJI_SUPPORTED_VERSION, KamajiController, uploadKubeadmConfig } from './support/kamaji.ts';
 import { KubeApiServer } from './support/kube-api-server.ts';
-import { KubeadmWorker, kubeadmJoinOf } from './support/kubeadm.ts';
+import { KubeadmWorker, kubeadmConfigRefusal, kubeadmJoinOf } from './support/kubeadm.ts';
 import { call, createTestDatabase, newUser, serverLogger, startTestServer, TestClock, type TestDatabase } from './support.ts';
 
 const TCP = 'kamaji.clastix.io/v1alpha1/tenantcontrolplanes';
@@ -62,8 +61,11 @@ afterAll(async () => {
 const kubernetesConfig = (env: Record<string, string> = {}) =>
   loadConfig({ CLUSTER_DRIVER: 'kubernetes', MANAGEMENT_KUBECONFIG: kubeconfigPath, ARGOCD_NAMESPACE: ARGO_NS, KAMAJI_NAMESPACE: KAMAJI_NS, ...env });
 
-/** What Kamaji does once the control plane runs: the status, and the admin kubeconfig Secret (of the tenant). */
-function kamajiReady(clusterId: string, status = 'Ready') {
+/**
+ * What Kamaji does once the control plane runs: the status, the admin kubeconfig Secret (of the tenant), and the
+ * tenant's kubeadm-config.
+ */
+function kamajiReady(clusterId: string, status = 'Ready', release = 'v1.31.13') {
   const name = k8sName(clusterId);
   management.put('v1/secrets', {
     metadata: { name: `${name}-admin-kubeconfig`, namespace: KAMAJI_NS },
@@ -72,14 +74,15 @@ function kamajiReady(clusterId: string, status = 'Ready') {
   });
   management.setStatus(TCP, KAMAJI_NS, name, {
     controlPlaneEndpoint: new URL(tenant.url).host,
-    kubernetesResources: { version: { status, version: 'v1.31.13' } },
+    kubernetesResources: { version: { status, version: release } },
     kubeconfig: { admin: { secretName: `${name}-admin-kubeconfig` } },
   });
+  uploadKubeadmConfig(tenant, release);
 }
 
 async function runningCluster(): Promise<string> {
   const clusterId = newId('cl');
-  await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+  await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
   kamajiReady(clusterId);
   return clusterId;
 }
@@ -130,13 +133,13 @@ describe('start-up', () => {
 describe('control planes (Kamaji)', () => {
   it('creates a TenantControlPlane, follows its status to RUNNING, and deletes it', async () => {
     const clusterId = newId('cl');
-    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    const created = await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(created).toEqual({ cluster_id: clusterId, status: 'PROVISIONING', message: null, endpoint: null });
     const tcp = management.get(TCP, KAMAJI_NS, k8sName(clusterId))!;
     expect(tcp.spec).toMatchObject({ kubernetes: { version: 'v1.31.13' }, controlPlane: { service: { serviceType: 'LoadBalancer' } } });
     expect(tcp.metadata.labels).toEqual({ 'platform-api/cluster': clusterId });
     // A re-run after a crash finds it: one TenantControlPlane.
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(management.list(TCP, KAMAJI_NS).filter((o) => o.metadata.name === k8sName(clusterId))).toHaveLength(1);
 
     management.setStatus(TCP, KAMAJI_NS, k8sName(clusterId), { kubernetesResources: { version: { status: 'Provisioning' } } });
@@ -162,7 +165,7 @@ describe('control planes (Kamaji)', () => {
 
   it('mints a kubeconfig of the tenant with a TokenRequest token of a cluster-admin ServiceAccount, expiring as asked', async () => {
     const clusterId = newId('cl');
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     kamajiReady(clusterId);
     const first = await driver.kubeconfig(clusterId, 900);
     const config = parseYaml(first.kubeconfig);
@@ -208,6 +211,7 @@ describe('control planes (Kamaji)', () => {
             name: 'kamaji',
             region_id: 'fsn1',
             kaas_version: 'v1.31',
+            kaas_release: 'v1.31.13',
             status: 'PROVISIONING',
             status_message: null,
             created_at: clock.now(),
@@ -240,7 +244,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 describe('machines joining', () => {
   it('mints one bootstrap token per machine and returns user_data with kubeadm join; Ready means the Node is Ready', async () => {
     const clusterId = await runningCluster();
-    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_version: 'v1.31' };
+    const machine = { cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-1', kubernetes_release: 'v1.31.13' };
     const { user_data } = await driver.joinMachine(machine);
     const join = kubeadmJoinOf(user_data);
     const token = /^([a-z0-9]{6})\.([a-z0-9]{16})$/.exec(join.flags.token!);
@@ -284,7 +288,7 @@ describe("a worker's cloud-config", () => {
   it("is one Debian's cloud-init accepts, and prepares Ubuntu 24.04 as kubeadm's install guides say before it joins", async () => {
     if (!existsSync(CLOUD_INIT)) throw new Error(`${CLOUD_INIT} is missing: install it with \`apt-get update && apt-get install -y cloud-init\`.`);
     const clusterId = await runningCluster();
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_version: 'v1.31' });
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-9', kubernetes_release: 'v1.31.13' });
     const file = join(dir, 'user-data.yaml');
     await writeFile(file, user_data);
     const { stdout } = await promisify(execFile)(CLOUD_INIT, ['schema', '--config-file', file]);
@@ -302,14 +306,15 @@ describe("a worker's cloud-config", () => {
     // The cluster's minor release, not the latest.
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/Release.key');
     expect(script).toContain('https://pkgs.k8s.io/core:/stable:/v1.31/deb/ /');
-    expect(script).toContain('apt-get install -y kubelet kubeadm kubernetes-cni');
+    // The control plane's own patch release, as kubeadm's upgrade guide pins it, not the repository's newest.
+    expect(script).toContain("apt-get install -y kubelet='1.31.13-*' kubeadm='1.31.13-*' kubernetes-cni");
     expect(kubeadmJoinOf(user_data).flags['node-name']).toBe('worker-9');
   });
 
   it('joins with the token and CA hash the driver minted, and kubeadm refuses any other', async () => {
     const clusterId = await runningCluster();
     const kubeadm = new KubeadmWorker(tenant, () => false);
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_version: 'v1.32' });
+    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-7', kubernetes_release: 'v1.31.13' });
     const { token, 'discovery-token-ca-cert-hash': hash } = kubeadmJoinOf(user_data).flags;
     const [id, secret] = token!.split('.');
     expect(() => kubeadm.boot(user_data.replace(`${id}.${secret}`, `${id}.${'x'.repeat(16)}`))).toThrow(/could not find a JWS signature/);
@@ -320,6 +325,46 @@ describe("a worker's cloud-config", () => {
     // Joined, but NotReady until the cluster has a pod network.
     expect(await driver.nodeReady(clusterId, 'worker-7')).toBe(false);
     expect(tenant.refused).toEqual([]);
+  });
+
+  it("installs the kubelet and kubeadm of the control plane's patch release, not the newest its repository has since", async () => {
+    const clusterId = await runningCluster();
+    const kubeadm = new KubeadmWorker(tenant, () => false);
+    // A patch published after the cluster was made: an unpinned install would take it.
+    kubeadm.repository.publish('v1.31.14');
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-pin',
+      kubernetes_release: 'v1.31.13',
+    });
+    expect(kubeadm.boot(user_data)).toBe('worker-pin');
+    const node = tenant.get('v1/nodes', undefined, 'worker-pin') as unknown as { status: { nodeInfo: { kubeletVersion: string } } };
+    expect(node.status.nodeInfo.kubeletVersion).toBe('v1.31.13');
+    // A release the repository does not have is apt's error, not some other version.
+    const missing = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-none', kubernetes_release: 'v1.31.99' });
+    expect(() => kubeadm.boot(missing.user_data)).toThrow("E: Version '1.31.99-*' for 'kubelet' was not found");
+  });
+
+  it("joins with a kubeadm that reads Kamaji's v1beta4 kubeadm-config (v1.29 and later), and is refused as kubeadm refuses an older one", async () => {
+    const clusterId = newId('cl');
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.30.14' });
+    kamajiReady(clusterId, 'Ready', 'v1.30.14');
+    const kubeadm = new KubeadmWorker(tenant, () => false);
+    const join = (release: string, node: string) =>
+      driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: node, kubernetes_release: release }).then((j) => j.user_data);
+    expect(kubeadm.boot(await join('v1.30.14', 'worker-130'))).toBe('worker-130');
+    // kubeadm 1.28 has v1beta4 in its scheme, with extraArgs still a map; 1.27 has no v1beta4 at all.
+    const old = await join('v1.28.15', 'worker-128');
+    expect(() => kubeadm.boot(old)).toThrow(
+      'unable to fetch the kubeadm-config ConfigMap: failed to decode cluster configuration data: json: cannot unmarshal array into Go struct field APIServer.apiServer.extraArgs of type map[string]string',
+    );
+    const older = await join('v1.27.16', 'worker-127');
+    expect(() => kubeadm.boot(older)).toThrow('no kind "ClusterConfiguration" is registered for version "kubeadm.k8s.io/v1beta4"');
+    expect(tenant.get('v1/nodes', undefined, 'worker-128')).toBeUndefined();
+    // Every version the platform offers installs a kubeadm that reads what Kamaji writes.
+    for (const { release } of await database.db.selectFrom('kaas_versions').select('release').where('available_for_new_clusters', '=', true).execute())
+      expect(kubeadmConfigRefusal(release.slice(1), KAMAJI_KUBEADM_CONFIG_API), release).toBeUndefined();
   });
 });
 
@@ -381,7 +426,12 @@ describe("a cluster's pod network", () => {
     const clusterId = await runningCluster();
     const cni = () => management.get(APP, ARGO_NS, cniApplicationName(k8sName(clusterId)));
     const kubeadm = new KubeadmWorker(tenant, () => (cni()?.status as { health?: { status?: string } } | undefined)?.health?.status === 'Healthy');
-    const { user_data } = await driver.joinMachine({ cluster_id: clusterId, machine_id: newId('mch'), node_name: 'worker-net', kubernetes_version: 'v1.31' });
+    const { user_data } = await driver.joinMachine({
+      cluster_id: clusterId,
+      machine_id: newId('mch'),
+      node_name: 'worker-net',
+      kubernetes_release: 'v1.31.13',
+    });
     kubeadm.boot(user_data);
     expect(await driver.nodeReady(clusterId, 'worker-net')).toBe(false);
     await driver.ensureNetwork(clusterId);
@@ -1400,7 +1450,7 @@ describe('Kamaji: what it admits and what it reports', () => {
 
   it("enables the Konnectivity addon and sets the network profile to the CNI's addresses", async () => {
     const clusterId = newId('cl');
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({
       addons: { konnectivity: { server: { port: 8132 } } },
       networkProfile: { podCidrs: ['10.244.0.0/16'], serviceCidrs: ['10.96.0.0/12'], dnsServiceIPs: ['10.96.0.10'] },
@@ -1408,11 +1458,13 @@ describe('Kamaji: what it admits and what it reports', () => {
     await driver.deleteCluster(clusterId);
   });
 
-  it('creates each of the contract minors as its pinned patch release, which Kamaji admits', async () => {
+  it('creates each Kubernetes version of the platform at its release, which Kamaji admits', async () => {
     const before = management.refused.length;
-    for (const [minor, release] of Object.entries(KUBERNETES_RELEASES)) {
+    const versions = await database.db.selectFrom('kaas_versions').select('release').execute();
+    expect(versions.length).toBeGreaterThan(0);
+    for (const { release } of versions) {
       const clusterId = newId('cl');
-      await driver.createCluster({ cluster_id: clusterId, kubernetes_version: minor });
+      await driver.createCluster({ cluster_id: clusterId, kubernetes_release: release });
       expect(management.get(TCP, KAMAJI_NS, k8sName(clusterId))?.spec).toMatchObject({ kubernetes: { version: release } });
       await driver.deleteCluster(clusterId);
     }
@@ -1448,6 +1500,7 @@ describe('Kamaji: what it admits and what it reports', () => {
             name: 'kamaji',
             region_id: 'fsn1',
             kaas_version: 'v1.32',
+            kaas_release: 'v1.32.9',
             status: 'PROVISIONING',
             status_message: null,
             created_at: clock.now(),
@@ -1567,7 +1620,7 @@ describe('Kamaji: what it admits and what it reports', () => {
     const kamaji = new KamajiController(management, tenant);
     const clusterId = newId('cl');
     const name = k8sName(clusterId);
-    await driver.createCluster({ cluster_id: clusterId, kubernetes_version: 'v1.31' });
+    await driver.createCluster({ cluster_id: clusterId, kubernetes_release: 'v1.31.13' });
     expect(kamaji.rollout(KAMAJI_NS, name, 2)).toBe('Ready');
     const install = {
       cluster_id: clusterId,

@@ -3,14 +3,15 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateDownToZero, migrateToLatest } from '../src/db/migrate.ts';
-import { call, createTestDatabase, type TestDatabase } from './support.ts';
+import { call, createTestDatabase, demoUserToken, eventually, type TestDatabase } from './support.ts';
 
 const run = promisify(execFile);
 const serverDir = join(import.meta.dirname, '..', 'src');
@@ -61,6 +62,20 @@ describe('pnpm start', () => {
     expect((failure as { stderr: string }).stderr.trim()).toBe('Cannot start: PORT must be an integer from 0 to 65535, got "eighty"');
   });
 
+  it('stops with one clear line when the METRICS_PORT it is given is taken', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const { port } = taken.address() as AddressInfo;
+    const failure = await run(process.execPath, [join(serverDir, 'main.ts')], {
+      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', METRICS_PORT: String(port) },
+    }).catch((e: { code: number; stderr: string }) => e);
+    taken.close();
+    expect(failure).toMatchObject({ code: 1 });
+    expect((failure as { stderr: string }).stderr.trim()).toBe(
+      `Cannot start: METRICS_PORT/METRICS_HOST: cannot listen on 127.0.0.1:${port} (the port is taken: set METRICS_PORT to a free port, or off)`,
+    );
+  });
+
   it('stops with one clear line when the database cannot be reached', async () => {
     const failure = await run(process.execPath, [join(serverDir, 'main.ts')], {
       env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PORT: '0' },
@@ -69,20 +84,44 @@ describe('pnpm start', () => {
     expect((failure as { stderr: string }).stderr.trim()).toMatch(/^Cannot start: DATABASE_URL: cannot open the database \(.+\)$/);
   });
 
-  it('migrates, seeds a demo user, prints a working token, runs workflows, drains on SIGTERM and exits 0', async () => {
+  it('with SEED_DEMO=false, a first start on an empty database creates no demo user and says nothing of one', async () => {
+    const empty = await createTestDatabase();
+    try {
+      const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
+        env: { ...process.env, DATABASE_URL: empty.url, PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'false' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', () => /listening on /.test(out) && resolve());
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(await empty.db.selectFrom('users').select('id').execute()).toEqual([]);
+      expect(out).not.toMatch(/Demo|Seeding/);
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  it('migrates, seeds a demo user, runs workflows, drains on SIGTERM and exits 0', async () => {
     const child = spawn(process.execPath, [join(serverDir, 'main.ts')], {
-      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
+      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'warn', SIM_RELEASE_SECONDS: '0', LOG_POLL_MS: '50' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', () => /curl .+\n/.test(out) && resolve());
+      child.stdout.on('data', () => /Demo user created/.test(out) && resolve());
       child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
     });
-    const baseUrl = /listening on (http:\/\/[^\s]+)/.exec(out)![1]!;
-    const token = /Token: (svc_pat_\w+)/.exec(out)![1]!;
-    expect(out).toContain(`curl -H 'Authorization: Bearer ${token}' ${baseUrl}/v1/clusters`);
+    const baseUrl = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+    // Piped, the demo token is not printed: it would be a credential in the logs.
+    expect(out).not.toMatch(/svc_pat_/);
+    const token = await demoUserToken(database.db);
     const clusters = await call(baseUrl, 'GET', '/v1/clusters', { token });
     expect(clusters.status).toBe(200);
     expect(clusters.body.data).toHaveLength(1);
@@ -98,6 +137,17 @@ describe('pnpm start', () => {
       if (i > 200) throw new Error('the install did not run');
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
+    // Its metrics listener, apart from the API's port, counted the requests and the install's steps.
+    const metricsUrl = /Metrics at (http:\/\/[^\s"]+)/.exec(out)![1]!;
+    // The workflow is recorded finished just after its last step made the install running.
+    const metrics = await eventually(
+      async () => (await fetch(metricsUrl)).text(),
+      (text) => /^platform_workflows_finished_total\{kind="createInstall"/m.test(text),
+      'the finished workflow counted',
+    );
+    expect(metrics).toMatch(/^platform_http_request_duration_seconds_count\{operation="createInstall",status="202"\} 1$/m);
+    expect(metrics).toMatch(/^platform_workflows_finished_total\{kind="createInstall",outcome="succeeded"\} 1$/m);
+    expect(metrics).toMatch(/^platform_workflows\{kind="createInstall",state="running"\} 0$/m);
     // A followed log stream gets the shutdown block and is closed, so its client reconnects elsewhere.
     const stream = await fetch(`${baseUrl}/v1/installs/${install.body.id}/logs`, {
       headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
@@ -149,7 +199,7 @@ describe('pnpm start with the embedded PostgreSQL', () => {
       child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
       // Past start-up: the workflow workers and their LISTEN connection are running, and the API listens.
       await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', () => /workflow worker running\n[\s\S]*listening on /.test(out) && resolve());
+        child.stdout.on('data', () => /workflow worker running[\s\S]*listening on /.test(out) && resolve());
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
       });
       child.kill(signal);
@@ -191,6 +241,41 @@ describe('pnpm admin', () => {
     expect(overrides).toMatchObject([{ metric: 'kaas/clusters', limit: 12 }]);
   });
 
+  it('--help prints the usage on stdout and exits 0, touching no database', async () => {
+    for (const flag of ['--help', '-h', 'help']) {
+      const { stdout, stderr } = await run(process.execPath, [join(serverDir, 'admin.ts'), flag], {
+        env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      });
+      expect(stdout, flag).toMatch(/^Usage:\n {2}pnpm admin --help\n {2}pnpm admin create-user/);
+      expect(stderr).toBe('');
+    }
+  });
+
+  it('kaas-versions lists the Kubernetes versions; set, retire and offer change them', async () => {
+    const list = async () =>
+      (await admin('kaas-versions')).stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect((await list()).map((v) => v.id)).toEqual(['v1.30', 'v1.31', 'v1.32', 'v1.35', 'v1.36']);
+    const added = JSON.parse((await admin('set-kaas-version', '--version', 'v1.37', '--release', 'v1.37.1', '--end-of-support', '2027-10-28')).stdout);
+    expect(added).toMatchObject({
+      id: 'v1.37',
+      release: 'v1.37.1',
+      available_for_new_clusters: true,
+      end_of_support_at: Date.parse('2027-10-28T00:00:00Z') / 1000,
+    });
+    await admin('retire-kaas-version', '--version', 'v1.30');
+    expect((await list()).find((v) => v.id === 'v1.30')).toMatchObject({ available_for_new_clusters: false });
+    await admin('offer-kaas-version', '--version', 'v1.30');
+    expect((await list()).find((v) => v.id === 'v1.30')).toMatchObject({ available_for_new_clusters: true });
+    const unknown = await admin('retire-kaas-version', '--version', 'v1.99').catch((e: { code: number; stderr: string }) => e);
+    expect(unknown).toMatchObject({ code: 1 });
+    expect((unknown as { stderr: string }).stderr).toContain('Kubernetes v1.99 is not a version of this platform.');
+    const wrongRelease = await admin('set-kaas-version', '--version', 'v1.37', '--release', 'v1.36.4').catch((e: { code: number; stderr: string }) => e);
+    expect((wrongRelease as { stderr: string }).stderr).toContain('"v1.36.4" is not a patch release of v1.37');
+  });
+
   it('wrong arguments print usage on stderr and exit 2', async () => {
     for (const args of [
       [],
@@ -199,6 +284,9 @@ describe('pnpm admin', () => {
       ['set-override', '--user', 'u', '--workspace', 'w', '--metric', 'kaas/clusters', '--limit', '1'],
       ['frobnicate'],
       ['create-user', '--bogus'],
+      ['set-kaas-version', '--version', 'v1.37'],
+      ['set-kaas-version', '--version', 'v1.37', '--release', 'v1.37.1', '--end-of-support', 'soon'],
+      ['retire-kaas-version'],
     ]) {
       const failure = await admin(...args).catch((e: { code: number; stderr: string; stdout: string }) => e);
       expect(failure, args.join(' ')).toMatchObject({ code: 2, stdout: '' });

@@ -3,6 +3,7 @@
 // statements in one) keep the simple protocol; a table changed under a prepared `SELECT *` fails that one call
 // and the next one prepares the text again. A raw query's rows are made by a function of its own (raw-query.ts),
 // as the driver makes them.
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Connection, openDatabase } from '../src/db/connect.ts';
@@ -96,4 +97,23 @@ it('makes a raw query’s rows as the driver does, whatever their types, and fol
   expect(await rawRows(connection.db, text, [0])).toEqual([
     { id: 9007199254740991, tags: ['a', 'b'], doc: { k: [1] }, at: new Date('2026-11-26T12:00:00Z'), 'odd "name"': 7, ['__proto__']: 'a column', size: null },
   ]);
+});
+
+it('names a statement by a digest of its text, so that no two texts ever share a name', async () => {
+  const text = 'SELECT name FROM items WHERE id = $1';
+  const { rows } = await sql<{ name: string }>`SELECT name FROM pg_prepared_statements WHERE statement = ${text}`.execute(connection.db);
+  expect(rows.map((row) => row.name)).toEqual([expect.stringMatching(new RegExp(`^stmt_\\d+_${createHash('sha1').update(text).digest('hex')}$`))]);
+});
+
+it('with preparedStatements off (DATABASE_PREPARED_STATEMENTS=false, for a pooler in transaction mode), prepares nothing', async () => {
+  const unprepared = openDatabase(database.url, 1, {}, { preparedStatements: false });
+  try {
+    const text = 'SELECT name FROM items WHERE id = $1';
+    expect(await rawRows(unprepared.db, text, [1])).toEqual([{ name: 'uno' }]);
+    expect((await sql<{ id: number }>`SELECT id FROM items WHERE id = ${2}`.execute(unprepared.db)).rows).toEqual([{ id: 2 }]);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(unprepared.db);
+    expect(rows[0]!.n).toBe(0);
+  } finally {
+    await unprepared.close();
+  }
 });

@@ -75,6 +75,7 @@ describe('compute quotas and concurrency', () => {
         name: cluster,
         region_id: 'fsn1',
         kaas_version: 'v1.31',
+        kaas_release: 'v1.31.13',
         status: 'RUNNING',
         status_message: null,
         created_at: clock.now(),

@@ -1,26 +1,17 @@
 // Workspace roles through the API: changing a role, transferring ownership, leaving, and the role being that of
 // the workspace the request acts in (a resource's own workspace, whatever X-Workspace-Id says).
-import { createPlatformClient, PlatformApiError } from '@platform/client';
+import { createPlatformClient } from '@platform/client';
 import { describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
 import type { Role } from '../src/services/roles.ts';
-import { newUser, type TestUser, useTestServer } from './support.ts';
+import { apiError, newUser, type TestUser, useTestServer } from './support.ts';
 
 const app = useTestServer();
 const { clock } = app;
 
 const client = (user: TestUser, workspaceId?: string) =>
   createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false, ...(workspaceId ? { workspaceId } : {}) });
-
-async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(PlatformApiError);
-  return error as PlatformApiError;
-}
 
 /** A new user who is a member of the owner's workspace with the role. */
 async function joined(owner: TestUser, role: Role): Promise<TestUser> {

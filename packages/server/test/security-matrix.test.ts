@@ -12,7 +12,7 @@ import { createToken } from '../src/resources/tokens.ts';
 import { ROLES, type Role } from '../src/services/roles.ts';
 import { ALL_SCOPES, type Scope } from '../src/services/scopes.ts';
 import { buildWorld, idFor, type World } from './fixtures.ts';
-import { useTestServer } from './support.ts';
+import { call, newUser, useTestServer } from './support.ts';
 
 interface Parameter {
   name: string;
@@ -23,6 +23,7 @@ interface Parameter {
 interface Operation {
   operationId: string;
   'x-required-role'?: Role;
+  'x-requires-workspace'?: boolean;
   parameters?: (Parameter | { $ref: string })[];
   requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> };
   security?: unknown[];
@@ -134,6 +135,26 @@ describe('every operation with a foreign X-Workspace-Id is 403', () => {
     const response = await request(op, world.alice.token, world.bob.workspaceId);
     expect(response.status).toBe(403);
     expect(await response.json()).toMatchObject({ error: { code: 'forbidden', param: 'X-Workspace-Id' } });
+  });
+});
+
+const actingInWorkspace = workspaceScoped.filter((op) => op.operation['x-requires-workspace'] === true);
+
+describe('every operation that acts in a workspace, called acting in none, is 422 naming X-Workspace-Id', () => {
+  it('is every change scoped by X-Workspace-Id, and the events stream; a machine request acts in its cluster’s workspace', () => {
+    // Scoped by the header alone: no resource addressed in the path.
+    const changes = workspaceScoped.filter((op) => op.method !== 'GET' && !op.path.includes('{')).map((op) => op.operation.operationId);
+    const marked = actingInWorkspace.map((op) => op.operation.operationId);
+    expect(changes.filter((id) => !marked.includes(id))).toEqual(['requestMachine']);
+    expect(marked.filter((id) => !changes.includes(id))).toEqual(['streamEvents']);
+  });
+  it.each(actingInWorkspace.map((op) => [op.operation.operationId, op] as const))('%s', async (_id, op) => {
+    // A user whose only workspace was deleted: none named, none owned.
+    const user = await newUser(app.db, clock, 'pro');
+    expect((await call(app.baseUrl, 'DELETE', `/v1/workspaces/${user.workspaceId}`, { token: user.token })).status).toBe(204);
+    const response = await request(op, user.token);
+    expect(response.status).toBe(422);
+    expect(await response.json()).toMatchObject({ error: { code: 'validation_error', param: 'X-Workspace-Id' } });
   });
 });
 

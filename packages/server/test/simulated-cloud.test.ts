@@ -58,11 +58,11 @@ describe('an outage', () => {
 describe('ClusterDriver', () => {
   it('brings control planes up over time, and a joined node is Ready once its server runs', async () => {
     const sim = new SimulatedCloud(database.db, clock, { controlPlaneSeconds: 10, bootSeconds: 10 });
-    expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_version: '1.33' })).toMatchObject({ status: 'PROVISIONING', endpoint: null });
-    expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_version: '1.33' })).toMatchObject({ status: 'PROVISIONING' });
+    expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_release: 'v1.33.2' })).toMatchObject({ status: 'PROVISIONING', endpoint: null });
+    expect(await sim.createCluster({ cluster_id: 'cl_cp', kubernetes_release: 'v1.33.2' })).toMatchObject({ status: 'PROVISIONING' });
     clock.advance(10);
     expect(await sim.getCluster('cl_cp')).toMatchObject({ status: 'RUNNING' });
-    const join = { cluster_id: 'cl_cp', machine_id: 'mch_cp', node_name: 'node-cp', kubernetes_version: 'v1.33' };
+    const join = { cluster_id: 'cl_cp', machine_id: 'mch_cp', node_name: 'node-cp', kubernetes_release: 'v1.33.2' };
     const { user_data } = await sim.joinMachine(join);
     expect(user_data).toMatch(/kubeadm join .* --node-name node-cp/);
     expect((await sim.joinMachine(join)).user_data).toBe(user_data);

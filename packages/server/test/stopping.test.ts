@@ -1,7 +1,7 @@
 // Stopping `pnpm start` the ways people and supervisors do, through real processes on an embedded PostgreSQL:
-// Ctrl-C in a terminal (SIGINT to the whole foreground process group) and a supervisor's SIGTERM to pnpm's
-// process alone (pnpm passes it to nobody). Either way the server drains and stops the database itself: no
-// error-level line, no process left, the port free.
+// Ctrl-C in a terminal (SIGINT to the whole foreground process group), a supervisor's SIGTERM to pnpm's process
+// alone, and pnpm killed outright (it passes nothing on). Either way the server drains and stops the database
+// itself: no error-level line, no pnpm failure, no process left, the port free.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -53,7 +53,7 @@ async function launch(command: string, args: string[]) {
   child.stderr!.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   await new Promise<void>((resolve, reject) => {
-    const check = () => /listening on http:\/\/\S+/.test(output.text) && /└─+┘/.test(output.text) && resolve();
+    const check = () => /listening on http:\/\/\S+/.test(output.text) && /Demo (user created|token)/.test(output.text) && resolve();
     child.stdout!.on('data', check);
     void exited.then(([code]) => reject(new Error(`exited ${code} before listening: ${output.text}`)));
   });
@@ -109,21 +109,30 @@ describe('stopping the server', () => {
     await expectAllGone(run);
   }, 120_000);
 
-  it('pnpm start, Ctrl-C: drains, no error line, nothing left running; pnpm dies of the signal (130 in a shell)', async () => {
+  it('pnpm start, Ctrl-C: drains, no error line, nothing left running; pnpm exits 0 without ELIFECYCLE', async () => {
     const run = await launch('pnpm', ['start']);
     process.kill(-run.child.pid!, 'SIGINT');
-    // pnpm dies of the signal it was sent (a shell shows 128 + 2, 130).
-    expect(await run.exited).toEqual([null, 'SIGINT']);
+    expect(await run.exited).toEqual([0, null]);
     await expectAllGone(run);
     expect(run.output.text).toContain('SIGINT: draining');
     expect(errorLines(run.output.text)).toEqual([]);
+    expect(run.output.text).not.toContain('ELIFECYCLE');
   }, 120_000);
 
-  it("pnpm start, SIGTERM to pnpm's process alone: the server sees its launcher go, drains and stops everything", async () => {
+  it("pnpm start, SIGTERM to pnpm's process alone: pnpm passes it to the server, which drains; both exit 0", async () => {
     const run = await launch('pnpm', ['start']);
     process.kill(run.child.pid!, 'SIGTERM');
-    expect(await run.exited).toEqual([null, 'SIGTERM']); // a shell shows 143
+    expect(await run.exited).toEqual([0, null]);
+    await expectAllGone(run);
+    expect(run.output.text).toContain('SIGTERM: draining');
+    expect(errorLines(run.output.text)).toEqual([]);
+    expect(run.output.text).not.toContain('ELIFECYCLE');
+  }, 120_000);
 
+  it('pnpm start, pnpm killed outright: the server sees its launcher go, drains and stops everything', async () => {
+    const run = await launch('pnpm', ['start']);
+    process.kill(run.child.pid!, 'SIGKILL');
+    expect(await run.exited).toEqual([null, 'SIGKILL']);
     await expectAllGone(run);
     // pnpm's pipes close with it: the server's last words are not seen here, but its database stopped cleanly.
     expect(errorLines(run.output.text)).toEqual([]);

@@ -2,16 +2,19 @@
 // response validation on (a response that breaks the contract fails the test), with the workflow runtime when
 // they ask for it: useTestServer() at the top of a file.
 import { randomBytes } from 'node:crypto';
+import { PlatformApiError } from '@platform/client';
 import type { Kysely } from 'kysely';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { type AppOptions, createApp } from '../src/app.ts';
-import type { Clock } from '../src/clock.ts';
+import { type Clock, systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import type { Database, Plan } from '../src/db/schema.ts';
-import { createUser } from '../src/db/seed.ts';
+import { createUser, DEMO_EMAIL } from '../src/db/seed.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { createClusterDriver } from '../src/providers/index.ts';
+import { createToken } from '../src/resources/tokens.ts';
+import { findUserByEmail } from '../src/resources/users.ts';
 import { createRuntime, type RuntimeOptions } from '../src/runtime.ts';
 import { type AccessChanges, listenForAccessChanges } from '../src/services/access-changes.ts';
 import type { Resolver } from '../src/services/ssrf.ts';
@@ -20,8 +23,12 @@ import { serverLogger } from './support/server-logs.ts';
 export { serverLogger } from './support/server-logs.ts';
 
 export interface TestDatabase {
+  /** Its pool: through the pooler in the `pgbouncer` project, with prepared statements off (as DATABASE_URL is). */
   db: Kysely<Database>;
+  /** PostgreSQL itself, for what keeps a session (as DATABASE_DIRECT_URL is): the runtime, the access listener. */
   url: string;
+  /** The pooler's URL of it in the `pgbouncer` project; else `url`. */
+  pooledUrl: string;
   drop(): Promise<void>;
 }
 
@@ -38,10 +45,14 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   await sql.raw(`CREATE DATABASE ${name}${template}`).execute(admin.db);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const connection = openDatabase(url.toString());
+  const pooler = inject('pooledDatabaseUrl');
+  const pooledUrl = pooler ? new URL(pooler) : url;
+  pooledUrl.pathname = `/${name}`;
+  const connection = openDatabase(pooledUrl.toString(), undefined, undefined, { preparedStatements: !pooler, direct: url.toString() });
   return {
     db: connection.db,
     url: url.toString(),
+    pooledUrl: pooledUrl.toString(),
     drop: async () => {
       // Every audit event the file's requests wrote is scanned for credentials before the database goes.
       const leaks = await secretsInAuditLog(connection.db).catch((error: unknown) => [`the scan failed: ${String(error)}`]);
@@ -175,6 +186,16 @@ export interface TestUser {
 
 export function newUser(db: Kysely<Database>, clock: Clock, plan: Plan = 'free'): Promise<TestUser> {
   return createUser(db, clock, `user-${Math.random().toString(36).slice(2, 10)}@test.example`, plan);
+}
+
+/**
+ * A new token of the demo user that a server's first start seeded (a piped start does not print one, as
+ * `pnpm admin demo-token` does not print the one it replaces).
+ */
+export async function demoUserToken(db: Kysely<Database>): Promise<string> {
+  const demo = await findUserByEmail(db, DEMO_EMAIL);
+  if (!demo) throw new Error(`no demo user (${DEMO_EMAIL}): the server's first start on an empty database seeds it`);
+  return (await createToken(db, systemClock, { userId: demo.id, kind: 'pat', name: 'test', expiresAt: null })).secret;
 }
 
 export interface Reply {
@@ -359,4 +380,14 @@ export function useTestServer<C extends Clock = TestClock>(options: TestServerOp
       return ready(runtime, 'runtime');
     },
   };
+}
+
+/** The PlatformApiError a client call is refused with (the test fails if it succeeds or throws anything else). */
+export async function apiError(promise: Promise<unknown>): Promise<PlatformApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PlatformApiError);
+  return error as PlatformApiError;
 }

@@ -9,6 +9,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createPlatformClient } from '@platform/client';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDocument, pointer, SchemaValidator } from '../../../test/support/openapi.ts';
@@ -418,6 +419,43 @@ describe('retries', () => {
       'the retry',
     );
     expect(receiver.at('/slow')).toHaveLength(2);
+  });
+
+  it('counts a failed attempt on its endpoint once, when settling it failed and it is sent again after its lease', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const endpoint = await createEndpoint(user, { url: `${receiverUrl}/settle-refused`, event_types: ['cluster.created'] });
+    receiver.answer = (request) => (request.path === '/settle-refused' ? 500 : 204);
+    // The first settling of this endpoint's delivery fails (an outage as it is written); a sequence, not a row,
+    // counts it, since the failure rolls back what the statement wrote.
+    await sql`CREATE SEQUENCE settle_refusals`.execute(app.db);
+    await sql`CREATE FUNCTION refuse_first_settle() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('settle_refusals') = 1 THEN RAISE EXCEPTION 'connection lost while settling'; END IF;
+        RETURN NEW;
+      END $$`.execute(app.db);
+    await sql`CREATE TRIGGER refuse_first_settle BEFORE UPDATE ON webhook_deliveries FOR EACH ROW
+      WHEN (NEW.endpoint_id = ${sql.lit(endpoint.id)} AND NEW.last_duration_ms IS NOT NULL AND OLD.last_duration_ms IS NULL)
+      EXECUTE FUNCTION refuse_first_settle()`.execute(app.db);
+    try {
+      await createCluster(user, 'settle-refused');
+      // Sent again once the first attempt's lease runs out (its timeout and 5 s), and settled this time.
+      const [delivery] = await eventually(
+        () => deliveriesOf(user, endpoint.id),
+        (d) => d[0]?.attempts === 2 && d[0].last_duration_ms !== null,
+        'the attempt after the lease',
+        20_000,
+      );
+      expect(delivery).toMatchObject({ status: 'pending', last_response_status: 500 });
+      expect(receiver.at('/settle-refused')).toHaveLength(2);
+      // The unsettled attempt's failure was not kept on the endpoint: two attempts settled as one failure each would
+      // have opened its circuit early.
+      const row = await app.db.selectFrom('webhook_endpoints').select('consecutive_failures').where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+      expect(row.consecutive_failures).toBe(1);
+    } finally {
+      await sql`DROP TRIGGER refuse_first_settle ON webhook_deliveries`.execute(app.db);
+      await sql`DROP FUNCTION refuse_first_settle`.execute(app.db);
+      await sql`DROP SEQUENCE settle_refusals`.execute(app.db);
+    }
   });
 
   it('follows the schedule to 3 days after the first attempt, then fails; an endpoint failing for a day (this server’s setting) is disabled and its workspace told', async () => {

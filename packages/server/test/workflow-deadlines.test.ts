@@ -29,7 +29,9 @@ const hanging: WorkflowDefinition = {
     },
   },
   async fail(_ctx, message) {
-    failures.push(message);
+    return async () => {
+      failures.push(message);
+    };
   },
 };
 

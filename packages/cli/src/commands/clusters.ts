@@ -16,6 +16,13 @@ const columns: Columns<Schema<'Cluster'>> = [
   ['CREATED', (c) => time(c.created_at)],
 ];
 
+const versionColumns: Columns<Schema<'KaasVersion'>> = [
+  ['VERSION', (v) => v.id],
+  ['RELEASE', (v) => v.release],
+  ['NEW CLUSTERS', (v) => (v.available_for_new_clusters ? 'yes' : 'no (retired)')],
+  ['END OF SUPPORT', (v) => time(v.end_of_support_at)],
+];
+
 export function registerClusters(program: Command): void {
   const clusters = program.command('clusters').description('managed Kubernetes clusters');
   example(clusters, 'platform clusters list', 'platform clusters create --name prod-eu --region fsn1 --wait');
@@ -28,6 +35,17 @@ export function registerClusters(program: Command): void {
       }),
     ),
     'platform clusters list --limit 10 --json',
+  );
+
+  example(
+    withPage(clusters.command('versions').description('list the Kubernetes versions (the ones --version takes are on offer to new clusters)')).action(
+      action(async ({ api, out }, flags: PageFlags) => {
+        const page = await api.GET('/v1/kaas/versions', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        printPage(out, page, versionColumns);
+      }),
+    ),
+    'platform clusters versions',
+    'platform clusters versions --json',
   );
 
   example(
@@ -49,10 +67,10 @@ export function registerClusters(program: Command): void {
         .description('create a cluster (provisioning runs in the background)')
         .requiredOption('--name <name>', 'cluster name')
         .requiredOption('--region <region>', 'region id, e.g. fsn1')
-        .option('--version <version>', 'Kubernetes version: v1.30, v1.31 or v1.32'),
+        .option('--version <version>', 'Kubernetes version on offer to new clusters (`platform clusters versions`); default v1.31'),
     ).action(
       action(async ({ api, out }, flags: WaitFlags & { name: string; region: string; version?: string }) => {
-        const body = { name: flags.name, region_id: flags.region, kaas_version: flags.version as Schema<'ClusterCreate'>['kaas_version'] };
+        const body = { name: flags.name, region_id: flags.region, kaas_version: flags.version };
         const created = await api.POST('/v1/clusters', { body });
         if (!flags.wait) return printRecord(out, created, columns);
         if (!out.json) out.io.stderr.write(`Created ${created.id}; waiting for it to run\n`);

@@ -38,12 +38,19 @@ function sources(flags: GlobalFlags, env: Io['env']): SettingSource[] {
   });
 }
 
-/** Every command path of the program, for completion: top level first, then each group's subcommands. */
-function commandTree(program: Command): Map<string, string[]> {
-  const tree = new Map<string, string[]>();
+/** What completion offers after a command path: its subcommands, then its own flags (long names). */
+interface Completions {
+  commands: string[];
+  flags: string[];
+}
+
+/** Every command path of the program, top level first, with what may follow it. */
+function commandTree(program: Command): Map<string, Completions> {
+  const tree = new Map<string, Completions>();
   const walk = (command: Command, path: string) => {
-    const names = command.commands.map((sub) => sub.name());
-    if (names.length > 0) tree.set(path, names);
+    // The program's own options (and --help) are offered everywhere, so only the commands' are listed here.
+    const flags = command === program ? ['--version'] : command.options.flatMap((option) => (option.long ? [option.long] : []));
+    tree.set(path, { commands: command.commands.map((sub) => sub.name()), flags });
     for (const sub of command.commands) walk(sub, path ? `${path} ${sub.name()}` : sub.name());
   };
   walk(program, '');
@@ -52,30 +59,38 @@ function commandTree(program: Command): Map<string, string[]> {
 
 function completionScript(shell: string, program: Command): string {
   const tree = commandTree(program);
-  const options = ['--api-url', '--token', '--workspace', '--json', '--help', '--version'];
+  // The program's own options are taken after any command.
+  const global = [...program.options.flatMap((option) => (option.long ? [option.long] : [])), '--help'];
   if (shell === 'bash' || shell === 'zsh') {
-    const cases = [...tree].map(([path, names]) => `    "${path}") words="${names.join(' ')}" ;;`).join('\n');
+    const cases = [...tree].map(([path, { commands, flags }]) => `    "${path}") words="${[...commands, ...flags].join(' ')}" ;;`).join('\n');
     const body = `# platform completion for ${shell}: add \`source <(platform completion ${shell})\` to your ~/.${shell}rc
-_platform() {
-  local path="" word
-  for word in "\${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-    case "$word" in -*) ;; *) path="\${path:+$path }$word" ;; esac
-  done
-  local words=""
-  case "$path" in
+# (in the workspace, alias platform='pnpm -s platform' first)
+_platform_words() {
+  case "$1" in
 ${cases}
+    *) return 1 ;;
   esac
-  COMPREPLY=( $(compgen -W "$words ${options.join(' ')}" -- "\${COMP_WORDS[COMP_CWORD]}") )
+}
+_platform() {
+  local path="" word words=""
+  # The command path: the words that name commands; arguments and flags in between are passed over.
+  for word in "\${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
+    case "$word" in -*) ;; *) _platform_words "\${path:+$path }$word" && path="\${path:+$path }$word" ;; esac
+  done
+  _platform_words "$path"
+  COMPREPLY=( $(compgen -W "$words ${global.join(' ')}" -- "\${COMP_WORDS[COMP_CWORD]}") )
 }
 complete -F _platform platform
 `;
     return shell === 'zsh' ? `autoload -U +X bashcompinit && bashcompinit\n${body}` : body;
   }
-  // fish: one line per subcommand, offered after its parent's words.
+  // fish: subcommands offered after their parent's word, flags after their command's, the program's anywhere.
   const lines = ['# platform completion for fish: platform completion fish > ~/.config/fish/completions/platform.fish', 'complete -c platform -f'];
-  for (const [path, names] of tree) {
+  for (const flag of global) lines.push(`complete -c platform -l ${flag.slice(2)}`);
+  for (const [path, { commands, flags }] of tree) {
     const condition = path === '' ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${path.split(' ').at(-1)}`;
-    for (const name of names) lines.push(`complete -c platform -n '${condition}' -a ${name}`);
+    for (const name of commands) lines.push(`complete -c platform -n '${condition}' -a ${name}`);
+    if (path !== '') for (const flag of flags) lines.push(`complete -c platform -n '${condition}' -l ${flag.slice(2)}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -15,11 +15,12 @@ export function registerWorkspaces(program: Command): void {
     withPage(workspaces.command('list').description('list your workspaces')).action(
       action(async ({ api, out, settings }, flags: PageFlags) => {
         const page = await api.GET('/v1/workspaces', { params: { query: { limit: flags.limit, cursor: flags.cursor } } });
+        // The id first, as in every list (`| cut -f1` gives ids); the default's mark last.
         const columns: Columns<Schema<'Workspace'>> = [
-          ['', (w) => (w.id === settings.workspace ? '*' : '')],
           ['ID', (w) => w.id],
           ['NAME', (w) => w.name],
           ['CREATED', (w) => time(w.created_at)],
+          ['DEFAULT', (w) => (w.id === settings.workspace ? '*' : '')],
         ];
         printPage(out, page, columns);
       }),

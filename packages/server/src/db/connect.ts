@@ -1,5 +1,6 @@
 // Opens the database: DATABASE_URL when given, else an embedded PostgreSQL with its data under dataDir,
-// started here and stopped by `close()`.
+// started here and stopped by `close()`. Behind a pooler in transaction mode (PgBouncer), the pool goes through the
+// pooler and what keeps session state opens its own connections to `direct` (DATABASE_DIRECT_URL).
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -8,6 +9,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { observeQueries } from '../telemetry/pg.ts';
 import { prepareStatements } from './prepared-statements.ts';
 import { registerPool } from './raw-query.ts';
 import type { Database } from './schema.ts';
@@ -18,7 +20,22 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 export interface Connection {
   db: Kysely<Database>;
   url: string;
+  /**
+   * Where connections that keep session state go (session advisory locks, LISTEN, session settings): PostgreSQL
+   * itself or a pooler in session mode. `url` when no other is given.
+   */
+  direct: string;
   close(): Promise<void>;
+}
+
+/** Where the server's database is: DATABASE_URL, DATABASE_DIRECT_URL, DATABASE_PREPARED_STATEMENTS. */
+export interface DatabaseLocation {
+  /** Unset: an embedded PostgreSQL. */
+  url?: string | undefined;
+  /** Unset: `url`. */
+  directUrl?: string | undefined;
+  /** Default true. */
+  preparedStatements?: boolean;
 }
 
 /** How long opening a connection to PostgreSQL may take. */
@@ -26,9 +43,15 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * `settings`: PostgreSQL settings of every connection of the pool (sent when it connects: no statement more), for
- * connections set apart for one kind of work (the webhook dispatcher's).
+ * connections set apart for one kind of work (the webhook dispatcher's): session state, so only on a direct URL.
+ * `preparedStatements` false: every query runs unnamed, as a pooler in transaction mode needs.
  */
-export function openDatabase(url: string, poolSize = 10, settings: Readonly<Record<string, string>> = {}): Connection {
+export function openDatabase(
+  url: string,
+  poolSize = 10,
+  settings: Readonly<Record<string, string>> = {},
+  { preparedStatements = true, direct = url }: { preparedStatements?: boolean; direct?: string } = {},
+): Connection {
   // The startup packet's command-line options: a space separates two unless escaped, as is a backslash.
   const escaped = (value: string) => value.replace(/[\\ ]/g, '\\$&');
   const options = Object.entries(settings)
@@ -44,11 +67,12 @@ export function openDatabase(url: string, poolSize = 10, settings: Readonly<Reco
   // running rejects anyway, and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
-    prepareStatements(client);
+    if (preparedStatements) prepareStatements(client);
+    observeQueries(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   registerPool(db, pool);
-  return { db, url, close: () => db.destroy() };
+  return { db, url, direct, close: () => db.destroy() };
 }
 
 /**
@@ -106,20 +130,34 @@ async function anyFreePort(): Promise<number> {
  * postmaster.pid), so `pnpm admin` finds the database of this clone and never another one's.
  */
 export async function runningEmbeddedUrl(dataDir: string): Promise<string | undefined> {
-  const pid = await readFile(join(resolve(dataDir), 'postgres', 'postmaster.pid'), 'utf8').catch(() => undefined);
-  const port = Number(pid?.split('\n')[3]);
-  return Number.isInteger(port) && port > 0 ? embeddedUrl(port) : undefined;
+  const port = await runningPort(resolve(join(dataDir, 'postgres')));
+  return port === undefined ? undefined : embeddedUrl(port);
 }
+
+/** The port of the PostgreSQL that runs on `databaseDir` now: its postmaster.pid names a live process (line 1) and its port (line 4). */
+async function runningPort(databaseDir: string): Promise<number | undefined> {
+  const lines = (await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const [pid, port] = [Number(lines[0]), Number(lines[3])];
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || port <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // Gone: a file left by a crash, which PostgreSQL itself replaces. EPERM: alive, under the postgres user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  return port;
+}
+
+const alreadyRunning = (databaseDir: string, port?: number) =>
+  new Error(
+    `the embedded PostgreSQL in ${databaseDir} is already running${port === undefined ? '' : ` on port ${port}`} (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`,
+  );
 
 const embeddedUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
 
 /** What went wrong starting PostgreSQL, from its log, as one line that names the fix. */
 function startFailure(log: string, port: number, databaseDir: string): Error {
-  if (/lock file "postmaster\.pid" already exists/.test(log)) {
-    return new Error(
-      `the embedded PostgreSQL in ${databaseDir} is already running (another \`pnpm start\` with this DATA_DIR?): stop that one, or set DATA_DIR to another folder`,
-    );
-  }
+  if (/lock file "postmaster\.pid" already exists/.test(log)) return alreadyRunning(databaseDir);
   if (/could not bind|Address already in use|could not create any TCP\/IP sockets/.test(log)) {
     return new Error(
       `port ${port} for the embedded PostgreSQL is taken: stop what listens there, or delete ${join(dirname(databaseDir), PORT_FILE)} to pick another port`,
@@ -145,6 +183,9 @@ export async function startEmbeddedPostgres(
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = resolve(join(dataDir, 'postgres'));
   const portFile = join(dirname(databaseDir), PORT_FILE);
+  // Before a port is chosen and named: the one in use (taken, so another would be picked) is not this start's.
+  const runningOn = await runningPort(databaseDir);
+  if (runningOn !== undefined) throw alreadyRunning(databaseDir, runningOn);
   if (port === undefined) {
     const recorded = Number(await readFile(portFile, 'utf8').catch(() => ''));
     const preferred = Number.isInteger(recorded) && recorded > 1024 && recorded < 65536 ? recorded : portFor(databaseDir);
@@ -189,8 +230,8 @@ export async function startEmbeddedPostgres(
   };
 }
 
-export async function connect(databaseUrl: string | undefined, dataDir: string, progress?: (line: string) => void): Promise<Connection> {
-  if (databaseUrl) return openDatabase(databaseUrl);
+export async function connect(database: DatabaseLocation, dataDir: string, progress?: (line: string) => void): Promise<Connection> {
+  if (database.url) return openDatabase(database.url, undefined, undefined, { preparedStatements: database.preparedStatements, direct: database.directUrl });
   const embedded = await startEmbeddedPostgres(dataDir, undefined, progress);
   const connection = openDatabase(embedded.url);
   return {

@@ -1,12 +1,13 @@
-// `pnpm db:migrate`: applies pending migrations to DATABASE_URL (or the embedded database) and exits.
-import { loadConfig } from '../config.ts';
+// `pnpm db:migrate`: applies pending migrations to DATABASE_DIRECT_URL, else DATABASE_URL (or the embedded
+// database), and exits.
+import { databaseLocation, loadConfig } from '../config.ts';
 import { connect } from './connect.ts';
-import { migrateToLatest } from './migrate.ts';
+import { applyMigrations } from './migrate.ts';
 
 const config = loadConfig();
-const connection = await connect(config.databaseUrl, config.dataDir);
+const connection = await connect(databaseLocation(config), config.dataDir);
 try {
-  await migrateToLatest(connection.db);
+  await applyMigrations(connection);
   console.log('Migrations applied.');
 } finally {
   await connection.close();

@@ -1,7 +1,9 @@
 // Migrations run through Kysely's migrator, which serialises concurrent runs with an advisory lock, so
-// two processes starting at once are safe.
+// two processes starting at once are safe. Each release's migrations keep the previous release's server working
+// (migrations/README.md: expand, then contract); test/migration-rules.test.ts checks it.
 import type { Kysely } from 'kysely';
 import { type Migration, Migrator, NO_MIGRATIONS } from 'kysely/migration';
+import { type Connection, openDatabase } from './connect.ts';
 import * as initial from './migrations/20261122_0001_initial.ts';
 import * as credentials from './migrations/20261122_0002_credentials.ts';
 import * as workflows from './migrations/20261122_0003_workflows.ts';
@@ -29,9 +31,12 @@ import * as webhookLiveLeases from './migrations/20261126_2000_webhook_live_leas
 import * as webhookDeliveryIndexes from './migrations/20261126_2100_webhook_delivery_indexes.ts';
 import * as deliveriesGoWithTheirEvent from './migrations/20261126_2200_deliveries_go_with_their_event.ts';
 import * as replaysAsSent from './migrations/20261127_0900_replays_as_sent.ts';
+import * as kaasVersions from './migrations/20261128_1000_kaas_versions.ts';
+import * as replayedHeaders from './migrations/20261128_1100_replayed_headers.ts';
+import * as traceParents from './migrations/20261128_2000_trace_parents.ts';
 import type { Database } from './schema.ts';
 
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '20261122_0001_initial': initial,
   '20261122_0002_credentials': credentials,
   '20261122_0003_workflows': workflows,
@@ -59,7 +64,17 @@ const migrations: Record<string, Migration> = {
   '20261126_2100_webhook_delivery_indexes': webhookDeliveryIndexes,
   '20261126_2200_deliveries_go_with_their_event': deliveriesGoWithTheirEvent,
   '20261127_0900_replays_as_sent': replaysAsSent,
+  '20261128_1000_kaas_versions': kaasVersions,
+  '20261128_1100_replayed_headers': replayedHeaders,
+  '20261128_2000_trace_parents': traceParents,
 };
+
+/**
+ * The newest migration of the last release: those up to it have run under a released server. A contract step may
+ * remove only what a migration up to it expanded (migrations/README.md). Set it to the newest migration when a
+ * version is released.
+ */
+export const LAST_RELEASED_MIGRATION = '20261127_0900_replays_as_sent';
 
 function migrator(db: Kysely<Database>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
@@ -71,6 +86,21 @@ async function check(run: Promise<{ error?: unknown }>): Promise<void> {
 }
 
 export const migrateToLatest = (db: Kysely<Database>): Promise<void> => check(migrator(db).migrateToLatest());
+
+/**
+ * Applies pending migrations on a connection of their own to the direct URL: the migrator's lock is a session
+ * advisory lock (taken outside its transaction), which a pooler in transaction mode would take on one server
+ * connection and release on another.
+ */
+export async function applyMigrations(connection: Connection): Promise<void> {
+  if (connection.direct === connection.url) return migrateToLatest(connection.db);
+  const direct = openDatabase(connection.direct, 1);
+  try {
+    await migrateToLatest(direct.db);
+  } finally {
+    await direct.close();
+  }
+}
 
 /** Undoes every migration (tests use it to prove `down` works). */
 export const migrateDownToZero = async (db: Kysely<Database>): Promise<void> => {

@@ -7,6 +7,13 @@
 // Kysely's pg dialect calls `client.query(text, values)`; this wraps that call on each pooled client.
 // Statements without parameters keep the simple protocol (migrations send several statements in one text,
 // which a prepared statement cannot hold).
+//
+// A pooler in transaction mode (PgBouncer before 1.21, or with max_prepared_statements = 0) runs a client's
+// statements on whichever server connection is free, where its prepared statements may be missing or be another
+// client's: DATABASE_PREPARED_STATEMENTS=false turns this off (connect.ts). A statement's name holds a digest of its
+// text, so that a misconfigured pooler fails the query ("prepared statement … does not exist") instead of running
+// a statement another client prepared under the same name.
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
 /** A connection prepares at most this many statements; further texts run unnamed (generated SQL is bounded). */
@@ -27,7 +34,7 @@ export function prepareStatements(client: pg.PoolClient): void {
     let name = names.get(text);
     if (name === undefined) {
       if (names.size >= MAX_PREPARED_PER_CONNECTION) return query({ text, values, rowMode });
-      name = `stmt_${++counter}`;
+      name = `stmt_${++counter}_${createHash('sha1').update(text).digest('hex')}`;
       names.set(text, name);
     }
     return query({ name, text, values, rowMode }).catch((error: unknown) => {

@@ -14,6 +14,13 @@ export function registerPool(db: Kysely<Database>, pool: pg.Pool): void {
   pools.set(db, pool);
 }
 
+/** The pool of `db` (a database openDatabase opened), for its sizes' metrics. */
+export function poolOf(db: Kysely<Database>): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('not a database openDatabase opened');
+  return pool;
+}
+
 /** The rows of one parameterised SQL text ($1, $2, …), on the pool when `db` is not a transaction. */
 export async function rawRows<R>(db: Kysely<Database>, text: string, values: unknown[]): Promise<R[]> {
   const pool = pools.get(db);

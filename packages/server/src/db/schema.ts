@@ -73,12 +73,23 @@ export interface RegionsTable {
   created_at: Seconds;
 }
 
+/** A Kubernetes version of the managed control plane (`v1.35`) and the patch release new clusters of it run. */
+export interface KaasVersionsTable {
+  id: string;
+  release: string;
+  available_for_new_clusters: boolean;
+  end_of_support_at: Seconds | null;
+  created_at: Seconds;
+}
+
 export interface ClustersTable {
   id: string;
   workspace_id: string;
   name: string;
   region_id: string;
   kaas_version: string;
+  /** The patch release the cluster was created with: its control plane's, and its workers' kubelet and kubeadm. */
+  kaas_release: string;
   status: Schema<'ClusterStatus'>;
   status_message: string | null;
   created_at: Seconds;
@@ -229,6 +240,8 @@ export interface WorkflowsTable {
   /** The pg-boss job last sent for it: while that job waits in the queue, the workflow is no orphan. */
   job_id: ColumnType<string | null, string | null | undefined, string | null>;
   error: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The W3C traceparent of the span that started it (its steps' parent); null without tracing. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
   updated_at: Seconds;
 }
@@ -248,6 +261,8 @@ export interface IdempotencyKeysTable {
   /** Null while the first request is still running. */
   status_code: number | null;
   response_body: Json<unknown> | null;
+  /** The headers the first response's handler set (none kept before they were). */
+  response_headers: Json<Record<string, string>> | null;
   created_at: Seconds;
 }
 
@@ -323,6 +338,8 @@ export interface EventsTable {
   object_type: Schema<'Event'>['object_type'];
   object_id: string;
   object: Json<Schema<'Event'>['object']>;
+  /** The W3C traceparent of the span that recorded it (its deliveries' parent); null without tracing. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Seconds;
 }
 
@@ -394,6 +411,7 @@ export interface Database {
   workspace_invitations: WorkspaceInvitationsTable;
   tokens: TokensTable;
   regions: RegionsTable;
+  kaas_versions: KaasVersionsTable;
   clusters: ClustersTable;
   compute_configs: ComputeConfigsTable;
   machines: MachinesTable;

@@ -8,6 +8,7 @@ import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
 import { clusterById } from '../resources/clusters.ts';
+import { releaseForNewCluster } from '../resources/kaas-versions.ts';
 import { machineById, setMachineState } from '../resources/machines.ts';
 import { recordSnapshot } from '../resources/suspensions.ts';
 import { anyUser, createUser } from '../resources/users.ts';
@@ -51,6 +52,8 @@ export async function seedSampleResources(
     notificationId: newId('ntf'),
   };
   const workspaceId = owner.workspaceId;
+  const kaasVersion = 'v1.31';
+  const kaasRelease = await releaseForNewCluster(db, kaasVersion);
   const machine = (providerId: string, node: string, status: 'ready' | 'suspended', createdAt: number) =>
     ({
       provider_id: providerId,
@@ -73,7 +76,8 @@ export async function seedSampleResources(
           workspace_id: workspaceId,
           name: clusterName,
           region_id: 'fsn1',
-          kaas_version: 'v1.31',
+          kaas_version: kaasVersion,
+          kaas_release: kaasRelease,
           status: 'RUNNING',
           status_message: null,
           created_at: now,
@@ -202,7 +206,7 @@ async function serverFor(db: Kysely<Database>, { provider, driver }: { provider:
   if (!cluster) throw new Error(`seeded cluster ${machine.cluster_id} is missing`);
   // A real cluster driver has no control plane for the demo's cluster (it exists only in this database): no join then.
   const join = await driver
-    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name, kubernetes_version: cluster.kaas_version })
+    .joinMachine({ cluster_id: machine.cluster_id, machine_id: machine.provider_id, node_name: machine.node_name, kubernetes_release: cluster.kaas_release })
     .catch(() => undefined);
   return provider.createServer({
     name: machine.node_name,

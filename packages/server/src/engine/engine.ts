@@ -18,6 +18,8 @@ import type { Database, Row, WorkflowKind } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { type ClusterDriver, type ComputeProvider, ProviderError } from '../providers/types.ts';
 import type { SecretBox } from '../services/secrets.ts';
+import { type DatabaseReading, metrics, observePool } from '../telemetry/metrics.ts';
+import { contextOf, currentTraceparent, inSpan } from '../telemetry/tracing.ts';
 
 const QUEUE = 'workflow-step';
 /** The advisory lock namespace of running workflows: (LOCK_NAMESPACE, hashtext(id) & 0x7fffffff). */
@@ -72,9 +74,18 @@ export interface WorkflowDefinition {
    * gives up after a few attempts through `fail`.
    */
   onError?(ctx: StepContext, error: unknown, attempts: number): Promise<StepResult>;
-  /** Marks the subject failed with a message users see (status_message, a notification). */
-  fail(ctx: StepContext, message: string): Promise<void>;
+  /**
+   * The workflow failed. First what must be undone outside (a server deleted, powered back on): outside any
+   * transaction, and re-entrant, as a re-run after a crash does it again. Then it hands back the change that marks
+   * the subject failed with a message users see (status_message, an event, a notification): the engine runs it in
+   * the transaction that records the workflow failed, so both commit or neither does (never a failed subject beside
+   * a running workflow, nor the failure told twice), and not at all for a workflow cancelled meanwhile.
+   */
+  fail(ctx: StepContext, message: string): Promise<FailureChange>;
 }
+
+/** Marks a failed workflow's subject failed, in the transaction that records the workflow failed. */
+export type FailureChange = (trx: Transaction<Database>) => Promise<void>;
 
 /** What request handlers need: start a workflow inside the transaction that creates its subject. */
 export interface WorkflowStarter {
@@ -83,6 +94,18 @@ export interface WorkflowStarter {
   start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state?: Record<string, unknown>): Promise<string>;
 }
 
+/** A new workflow's row, pending, with the active span's traceparent (its steps' parent). */
+const workflowRow = (kind: WorkflowKind, subjectId: string, state: Record<string, unknown>, now: number) => ({
+  id: newId('wf'),
+  kind,
+  subject_id: subjectId,
+  status: 'pending' as const,
+  state: JSON.stringify(state),
+  trace_parent: currentTraceparent(),
+  created_at: now,
+  updated_at: now,
+});
+
 /**
  * A starter without a queue: the row is due at once and the next ticker of any worker sends its job. Used by
  * processes that run no engine (tests of the API alone).
@@ -90,13 +113,13 @@ export interface WorkflowStarter {
 export function rowOnlyStarter(clock: Clock): WorkflowStarter {
   return {
     async start(trx, kind, subjectId, state = {}) {
-      const id = newId('wf');
       const now = clock.now();
+      const row = workflowRow(kind, subjectId, state, now);
       await trx
         .insertInto('workflows')
-        .values({ id, kind, subject_id: subjectId, status: 'pending', state: JSON.stringify(state), run_after: now, created_at: now, updated_at: now })
+        .values({ ...row, run_after: now })
         .execute();
-      return id;
+      return row.id;
     },
   };
 }
@@ -156,6 +179,9 @@ export interface WorkflowTransition {
   state: Record<string, unknown>;
   status: 'running' | 'succeeded' | 'failed';
 }
+
+/** A step's result as a label: next, wait, done or failed. */
+const outcomeOf = (result: StepResult): string => ('done' in result ? 'done' : 'failed' in result ? 'failed' : 'wait' in result ? 'wait' : 'next');
 
 const goesOn = (result: StepResult): result is { next: string; state?: Record<string, unknown> } => 'next' in result && !('wait' in result);
 
@@ -219,6 +245,7 @@ export class WorkflowEngine implements WorkflowStarter {
     // no query to reject, an uncaught exception without a listener. The run's next query fails and the
     // connection is released as broken (runWorkflow), so the event itself needs nothing more.
     this.lockPool.on('connect', (client) => client.on('error', () => {}));
+    observePool('workflow_locks', this.lockPool);
   }
 
   /** Starts pg-boss (creating its schema once); with `work`, also runs workflows in this process. */
@@ -245,6 +272,27 @@ export class WorkflowEngine implements WorkflowStarter {
     this.ticker = setInterval(() => void this.tick(), this.options.tickMs);
   }
 
+  /**
+   * Unfinished workflows by kind and status (every kind, zeros included) and the seconds since the oldest one not
+   * yet begun was started: what a metrics scrape reports (the partial index on status reads them).
+   */
+  async backlog(): Promise<Pick<DatabaseReading, 'workflows' | 'oldestPendingSeconds'>> {
+    const rows = await this.options.db
+      .selectFrom('workflows')
+      .select((eb) => ['kind', 'status', eb.fn.countAll<string>().as('count'), eb.fn.min('created_at').as('oldest')])
+      .where('status', 'in', ['pending', 'running'])
+      .groupBy(['kind', 'status'])
+      .execute();
+    const count = (kind: string, status: string) => Number(rows.find((r) => r.kind === kind && r.status === status)?.count ?? 0);
+    const oldest = rows.filter((r) => r.status === 'pending').map((r) => Number(r.oldest));
+    return {
+      workflows: Object.keys(this.options.definitions).flatMap((kind) =>
+        ['pending', 'running'].map((status) => ({ kind, status, count: count(kind, status) })),
+      ),
+      oldestPendingSeconds: oldest.length > 0 ? this.options.clock.now() - Math.min(...oldest) : undefined,
+    };
+  }
+
   async queueReady(): Promise<void> {
     // Through pg-boss's own connections, which may fail while the shared pool works.
     const [queue] = await this.boss.getQueues([QUEUE]);
@@ -259,23 +307,12 @@ export class WorkflowEngine implements WorkflowStarter {
   }
 
   async start(trx: Transaction<Database> | Kysely<Database>, kind: WorkflowKind, subjectId: string, state: Record<string, unknown> = {}): Promise<string> {
-    const id = newId('wf');
     const jobId = randomUUID();
-    const now = this.options.clock.now();
+    const row = workflowRow(kind, subjectId, state, this.options.clock.now());
+    const { id } = row;
     await trx
       .insertInto('workflows')
-      .values({
-        id,
-        kind,
-        subject_id: subjectId,
-        status: 'pending',
-        state: JSON.stringify(state),
-        run_after: null,
-        enqueued_at: sql<Date>`now()`,
-        job_id: jobId,
-        created_at: now,
-        updated_at: now,
-      })
+      .values({ ...row, run_after: null, enqueued_at: sql<Date>`now()`, job_id: jobId })
       .execute();
     await this.boss.send(QUEUE, { workflow_id: id }, { id: jobId, db: onTransaction(trx) });
     return id;
@@ -371,24 +408,43 @@ export class WorkflowEngine implements WorkflowStarter {
                 .execute()
                 .then(() => {}),
           };
-          let result: StepResult;
           const deadline = definition.deadlines?.[workflow.step];
           const waited = waitedIn(workflow, workflow.step, clock.now());
-          try {
-            if (!step) throw new Error(`workflow ${workflow.kind} has no step ${workflow.step}`);
-            if (deadline && waited > 0 && waited >= deadline.seconds(ctx)) {
-              ctx.logger.warn({ waited }, 'workflow step past its deadline');
-              result = await deadline.expired(ctx, waited);
-            } else {
-              result = await step(ctx);
-            }
-          } catch (error) {
-            const attempts = workflow.attempts + 1;
-            ctx.logger.warn({ err: error, attempts }, 'workflow step failed');
-            result = definition.onError ? await definition.onError(ctx, error, attempts) : retryThenFail(error, attempts);
-          }
-          if ('failed' in result) await definition.fail(ctx, result.failed);
-          await this.record(workflow, result);
+          // A span of the trace that started the workflow (its row keeps the request's traceparent), however
+          // long after the request it runs.
+          const attributes = { 'workflow.id': id, 'workflow.kind': workflow.kind, 'workflow.step': workflow.step };
+          const result = await inSpan(
+            `${workflow.kind} ${workflow.step}`,
+            attributes,
+            async () => {
+              const started = performance.now();
+              let result: StepResult;
+              let threw = false;
+              try {
+                if (!step) throw new Error(`workflow ${workflow.kind} has no step ${workflow.step}`);
+                if (deadline && waited > 0 && waited >= deadline.seconds(ctx)) {
+                  ctx.logger.warn({ waited }, 'workflow step past its deadline');
+                  result = await deadline.expired(ctx, waited);
+                } else {
+                  result = await step(ctx);
+                }
+              } catch (error) {
+                threw = true;
+                const attempts = workflow.attempts + 1;
+                ctx.logger.warn({ err: error, attempts }, 'workflow step failed');
+                result = definition.onError ? await definition.onError(ctx, error, attempts) : retryThenFail(error, attempts);
+              }
+              if (metrics) {
+                const labels = { kind: workflow.kind, step: workflow.step };
+                if (threw) metrics.stepFailures.inc(labels);
+                metrics.stepDuration.observe({ ...labels, outcome: threw ? 'error' : outcomeOf(result) }, (performance.now() - started) / 1000);
+              }
+              const failure = 'failed' in result ? await definition.fail(ctx, result.failed) : undefined;
+              await this.record(workflow, result, failure);
+              return result;
+            },
+            { parent: contextOf(workflow.trace_parent) },
+          );
           if (this.options.stepDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.stepDelayMs));
           if (!goesOn(result)) return;
         }
@@ -407,7 +463,7 @@ export class WorkflowEngine implements WorkflowStarter {
     }
   }
 
-  private async record(workflow: Row<'workflows'>, result: StepResult): Promise<void> {
+  private async record(workflow: Row<'workflows'>, result: StepResult, failure?: FailureChange): Promise<void> {
     const now = this.options.clock.now();
     const state: Record<string, unknown> = 'state' in result && result.state ? { ...workflow.state, ...result.state } : { ...workflow.state };
     // A wait keeps the moment the workflow began waiting in that step (its deadline counts from there); anything
@@ -440,13 +496,20 @@ export class WorkflowEngine implements WorkflowStarter {
         .returning('id')
         .executeTakeFirst();
     const { onTransition } = this.options;
-    if (update.status === workflow.status || !onTransition) {
-      await write(this.options.db);
-      return;
+    const transitions = update.status !== workflow.status && onTransition;
+    let written: boolean;
+    if (!transitions && !failure) {
+      written = (await write(this.options.db)) !== undefined;
+    } else {
+      const transition = { workflowId: workflow.id, kind: workflow.kind, subjectId: workflow.subject_id, state, status: update.status };
+      written = await this.options.db.transaction().execute(async (trx) => {
+        if (!(await write(trx))) return false;
+        await failure?.(trx);
+        if (transitions) await onTransition(trx, transition, now);
+        return true;
+      });
     }
-    const transition = { workflowId: workflow.id, kind: workflow.kind, subjectId: workflow.subject_id, state, status: update.status };
-    await this.options.db.transaction().execute(async (trx) => {
-      if (await write(trx)) await onTransition(trx, transition, now);
-    });
+    if (written && (update.status === 'succeeded' || update.status === 'failed'))
+      metrics?.workflowsFinished.inc({ kind: workflow.kind, outcome: update.status });
   }
 }

@@ -23,7 +23,10 @@ export function accessLog(logger: Logger): Middleware {
     } finally {
       // Below the info level the line, and the redaction of its path, cost nothing.
       if (logger.isLevelEnabled('info')) {
-        logger.info({ requestId, method: ctx.method, path: redactPath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+        const { traceId } = ctx.state as { traceId?: string };
+        const line = { requestId, method: ctx.method, path: redactPath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) };
+        // The trace of a sampled request (http/telemetry.ts), to go from the line to its spans.
+        logger.info(traceId ? { ...line, traceId } : line, 'request');
       }
     }
   };

@@ -43,7 +43,8 @@ const idempotent =
       const output = await change(input, { ...env, db: trx }, prepared);
       return { ...output, body: output.body };
     });
-    return replayed ? { status: response.status, body: response.body, headers: { 'Idempotent-Replayed': 'true' } } : response;
+    // The first response again: its status, body and the headers its handler set.
+    return replayed ? { status: response.status, body: response.body, headers: { ...response.headers, 'Idempotent-Replayed': 'true' } } : response;
   };
 
 const holdingWorkspace =

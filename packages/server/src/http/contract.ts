@@ -46,6 +46,8 @@ export interface OperationMeta extends RouteOperation {
   responses: Map<string, Set<string>>;
   /** The least workspace role the operation needs (`x-required-role`); none for operations outside workspaces. */
   requiredRole?: Role;
+  /** It acts in a workspace (`x-requires-workspace`): acting in none (none named, none owned) is a 422. */
+  requiresWorkspace: boolean;
   /**
    * Recorded in the audit log (http/audit.ts): every authenticated operation but GET (a change runs in one
    * transaction with its event), and the reads the contract marks `x-audited` (they hand out credentials).
@@ -113,7 +115,10 @@ export async function loadContract(document: Document = definition as unknown as
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
     const raw = (
       document as unknown as {
-        paths: Record<string, Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string; 'x-audited'?: boolean }>>;
+        paths: Record<
+          string,
+          Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string; 'x-audited'?: boolean; 'x-requires-workspace'?: boolean }>
+        >;
       }
     ).paths[operation.path]?.[operation.method];
     const requiredRole = raw?.['x-required-role'] as Role | undefined;
@@ -143,6 +148,7 @@ export async function loadContract(document: Document = definition as unknown as
       oauthErrors: badRequest?.content?.['application/json']?.schema?.$ref === '#/components/schemas/OAuthError',
       responses,
       requiredRole,
+      requiresWorkspace: raw?.['x-requires-workspace'] === true,
       audit,
       deprecation: deprecation && deprecationHeaders(operation.operationId!, deprecation, true),
       deprecatedParameters,

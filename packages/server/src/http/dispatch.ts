@@ -9,6 +9,8 @@ import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
 import { type AccessChanges, announcementsMadeHere } from '../services/access-changes.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
+import { metrics } from '../telemetry/metrics.ts';
+import { detached } from '../telemetry/tracing.ts';
 import { type AuditedRequest, auditLog, type Output } from './audit.ts';
 import type { Authenticator } from './auth.ts';
 import { createAuthorizer } from './authorize.ts';
@@ -161,7 +163,14 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       ctx.res.writeHead(ctx.status, ctx.response.headers as Record<string, string>);
       // The client learns at once that its stream is open, not with the first line (which may be a while).
       ctx.res.flushHeaders();
-      await writeStream(ctx.res, output.stream, config.streamStallMs, abort, guard);
+      const open = metrics?.streamsOpen.labels({ stream: meta.operationId });
+      open?.inc();
+      try {
+        // The request's span covers the stream; its polls and checks, for as long as it is open, make no spans of it.
+        await detached(() => writeStream(ctx.res, output.stream!, config.streamStallMs, abort, guard));
+      } finally {
+        open?.dec();
+      }
       return;
     }
     if (output.status !== 204) ctx.body = output.body;

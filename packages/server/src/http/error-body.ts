@@ -8,7 +8,7 @@ import { ApiError, OAuthError } from '../errors.ts';
 import { redactValue } from '../services/redaction.ts';
 
 /** The error the client sees for whatever was thrown; unexpected ones are logged with the request id. */
-function answerFor(thrown: unknown, requestId: string, logger: Logger): ApiError | OAuthError {
+function answerFor(thrown: unknown, { requestId, traceId }: { requestId: string; traceId?: string }, logger: Logger): ApiError | OAuthError {
   if (thrown instanceof ApiError || thrown instanceof OAuthError) return thrown;
   if (isDatabaseDown(thrown)) {
     return new ApiError('service_unavailable', 'The service is temporarily unavailable.', {
@@ -16,10 +16,11 @@ function answerFor(thrown: unknown, requestId: string, logger: Logger): ApiError
       headers: { 'Retry-After': '5' },
     });
   }
-  logger.error({ err: thrown, requestId }, 'unhandled error');
+  logger.error({ err: thrown, requestId, ...(traceId ? { traceId } : {}) }, 'unhandled error');
   return new ApiError('internal_error', 'Something went wrong on our side.', {
     suggestion: 'Retry later; if it persists, contact support with the request id.',
-    details: { request_id: requestId },
+    // With the trace id when the request was traced (http/telemetry.ts): support finds its spans too.
+    details: traceId ? { request_id: requestId, trace_id: traceId } : { request_id: requestId },
   });
 }
 
@@ -28,7 +29,7 @@ export function errorBody(logger: Logger): Middleware {
     try {
       await next();
     } catch (thrown) {
-      const error = answerFor(thrown, ctx.state.requestId as string, logger);
+      const error = answerFor(thrown, ctx.state as { requestId: string; traceId?: string }, logger);
       ctx.status = error.status;
       if (error instanceof ApiError) ctx.set(error.headers);
       // A caller's value repeated in the message (an id, a field name, an X-Workspace-Id) may be a token pasted in

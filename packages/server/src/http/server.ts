@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../config.ts';
 
-export type HttpLimits = Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'maxConnections'>;
+export type HttpLimits = Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export interface HttpServer {
   server: Server;
@@ -81,6 +81,10 @@ export function createHttpServer(handler: RequestListener, limits: HttpLimits): 
   // cannot hold a connection and its buffer for minutes.
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.bodyTimeoutMs;
+  // Node closes an idle keep-alive connection after 5 s by default: a client (or a load balancer keeping its own
+  // pool) that sends on it as it closes sees a reset. Idle connections stay longer than balancers keep theirs, and
+  // Node announces the bound in `Keep-Alive: timeout=` so a client's pool retires them first.
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on('clientError', answerClientError);
 

@@ -20,11 +20,14 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { WebhookConfig } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { type ClaimedDelivery, claimDeliveries, DELIVERIES_DUE_CHANNEL, type Settled, settleDeliveries } from '../resources/webhook-deliveries.ts';
 import { disableFailingEndpoint, type EndpointOutcomes, recordEndpointOutcomes, signingSecrets } from '../resources/webhook-endpoints.ts';
 import type { SecretBox } from '../services/secrets.ts';
 import type { Resolver } from '../services/ssrf.ts';
 import { type AttemptOutcome, WebhookSender, webhookSignature, webhookSigningKey } from '../services/webhooks.ts';
+import { metrics } from '../telemetry/metrics.ts';
+import { contextOf, inSpan, SpanKind, tracing } from '../telemetry/tracing.ts';
 
 /**
  * Seconds from a failed attempt to the next, by the number of attempts made (Standard Webhooks' and Svix's
@@ -85,6 +88,13 @@ interface Ended {
   outcome: AttemptOutcome;
 }
 
+/** An attempt's outcome as a label: succeeded, http_error (a status other than 2xx), not_sent (refused before sending), no_answer. */
+function attemptOutcome({ status, error }: AttemptOutcome): string {
+  if (error === undefined) return 'succeeded';
+  if (status !== undefined) return 'http_error';
+  return error.startsWith('Not sent') ? 'not_sent' : 'no_answer';
+}
+
 /** Signing keys kept, at most this many (then forgotten together). */
 const SIGNING_KEYS = 10_000;
 
@@ -114,8 +124,11 @@ export class WebhookDispatcher {
   private readonly options: DispatcherOptions;
   private readonly sender: WebhookSender;
   private readonly signingKey: (sealed: Buffer) => KeyObject;
-  /** Each event's body, made once for all its deliveries (the feed's JSON, parsed and written as the API writes it). */
-  private readonly bodies = new Map<string, string>();
+  /**
+   * Each event's body, made once for all its deliveries (the feed's JSON, parsed and written as the API writes it),
+   * with the event's created_at (its delivery lag's start).
+   */
+  private readonly bodies = new Map<string, { text: string; createdAt: number }>();
   private ticker: NodeJS.Timeout | undefined;
   /** Slots held (attempts under way), in all and by workspace. */
   private holding = 0;
@@ -259,7 +272,7 @@ export class WebhookDispatcher {
   private start(delivery: ClaimedDelivery): void {
     this.holding++;
     this.held.set(delivery.workspace_id, (this.held.get(delivery.workspace_id) ?? 0) + 1);
-    const attempt = this.attempt(delivery).then((outcome) => {
+    const attempt = this.observed(delivery).then((outcome) => {
       this.attempts.delete(attempt);
       // The slot is free once the attempt ended; the delivery's lease (which keeps the endpoint's count) until it is settled.
       this.holding--;
@@ -272,6 +285,31 @@ export class WebhookDispatcher {
       void this.look();
     });
     this.attempts.add(attempt);
+  }
+
+  /**
+   * An attempt as a span of the trace that recorded its event (the request's, or the workflow step's), counted by
+   * outcome; a success's lag from the event's commit measured.
+   */
+  private observed(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
+    if (!metrics && !tracing) return this.attempt(delivery);
+    const attributes = { 'webhook.event_id': delivery.event_id, 'webhook.endpoint_id': delivery.endpoint_id, 'webhook.attempt': delivery.attempts };
+    return inSpan(
+      'webhook delivery',
+      attributes,
+      async (span) => {
+        const outcome = await this.attempt(delivery);
+        const kind = attemptOutcome(outcome);
+        span?.setAttributes({ 'webhook.outcome': kind, ...(outcome.status === undefined ? {} : { 'http.response.status_code': outcome.status }) });
+        if (metrics) {
+          metrics.webhookAttempts.inc({ outcome: kind });
+          const created = this.bodies.get(delivery.event_id)?.createdAt;
+          if (kind === 'succeeded' && created !== undefined) metrics.webhookLag.observe(Math.max(0, this.options.clock.now() - created));
+        }
+        return outcome;
+      },
+      { parent: contextOf(delivery.trace_parent), kind: SpanKind.CLIENT },
+    );
   }
 
   /** One attempt: the event as the feed has it, signed, POSTed. */
@@ -296,10 +334,11 @@ export class WebhookDispatcher {
     let body = this.bodies.get(eventId);
     if (body === undefined) {
       if (this.bodies.size >= BODIES) this.bodies.clear();
-      body = JSON.stringify(JSON.parse(json));
+      const event = JSON.parse(json) as { created_at: number };
+      body = { text: JSON.stringify(event), createdAt: event.created_at };
       this.bodies.set(eventId, body);
     }
-    return body;
+    return body.text;
   }
 
   /**
@@ -356,13 +395,18 @@ export class WebhookDispatcher {
       else endpoints.set(delivery.endpoint_id, { id: delivery.endpoint_id, succeeded: false, failures: 1, error: outcome.error });
     }
     try {
-      // The endpoints first: a cooling endpoint's probe keeps its lease (no second probe) until its circuit is set.
-      const failingLong = await recordEndpointOutcomes(leases.db, [...endpoints.values()], {
-        now,
-        circuitFailures: config.circuitFailures,
-        disableAfterSeconds: config.disableAfterDays * 86_400,
+      // One transaction: an outcome counts on its endpoint only with its delivery settled, or an attempt sent again
+      // after its lease would count twice (and open the circuit early). The endpoints first: a cooling endpoint's
+      // probe keeps its lease (no second probe) until its circuit is set.
+      const failingLong = await inTransaction(leases.db, async (trx) => {
+        const failing = await recordEndpointOutcomes(trx, [...endpoints.values()], {
+          now,
+          circuitFailures: config.circuitFailures,
+          disableAfterSeconds: config.disableAfterDays * 86_400,
+        });
+        await settleDeliveries(trx, settled, now);
+        return failing;
       });
-      await settleDeliveries(leases.db, settled, now);
       for (const { id, error } of failingLong) {
         if (await disableFailingEndpoint(db, id, { now, days: config.disableAfterDays, error: error ?? 'no answer' })) {
           logger.warn({ endpoint: id }, 'webhook endpoint disabled after failing for days');

@@ -1,6 +1,6 @@
 import * as clusters from '../resources/clusters.ts';
+import { listKaasVersions as kaasVersionsPage, releaseForNewCluster } from '../resources/kaas-versions.ts';
 import { listRegions as regionsPage, requireRegion } from '../resources/regions.ts';
-import { requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listClusters: Handler<'listClusters'> = async (input, { db }) => ({
@@ -13,9 +13,15 @@ export const listRegions: Handler<'listRegions'> = async ({ query }, { db }) => 
   body: await regionsPage(db, query),
 });
 
+export const listKaasVersions: Handler<'listKaasVersions'> = async ({ query }, { db }) => ({
+  status: 200,
+  body: await kaasVersionsPage(db, query),
+});
+
 export const createCluster: Handler<'createCluster'> = async ({ body, workspace }, { db, clock, workflows }) => {
   const regionId = await requireRegion(db, body.region_id);
-  return { status: 202, body: await clusters.createCluster(db, requireWorkspace(workspace), body, regionId, { now: clock.now(), workflows }) };
+  const release = await releaseForNewCluster(db, body.kaas_version);
+  return { status: 202, body: await clusters.createCluster(db, workspace, body, { regionId, release }, { now: clock.now(), workflows }) };
 };
 
 export const getCluster: Handler<'getCluster'> = async ({ params, caller }, { db }) => {

@@ -3,7 +3,6 @@ import * as cloudCredentials from '../resources/cloud-credentials.ts';
 import * as computeConfigs from '../resources/compute-configs.ts';
 import * as machines from '../resources/machines.ts';
 import * as suspensions from '../resources/suspensions.ts';
-import { requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, type HandlerEnv, staged } from './types.ts';
 
 export const listComputeConfigs: Handler<'listComputeConfigs'> = async (input, { db }) => ({
@@ -24,7 +23,7 @@ const offerings = (_input: unknown, { provider }: HandlerEnv) => provider.offeri
 export const createComputeConfig = staged<'createComputeConfig', ServerOffering[]>({
   before: offerings,
   change: async ({ body, workspace }, { db, clock }, offerings) => {
-    return { status: 201, body: await computeConfigs.createComputeConfig(db, requireWorkspace(workspace), body, { now: clock.now(), offerings }) };
+    return { status: 201, body: await computeConfigs.createComputeConfig(db, workspace, body, { now: clock.now(), offerings }) };
   },
 });
 
@@ -47,7 +46,7 @@ export const getCloudCredential: Handler<'getCloudCredential'> = async ({ params
 };
 
 export const createCloudCredential: Handler<'createCloudCredential'> = async ({ body, workspace }, { db, clock, secrets }) => {
-  return { status: 201, body: await cloudCredentials.createCloudCredential(db, requireWorkspace(workspace), body, { now: clock.now(), secrets }) };
+  return { status: 201, body: await cloudCredentials.createCloudCredential(db, workspace, body, { now: clock.now(), secrets }) };
 };
 
 export const updateCloudCredential: Handler<'updateCloudCredential'> = async ({ params, body, caller }, { db, secrets }) => {

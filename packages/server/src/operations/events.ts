@@ -1,5 +1,4 @@
 import * as events from '../resources/events.ts';
-import { requireWorkspace } from '../services/tenancy.ts';
 import { callerKey, type Handler } from './types.ts';
 
 export const listEvents: Handler<'listEvents'> = async (input, { db }) => ({
@@ -8,7 +7,7 @@ export const listEvents: Handler<'listEvents'> = async (input, { db }) => ({
 });
 
 export const streamEvents: Handler<'streamEvents'> = async ({ headers, query, caller, workspace, signal }, { db, clock, shutdown, config }) => {
-  const { id: workspaceId } = requireWorkspace(workspace);
+  const { id: workspaceId } = workspace;
   const request = { workspaceId, type: query.type, object_id: query.object_id, lastEventId: headers['Last-Event-ID'] };
   const env = { db, clock, signal, shutdown, pollMs: config.eventPollMs };
   return {

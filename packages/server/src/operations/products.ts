@@ -1,5 +1,4 @@
 import * as products from '../resources/products.ts';
-import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
@@ -7,14 +6,9 @@ export const listProducts: Handler<'listProducts'> = async (input, { db }) => ({
   body: await products.listProducts(db, input),
 });
 
-export const createProduct = staged<'createProduct', ActingWorkspace>({
-  // Acting in no workspace is refused before any host is resolved (a foreign one, by the binding).
-  before: async ({ body, workspace }, { resolveHost }) => {
-    const acting = requireWorkspace(workspace);
-    await products.checkSourceUrls(body, resolveHost);
-    return acting;
-  },
-  change: async ({ body }, { db, clock, workflows }, workspace) => {
+export const createProduct = staged<'createProduct'>({
+  before: ({ body }, { resolveHost }) => products.checkSourceUrls(body, resolveHost),
+  change: async ({ body, workspace }, { db, clock, workflows }) => {
     return { status: 201, body: await products.createProduct(db, workspace, body, { now: clock.now(), workflows }) };
   },
 });

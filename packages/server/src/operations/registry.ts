@@ -1,5 +1,4 @@
 import * as registryCredentials from '../resources/registry-credentials.ts';
-import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import { type Handler, staged } from './types.ts';
 
 export const listRegistryCredentials: Handler<'listRegistryCredentials'> = async (input, { db }) => ({
@@ -11,14 +10,9 @@ export const getRegistryCredential: Handler<'getRegistryCredential'> = async ({ 
   return { status: 200, body: await registryCredentials.getRegistryCredential(db, caller, params.id) };
 };
 
-export const createRegistryCredential = staged<'createRegistryCredential', ActingWorkspace>({
-  // Acting in no workspace is refused before the host is resolved (a foreign one, by the binding).
-  before: async ({ body, workspace }, { resolveHost }) => {
-    const acting = requireWorkspace(workspace);
-    await registryCredentials.checkRegistryHost(body.registry_url, resolveHost);
-    return acting;
-  },
-  change: async ({ body }, { db, clock, secrets }, workspace) => {
+export const createRegistryCredential = staged<'createRegistryCredential'>({
+  before: ({ body }, { resolveHost }) => registryCredentials.checkRegistryHost(body.registry_url, resolveHost),
+  change: async ({ body, workspace }, { db, clock, secrets }) => {
     return { status: 201, body: await registryCredentials.createRegistryCredential(db, workspace, body, { now: clock.now(), secrets }) };
   },
 });

@@ -1,6 +1,16 @@
 // Handler types, derived from the generated contract types: a handler receives the validated request of its
 // operation and returns one of the success responses the contract documents for it.
-import type { HeaderParams, OperationId, operations, PathParams, ReceivedBody, ReceivedQuery, ResponseBody, ResponseStatus } from '@platform/api-types';
+import type {
+  HeaderParams,
+  OperationId,
+  operations,
+  PathParams,
+  ReceivedBody,
+  ReceivedQuery,
+  ResponseBody,
+  ResponseStatus,
+  WorkspaceRequired,
+} from '@platform/api-types';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
@@ -44,9 +54,10 @@ export interface OperationInput<Op extends OperationId> {
   caller: Caller;
   /**
    * The workspace the request acts in, resolved by the binding (http/workspace.ts): the one X-Workspace-Id names,
-   * else, for an operation addressing no resource by id, the caller's default one; undefined when there is none.
+   * else, for an operation addressing no resource by id, the caller's default one; undefined when there is none,
+   * except for the operations that act in one (`x-requires-workspace`), which the binding answers 422 instead.
    */
-  workspace: ActingWorkspace | undefined;
+  workspace: Op extends WorkspaceRequired ? ActingWorkspace : ActingWorkspace | undefined;
   requestId: string;
   signal: AbortSignal;
   /** The scheme and host the request was sent to (`http://127.0.0.1:8080`), for links in responses. */

@@ -1,6 +1,5 @@
 import * as deliveries from '../resources/webhook-deliveries.ts';
 import * as endpoints from '../resources/webhook-endpoints.ts';
-import { type ActingWorkspace, requireWorkspace } from '../services/tenancy.ts';
 import type { WebhookUrlRules } from '../services/webhooks.ts';
 import { type Handler, type HandlerEnv, staged } from './types.ts';
 
@@ -11,14 +10,9 @@ export const listWebhookEndpoints: Handler<'listWebhookEndpoints'> = async (inpu
   body: await endpoints.listWebhookEndpoints(db, input),
 });
 
-export const createWebhookEndpoint = staged<'createWebhookEndpoint', ActingWorkspace>({
-  // Acting in no workspace is refused before the URL's host is resolved (a foreign one, by the binding).
-  before: async ({ body, workspace }, env) => {
-    const acting = requireWorkspace(workspace);
-    await endpoints.checkWebhookUrl(body.url, urlRules(env));
-    return acting;
-  },
-  change: async ({ body }, { db, clock, secrets, config }, workspace) => {
+export const createWebhookEndpoint = staged<'createWebhookEndpoint'>({
+  before: ({ body }, env) => endpoints.checkWebhookUrl(body.url, urlRules(env)),
+  change: async ({ body, workspace }, { db, clock, secrets, config }) => {
     const limits = { now: clock.now(), secrets, perWorkspace: config.webhooks.endpointsPerWorkspace };
     return { status: 201, body: await endpoints.createWebhookEndpoint(db, workspace, body, limits) };
   },

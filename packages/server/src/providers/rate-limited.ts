@@ -1,5 +1,6 @@
 // Every call to the cloud provider's API first takes a slot of the shared rate limit
 // (providers/rate-limit.ts), so all processes together stay under it.
+import { timedWait } from '../telemetry/metrics.ts';
 import type { ProviderRateLimit } from './rate-limit.ts';
 import type { ComputeProvider } from './types.ts';
 
@@ -7,7 +8,7 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
   const limited =
     <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      await limit.take(key);
+      await timedWait(key, limit.take(key));
       return call(...args);
     };
   return {

@@ -284,7 +284,7 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
     const db = await this.call('createCluster', false);
     const row = await sql<{ id: string; ready_at: number }>`
       INSERT INTO simulated_cloud.clusters (id, kubernetes_version, ready_at)
-      VALUES (${request.cluster_id}, ${request.kubernetes_version}, ${this.clock.now() + this.options.controlPlaneSeconds})
+      VALUES (${request.cluster_id}, ${request.kubernetes_release}, ${this.clock.now() + this.options.controlPlaneSeconds})
       ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
       RETURNING *`.execute(db);
     return this.controlPlane(row.rows[0]!);

@@ -215,8 +215,8 @@ export type ControlPlaneStatus = 'PROVISIONING' | 'RUNNING' | 'ERROR' | 'DELETIN
 
 export interface ControlPlaneRequest {
   cluster_id: string;
-  /** The Kubernetes minor of the control plane, as the contract names it: "v1.31". */
-  kubernetes_version: string;
+  /** The patch release the control plane runs ("v1.35.9"): the cluster's `kaas_release`. */
+  kubernetes_release: string;
 }
 
 export interface ControlPlane {
@@ -233,8 +233,8 @@ export interface JoinRequest {
   /** The machine's id: one join token per machine, the same one on a re-run. */
   machine_id: string;
   node_name: string;
-  /** The cluster's Kubernetes version ("v1.31"): the node's kubelet and kubeadm are of its minor. */
-  kubernetes_version: string;
+  /** The control plane's patch release ("v1.35.9"): the node installs the kubelet and kubeadm of exactly it. */
+  kubernetes_release: string;
 }
 
 /** A managed Kubernetes cluster: its control plane, its nodes, and helm releases in it. */

@@ -51,7 +51,8 @@ export async function createCluster(
   db: Db,
   workspace: WorkspaceRef,
   input: ReceivedBody<'createCluster'>,
-  regionId: string,
+  /** The region checked, and the patch release of the cluster's version (`releaseForNewCluster`). */
+  { regionId, release }: { regionId: string; release: string },
   { now, workflows }: { now: number; workflows: WorkflowStarter },
 ): Promise<Schema<'Cluster'>> {
   const row = await inTransaction(db, async (trx) => {
@@ -68,6 +69,7 @@ export async function createCluster(
         name: input.name,
         region_id: regionId,
         kaas_version: input.kaas_version,
+        kaas_release: release,
         status: 'PROVISIONING',
         status_message: 'Creating control plane',
         created_at: now,

@@ -14,6 +14,7 @@ import { newId } from '../ids.ts';
 import { afterCursor, type PageInput } from '../services/lists.ts';
 import { decodeCursor, type Position, page } from '../services/pagination.ts';
 import { streamSlots } from '../services/stream-slots.ts';
+import { currentTraceparent } from '../telemetry/tracing.ts';
 import { notifyUser, notifyWorkspace } from './notifications.ts';
 import { deleteWithDeliveries, writeWithDeliveries } from './webhook-deliveries.ts';
 
@@ -43,8 +44,8 @@ export async function recordEvent(db: Db, event: EventInput, now: number): Promi
   const write = (trx: Db) =>
     writeWithDeliveries(
       trx,
-      sql`INSERT INTO events (id, type, workspace_id, object_type, object_id, object, created_at)
-        VALUES (${id}, ${event.type}, ${event.workspace_id}, ${event.object_type}, ${event.object_id}, ${JSON.stringify(event.object)}, ${now})`,
+      sql`INSERT INTO events (id, type, workspace_id, object_type, object_id, object, trace_parent, created_at)
+        VALUES (${id}, ${event.type}, ${event.workspace_id}, ${event.object_type}, ${event.object_id}, ${JSON.stringify(event.object)}, ${currentTraceparent()}, ${now})`,
       { id, type: event.type, workspace_id: event.workspace_id },
       now,
     );

@@ -215,6 +215,8 @@ export interface ClaimedDelivery {
   event_id: string;
   /** The event as the feed lists it, as JSON text (the same for each of the event's deliveries). */
   event: string;
+  /** The W3C traceparent of the span that recorded the event (the delivery's parent); null without tracing. */
+  trace_parent: string | null;
 }
 
 export interface ClaimLimits {
@@ -374,7 +376,7 @@ export async function claimDeliveries(db: Db, limits: ClaimLimits): Promise<Clai
     RETURNING d.id, d.lease_id, d.attempts, d.first_attempt_at, d.endpoint_id, e.workspace_id, e.url, e.secret_ciphertext,
       e.previous_secret_ciphertext, e.previous_secret_expires_at, e.consecutive_failures, e.cooling_until IS NOT NULL AS probe, d.event_id,
       json_build_object('id', ev.id, 'type', ev.type, 'workspace_id', ev.workspace_id, 'object_type', ev.object_type,
-        'object_id', ev.object_id, 'object', ev.object, 'created_at', ev.created_at)::text AS event`.execute(db);
+        'object_id', ev.object_id, 'object', ev.object, 'created_at', ev.created_at)::text AS event, ev.trace_parent`.execute(db);
   return rows;
 }
 

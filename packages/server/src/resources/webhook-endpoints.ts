@@ -287,3 +287,14 @@ export async function disableFailingEndpoint(db: Db, id: string, { now, days, er
     return true;
   });
 }
+
+/** Enabled endpoints whose circuit is open (cooling, or waiting for their probe): what a metrics scrape reports. */
+export async function countCoolingEndpoints(db: Kysely<Database>): Promise<number> {
+  const { n } = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('enabled', '=', true)
+    .where('cooling_until', 'is not', null)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}

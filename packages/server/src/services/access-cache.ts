@@ -4,6 +4,7 @@
 // access (access-changes.ts): each one it hears forgets everything, and a request that made one answers only once
 // it has been heard (dispatch.ts), so its caller's next request meets the change. Another process hears it within
 // a notification's delivery. A change nothing announces (a row edited by hand) is met after TTL_MS at the latest.
+import { metrics } from '../telemetry/metrics.ts';
 import type { AccessChanges } from './access-changes.ts';
 
 const TTL_MS = 1000;
@@ -37,11 +38,18 @@ export class AccessCache<V> {
   read(key: string, read: () => Promise<V | undefined>, usable: (value: V) => boolean, keep: (value: V) => boolean): Promise<V | undefined> {
     const entry = this.#entries.get(key);
     if (entry !== undefined) {
-      if (this.#changes.listening && performance.now() < entry.until && usable(entry.value)) return Promise.resolve(entry.value);
+      if (this.#changes.listening && performance.now() < entry.until && usable(entry.value)) {
+        metrics?.accessCacheHits.inc();
+        return Promise.resolve(entry.value);
+      }
       this.#entries.delete(key);
     }
     const under = this.#reading.get(key);
-    if (under !== undefined) return under;
+    if (under !== undefined) {
+      metrics?.accessCacheShared.inc();
+      return under;
+    }
+    metrics?.accessCacheMisses.inc();
     const generation = this.#generation;
     const reading = read().then((value) => {
       if (value !== undefined && keep(value) && generation === this.#generation && this.#changes.listening) this.#set(key, value);

@@ -15,6 +15,8 @@ export const IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;
 export interface StoredResponse {
   status: number;
   body: unknown;
+  /** Headers the handler set (a request's own, such as X-Request-Id, are not part of it). */
+  headers?: Record<string, string> | undefined;
 }
 
 /**
@@ -68,6 +70,7 @@ export async function withIdempotencyKey<R extends StoredResponse>(
         request_hash: scope.hash,
         status_code: response.status,
         response_body: JSON.stringify(response.body),
+        response_headers: response.headers ? JSON.stringify(response.headers) : null,
         created_at: now,
       })
       .onConflict((oc) =>
@@ -76,6 +79,7 @@ export async function withIdempotencyKey<R extends StoredResponse>(
           request_hash: scope.hash,
           status_code: response.status,
           response_body: JSON.stringify(response.body),
+          response_headers: response.headers ? JSON.stringify(response.headers) : null,
           created_at: now,
         }),
       )
@@ -104,5 +108,8 @@ async function storedResponse<R extends StoredResponse>(
       suggestion: 'Use a new key for a new request.',
     });
   }
-  return { response: { status: existing.status_code ?? 200, body: existing.response_body } as R, replayed: true };
+  return {
+    response: { status: existing.status_code ?? 200, body: existing.response_body, headers: existing.response_headers ?? undefined } as R,
+    replayed: true,
+  };
 }

@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { ClusterDriver, LogEntry, PodContainer } from '../providers/types.ts';
+import { detached } from '../telemetry/tracing.ts';
 import { byTime, containerKey, type Positions } from './logs.ts';
 
 /** Recent lines kept per install; a follower further behind reads from the cluster. */
@@ -37,7 +38,8 @@ export class InstallTail {
 
   /** The tail's first look at the install (its containers and where their logs end); resolves to its version. */
   async ready(): Promise<number> {
-    this.first ??= this.poll(true).finally(() => this.schedule());
+    // Its polls serve every follower, whichever request came first: they belong to no request's trace.
+    this.first ??= detached(() => this.poll(true).finally(() => this.schedule()));
     await this.first;
     return this.version;
   }

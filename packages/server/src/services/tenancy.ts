@@ -123,14 +123,12 @@ export async function resolveWorkspace(
   return own && { id: own.id, owner_id: own.owner_id, named: false };
 }
 
-/** The workspace a creation acts in: acting without one (none named, none owned) is a 422 naming the header. */
-export function requireWorkspace(workspace: ActingWorkspace | undefined): ActingWorkspace {
-  if (workspace) return workspace;
-  throw new ApiError('validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
+/** An operation that acts in a workspace, called acting in none (none named, none owned): a 422 naming the header. */
+export const noWorkspace = () =>
+  new ApiError('validation_error', 'You own no workspace, so X-Workspace-Id is required.', {
     param: 'X-Workspace-Id',
     suggestion: 'Create a workspace with POST /v1/workspaces, or send the id of a workspace you are a member of.',
   });
-}
 
 /**
  * Holds the workspace a change acts in until its transaction commits (holdWorkspace): a deletion that went first

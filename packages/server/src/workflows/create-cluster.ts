@@ -12,7 +12,7 @@ export const createClusterWorkflow = (deadlines: WorkflowDeadlines): WorkflowDef
     async start(ctx) {
       const cluster = await clusterOf(ctx);
       if (!cluster) return { done: true };
-      await ctx.driver.createCluster({ cluster_id: cluster.id, kubernetes_version: cluster.kaas_version });
+      await ctx.driver.createCluster({ cluster_id: cluster.id, kubernetes_release: cluster.kaas_release });
       return { next: 'await' };
     },
     async await(ctx) {
@@ -55,7 +55,7 @@ export const createClusterWorkflow = (deadlines: WorkflowDeadlines): WorkflowDef
     },
   },
   async fail(ctx, message) {
-    // Told (event and notification) by the change itself, once: a re-run after a crash finds it ERROR already.
-    await markClusterFailed(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
+    // Told (event and notification) by the change itself.
+    return (trx) => markClusterFailed(trx, ctx.workflow.subject_id, message, ctx.clock.now()).then(() => {});
   },
 });

@@ -6,6 +6,7 @@
 // longer has (uninstallReleasesNotIn). The wait for the releases has a deadline (INSTALL_SYNC_TIMEOUT_SECONDS); an
 // error the deployer reports meanwhile fails it sooner, once it has lasted.
 import type { ProductSource } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
 import type { StepContext, WorkflowDefinition } from '../engine/engine.ts';
 import type { HelmRelease, HelmReleaseRequest } from '../providers/types.ts';
 import { clusterInWorkspace, placementCandidates } from '../resources/clusters.ts';
@@ -273,7 +274,9 @@ const installSteps: WorkflowDefinition = {
 
   async fail(ctx, message) {
     const install = await installOf(ctx);
-    if (install) await failDeploy(ctx, install, message);
+    return async (trx) => {
+      if (install) await failDeploy({ ...ctx, db: trx }, install, message);
+    };
   },
 };
 
@@ -283,7 +286,7 @@ const installSteps: WorkflowDefinition = {
  */
 export async function failDeploy(ctx: StepContext, install: { id: string }, message: string): Promise<void> {
   const now = ctx.clock.now();
-  await ctx.db.transaction().execute(async (trx) => {
+  await inTransaction(ctx.db, async (trx) => {
     await finishRevision(trx, install.id, ctx.workflow.id, 'failed', now);
     await finishInstall(trx, install.id, { status: 'failed', message }, now);
   });

@@ -64,6 +64,6 @@ const deleteInstall: WorkflowDefinition = {
     },
   },
   async fail(ctx, message) {
-    await failUninstall(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
+    return (trx) => failUninstall(trx, ctx.workflow.subject_id, message, ctx.clock.now());
   },
 };

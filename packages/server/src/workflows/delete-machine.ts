@@ -59,6 +59,6 @@ export const deleteMachineWorkflow: WorkflowDefinition = {
     // The provider refused the deletion: the machine stays `deleting` with the reason in the workflow's error and
     // a notification, and deleting it again retries.
     ctx.logger.error({ message }, 'machine deletion failed');
-    await tellDeletionFailed(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now());
+    return (trx) => tellDeletionFailed(trx, ctx.workflow.subject_id, message, ctx.clock.now());
   },
 };

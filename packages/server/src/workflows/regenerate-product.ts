@@ -123,7 +123,7 @@ export function regenerateProductWorkflow(deadlines: Pick<WorkflowDeadlines, 'in
       },
     },
     async fail(ctx) {
-      await setRegenerationStatus(ctx.db, String(ctx.state.product_id), ctx.workflow.subject_id, 'failed', ctx.clock.now());
+      return (trx) => setRegenerationStatus(trx, String(ctx.state.product_id), ctx.workflow.subject_id, 'failed', ctx.clock.now()).then(() => {});
     },
   };
 }

@@ -55,7 +55,7 @@ const provision: WorkflowDefinition = {
         cluster_id: machine.cluster_id,
         machine_id: machine.provider_id,
         node_name: machine.node_name,
-        kubernetes_version: cluster.kaas_version,
+        kubernetes_release: cluster.kaas_release,
       });
       const credential = await machineCredential(ctx, machine.provider_id);
       const server = await ctx.provider.createServer({
@@ -125,12 +125,12 @@ const provision: WorkflowDefinition = {
 
   async fail(ctx, message) {
     const machine = await machineOf(ctx);
-    if (!machine) return;
-    await ctx.db.transaction().execute(async (trx) => {
+    return async (trx) => {
+      if (!machine) return;
       // Told (event and notification) by the change itself.
       await failProvisioning(trx, machine.provider_id, message, ctx.clock.now());
       await freeSlot(ctx, trx, machine.cluster_id);
-    });
+    };
   },
 };
 

@@ -70,9 +70,8 @@ const resumeSuspension: WorkflowDefinition = {
         serverLeft = true;
       }
     }
-    await failResume(ctx.db, ctx.workflow.subject_id, message, ctx.clock.now(), {
-      resumable: subject?.suspension.snapshot_id != null && !serverLeft,
-    });
+    const resumable = subject?.suspension.snapshot_id != null && !serverLeft;
+    return (trx) => failResume(trx, ctx.workflow.subject_id, message, ctx.clock.now(), { resumable }).then(() => {});
   },
 };
 

@@ -68,15 +68,15 @@ export const suspendMachineWorkflow: WorkflowDefinition = {
   },
   async fail(ctx, message) {
     const subject = await subjectOf(ctx);
-    if (!subject) return;
+    if (!subject) return async () => {};
     // The server was shut down for the snapshot: `ready` is true only once it runs again, else the machine is failed.
     const back = await powerBackOn(ctx, subject.machine);
-    await ctx.db.transaction().execute(async (trx) => {
+    return async (trx) => {
       const now = ctx.clock.now();
       // Told (event and notification) by the change itself, once.
       const told = await failSuspension(trx, subject.suspension.id, { message: `${message} ${back.said}`, machineRuns: back.running }, now);
       if (told) await markMachine(trx, subject.machine.provider_id, back.running ? 'ready' : 'failed', now);
-    });
+    };
   },
 };
 

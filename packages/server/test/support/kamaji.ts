@@ -8,6 +8,9 @@ import { type KubeApiServer, TEST_CA_PEM } from './kube-api-server.ts';
 /** internal/upgrade/kubeadm_version.go: the newest Kubernetes this Kamaji builds control planes for. */
 export const KAMAJI_SUPPORTED_VERSION = 'v1.36.0';
 
+/** The API version of the ClusterConfiguration Kamaji's kubeadm (v1.36) writes into kube-system/kubeadm-config. */
+export const KAMAJI_KUBEADM_CONFIG_API = 'kubeadm.k8s.io/v1beta4';
+
 /** The validating webhook's name (internal/webhook/routes/tcp_validate.go, `name=vtenantcontrolplane.kb.io`). */
 export const KAMAJI_VALIDATING_WEBHOOK = 'vtenantcontrolplane.kb.io';
 
@@ -174,6 +177,7 @@ export class KamajiController {
     const status = computeStatus(tcp, deployment);
     const secretName = adminSecretName(name);
     this.writeAdminKubeconfig(namespace, name);
+    if (readyReplicas > 0) uploadKubeadmConfig(this.tenant, tcp.spec.kubernetes.version);
     const running = tcp.status?.kubernetesResources?.version?.version;
     this.management.setStatus(TCP, namespace, name, {
       ...tcp.status,
@@ -256,6 +260,27 @@ export class KamajiController {
       data: { 'admin.conf': kubeconfig, 'super-admin.conf': kubeconfig },
     });
   }
+}
+
+/**
+ * The tenant's kube-system/kubeadm-config, which a joining kubeadm reads (KubeadmPhase PhaseUploadConfigKubeadm,
+ * internal/resources/kubeadm_phases.go → internal/kubeadm/uploadconfig.go, UploadKubeadmConfig): kubeadm's own
+ * uploadconfig phase of the kubeadm Kamaji is built with (go.mod: k8s.io/kubernetes v1.36.3), which marshals the
+ * ClusterConfiguration as kubeadm.k8s.io/v1beta4 (kubeadm's storage version since 1.31, kubernetes#125029), its
+ * extraArgs a list of name/value pairs. Written once the control plane runs.
+ */
+export function uploadKubeadmConfig(tenant: KubeApiServer, version: string): void {
+  const clusterConfiguration = {
+    apiVersion: KAMAJI_KUBEADM_CONFIG_API,
+    kind: 'ClusterConfiguration',
+    kubernetesVersion: version,
+    apiServer: { extraArgs: [{ name: 'authorization-mode', value: 'Node,RBAC' }] },
+    networking: { dnsDomain: 'cluster.local' },
+  };
+  tenant.put('v1/configmaps', {
+    metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+    data: { ClusterConfiguration: stringifyYaml(clusterConfiguration) },
+  });
 }
 
 const pki = (file: string) => readFileSync(new URL(`./kamaji-pki/${file}`, import.meta.url), 'utf8');

@@ -15,7 +15,7 @@ import type { TLSSocket } from 'node:tls';
 import { Application, AppProject } from '@kubernetes-models/argo-cd/argoproj.io/v1alpha1';
 import { Ajv } from 'ajv';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Namespace, Node, Pod, Secret, ServiceAccount } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
 import { AdmissionDenied, admitTenantControlPlane, KAMAJI_SUPPORTED_VERSION } from './kamaji.ts';
 
@@ -65,6 +65,7 @@ function validateTenantControlPlane(object: unknown): void {
 
 const KINDS: Record<string, Kind> = {
   'v1/secrets': { apiVersion: 'v1', kind: 'Secret', namespaced: true, statusSubresource: false, validate: (o) => new Secret(o as never).validate() },
+  'v1/configmaps': { apiVersion: 'v1', kind: 'ConfigMap', namespaced: true, statusSubresource: false, validate: (o) => new ConfigMap(o as never).validate() },
   'v1/namespaces': { apiVersion: 'v1', kind: 'Namespace', namespaced: false, statusSubresource: true, validate: (o) => new Namespace(o as never).validate() },
   'v1/nodes': { apiVersion: 'v1', kind: 'Node', namespaced: false, statusSubresource: true, validate: (o) => new Node(o as never).validate() },
   'v1/serviceaccounts': {

@@ -12,6 +12,7 @@
 // credential (its id, or "the platform token"), never the token.
 import createClient from 'openapi-fetch';
 import type { Logger } from 'pino';
+import { timedWait } from '../../telemetry/metrics.ts';
 import { labelValue } from '../labels.ts';
 import {
   type ComputeProvider,
@@ -209,7 +210,7 @@ export class HetznerCompute implements ComputeProvider {
     if (!token) throw new ProviderAuthError(who, 'unauthorized', 'no token is configured');
     const key = bucketKey(token);
     for (;;) {
-      await this.options.rateLimit.take(key);
+      await timedWait('hetzner-token', this.options.rateLimit.take(key));
       let answer: Answer<T>;
       try {
         answer = await send({ Authorization: `Bearer ${token}` });

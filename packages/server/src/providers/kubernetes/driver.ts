@@ -36,7 +36,7 @@ import type {
 import { type ArgoApplication, applicationSource, mergePatch, releaseOf, repositorySecret, sameJson } from './argocd.ts';
 import { nodeCloudConfig } from './cloud-init.ts';
 import { cniApplication, cniApplicationName } from './cni.ts';
-import { controlPlaneStatus, kubernetesRelease, type TenantControlPlane } from './kamaji.ts';
+import { controlPlaneStatus, type TenantControlPlane } from './kamaji.ts';
 import { LABEL } from './labels.ts';
 import { logEntries, parseStampedLine, sinceTimeOf } from './log-lines.ts';
 import { DNS_SERVICE_IP, POD_CIDR, SERVICE_CIDR } from './network.ts';
@@ -114,7 +114,9 @@ export class KubernetesDriver implements ClusterDriver {
       metadata: { name, namespace: this.options.kamajiNamespace, labels: { [LABEL.cluster]: request.cluster_id } },
       spec: {
         controlPlane: { deployment: { replicas: 2 }, service: { serviceType: 'LoadBalancer' } },
-        kubernetes: { version: kubernetesRelease(request.kubernetes_version), kubelet: { cgroupfs: 'systemd' } },
+        // Kamaji's webhook wants a whole semver (internal/webhook/handlers/tcp_version.go, semver.New) and builds
+        // the control plane's image tags from it (registry.k8s.io/kube-apiserver:<release>): a published release.
+        kubernetes: { version: request.kubernetes_release, kubelet: { cgroupfs: 'systemd' } },
         // Konnectivity: the tenant's API server, in the management cluster, reaches kubelets (logs, exec) and the
         // tenant's webhooks through the agents on the nodes, not across networks it cannot route.
         addons: { coreDNS: {}, kubeProxy: {}, konnectivity: { server: { port: 8132 } } },
@@ -265,7 +267,7 @@ export class KubernetesDriver implements ClusterDriver {
         token: `${id}.${secret}`,
         caCertHash: `sha256:${caHash}`,
         nodeName: request.node_name,
-        kubernetesVersion: request.kubernetes_version,
+        kubernetesRelease: request.kubernetes_release,
       }),
     };
   }
