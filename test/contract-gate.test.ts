@@ -148,26 +148,32 @@ describe('pnpm contract:release', () => {
     await versioned(root);
     expect(await release(root)).toMatchObject({ ok: false, lines: expect.arrayContaining([expect.stringMatching(/^Not released: .* breaks the released /)]) });
 
+    // An addition, from the released version and a changelog without its section, made ready step by step.
     const addition = await copy();
+    const released = JSON.parse(await readFile(join(addition, 'openapi/released.json'), 'utf8')) as { info: { version: string } };
+    const [major, minor] = released.info.version.split('.').map(Number);
+    const version = `${major}.${minor! + 1}.0`;
     await edit(
       addition,
       'openapi/components/schemas/ClusterCreate.yaml',
       /\nproperties:\n/,
       '\nproperties:\n  description:\n    type: string\n    maxLength: 200\n',
     );
-    expect((await release(addition)).lines.at(-1)).toMatch(/^Not released: info\.version \S+ is not above the released /);
-    await versioned(addition);
-    const version = /^## (\S+)/m.exec(await readFile(join(addition, 'CHANGELOG.md'), 'utf8'))![1]!;
-    await edit(addition, 'CHANGELOG.md', `## ${version}\n`, '## Unreleased\n');
+    await edit(addition, 'openapi/openapi.yaml', /^ {2}version: \S+$/m, `  version: ${released.info.version}`);
+    await writeFile(join(addition, 'CHANGELOG.md'), '# Changelog\n');
+    expect((await release(addition)).lines.at(-1)).toBe(
+      `Not released: info.version ${released.info.version} is not above the released ${released.info.version}.`,
+    );
+    await edit(addition, 'openapi/openapi.yaml', /^ {2}version: \S+$/m, `  version: ${version}`);
     expect((await release(addition)).lines.at(-1)).toBe(`Not released: CHANGELOG.md has no "## ${version}" section.`);
-    await edit(addition, 'CHANGELOG.md', '## Unreleased\n', `## ${version}\n`);
+    await writeFile(join(addition, 'CHANGELOG.md'), `# Changelog\n\n## ${version}\n\n- ClusterCreate.description.\n`);
     expect((await release(addition)).lines.at(-1)).toMatch(/is not the contract as written: run pnpm gen/);
 
     await writeFile(join(addition, 'packages/api-types/generated/openapi.json'), JSON.stringify(await bundleWorking(addition), null, 2));
     expect(await release(addition)).toEqual({ ok: true, lines: [`Released ${version}: openapi/released.json is now the contract the gate holds /v1 to.`] });
-    const released = JSON.parse(await readFile(join(addition, 'openapi/released.json'), 'utf8'));
-    expect(released.info.version).toBe(version);
-    expect(released.components.schemas.ClusterCreate.properties.description).toEqual({ type: 'string', maxLength: 200 });
+    const written = JSON.parse(await readFile(join(addition, 'openapi/released.json'), 'utf8'));
+    expect(written.info.version).toBe(version);
+    expect(written.components.schemas.ClusterCreate.properties.description).toEqual({ type: 'string', maxLength: 200 });
     expect(await gate(addition)).toMatchObject({ breaking: [], problems: [], lines: [`Contract ${version} against the released ${version}: unchanged.`] });
   }, 60_000);
 });
