@@ -17,6 +17,8 @@ const SLOW = [
   'packages/server/test/stopping.test.ts',
   'test/pnpm-voice.test.ts',
   'test/generators.test.ts',
+  // Redocly's bundler, once per case
+  'test/contract-gate.test.ts',
   'test/smoke.test.ts',
   'packages/server/test/smoke-doubles.test.ts',
   // a real PgBouncer and `pnpm start` behind it

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
@@ -136,10 +136,15 @@ async function writeDefaults(root: string): Promise<void> {
   await writeFile(join(root, defaults), text);
 }
 
+/** Bundles `root`'s openapi/openapi.yaml into `output` (a path from `root`, or absolute) as consumers load it. */
+export async function bundleContract(root: string, output: string): Promise<void> {
+  await tool('redocly', ['bundle', 'openapi/openapi.yaml', '--output', output], root);
+  await sortComponents(resolve(root, output));
+}
+
 export async function generate(root: string): Promise<void> {
   await Promise.all(generatedFiles.map((file) => mkdir(join(root, dirname(file)), { recursive: true })));
-  await tool('redocly', ['bundle', 'openapi/openapi.yaml', '--output', bundle], root);
-  await sortComponents(join(root, bundle));
+  await bundleContract(root, bundle);
   await Promise.all([
     // A field with a default is optional for the caller who sends it (ClusterCreate.kaas_version), so defaults
     // must not make request properties required.
@@ -157,7 +162,7 @@ async function buildDocs(root: string): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), 'platform-docs-'));
   try {
     const source = join(scratch, 'openapi.json');
-    await writeFile(source, JSON.stringify(withRoleNotes(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8'))))));
+    await writeFile(source, JSON.stringify(withDeprecationNotes(withRoleNotes(withCodeSamples(JSON.parse(await readFile(join(root, bundle), 'utf8')))))));
     // Every schema of the contract gets a page of its own, listed under a "Schemas" entry of the navigation.
     const options = JSON.stringify({ codeSamples: { languages: codeSampleLanguages }, schemaDefinitionsTagName: schemasTagName });
     await tool('redocly', ['build-docs', source, '--output', docs, '--title', 'Platform Management API reference', '--openapi', options], root);
@@ -189,6 +194,46 @@ function withRoleNotes(doc: Record<string, unknown>): Record<string, unknown> {
       }
       const role = operation['x-required-role'];
       if (role) operation.description = `**Requires the \`${role}\` role** in the workspace (see Roles).\n\n${operation.description ?? ''}`;
+    }
+  }
+  return doc;
+}
+
+type Deprecatable = {
+  description?: string;
+  deprecated?: boolean;
+  'x-deprecated-at'?: string;
+  'x-sunset'?: string;
+  'x-successor'?: string;
+  parameters?: ({ $ref: string } | Deprecatable)[];
+  name?: string;
+};
+
+/** What the docs say of a deprecation beside Redoc's "Deprecated" mark: since when, until when, what replaces it. */
+function deprecationNote(node: Deprecatable, successorLink: (successor: string) => string): string {
+  const parts = [`**Deprecated** since ${node['x-deprecated-at']}`];
+  if (node['x-sunset']) parts.push(`it stops answering on ${node['x-sunset']}`);
+  if (node['x-successor']) parts.push(`use ${successorLink(node['x-successor'])} instead`);
+  return `${parts.join('; ')}. Its answers say so in the \`Deprecation\`, \`Sunset\` and \`Link\` headers (see Compatibility).`;
+}
+
+/** Starts the description of each deprecated operation and parameter with its deprecation note. */
+export function withDeprecationNotes(doc: Record<string, unknown>): Record<string, unknown> {
+  const parameters = ((doc.components as { parameters?: Record<string, Deprecatable> }).parameters ?? {}) as Record<string, Deprecatable>;
+  const noted = new Set<Deprecatable>();
+  const note = (node: Deprecatable, successorLink: (successor: string) => string) => {
+    if (node.deprecated !== true || noted.has(node)) return;
+    noted.add(node);
+    node.description = `${deprecationNote(node, successorLink)}\n\n${node.description ?? ''}`;
+  };
+  for (const item of Object.values(doc.paths as Record<string, Record<string, Deprecatable>>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (typeof operation !== 'object' || !['get', 'put', 'post', 'delete', 'patch'].includes(method)) continue;
+      note(operation, (successor) => `[\`${successor}\`](#operation/${successor})`);
+      for (const parameter of operation.parameters ?? []) {
+        const resolved = '$ref' in parameter ? parameters[parameter.$ref.split('/').pop()!] : parameter;
+        if (resolved) note(resolved, (successor) => `the \`${successor}\` parameter`);
+      }
     }
   }
   return doc;

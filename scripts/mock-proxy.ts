@@ -37,7 +37,8 @@ interface ErrorBody {
  * The response headers a script on another origin may read: the server's (packages/server/src/http/cors.ts; the
  * mock's tests hold the two equal). Not imported: the server's modules would double the mock's start-up.
  */
-export const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Idempotent-Replayed, Allow, WWW-Authenticate';
+export const EXPOSED_HEADERS =
+  'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Idempotent-Replayed, Allow, WWW-Authenticate, Deprecation, Sunset, Link';
 
 // Hop-by-hop headers, and those that no longer describe the body once fetch has decoded it.
 const dropped = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'host']);

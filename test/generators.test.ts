@@ -1,6 +1,8 @@
-// The contract serves other code generators as well as ours: @hey-api/openapi-ts and swagger-typescript-api
-// generate clients from the bundle, and a consumer that handles webhook payloads by their named schemas
-// (ClusterCreatedEvent, InstallFailedEvent) type-checks against both, strictly, with a wrong payload refused.
+// The contract serves other code generators as well as ours: @hey-api/openapi-ts, swagger-typescript-api and
+// openapi-typescript-codegen generate clients from the bundle, and a consumer that handles webhook payloads by their
+// named schemas (ClusterCreatedEvent, InstallFailedEvent) type-checks against each, strictly, with a wrong payload
+// refused: a payload's `type` is a one-value enum, which each keeps a literal type (openapi-typescript-codegen
+// made a `const` any).
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -39,9 +41,12 @@ beforeAll(async () => {
     run(bin('swagger-typescript-api'), ['generate', '--enum-style=union', '-p', bundle, '-o', join(scratch, 'swagger-typescript-api'), '-n', 'api.ts'], {
       cwd: scratch,
     }),
+    // --useUnionTypes, as --enum-style=union above: two TypeScript enums of one value intersect to never.
+    run(bin('openapi'), ['--input', bundle, '--output', join(scratch, 'openapi-typescript-codegen'), '--useUnionTypes'], { cwd: scratch }),
   ]);
   await writeFile(join(scratch, 'hey-api-consumer.ts'), consumer('./hey-api/types.gen.ts'));
   await writeFile(join(scratch, 'swagger-typescript-api-consumer.ts'), consumer('./swagger-typescript-api/api.ts'));
+  await writeFile(join(scratch, 'openapi-typescript-codegen-consumer.ts'), consumer('./openapi-typescript-codegen/index.ts'));
   await writeFile(
     join(scratch, 'tsconfig.json'),
     JSON.stringify({
@@ -55,7 +60,7 @@ beforeAll(async () => {
         allowImportingTsExtensions: true,
         skipLibCheck: true,
       },
-      include: ['*.ts', 'hey-api/**/*.ts', 'swagger-typescript-api/**/*.ts'],
+      include: ['*.ts', 'hey-api/**/*.ts', 'swagger-typescript-api/**/*.ts', 'openapi-typescript-codegen/**/*.ts'],
     }),
   );
 }, 180_000);

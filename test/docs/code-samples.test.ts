@@ -74,10 +74,11 @@ describe('request samples', () => {
     expect(source('streamInstallLogs', 'TypeScript client')).toContain("for await (const event of api.streamInstallLogs('ins_");
   });
 
-  it('calls the contract’s first server, the public one, with its variables at their defaults', () => {
-    // Generators default to `servers[0]`: it is the deployment's address, not a developer's machine.
+  it('calls the contract’s first server, a concrete public one, with its variables at their defaults', () => {
+    // Generators default to `servers[0]`: a deployment's address, not a developer's machine, and no template (a
+    // generator makes a broken default of one).
     const first = Array.isArray(doc.servers) ? doc.servers[0] : undefined;
-    expect(isObject(first) ? first.url : first).toBe('{base_url}');
+    expect(isObject(first) ? first.url : first).toBe('https://api.platform.example');
     expect(serverUrl({ url: '{base_url}/v1', variables: { base_url: { default: 'https://api.platform.example' } } })).toBe('https://api.platform.example/v1');
     expect(() => serverUrl({ url: '{base_url}', variables: {} })).toThrow('server variable base_url has no default');
     for (const sample of samplesOf('listClusters')) expect(sample.source).not.toContain('{base_url}');

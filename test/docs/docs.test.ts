@@ -389,10 +389,11 @@ describe('/docs in Chromium with the network cut off', { timeout: 180_000 }, () 
   it("keeps the contract's servers in the page as built, published elsewhere", async () => {
     const page = await openDocs('', published);
     const servers = await page.getByTestId('panel-servers').first().innerText();
-    // The public server first (the one generators pick), the local one after it.
-    const publicServer = servers.indexOf('A production or staging deployment');
+    // The concrete public server first (the one generators pick), the template for one's own, the local one last.
+    const publicServer = servers.indexOf('An example production deployment of the platform');
     expect(publicServer).toBeGreaterThanOrEqual(0);
-    expect(servers.indexOf('http://localhost:8080')).toBeGreaterThan(publicServer);
+    expect(servers.indexOf('A production or staging deployment')).toBeGreaterThan(publicServer);
+    expect(servers.indexOf('http://localhost:8080')).toBeGreaterThan(servers.indexOf('A production or staging deployment'));
     expect(servers).not.toContain(published);
     await page.evaluate(() => {
       window.location.hash = '#operation/listClusters';

@@ -343,7 +343,7 @@ export function parseSse(text: string): { events: SseEvent[]; comments: string[]
 /**
  * The schema of each event's data in a text/event-stream response, read from the stream schema's
  * `contentSchema` (an array of event schemas, as the OpenAPI media type registry models an event stream): each
- * event schema of its items' `oneOf` fixes `event` with a `const` and gives `data`. Returns event name → pointer
+ * event schema of its items' `oneOf` fixes `event` with a one-value `enum` and gives `data`. Returns event name → pointer
  * of the data schema (the component it references, when it references one).
  */
 export function eventDataSchemas(doc: OpenApiDocument, streamSchemaAt: string): Map<string, string> {
@@ -356,7 +356,9 @@ export function eventDataSchemas(doc: OpenApiDocument, streamSchemaAt: string): 
   for (const [index, variant] of variants.entries()) {
     const event = deref(doc, variant, `${item.at}/oneOf/${index}`);
     const properties = isObject(event.value.properties) ? event.value.properties : {};
-    const name = isObject(properties.event) ? properties.event.const : undefined;
+    // One value: a one-value `enum` (generators keep it a literal type where some make `const` any).
+    const tag = isObject(properties.event) ? properties.event : undefined;
+    const name = tag && Array.isArray(tag.enum) && tag.enum.length === 1 ? tag.enum[0] : tag?.const;
     if (typeof name !== 'string' || !isObject(properties.data)) continue;
     const data = properties.data;
     result.set(name, typeof data.$ref === 'string' ? data.$ref : `${event.at}/properties/data`);

@@ -2776,17 +2776,17 @@ export interface components {
         };
         /** @description The body of the `cluster.created` webhook, the event as `GET /v1/events` lists it. */
         ClusterCreatedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "cluster.created";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "cluster";
             object?: components["schemas"]["Cluster"];
         };
         /** @description The body of the `cluster.failed` webhook, the event as `GET /v1/events` lists it. */
         ClusterFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "cluster.failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "cluster";
             object?: components["schemas"]["Cluster"];
         };
@@ -2804,9 +2804,9 @@ export interface components {
         };
         /** @description The body of the `cluster.running` webhook, the event as `GET /v1/events` lists it. */
         ClusterRunningEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "cluster.running";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "cluster";
             object?: components["schemas"]["Cluster"];
         };
@@ -3080,7 +3080,7 @@ export interface components {
             };
         };
         /**
-         * @description Machine-readable error code; see the error table in the introduction.
+         * @description Machine-readable error code; see the error table in the introduction. More codes may be added (`x-extensible-enum`): a client handles one it does not know by the answer's HTTP status.
          * @enum {string}
          */
         ErrorCode: "bad_request" | "unauthorized" | "forbidden" | "quota_exceeded" | "not_found" | "method_not_allowed" | "conflict" | "validation_error" | "idempotency_key_reused" | "rate_limited" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "service_unavailable";
@@ -3100,7 +3100,10 @@ export interface components {
         };
         /** @description One event of the events stream, as the fields of its Server-Sent Events block: `event` is always `event`, `id` the event's id and `data` the JSON text of the event. */
         EventFeedItem: {
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             event: "event";
             /** @description The event's id; send it back as `Last-Event-ID` to resume after this event. */
             id: string;
@@ -3132,6 +3135,8 @@ export interface components {
          *       then closes the connection. Do not reconnect: the server would refuse it the same way.
          */
         EventStream: string;
+        /** @description One event of the events stream, as the fields of its Server-Sent Events block (the model OpenAPI 3.2 gives `text/event-stream` items): `event` names it and `data` carries the JSON text of the object shown. */
+        EventStreamItem: components["schemas"]["EventFeedItem"] | components["schemas"]["AccessEndedEvent"];
         /**
          * @description What happened, as `<object>.<change>`:
          *     - `cluster.created`, `cluster.running`, `cluster.failed`: a cluster was created; its control plane came up or
@@ -3154,7 +3159,7 @@ export interface components {
          *       `object` is the token as listed (never its secret). Told once per token, in its owner's default workspace.
          *     - `webhook_endpoint.disabled`: a webhook endpoint of the workspace failed every delivery for days and the
          *       service disabled it; `object` is the endpoint after it (never its secret). Not sent to the endpoint itself.
-         *     More types may be added; a consumer should ignore a type it does not know.
+         *     More types may be added (`x-extensible-enum`); a consumer should ignore a type it does not know.
          * @enum {string}
          */
         EventType: "cluster.created" | "cluster.running" | "cluster.failed" | "machine.ready" | "machine.provision_failed" | "machine.failed" | "suspension.suspended" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.created" | "install.running" | "install.failed" | "install.updated" | "install.rolled_back" | "install.uninstalled" | "product.regeneration_succeeded" | "product.regeneration_failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
@@ -3212,17 +3217,17 @@ export interface components {
         };
         /** @description The body of the `install.created` webhook, the event as `GET /v1/events` lists it. */
         InstallCreatedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "install.created";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
         };
         /** @description The body of the `install.failed` webhook, the event as `GET /v1/events` lists it. */
         InstallFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "install.failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
         };
@@ -3273,17 +3278,17 @@ export interface components {
         };
         /** @description The body of the `install.rolled_back` webhook, the event as `GET /v1/events` lists it. */
         InstallRolledBackEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "install.rolled_back";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
         };
         /** @description The body of the `install.running` webhook, the event as `GET /v1/events` lists it. */
         InstallRunningEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "install.running";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
         };
@@ -3298,9 +3303,9 @@ export interface components {
         InstallStatus: "pending" | "installing" | "running" | "failed" | "uninstalling";
         /** @description The body of the `install.uninstalled` webhook, the event as `GET /v1/events` lists it. */
         InstallUninstalledEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "install.uninstalled";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
         };
@@ -3310,9 +3315,9 @@ export interface components {
         };
         /** @description The body of the `install.updated` webhook, the event as `GET /v1/events` lists it. */
         InstallUpdatedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "install.updated";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "install";
             object?: components["schemas"]["Install"];
         };
@@ -3443,25 +3448,25 @@ export interface components {
         };
         /** @description The body of the `machine.failed` webhook, the event as `GET /v1/events` lists it. */
         MachineFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "machine.failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "machine";
             object?: components["schemas"]["Machine"];
         };
         /** @description The body of the `machine.provision_failed` webhook, the event as `GET /v1/events` lists it. */
         MachineProvisionFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "machine.provision_failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "machine";
             object?: components["schemas"]["Machine"];
         };
         /** @description The body of the `machine.ready` webhook, the event as `GET /v1/events` lists it. */
         MachineReadyEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "machine.ready";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "machine";
             object?: components["schemas"]["Machine"];
         };
@@ -3499,7 +3504,8 @@ export interface components {
              *     - `token.expiring_soon`: one of the caller's personal access tokens expires within 7 days.
              *     - `webhook_endpoint.disabled`: a webhook endpoint of the workspace failed every delivery for days and was
              *       disabled.
-             *     More types may be added, each an event type; clients should show an unknown type by its `title` and `body`.
+             *     More types may be added (`x-extensible-enum`), each an event type; clients should show an unknown type by its
+             *     `title` and `body`.
              * @enum {string}
              */
             type: "cluster.running" | "cluster.failed" | "machine.provision_failed" | "machine.failed" | "suspension.failed" | "suspension.resumed" | "suspension.resume_failed" | "install.running" | "install.failed" | "quota.reached" | "token.expiring_soon" | "webhook_endpoint.disabled";
@@ -3573,17 +3579,17 @@ export interface components {
         };
         /** @description The body of the `product.regeneration_failed` webhook, the event as `GET /v1/events` lists it. */
         ProductRegenerationFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "product.regeneration_failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "product";
             object?: components["schemas"]["Product"];
         };
         /** @description The body of the `product.regeneration_succeeded` webhook, the event as `GET /v1/events` lists it. */
         ProductRegenerationSucceededEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "product.regeneration_succeeded";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "product";
             object?: components["schemas"]["Product"];
         };
@@ -3662,9 +3668,9 @@ export interface components {
         };
         /** @description The body of the `quota.reached` webhook, the event as `GET /v1/events` lists it. */
         QuotaReachedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "quota.reached";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "quota";
             object?: components["schemas"]["QuotaEntry"];
         };
@@ -3810,9 +3816,9 @@ export interface components {
         };
         /** @description The body of the `suspension.failed` webhook, the event as `GET /v1/events` lists it. */
         SuspensionFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "suspension.failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "suspension";
             object?: components["schemas"]["Suspension"];
         };
@@ -3822,25 +3828,25 @@ export interface components {
         };
         /** @description The body of the `suspension.resume_failed` webhook, the event as `GET /v1/events` lists it. */
         SuspensionResumeFailedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "suspension.resume_failed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "suspension";
             object?: components["schemas"]["Suspension"];
         };
         /** @description The body of the `suspension.resumed` webhook, the event as `GET /v1/events` lists it. */
         SuspensionResumedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "suspension.resumed";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "suspension";
             object?: components["schemas"]["Suspension"];
         };
         /** @description The body of the `suspension.suspended` webhook, the event as `GET /v1/events` lists it. */
         SuspensionSuspendedEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "suspension.suspended";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "suspension";
             object?: components["schemas"]["Suspension"];
         };
@@ -3905,9 +3911,9 @@ export interface components {
         };
         /** @description The body of the `token.expiring_soon` webhook, the event as `GET /v1/events` lists it. */
         TokenExpiringSoonEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "token.expiring_soon";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "token";
             object?: components["schemas"]["Token"];
         };
@@ -4023,9 +4029,9 @@ export interface components {
         };
         /** @description The body of the `webhook_endpoint.disabled` webhook, the event as `GET /v1/events` lists it. */
         WebhookEndpointDisabledEvent: components["schemas"]["Event"] & {
-            /** @constant */
+            /** @enum {string} */
             type?: "webhook_endpoint.disabled";
-            /** @constant */
+            /** @enum {string} */
             object_type?: "webhook_endpoint";
             object?: components["schemas"]["WebhookEndpoint"];
         };

@@ -1,7 +1,7 @@
 // What every command's action gets: the settings in force, the client built from them, and the output mode.
 // Actions return their exit code; errors thrown from them are printed by main.ts.
 
-import { createPlatformClient, type PlatformClient } from '@platform/client';
+import { createPlatformClient, type DeprecationHandler, type PlatformClient } from '@platform/client';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type GlobalFlags, resolveSettings, type Settings } from './config.ts';
 import type { Io } from './io.ts';
@@ -15,6 +15,14 @@ export interface Context {
 }
 
 const ios = new WeakMap<Command, Io>();
+/** One per run: a deprecated operation is told of once in a run, however many calls it takes. */
+const deprecationWarnings = new WeakMap<Io, DeprecationHandler>();
+
+function warnOfDeprecation(io: Io): DeprecationHandler {
+  let handler = deprecationWarnings.get(io);
+  if (!handler) deprecationWarnings.set(io, (handler = (notice) => io.stderr.write(`Warning: ${notice.message}\n`)));
+  return handler;
+}
 
 /** Ties the program to the streams and environment of its run (buildProgram does). */
 export function bindIo(program: Command, io: Io): void {
@@ -40,6 +48,7 @@ export function contextOf(command: Command): Context {
     baseUrl: settings.apiUrl,
     token: settings.token,
     workspaceId: settings.workspace,
+    onDeprecation: warnOfDeprecation(io),
     ...(io.pace?.retry ? { retry: io.pace.retry } : {}),
   });
   return { settings, api: flags.all ? everyPage(api) : api, out: { json: flags.json === true, io }, io };

@@ -2,6 +2,7 @@
 // body and reject with a PlatformError; one method per operationId (generated in operations.ts) over the same
 // calls; plus paginate(), streamInstallLogs() and streamEvents().
 import type { Schema } from '@platform/api-types';
+import { type DeprecationHandler, warnOnConsole } from './deprecation.ts';
 import { PlatformError } from './errors.ts';
 import { type EventStreamOptions, streamEvents } from './events.ts';
 import { type InstallId, type LogEvent, type LogStreamOptions, streamLogs } from './logs.ts';
@@ -38,6 +39,11 @@ export interface PlatformClientOptions {
   retry?: RetryOptions | false;
   /** Time limit in milliseconds of each attempt; 0 disables it. Default 30 000. */
   timeoutMs?: number;
+  /**
+   * Told once per process for each deprecated operation the service answers (its `Deprecation`, `Sunset` and
+   * `Link` headers). Default: a warning on the console.
+   */
+  onDeprecation?: DeprecationHandler;
 }
 
 /**
@@ -85,6 +91,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     fetch: options.fetch,
     retry,
     timeoutMs: options.timeoutMs ?? 30_000,
+    onDeprecation: options.onDeprecation ?? warnOnConsole,
   });
 
   const method =

@@ -1,5 +1,6 @@
 // @platform/client: the typed client of the Platform Management API.
 export { createPlatformClient, type PlatformClient, type PlatformClientOptions } from './client.ts';
+export type { DeprecationHandler, DeprecationNotice } from './deprecation.ts';
 export { type OAuthErrorCode, PlatformAccessEndedError, PlatformApiError, PlatformError, type PlatformErrorCode, PlatformNetworkError } from './errors.ts';
 export type { EventStreamOptions } from './events.ts';
 export type { InstallId, LogEvent, LogStreamOptions } from './logs.ts';

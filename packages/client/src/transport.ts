@@ -2,6 +2,7 @@
 // headers, per-attempt timeouts, the caller's abort signal, retries, and turns every failure into a PlatformError.
 import type { paths } from '@platform/api-types';
 import createClient from 'openapi-fetch';
+import { type DeprecationHandler, noticeDeprecation } from './deprecation.ts';
 import { PlatformApiError, PlatformError, PlatformNetworkError } from './errors.ts';
 import { backoff, type RetryPolicy } from './retry.ts';
 
@@ -29,6 +30,7 @@ export interface TransportOptions {
   fetch: ((input: Request) => Promise<Response>) | undefined;
   retry: RetryPolicy;
   timeoutMs: number;
+  onDeprecation: DeprecationHandler;
 }
 
 export interface Sent {
@@ -115,6 +117,7 @@ export function createTransport(options: TransportOptions): Send {
       }
 
       const { response } = result;
+      noticeDeprecation(what, url, response, options.onDeprecation);
       if (response.ok) {
         if (parseAs === 'stream') {
           // The timeout covers connecting; a followed stream then lasts as long as the caller wants.

@@ -52,13 +52,15 @@ export interface AppOptions {
    * and with which a token's reading is kept between its requests (services/access-cache.ts).
    */
   accessChanges?: AccessChanges;
+  /** The contract to bind; default the bundled one (a test binds a fixture through the same binding). */
+  definition?: Parameters<typeof loadContract>[0];
 }
 
 export async function createApp(options: AppOptions): Promise<Koa> {
   const { db, config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
-  const contract = await loadContract();
+  const contract = await loadContract(options.definition);
   const authenticate = createAuthenticator(db, clock, config, options.accessChanges);
   const rateLimiter = apiRateLimiter(db, clock);
   const simulated = options.provider && options.driver ? undefined : new SimulatedCloud(db, clock);

@@ -17,4 +17,5 @@ export { BEYOND_THE_REGISTRIES, IPV4_SPECIAL_PURPOSE, IPV6_SPECIAL_PURPOSE } fro
 export { blockRange } from '../src/services/ssrf.ts';
 export { buildWorld, idFor, type World } from './fixtures.ts';
 export { freePort } from './global-setup.ts';
+export { deprecatedContract } from './support/deprecated-contract.ts';
 export * from './support.ts';

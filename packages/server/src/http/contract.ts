@@ -10,6 +10,7 @@ import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import { ApiError, validationError } from '../errors.ts';
 import { ROLES, type Role } from '../services/roles.ts';
 import { jsonProblem } from './body.ts';
+import { deprecationHeaderNames, deprecationHeaders, deprecationOf } from './deprecation.ts';
 import { propertyName } from './property-names.ts';
 import type { RouteOperation } from './router.ts';
 
@@ -21,6 +22,7 @@ interface ParameterObject {
   name: string;
   in: 'path' | 'query' | 'header' | 'cookie';
   schema?: { type?: unknown };
+  deprecated?: boolean;
 }
 
 export interface OperationMeta extends RouteOperation {
@@ -51,6 +53,10 @@ export interface OperationMeta extends RouteOperation {
    * transaction with its event), and the reads the contract marks `x-audited` (they hand out credentials).
    */
   audit: 'change' | 'read' | undefined;
+  /** Deprecated (`deprecated: true`): the headers every answer carries (http/deprecation.ts). */
+  deprecation: Record<string, string> | undefined;
+  /** Deprecated parameters, as a request sends them (query name; header name in lower case) → the headers then. */
+  deprecatedParameters: Map<string, Record<string, string>>;
 }
 
 export interface Contract {
@@ -58,7 +64,8 @@ export interface Contract {
   operations: Map<OperationId, OperationMeta>;
 }
 
-export async function loadContract(): Promise<Contract> {
+/** `document`: the bundled contract; another document (a test's fixture) is bound the same way. */
+export async function loadContract(document: Document = definition as unknown as Document): Promise<Contract> {
   // openapi-backend asks for a new Ajv for each validator it builds (an operation's parameters, body, responses), and
   // a new Ajv compiles the 2020-12 meta-schema again before it checks a schema against it: about 20 ms of each
   // build, most of an operation's first request. One Ajv per set of options compiles it once.
@@ -66,7 +73,7 @@ export async function loadContract(): Promise<Contract> {
   const api = new OpenAPIBackend({
     // The document itself, not a copy: openapi-backend dereferences into a clone of its own and leaves its input
     // as it is (contract-responses.test checks), and a second copy cost 0.8 MB of the server's heap.
-    definition: definition as unknown as Document,
+    definition: document,
     // Its definition check uses the OpenAPI 3.0 meta-schema and rejects 3.1 constructs; Redocly lints instead.
     quick: true,
     validate: true,
@@ -84,14 +91,20 @@ export async function loadContract(): Promise<Contract> {
     },
   });
   await api.init();
-  const rootSecurity = (definition as { security?: unknown[] }).security ?? [];
+  const rootSecurity = (document as { security?: unknown[] }).security ?? [];
   const operations = new Map<OperationId, OperationMeta>();
   for (const operation of api.getOperations()) {
     const parameters = (operation.parameters ?? []) as ParameterObject[];
     const headerNames = new Map<string, string>();
     const numericQuery = new Map<string, 'integer' | 'number'>();
     const singleQuery = new Set<string>();
+    const deprecatedParameters = new Map<string, Record<string, string>>();
     for (const parameter of parameters) {
+      const deprecated = deprecationOf(parameter, `${operation.operationId}: ${parameter.in} parameter ${parameter.name}`);
+      if (deprecated) {
+        const sent = parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name;
+        deprecatedParameters.set(sent, deprecationHeaders(operation.operationId!, deprecated, false));
+      }
       if (parameter.in === 'header') headerNames.set(propertyName(parameter.name.toLowerCase()), propertyName(parameter.name));
       const type = parameter.schema?.type;
       if (parameter.in === 'query' && (type === 'integer' || type === 'number')) numericQuery.set(propertyName(parameter.name), type);
@@ -101,7 +114,7 @@ export async function loadContract(): Promise<Contract> {
     const requestBody = operation.requestBody as { required?: boolean; content?: Record<string, unknown> } | undefined;
     // Read from the bundled document, whose references are intact (openapi-backend's copy may be dereferenced).
     const raw = (
-      definition as unknown as {
+      document as unknown as {
         paths: Record<
           string,
           Record<string, { responses?: Record<string, unknown>; 'x-required-role'?: string; 'x-audited'?: boolean; 'x-requires-workspace'?: boolean }>
@@ -112,11 +125,12 @@ export async function loadContract(): Promise<Contract> {
     if (requiredRole !== undefined && !ROLES.includes(requiredRole)) throw new Error(`${operation.operationId}: unknown x-required-role ${requiredRole}`);
     const responses = new Map<string, Set<string>>();
     for (const [status, response] of Object.entries(raw?.responses ?? {})) {
-      const headers = (resolve(response) as { headers?: Record<string, unknown> }).headers ?? {};
+      const headers = (resolve(document, response) as { headers?: Record<string, unknown> }).headers ?? {};
       responses.set(status, new Set(Object.keys(headers).map((name) => name.toLowerCase())));
     }
     const authenticated = security.length > 0;
     const audit = !authenticated ? undefined : operation.method !== 'get' ? 'change' : raw?.['x-audited'] === true ? 'read' : undefined;
+    const deprecation = deprecationOf(operation as never, operation.operationId!);
     const badRequest = raw?.responses?.['400'] as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
     operations.set(operation.operationId as OperationId, {
       operationId: operation.operationId as OperationId,
@@ -136,19 +150,21 @@ export async function loadContract(): Promise<Contract> {
       requiredRole,
       requiresWorkspace: raw?.['x-requires-workspace'] === true,
       audit,
+      deprecation: deprecation && deprecationHeaders(operation.operationId!, deprecation, true),
+      deprecatedParameters,
     });
   }
   return { api, operations };
 }
 
 /** A local reference (`#/components/responses/NotFound`) followed to what it names in the bundled document. */
-function resolve(value: unknown): unknown {
+function resolve(document: Document, value: unknown): unknown {
   let node = value as { $ref?: string } | undefined;
   while (typeof node?.$ref === 'string') {
     node = node.$ref
       .slice(2)
       .split('/')
-      .reduce<unknown>((at, token) => (at as Record<string, unknown> | undefined)?.[token.replace(/~1/g, '/').replace(/~0/g, '~')], definition) as {
+      .reduce<unknown>((at, token) => (at as Record<string, unknown> | undefined)?.[token.replace(/~1/g, '/').replace(/~0/g, '~')], document) as {
       $ref?: string;
     };
   }
@@ -188,7 +204,9 @@ export function responseProblems(contract: Contract, meta: OperationMeta, status
   const problems: string[] = [];
   for (const name of Object.keys(headers)) {
     const lower = name.toLowerCase();
-    if (!declared.has(lower) && !transportHeaders.has(lower) && !lower.startsWith('access-control-'))
+    // A deprecated operation's or parameter's headers are declared by its `deprecated: true`.
+    const deprecationHeader = deprecationHeaderNames.has(lower) && (meta.deprecation !== undefined || meta.deprecatedParameters.size > 0);
+    if (!declared.has(lower) && !transportHeaders.has(lower) && !lower.startsWith('access-control-') && !deprecationHeader)
       problems.push(`header ${name} is not declared on ${status}`);
   }
   if (status === 204 && body !== undefined && body !== null) problems.push('a 204 has a body');

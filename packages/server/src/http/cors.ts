@@ -7,7 +7,8 @@ import { ApiError } from '../errors.ts';
 /** Request headers a browser may send: the ones the contract's operations read. */
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Workspace-Id, Idempotency-Key, Last-Event-ID, X-Request-Id';
 /** Response headers a browser script may read. */
-export const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Idempotent-Replayed, Allow, WWW-Authenticate';
+export const EXPOSED_HEADERS =
+  'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Idempotent-Replayed, Allow, WWW-Authenticate, Deprecation, Sunset, Link';
 const ALLOWED_METHODS = 'GET, POST, PATCH, DELETE';
 /** How long a browser may cache a preflight's answer. */
 const PREFLIGHT_MAX_AGE_SECONDS = '600';

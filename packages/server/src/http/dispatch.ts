@@ -77,6 +77,10 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
     }
     const meta = contract.operations.get(match.operation.operationId);
     if (!meta) throw new Error(`no metadata for ${match.operation.operationId}`);
+    // Every answer of a deprecated operation says so, its errors too (http/deprecation.ts); so does every answer to
+    // a request that sends a deprecated parameter (the operation's headers win).
+    if (meta.deprecation) ctx.set(meta.deprecation);
+    else for (const [sent, announced] of meta.deprecatedParameters) if (ctx.query[sent] !== undefined || ctx.headers[sent] !== undefined) ctx.set(announced);
     // For the declared-responses check (with VALIDATE_RESPONSES), which runs once the answer is made.
     ctx.state.operation = meta;
     return { meta, params: match.params };
