@@ -30,10 +30,11 @@ export type IdPrefix =
   | 'whd';
 
 /**
- * The id prefix of each table whose rows are listed page by page (the id its keyset orders by; members by their
- * user), so a cursor is known for its list's (services/pagination.ts). Regions have ids of their own (`fsn1`).
+ * The shape of the ids of each table whose rows are listed page by page (the id its keyset orders by; members by
+ * their user): a prefix, or a pattern where ids have none, so a cursor is known for its list's
+ * (services/pagination.ts).
  */
-export const PAGED_TABLE_ID_PREFIX = {
+export const PAGED_TABLE_ID_SHAPE = {
   clusters: 'cl',
   compute_configs: 'cc',
   cloud_credentials: 'ccr',
@@ -51,12 +52,13 @@ export const PAGED_TABLE_ID_PREFIX = {
   workspaces: 'ws',
   workspace_members: 'usr',
   workspace_invitations: 'inv',
+  // Regions' ids are the provider's location names (`fsn1`): nothing tells one from another list's id.
   regions: null,
-  kaas_versions: null,
-} as const satisfies Record<string, IdPrefix | null>;
+  kaas_versions: /^v\d+\.\d+$/,
+} as const satisfies Record<string, IdPrefix | RegExp | null>;
 
 /** A table whose rows are listed page by page. */
-export type PagedTable = keyof typeof PAGED_TABLE_ID_PREFIX;
+export type PagedTable = keyof typeof PAGED_TABLE_ID_SHAPE;
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -1,7 +1,7 @@
 // Keyset pagination over (created_at, id), oldest first. The cursor is opaque base64url JSON that points
 // after the last record returned, so pages never repeat or skip and page n costs what page 1 costs.
 import { validationError } from '../errors.ts';
-import { type IdPrefix, PAGED_TABLE_ID_PREFIX, type PagedTable } from '../ids.ts';
+import { type IdPrefix, PAGED_TABLE_ID_SHAPE, type PagedTable } from '../ids.ts';
 
 export interface Position {
   created_at: number;
@@ -19,7 +19,7 @@ export function decodeCursor(cursor: string | undefined, table: PagedTable): Pos
   if (cursor === undefined || cursor === '') return undefined;
   // A cursor of one list (a position among clusters) passed to another (suspensions) would be read as a place in it
   // and silently skip rows: it is refused as any cursor not from this list.
-  const prefix: IdPrefix | null = PAGED_TABLE_ID_PREFIX[table];
+  const shape: IdPrefix | RegExp | null = PAGED_TABLE_ID_SHAPE[table];
   let position: Position | undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -32,7 +32,8 @@ export function decodeCursor(cursor: string | undefined, table: PagedTable): Pos
   } catch {
     // fall through to the 422
   }
-  if (position && prefix !== null && !position.id.startsWith(`${prefix}_`)) {
+  const ofThisList = (id: string) => (shape === null ? true : typeof shape === 'string' ? id.startsWith(`${shape}_`) : shape.test(id));
+  if (position && !ofThisList(position.id)) {
     throw validationError(
       'cursor',
       'cursor is a cursor of another list.',
