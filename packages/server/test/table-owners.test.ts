@@ -32,11 +32,6 @@ const OWNER_EXCEPTIONS: Record<string, string> = {
   'simulated_cloud.clusters': 'providers/simulated.ts',
   'simulated_cloud.nodes': 'providers/simulated.ts',
 };
-/**
- * The demo and test data (db/seed.ts) inserts its sample resources as rows as they are, without a creation's
- * rules: kept out of the production modules, and only into these tables.
- */
-const SEED = { file: 'db/seed.ts', tables: new Set(['clusters', 'compute_configs', 'machines', 'suspensions', 'products', 'notifications']) };
 /** Reference data the migrations fill and no module writes. */
 const READ_ONLY = new Set(['regions']);
 
@@ -104,7 +99,7 @@ describe('every table is written by exactly one module', () => {
 
   it('writes each table only in its owner', () => {
     const strays = writes
-      .filter((w) => READ_ONLY.has(w.table) || (ownerOf(w.table) !== w.file && !(w.file === SEED.file && SEED.tables.has(w.table))))
+      .filter((w) => READ_ONLY.has(w.table) || ownerOf(w.table) !== w.file)
       .map((w) => `${w.file}:${w.line} writes ${w.table} (owner: ${ownerOf(w.table)})`);
     expect(strays).toEqual([]);
   });

@@ -1,16 +1,19 @@
 // The demo data a first start on an empty database gets: a user with a workspace, one of each resource, and a
-// token to try them with. Users, workspaces and tokens are made through their resources' modules; the sample
-// resources are inserted here as rows as they are, without a creation's rules (the one place besides a table's
-// owner that writes it: test/table-owners.test.ts lists these inserts). createUser (resources/users.ts) is
-// re-exported for the tests and scripts that make users.
+// token to try them with. Every row goes through the module that owns its table (test/table-owners.test.ts): users,
+// workspaces and tokens as any are made, the sample resources as they are, without a creation's rules (a running
+// cluster at once, no workflow). createUser (resources/users.ts) is re-exported for the tests and scripts that make
+// users.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { ClusterDriver, ComputeProvider } from '../providers/types.ts';
-import { clusterById } from '../resources/clusters.ts';
+import { clusterById, seedClusters } from '../resources/clusters.ts';
+import { seedComputeConfigs } from '../resources/compute-configs.ts';
 import { releaseForNewCluster } from '../resources/kaas-versions.ts';
-import { machineById, setMachineState } from '../resources/machines.ts';
-import { recordSnapshot } from '../resources/suspensions.ts';
+import { machineById, seedMachines, setMachineState } from '../resources/machines.ts';
+import { seedNotifications } from '../resources/notifications.ts';
+import { seedProducts } from '../resources/products.ts';
+import { recordSnapshot, seedSuspensions } from '../resources/suspensions.ts';
 import { anyUser, createUser } from '../resources/users.ts';
 import type { Database } from './schema.ts';
 
@@ -77,100 +80,85 @@ export async function seedSampleResources(
       created_at: createdAt,
     }) as const;
   await db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('clusters')
-      .values([
-        {
-          id: ids.clusterId,
-          workspace_id: workspaceId,
-          name: clusterName,
-          region_id: 'fsn1',
-          kaas_version: kaasVersion,
-          kaas_release: kaasRelease,
-          status: 'RUNNING',
-          status_message: null,
-          created_at: now,
-        },
-      ])
-      .execute();
-    await trx
-      .insertInto('compute_configs')
-      .values([
-        {
-          id: ids.configId,
-          workspace_id: workspaceId,
-          name: 'general-purpose',
-          provider: 'hcloud',
-          provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }),
-          cloud_credential_id: null,
-          created_at: now,
-        },
-      ])
-      .execute();
-    await trx
-      .insertInto('machines')
-      .values([machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now), machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1)])
-      .execute();
-    await trx
-      .insertInto('suspensions')
-      .values([
-        {
-          id: ids.suspensionId,
-          workspace_id: workspaceId,
-          cluster_id: ids.clusterId,
-          provider_id: ids.suspendedId,
-          node_name: `${clusterName}-worker-2`,
-          reason: 'manual',
-          status: 'suspended',
-          snapshot_id: `snap_${ids.suspensionId.slice(4)}`,
-          created_at: now,
-          expires_at: now + 30 * 24 * 3600,
-        },
-      ])
-      .execute();
-    await trx
-      .insertInto('products')
-      .values([
-        {
-          id: ids.productId,
-          workspace_id: workspaceId,
-          name: 'Podinfo',
-          template_id: newId('tpl'),
-          sources: JSON.stringify([
-            {
-              id: ids.sourceId,
-              chart: DEMO_CHART,
-              values: { replicaCount: 1 },
-              metadata: {},
-            },
-          ]),
-          cluster_ids: JSON.stringify([ids.clusterId]),
-          stripe_price_ids: JSON.stringify([]),
-          settings: JSON.stringify({}),
-          regeneration_status: 'succeeded',
-          created_at: now,
-          updated_at: now,
-        },
-      ])
-      .execute();
-    await trx
-      .insertInto('notifications')
-      .values([
-        {
-          id: ids.notificationId,
-          user_id: owner.userId,
-          workspace_id: owner.workspaceId,
-          type: 'cluster.running',
-          resource_type: 'cluster',
-          resource_id: ids.clusterId,
-          title: `Cluster ${clusterName} is running`,
-          body: 'Your cluster is ready for installs.',
-          severity: 'info',
-          read_at: null,
-          created_at: now,
-        },
-      ])
-      .execute();
+    await seedClusters(trx, [
+      {
+        id: ids.clusterId,
+        workspace_id: workspaceId,
+        name: clusterName,
+        region_id: 'fsn1',
+        kaas_version: kaasVersion,
+        kaas_release: kaasRelease,
+        status: 'RUNNING',
+        status_message: null,
+        created_at: now,
+      },
+    ]);
+    await seedComputeConfigs(trx, [
+      {
+        id: ids.configId,
+        workspace_id: workspaceId,
+        name: 'general-purpose',
+        provider: 'hcloud',
+        provider_config: JSON.stringify({ provider: 'hcloud', region: 'fsn1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' }),
+        cloud_credential_id: null,
+        created_at: now,
+      },
+    ]);
+    await seedMachines(trx, [
+      machine(ids.providerId, `${clusterName}-worker-1`, 'ready', now),
+      machine(ids.suspendedId, `${clusterName}-worker-2`, 'suspended', now + 1),
+    ]);
+    await seedSuspensions(trx, [
+      {
+        id: ids.suspensionId,
+        workspace_id: workspaceId,
+        cluster_id: ids.clusterId,
+        provider_id: ids.suspendedId,
+        node_name: `${clusterName}-worker-2`,
+        reason: 'manual',
+        status: 'suspended',
+        snapshot_id: `snap_${ids.suspensionId.slice(4)}`,
+        created_at: now,
+        expires_at: now + 30 * 24 * 3600,
+      },
+    ]);
+    await seedProducts(trx, [
+      {
+        id: ids.productId,
+        workspace_id: workspaceId,
+        name: 'Podinfo',
+        template_id: newId('tpl'),
+        sources: JSON.stringify([
+          {
+            id: ids.sourceId,
+            chart: DEMO_CHART,
+            values: { replicaCount: 1 },
+            metadata: {},
+          },
+        ]),
+        cluster_ids: JSON.stringify([ids.clusterId]),
+        stripe_price_ids: JSON.stringify([]),
+        settings: JSON.stringify({}),
+        regeneration_status: 'succeeded',
+        created_at: now,
+        updated_at: now,
+      },
+    ]);
+    await seedNotifications(trx, [
+      {
+        id: ids.notificationId,
+        user_id: owner.userId,
+        workspace_id: owner.workspaceId,
+        type: 'cluster.running',
+        resource_type: 'cluster',
+        resource_id: ids.clusterId,
+        title: `Cluster ${clusterName} is running`,
+        body: 'Your cluster is ready for installs.',
+        severity: 'info',
+        read_at: null,
+        created_at: now,
+      },
+    ]);
   });
   return ids;
 }

@@ -2,7 +2,7 @@
 // plane up: RUNNING, or ERROR), counts toward kaas/clusters, and is deleted only when it holds no machine nor install.
 import type { ReceivedBody, Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import type { Database, Row } from '../db/schema.ts';
+import type { Database, NewRow, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { deleteWorkflowsOf, type WorkflowStarter } from '../engine/engine.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
@@ -274,4 +274,9 @@ export async function placementCandidates(db: Db, workspaceId: string, regionId:
     .orderBy('created_at')
     .orderBy('id')
     .execute();
+}
+
+/** The demo data's clusters (db/seed.ts), written as they are: no creation's rules, quota or workflow. */
+export async function seedClusters(db: Kysely<Database>, rows: NewRow<'clusters'>[]): Promise<void> {
+  await db.insertInto('clusters').values(rows).execute();
 }

@@ -3,7 +3,7 @@
 // use cannot be deleted.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import type { Database, Row } from '../db/schema.ts';
+import type { Database, NewRow, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, shown, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -122,4 +122,9 @@ export async function deleteComputeConfig(db: Db, caller: WorkspaceCaller, id: s
     }
     await trx.deleteFrom('compute_configs').where('id', '=', config.id).execute();
   });
+}
+
+/** The demo data's compute configs (db/seed.ts), written as they are: no creation's rules, quota or workflow. */
+export async function seedComputeConfigs(db: Kysely<Database>, rows: NewRow<'compute_configs'>[]): Promise<void> {
+  await db.insertInto('compute_configs').values(rows).execute();
 }

@@ -4,7 +4,7 @@
 // lives in one workspace, checked when it is requested.
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
-import type { Database, Row } from '../db/schema.ts';
+import type { Database, NewRow, Row } from '../db/schema.ts';
 import { holdReferenced, inTransaction } from '../db/transaction.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
@@ -347,4 +347,9 @@ export async function setMachineState(db: Db, providerId: string, change: { stat
 
 export async function removeMachine(trx: Db, providerId: string): Promise<void> {
   await trx.deleteFrom('machines').where('provider_id', '=', providerId).execute();
+}
+
+/** The demo data's machines (db/seed.ts), written as they are: no creation's rules, quota or workflow. */
+export async function seedMachines(db: Kysely<Database>, rows: NewRow<'machines'>[]): Promise<void> {
+  await db.insertInto('machines').values(rows).execute();
 }

@@ -2,7 +2,7 @@
 // a workflow's end, a failed provision, a quota reached. The only writer of `notifications`.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
-import type { Database, Row } from '../db/schema.ts';
+import type { Database, NewRow, Row } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { afterCursor } from '../services/lists.ts';
@@ -80,4 +80,9 @@ export async function markRead(db: Kysely<Database>, caller: WorkspaceCaller, id
     .executeTakeFirst();
   if (!row) throw notFound('Notification', id);
   return toNotification(row);
+}
+
+/** The demo data's notifications (db/seed.ts), written as they are: no creation's rules, quota or workflow. */
+export async function seedNotifications(db: Kysely<Database>, rows: NewRow<'notifications'>[]): Promise<void> {
+  await db.insertInto('notifications').values(rows).execute();
 }

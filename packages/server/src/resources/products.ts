@@ -3,7 +3,7 @@
 // references lives in its workspace: its clusters are checked on every write and again by the workflows.
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
-import type { Database, ProductSource, Row } from '../db/schema.ts';
+import type { Database, NewRow, ProductSource, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import type { WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
@@ -219,4 +219,9 @@ export async function setRegenerationStatus(
     const event = { workspace_id: row.workspace_id, object_type: 'product', object_id: row.id, object: toProduct(row) } as const;
     await recordEvent(trx, { type: `product.regeneration_${status}`, ...event }, now);
   });
+}
+
+/** The demo data's products (db/seed.ts), written as they are: no creation's rules, quota or workflow. */
+export async function seedProducts(db: Kysely<Database>, rows: NewRow<'products'>[]): Promise<void> {
+  await db.insertInto('products').values(rows).execute();
 }

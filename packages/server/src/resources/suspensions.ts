@@ -3,7 +3,7 @@
 // that fails with the snapshot kept and no server left goes back to suspended, so it can be resumed again.
 import type { Schema } from '@platform/api-types';
 import type { Kysely } from 'kysely';
-import type { Database, Row } from '../db/schema.ts';
+import type { Database, NewRow, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import type { WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound } from '../errors.ts';
@@ -201,4 +201,9 @@ export const suspensionsOfMachine = (db: Db, providerId: string) =>
 
 export async function deleteSuspensionsOfMachine(trx: Db, providerId: string): Promise<void> {
   await trx.deleteFrom('suspensions').where('provider_id', '=', providerId).execute();
+}
+
+/** The demo data's suspensions (db/seed.ts), written as they are: no creation's rules, quota or workflow. */
+export async function seedSuspensions(db: Kysely<Database>, rows: NewRow<'suspensions'>[]): Promise<void> {
+  await db.insertInto('suspensions').values(rows).execute();
 }
