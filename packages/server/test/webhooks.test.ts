@@ -445,8 +445,11 @@ describe('retries', () => {
         'the attempt after the lease',
         20_000,
       );
-      expect(delivery).toMatchObject({ status: 'pending', last_response_status: 500 });
+      expect(delivery.status).toBe('pending');
       expect(receiver.at('/settle-refused')).toHaveLength(2);
+      // The second attempt failed either way: its 500, or no answer within WEBHOOK_TIMEOUT_MS (500 ms) when the
+      // machine is busy; what is checked is that each failure counts once.
+      expect([500, null]).toContain(delivery.last_response_status);
       // The unsettled attempt's failure was not kept on the endpoint: two attempts settled as one failure each would
       // have opened its circuit early.
       const row = await app.db.selectFrom('webhook_endpoints').select('consecutive_failures').where('id', '=', endpoint.id).executeTakeFirstOrThrow();
