@@ -81,7 +81,7 @@ async function freezableProxy(databaseUrl: string) {
 }
 
 /** A listener quick to find its connection silent, so a test need not wait the default deadline. */
-const QUICK = { heartbeatMs: 100, deadlineMs: 500, reconnectMs: 100 };
+const QUICK = { heartbeatMs: 100, deadlineMs: 1000, reconnectMs: 100 };
 
 describe('a token read by a request', () => {
   it('is refused by the next request once revoked through the API, every time', async () => {

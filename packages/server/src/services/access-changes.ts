@@ -123,6 +123,8 @@ export async function listenForAccessChanges(connectionString: string, logger: L
     listeningOn = undefined;
     changed();
     broken.end().catch(() => {});
+    // A connection gone silent would otherwise hold its socket until TCP keepalive gives up on it.
+    broken.connection.stream.destroy();
     logger.warn('lost the connection listening for access changes; streams check their callers on their timers until it is back');
     retry = setTimeout(() => {
       retry = undefined;
