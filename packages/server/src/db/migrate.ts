@@ -34,6 +34,7 @@ import * as replaysAsSent from './migrations/20261127_0900_replays_as_sent.ts';
 import * as kaasVersions from './migrations/20261128_1000_kaas_versions.ts';
 import * as replayedHeaders from './migrations/20261128_1100_replayed_headers.ts';
 import * as traceParents from './migrations/20261128_2000_trace_parents.ts';
+import * as accessChangeTriggers from './migrations/20261129_0020_access_change_triggers.ts';
 import type { Database } from './schema.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -67,6 +68,7 @@ export const migrations: Record<string, Migration> = {
   '20261128_1000_kaas_versions': kaasVersions,
   '20261128_1100_replayed_headers': replayedHeaders,
   '20261128_2000_trace_parents': traceParents,
+  '20261129_0020_access_change_triggers': accessChangeTriggers,
 };
 
 /**

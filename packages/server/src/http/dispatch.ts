@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { ApiError, OAuthError, unauthorized } from '../errors.ts';
 import { handlers } from '../operations/index.ts';
 import { type Caller, callerKey, type HandlerEnv, type OperationInput } from '../operations/types.ts';
-import { type AccessChanges, announcementsMadeHere } from '../services/access-changes.ts';
+import { type AccessChanges, accessChangesMadeHere } from '../services/access-changes.ts';
 import type { apiRateLimiter } from '../services/api-rate-limit.ts';
 import { metrics } from '../telemetry/metrics.ts';
 import { detached } from '../telemetry/tracing.ts';
@@ -220,11 +220,11 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.
       origin: `${ctx.protocol}://${ctx.host || `${config.host}:${config.port}`}`,
     };
-    const announced = announcementsMadeHere();
+    const changesBefore = accessChangesMadeHere();
     const output = audited ? await audit.run(audited, handler, input) : await handler(input, env);
     // A change of access made here is heard before it is answered: the caller's next request meets it, not what
     // was kept of the access before it (services/access-cache.ts).
-    if (accessChanges && announcementsMadeHere() !== announced) await accessChanges.heard();
+    if (accessChanges && accessChangesMadeHere() !== changesBefore) await accessChanges.heard();
     await respond(ctx, meta, caller, output, abort);
   }
 }

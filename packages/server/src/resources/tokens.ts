@@ -10,7 +10,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { AccessCache } from '../services/access-cache.ts';
-import { announceAccessChange } from '../services/access-changes.ts';
+import { changingAccess } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import { ALL_SCOPES, grantableScopes, type Scope, type Scopes } from '../services/scopes.ts';
@@ -292,7 +292,7 @@ export async function revokeOwnToken(db: Kysely<Database>, caller: WorkspaceCall
     .where(manageableBy(caller))
     .executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound(kind === 'pat' ? 'Token' : 'Session', id);
-  await announceAccessChange(db, [caller.userId]);
+  changingAccess();
 }
 
 const toSession = (row: Row<'tokens'>, currentTokenId: string | null): Schema<'Session'> => ({
@@ -326,7 +326,7 @@ export async function revokeOtherSessions(db: Kysely<Database>, caller: Workspac
     .where(manageableBy(caller))
     .$if(currentTokenId !== null, (q) => q.where('id', '!=', currentTokenId!))
     .executeTakeFirst();
-  await announceAccessChange(db, [caller.userId]);
+  changingAccess();
   return { revoked: Number(result.numDeletedRows) };
 }
 
@@ -335,11 +335,8 @@ export async function revokeCallerToken(db: Kysely<Database>, tokenId: string | 
   if (tokenId === null) {
     throw validationError('Authorization', 'An OAuth2 JWT cannot be revoked by this service.', 'Revoke the token at the identity provider that issued it.');
   }
-  const revoked = await db.deleteFrom('tokens').where('id', '=', tokenId).returning('user_id').execute();
-  await announceAccessChange(
-    db,
-    revoked.map((row) => row.user_id),
-  );
+  await db.deleteFrom('tokens').where('id', '=', tokenId).execute();
+  changingAccess();
 }
 
 /** How long before its expiry a personal access token's owner is told (token.expiring_soon). */

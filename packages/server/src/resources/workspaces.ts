@@ -7,7 +7,7 @@ import type { Database, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { announceAccessChange } from '../services/access-changes.ts';
+import { changingAccess } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
 import type { Role } from '../services/roles.ts';
@@ -260,7 +260,7 @@ export async function removeMember(db: Db, workspaceId: string, caller: Workspac
   if (userId === workspace.owner_id) throw conflict('The owner cannot be removed from their workspace.', 'Remove other members only.');
   const result = await db.deleteFrom('workspace_members').where('workspace_id', '=', workspace.id).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('Member', userId);
-  await announceAccessChange(db, [userId]);
+  changingAccess();
   return withdrawInvitationsOf(db, workspace.id, userId);
 }
 
@@ -285,7 +285,7 @@ export async function setMemberRole(db: Db, workspaceId: string, caller: Workspa
   if (target.role === 'owner')
     throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
   await db.updateTable('workspace_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
-  await announceAccessChange(db, [userId]);
+  changingAccess();
   return toWorkspaceMember({ ...target, role });
 }
 
@@ -300,7 +300,7 @@ export async function transferOwnership(db: Db, workspaceId: string, userId: str
     await trx.updateTable('workspaces').set({ owner_id: userId }).where('id', '=', workspaceId).execute();
     await trx.updateTable('workspace_members').set({ role: 'admin' }).where('workspace_id', '=', workspaceId).where('role', '=', 'owner').execute();
     await trx.updateTable('workspace_members').set({ role: 'owner' }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
-    await announceAccessChange(trx, [workspace.owner_id, userId]);
+    changingAccess();
     return toWorkspaceMember({ ...target, role: 'owner' });
   });
 }
@@ -310,7 +310,7 @@ export async function leave(db: Db, workspaceId: string, caller: WorkspaceCaller
   const { role } = await membership(db, workspaceId, caller);
   if (role === 'owner') throw conflict(`You own workspace ${workspaceId}, and a workspace keeps its owner.`, transferSuggestion(workspaceId));
   await db.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).where('user_id', '=', caller.userId).execute();
-  await announceAccessChange(db, [caller.userId]);
+  changingAccess();
   return withdrawInvitationsOf(db, workspaceId, caller.userId);
 }
 
@@ -367,12 +367,9 @@ export async function deleteWorkspace(db: Db, workspaceId: string, caller: Works
     }
     await release(trx, workspaceId);
     await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).execute();
-    const members = await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).returning('user_id').execute();
+    await trx.deleteFrom('workspace_members').where('workspace_id', '=', workspaceId).execute();
     await trx.deleteFrom('workspaces').where('id', '=', workspaceId).execute();
-    await announceAccessChange(
-      trx,
-      members.map((member) => member.user_id),
-    );
+    changingAccess();
   });
 }
 

@@ -1,9 +1,10 @@
 // What requests read of their callers' access (a token's row with the workspace it names), kept for the next
 // requests of the same token, so that a busy token costs one query a second instead of one a request (the list
-// benchmark: about a quarter of a request's CPU). Kept only while this process hears every announced change of
-// access (access-changes.ts): each one it hears forgets everything, and a request that made one answers only once
-// it has been heard (dispatch.ts), so its caller's next request meets the change. Another process hears it within
-// a notification's delivery. A change nothing announces (a row edited by hand) is met after TTL_MS at the latest.
+// benchmark: about a quarter of a request's CPU). The database announces every change of access, whoever makes it
+// (access-changes.ts), and every process forgets everything it kept on each announcement it hears. A request that
+// made one answers only once its own process heard it (dispatch.ts), so its caller's next request there meets it;
+// another process meets it once it hears it, and uses what it kept only while its listener has answered a round
+// trip sent within the listener's deadline, so never later than that deadline after the change committed.
 import { metrics } from '../telemetry/metrics.ts';
 import type { AccessChanges } from './access-changes.ts';
 
