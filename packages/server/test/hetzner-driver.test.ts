@@ -335,6 +335,35 @@ describe('errors by Hetzner’s code', () => {
     expect(fake.requests.filter((r) => r.path === '/servers' && r.method === 'POST').map((r) => r.status)).toContain(412);
   });
 
+  it('codes a retry cannot fix fail at once with Hetzner’s code and words, not retried with backoff', async () => {
+    for (const [code, message] of [
+      ['invalid_server_type', 'server type cx11 is deprecated'],
+      ['protected', 'server is delete protected'],
+      ['json_error', 'invalid JSON in request body'],
+      ['unsupported_error', 'server does not support this'],
+      ['deprecated_api_endpoint', 'this endpoint was removed'],
+      ['resource_locked', 'resource is locked, please contact support'],
+    ] as const) {
+      const error = (await refused(code, message)) as HetznerError;
+      expect(error).toBeInstanceOf(HetznerError);
+      expect(error).toMatchObject({ kind: 'refused', code, final: true });
+      expect(error.message).toContain(`${code}: ${message}`);
+    }
+  });
+
+  it('an Action that fails with a code a retry cannot fix is final too, with Hetzner’s words', async () => {
+    fake.failNextAction('create_server', 'invalid_server_type');
+    const error = (await driver()
+      .createServer(request('wf_action_type'))
+      .catch((e: unknown) => e)) as HetznerError;
+    expect(error).toMatchObject({ kind: 'refused', code: 'invalid_server_type', final: true });
+    expect(error.message).toContain('invalid_server_type (create_server failed)');
+  });
+
+  it('resource_locked without a word of support is busy, like locked', async () => {
+    expect(await refused('resource_locked', 'resource is locked')).toMatchObject({ kind: 'busy', code: 'resource_locked', final: false });
+  });
+
   it('locked and conflict are busy, outages unavailable: neither is final', async () => {
     for (const [code, kind] of [
       ['locked', 'busy'],

@@ -147,6 +147,25 @@ describe('provisioning on Hetzner Cloud', () => {
     expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
   });
 
+  it('protected (a code no retry fixes) fails the machine at once, its status message carrying Hetzner’s code and words', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    fake.refuseNext('post /servers', 'protected', 'the resource is protected');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-protected', { byom: true });
+    await eventually(
+      async () => {
+        await settled();
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
+    const notifications = (await api.GET('/v1/notifications')).data;
+    expect(notifications.find((n) => n.type === 'machine.failed')?.body).toContain('protected: the resource is protected');
+    expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
+    expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers' && r.status === 423)).toHaveLength(1);
+  });
+
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine, credential } = await machineOnNewCluster(user, 'hz-byom', { byom: true });

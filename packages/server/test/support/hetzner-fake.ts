@@ -153,6 +153,8 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   placement_error: 412,
   locked: 423,
   protected: 423,
+  // hcloud-go's CHANGELOG (v2.44.0): a removed endpoint answers "HTTP 410 Gone".
+  deprecated_api_endpoint: 410,
   rate_limit_exceeded: 429,
   server_error: 500,
   unavailable: 503,

@@ -41,7 +41,8 @@ type HetznerFirewall = components['schemas']['firewall'];
  * cluster-api-provider-hetzner (pkg/services/hcloud/server/server.go) likewise gives up on invalid_input and
  * resource_unavailable at creation and requeues `locked` after a wait, and hcloud-go's retry policy
  * (hcloud/client_handler_retry.go) retries conflict and timeout. rate_limit_exceeded never reaches this table:
- * `call` waits for the bucket's reset and sends again. A code not listed is retried with the failure backoff.
+ * `call` waits for the bucket's reset and sends again. A code not listed is retried with the failure backoff;
+ * `resource_locked` is read with its message (hetznerErrorKind).
  */
 export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = {
   unauthorized: 'credential_refused',
@@ -52,6 +53,16 @@ export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = 
   resource_unavailable: 'refused',
   placement_error: 'refused',
   uniqueness_error: 'refused',
+  // error.go: "The server type does not fit for the given server or is deprecated".
+  invalid_server_type: 'refused',
+  // error.go: "The actions you are trying is protected": the resource's protection must be lifted first.
+  protected: 'refused',
+  // error.go: "Invalid JSON in request": the same request is as invalid the next time.
+  json_error: 'refused',
+  // error.go: "The given resource does not support this".
+  unsupported_error: 'refused',
+  // error.go: "the API functionality was removed".
+  deprecated_api_endpoint: 'refused',
   locked: 'busy',
   // DELETE /firewalls/{id} while a server still has the firewall: it goes once that server is gone.
   resource_in_use: 'busy',
@@ -62,11 +73,22 @@ export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = 
   unavailable: 'unavailable',
 };
 
-/** Hetzner answered with an error, or an Action of it failed; `kind` (from the table above) is what the workflow does. */
+/**
+ * What the workflow does about Hetzner's `code`, its `message` given: the table above, and `resource_locked`, which
+ * error.go documents as "The resource is locked. The caller should contact support": refused when its message asks
+ * for support (no retry unlocks it), else busy like `locked`.
+ */
+export function hetznerErrorKind(code: string, message = ''): ProviderErrorKind {
+  if (code === 'resource_locked') return /support/i.test(message) ? 'refused' : 'busy';
+  return HETZNER_ERROR_KINDS[code] ?? 'unavailable';
+}
+
+/** Hetzner answered with an error, or an Action of it failed; `kind` (hetznerErrorKind) is what the workflow does. */
 export class HetznerError extends ProviderError {
   readonly status: number;
+  /** `message` carries Hetzner's own, which hetznerErrorKind reads. */
   constructor(status: number, code: string, message: string) {
-    super(HETZNER_ERROR_KINDS[code] ?? 'unavailable', code, message);
+    super(hetznerErrorKind(code, message), code, message);
     this.name = 'HetznerError';
     this.status = status;
   }
@@ -75,7 +97,7 @@ export class HetznerError extends ProviderError {
 /** The error for Hetzner's answer `code` to `what`, worded for its kind; `who` names the credential, never the token. */
 function hetznerError(status: number, code: string, detail: string | undefined, what: string, who: string): ProviderError {
   const said = `${code}${detail ? `: ${detail}` : ''}`;
-  switch (HETZNER_ERROR_KINDS[code]) {
+  switch (hetznerErrorKind(code, detail)) {
     case 'credential_refused':
       return new ProviderAuthError(who, code, detail);
     case 'permission_missing':
