@@ -1,11 +1,13 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated. What is left
 // behind at Hetzner and swept is hetzner-leftovers.test.ts's.
+import { createPlatformClient } from '@platform/client';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { seedSampleResources } from '../src/db/seed.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import type { HetznerFake } from './support/hetzner-fake.ts';
 import { BYOM_TOKEN, PLATFORM, useHetznerWorkflows } from './support/hetzner-workflows.ts';
-import { eventually, newUser } from './support.ts';
+import { apiError, eventually, newUser } from './support.ts';
 
 const hetzner = useHetznerWorkflows();
 const { app, settled, machineOnNewCluster, machineRow } = hetzner;
@@ -164,6 +166,39 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
     expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
     expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers' && r.status === 423)).toHaveLength(1);
+  });
+
+  it('offers, chooses and checks server types by what Hetzner sells in the config’s region', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+    const { clusterId } = await seedSampleResources(app.db, clock, user, 'hz-per-region');
+    const config = (region: string, machine_type_filter: string) =>
+      api.POST('/v1/compute/configs', {
+        body: {
+          name: `cfg-${region}-${machine_type_filter}`,
+          provider: 'hcloud',
+          provider_config: { provider: 'hcloud', region, image: 'ubuntu-24.04', machine_type_filter },
+        },
+      });
+    // Hetzner lists cax41 in fsn1 and hel1 only, and has none in hel1 now.
+    const arm = await apiError(config('nbg1', 'cax*'));
+    expect(arm).toMatchObject({
+      status: 422,
+      param: 'provider_config.machine_type_filter',
+      message: 'No server type matching cax* is on sale in region nbg1.',
+    });
+    expect((await apiError(config('hel1', 'cax*'))).message).toBe('No server type matching cax* is on sale in region hel1.');
+    expect((await config('fsn1', 'cax*')).provider_config.region).toBe('fsn1');
+    // cpx31 is deprecated in nbg1: a new machine there is not given it.
+    const nuremberg = await config('nbg1', 'c*');
+    const deprecated = await apiError(
+      api.POST('/v1/compute/machines', { body: { cluster_id: clusterId, compute_config_id: nuremberg.id, server_type: 'cpx31' } }),
+    );
+    expect(deprecated).toMatchObject({
+      status: 422,
+      param: 'server_type',
+      message: 'Server type cpx31 is not on sale in region nbg1 (unavailable or deprecated there).',
+    });
   });
 
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
