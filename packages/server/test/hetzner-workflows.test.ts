@@ -394,6 +394,37 @@ describe('provisioning on Hetzner Cloud', () => {
     expect((await machineRow(stuck.provider_id)).status).toBe('deleting');
   }, 60_000);
 
+  it('a delete-protected server (protected) fails the deletion at once with Hetzner’s words; the machine stays deleting', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-protect-del', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    fake.mutateServer(BYOM_TOKEN, Number(ready.server_id), (server) => {
+      server.protection.delete = true;
+    });
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    const notice = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.failed' && n.resource_id === machine.provider_id);
+      },
+      (n) => n !== undefined,
+      'the deletion to fail',
+    );
+    expect(notice?.body).toContain(`protected: server ${ready.server_id} has delete protection enabled`);
+    // Refused once, not retried.
+    expect(fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/servers/${ready.server_id}`).map((r) => r.status)).toEqual([423]);
+    expect((await machineRow(machine.provider_id)).status).toBe('deleting');
+  });
+
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
     const user = await newUser(app.db, clock, 'pro');
     // An Action failing with a code that is no refusal (not resource_unavailable: that one is final) is retried.

@@ -632,6 +632,8 @@ export async function startHetznerFake(
       case 'delete /servers/{id}': {
         const found = project.servers.get(id!);
         if (!found) return error(404, 'not_found', `server ${id} not found`);
+        // The server's `protection.delete` refuses its deletion until lifted (hcloud-go hcloud/error.go: protected).
+        if (found.protection.delete) return error(423, 'protected', `server ${id} has delete protection enabled`);
         if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
         found.status = 'deleting';
         // A deleted server leaves the load balancers that targeted it (a server target exists only for a server).
