@@ -5,6 +5,8 @@ import { createPlatformClient } from '@platform/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
 import { newId } from '../src/ids.ts';
+import { SimulatedCloud } from '../src/providers/simulated.ts';
+import { ProviderError } from '../src/providers/types.ts';
 import { apiError, newUser, type TestUser, useTestServer } from './support.ts';
 
 const app = useTestServer();
@@ -79,5 +81,25 @@ describe('server types per region', () => {
       message: "No server type matching the compute config's filter cax* is on sale in region sin now.",
     });
     expect(refused.suggestion).toMatch(/^Use a compute config whose filter matches one on sale in sin: cpx11, /);
+  });
+
+  it('the simulated cloud refuses to create a server of a type its location does not sell, and creates it where it does', async () => {
+    const cloud = new SimulatedCloud(app.db, clock);
+    const request = (location: string) => ({
+      name: `arm-${location}`,
+      server_type: 'cax11',
+      location,
+      image: 'ubuntu-24.04',
+      labels: { workflow: `wf_arm_${location}_${newId('x')}` },
+    });
+    const refused = await cloud.createServer(request('ash')).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ProviderError);
+    expect(refused).toMatchObject({
+      kind: 'refused',
+      code: 'invalid_input',
+      final: true,
+      message: 'The simulated cloud does not sell server type cax11 in ash.',
+    });
+    expect((await cloud.createServer(request('hel1'))).server_type).toBe('cax11');
   });
 });
