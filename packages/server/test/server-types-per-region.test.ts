@@ -1,6 +1,7 @@
 // Server types are sold per region: a compute config's filter, a machine's chosen or requested type are matched
 // among those on sale in the config's region (the simulated cloud sells its Arm types, cax, in Europe only), and a
 // type a region does not sell is refused with a 422 naming the field and listing what the region sells.
+import { randomUUID } from 'node:crypto';
 import { createPlatformClient } from '@platform/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { seedSampleResources } from '../src/db/seed.ts';
@@ -90,7 +91,7 @@ describe('server types per region', () => {
       server_type: 'cax11',
       location,
       image: 'ubuntu-24.04',
-      labels: { workflow: `wf_arm_${location}_${newId('x')}` },
+      labels: { workflow: `wf_arm_${location}_${randomUUID()}` },
     });
     const refused = await cloud.createServer(request('ash')).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ProviderError);
