@@ -1,6 +1,6 @@
 // Compute configs: the only writer of `compute_configs`. A config's region must be a known one, its filter must
-// match a server type on sale in that region, its cloud credential (BYOM) must be of its workspace, and a config that machines
-// use cannot be deleted.
+// match a server type on sale in that region, its cloud credential (BYOM) must be of its workspace, and a config
+// that machines use cannot be deleted.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, Row } from '../db/schema.ts';
