@@ -78,6 +78,27 @@ for (const [path, methods] of Object.entries(OPERATIONS)) {
   paths[path] = kept;
 }
 
+/**
+ * Hetzner's API changes after the source's date, each as hcloud-go (github.com/hetznercloud/hcloud-go) reads the API
+ * since, applied before the schemas are collected:
+ * - a server type's per-location entry tells whether the type is on sale there (`available`) and recommended
+ *   (`recommended`): hcloud/schema/server_type.go `ServerTypeLocation`, CHANGELOG v2.38.0;
+ * - a server has no `datacenter` any more (removed 2026-07-01), its `location` says where it is:
+ *   hcloud/schema/server.go `Server`, CHANGELOG v2.45.0.
+ */
+export const AMENDMENTS = ['server_type_location: `available` and `recommended` (booleans, required)', 'server: `datacenter` removed'];
+function amend(components: Record<string, any>): void {
+  const location = components.schemas.server_type_location;
+  location.properties.available = { type: 'boolean', example: true };
+  location.properties.recommended = { type: 'boolean', example: true };
+  location.required = [...location.required, 'available', 'recommended'].sort();
+  const server = components.schemas.server;
+  delete server.properties.datacenter;
+  server.required = server.required.filter((name: string) => name !== 'datacenter');
+}
+
+amend(document.components);
+
 // The schemas the kept operations reach, transitively.
 const schemas: Record<string, Json> = {};
 const pending = new Set<string>();
@@ -129,6 +150,10 @@ await writeFile(
   ${Object.keys(document.components.schemas).length}); the security scheme; the public server URL.
 - Removed: every other path and schema; path-level \`servers\`; the documentation keys (a Response Object's required
   \`description\` is kept, emptied) ${[...STRIPPED].map((k) => `\`${k}\``).join(', ')}.
+- Amended to Hetzner's API since the source's date, as hcloud-go reads it (scripts/extract-provider-contracts.ts
+  names the hcloud-go files):
+${AMENDMENTS.map((a) => `  - ${a}`).join('\n')}
+
   Nothing else was changed.
 
 ${list.join('\n')}

@@ -2850,7 +2850,7 @@ export interface components {
                 /** @description Where its machines are made; one of the ids `GET /v1/regions` lists (any other → `422`). */
                 region: string;
                 image: string;
-                /** @description A glob over server types (`*` any characters, `?` one), e.g. `cx2*`. */
+                /** @description A glob over server types (`*` any characters, `?` one), e.g. `cx2*`; it must match a type on sale in `region` (available and not deprecated there), else `422` listing those that are. */
                 machine_type_filter: string;
             };
             /** @description Provision with this cloud credential of the workspace (BYOM): such machines count toward no allocation quota. Omit it to use the platform's cloud account. */
@@ -3474,7 +3474,7 @@ export interface components {
             cluster_id: string;
             /** @description A compute config of the cluster's workspace. */
             compute_config_id: string;
-            /** @description A server type matching the config's `machine_type_filter`; omitted, the smallest matching type is used. */
+            /** @description A server type matching the config's `machine_type_filter` and on sale in the config's region (available and not deprecated there; any other → `422` listing those that are); omitted, the smallest such type is used. */
             server_type?: string;
         };
         /**

@@ -75,7 +75,7 @@ describe('catalog', () => {
     const offerings = await hetzner.offerings();
     expect(offerings).toHaveLength(59); // 60 types over two pages, one deprecated
     expect(offerings.map((o) => o.name)).not.toContain('cx11');
-    expect(offerings[0]).toEqual({ name: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3 });
+    expect(offerings[0]).toEqual({ name: 'cx22', cpu: 2, memory_bytes: 4 * 1024 ** 3, locations: ['fsn1', 'nbg1', 'hel1'] });
     expect(await hetzner.locations()).toEqual(['fsn1', 'nbg1', 'hel1']);
     const calls = fake.requests.slice(before).map((r) => `${r.path}${r.query}`);
     expect(calls).toEqual(['/server_types?page=1&per_page=50', '/server_types?page=2&per_page=50', '/locations?page=1&per_page=50']);
@@ -84,7 +84,71 @@ describe('catalog', () => {
   });
 });
 
+describe('server types per location', () => {
+  it('offers each type only where it is available and not deprecated', async () => {
+    const offerings = await driver().offerings();
+    const where = (name: string) => offerings.find((o) => o.name === name)?.locations;
+    // cpx31 is deprecated in nbg1; cax41 is not sold in nbg1 and sold out in hel1.
+    expect(where('cpx31')).toEqual(['fsn1', 'hel1']);
+    expect(where('cax41')).toEqual(['fsn1']);
+  });
+
+  it('refuses a type a location does not sell, or has none of now, without sending the create; a fresh catalog confirms it', async () => {
+    const hetzner = driver();
+    await hetzner.offerings();
+    const posts = () => fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers').length;
+    const catalogReads = () => fake.requests.filter((r) => r.path === '/server_types').length;
+    const count = posts();
+    const reads = catalogReads();
+    const notSold = (await hetzner.createServer(request('wf_type_nbg1', { server_type: 'cax41', location: 'nbg1' })).catch((e: unknown) => e)) as HetznerError;
+    expect(notSold).toMatchObject({ kind: 'refused', code: 'invalid_input', final: true });
+    expect(notSold.message).toBe('Hetzner Cloud does not sell server type cax41 in nbg1 (it is on sale in fsn1).');
+    const soldOut = (await hetzner.createServer(request('wf_type_hel1', { server_type: 'cax41', location: 'hel1' })).catch((e: unknown) => e)) as HetznerError;
+    expect(soldOut).toMatchObject({ kind: 'refused', code: 'resource_unavailable', final: true });
+    expect(soldOut.message).toBe('Server type cax41 is not available in hel1 now (it is on sale in fsn1).');
+    expect(posts()).toBe(count);
+    // Each refusal read the catalog afresh (two pages), not only the cached one.
+    expect(catalogReads() - reads).toBe(4);
+  });
+
+  it('still creates a type deprecated in the location before its unavailable_after (a resumed machine keeps its type)', async () => {
+    const server = await driver().createServer(request('wf_type_deprecated', { server_type: 'cpx31', location: 'nbg1' }));
+    expect(server).toMatchObject({ server_type: 'cpx31', location: 'nbg1' });
+  });
+
+  it('the double refuses, as Hetzner does, a type not sold in the location (invalid_input) or not available there (resource_unavailable)', async () => {
+    const create = (server_type: string, location: string) =>
+      fetch(`${fake.url}/servers`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${PLATFORM}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: `raw-${server_type}-${location}`, server_type, location, image: 'ubuntu-24.04' }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string; message: string } } }));
+    expect(await create('cax41', 'nbg1')).toEqual({ status: 400, body: { error: { code: 'invalid_input', message: 'unsupported location for server type' } } });
+    expect((await create('cax41', 'hel1')).body.error?.code).toBe('resource_unavailable');
+    expect((await create('cx11', 'fsn1')).body.error?.code).toBe('invalid_server_type');
+    const listed = (await (await fetch(`${fake.url}/server_types?per_page=50`, { headers: { Authorization: `Bearer ${PLATFORM}` } })).json()) as {
+      server_types: { name: string; locations: { name: string; available: boolean; recommended: boolean }[] }[];
+    };
+    expect(listed.server_types.find((t) => t.name === 'cax41')?.locations.map((l) => [l.name, l.available])).toEqual([
+      ['fsn1', true],
+      ['hel1', false],
+    ]);
+  });
+});
+
 describe('servers', () => {
+  it('reads a server’s location from `location`: Hetzner’s server has no `datacenter` any more', async () => {
+    const hetzner = driver();
+    const created = await hetzner.createServer(request('wf_no_dc', { location: 'hel1' }));
+    const raw = (await (await fetch(`${fake.url}/servers/${created.id}`, { headers: { Authorization: `Bearer ${PLATFORM}` } })).json()) as {
+      server: Record<string, unknown> & { location: { name: string } };
+    };
+    expect(raw.server).not.toHaveProperty('datacenter');
+    expect(raw.server.location.name).toBe('hel1');
+    expect((await hetzner.getServer(created.id))?.location).toBe('hel1');
+    expect(created.location).toBe('hel1');
+  });
+
   it('creates a labelled server, polls its Action to success, and adopts it on a re-run with the same workflow', async () => {
     const hetzner = driver();
     const server = await hetzner.createServer(request('wf_create1', { user_data: '#cloud-config\nruncmd: [kubeadm join]\n' }));
@@ -188,7 +252,8 @@ describe('servers', () => {
     const hetzner = driver();
     const count = fake.requests.filter((r) => r.method === 'POST').length;
     await expect(hetzner.createServer(request('wf_badloc', { location: 'mars1' }))).rejects.toThrow(/no location mars1 \(it has fsn1, nbg1, hel1\)/);
-    await expect(hetzner.createServer(request('wf_badtype', { server_type: 'cx11' }))).rejects.toThrow(/no server type cx11/);
+    await expect(hetzner.createServer(request('wf_badtype', { server_type: 'cx99' }))).rejects.toThrow(/no server type cx99/);
+    await expect(hetzner.createServer(request('wf_retired', { server_type: 'cx11' }))).rejects.toThrow(/Server type cx11 is no longer sold in fsn1 since/);
     expect(fake.requests.filter((r) => r.method === 'POST').length).toBe(count);
   });
 
@@ -333,6 +398,35 @@ describe('errors by Hetzner’s code', () => {
       expect(error.message).toContain(`hetzner says ${code}`);
     }
     expect(fake.requests.filter((r) => r.path === '/servers' && r.method === 'POST').map((r) => r.status)).toContain(412);
+  });
+
+  it('codes a retry cannot fix fail at once with Hetzner’s code and words, not retried with backoff', async () => {
+    for (const [code, message] of [
+      ['invalid_server_type', 'server type cx11 is deprecated'],
+      ['protected', 'server is delete protected'],
+      ['json_error', 'invalid JSON in request body'],
+      ['unsupported_error', 'server does not support this'],
+      ['deprecated_api_endpoint', 'this endpoint was removed'],
+      ['resource_locked', 'resource is locked, please contact support'],
+    ] as const) {
+      const error = (await refused(code, message)) as HetznerError;
+      expect(error).toBeInstanceOf(HetznerError);
+      expect(error).toMatchObject({ kind: 'refused', code, final: true });
+      expect(error.message).toContain(`${code}: ${message}`);
+    }
+  });
+
+  it('an Action that fails with a code a retry cannot fix is final too, with Hetzner’s words', async () => {
+    fake.failNextAction('create_server', 'invalid_server_type');
+    const error = (await driver()
+      .createServer(request('wf_action_type'))
+      .catch((e: unknown) => e)) as HetznerError;
+    expect(error).toMatchObject({ kind: 'refused', code: 'invalid_server_type', final: true });
+    expect(error.message).toContain('invalid_server_type (create_server failed)');
+  });
+
+  it('resource_locked without a word of support is busy, like locked', async () => {
+    expect(await refused('resource_locked', 'resource is locked')).toMatchObject({ kind: 'busy', code: 'resource_locked', final: false });
   });
 
   it('locked and conflict are busy, outages unavailable: neither is final', async () => {

@@ -1,11 +1,13 @@
 // The provision workflow with COMPUTE_PROVIDER=hetzner, end to end through the API, against the stateful
 // fake of Hetzner Cloud's API (validated against the committed extract). Clusters stay simulated. What is left
 // behind at Hetzner and swept is hetzner-leftovers.test.ts's.
+import { createPlatformClient } from '@platform/client';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { seedSampleResources } from '../src/db/seed.ts';
 import { labelValue } from '../src/providers/hetzner/compute.ts';
 import type { HetznerFake } from './support/hetzner-fake.ts';
 import { BYOM_TOKEN, PLATFORM, useHetznerWorkflows } from './support/hetzner-workflows.ts';
-import { eventually, newUser } from './support.ts';
+import { apiError, eventually, newUser } from './support.ts';
 
 const hetzner = useHetznerWorkflows();
 const { app, settled, machineOnNewCluster, machineRow } = hetzner;
@@ -145,6 +147,58 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(notifications.find((n) => n.type === 'machine.failed')?.body).toContain('invalid_input: unsupported location for server type');
     expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
     expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
+  });
+
+  it('protected (a code no retry fixes) fails the machine at once, its status message carrying Hetzner’s code and words', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    fake.refuseNext('post /servers', 'protected', 'the resource is protected');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-protected', { byom: true });
+    await eventually(
+      async () => {
+        await settled();
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'failed',
+      'the machine to fail',
+    );
+    const notifications = (await api.GET('/v1/notifications')).data;
+    expect(notifications.find((n) => n.type === 'machine.failed')?.body).toContain('protected: the resource is protected');
+    expect(notifications.map((n) => n.type)).not.toContain('machine.provision_failed');
+    expect((await api.GET('/v1/clusters/{clusterId}/compute_status', { params: { path: { clusterId: cluster.id } } })).autoscaling.backoff_until).toBeNull();
+    expect(fake.requests.filter((r) => r.method === 'POST' && r.path === '/servers' && r.status === 423)).toHaveLength(1);
+  });
+
+  it('offers, chooses and checks server types by what Hetzner sells in the config’s region', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const api = createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
+    const { clusterId } = await seedSampleResources(app.db, clock, user, 'hz-per-region');
+    const config = (region: string, machine_type_filter: string) =>
+      api.POST('/v1/compute/configs', {
+        body: {
+          name: `cfg-${region}-${machine_type_filter}`,
+          provider: 'hcloud',
+          provider_config: { provider: 'hcloud', region, image: 'ubuntu-24.04', machine_type_filter },
+        },
+      });
+    // Hetzner lists cax41 in fsn1 and hel1 only, and has none in hel1 now.
+    const arm = await apiError(config('nbg1', 'cax*'));
+    expect(arm).toMatchObject({
+      status: 422,
+      param: 'provider_config.machine_type_filter',
+      message: 'No server type matching cax* is on sale in region nbg1.',
+    });
+    expect((await apiError(config('hel1', 'cax*'))).message).toBe('No server type matching cax* is on sale in region hel1.');
+    expect((await config('fsn1', 'cax*')).provider_config.region).toBe('fsn1');
+    // cpx31 is deprecated in nbg1: a new machine there is not given it.
+    const nuremberg = await config('nbg1', 'c*');
+    const deprecated = await apiError(
+      api.POST('/v1/compute/machines', { body: { cluster_id: clusterId, compute_config_id: nuremberg.id, server_type: 'cpx31' } }),
+    );
+    expect(deprecated).toMatchObject({
+      status: 422,
+      param: 'server_type',
+      message: 'Server type cpx31 is not on sale in region nbg1 (unavailable or deprecated there).',
+    });
   });
 
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
@@ -339,6 +393,37 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(notice?.body).toContain('still locked 15 minutes later');
     expect((await machineRow(stuck.provider_id)).status).toBe('deleting');
   }, 60_000);
+
+  it('a delete-protected server (protected) fails the deletion at once with Hetzner’s words; the machine stays deleting', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, machine } = await machineOnNewCluster(user, 'hz-protect-del', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    fake.mutateServer(BYOM_TOKEN, Number(ready.server_id), (server) => {
+      server.protection.delete = true;
+    });
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    const notice = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return (await api.GET('/v1/notifications')).data.find((n) => n.type === 'machine.failed' && n.resource_id === machine.provider_id);
+      },
+      (n) => n !== undefined,
+      'the deletion to fail',
+    );
+    expect(notice?.body).toContain(`protected: server ${ready.server_id} has delete protection enabled`);
+    // Refused once, not retried.
+    expect(fake.requests.filter((r) => r.method === 'DELETE' && r.path === `/servers/${ready.server_id}`).map((r) => r.status)).toEqual([423]);
+    expect((await machineRow(machine.provider_id)).status).toBe('deleting');
+  });
 
   it('a failed creation backs the cluster off and tells the workspace; after the backoff the machine is created anew', async () => {
     const user = await newUser(app.db, clock, 'pro');

@@ -22,7 +22,9 @@ import {
   type HelmReleaseRequest,
   type JoinRequest,
   type LogEntry,
+  onSaleIn,
   type PodContainer,
+  ProviderError,
   type ReadLogOptions,
   type Server,
   type ServerOffering,
@@ -118,7 +120,14 @@ interface ReleaseRow {
 }
 
 const GiB = 1024 ** 3;
-const type = (name: string, cpu: number, memoryGiB: number): ServerOffering => ({ name, cpu, memory_bytes: memoryGiB * GiB });
+/** Hetzner sells its Arm types (cax) in its European locations only. */
+const EUROPE = ['fsn1', 'nbg1', 'hel1'];
+const type = (name: string, cpu: number, memoryGiB: number): ServerOffering => ({
+  name,
+  cpu,
+  memory_bytes: memoryGiB * GiB,
+  ...(name.startsWith('cax') ? { locations: EUROPE } : {}),
+});
 
 /** The simulated provider's server types, smallest first (a real provider reports its own). */
 const SERVER_TYPES: readonly ServerOffering[] = [
@@ -190,13 +199,17 @@ export class SimulatedCloud<DB = unknown> implements ComputeProvider, ClusterDri
 
   async offerings(): Promise<ServerOffering[]> {
     await this.call('offerings');
-    return SERVER_TYPES.map((t) => ({ ...t }));
+    return SERVER_TYPES.map((t) => ({ ...t, ...(t.locations ? { locations: [...t.locations] } : {}) }));
   }
 
   async createServer(request: CreateServerRequest): Promise<Server> {
     const db = await this.call('createServer');
     const existing = await sql<ServerRow>`SELECT * FROM simulated_cloud.servers WHERE workflow = ${request.labels.workflow} AND deleted_at IS NULL`.execute(db);
     if (existing.rows[0]) return this.server(existing.rows[0]);
+    const offering = SERVER_TYPES.find((t) => t.name === request.server_type);
+    if (offering && !onSaleIn(offering, request.location)) {
+      throw new ProviderError('refused', 'invalid_input', `The simulated cloud does not sell server type ${request.server_type} in ${request.location}.`);
+    }
     if (this.fails()) throw new SimulatedFailure(`server creation failed: resource_unavailable (${request.server_type} in ${request.location})`);
     const row = await sql<ServerRow>`
       INSERT INTO simulated_cloud.servers (id, workflow, name, server_type, image, location, labels, ready_at)

@@ -11,7 +11,12 @@ export interface ServerOffering {
   name: string;
   cpu: number;
   memory_bytes: number;
+  /** The regions where it is on sale to new machines (available there, not deprecated there); absent: every region. */
+  locations?: string[];
 }
+
+/** Whether a new machine in `region` may be given `offering`. */
+export const onSaleIn = (offering: ServerOffering, region: string): boolean => offering.locations === undefined || offering.locations.includes(region);
 
 /** Hetzner Cloud's server status set. */
 export type ServerStatus = 'initializing' | 'starting' | 'running' | 'stopping' | 'off' | 'deleting' | 'migrating' | 'rebuilding' | 'unknown';

@@ -1,13 +1,13 @@
 // Compute configs: the only writer of `compute_configs`. A config's region must be a known one, its filter must
-// match an offered server type, its cloud credential (BYOM) must be of its workspace, and a config that machines
-// use cannot be deleted.
+// match a server type on sale in that region, its cloud credential (BYOM) must be of its workspace, and a config
+// that machines use cannot be deleted.
 import type { Schema } from '@platform/api-types';
 import { type Kysely, sql } from 'kysely';
 import type { Database, NewRow, Row } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { conflict, notFound, shown, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ServerOffering } from '../providers/types.ts';
+import { onSaleIn, type ServerOffering } from '../providers/types.ts';
 import { type PageInput, workspacePage } from '../services/lists.ts';
 import { memberWorkspaces, type WorkspaceCaller, type WorkspaceRef } from '../services/tenancy.ts';
 import { requireCredentialOfWorkspace } from './cloud-credentials.ts';
@@ -65,19 +65,23 @@ export async function createComputeConfig(
       'Send the same provider in both places.',
     );
   }
-  if (!offerings.some((t) => matchesFilter(input.provider_config.machine_type_filter, t.name))) {
-    throw validationError(
-      'provider_config.machine_type_filter',
-      `No server type matches ${input.provider_config.machine_type_filter}.`,
-      `Use a filter matching one of: ${offerings.map((t) => t.name).join(', ')}.`,
-    );
-  }
   const regions = await regionIds(db);
-  if (!regions.includes(input.provider_config.region)) {
+  const { region, machine_type_filter: filter } = input.provider_config;
+  if (!regions.includes(region)) {
     throw validationError(
       'provider_config.region',
-      `Region ${shown(input.provider_config.region)} is not one where machines are made.`,
+      `Region ${shown(region)} is not one where machines are made.`,
       `Use one of the regions GET /v1/regions lists: ${regions.join(', ')}.`,
+    );
+  }
+  // Matched among the types on sale in the config's region, so its machines are never given one it does not sell.
+  const onSale = offerings.filter((t) => onSaleIn(t, region));
+  if (!onSale.some((t) => matchesFilter(filter, t.name))) {
+    const elsewhere = offerings.some((t) => matchesFilter(filter, t.name));
+    throw validationError(
+      'provider_config.machine_type_filter',
+      elsewhere ? `No server type matching ${filter} is on sale in region ${region}.` : `No server type matches ${filter}.`,
+      `Use a filter matching one of: ${onSale.map((t) => t.name).join(', ')}.`,
     );
   }
   if (input.cloud_credential_id !== undefined) await requireCredentialOfWorkspace(db, input.cloud_credential_id, workspace.id);

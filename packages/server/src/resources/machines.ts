@@ -9,7 +9,7 @@ import { holdReferenced, inTransaction } from '../db/transaction.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../engine/engine.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { ComputeProvider, ServerOffering } from '../providers/types.ts';
+import { type ComputeProvider, onSaleIn, type ServerOffering } from '../providers/types.ts';
 import { type ClusterRef, computeStatus, lockCluster, offeringOf, recordFailure, slotAvailable } from '../services/provisioning.ts';
 import { enforceQuota } from '../services/quotas.ts';
 import type { SecretBox } from '../services/secrets.ts';
@@ -97,16 +97,29 @@ export async function requestMachine(
   }
   // A switched-off credential makes no new machines (those made with it are still driven with it).
   if (config.cloud_credential_id) await requireCredentialOfWorkspace(db, config.cloud_credential_id, cluster.workspace_id, 'compute_config_id');
-  const filter = config.provider_config.machine_type_filter;
-  const candidates = offerings.filter((t) => matchesFilter(filter, t.name));
+  const { machine_type_filter: filter, region } = config.provider_config;
+  // Only what the config's region sells now: a type unavailable or deprecated there is never chosen, nor taken.
+  const candidates = offerings.filter((t) => matchesFilter(filter, t.name) && onSaleIn(t, region));
   const serverType = input.server_type === undefined ? candidates[0] : candidates.find((t) => t.name === input.server_type);
+  if (!serverType && input.server_type === undefined) {
+    throw validationError(
+      'compute_config_id',
+      `No server type matching the compute config's filter ${filter} is on sale in region ${region} now.`,
+      `Use a compute config whose filter matches one on sale in ${region}: ${offerings
+        .filter((t) => onSaleIn(t, region))
+        .map((t) => t.name)
+        .join(', ')}.`,
+    );
+  }
   if (!serverType) {
-    const offered = offerings.some((t) => t.name === input.server_type);
+    const offered = offerings.find((t) => t.name === input.server_type);
     throw validationError(
       'server_type',
-      offered
-        ? `Server type ${input.server_type} does not match the compute config's filter ${filter}.`
-        : `Server type ${input.server_type} is not one the provider offers.`,
+      !offered
+        ? `Server type ${input.server_type} is not one the provider offers.`
+        : !matchesFilter(filter, offered.name)
+          ? `Server type ${input.server_type} does not match the compute config's filter ${filter}.`
+          : `Server type ${input.server_type} is not on sale in region ${region} (unavailable or deprecated there).`,
       `Choose one of: ${candidates.map((t) => t.name).join(', ')}.`,
     );
   }

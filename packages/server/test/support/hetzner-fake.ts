@@ -14,7 +14,9 @@
 // exist; a firewall's name is unique in its project, and its rules follow the rule schema (`port` only for tcp and
 // udp, and then required; `source_ips` for an `in` rule); a firewall still applied to a server cannot be deleted
 // (DELETE /firewalls/{id}: 422 `resource_in_use`, "Firewall still applied to a resource"), and a server takes its
-// firewalls with it when it is deleted (the firewall's `applied_to` lists only servers that exist).
+// firewalls with it when it is deleted (the firewall's `applied_to` lists only servers that exist). A server has a
+// `location` and no `datacenter` (removed 2026-07-01: hcloud-go hcloud/schema/server.go, CHANGELOG v2.45.0); server
+// types are sold per location (SERVER_TYPES, and the rules of `server` below).
 //
 // Actions take time as Hetzner's do: `running` with a `progress` that grows, for seconds by default (a server's
 // create_server takes tens of seconds at Hetzner; hcloud-go's hcloud/action_waiter.go polls them, every 500 ms by
@@ -102,33 +104,59 @@ const LOCATIONS: S['location'][] = [
   },
 ];
 const price = (net: string): S['price'] => ({ net, gross: net });
-const serverType = (id: number, name: string, cores: number, memory: number, deprecated = false): S['server_type'] => ({
-  id,
-  name,
-  cores,
-  memory,
-  disk: 40,
-  deprecated,
-  description: name.toUpperCase(),
-  architecture: name.startsWith('cax') ? 'arm' : 'x86',
-  cpu_type: name.startsWith('ccx') ? 'dedicated' : 'shared',
-  storage_type: 'local',
-  category: 'regular_purpose',
-  locations: LOCATIONS.map((l) => ({ id: l.id, name: l.name, deprecation: null })),
-  prices: LOCATIONS.map((l) => ({
-    location: l.name,
-    included_traffic: 21990232555520,
-    price_hourly: price('0.0060'),
-    price_monthly: price('3.79'),
-    price_per_tb_traffic: price('1.00'),
-  })),
+/** A deprecation announced a year ago, effective `days` from now (past when negative). */
+const deprecation = (days: number): S['deprecation_info'] => ({
+  announced: new Date(Date.now() - 365 * 86_400_000).toISOString(),
+  unavailable_after: new Date(Date.now() + days * 86_400_000).toISOString(),
 });
-/** More than one page (per_page 50 → two pages at 60), so pagination is exercised. */
+/** How a type is sold in one location: not at all (absent), `available` or not, deprecated or not. */
+type Sale = { available?: boolean; deprecation?: S['deprecation_info'] };
+/**
+ * A server type is sold per location (hcloud-go hcloud/schema/server_type.go `ServerTypeLocation`: `available`,
+ * `recommended`, `deprecation`; CHANGELOG v2.25.0 and v2.38.0): listed only where it is sold, every location unless
+ * `sales` says otherwise. Its top-level `deprecated` is the old flag, true only where every location deprecates it.
+ */
+const serverType = (id: number, name: string, cores: number, memory: number, sales: Record<string, Sale | null> = {}): S['server_type'] => {
+  const locations = LOCATIONS.filter((l) => sales[l.name] !== null).map((l) => ({
+    id: l.id,
+    name: l.name,
+    available: sales[l.name]?.available ?? true,
+    recommended: sales[l.name] === undefined,
+    deprecation: sales[l.name]?.deprecation ?? null,
+  }));
+  return {
+    id,
+    name,
+    cores,
+    memory,
+    disk: 40,
+    deprecated: locations.every((l) => l.deprecation !== null),
+    description: name.toUpperCase(),
+    architecture: name.startsWith('cax') ? 'arm' : 'x86',
+    cpu_type: name.startsWith('ccx') ? 'dedicated' : 'shared',
+    storage_type: 'local',
+    category: 'regular_purpose',
+    locations,
+    prices: locations.map((l) => ({
+      location: l.name,
+      included_traffic: 21990232555520,
+      price_hourly: price('0.0060'),
+      price_monthly: price('3.79'),
+      price_per_tb_traffic: price('1.00'),
+    })),
+  };
+};
+const retired = { deprecation: deprecation(-30) };
+/**
+ * More than one page (per_page 50 → two pages at 60), so pagination is exercised. cx11 is retired everywhere;
+ * cpx31 is deprecated in nbg1 (still created there until its date); cax41 is not sold in nbg1 at all and is sold
+ * out in hel1.
+ */
 export const SERVER_TYPES: S['server_type'][] = [
-  serverType(1, 'cx11', 1, 2, true),
+  serverType(1, 'cx11', 1, 2, { fsn1: retired, nbg1: retired, hel1: retired }),
   serverType(2, 'cx22', 2, 4),
-  serverType(3, 'cpx31', 4, 8),
-  serverType(4, 'cax41', 16, 32),
+  serverType(3, 'cpx31', 4, 8, { nbg1: { deprecation: deprecation(90) } }),
+  serverType(4, 'cax41', 16, 32, { nbg1: null, hel1: { available: false } }),
   ...Array.from({ length: 56 }, (_, i) => serverType(100 + i, `ccx${100 + i}`, 8, 32 + i)),
 ];
 const SYSTEM_IMAGES = ['ubuntu-24.04', 'debian-12'];
@@ -153,6 +181,8 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   placement_error: 412,
   locked: 423,
   protected: 423,
+  // hcloud-go's CHANGELOG (v2.44.0): a removed endpoint answers "HTTP 410 Gone".
+  deprecated_api_endpoint: 410,
   rate_limit_exceeded: 429,
   server_error: 500,
   unavailable: 503,
@@ -452,10 +482,20 @@ export async function startHetznerFake(
     };
   }
 
-  function server(project: Project, body: S['create_server_request']): HServer | string {
+  function server(project: Project, body: S['create_server_request']): HServer | { code: string; message: string } | string {
     const location = LOCATIONS.find((l) => l.name === body.location);
     const type = SERVER_TYPES.find((t) => t.name === body.server_type);
     if (!location || !type) return 'invalid_input';
+    // Sold per location (hcloud-go hcloud/schema/server_type.go): a type not listed for the location is refused as
+    // input (CHANGELOG v2.25.0: "not supported in location"; the API's words below), one listed but not `available`
+    // (CHANGELOG v2.38.0) as unavailable (error.go: resource_unavailable, "Resource currently unavailable"), one past
+    // its `unavailable_after` (hcloud/deprecation.go: "removed from the API") as an invalid server type (error.go:
+    // invalid_server_type, "is deprecated").
+    const sale = type.locations.find((l) => l.name === location.name);
+    if (!sale) return { code: 'invalid_input', message: 'unsupported location for server type' };
+    if (!sale.available) return { code: 'resource_unavailable', message: 'server type unavailable in this location' };
+    if (sale.deprecation && Date.parse(sale.deprecation.unavailable_after) <= Date.now())
+      return { code: 'invalid_server_type', message: 'server type is deprecated in this location' };
     const snapshot = /^[0-9]+$/.test(body.image) ? project.images.get(Number(body.image)) : undefined;
     if (/^[0-9]+$/.test(body.image) && !snapshot) return 'not_found';
     if (!snapshot && !SYSTEM_IMAGES.includes(body.image)) return 'not_found';
@@ -475,13 +515,6 @@ export async function startHetznerFake(
       server_type: type,
       location,
       image: snapshot ?? image(1, body.image, 'system', {}, null),
-      datacenter: {
-        id: location.id,
-        name: `${location.name}-dc3`,
-        description: `${location.city} DC 3`,
-        location,
-        server_types: { available: [type.id], available_for_migration: [type.id], supported: [type.id] },
-      },
       backup_window: null,
       included_traffic: 21990232555520,
       ingoing_traffic: 0,
@@ -584,6 +617,7 @@ export async function startHetznerFake(
         fake.onCreate?.(token, [...project.servers.values()]);
         const created = server(project, body);
         if (typeof created === 'string') return error(ERROR_STATUS[created]!, created, `server ${body.name} could not be created: ${created}`);
+        if ('code' in created) return error(ERROR_STATUS[created.code] ?? 400, created.code, created.message);
         project.servers.set(created.id, created);
         const action = startAction(project, 'create_server', { id: created.id, type: 'server' }, () => {
           created.status = 'starting';
@@ -598,6 +632,8 @@ export async function startHetznerFake(
       case 'delete /servers/{id}': {
         const found = project.servers.get(id!);
         if (!found) return error(404, 'not_found', `server ${id} not found`);
+        // The server's `protection.delete` refuses its deletion until lifted (hcloud-go hcloud/error.go: protected).
+        if (found.protection.delete) return error(423, 'protected', `server ${id} has delete protection enabled`);
         if (locked(project, found.id)) return error(423, 'locked', `server ${id} is locked: an action is running`);
         found.status = 'deleting';
         // A deleted server leaves the load balancers that targeted it (a server target exists only for a server).

@@ -34,6 +34,7 @@ type HetznerImage = components['schemas']['image'];
 type HetznerAction = components['schemas']['action'];
 type FirewallRule = components['schemas']['rule'];
 type HetznerFirewall = components['schemas']['firewall'];
+type HetznerServerType = components['schemas']['server_type'];
 
 /**
  * Hetzner's error codes and what the workflows do about each: by `error.code`, never by HTTP status (a 403 is a
@@ -41,7 +42,8 @@ type HetznerFirewall = components['schemas']['firewall'];
  * cluster-api-provider-hetzner (pkg/services/hcloud/server/server.go) likewise gives up on invalid_input and
  * resource_unavailable at creation and requeues `locked` after a wait, and hcloud-go's retry policy
  * (hcloud/client_handler_retry.go) retries conflict and timeout. rate_limit_exceeded never reaches this table:
- * `call` waits for the bucket's reset and sends again. A code not listed is retried with the failure backoff.
+ * `call` waits for the bucket's reset and sends again. A code not listed is retried with the failure backoff;
+ * `resource_locked` is read with its message (hetznerErrorKind).
  */
 export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = {
   unauthorized: 'credential_refused',
@@ -52,6 +54,16 @@ export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = 
   resource_unavailable: 'refused',
   placement_error: 'refused',
   uniqueness_error: 'refused',
+  // error.go: "The server type does not fit for the given server or is deprecated".
+  invalid_server_type: 'refused',
+  // error.go: "The actions you are trying is protected": the resource's protection must be lifted first.
+  protected: 'refused',
+  // error.go: "Invalid JSON in request": the same request is as invalid the next time.
+  json_error: 'refused',
+  // error.go: "The given resource does not support this".
+  unsupported_error: 'refused',
+  // error.go: "the API functionality was removed".
+  deprecated_api_endpoint: 'refused',
   locked: 'busy',
   // DELETE /firewalls/{id} while a server still has the firewall: it goes once that server is gone.
   resource_in_use: 'busy',
@@ -62,11 +74,22 @@ export const HETZNER_ERROR_KINDS: Readonly<Record<string, ProviderErrorKind>> = 
   unavailable: 'unavailable',
 };
 
-/** Hetzner answered with an error, or an Action of it failed; `kind` (from the table above) is what the workflow does. */
+/**
+ * What the workflow does about Hetzner's `code`, its `message` given: the table above, and `resource_locked`, which
+ * error.go documents as "The resource is locked. The caller should contact support": refused when its message asks
+ * for support (no retry unlocks it), else busy like `locked`.
+ */
+export function hetznerErrorKind(code: string, message = ''): ProviderErrorKind {
+  if (code === 'resource_locked') return /support/i.test(message) ? 'refused' : 'busy';
+  return HETZNER_ERROR_KINDS[code] ?? 'unavailable';
+}
+
+/** Hetzner answered with an error, or an Action of it failed; `kind` (hetznerErrorKind) is what the workflow does. */
 export class HetznerError extends ProviderError {
   readonly status: number;
+  /** `message` carries Hetzner's own, which hetznerErrorKind reads. */
   constructor(status: number, code: string, message: string) {
-    super(HETZNER_ERROR_KINDS[code] ?? 'unavailable', code, message);
+    super(hetznerErrorKind(code, message), code, message);
     this.name = 'HetznerError';
     this.status = status;
   }
@@ -75,7 +98,7 @@ export class HetznerError extends ProviderError {
 /** The error for Hetzner's answer `code` to `what`, worded for its kind; `who` names the credential, never the token. */
 function hetznerError(status: number, code: string, detail: string | undefined, what: string, who: string): ProviderError {
   const said = `${code}${detail ? `: ${detail}` : ''}`;
-  switch (HETZNER_ERROR_KINDS[code]) {
+  switch (hetznerErrorKind(code, detail)) {
     case 'credential_refused':
       return new ProviderAuthError(who, code, detail);
     case 'permission_missing':
@@ -171,6 +194,14 @@ function addressesOf(server: HetznerServer): string[] {
   return [...(ipv4 ? [`${ipv4.ip}/32`] : []), ...(ipv6 ? [ipv6.ip] : [])];
 }
 
+/** Server types as Hetzner lists them, what new machines may be given of them, and the locations. */
+interface Catalog {
+  at: number;
+  types: HetznerServerType[];
+  offerings: ServerOffering[];
+  locations: string[];
+}
+
 /** Pages read at most, a guard against an answer whose next_page never ends. */
 const MAX_PAGES = 100;
 
@@ -186,7 +217,7 @@ type NamedAnswer<T> = Answer<T> & { who: string };
 export class HetznerCompute implements ComputeProvider {
   private readonly options: Required<Omit<HetznerOptions, 'logger' | 'fetch' | 'token'>> & Pick<HetznerOptions, 'logger' | 'token'>;
   private readonly client;
-  private catalog: { at: number; offerings: ServerOffering[]; locations: string[] } | undefined;
+  private catalog: Catalog | undefined;
 
   constructor(options: HetznerOptions) {
     this.options = {
@@ -279,8 +310,8 @@ export class HetznerCompute implements ComputeProvider {
   }
 
   /** Server types and locations, read from the API and cached (the public catalog is the same for every token). */
-  private async loadCatalog(credential?: ProviderCredential): Promise<{ offerings: ServerOffering[]; locations: string[] }> {
-    if (this.catalog && Date.now() - this.catalog.at < this.options.catalogTtlMs) return this.catalog;
+  private async loadCatalog(credential?: ProviderCredential, { fresh = false } = {}): Promise<Catalog> {
+    if (!fresh && this.catalog && Date.now() - this.catalog.at < this.options.catalogTtlMs) return this.catalog;
     const types = await this.all(async (page) => {
       const answer = await this.call(credential, (headers) => this.client.GET('/server_types', { params: { query: { page, per_page: 50 } }, headers }));
       const data = HetznerCompute.data(answer, 'list server types')!;
@@ -291,12 +322,42 @@ export class HetznerCompute implements ComputeProvider {
       const data = HetznerCompute.data(answer, 'list locations')!;
       return { items: data.locations, next: data.meta?.pagination.next_page ?? null };
     });
+    // A type is sold per location (hcloud-go's ServerTypeLocation): where it is available and not deprecated.
     const offerings = types
       .filter((t) => !t.deprecated)
-      .map((t) => ({ name: t.name, cpu: t.cores, memory_bytes: Math.round(t.memory * 1024 ** 3) }))
+      .map((t) => ({
+        name: t.name,
+        cpu: t.cores,
+        memory_bytes: Math.round(t.memory * 1024 ** 3),
+        locations: t.locations.filter((l) => l.available && l.deprecation === null).map((l) => l.name),
+      }))
+      .filter((t) => t.locations.length > 0)
       .sort((a, b) => a.memory_bytes - b.memory_bytes || a.cpu - b.cpu || a.name.localeCompare(b.name));
-    this.catalog = { at: Date.now(), offerings, locations: locations.map((l) => l.name) };
+    this.catalog = { at: Date.now(), types, offerings, locations: locations.map((l) => l.name) };
     return this.catalog;
+  }
+
+  /**
+   * Why Hetzner would not create a server of `typeName` in `location`, from the catalog; undefined when it would. A
+   * type deprecated there is still created until its `unavailable_after` (a machine resumed from its snapshot keeps
+   * its type); only new machines are refused it (resources/machines.ts).
+   */
+  private static unsold(catalog: Catalog, typeName: string, location: string): HetznerError | undefined {
+    const type = catalog.types.find((t) => t.name === typeName);
+    if (!type) return new HetznerError(0, 'invalid_input', `Hetzner Cloud offers no server type ${typeName}.`);
+    const there = type.locations.find((l) => l.name === location);
+    const sold = type.locations.filter((l) => l.available && l.deprecation === null).map((l) => l.name);
+    const elsewhere = `(it is on sale in ${sold.length > 0 ? sold.join(', ') : 'no location'})`;
+    if (!there) return new HetznerError(0, 'invalid_input', `Hetzner Cloud does not sell server type ${typeName} in ${location} ${elsewhere}.`);
+    if (!there.available) return new HetznerError(0, 'resource_unavailable', `Server type ${typeName} is not available in ${location} now ${elsewhere}.`);
+    if (there.deprecation && Date.parse(there.deprecation.unavailable_after) <= Date.now()) {
+      return new HetznerError(
+        0,
+        'invalid_server_type',
+        `Server type ${typeName} is no longer sold in ${location} since ${there.deprecation.unavailable_after} ${elsewhere}.`,
+      );
+    }
+    return undefined;
   }
 
   /** The project's token and the API's address, for the cloud controller manager of a cluster of its servers (kubernetes/ccm.ts). */
@@ -306,7 +367,7 @@ export class HetznerCompute implements ComputeProvider {
   }
 
   async offerings(credential?: ProviderCredential): Promise<ServerOffering[]> {
-    return (await this.loadCatalog(credential)).offerings.map((o) => ({ ...o }));
+    return (await this.loadCatalog(credential)).offerings.map((o) => ({ ...o, locations: [...(o.locations ?? [])] }));
   }
 
   async locations(credential?: ProviderCredential): Promise<string[]> {
@@ -344,14 +405,15 @@ export class HetznerCompute implements ComputeProvider {
     const { credential } = request;
     // It would never boot into a node: it goes, and a new one is made.
     if (unusable) await this.deleteServer(String(unusable.id), credential);
-    const catalog = await this.loadCatalog(credential);
+    let catalog = await this.loadCatalog(credential);
     const firewall = request.cluster_id === undefined ? undefined : (await this.clusterFirewall(request.cluster_id, credential)).id;
     if (!catalog.locations.includes(request.location)) {
       throw new HetznerError(0, 'invalid_input', `Hetzner Cloud has no location ${request.location} (it has ${catalog.locations.join(', ')}).`);
     }
-    if (!catalog.offerings.some((o) => o.name === request.server_type)) {
-      throw new HetznerError(0, 'invalid_input', `Hetzner Cloud offers no server type ${request.server_type}.`);
-    }
+    // Availability changes by the hour: a refusal is confirmed on a fresh catalog, not the cached one.
+    if (HetznerCompute.unsold(catalog, request.server_type, request.location)) catalog = await this.loadCatalog(credential, { fresh: true });
+    const unsold = HetznerCompute.unsold(catalog, request.server_type, request.location);
+    if (unsold) throw unsold;
     const answer = await this.call(credential, (headers) =>
       this.client.POST('/servers', {
         body: {
@@ -617,7 +679,8 @@ function toServer(server: HetznerServer): Server {
     server_type: server.server_type.name,
     // A snapshot has no name: its id stands for it, as in the create request that used it.
     image: image ? (image.name ?? String(image.id)) : '',
-    location: server.location?.name ?? server.datacenter.location.name,
+    // `location`, not `datacenter`: Hetzner removed the server's datacenter on 2026-07-01.
+    location: server.location.name,
     labels: server.labels,
     from_snapshot: image?.type === 'snapshot',
   };

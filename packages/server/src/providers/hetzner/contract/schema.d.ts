@@ -468,44 +468,6 @@ export interface components {
             /** @example Server */
             name: string;
         };
-        data_center: {
-            /** @example Falkenstein DC Park 8 */
-            description: string;
-            /**
-             * Format: int64
-             * @example 42
-             */
-            id: number;
-            location: components["schemas"]["location"];
-            /** @example fsn1-dc8 */
-            name: string;
-            server_types: {
-                /**
-                 * @example [
-                 *       1,
-                 *       2,
-                 *       3
-                 *     ]
-                 */
-                available: number[];
-                /**
-                 * @example [
-                 *       1,
-                 *       2,
-                 *       3
-                 *     ]
-                 */
-                available_for_migration: number[];
-                /**
-                 * @example [
-                 *       1,
-                 *       2,
-                 *       3
-                 *     ]
-                 */
-                supported: number[];
-            };
-        };
         delete_server_response: {
             action?: components["schemas"]["action"];
         };
@@ -1114,8 +1076,6 @@ export interface components {
              * @example 2016-01-30T23:55:00Z
              */
             created: string;
-            /** @deprecated */
-            datacenter: components["schemas"]["data_center"];
             /**
              * Format: int64
              * @example 42
@@ -1271,6 +1231,10 @@ export interface components {
             id: number;
             /** @example fsn1 */
             name: string;
+            /** @example true */
+            available: boolean;
+            /** @example true */
+            recommended: boolean;
         };
         set_rules_request: {
             rules: components["schemas"]["rule"][];
