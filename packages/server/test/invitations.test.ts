@@ -1,6 +1,7 @@
 // Invitations and the end of a membership: an existing member cannot be invited again (409 naming them), and a
 // member removed or leaving takes with them the workspace's pending invitations addressed to them and those they
-// made, listed in the audit event of the removal.
+// made, listed in the audit event of the removal; a demotion below admin withdraws those they made; and an
+// invitation racing its maker's removal never outlives it.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { call, newUser, type TestUser, useTestServer } from './support.ts';
@@ -81,4 +82,44 @@ describe('a membership that ends', () => {
       expect(event.target_ids).not.toContain(madeByOwner.body.id);
     });
   }
+});
+
+describe('a demotion', () => {
+  it('below admin withdraws the invitations the member made, so none can bring them back as admin; a promotion withdraws none', async () => {
+    const admin = await newUser(app.db, clock);
+    await join(admin, 'admin');
+    const second = await invite(admin.token, 'second-account@test.example', 'admin');
+    expect(second.status).toBe(201);
+    const byOwner = await invite(owner.token, 'kept@test.example', 'admin');
+    const setRole = (role: string) =>
+      call(app.baseUrl, 'PATCH', `/v1/workspaces/${owner.workspaceId}/members/${admin.userId}`, { token: owner.token, body: { role } });
+    expect((await setRole('viewer')).status).toBe(200);
+    expect(await pendingIds()).not.toContain(second.body.id);
+    expect(await pendingIds()).toContain(byOwner.body.id);
+    // Made admin again, they invite anew; raised further, nothing of theirs goes.
+    expect((await setRole('admin')).status).toBe(200);
+    const third = await invite(admin.token, 'third@test.example', 'member');
+    expect(third.status).toBe(201);
+    expect((await setRole('admin')).status).toBe(200);
+    expect(await pendingIds()).toContain(third.body.id);
+  });
+});
+
+describe('an invitation raced against the removal of its maker', () => {
+  it('never outlives the removal: the two take the maker’s membership in turn', async () => {
+    for (let trial = 0; trial < 4; trial++) {
+      const admin = await newUser(app.db, clock);
+      await join(admin, 'admin');
+      const invitations = Array.from({ length: 24 }, (_, i) => invite(admin.token, `race-${trial}-${i}@test.example`));
+      // The removal goes out while the invitations are in flight.
+      await new Promise((resolve) => setTimeout(resolve, 5 + trial * 5));
+      const removal = await call(app.baseUrl, 'DELETE', `/v1/workspaces/${owner.workspaceId}/members/${admin.userId}`, { token: owner.token });
+      expect(removal.status).toBe(204);
+      const replies = await Promise.all(invitations);
+      // Each invitation either was made before the removal (and went with it) or was refused after it.
+      for (const reply of replies) expect([201, 403, 404]).toContain(reply.status);
+      const left = await app.db.selectFrom('workspace_invitations').select('id').where('invited_by', '=', admin.userId).execute();
+      expect(left, `trial ${trial}`).toEqual([]);
+    }
+  });
 });

@@ -10,7 +10,7 @@ import { newId } from '../ids.ts';
 import { changingAccess } from '../services/access-changes.ts';
 import { afterCursor } from '../services/lists.ts';
 import { decodeCursor, page } from '../services/pagination.ts';
-import type { Role } from '../services/roles.ts';
+import { allows, type Role } from '../services/roles.ts';
 import { holdWorkspace, memberWorkspaces, type WorkspaceCaller, withinRestriction } from '../services/tenancy.ts';
 
 type Db = Kysely<Database>;
@@ -125,8 +125,44 @@ export async function invite(
   input: Schema<'WorkspaceInvitationCreate'>,
   now: number,
 ): Promise<Schema<'WorkspaceInvitation'>> {
-  const workspace = await membership(db, workspaceId, caller);
-  if (!(await holdWorkspace(db, workspace.id))) throw notFound('Workspace', workspaceId);
+  return inTransaction(db, async (trx) => {
+    const workspace = await membership(trx, workspaceId, caller);
+    if (!(await holdWorkspace(trx, workspace.id))) throw notFound('Workspace', workspaceId);
+    await holdInviter(trx, workspace.id, caller.userId);
+    return makeInvitation(trx, workspace, caller.userId, input, now);
+  });
+}
+
+/**
+ * The inviter's membership, held (FOR SHARE) until the invitation commits, and their role read under that lock: a
+ * removal or a demotion, which writes that row, waits for the invitation and then withdraws it, or goes first and
+ * the invitation is refused. Without it, an invitation checked against a membership that a removal was deleting
+ * outlived the removal.
+ */
+async function holdInviter(trx: Db, workspaceId: string, userId: string): Promise<void> {
+  const row = await trx
+    .selectFrom('workspace_members')
+    .select('role')
+    .where('workspace_id', '=', workspaceId)
+    .where('user_id', '=', userId)
+    .forShare()
+    .executeTakeFirst();
+  if (!row) throw notFound('Workspace', workspaceId);
+  if (!allows(row.role, 'admin')) {
+    throw new ApiError('forbidden', `createWorkspaceInvitation needs the admin role in workspace ${workspaceId}; your role is ${row.role}.`, {
+      suggestion: 'Ask an admin or the owner of the workspace for the admin role.',
+      details: { required_role: 'admin', role: row.role },
+    });
+  }
+}
+
+async function makeInvitation(
+  db: Db,
+  workspace: { id: string; name: string },
+  inviterId: string,
+  input: Schema<'WorkspaceInvitationCreate'>,
+  now: number,
+): Promise<Schema<'WorkspaceInvitation'>> {
   const email = input.email.toLowerCase();
   const existing = await db
     .selectFrom('workspace_members')
@@ -150,7 +186,7 @@ export async function invite(
       workspace_id: workspace.id,
       email,
       role: input.role ?? 'member',
-      invited_by: caller.userId,
+      invited_by: inviterId,
       created_at: now,
       expires_at: now + INVITATION_SECONDS,
     })
@@ -284,9 +320,15 @@ export async function setMemberRole(db: Db, workspaceId: string, caller: Workspa
   const target = await member(db, workspaceId, userId);
   if (target.role === 'owner')
     throw conflict(`${userId} owns workspace ${workspaceId}; the owner's role is not changed here.`, transferSuggestion(workspaceId), undefined, 'userId');
-  await db.updateTable('workspace_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
-  changingAccess();
-  return toWorkspaceMember({ ...target, role });
+  return inTransaction(db, async (trx) => {
+    await trx.updateTable('workspace_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+    // A member who may no longer invite takes back the invitations they made: accepted later, one of them could
+    // make its invitee an admin who grants the demoted member their role again.
+    if (!allows(role, 'admin'))
+      await trx.deleteFrom('workspace_invitations').where('workspace_id', '=', workspaceId).where('invited_by', '=', userId).execute();
+    changingAccess();
+    return toWorkspaceMember({ ...target, role });
+  });
 }
 
 /** The member becomes the owner (of the workspace's row and by role); the previous owner stays as an admin. */
