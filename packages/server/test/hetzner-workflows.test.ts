@@ -59,6 +59,28 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(drifted.differences).toEqual([{ field: 'server_type', desired: 'cx2*', actual: 'cpx31' }]);
   });
 
+  it('a cluster name as long as the contract allows gives its servers names Hetzner takes (RFC 1123 hostnames)', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    // 63 characters, a dash where the name is cut to make room for the machine's suffix.
+    const name = `${'a'.repeat(48)}-${'b'.repeat(14)}`;
+    expect(name).toHaveLength(63);
+    const { machine } = await machineOnNewCluster(user, name);
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready' || m.status === 'failed',
+      'the machine to be ready',
+    );
+    expect(ready.status).toBe('ready');
+    const [server] = fake.servers(PLATFORM).filter((s) => s.labels.machine === labelValue(machine.provider_id));
+    expect(server!.name).toBe(ready.node_name);
+    expect(server!.name).toMatch(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+    expect(server!.name).toBe(`${'a'.repeat(48)}-worker-${machine.provider_id.slice(-6)}`);
+  });
+
   it('a spent rate limit (429) makes provisioning wait, not fail', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-429');

@@ -24,6 +24,16 @@ import { ownerOf } from './workspaces.ts';
 
 type Db = Kysely<Database>;
 
+/**
+ * A machine's node and server name: its cluster's name and `-worker-` and the end of its id. A server's name must
+ * be an RFC 1123 hostname at Hetzner (a label of at most 63 characters, no trailing dash), and a node's a DNS label
+ * for the kubelet, so a long cluster name (the contract allows 63) is cut to fit, without a dash at the cut.
+ */
+export function nodeName(clusterName: string, providerId: string): string {
+  const suffix = `-worker-${providerId.slice(-6)}`;
+  return `${clusterName.slice(0, 63 - suffix.length).replace(/-+$/, '')}${suffix}`;
+}
+
 /** Row → record, typed on both ends: a drift between the database and the contract fails the type check. */
 const toMachine = (row: Row<'machines'>): Schema<'Machine'> => ({
   provider_id: row.provider_id,
@@ -142,7 +152,7 @@ export async function requestMachine(
         provider_id: providerId,
         cluster_id: cluster.id,
         compute_config_id: config.id,
-        node_name: `${cluster.name}-worker-${providerId.slice(-6)}`,
+        node_name: nodeName(cluster.name, providerId),
         status,
         byom,
         server_type: serverType.name,

@@ -482,6 +482,8 @@ export async function startHetznerFake(
     };
   }
 
+  const validHostname = (name: string) => name.length <= 253 && name.split('.').every((label) => /^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$/.test(label));
+
   function server(project: Project, body: S['create_server_request']): HServer | { code: string; message: string } | string {
     const location = LOCATIONS.find((l) => l.name === body.location);
     const type = SERVER_TYPES.find((t) => t.name === body.server_type);
@@ -496,6 +498,10 @@ export async function startHetznerFake(
     if (!sale.available) return { code: 'resource_unavailable', message: 'server type unavailable in this location' };
     if (sale.deprecation && Date.parse(sale.deprecation.unavailable_after) <= Date.now())
       return { code: 'invalid_server_type', message: 'server type is deprecated in this location' };
+    // "Server names must be unique per Project and valid hostnames as per RFC 1123 (i.e. may only contain letters,
+    // digits, periods, and dashes)" (the API's create_server description); RFC 1123 §2.1 keeps RFC 1035's labels of
+    // at most 63 characters that neither start nor end with a dash.
+    if (!validHostname(body.name)) return { code: 'invalid_input', message: `invalid input in field 'name'` };
     const snapshot = /^[0-9]+$/.test(body.image) ? project.images.get(Number(body.image)) : undefined;
     if (/^[0-9]+$/.test(body.image) && !snapshot) return 'not_found';
     if (!snapshot && !SYSTEM_IMAGES.includes(body.image)) return 'not_found';
