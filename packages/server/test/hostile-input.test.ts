@@ -130,6 +130,13 @@ describe('numbers a JSON number cannot hold as sent are refused, not stored roun
     expect(reply.body.error).toMatchObject({ code: 'validation_error', param });
     expect(reply.body.error.suggestion).toMatch(/as strings|as a string/);
   });
+  it('the refusal quotes no digit of the value: a number sent where a secret belongs is still a secret', async () => {
+    const body = '{"name":"n","registry_url":"https://registry.example","username":"u","password":12345678901234567890}';
+    const reply = await send('POST', '/v1/registry/credentials', body);
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toMatchObject({ code: 'validation_error', param: 'password' });
+    expect(JSON.stringify(reply.body)).not.toMatch(/1234567890|1\.23456789|12345678901234567000/);
+  });
   it('the largest exact integers, and longer ones a double holds exactly (2^54, 1e21), are stored as sent', async () => {
     const values = '{"max":9007199254740991,"min":-9007199254740991,"pow":18014398509481984,"exp":1e21}';
     const reply = await send('POST', '/v1/products', product(values));
