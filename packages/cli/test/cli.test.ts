@@ -540,7 +540,9 @@ describe('platform', () => {
       await approving;
       expect(login.code, login.stderr).toBe(0);
       expect(login.stdout).toContain(`${app.baseUrl}/device`);
-      expect(login.stdout).toContain('Logged in');
+      // It says which account approved the code.
+      const email = (await app.db.selectFrom('users').select('email').where('id', '=', user.userId).executeTakeFirstOrThrow()).email;
+      expect(login.stdout).toContain(`Logged in to ${app.baseUrl} as ${email} (${user.userId}).`);
       const file = join(home, 'platform', 'config.json');
       expect(statSync(file).mode & 0o777).toBe(0o600);
       const stored = JSON.parse(readFileSync(file, 'utf8')) as { token: string; api_url: string };

@@ -63,13 +63,21 @@ export function registerAuth(program: Command): void {
           } finally {
             stopOffering();
           }
-          // The new token at work: the workspaces it sees.
+          // The new token at work: the account that approved it (a code approved by another account of the user's,
+          // or by someone else, is seen here) and the workspaces it sees.
           const stored = readConfig(out.io.env);
           const api = createPlatformClient({ baseUrl: settings.apiUrl, token: stored.token });
+          const me = await api.GET('/v1/user', {});
           const workspaces = await api.GET('/v1/workspaces');
-          if (out.json) return json(out, workspaces);
+          const account = `${me.email} (${me.id})`;
+          if (out.json) {
+            say(`Logged in as ${account}.`);
+            return json(out, workspaces);
+          }
           const names = workspaces.data.map((w) => `${w.name} (${w.id})`).join(', ');
-          out.io.stdout.write(`Logged in to ${settings.apiUrl}. Workspaces: ${names || 'none'}\nSession token saved in ${configPath(out.io.env)}\n`);
+          out.io.stdout.write(
+            `Logged in to ${settings.apiUrl} as ${account}. Workspaces: ${names || 'none'}\nSession token saved in ${configPath(out.io.env)}\nNot you? Run \`platform logout\`.\n`,
+          );
         }),
       ),
     'platform login',
