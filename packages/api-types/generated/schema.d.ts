@@ -1508,7 +1508,7 @@ export interface paths {
         };
         /**
          * Get a device sign-in request waiting for a decision
-         * @description The device authorization request that shows `userCode`, while it waits for the signed-in user's decision: the client that asked and when. The `/device` page shows them with the code and asks the user to confirm that the code matches their terminal before it approves (RFC 8628 §5.4: the user confirms what they authorise). Reading changes nothing. A code that is unknown, expired, or already approved or denied is 404, as `approveDeviceCode` answers it, and counts against the same limit of 10 unknown codes per user in 10 minutes (429 beyond it, until `Retry-After` seconds have passed), so looking codes up is no faster a way to guess one.
+         * @description The device authorization request that shows `userCode`, while it waits for the signed-in user's decision: the client that asked and when. The `/device` page shows them with the code and asks the user to confirm that the code matches their terminal before it approves (RFC 8628 §5.4: the user confirms what they authorise). Reading changes nothing. A code that is unknown, expired, or already approved or denied is 404, as `approveDeviceCode` answers it, and counts against a limit of 10 unknown codes looked up per user in 10 minutes (429 beyond it, until `Retry-After` seconds have passed). The limit is apart from `approveDeviceCode`'s, so links to unknown codes that someone sends a user spend look-ups only: the user can still approve the code of their own terminal, without looking it up.
          */
         get: operations["getDeviceSignInRequest"];
         put?: never;
@@ -8718,7 +8718,7 @@ export interface operations {
             };
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationError"];
-            /** @description Too many unknown codes entered; wait `Retry-After` seconds. */
+            /** @description Too many unknown codes looked up; wait `Retry-After` seconds, or approve the code without looking it up. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

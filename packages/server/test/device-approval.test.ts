@@ -92,7 +92,7 @@ describe('getDeviceSignInRequest', () => {
     }
   });
 
-  it('unknown codes looked up count against the limit of unknown codes a decision counts against; known ones do not', async () => {
+  it('unknown codes looked up count against a limit of their own, apart from decisions: links to unknown codes never stop the user approving their own', async () => {
     const guesser = await newUser(app.db, app.clock);
     const code = await newCode();
     for (let i = 0; i < 12; i++) expect((await lookUp(guesser.token, code)).status).toBe(200);
@@ -100,8 +100,12 @@ describe('getDeviceSignInRequest', () => {
     const limited = await lookUp(guesser.token, 'BCDF-GHZK');
     expect(limited.status).toBe(429);
     expect(limited.body.error).toMatchObject({ code: 'rate_limited', param: 'user_code' });
+    expect(limited.body.error.suggestion).toContain('without looking it up');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-    // The limit is one: a decision is refused too.
-    expect((await decide(guesser.token, code, 'deny')).status).toBe(429);
+    // Ten links to unknown codes spent the look-ups only: the user's own code is still decided.
+    expect((await decide(guesser.token, code, 'deny')).status).toBe(200);
+    // And guessing by decisions is limited as before: 10 unknown codes, then 429.
+    for (let i = 0; i < 10; i++) expect((await decide(guesser.token, `BCDF-GJ${'JKLMNPQRST'[i]}K`, 'deny')).status).toBe(404);
+    expect((await decide(guesser.token, 'BCDF-GJZK', 'deny')).status).toBe(429);
   });
 });

@@ -194,6 +194,35 @@ describe('GET /device', () => {
     await page.close();
   });
 
+  it('after ten links to unknown codes spent the look-ups, still approves the code of the user’s own terminal once confirmed', {
+    timeout: 60_000,
+  }, async () => {
+    const bob = await newUser(app.db, clock, 'free');
+    const page = await openPage();
+    await page.goto(`${app.baseUrl}/device`);
+    await page.evaluate((token) => localStorage.setItem('platform.device.token', token), bob.token);
+    const status = page.locator('#status');
+    // Someone sends ten links to codes that wait for nothing; each is looked up as it opens.
+    for (const letter of 'BCDFGHJKLM') {
+      await page.goto(`${app.baseUrl}/device?user_code=BCDF-GH${letter}K`);
+      await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('not_found');
+    }
+    // The user's own sign-in: the look-up is refused, and the page offers the code as typed to confirm.
+    const device = await startDevice();
+    await page.goto(device.verification_uri_complete);
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('rate_limited');
+    expect(await page.locator('#request').isVisible()).toBe(true);
+    expect(await page.locator('#request-code').textContent()).toBe(device.user_code);
+    expect(await page.locator('#request-client').textContent()).toBe('not looked up');
+    await page.locator('#confirm').check();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => status.getAttribute('data-result'), { timeout: 10_000 }).toBe('approved');
+    clock.advance(5);
+    expect((await poll(device.device_code)).body).toMatchObject({ token_type: 'Bearer' });
+    await page.evaluate(() => localStorage.removeItem('platform.device.token'));
+    await page.close();
+  });
+
   it('says so when the token is not accepted, and forgets it', { timeout: 60_000 }, async () => {
     const device = await startDevice();
     const page = await openPage();
@@ -211,8 +240,8 @@ describe('GET /device', () => {
     expect(requests.length).toBeGreaterThan(0);
     expect(requests.filter((request) => !request.split(' ')[1]!.startsWith(`${app.baseUrl}/`))).toEqual([]);
     expect(pageErrors).toEqual([]);
-    // Chromium logs each non-2xx fetch (the refused token's 401, the second decision's 404); anything else,
-    // such as a Content-Security-Policy violation, fails the test.
-    expect(consoleErrors.filter((message) => !/the server responded with a status of (401|404)/.test(message))).toEqual([]);
+    // Chromium logs each non-2xx fetch (the refused token's 401, the unknown codes' 404s, the spent look-ups' 429);
+    // anything else, such as a Content-Security-Policy violation, fails the test.
+    expect(consoleErrors.filter((message) => !/the server responded with a status of (401|404|429)/.test(message))).toEqual([]);
   });
 });

@@ -17,6 +17,7 @@ const OWNER_EXCEPTIONS: Record<string, string> = {
   quota_overrides: 'resources/quotas.ts',
   device_grants: 'resources/device-sign-in.ts',
   device_code_attempts: 'resources/device-sign-in.ts',
+  device_code_lookups: 'resources/device-sign-in.ts',
   // Rules that span resources, and the engine's own table.
   workflows: 'engine/engine.ts',
   idempotency_keys: 'services/idempotency.ts',

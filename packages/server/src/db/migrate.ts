@@ -35,6 +35,7 @@ import * as kaasVersions from './migrations/20261128_1000_kaas_versions.ts';
 import * as replayedHeaders from './migrations/20261128_1100_replayed_headers.ts';
 import * as traceParents from './migrations/20261128_2000_trace_parents.ts';
 import * as accessChangeTriggers from './migrations/20261129_0020_access_change_triggers.ts';
+import * as deviceCodeLookups from './migrations/20261129_0100_device_code_lookups.ts';
 import type { Database } from './schema.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -69,6 +70,7 @@ export const migrations: Record<string, Migration> = {
   '20261128_1100_replayed_headers': replayedHeaders,
   '20261128_2000_trace_parents': traceParents,
   '20261129_0020_access_change_triggers': accessChangeTriggers,
+  '20261129_0100_device_code_lookups': deviceCodeLookups,
 };
 
 /**

@@ -435,6 +435,8 @@ export interface Database {
   quota_overrides: QuotaOverridesTable;
   device_grants: DeviceGrantsTable;
   device_code_attempts: DeviceCodeAttemptsTable;
+  /** Look-ups of device codes, counted apart from decisions (the same columns). */
+  device_code_lookups: DeviceCodeAttemptsTable;
   provisioning_backoff: ProvisioningBackoffTable;
   rate_limit_slots: { key: string; next_at_ms: ColumnType<number, number, number> };
   api_rate_limits: ApiRateLimitsTable;

@@ -45,6 +45,7 @@ const script = `
   const confirm = $('confirm');
   // The request the user is looking at: only its code is ever decided, and only while it is shown.
   let shown = null;
+  let lastError;
   const code = new URLSearchParams(location.search).get('user_code');
   if (code) $('user_code').value = code;
   const saved = localStorage.getItem(KEY);
@@ -71,6 +72,7 @@ const script = `
       body: body ? JSON.stringify(body) : undefined,
     });
     const json = await response.json().catch(() => undefined);
+    lastError = json && json.error ? json.error.code : undefined;
     if (response.status === 401) {
       localStorage.removeItem(KEY);
       $('forget').hidden = true;
@@ -92,21 +94,30 @@ const script = `
     show('info', 'Looking the code up…');
     try {
       const request = await send('GET', '/v1/auth/device/requests/' + encodeURIComponent(userCode), token());
-      if (!request) return;
-      shown = request;
-      $('request-code').textContent = request.user_code;
-      $('request-client').textContent = request.client_id === null ? 'a client that gave no name' : request.client_id;
-      const asked = new Date(request.requested_at * 1000);
-      $('request-time').dateTime = asked.toISOString();
-      $('request-time').textContent = asked.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
-      $('confirm-code').textContent = request.user_code;
-      $('request').hidden = false;
+      if (!request) {
+        // Look-ups are limited apart from decisions (links to unknown codes spend them): the code typed can still
+        // be decided, once the user confirms it is their terminal's, without what a look-up shows.
+        if (lastError === 'rate_limited') offer({ user_code: userCode.toUpperCase(), client_id: undefined, requested_at: undefined });
+        return;
+      }
+      offer(request);
       show('info', 'Compare the code with your terminal, then approve or deny.', 'shown');
     } catch (error) {
       show('error', 'The service could not be reached: ' + error.message, 'network');
     } finally {
       busy(false);
     }
+  }
+  function offer(request) {
+    shown = request;
+    $('request-code').textContent = request.user_code;
+    $('request-client').textContent =
+      request.client_id === undefined ? 'not looked up' : request.client_id === null ? 'a client that gave no name' : request.client_id;
+    const asked = request.requested_at === undefined ? undefined : new Date(request.requested_at * 1000);
+    $('request-time').dateTime = asked ? asked.toISOString() : '';
+    $('request-time').textContent = asked ? asked.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' }) : 'not looked up';
+    $('confirm-code').textContent = request.user_code;
+    $('request').hidden = false;
   }
   // Step two: the decision, on the code shown; approving only once the user ticked that it matches.
   async function decide(action) {

@@ -32,7 +32,7 @@ export const approveDeviceCode = staged<'approveDeviceCode'>({
 });
 
 export const getDeviceSignInRequest = staged<'getDeviceSignInRequest'>({
-  before: ({ caller }, { db, clock }) => deviceSignIn.admitCodeAttempt(db, clock, caller.userId),
+  before: ({ caller }, { db, clock }) => deviceSignIn.admitCodeLookup(db, clock, caller.userId),
   change: async ({ params, caller }, { db, clock }) => ({
     status: 200,
     body: await deviceSignIn.getDeviceSignInRequest(db, clock, caller.userId, params.userCode),

@@ -6,7 +6,7 @@
 // racing polls run one after the other and the second sees `issued`.
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Schema } from '@platform/api-types';
-import { type Kysely, sql } from 'kysely';
+import { type InsertQueryBuilder, type InsertResult, type Kysely, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { ulid } from 'ulid';
 import type { Clock } from '../clock.ts';
 import type { Database, Row } from '../db/schema.ts';
@@ -133,19 +133,32 @@ export async function pollDeviceSignIn(db: Kysely<Database>, clock: Clock, devic
 export type DecisionResult = { kind: 'decided'; row: Row<'device_grants'> } | { kind: 'not_found' };
 
 /**
+ * Where entered codes are counted: decisions (approve, deny) in `device_code_attempts`, look-ups in
+ * `device_code_lookups`. Apart, so that links to unknown codes someone sends the user (the /device page looks a
+ * link's code up at once) spend look-ups only, never the decisions that approve the user's own code.
+ */
+type AttemptCounter = 'device_code_attempts' | 'device_code_lookups';
+
+/**
  * Counts one attempt of the user against the window (fixed, APPROVAL_WINDOW_SECONDS long) before the code is
  * looked up, in one statement, so concurrent guesses cannot slip past the limit; attempts that name a real
  * code are given back afterwards. Returns the attempts in the window, this one included, and when it ends.
  */
-async function countAttempt(db: Kysely<Database>, userId: string, now: number): Promise<{ attempts: number; windowEndsAt: number }> {
+async function countAttempt(db: Kysely<Database>, counter: AttemptCounter, userId: string, now: number): Promise<{ attempts: number; windowEndsAt: number }> {
   const windowStart = now - APPROVAL_WINDOW_SECONDS;
-  const row = await db
-    .insertInto('device_code_attempts')
+  // The two tables have the same columns.
+  const insert = (counter === 'device_code_lookups' ? db.insertInto('device_code_lookups') : db.insertInto('device_code_attempts')) as InsertQueryBuilder<
+    Database,
+    'device_code_attempts',
+    InsertResult
+  >;
+  const started = sql.ref(`${counter}.window_started_at`);
+  const row = await insert
     .values({ user_id: userId, window_started_at: now, attempts: 1 })
     .onConflict((oc) =>
       oc.column('user_id').doUpdateSet({
-        attempts: sql<number>`CASE WHEN device_code_attempts.window_started_at <= ${windowStart} THEN 1 ELSE device_code_attempts.attempts + 1 END`,
-        window_started_at: sql<number>`CASE WHEN device_code_attempts.window_started_at <= ${windowStart} THEN ${now}::bigint ELSE device_code_attempts.window_started_at END`,
+        attempts: sql<number>`CASE WHEN ${started} <= ${windowStart} THEN 1 ELSE ${sql.ref(`${counter}.attempts`)} + 1 END`,
+        window_started_at: sql<number>`CASE WHEN ${started} <= ${windowStart} THEN ${now}::bigint ELSE ${started} END`,
       }),
     )
     .returning(['attempts', 'window_started_at'])
@@ -153,8 +166,14 @@ async function countAttempt(db: Kysely<Database>, userId: string, now: number): 
   return { attempts: row.attempts, windowEndsAt: row.window_started_at + APPROVAL_WINDOW_SECONDS };
 }
 
-async function refundAttempt(db: Kysely<Database>, userId: string): Promise<void> {
-  await db.updateTable('device_code_attempts').set({ attempts: sql<number>`greatest(attempts - 1, 0)` }).where('user_id', '=', userId).execute();
+async function refundAttempt(db: Kysely<Database>, counter: AttemptCounter, userId: string): Promise<void> {
+  const update = (counter === 'device_code_lookups' ? db.updateTable('device_code_lookups') : db.updateTable('device_code_attempts')) as UpdateQueryBuilder<
+    Database,
+    'device_code_attempts',
+    'device_code_attempts',
+    UpdateResult
+  >;
+  await update.set({ attempts: sql<number>`greatest(attempts - 1, 0)` }).where('user_id', '=', userId).execute();
 }
 
 /**
@@ -165,7 +184,7 @@ async function decideDeviceSignIn(db: Kysely<Database>, clock: Clock, userId: st
   const now = clock.now();
   const code = normaliseUserCode(userCode);
   const result = code === undefined ? ({ kind: 'not_found' } as const) : await decide(db, now, userId, code, action);
-  if (result.kind !== 'not_found') await refundAttempt(db, userId);
+  if (result.kind !== 'not_found') await refundAttempt(db, 'device_code_attempts', userId);
   return result;
 }
 
@@ -262,24 +281,30 @@ export async function admitDeviceDecision(
     }
     requireUnrestricted(caller, 'approveDeviceCode', 'would issue a session token, which acts in every workspace');
   }
-  await admitCodeAttempt(db, clock, caller.userId);
+  await admitCodeAttempt(db, clock, caller.userId, 'device_code_attempts');
 }
 
+/** Admits a look-up of a code (getDeviceSignInRequest), counted apart from decisions (AttemptCounter). */
+export const admitCodeLookup = (db: Kysely<Database>, clock: Clock, userId: string) => admitCodeAttempt(db, clock, userId, 'device_code_lookups');
+
 /**
- * Counts one entered code against the user's limit of unknown codes (429 beyond it), for a decision or a look-up
- * alike. The count must stand whatever becomes of the request, so it is not made in the request's transaction
- * (the operation's `before` stage): a refused guess rolled back with its 404 would count nothing.
+ * Counts one entered code against the user's limit of unknown codes (429 beyond it), of decisions or of look-ups.
+ * The count must stand whatever becomes of the request, so it is not made in the request's transaction (the
+ * operation's `before` stage): a refused guess rolled back with its 404 would count nothing.
  */
-export async function admitCodeAttempt(db: Kysely<Database>, clock: Clock, userId: string): Promise<void> {
+async function admitCodeAttempt(db: Kysely<Database>, clock: Clock, userId: string, counter: AttemptCounter): Promise<void> {
   const now = clock.now();
-  const { attempts, windowEndsAt } = await countAttempt(db, userId, now);
+  const { attempts, windowEndsAt } = await countAttempt(db, counter, userId, now);
   if (attempts > APPROVAL_ATTEMPT_LIMIT) {
+    const lookups = counter === 'device_code_lookups';
     throw new ApiError(
       'rate_limited',
-      `Too many unknown device codes entered; you may enter ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`,
+      `Too many unknown device codes ${lookups ? 'looked up' : 'entered'}; you may ${lookups ? 'look up' : 'enter'} ${APPROVAL_ATTEMPT_LIMIT} in ${APPROVAL_WINDOW_SECONDS / 60} minutes.`,
       {
         param: 'user_code',
-        suggestion: 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
+        suggestion: lookups
+          ? 'Approve the code your terminal shows without looking it up (POST /v1/auth/device/approve; the /device page offers it), or wait for the number of seconds in Retry-After.'
+          : 'Wait for the number of seconds in Retry-After, then check the code your terminal shows.',
         details: { limit: APPROVAL_ATTEMPT_LIMIT, window_seconds: APPROVAL_WINDOW_SECONDS },
         headers: { 'Retry-After': String(Math.max(1, windowEndsAt - now)) },
       },
@@ -294,7 +319,7 @@ const codeNotFound = (shown: string) =>
   });
 
 /**
- * The request showing `userCode` (as typed) while it waits for a decision, admitted by admitCodeAttempt: who asked
+ * The request showing `userCode` (as typed) while it waits for a decision, admitted by admitCodeLookup: who asked
  * and when, for the /device page to show before the user confirms. Unknown, expired and decided codes are 404, as
  * a decision answers them; a code found gives its attempt back.
  */
@@ -311,7 +336,7 @@ export async function getDeviceSignInRequest(db: Kysely<Database>, clock: Clock,
           .where('expires_at', '>', clock.now())
           .executeTakeFirst();
   if (!grant) throw codeNotFound(code === undefined ? userCode : formatUserCode(code));
-  await refundAttempt(db, userId);
+  await refundAttempt(db, 'device_code_lookups', userId);
   return { user_code: formatUserCode(grant.user_code), client_id: grant.client_id, requested_at: grant.created_at, expires_at: grant.expires_at };
 }
 
