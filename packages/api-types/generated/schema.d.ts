@@ -3472,7 +3472,7 @@ export interface components {
         };
         MachineRequest: {
             cluster_id: string;
-            /** @description A compute config of the cluster's workspace. */
+            /** @description A compute config of the cluster's workspace. Where the provider runs a cloud controller manager in each cluster (Hetzner), a cluster's machines are all in one cloud project: a config of another project than the cluster's machines (the platform's account, or another cloud credential) is 422 naming `compute_config_id`. */
             compute_config_id: string;
             /** @description A server type matching the config's `machine_type_filter` and on sale in the config's region (available and not deprecated there; any other → `422` listing those that are); omitted, the smallest such type is used. */
             server_type?: string;

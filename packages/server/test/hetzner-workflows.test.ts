@@ -81,6 +81,26 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(server!.name).toBe(`${'a'.repeat(48)}-worker-${machine.provider_id.slice(-6)}`);
   });
 
+  it('keeps a cluster’s machines in one Hetzner project: a machine of another project’s compute config is 422 naming compute_config_id', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, cluster, machine, credential } = await machineOnNewCluster(user, 'hz-one-project', { byom: true });
+    const platformConfig = await api.POST('/v1/compute/configs', {
+      body: {
+        name: 'cfg-platform-account',
+        provider: 'hcloud',
+        provider_config: { provider: 'hcloud', region: 'nbg1', image: 'ubuntu-24.04', machine_type_filter: 'cx2*' },
+      },
+    });
+    const refused = await apiError(api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: platformConfig.id } }));
+    expect(refused).toMatchObject({ status: 422, code: 'validation_error', param: 'compute_config_id' });
+    expect(refused.message).toContain(`cloud credential ${credential!.id}`);
+    expect(refused.message).toContain(machine.provider_id);
+    // Another machine of the BYOM project is taken.
+    const byomConfig = await app.db.selectFrom('machines').select('compute_config_id').where('provider_id', '=', machine.provider_id).executeTakeFirstOrThrow();
+    const second = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: byomConfig.compute_config_id } });
+    expect(second.cluster_id).toBe(cluster.id);
+  });
+
   it('a spent rate limit (429) makes provisioning wait, not fail', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-429');

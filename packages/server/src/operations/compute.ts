@@ -66,10 +66,15 @@ export const getMachine: Handler<'getMachine'> = async ({ params, caller }, { db
   return { status: 200, body: await machines.getMachine(db, caller, params.providerId) };
 };
 
-export const requestMachine = staged<'requestMachine', ServerOffering[]>({
-  before: offerings,
-  change: async ({ body, caller, workspace }, { db, clock, workflows }, offerings) => {
-    return { status: 202, body: await machines.requestMachine(db, caller, workspace, body, { now: clock.now(), workflows, offerings }) };
+export const requestMachine = staged<'requestMachine', { offerings: ServerOffering[]; oneProjectPerCluster: boolean }>({
+  // A provider that runs a cloud controller manager in each cluster gives it one project's token, so a cluster's
+  // machines must all be in that project (machines.ts, requestMachine).
+  before: async (_input, { provider }) => ({ offerings: await provider.offerings(), oneProjectPerCluster: provider.cloudControllerAccess !== undefined }),
+  change: async ({ body, caller, workspace }, { db, clock, workflows }, { offerings, oneProjectPerCluster }) => {
+    return {
+      status: 202,
+      body: await machines.requestMachine(db, caller, workspace, body, { now: clock.now(), workflows, offerings, oneProjectPerCluster }),
+    };
   },
 });
 

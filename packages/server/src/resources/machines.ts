@@ -3,7 +3,7 @@
 // suspensions.ts) → ready; any → deleting → gone. What a machine references (its cluster, its compute config)
 // lives in one workspace, checked when it is requested.
 import type { Schema } from '@platform/api-types';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, NewRow, Row } from '../db/schema.ts';
 import { holdReferenced, inTransaction } from '../db/transaction.ts';
 import { cancelWorkflows, type WorkflowStarter } from '../engine/engine.ts';
@@ -86,7 +86,7 @@ export async function requestMachine(
   caller: WorkspaceCaller,
   acting: ActingWorkspace | undefined,
   input: Schema<'MachineRequest'>,
-  { now, workflows, offerings }: Effects & { offerings: ServerOffering[] },
+  { now, workflows, offerings, oneProjectPerCluster = false }: Effects & { offerings: ServerOffering[]; oneProjectPerCluster?: boolean },
 ): Promise<Schema<'Machine'>> {
   const cluster = await visibleCluster(db, caller, input.cluster_id, 'cluster_id');
   const named = acting?.named ? acting : undefined;
@@ -143,6 +143,7 @@ export async function requestMachine(
     if (!byom) await enforceQuota(trx, workspace, { 'compute/machines': 1, 'compute/cpu': serverType.cpu, 'compute/memory': serverType.memory_bytes }, now);
     // A free slot is taken at once; otherwise the machine waits queued (see services/provisioning.ts).
     await lockCluster(trx, cluster.id);
+    if (oneProjectPerCluster) await requireClusterProject(trx, cluster.id, config.cloud_credential_id);
     const status = (await slotAvailable(trx, cluster, now)) ? 'provisioning' : 'queued';
     const providerId = `compute://${newId('mch')}`;
     await workflows.start(trx, 'requestMachine', providerId);
@@ -164,6 +165,30 @@ export async function requestMachine(
       .executeTakeFirstOrThrow();
   });
   return toMachine(row);
+}
+
+/**
+ * Refuses a machine in another cloud project than the cluster's other machines (the platform's account, or a BYOM
+ * credential's): each project's cluster firewall admits only its own servers, so nodes in two projects block each
+ * other's VXLAN (8472) and kubelet traffic, and the cluster's Hetzner cloud controller manager holds one project's
+ * token (its Secret `hcloud`), so it would take the other project's servers for gone and delete their Nodes.
+ * Credentials are told apart by id: two credentials are two projects. Under the cluster's lock (lockCluster).
+ */
+async function requireClusterProject(trx: Db, clusterId: string, credentialId: string | null): Promise<void> {
+  const other = await trx
+    .selectFrom('machines')
+    .innerJoin('compute_configs', 'compute_configs.id', 'machines.compute_config_id')
+    .select(['machines.provider_id', 'compute_configs.id as config_id', 'compute_configs.cloud_credential_id'])
+    .where('machines.cluster_id', '=', clusterId)
+    .where(sql<boolean>`compute_configs.cloud_credential_id IS DISTINCT FROM ${credentialId}`)
+    .executeTakeFirst();
+  if (!other) return;
+  const project = (credential: string | null) => (credential === null ? "the platform's account" : `the project of cloud credential ${credential}`);
+  throw validationError(
+    'compute_config_id',
+    `Cluster ${clusterId}'s machines are in ${project(other.cloud_credential_id)} (machine ${other.provider_id}); a cluster's machines are all in one cloud project, and this compute config makes them in ${project(credentialId)}.`,
+    `Use compute config ${other.config_id}, or another with ${other.cloud_credential_id === null ? 'no cloud credential' : `cloud credential ${other.cloud_credential_id}`}; or make a new cluster for this project's machines.`,
+  );
 }
 
 /** any → deleting: whatever was under way for the machine stops; the deletion removes its server and snapshot. */
