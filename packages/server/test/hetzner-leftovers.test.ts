@@ -139,6 +139,80 @@ describe('leftovers at Hetzner', () => {
     );
   }, 60_000);
 
+  it('the load balancers a cluster’s cloud controller manager made go with the cluster; one left of a gone cluster is swept; a user’s own is never touched', async () => {
+    const user = await newUser(app.db, clock, 'pro');
+    const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-lb-gone', { byom: true });
+    const ready = await eventually(
+      async () => {
+        await settled();
+        clock.advance(5);
+        return machineRow(machine.provider_id);
+      },
+      (m) => m.status === 'ready',
+      'the machine to be ready',
+    );
+    // As hcloud-cloud-controller-manager makes one for a LoadBalancer Service (support/hcloud-ccm.ts): labelled
+    // with the Service's uid only, targeting the cluster's servers.
+    const made = fake.createLoadBalancer(BYOM_TOKEN, {
+      name: 'a0f4c2d9e',
+      labels: { 'hcloud-ccm/service-uid': '0f4c2d9e-0000-4000-8000-000000000001' },
+      location: 'fsn1',
+      serverIds: [Number(ready.server_id)],
+    });
+    // A load balancer of the user's own in the same project, targeting their own servers only.
+    const users = fake.createLoadBalancer(BYOM_TOKEN, {
+      name: 'users-own',
+      labels: { 'hcloud-ccm/service-uid': '0f4c2d9e-0000-4000-8000-000000000002' },
+      location: 'fsn1',
+      serverIds: [],
+    });
+    const balancer = (id: number) => fake.loadBalancers(BYOM_TOKEN).find((b) => b.id === id);
+    // The machine's deletion claims it for the cluster while it still targets the machine's server.
+    await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
+    await eventually(
+      async () => {
+        await settled();
+        clock.advance(2);
+        return app.db.selectFrom('machines').select('status').where('provider_id', '=', machine.provider_id).executeTakeFirst();
+      },
+      (m) => m === undefined,
+      'the machine to be deleted',
+    );
+    expect(balancer(made.id)!.labels).toMatchObject({ 'managed-by': MANAGED_BY, cluster: labelValue(cluster.id) });
+    expect(balancer(made.id)!.targets).toEqual([]);
+    await api.DELETE('/v1/clusters/{clusterId}', { params: { path: { clusterId: cluster.id } } });
+    await eventually(
+      () => balancer(made.id),
+      (b) => b === undefined,
+      'the cluster’s load balancer to be deleted',
+      5_000,
+    );
+
+    // One claimed for a cluster that is gone (its deletion at the provider failed): swept after the grace period.
+    const orphan = fake.createLoadBalancer(BYOM_TOKEN, {
+      name: 'a0f4c2d9f',
+      labels: { 'hcloud-ccm/service-uid': '0f4c2d9e-0000-4000-8000-000000000003', 'managed-by': MANAGED_BY, cluster: labelValue('cl_gone') },
+      location: 'fsn1',
+      serverIds: [],
+    });
+    const sweeper = leftoversReconciler({
+      db: app.db,
+      clock,
+      logger: pino({ level: 'silent' }),
+      provider: app.runtime.provider,
+      secrets: secretBox(app.secretsKey),
+      graceSeconds: 600,
+      dryRun: false,
+      everyMs: 60_000,
+    });
+    await sweeper.sweep();
+    expect(balancer(orphan.id)).toBeDefined();
+    clock.advance(600);
+    await sweeper.sweep();
+    expect(balancer(orphan.id)).toBeUndefined();
+    expect(balancer(users.id)!.labels).toEqual({ 'hcloud-ccm/service-uid': '0f4c2d9e-0000-4000-8000-000000000002' });
+  }, 60_000);
+
   it('a deleted cluster’s firewall is deleted after its servers: refused while a leftover server still has it, gone once that server is', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-firewall', { byom: true });

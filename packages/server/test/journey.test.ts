@@ -562,6 +562,8 @@ describe("a cluster's life on the real systems", () => {
       await until('the machine to be gone', async () => (await machineStatus()) === undefined);
       expect(world.fake.servers(PLATFORM).filter((s) => s.name === machine.node_name)).toEqual([]);
       expect(node()).toBeUndefined();
+      // Its load balancer was claimed for the cluster while it still targeted the server: it goes with the cluster.
+      expect(world.fake.loadBalancers(PLATFORM).find((b) => b.id === balancer!.id)?.labels).toMatchObject({ cluster: labelValue(cluster.id) });
 
       // Asleep, the control plane serves nothing: the message says so, and a kubeconfig is refused with it.
       expect(kamaji.sleep(KAMAJI_NS, name)).toBe('Sleeping');

@@ -1,12 +1,14 @@
 // Deletes what this installation of the platform made at the cloud provider and nothing stands behind any more: a
 // server labelled with a `machine` that no longer exists (created just before a crash, its machine deleted
-// meanwhile), a snapshot that no live suspension holds, the firewall of a cluster that was deleted (once no server
-// has it: Hetzner refuses deleting a firewall still applied, so it goes on a later run, after its servers). Only what
+// meanwhile), a snapshot that no live suspension holds, a load balancer made for a cluster that was deleted (one its
+// cloud controller manager made, claimed for it while it targeted the cluster's servers), the firewall of a cluster
+// that was deleted (once no server has it: Hetzner refuses deleting a firewall still applied, so it goes on a later
+// run, after its servers). Only what
 // carries the installation's managed-by label is looked at (`listLabelled`): a user's own servers in a BYOM project,
 // whatever their labels, are never touched. It looks in the platform's account and in each active BYOM credential's
 // project, now and then, in every worker process. A server or snapshot is deleted only once it has been a leftover
 // for the grace period, counted from when this process first saw it (so a creation whose record is being written is
-// never taken for one); a firewall needs none (it is made only for a cluster that exists, and the clusters are read
+// never taken for one), a load balancer too; a firewall needs none (it is made only for a cluster that exists, and the clusters are read
 // after the listing). The firewalls of live clusters get their rules brought up to date. With dry-run on, it only
 // logs. Deletes are idempotent, so workers sweeping at once only repeat each other.
 import type { Kysely } from 'kysely';
@@ -72,7 +74,7 @@ export function leftoversReconciler(options: LeftoversOptions) {
     // Read after the listing: a machine, suspension or cluster recorded meanwhile is seen, never the other way round.
     const behind = await owners(db);
     // Servers first: a deleted cluster's firewall can go only once no server has it.
-    const order = { server: 0, snapshot: 1, firewall: 2 };
+    const order = { server: 0, snapshot: 1, load_balancer: 2, firewall: 3 };
     for (const resource of [...found].sort((a, b) => order[a.kind] - order[b.kind])) {
       if (!isLeftover(resource, behind)) {
         if (resource.kind === 'firewall' && !dryRun && resource.labels.cluster) {
@@ -95,6 +97,7 @@ export function leftoversReconciler(options: LeftoversOptions) {
       }
       if (resource.kind === 'server') await provider.deleteServer(resource.id, account.credential);
       else if (resource.kind === 'snapshot') await provider.deleteSnapshot(resource.id, account.credential);
+      else if (resource.kind === 'load_balancer') await provider.deleteLoadBalancer!(resource.id, account.credential);
       else {
         try {
           await provider.deleteFirewall!(resource.id, account.credential);

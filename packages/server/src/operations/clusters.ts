@@ -40,20 +40,23 @@ export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ pa
 };
 
 export const deleteCluster = staged<'deleteCluster', string | undefined>({
-  // The cluster's workspace, read before its record goes: its BYOM projects may hold the cluster's firewall.
+  // The cluster's workspace, read before its record goes: its BYOM projects may hold the cluster's firewall and
+  // load balancers.
   before: ({ params, caller }, { db }) => clusters.clusterWorkspace(db, caller, params.clusterId),
   change: async ({ params, caller }, { db }) => {
     await clusters.deleteCluster(db, caller, params.clusterId);
     return { status: 204, body: undefined };
   },
-  // The control plane and the cluster's firewall go once the record's deletion is committed; what the driver or
-  // the provider fails to delete stays, labelled, to clean up (the leftovers reconciler deletes such a firewall).
-  // The firewalls are not awaited: a spent provider rate limit may hold their deletion for a long while, and the
+  // The control plane, the cluster's firewall and load balancers go once the record's deletion is committed; what the
+  // driver or the provider fails to delete stays, labelled, to clean up (the leftovers reconciler deletes it).
+  // The provider's deletions are not awaited: a spent provider rate limit may hold their deletion for a long while, and the
   // answer does not depend on it.
   after: async ({ params }, { db, driver, provider, secrets, logger }, _output, workspaceId) => {
     void clusters
-      .deleteClusterFirewalls(db, provider, secrets, params.clusterId, workspaceId)
-      .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the cluster’s firewall failed; the leftovers run retries'));
+      .deleteClusterResources(db, provider, secrets, params.clusterId, workspaceId)
+      .catch((error: unknown) =>
+        logger.warn({ err: error, cluster: params.clusterId }, 'deleting the cluster’s firewall and load balancers failed; the leftovers run retries'),
+      );
     await driver
       .deleteCluster(params.clusterId)
       .catch((error: unknown) => logger.warn({ err: error, cluster: params.clusterId }, 'deleting the control plane failed'));

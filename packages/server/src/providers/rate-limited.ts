@@ -23,9 +23,10 @@ export function rateLimited(provider: ComputeProvider, limit: ProviderRateLimit,
     deleteSnapshot: limited((id, credential) => provider.deleteSnapshot(id, credential)),
     ...(provider.listLabelled ? { listLabelled: limited((credential) => provider.listLabelled!(credential)) } : {}),
     ...(provider.deleteFirewall ? { deleteFirewall: limited((id, credential) => provider.deleteFirewall!(id, credential)) } : {}),
-    ...(provider.deleteClusterFirewall
-      ? { deleteClusterFirewall: limited((clusterId, credential) => provider.deleteClusterFirewall!(clusterId, credential)) }
+    ...(provider.deleteClusterResources
+      ? { deleteClusterResources: limited((clusterId, credential) => provider.deleteClusterResources!(clusterId, credential)) }
       : {}),
+    ...(provider.deleteLoadBalancer ? { deleteLoadBalancer: limited((id, credential) => provider.deleteLoadBalancer!(id, credential)) } : {}),
     // No call to the provider: it tells what a cloud controller manager reaches the provider with.
     ...(provider.cloudControllerAccess ? { cloudControllerAccess: (credential) => provider.cloudControllerAccess!(credential) } : {}),
     ...(provider.refreshFirewall ? { refreshFirewall: limited((clusterId, credential) => provider.refreshFirewall!(clusterId, credential)) } : {}),

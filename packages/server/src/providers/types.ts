@@ -110,14 +110,19 @@ export interface ComputeProvider {
   listLabelled?(credential?: ProviderCredential): Promise<LabelledResource[]>;
   /** Deletes a cluster's firewall; one still applied to a server is refused (a `busy` ProviderError). */
   deleteFirewall?(id: string, credential?: ProviderCredential): Promise<void>;
-  /** Deletes a deleted cluster's firewall, if it has one; one still applied to a server is left as it is (for the leftovers run). */
-  deleteClusterFirewall?(clusterId: string, credential?: ProviderCredential): Promise<void>;
+  /**
+   * Deletes what a deleted cluster has in the project besides its servers: the load balancers made for it, and its
+   * firewall if it has one (one still applied to a server is left as it is, for the leftovers run).
+   */
+  deleteClusterResources?(clusterId: string, credential?: ProviderCredential): Promise<void>;
+  /** Deletes a load balancer made for a cluster (a leftover); one that is gone already is fine. */
+  deleteLoadBalancer?(id: string, credential?: ProviderCredential): Promise<void>;
   /** Brings the cluster firewall's rules up to date with the cluster's servers, when they differ. */
   refreshFirewall?(clusterId: string, credential?: ProviderCredential): Promise<void>;
 }
 
 export interface LabelledResource {
-  kind: 'server' | 'snapshot' | 'firewall';
+  kind: 'server' | 'snapshot' | 'firewall' | 'load_balancer';
   id: string;
   labels: Record<string, string>;
 }

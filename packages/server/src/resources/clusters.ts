@@ -135,23 +135,23 @@ export const clusterWorkspace = (db: Db, caller: WorkspaceCaller, id: string): P
   );
 
 /**
- * After a cluster's deletion: its firewall at the cloud provider goes, in the platform's project and in each of the
- * workspace's BYOM projects (its servers are gone, as its machines are). One a leftover server still has is left to
- * the leftovers reconciler, which deletes it after that server.
+ * After a cluster's deletion: its firewall and the load balancers made for it at the cloud provider go, in the
+ * platform's project and in each of the workspace's BYOM projects (its servers are gone, as its machines are). A
+ * firewall a leftover server still has is left to the leftovers reconciler, which deletes it after that server.
  */
-export async function deleteClusterFirewalls(
+export async function deleteClusterResources(
   db: Db,
   provider: ComputeProvider,
   secrets: SecretBox,
   clusterId: string,
   workspaceId: string | undefined,
 ): Promise<void> {
-  if (!provider.deleteClusterFirewall) return;
+  if (!provider.deleteClusterResources) return;
   const byom = workspaceId === undefined ? [] : await activeCredentials(db, secrets, workspaceId);
   // One project's failure (a revoked token, an outage) does not keep the others' firewalls.
   const failures: unknown[] = [];
-  for (const credential of [undefined, ...byom]) await provider.deleteClusterFirewall(clusterId, credential).catch((error: unknown) => failures.push(error));
-  if (failures.length > 0) throw new AggregateError(failures, `deleting the firewall of cluster ${clusterId} failed in ${failures.length} project(s)`);
+  for (const credential of [undefined, ...byom]) await provider.deleteClusterResources(clusterId, credential).catch((error: unknown) => failures.push(error));
+  if (failures.length > 0) throw new AggregateError(failures, `deleting what cluster ${clusterId} has at the provider failed in ${failures.length} project(s)`);
 }
 
 /**

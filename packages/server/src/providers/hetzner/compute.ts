@@ -152,6 +152,8 @@ const hetznerLabels = (labels: Record<string, string>) => Object.fromEntries(Obj
 
 /** The label that marks what an installation of the platform made, its value naming the installation. */
 const MANAGED_BY_LABEL = 'managed-by';
+/** The label hcloud-cloud-controller-manager puts on each load balancer it makes (internal/hcops/load_balancer.go, LabelServiceUID). */
+const CCM_SERVICE_LABEL = 'hcloud-ccm/service-uid';
 
 /** The statuses of an earlier run's server that is on its way to running, so a re-run adopts it. */
 const ADOPTABLE: ReadonlySet<string> = new Set(['initializing', 'starting', 'running']);
@@ -505,7 +507,15 @@ export class HetznerCompute implements ComputeProvider {
       await this.awaitAction(action, credential);
   }
 
-  async deleteClusterFirewall(clusterId: string, credential?: ProviderCredential): Promise<void> {
+  /**
+   * What a deleted cluster leaves in this project besides its servers: the load balancers its cloud controller
+   * manager made (claimed for the cluster while their targets were its servers, claimLoadBalancers), and its
+   * firewall, unless a server still has it (the leftovers run deletes it then).
+   */
+  async deleteClusterResources(clusterId: string, credential?: ProviderCredential): Promise<void> {
+    for (const balancer of await this.loadBalancers(this.ours(`cluster==${labelValue(clusterId)}`), credential)) {
+      await this.deleteLoadBalancer(String(balancer.id), credential);
+    }
     const firewall = await this.findFirewall(clusterId, credential);
     if (!firewall) return;
     try {
@@ -525,6 +535,52 @@ export class HetznerCompute implements ComputeProvider {
     if (hid === undefined) return;
     const answer = await this.call(credential, (headers) => this.client.DELETE('/firewalls/{id}', { params: { path: { id: hid } }, headers }));
     HetznerCompute.data(answer, `delete firewall ${id}`, { notFound: true });
+  }
+
+  /** Deletes a load balancer; one that is gone already is fine. */
+  async deleteLoadBalancer(id: string, credential?: ProviderCredential): Promise<void> {
+    const hid = hetznerId(id);
+    if (hid === undefined) return;
+    const answer = await this.call(credential, (headers) => this.client.DELETE('/load_balancers/{id}', { params: { path: { id: hid } }, headers }));
+    HetznerCompute.data(answer, `delete load balancer ${id}`, { notFound: true });
+  }
+
+  private async loadBalancers(label_selector: string, credential: ProviderCredential | undefined) {
+    return this.all(async (page) => {
+      const answer = await this.call(credential, (headers) =>
+        this.client.GET('/load_balancers', { params: { query: { label_selector, page, per_page: 50 } }, headers }),
+      );
+      const data = HetznerCompute.data(answer, 'list load balancers')!;
+      return { items: data.load_balancers, next: data.meta.pagination.next_page };
+    });
+  }
+
+  /**
+   * Claims for their cluster the load balancers a tenant's cloud controller manager made that target servers of
+   * ours: it labels each with `hcloud-ccm/service-uid` (hcloud-cloud-controller-manager,
+   * internal/hcops/load_balancer.go) and with nothing of ours, and the platform adds its managed-by label and the
+   * cluster's, so that they go with their cluster (deleteClusterResources) or are swept as leftovers once it is
+   * gone. Claimed while a target is still one of the cluster's servers: once its machines are deleted, nothing
+   * would tell whose it is.
+   */
+  private async claimLoadBalancers(servers: HetznerServer[], credential: ProviderCredential | undefined): Promise<void> {
+    const clusterOf = new Map(
+      servers.filter((s) => s.labels[MANAGED_BY_LABEL] === this.options.managedBy && s.labels.cluster).map((s) => [s.id, s.labels.cluster!]),
+    );
+    if (clusterOf.size === 0) return;
+    for (const balancer of await this.loadBalancers(CCM_SERVICE_LABEL, credential)) {
+      if (balancer.labels[MANAGED_BY_LABEL] !== undefined) continue;
+      const cluster = balancer.targets.map((t) => (t.server ? clusterOf.get(t.server.id) : undefined)).find((c) => c !== undefined);
+      if (cluster === undefined) continue;
+      const answer = await this.call(credential, (headers) =>
+        this.client.PUT('/load_balancers/{id}', {
+          params: { path: { id: balancer.id } },
+          body: { labels: { ...balancer.labels, ...this.labelled({ cluster }) } },
+          headers,
+        }),
+      );
+      HetznerCompute.data(answer, `label load balancer ${balancer.id}`, { notFound: true });
+    }
   }
 
   async getServer(id: string, credential?: ProviderCredential): Promise<Server | undefined> {
@@ -573,6 +629,12 @@ export class HetznerCompute implements ComputeProvider {
     if (hid === undefined) return;
     const server = await this.getServer(id, credential);
     if (!server) return;
+    // The last chance to tell whose its cluster's load balancers are: they target it until it is gone.
+    if (server.labels.cluster !== undefined && server.labels[MANAGED_BY_LABEL] === this.options.managedBy) {
+      await this.claimLoadBalancers([{ id: hid, labels: server.labels } as HetznerServer], credential).catch((error: unknown) =>
+        this.options.logger?.warn({ err: error, server: id }, 'claiming the load balancers of a deleted server’s cluster failed; the leftovers run retries'),
+      );
+    }
     const answer = await this.call(credential, (headers) => this.client.DELETE('/servers/{id}', { params: { path: { id: hid } }, headers }));
     const data = HetznerCompute.data(answer, `delete server ${id}`, { notFound: true });
     if (data?.action) await this.awaitAction(data.action, credential);
@@ -639,7 +701,10 @@ export class HetznerCompute implements ComputeProvider {
       const data = HetznerCompute.data(answer, 'list firewalls')!;
       return { items: data.firewalls, next: data.meta.pagination.next_page };
     });
+    await this.claimLoadBalancers(servers, credential);
+    const balancers = await this.loadBalancers(label_selector, credential);
     return [
+      ...balancers.map((b) => ({ kind: 'load_balancer' as const, id: String(b.id), labels: b.labels })),
       ...servers.map((s) => ({ kind: 'server' as const, id: String(s.id), labels: s.labels })),
       ...images.map((i) => ({ kind: 'snapshot' as const, id: String(i.id), labels: i.labels })),
       ...firewalls.map((f) => ({ kind: 'firewall' as const, id: String(f.id), labels: f.labels ?? {} })),
