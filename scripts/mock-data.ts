@@ -3,7 +3,9 @@
 // ipsum. What a front end would trip over is mended here, by field name, rather than with `x-faker` hints on every
 // schema of the contract, which would describe the faker instead of the API:
 //   - ids (`id`, `*_id`) in the service's formats (`ins_01j…`; regions `fsn1`…), by field and by the path's resource;
-//   - moments (`*_at`, `*_until`) in recent years, and a record's never before its `created_at`;
+//   - moments (`*_at`, `*_until`) in recent years and passed (but an expiry, a next attempt, an end of support or of
+//     a cooling, which may be to come), and a record's never before its `created_at`;
+//   - a status message that goes with the record's status, as the server writes it (a failed one says why);
 //   - names, node names, server types, URLs and cursors that look like the API's; a quota entry that adds up;
 //   - a page that says `has_more` holds records (an empty one says no more follows); an error says what one of its
 //     status says, with the contract's code for it;
@@ -19,13 +21,6 @@ const isRecord = (value: Json | undefined): value is { [key: string]: Json } => 
 
 /** Free-text fields of the contract, and what each might say. */
 const messages: Record<string, string[]> = {
-  // Said of a record that failed (`status` failed or ERROR), and of one on its way.
-  failure_message: [
-    'Helm release wordpress failed: image pull back-off for docker.io/bitnami/wordpress:6.7.',
-    'The control plane was not Ready within 900 seconds.',
-    'Argo CD could not sync the release: chart version 19.6.1 not found.',
-  ],
-  status_message: ['Waiting for the control plane to become Ready.', 'Installing 2 of 3 helm releases.', "Deleting the cluster's machines."],
   title: ['Cluster prod-eu is running', 'Install of Web Shop failed', 'Machine prod-eu-worker-2 is ready', 'Managed clusters quota reached'],
   body: [
     'The control plane of prod-eu is ready; add machines to run workloads.',
@@ -43,11 +38,42 @@ const messages: Record<string, string[]> = {
   line: ['GET /healthz 200 1.2ms', 'Listening on 0.0.0.0:8080', 'Connected to the database in 35 ms', 'Worker started: 4 threads'],
 };
 
+/**
+ * A record's `status_message` by its `status`, as the server writes it: a cluster being made says so, a failed
+ * cluster or install says why (never null), one running, installing or being removed has nothing to say
+ * (resources/clusters.ts, resources/installs.ts).
+ */
+const STATUS_MESSAGES: Record<string, (string | null)[]> = {
+  PROVISIONING: ['Creating control plane'],
+  RUNNING: [null],
+  ERROR: [
+    'The control plane was not Ready within 900 seconds; delete the cluster and create it again.',
+    'Kamaji could not create the control plane: the datastore is unreachable.',
+  ],
+  DELETING: [null],
+  pending: [null],
+  installing: [null],
+  running: [null],
+  uninstalling: [null],
+  failed: [
+    'Helm release wordpress failed: image pull back-off for docker.io/bitnami/wordpress:6.7.',
+    'Argo CD could not sync the release: chart version 19.6.1 not found.',
+    'Uninstall failed: Release wordpress was not removed within 600 s: DeletionError: namespace is terminating.',
+  ],
+};
+
+/** Fields whose moment may be to come (an expiry, the end of a cooling, a next attempt, an end of support); all others have passed. */
+const FUTURE_MOMENT = /^(expires_at|next_attempt_at|end_of_support_at|.*_until)$/;
+
 // A stable choice for a value, so the same answer always reads the same.
 function pick(options: string[], seed: string): string {
   let hash = 0;
   for (const char of seed) hash = (hash * 31 + char.charCodeAt(0)) | 0;
   return options[Math.abs(hash) % options.length] as string;
+}
+
+function pickAny<T>(options: T[], seed: string): T {
+  return options[hashOf(seed) % options.length] as T;
 }
 
 /** The id prefix of each `*_id` field, and of a record's own `id` under each resource of a path or field. */
@@ -95,8 +121,9 @@ const REGIONS = ['fsn1', 'nbg1', 'hel1', 'ash', 'hil', 'sin'];
 const NAMES = ['prod-eu', 'staging-us', 'Web shop', 'ci-deploy', 'data-main', 'Support wiki', 'edge-asia', 'billing'];
 const SERVER_TYPES = ['cx22', 'cx32', 'cpx21', 'cax11'];
 const ULID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
-/** 2024-01-01 to 2026-12-30, in Unix seconds: "recent years", as the README promises. */
-const RECENT = { from: 1_704_067_200, span: 94_521_600 };
+/** From 2024-01-01 (Unix seconds) to an hour before now: "recent years", as the README promises, and passed. */
+const RECENT_FROM = 1_704_067_200;
+const recentSpan = () => Math.floor(Date.now() / 1000) - 3600 - RECENT_FROM;
 const QUOTAS: Record<string, { type: string; unit: string; displayName: string; limit: number }> = {
   'kaas/clusters': { type: 'allocation', unit: 'count', displayName: 'Managed clusters', limit: 3 },
   'compute/machines': { type: 'allocation', unit: 'count', displayName: 'Compute machines', limit: 3 },
@@ -169,12 +196,12 @@ function mendField(key: string, field: Json, resource: string | undefined): Json
     if (key === 'path' && isFiller(field)) return pick(['charts/app', 'deploy/helm'], field);
     if (key === 'registry_url' && isFiller(field)) return pick(['ghcr.io', 'registry.gitlab.com', 'docker.io'], field);
     if (key === 'cursor' && isFiller(field))
-      return Buffer.from(JSON.stringify({ t: RECENT.from + (hashOf(field) % RECENT.span), i: `x_${idBody(field)}` })).toString('base64url');
+      return Buffer.from(JSON.stringify({ t: RECENT_FROM + (hashOf(field) % recentSpan()), i: `x_${idBody(field)}` })).toString('base64url');
     return field;
   }
   if (typeof field === 'number') {
     const moment = key.endsWith('_at') || key.endsWith('_until') || key === 'failing_since';
-    if (moment && (field < RECENT.from || field > RECENT.from + RECENT.span)) return RECENT.from + (field % RECENT.span);
+    if (moment && (field < RECENT_FROM || field > RECENT_FROM + recentSpan())) return RECENT_FROM + (field % recentSpan());
     if (key === 'cpu' && field > 64) return [2, 4, 8, 16][field % 4] as number;
     if (key === 'memory_bytes' && field > 2 ** 40) return 2 ** (32 + (field % 4));
     if ((key === 'consecutive_failures' || key === 'attempts') && field > 100) return field % 6;
@@ -197,8 +224,11 @@ function mend(value: Json, resource?: string): Json {
   if (!isRecord(value)) return value;
   let out: { [key: string]: Json } = {};
   for (const [key, field] of Object.entries(value)) {
-    const failed = key === 'status_message' && /^(failed|error)$/i.test(String(value.status));
-    const options = messages[failed ? 'failure_message' : key];
+    if (key === 'status_message' && typeof value.status === 'string' && STATUS_MESSAGES[value.status]) {
+      out[key] = pickAny(STATUS_MESSAGES[value.status]!, `${String(field)}${String(value.status)}`);
+      continue;
+    }
+    const options = messages[key];
     // A list's records are of the path's resource; a nested list's, of the field holding it (`sources`).
     const inner = key === 'data' ? resource : key in ID_PREFIX ? key : undefined;
     // A list of ids (`cluster_ids`, `stripe_price_ids`): each as the field of one would be.
@@ -240,9 +270,13 @@ function mend(value: Json, resource?: string): Json {
   }
   const created = out.created_at;
   if (typeof created === 'number') {
+    const now = Math.floor(Date.now() / 1000);
     for (const [key, field] of Object.entries(out)) {
-      // Later by up to a day: no record changes, is read or expires before it exists.
-      if (key.endsWith('_at') && typeof field === 'number' && field < created) out[key] = created + ((created - field) % 86_400);
+      // Later by up to a day: no record changes, is read or expires before it exists; and what has happened has passed.
+      if (key.endsWith('_at') && typeof field === 'number' && field < created) {
+        const later = created + ((created - field) % 86_400);
+        out[key] = FUTURE_MOMENT.test(key) ? later : Math.min(later, now);
+      }
     }
   }
   const pagination = out.pagination;

@@ -251,6 +251,16 @@ function inconsistencies(value: unknown, at = ''): string[] {
   if (Array.isArray(value.data) && isObject(value.pagination) && value.pagination.has_more === true && value.data.length === 0) {
     found.push(`${at}: an empty page with has_more`);
   }
+  // A status message goes with its status, as the server writes it: a failed record says why; only one being
+  // deleted speaks of deleting, only one being made or installed of making or installing.
+  if (typeof value.status === 'string' && 'status_message' in value) {
+    const { status, status_message: message } = value;
+    if (/^(ERROR|failed)$/.test(status) && (typeof message !== 'string' || message === '')) found.push(`${at}: ${status} without a status_message`);
+    if (typeof message === 'string' && /delet|remov/i.test(message) && !/^(DELETING|uninstalling|ERROR|failed)$/.test(status))
+      found.push(`${at}: ${status} with "${message}"`);
+    if (typeof message === 'string' && /^(creating|installing|waiting)/i.test(message) && !/^(PROVISIONING|pending|installing)$/.test(status))
+      found.push(`${at}: ${status} with "${message}"`);
+  }
   for (const [key, field] of Object.entries(value)) {
     if (messageFields.has(key) && typeof field === 'string' && isLipsum(field)) found.push(`${at}.${key}: filler text "${field}"`);
     // Ids in the service's formats, names a person would give, moments of these years (the README's promise). A
@@ -266,6 +276,9 @@ function inconsistencies(value: unknown, at = ''): string[] {
     if (key === 'name' && typeof field === 'string' && isLipsum(field)) found.push(`${at}.${key}: filler text "${field}"`);
     if (key.endsWith('_at') && typeof field === 'number' && (field < 1_704_067_200 || field > 1_798_761_600))
       found.push(`${at}.${key}: ${field} is not of these years`);
+    // What has happened has passed: only an expiry, a next attempt or an end of support may be to come.
+    if (key.endsWith('_at') && !/^(expires_at|next_attempt_at|end_of_support_at)$/.test(key) && typeof field === 'number' && field > Date.now() / 1000)
+      found.push(`${at}.${key}: ${field} is in the future`);
     found.push(...inconsistencies(field, `${at}.${key}`));
   }
   return found;
@@ -294,7 +307,28 @@ describe('Prefer: dynamic=true, record by record', () => {
     expect(isLipsum('The control plane was not Ready within 900 seconds.')).toBe(false);
     expect(inconsistencies({ data: [], pagination: { cursor: 'x', has_more: true } })).toHaveLength(1);
     expect(inconsistencies({ data: [{ created_at: 1_750_000_002, updated_at: 1_750_000_001, title: 'dolor sit' }] })).toHaveLength(2);
-    expect(inconsistencies({ id: 'in eiusmod', name: 'culpa sint', created_at: 253_291_947_199 })).toHaveLength(3);
+    // The moment is both not of these years and in the future.
+    expect(inconsistencies({ id: 'in eiusmod', name: 'culpa sint', created_at: 253_291_947_199 })).toHaveLength(4);
+  });
+
+  test('a status message goes with its record’s status, and what happened has passed: clusters and installs, 20 answers each', async () => {
+    expect(inconsistencies({ kaas: { status: 'ERROR', status_message: null } })).toHaveLength(1);
+    expect(inconsistencies({ kaas: { status: 'RUNNING', status_message: "Deleting the cluster's machines." } })).toHaveLength(1);
+    expect(inconsistencies({ status: 'running', status_message: 'Installing 2 of 3 helm releases.' })).toHaveLength(1);
+    expect(inconsistencies({ created_at: Math.floor(Date.now() / 1000) + 86_400 })).toHaveLength(1);
+    const problems: string[] = [];
+    const statuses = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      for (const url of ['/v1/clusters', '/v1/installs']) {
+        const { status, body } = await call('GET', url, { headers: { prefer: 'dynamic=true' } });
+        expect(status).toBe(200);
+        for (const record of body.data as { status?: string; kaas?: { status: string } }[]) statuses.add(record.kaas?.status ?? record.status ?? '');
+        problems.push(...inconsistencies(body).map((problem) => `${url} (answer ${i + 1})${problem}`));
+      }
+    }
+    // Not a vacuous pass: records of several statuses were seen.
+    expect(statuses.size).toBeGreaterThan(3);
+    expect(problems).toEqual([]);
   });
 
   test('50 answers of the list operations: ids in the service’s formats, moments of these years and never before created_at, no empty page with has_more, readable names and messages', async () => {
