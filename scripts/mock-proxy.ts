@@ -2,8 +2,9 @@
 //   - a body that is not JSON gets 400 `bad_request` at once (Prism never answers it), and a body of a media type the
 //     operation does not take gets the server's answer (400, or 415 where it takes no body), where Prism sends the
 //     contract's first 415 example whatever the operation;
-//   - a request that breaks the contract gets the contract's error body naming the violation (`param`, `message`,
-//     every violation in `details.violations`), where Prism sends the operation's one canned 422 example;
+//   - a request that breaks the contract gets the server's error body for it: the first violation's `param`,
+//     `message` and `suggestion`, every violation in `details.violations`, all in the server's words (Prism words
+//     them as Ajv does), where Prism sends the operation's one canned 422 example;
 //   - Prism's own errors (an unknown path or method, a missing token, a forced status or an example the answer lacks),
 //     which it sends as problem+json, get the contract's error body too (400 naming Prefer for the last two);
 //   - its dynamic data (`Prefer: dynamic=true`) is made consistent (scripts/mock-data.ts);
@@ -121,7 +122,7 @@ async function handle(upstream: string, request: IncomingMessage, response: Serv
   const violations = requestViolations(answer.headers.get('sl-violations'));
   if ((answer.status === 400 || answer.status === 422) && violations.length > 0) {
     await answer.body?.cancel();
-    send(response, answer.status, violationError(answer.status, violations), out);
+    send(response, answer.status, violationError(answer.status, violations, request), out);
     return;
   }
   if ((answer.headers.get('content-type') ?? '').startsWith('application/problem+json')) {
@@ -180,17 +181,53 @@ export function violationParam(violation: Violation): string | undefined {
   return param || undefined;
 }
 
-function violationError(status: number, violations: Violation[]): ErrorBody {
+/** A caller's value as the server's messages show it: its first 64 characters (packages/server/src/errors.ts, shown). */
+const shown = (value: string) => (value.length > 64 ? `${value.slice(0, 64)}…` : value);
+
+/**
+ * A violation in the server's words (packages/server/src/http/contract.ts, violationOf): Prism words it as Ajv does
+ * behind "Request body property <path>" or "Request query parameter <name>"; the server says "Body field <param>",
+ * "Parameter <param>" or "Header <param>", then "is required.", "is not allowed." or Ajv's words.
+ */
+function serverWords(violation: Violation, param: string | undefined): string {
+  const where = violation.location[1];
+  const what = `${where === 'body' ? 'Body field' : where === 'header' ? 'Header' : 'Parameter'} ${shown(param ?? 'body')}`;
+  if (violation.code === 'required') return `${what} is required.`;
+  if (violation.code === 'additionalProperties') return `${what} is not allowed.`;
+  const ajv = /\b(must .*|is .*)$/.exec(violation.message)?.[1] ?? violation.message;
+  return `${what} ${ajv.replace(/\.$/, '')}.`;
+}
+
+/** The operation a request is of, by its method and path (for the suggestion that names it, as the server's does). */
+function operationIdOf(method: string, path: string): string | undefined {
+  return PATHS.find(({ pattern }) => pattern.test(path))?.operationIds.get(method.toUpperCase());
+}
+
+/** The server's 422 (or 400) for a request that breaks the contract: the first violation, and every one in `details.violations`. */
+function violationError(status: number, violations: Violation[], request: { method?: string; url?: string }): ErrorBody {
   const [first] = violations as [Violation, ...Violation[]];
   const param = violationParam(first);
+  const operationId = operationIdOf(request.method ?? 'GET', (request.url ?? '/').split('?')[0] ?? '/') ?? 'this';
+  const suggestion =
+    first.code !== 'additionalProperties'
+      ? `See the ${operationId} operation in the API reference for what ${param ?? 'the body'} accepts.`
+      : first.location[1] === 'body'
+        ? 'Remove the field; request bodies reject fields the contract does not define.'
+        : `Remove the parameter; ${operationId} takes no ${param} (see the API reference for the parameters it takes).`;
+  const listed = new Map<string, { param: string; message: string }>();
+  for (const violation of violations) {
+    const at = violationParam(violation) ?? 'body';
+    const message = serverWords(violation, at);
+    listed.set(`${at}\u0000${message}`, { param: at, message });
+  }
+  const all = [...listed.values()];
   return {
     error: {
       code: status === 422 ? 'validation_error' : 'bad_request',
-      message: first.message,
+      message: serverWords(first, param),
       ...(param === undefined ? {} : { param }),
-      suggestion:
-        param === undefined ? 'Correct the request as the message says and send it again.' : `Correct ${param} as the message says and send the request again.`,
-      details: { violations: violations.map((violation) => ({ param: violationParam(violation), message: violation.message })) },
+      suggestion,
+      details: { violations: all.slice(0, 50), ...(all.length > 50 ? { violations_not_listed: all.length - 50 } : {}) },
     },
   };
 }
@@ -265,16 +302,17 @@ export function prismError(
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-type PathItem = Record<string, { requestBody?: { content?: Record<string, unknown> } }>;
+type PathItem = Record<string, { operationId?: string; requestBody?: { content?: Record<string, unknown> } }>;
 /**
  * Each path of the contract as a pattern of its segments (a `{parameter}` matches one segment), with its methods and
- * the media types each method's body may have (none: it takes no body).
+ * the media types each method's body may have (none: it takes no body), and each method's operationId.
  */
 const PATHS = Object.entries((contract as unknown as { paths: Record<string, PathItem> }).paths).map(([template, item]) => ({
   template,
   pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
   methods: METHODS.filter((method) => method in item).map((method) => method.toUpperCase()),
   bodies: new Map(METHODS.filter((method) => method in item).map((method) => [method.toUpperCase(), Object.keys(item[method]?.requestBody?.content ?? {})])),
+  operationIds: new Map(METHODS.filter((method) => method in item).map((method) => [method.toUpperCase(), item[method]?.operationId])),
 }));
 
 /** The methods the contract documents for a concrete path (as the server's router answers them). */

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { EXPOSED_HEADERS } from '@platform/server/testing';
+import { EXPOSED_HEADERS, newUser, systemClock, type TestUser, useTestServer } from '@platform/server/testing';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EXPOSED_HEADERS as MOCK_EXPOSED_HEADERS, violationParam } from '../../scripts/mock-proxy.ts';
@@ -19,6 +19,12 @@ const schema = (name: string) => `#/components/schemas/${name}`;
 
 let child: ChildProcessWithoutNullStreams;
 let base: string;
+// The server, for what the mock must answer as it does.
+const server = useTestServer();
+let serverUser: TestUser;
+beforeAll(async () => {
+  serverUser = await newUser(server.db, systemClock, 'pro');
+});
 
 beforeAll(async () => {
   const port = await freePort();
@@ -78,6 +84,30 @@ describe('invalid requests', () => {
     expect(params).toEqual(expect.arrayContaining(['region_id', 'name']));
     expect(params).not.toContain('limit');
     expect(params).toContain(body.error.param);
+  });
+
+  test('the same bad requests get the same 422 from the mock and the server: first violation, suggestion, every violation, in the server’s words', async () => {
+    const requests: [string, string, string | undefined][] = [
+      ['POST', '/v1/clusters', JSON.stringify({ name: 'Not A Label', region_id: 5, colour: 'blue' })],
+      ['POST', '/v1/clusters', JSON.stringify({ region_id: 'fsn1' })],
+      ['GET', '/v1/clusters?limit=1000', undefined],
+      ['POST', '/v1/installs', JSON.stringify({ product_id: 'prd_1', region_id: 'fsn1', overrides: [{ values: {} }] })],
+      ['POST', '/v1/registry/credentials', JSON.stringify({ name: 'n', registry_url: 'https://ghcr.io', username: 'u', password: 5 })],
+    ];
+    for (const [method, path, body] of requests) {
+      const fromMock = await call(method, path, body === undefined ? {} : { body });
+      const fromServer = await fetch(`${server.baseUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${serverUser.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body,
+      });
+      const serverBody = (await fromServer.json()) as { error: { details: { violations: unknown[] } } };
+      expect(fromMock.status, `${method} ${path}`).toBe(fromServer.status);
+      const sorted = (violations: { param: string }[]) => [...violations].sort((a, b) => a.param.localeCompare(b.param));
+      expect(sorted(fromMock.body.error.details.violations), `${method} ${path}`).toEqual(sorted(serverBody.error.details.violations as { param: string }[]));
+      expect(serverBody.error.details.violations).toContainEqual({ param: fromMock.body.error.param, message: fromMock.body.error.message });
+      expect(Object.keys(fromMock.body.error).sort()).toEqual(Object.keys(serverBody.error).sort());
+    }
   });
 
   test('a nested body field is named by its path', async () => {

@@ -4327,7 +4327,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A parameter, header or body field fails the schema or a business rule; `param` names it. */
+        /** @description A parameter, header or body field fails the schema or a business rule; `param` names it. Where the request breaks the contract's schemas, `details.violations` lists every violation (`param` and `message` each; the first is the error's own `param` and `message`), at most 50 of them (`details.violations_not_listed` counts the rest). */
         ValidationError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -26,6 +26,9 @@ const SHOWN_CHARACTERS = 64;
 /** Longest message an error body carries (a net under every message that embeds values). */
 const MESSAGE_CHARACTERS = 512;
 
+/** A message or param as an error body carries it: at most MESSAGE_CHARACTERS (a net under every embedded value). */
+export const clipped = (text: string): string => (text.length > MESSAGE_CHARACTERS ? `${text.slice(0, MESSAGE_CHARACTERS)}…` : text);
+
 /** A caller-supplied value as an error message shows it: at most its first 64 characters. */
 export const shown = (value: string): string => (value.length > SHOWN_CHARACTERS ? `${value.slice(0, SHOWN_CHARACTERS)}…` : value);
 
@@ -55,10 +58,9 @@ export class ApiError extends Error {
   }
 
   body(): { error: Record<string, unknown> } {
-    const message = this.message.length > MESSAGE_CHARACTERS ? `${this.message.slice(0, MESSAGE_CHARACTERS)}…` : this.message;
-    const error: Record<string, unknown> = { code: this.code, message };
+    const error: Record<string, unknown> = { code: this.code, message: clipped(this.message) };
     // A param can hold a caller's property name (an unknown field): shown shortened like any caller value.
-    if (this.param !== undefined) error.param = this.param.length > MESSAGE_CHARACTERS ? `${this.param.slice(0, MESSAGE_CHARACTERS)}…` : this.param;
+    if (this.param !== undefined) error.param = clipped(this.param);
     if (this.suggestion !== undefined) error.suggestion = this.suggestion;
     if (this.details !== undefined) error.details = this.details;
     return { error };

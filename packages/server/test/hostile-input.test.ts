@@ -145,6 +145,27 @@ describe('numbers a JSON number cannot hold as sent are refused, not stored roun
   });
 });
 
+describe('a request with several violations', () => {
+  it('is answered with every one in details.violations, the first also as the error’s param and message', async () => {
+    const reply = await send('POST', '/v1/clusters', JSON.stringify({ name: 'Not A DNS Label', region_id: 5, colour: 'blue' }));
+    expect(reply.status).toBe(422);
+    const { error } = reply.body;
+    expect(error.code).toBe('validation_error');
+    const violations = error.details.violations as { param: string; message: string }[];
+    expect(violations.map((v) => v.param).sort()).toEqual(['colour', 'name', 'region_id']);
+    expect(violations).toContainEqual({ param: 'colour', message: 'Body field colour is not allowed.' });
+    expect(violations).toContainEqual({ param: 'region_id', message: 'Body field region_id must be string.' });
+    expect(violations).toContainEqual({ param: error.param, message: error.message });
+  });
+  it('lists at most 50, and says how many it left out', async () => {
+    const body = Object.fromEntries([['name', 'n'], ['region_id', 'fsn1'], ...Array.from({ length: 60 }, (_, i) => [`extra_${i}`, i])]);
+    const reply = await send('POST', '/v1/clusters', JSON.stringify(body));
+    expect(reply.status).toBe(422);
+    expect(reply.body.error.details.violations).toHaveLength(50);
+    expect(reply.body.error.details.violations_not_listed).toBe(10);
+  });
+});
+
 describe('values far longer than an id are never echoed whole', () => {
   const huge = `cl_${'x'.repeat(200_000)}`;
   it.each([

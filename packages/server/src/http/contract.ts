@@ -7,7 +7,7 @@ import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { Context } from 'koa';
 import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
-import { ApiError, validationError } from '../errors.ts';
+import { ApiError, clipped, shown, validationError } from '../errors.ts';
 import { ROLES, type Role } from '../services/roles.ts';
 import { jsonProblem } from './body.ts';
 import { deprecationHeaderNames, deprecationHeaders, deprecationOf } from './deprecation.ts';
@@ -82,8 +82,9 @@ export async function loadContract(document: Document = definition as unknown as
       let ajv = ajvs.get(key);
       if (ajv === undefined) {
         // useDefaults: a parameter or body field the request leaves out gets the contract's default here, the one
-        // place defaults are applied (handlers see them as present: ReceivedQuery / ReceivedBody).
-        ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: false, useDefaults: true });
+        // place defaults are applied (handlers see them as present: ReceivedQuery / ReceivedBody). allErrors: a
+        // refusal lists every violation (requestValidationError), not the first alone.
+        ajv = new Ajv2020({ ...ajvOpts, strict: false, allErrors: true, useDefaults: true });
         addFormats(ajv);
         ajvs.set(key, ajv);
       }
@@ -245,7 +246,51 @@ function fieldPath(segments: string[]): string {
     .reduce((path, s) => (/^\d+$/.test(s) ? `${path}[${s}]` : path ? `${path}.${s}` : s), '');
 }
 
-/** Turns openapi-backend's first validation error into the contract's 422 with the offending `param`. */
+/** The violations a 422 lists at most. */
+const MAX_VIOLATIONS = 50;
+
+/** One violation of the request's schemas, in the server's words: where it is (`param`), what is wrong, what to do. */
+interface Violation {
+  location: string;
+  param: string;
+  message: string;
+  suggestion: string;
+}
+
+function violationOf(meta: OperationMeta, error: AjvError): Violation {
+  const [location = '', ...rest] = error.instancePath.split('/').slice(1);
+  const extra = (error.params.missingProperty ?? error.params.additionalProperty) as string | undefined;
+  const segments = extra === undefined ? rest : [...rest, extra];
+  let param = fieldPath(segments);
+  if (location === 'header') param = meta.headerNames.get(param.toLowerCase()) ?? param;
+  if (location === 'requestBody' && param === '') param = 'body';
+  // The message names the field as any caller value is shown (an unknown field's name may be huge); `param` whole.
+  const what = `${location === 'requestBody' ? 'Body field' : location === 'header' ? 'Header' : 'Parameter'} ${shown(param)}`;
+  let message: string;
+  switch (error.keyword) {
+    case 'required':
+      message = `${what} is required.`;
+      break;
+    case 'additionalProperties':
+      message = `${what} is not allowed.`;
+      break;
+    default:
+      message = `${what} ${error.message ?? 'is invalid'}.`;
+  }
+  const suggestion =
+    error.keyword !== 'additionalProperties'
+      ? `See the ${meta.operationId} operation in the API reference for what ${param} accepts.`
+      : location === 'requestBody'
+        ? 'Remove the field; request bodies reject fields the contract does not define.'
+        : `Remove the parameter; ${meta.operationId} takes no ${param} (see the API reference for the parameters it takes).`;
+  return { location, param, message, suggestion };
+}
+
+/**
+ * Turns openapi-backend's validation errors into the contract's 422: `param`, `message` and `suggestion` of the first,
+ * and every violation in `details.violations` (`param` and `message` each, once), so a form can mark all its fields
+ * at once; the mock (`pnpm mock`) answers the same.
+ */
 export function requestValidationError(meta: OperationMeta, errors: AjvError[]): ApiError {
   const error = errors[0];
   if (!error) return validationError('', 'The request is invalid.');
@@ -254,38 +299,29 @@ export function requestValidationError(meta: OperationMeta, errors: AjvError[]):
       suggestion: "Send a JSON object with 'Content-Type: application/json'.",
     });
   }
-  const [location = '', ...rest] = error.instancePath.split('/').slice(1);
-  const extra = (error.params.missingProperty ?? error.params.additionalProperty) as string | undefined;
-  const segments = extra === undefined ? rest : [...rest, extra];
-  let param = fieldPath(segments);
-  if (location === 'header') param = meta.headerNames.get(param.toLowerCase()) ?? param;
+  const first = violationOf(meta, error);
   // An X-Workspace-Id that cannot be a workspace id (empty, too long) is an invalid workspace: 403, as the spec says.
-  if (location === 'header' && param === 'X-Workspace-Id') {
+  if (first.location === 'header' && first.param === 'X-Workspace-Id') {
     return new ApiError('forbidden', 'X-Workspace-Id names no workspace you are a member of.', {
-      param,
+      param: first.param,
       suggestion: 'List your workspaces with GET /v1/workspaces and send one of their ids.',
     });
   }
-  if (location === 'requestBody' && param === '') param = 'body';
-  const what = location === 'requestBody' ? 'Body field' : location === 'header' ? 'Header' : 'Parameter';
-  let message: string;
-  switch (error.keyword) {
-    case 'required':
-      message = `${what} ${param} is required.`;
-      break;
-    case 'additionalProperties':
-      message = `${what} ${param} is not allowed.`;
-      break;
-    default:
-      message = `${what} ${param} ${error.message ?? 'is invalid'}.`;
+  // Each once, shortened as the body's own param and message are, and at most MAX_VIOLATIONS of them (a body of
+  // thousands of unknown fields would otherwise be answered with thousands).
+  const violations = new Map<string, { param: string; message: string }>();
+  for (const each of errors) {
+    if (each.keyword === 'parse') continue;
+    const violation = violationOf(meta, each);
+    const [param, message] = [clipped(violation.param), clipped(violation.message)];
+    violations.set(`${param}\u0000${message}`, { param, message });
   }
-  const suggestion =
-    error.keyword !== 'additionalProperties'
-      ? `See the ${meta.operationId} operation in the API reference for what ${param} accepts.`
-      : location === 'requestBody'
-        ? 'Remove the field; request bodies reject fields the contract does not define.'
-        : `Remove the parameter; ${meta.operationId} takes no ${param} (see the API reference for the parameters it takes).`;
-  return validationError(param, message, suggestion);
+  const listed = [...violations.values()];
+  const details = {
+    violations: listed.slice(0, MAX_VIOLATIONS),
+    ...(listed.length > MAX_VIOLATIONS ? { violations_not_listed: listed.length - MAX_VIOLATIONS } : {}),
+  };
+  return new ApiError('validation_error', first.message, { param: first.param, suggestion: first.suggestion, details });
 }
 
 interface CompiledValidator {
