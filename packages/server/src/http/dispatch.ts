@@ -197,7 +197,9 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
     const workspaceHeader = workspaceHeaderOf(ctx, meta);
     // The path's values reach the database in these look-ups: what no column may hold (a NUL) is refused first.
     checkRequestValue(params);
+    let roleWorkspaceId: string | undefined;
     await authorize(meta, params, caller, workspaceHeader, (membership) => {
+      roleWorkspaceId = membership.workspaceId;
       if (audited) audited.membership = membership;
     });
     const { source, handler } = bound.get(meta.operationId)!;
@@ -215,6 +217,7 @@ export function dispatch({ contract, authenticate, rateLimiter, env, config, acc
       body: body as never,
       caller: caller as Caller,
       workspace,
+      roleWorkspaceId,
       requestId: ctx.state.requestId as string,
       signal: abort.signal,
       // Koa's ctx.origin is the Origin header; this is the scheme and Host the request was sent to.

@@ -39,10 +39,7 @@ export const getClusterKubeconfig: Handler<'getClusterKubeconfig'> = async ({ pa
   return { status: 200, body, headers: { 'Cache-Control': 'no-store, private', Pragma: 'no-cache' } };
 };
 
-export const deleteCluster = staged<'deleteCluster', string | undefined>({
-  // The cluster's workspace, read before its record goes: its BYOM projects may hold the cluster's firewall and
-  // load balancers.
-  before: ({ params, caller }, { db }) => clusters.clusterWorkspace(db, caller, params.clusterId),
+export const deleteCluster = staged<'deleteCluster'>({
   change: async ({ params, caller }, { db }) => {
     await clusters.deleteCluster(db, caller, params.clusterId);
     return { status: 204, body: undefined };
@@ -51,9 +48,11 @@ export const deleteCluster = staged<'deleteCluster', string | undefined>({
   // driver or the provider fails to delete stays, labelled, to clean up (the leftovers reconciler deletes it).
   // The provider's deletions are not awaited: a spent provider rate limit may hold their deletion for a long while, and the
   // answer does not depend on it.
-  after: async ({ params }, { db, driver, provider, secrets, logger }, _output, workspaceId) => {
+  // The cluster's workspace is where the binding checked the caller's role (admin): its BYOM projects may hold the
+  // cluster's firewall and load balancers.
+  after: async ({ params, roleWorkspaceId }, { db, driver, provider, secrets, logger }) => {
     void clusters
-      .deleteClusterResources(db, provider, secrets, params.clusterId, workspaceId)
+      .deleteClusterResources(db, provider, secrets, params.clusterId, roleWorkspaceId)
       .catch((error: unknown) =>
         logger.warn({ err: error, cluster: params.clusterId }, 'deleting the cluster’s firewall and load balancers failed; the leftovers run retries'),
       );

@@ -58,6 +58,12 @@ export interface OperationInput<Op extends OperationId> {
    * except for the operations that act in one (`x-requires-workspace`), which the binding answers 422 instead.
    */
   workspace: Op extends WorkspaceRequired ? ActingWorkspace : ActingWorkspace | undefined;
+  /**
+   * The workspace whose role the binding checked (http/authorize.ts): for an operation on a resource addressed by id
+   * with an `x-required-role` above viewer, that resource's workspace; undefined where none was looked up (no such
+   * resource, or one of a workspace the caller is not in: the operation answers 404).
+   */
+  roleWorkspaceId: string | undefined;
   requestId: string;
   signal: AbortSignal;
   /** The scheme and host the request was sent to (`http://127.0.0.1:8080`), for links in responses. */

@@ -124,16 +124,6 @@ export async function deleteCluster(db: Db, caller: WorkspaceCaller, id: string)
   });
 }
 
-/** The workspace of a cluster the caller may see; undefined for any other (the deletion then answers 404). */
-export const clusterWorkspace = (db: Db, caller: WorkspaceCaller, id: string): Promise<string | undefined> =>
-  visibleCluster(db, caller, id).then(
-    (cluster) => cluster.workspace_id,
-    (error: unknown) => {
-      if (error instanceof ApiError) return undefined;
-      throw error;
-    },
-  );
-
 /**
  * After a cluster's deletion: its firewall and the load balancers made for it at the cloud provider go, in the
  * platform's project and in each of the workspace's BYOM projects (its servers are gone, as its machines are). A
