@@ -13,7 +13,7 @@ import { BYOM_TOKEN, MANAGED_BY, useHetznerWorkflows } from './support/hetzner-w
 import { eventually, newUser } from './support.ts';
 
 const hetzner = useHetznerWorkflows();
-const { app, settled, machineOnNewCluster, machineRow } = hetzner;
+const { app, settled, machineOnNewCluster, machineWhen } = hetzner;
 const { clock } = app;
 let fake: HetznerFake;
 beforeAll(() => {
@@ -30,15 +30,7 @@ describe('leftovers at Hetzner', () => {
   it('deletes a server and a snapshot labelled as ours with nothing behind them after the grace period, not before, and not in dry run', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { machine } = await machineOnNewCluster(user, 'hz-leftovers', { byom: true });
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     // A server (and its snapshot) made for a machine that was deleted while the creation was in flight.
     const hetzner = directDriver();
     const lost = await hetzner.createServer({
@@ -108,15 +100,7 @@ describe('leftovers at Hetzner', () => {
   it('deleting a cluster whose machines are deleted deletes its firewall at once, in the BYOM project', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-fw-gone', { byom: true });
-    await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
     await api.DELETE('/v1/compute/machines/{providerId}', { params: { path: { providerId: machine.provider_id } } });
     await eventually(
@@ -142,15 +126,7 @@ describe('leftovers at Hetzner', () => {
   it('the load balancers a cluster’s cloud controller manager made go with the cluster; one left of a gone cluster is swept; a user’s own is never touched', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-lb-gone', { byom: true });
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     // As hcloud-cloud-controller-manager makes one for a LoadBalancer Service (support/hcloud-ccm.ts): labelled
     // with the Service's uid only, targeting the cluster's servers.
     const made = fake.createLoadBalancer(BYOM_TOKEN, {
@@ -216,15 +192,7 @@ describe('leftovers at Hetzner', () => {
   it('a deleted cluster’s firewall is deleted after its servers: refused while a leftover server still has it, gone once that server is', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-firewall', { byom: true });
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     const firewall = fake.firewalls(BYOM_TOKEN).find((f) => f.labels?.cluster === labelValue(cluster.id))!;
     expect(firewall.labels?.['managed-by']).toBe(MANAGED_BY);
     // A server of the cluster whose machine was lost in a crash: it has the firewall too.

@@ -10,7 +10,7 @@ import { BYOM_TOKEN, PLATFORM, useHetznerWorkflows } from './support/hetzner-wor
 import { apiError, eventually, newUser } from './support.ts';
 
 const hetzner = useHetznerWorkflows();
-const { app, settled, machineOnNewCluster, machineRow } = hetzner;
+const { app, settled, machineOnNewCluster, machineRow, machineWhen } = hetzner;
 const { clock } = app;
 let fake: HetznerFake;
 beforeAll(() => {
@@ -21,15 +21,7 @@ describe('provisioning on Hetzner Cloud', () => {
   it('creates a server labelled with the workflow, reaches ready, and the drift check reads the live server', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-ready');
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(2);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready');
     const servers = fake.servers(PLATFORM).filter((s) => s.labels.machine === labelValue(machine.provider_id));
     expect(servers).toHaveLength(1);
     expect(String(servers[0]!.id)).toBe(ready.server_id);
@@ -65,15 +57,7 @@ describe('provisioning on Hetzner Cloud', () => {
     const name = `${'a'.repeat(48)}-${'b'.repeat(14)}`;
     expect(name).toHaveLength(63);
     const { machine } = await machineOnNewCluster(user, name);
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(2);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready' || m.status === 'failed',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready' || m.status === 'failed', 'the machine to be ready');
     expect(ready.status).toBe('ready');
     const [server] = fake.servers(PLATFORM).filter((s) => s.labels.machine === labelValue(machine.provider_id));
     expect(server!.name).toBe(ready.node_name);
@@ -105,15 +89,7 @@ describe('provisioning on Hetzner Cloud', () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, cluster, machine } = await machineOnNewCluster(user, 'hz-429');
     fake.exhaust(PLATFORM);
-    await eventually(
-      async () => {
-        await settled();
-        clock.advance(2);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready');
     const platform = fake.requests.filter((r) => r.authorization === `Bearer ${PLATFORM}`);
     const spent = platform.findIndex((r) => r.status === 429);
     expect(spent).toBeGreaterThanOrEqual(0);
@@ -128,15 +104,7 @@ describe('provisioning on Hetzner Cloud', () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-401');
     fake.revoke(PLATFORM);
-    const failed = await eventually(
-      async () => {
-        await settled();
-        clock.advance(2);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'failed',
-      'the machine to fail',
-    );
+    const failed = await machineWhen(machine.provider_id, (m) => m.status === 'failed', 'the machine to fail');
     expect(failed.server_id).toBeNull();
     const notifications = await api.GET('/v1/notifications');
     const notice = notifications.data.find((n) => n.type === 'machine.failed');
@@ -151,15 +119,7 @@ describe('provisioning on Hetzner Cloud', () => {
     const user = await newUser(app.db, clock, 'pro');
     fake.refuseNext('post /servers', 'resource_limit_exceeded', 'server_limit_exceeded: project limit of 10 servers reached');
     const { api, machine, credential } = await machineOnNewCluster(user, 'hz-quota', { byom: true });
-    const failed = await eventually(
-      async () => {
-        await settled();
-        clock.advance(2);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'failed',
-      'the machine to fail',
-    );
+    const failed = await machineWhen(machine.provider_id, (m) => m.status === 'failed', 'the machine to fail');
     expect(failed.server_id).toBeNull();
     const notifications = (await api.GET('/v1/notifications')).data;
     const notice = notifications.find((n) => n.type === 'machine.failed');
@@ -246,16 +206,7 @@ describe('provisioning on Hetzner Cloud', () => {
   it('a BYOM machine is created, suspended to a snapshot and resumed from it with the credential’s token, in its own project', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine, credential } = await machineOnNewCluster(user, 'hz-byom', { byom: true });
-    const until = (status: string) =>
-      eventually(
-        async () => {
-          await settled();
-          clock.advance(5);
-          return machineRow(machine.provider_id);
-        },
-        (m) => m.status === status,
-        `the machine to be ${status}`,
-      );
+    const until = (status: string) => machineWhen(machine.provider_id, (m) => m.status === status, `the machine to be ${status}`, 5);
     const ready = await until('ready');
     const label = labelValue(machine.provider_id);
     expect(
@@ -310,15 +261,7 @@ describe('provisioning on Hetzner Cloud', () => {
   it('a snapshot that ends unavailable fails the suspension, deletes the snapshot, and powers the kept server on again: the machine is ready', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-snapfail', { byom: true });
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     fake.failNextAction('create_image', 'image_failed');
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
     const failed = await eventually(
@@ -349,15 +292,7 @@ describe('provisioning on Hetzner Cloud', () => {
   it('a failed suspension whose server cannot be powered on again leaves the machine failed, saying why', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-poweronfail', { byom: true });
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     fake.failNextAction('create_image', 'image_failed');
     fake.refuseNext('post /servers/{id}/actions/poweron', 'server_error', 'cannot power on now');
     const suspension = await api.POST('/v1/compute/machines/{providerId}/suspend', { params: { path: { providerId: machine.provider_id } } });
@@ -380,16 +315,7 @@ describe('provisioning on Hetzner Cloud', () => {
 
   it('a delete meeting 423 locked is retried until the server is gone; past the bound the machine stays deleting, with a notification', async () => {
     const user = await newUser(app.db, clock, 'pro');
-    const untilReady = async (machine: { provider_id: string }) =>
-      eventually(
-        async () => {
-          await settled();
-          clock.advance(5);
-          return machineRow(machine.provider_id);
-        },
-        (m) => m.status === 'ready',
-        'the machine to be ready',
-      );
+    const untilReady = async (machine: { provider_id: string }) => machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     const { api, machine } = await machineOnNewCluster(user, 'hz-locked', { byom: true });
     const ready = await untilReady(machine);
     // Another Action holds the server for 100 s of the test clock, which the deletion's retries wait on: meanwhile
@@ -439,15 +365,7 @@ describe('provisioning on Hetzner Cloud', () => {
   it('a delete-protected server (protected) fails the deletion at once with Hetzner’s words; the machine stays deleting', async () => {
     const user = await newUser(app.db, clock, 'pro');
     const { api, machine } = await machineOnNewCluster(user, 'hz-protect-del', { byom: true });
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(5);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready', 5);
     fake.mutateServer(BYOM_TOKEN, Number(ready.server_id), (server) => {
       server.protection.delete = true;
     });
@@ -486,15 +404,7 @@ describe('provisioning on Hetzner Cloud', () => {
     expect(notice?.body).toContain('action_failed');
     expect((await machineRow(machine.provider_id)).status).toBe('queued');
     clock.advance(backoff.autoscaling.backoff_until! - clock.now() + 1);
-    const ready = await eventually(
-      async () => {
-        await settled();
-        clock.advance(2);
-        return machineRow(machine.provider_id);
-      },
-      (m) => m.status === 'ready',
-      'the machine to be ready',
-    );
+    const ready = await machineWhen(machine.provider_id, (m) => m.status === 'ready', 'the machine to be ready');
     const label = labelValue(machine.provider_id);
     expect(
       fake

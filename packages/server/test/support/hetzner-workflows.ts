@@ -5,7 +5,7 @@
 import { createPlatformClient } from '@platform/client';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { runningCluster } from '../fixtures.ts';
-import { type TestUser, useTestServer, workersSettled } from '../support.ts';
+import { eventually, type TestUser, useTestServer, workersSettled } from '../support.ts';
 import { type HetznerFake, startHetznerFake } from './hetzner-fake.ts';
 
 /** The platform's token (HCLOUD_TOKEN) and a user's own (BYOM), each its own project at the fake. */
@@ -54,6 +54,9 @@ export function useHetznerWorkflows() {
 
   const client = (user: TestUser) => createPlatformClient({ baseUrl: app.baseUrl, token: user.token, retry: false });
 
+  const machineRow = (providerId: string) => app.db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirstOrThrow();
+  type MachineRow = Awaited<ReturnType<typeof machineRow>>;
+
   return {
     app,
     /** The fake (read in tests and hooks: it exists once beforeAll ran). */
@@ -80,6 +83,17 @@ export function useHetznerWorkflows() {
       const machine = await api.POST('/v1/compute/machines', { body: { cluster_id: cluster.id, compute_config_id: config.id } });
       return { api, cluster, machine, credential };
     },
-    machineRow: (providerId: string) => app.db.selectFrom('machines').selectAll().where('provider_id', '=', providerId).executeTakeFirstOrThrow(),
+    machineRow,
+    /** The machine's row once `check` holds, the workers settled and the clock moved `step` seconds between reads. */
+    machineWhen: (providerId: string, check: (machine: MachineRow) => boolean, what: string, step = 2) =>
+      eventually(
+        async () => {
+          await workersSettled(app.db, app.clock);
+          app.clock.advance(step);
+          return machineRow(providerId);
+        },
+        check,
+        what,
+      ),
   };
 }
