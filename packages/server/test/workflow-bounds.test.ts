@@ -106,19 +106,24 @@ async function runningInstall(user: TestUser) {
   const install = await api.POST('/v1/installs', { body: { product_id: product.id, region_id: 'fsn1' } });
   const read = () => api.GET('/v1/installs/{id}', { params: { path: { id: install.id } } });
   await eventually(read, (i) => i.status === 'installing', 'installing');
-  // The clock moves on each look, not once: a step scheduled after the workers looked settled (a workflow between
-  // two steps) is reached by the next move instead of waiting for ever.
-  await eventually(
+  await whenRunning(read, 'running');
+  return { product, install, read };
+}
+
+/**
+ * Reads the install until it runs, moving the clock on each look, not once: a step scheduled after the workers
+ * looked settled (a workflow between two steps) is reached by the next move instead of waiting for ever.
+ */
+const whenRunning = (read: () => Promise<{ status: string }>, what: string) =>
+  eventually(
     async () => {
       await settled();
       clock.advance(8);
       return read();
     },
     (i) => i.status === 'running',
-    'running',
+    what,
   );
-  return { product, install, read };
-}
 
 describe('every workflow kind ends against a cloud that never finishes', () => {
   it('covers every kind', () => {
@@ -256,9 +261,7 @@ describe('every workflow kind ends against a cloud that never finishes', () => {
       params: { path: { id: install.id } },
       body: { overrides: [{ template_helm_source_id: product.sources[0]!.id, values: { replicaCount: 3 } }] },
     });
-    await settled();
-    clock.advance(8);
-    await eventually(read, (i) => i.status === 'running', 'the update to run');
+    await whenRunning(read, 'the update to run');
     const restore = cloudNeverFinishes();
     try {
       await api.POST('/v1/installs/{id}/rollback', { params: { path: { id: install.id } }, body: { revision: 1 } });
